@@ -1,0 +1,3 @@
+from syncverify.cli import main
+
+main()

@@ -1,0 +1,69 @@
+"""``syncverify litmus FILE... [--json] [--graph DIR]``: run PTX litmus tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from syncverify import exitcodes
+from syncverify.cli import app, err, out
+from syncverify.explore import DEFAULT_MAX_EXECUTIONS
+
+
+@app.command("litmus")
+def litmus_command(
+    files: List[Path] = typer.Argument(..., help="PTX litmus files (herd7 / Dartagnan syntax).", show_default=False),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list of verdicts instead of text."),
+    graph: Optional[Path] = typer.Option(None, "--graph", help="Write DOT and PNG of one witnessing execution per test into this folder.", show_default=False),
+    max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Stop and answer Unknown after this many executions."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per test before answering Unknown (default: none).", show_default=False),
+) -> int:
+    """Explore every execution the PTX model allows and print herd7-style observations.
+
+    Exit 0 when every condition validates, 1 when one does not, 2 on bad input, 3 when a bound
+    was hit (Unknown).
+    """
+    from syncverify.graphs import write_graph
+    from syncverify.litmus.parser import parse_litmus_file
+    from syncverify.litmus.runner import run_litmus
+
+    programs = [parse_litmus_file(f) for f in files]  # parse all first: bad input fails before work
+    verdicts = []
+    for program, path in zip(programs, files):
+        if not as_json and len(programs) > 1:
+            err.print(f"running {path} ...", markup=False)
+        verdict = run_litmus(program, max_executions=max_executions, timeout=timeout)
+        verdicts.append(verdict)
+        if graph is not None:
+            witness = verdict.witness or verdict.hang_witness
+            if witness is not None:
+                stem = graph / _safe(program.name)
+                what = "satisfies the condition" if verdict.witness is not None else "hangs"
+                write_graph(witness, stem, title=f"{program.name}: an execution that {what}")
+        if not as_json:
+            _print_text(verdict)
+    if as_json:
+        out.print(json.dumps([v.to_json() for v in verdicts], indent=2), markup=False)
+    if any(v.unknown for v in verdicts):
+        return exitcodes.UNKNOWN
+    if any(v.validation == "No" for v in verdicts):
+        return exitcodes.FOUND
+    return exitcodes.OK
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "test"
+
+
+def _print_text(v) -> None:
+    out.print(f"Test {v.name} {v.validation if not v.unknown else 'Unknown'}", markup=False)
+    out.print(v.line(), markup=False)
+    out.print(f"Condition {v.quantifier} ({'holds' if v.validation == 'Ok' else 'fails'})"
+              f"  executions {v.executions}  can hang: {'yes' if v.can_hang else 'no'}  time {v.seconds:.3f}s",
+              markup=False)
+    if v.unknown:
+        out.print(f"Unknown: limit '{v.unknown}' hit ({v.unknown_detail}); counts are lower bounds", markup=False)
+    out.print("", markup=False)

@@ -1,0 +1,122 @@
+"""Events and candidate executions: the plain data the model's relations are computed from.
+
+An :class:`Execution` is a *candidate* execution in the axiomatic sense: the events each thread
+performed, program order, and the choices the explorer made (which write each read reads from,
+the coherence order of each location, the Fence-SC order, the CTA-barrier instances). Whether it
+is allowed is decided by :mod:`syncverify.ptx`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+INIT_THREAD = -1
+
+
+@dataclass(frozen=True)
+class Event:
+    """One memory event, fence or barrier arrival.
+
+    ``kind`` is ``"R"``, ``"W"``, ``"F"`` or ``"B"``. ``sem`` is the event's own semantics: for
+    reads ``weak|relaxed|acquire``, writes ``weak|relaxed|release``, fences ``acq_rel|sc``, barriers
+    ``sync|arrive``. The two halves of an atomic read-modify-write are two events joined by ``rmw``.
+    """
+
+    eid: int
+    thread: int  # index into the program's threads; INIT_THREAD for initial writes
+    index: int  # position in the thread's program order
+    kind: str
+    loc: str | None = None
+    value: int | None = None
+    sem: str = "weak"
+    scope: str | None = None
+    gpu: int = 0
+    cta: int = 0
+    barrier_id: int | None = None
+    label: str = ""  # what produced it: the instruction text or the protocol step
+    line: int | None = None
+
+    @property
+    def is_read(self) -> bool:
+        return self.kind == "R"
+
+    @property
+    def is_write(self) -> bool:
+        return self.kind == "W"
+
+    @property
+    def is_memory(self) -> bool:
+        return self.kind in ("R", "W")
+
+    @property
+    def is_fence(self) -> bool:
+        return self.kind == "F"
+
+    @property
+    def is_barrier(self) -> bool:
+        return self.kind == "B"
+
+    @property
+    def is_init(self) -> bool:
+        return self.thread == INIT_THREAD
+
+    def describe(self) -> str:
+        """Short herd-like text: ``W.rel.sys y=1``, ``R.acq.gpu x=0``, ``F.sc.cta``, ``B.sync 0``."""
+        short = {"weak": "", "relaxed": ".rlx", "acquire": ".acq", "release": ".rel",
+                 "acq_rel": ".acq_rel", "sc": ".sc", "sync": ".sync", "arrive": ".arrive"}
+        tag = short.get(self.sem, "." + self.sem)
+        scope = f".{self.scope}" if self.scope else ""
+        if self.kind == "F":
+            return f"F{tag}{scope}"
+        if self.kind == "B":
+            return f"B{tag} {self.barrier_id}"
+        if self.is_init:
+            return f"init {self.loc}={self.value}"
+        return f"{self.kind}{tag}{scope} {self.loc}={self.value}"
+
+
+@dataclass
+class Execution:
+    """A candidate execution. Relations over event ids; see :mod:`syncverify.ptx` for the model.
+
+    ``stuck`` maps a thread index to why it never terminates: ``("spin", ((loc, value), ...))``
+    for a spin loop whose iteration reads those values and cannot exit, or ``("barrier", eid)``
+    for a thread blocked at a CTA barrier whose other participants never arrive.
+    """
+
+    events: tuple[Event, ...]
+    thread_names: tuple[str, ...]
+    po: frozenset  # immediate-and-transitive program order, pairs of eids
+    rf: dict[int, int]  # read eid -> write eid
+    co: dict[str, tuple[int, ...]]  # loc -> write eids in coherence order (init first)
+    rmw: frozenset  # (read eid, write eid) of one atomic
+    dep: frozenset  # addr | data | ctrl, pairs (read eid, later eid)
+    fence_sc: tuple[int, ...] = ()  # a total order of the fence.sc events (restricted by ms in ptx)
+    barrier_sync: frozenset = frozenset()  # arrive/sync -> sync pairs of one barrier instance
+    final_registers: dict[tuple[str, str], int] = field(default_factory=dict)
+    stuck: dict[int, tuple] = field(default_factory=dict)
+    roles: tuple[str, ...] = ()
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def event(self, eid: int) -> Event:
+        return self.events[eid]
+
+    @property
+    def final_memory(self) -> dict[str, int]:
+        """Each location's coherence-last value."""
+        return {loc: self.events[order[-1]].value for loc, order in self.co.items()}  # type: ignore[misc]
+
+    @property
+    def is_complete(self) -> bool:
+        """Every thread ran to its end."""
+        return not self.stuck
+
+    def key(self) -> tuple:
+        """Identity of the execution (events are determined by the paths, choices by rf/co/sc)."""
+        return (
+            tuple((e.thread, e.kind, e.loc, e.value, e.sem) for e in self.events),
+            tuple(sorted(self.rf.items())),
+            tuple(sorted(self.co.items())),
+            self.fence_sc,
+        )

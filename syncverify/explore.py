@@ -1,0 +1,688 @@
+"""The explorer: every execution the PTX model allows for a finite program.
+
+How it works (herd's recipe, with the pruning that keeps it fast):
+
+1. **Thread paths.** Each thread is run on its own, every read returning each value its location
+   can hold (the *value domain*, grown to a fixpoint from the initial values and every value some
+   write can produce). A path is the thread's events, its final registers, and whether it ends.
+2. **Spin loops are cut, not unrolled** (the "spin-assume" transformation of GenMC/Dartagnan):
+   when a thread returns to a program point with the same registers and has made no write that
+   changes memory since it was last there, the iteration in between read values that let it
+   neither exit nor change anything. That iteration is dropped. The path is kept as a *stuck*
+   path, with the reads of the dropped iteration as its blocking reads: in an execution where each
+   blocking read's value is its location's coherence-last value, the thread spins forever: a hang.
+   If the values are not the last ones, the thread would eventually read a newer value, so the
+   stuck path is not an execution of its own. An atomic whose write leaves the value unchanged
+   (``atom.add r, x, 0``) counts as no change.
+3. **Combinations.** One path per thread. A CTA barrier instance some participant never reaches
+   blocks the threads waiting at it; their paths are cut there and the blocked execution is a hang.
+4. **Choices.** For each location independently, the explorer enumerates which write each read
+   reads from (same value, not from its own thread's future) and the coherence order, and keeps
+   only choices that pass the per-location axioms (SC-per-Location, Atomicity). The product over
+   locations, and over Fence-SC orders, is checked against the remaining axioms.
+
+Nothing is silently bounded: a limit that is hit is reported as :attr:`ExplorationResult.limit_hit`,
+and the answer built on it is UNKNOWN. :func:`brute_force` runs steps 1-3 the same way but
+enumerates every reads-from and coherence choice with no pruning; the tests check both agree.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from syncverify import ptx
+from syncverify.errors import UnsupportedConstruct
+from syncverify.events import INIT_THREAD, Event, Execution
+from syncverify.program import (
+    Atomic,
+    Barrier,
+    Branch,
+    Fence,
+    Label,
+    Load,
+    Operand,
+    Program,
+    RegOp,
+    Store,
+    Thread,
+)
+from syncverify.relations import is_acyclic
+
+DEFAULT_MAX_EXECUTIONS = 1_000_000
+DEFAULT_MAX_STEPS = 500  # instructions one thread may execute on one path
+DEFAULT_MAX_DOMAIN = 32  # distinct values one location may take
+
+
+class LimitHit(Exception):
+    """Raised inside the explorer when a bound is reached; the result becomes UNKNOWN."""
+
+    def __init__(self, limit: str, detail: str) -> None:
+        self.limit = limit
+        self.detail = detail
+        super().__init__(f"{limit}: {detail}")
+
+
+# ----- step 1: thread paths -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LocalEvent:
+    """An event of one thread's path, before the execution numbers it."""
+
+    kind: str
+    loc: str | None = None
+    value: int | None = None
+    sem: str = "weak"
+    scope: str | None = None
+    barrier_id: int | None = None
+    rmw_with_previous: bool = False  # the write half of an atomic
+    deps: frozenset[int] = frozenset()  # local indices of reads it depends on (data | ctrl)
+    label: str = ""
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Path:
+    """One way a thread can run: its events, final registers, and why it never ends (if so)."""
+
+    events: tuple[LocalEvent, ...]
+    registers: tuple[tuple[str, int], ...]
+    stuck: tuple | None = None  # ("spin", ((loc, value), ...)) or ("barrier", local index)
+
+
+def _atomic_result(op: str, old: int, operands: tuple[int, ...]) -> int | None:
+    """The value an atomic writes, or None when it writes nothing (a failed ``cas``)."""
+    b = operands[0]
+    if op == "add":
+        return old + b
+    if op == "sub":
+        return old - b
+    if op == "exch":
+        return b
+    if op == "cas":
+        return operands[1] if old == operands[0] else None
+    if op == "min":
+        return min(old, b)
+    if op == "max":
+        return max(old, b)
+    if op == "and":
+        return old & b
+    if op == "or":
+        return old | b
+    raise UnsupportedConstruct(f"atomic op {op!r}")
+
+
+def _text(ins: object) -> str:
+    label = getattr(ins, "label", "")
+    if label:
+        return label
+    if isinstance(ins, Load):
+        return f"ld.{ins.sem}{'.' + ins.scope if ins.scope else ''} {ins.dst}, {ins.loc}"
+    if isinstance(ins, Store):
+        return f"st.{ins.sem}{'.' + ins.scope if ins.scope else ''} {ins.loc}, {ins.value}"
+    if isinstance(ins, Atomic):
+        head = "atom" if ins.dst is not None else "red"
+        args = ", ".join(str(o) for o in ((ins.dst,) if ins.dst else ()) + (ins.loc,) + ins.operands)
+        return f"{head}.{ins.sem}.{ins.scope}.{ins.op} {args}"
+    if isinstance(ins, Fence):
+        return f"fence.{ins.kind}.{ins.scope}"
+    if isinstance(ins, Barrier):
+        return f"bar.{ins.kind} {ins.barrier_id}" + (f", {ins.count}" if ins.count else "")
+    return type(ins).__name__
+
+
+def thread_paths(
+    thread: Thread,
+    domain: dict[str, frozenset[int]],
+    registers: dict[str, int],
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    deadline: float | None = None,
+) -> list[Path]:
+    """Every path of ``thread`` when each read may return any value of its location's domain."""
+    code = thread.instructions
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    paths: list[Path] = []
+
+    def value(op: Operand, regs: dict[str, int]) -> int:
+        return op if isinstance(op, int) else regs.get(op, 0)
+
+    def taint_of(op: Operand, taint: dict[str, frozenset[int]]) -> frozenset[int]:
+        return frozenset() if isinstance(op, int) else taint.get(op, frozenset())
+
+    # An explicit stack of states: (pc, regs, taint, ctrl, events, seen, steps).
+    stack = [(0, dict(registers), {}, frozenset(), (), {}, 0)]
+    while stack:
+        pc, regs, taint, ctrl, events, seen, steps = stack.pop()
+        while True:
+            if pc >= len(code):
+                paths.append(Path(events, tuple(sorted(regs.items()))))
+                break
+            if steps > max_steps:
+                raise LimitHit("max-steps", f"thread {thread.name} ran {max_steps} instructions on one path "
+                               "without terminating or repeating a state (a loop that writes every iteration?)")
+            if deadline is not None and steps % 64 == 0 and time.monotonic() > deadline:
+                raise LimitHit("timeout", f"while running thread {thread.name}")
+            key = (pc, tuple(sorted(regs.items())))
+            if key in seen:
+                start = seen[key]
+                blocking = tuple((e.loc, e.value) for e in events[start:] if e.kind == "R")
+                paths.append(Path(events[:start], tuple(sorted(regs.items())), ("spin", blocking)))
+                break
+            seen = {**seen, key: len(events)}
+            ins = code[pc]
+            steps += 1
+            text, line = _text(ins), getattr(ins, "line", None)
+            if isinstance(ins, Label):
+                pc += 1
+            elif isinstance(ins, RegOp):
+                a, b = value(ins.lhs, regs), value(ins.rhs, regs)
+                result = a if ins.op == "mov" else a + b if ins.op == "add" else a - b
+                regs = {**regs, ins.dst: result}
+                taint = {**taint, ins.dst: taint_of(ins.lhs, taint) | (taint_of(ins.rhs, taint) if ins.op != "mov" else frozenset())}
+                pc += 1
+            elif isinstance(ins, Branch):
+                if ins.cond is None:
+                    taken = True
+                else:
+                    a, b = value(ins.lhs, regs), value(ins.rhs, regs)
+                    taken = {"eq": a == b, "ne": a != b, "ge": a >= b, "lt": a < b}[ins.cond]
+                    ctrl = ctrl | taint_of(ins.lhs, taint) | taint_of(ins.rhs, taint)
+                pc = labels[ins.target] if taken else pc + 1
+            elif isinstance(ins, Fence):
+                events = events + (LocalEvent("F", sem=ins.kind, scope=ins.scope, deps=ctrl, label=text, line=line),)
+                pc += 1
+            elif isinstance(ins, Barrier):
+                events = events + (LocalEvent("B", sem=ins.kind, barrier_id=ins.barrier_id, deps=ctrl, label=text, line=line),)
+                seen = {}  # a barrier arrival is a side effect: the loop is not a pure spin
+                pc += 1
+            elif isinstance(ins, Store):
+                v = value(ins.value, regs)
+                events = events + (LocalEvent("W", ins.loc, v, ins.sem, ins.scope,
+                                              deps=ctrl | taint_of(ins.value, taint), label=text, line=line),)
+                seen = {}
+                pc += 1
+            elif isinstance(ins, (Load, Atomic)):
+                # Branch on the value read: push all but the first choice, continue with the first.
+                choices = sorted(domain[ins.loc])
+                states = []
+                for v in choices:
+                    st = _read(ins, v, pc, regs, taint, ctrl, events, seen, steps, text, line, value, taint_of)
+                    states.append(st)
+                stack.extend(reversed(states[1:]))
+                pc, regs, taint, ctrl, events, seen, steps = states[0]
+            else:  # pragma: no cover - program.py admits no other instruction
+                raise UnsupportedConstruct(f"the explorer cannot run {type(ins).__name__}")
+    return paths
+
+
+def _read(ins, v, pc, regs, taint, ctrl, events, seen, steps, text, line, value, taint_of):
+    """The state after ``ins`` (a load or an atomic) reads ``v``."""
+    idx = len(events)
+    if isinstance(ins, Load):
+        ev = LocalEvent("R", ins.loc, v, ins.sem, ins.scope, deps=ctrl, label=text, line=line)
+        return (pc + 1, {**regs, ins.dst: v}, {**taint, ins.dst: frozenset({idx})}, ctrl,
+                events + (ev,), seen, steps)
+    read_sem = "acquire" if ins.sem in ("acquire", "acq_rel") else "relaxed"
+    write_sem = "release" if ins.sem in ("release", "acq_rel") else "relaxed"
+    operands = tuple(value(o, regs) for o in ins.operands)
+    written = _atomic_result(ins.op, v, operands)
+    new_events = events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=ctrl, label=text, line=line),)
+    if written is not None:
+        op_taint = frozenset().union(*(taint_of(o, taint) for o in ins.operands))
+        new_events += (LocalEvent("W", ins.loc, written, write_sem, ins.scope, rmw_with_previous=True,
+                                  deps=ctrl | op_taint, label=text, line=line),)
+        if written != v:
+            seen = {}
+    new_regs, new_taint = regs, taint
+    if ins.dst is not None:
+        new_regs = {**regs, ins.dst: v}
+        new_taint = {**taint, ins.dst: frozenset({idx})}
+    return (pc + 1, new_regs, new_taint, ctrl, new_events, seen, steps)
+
+
+def value_domain(
+    program: Program,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_domain: int = DEFAULT_MAX_DOMAIN,
+    deadline: float | None = None,
+) -> tuple[dict[str, frozenset[int]], list[list[Path]]]:
+    """The values each location can hold, and each thread's paths when reads return them.
+
+    A fixpoint from the initial values: run every thread with reads returning any value of the
+    domain, then add the values written in *supported* combinations of paths only, those in which
+    every read's value is written by some other event (the initial write, another thread, or an
+    earlier write of the same thread). Without that filter an ``atom.add`` would feed on its own
+    results and the domain would never stop growing.
+    """
+    domain = {loc: frozenset({program.init.get(loc, 0)}) for loc in program.locations()}
+    while True:
+        all_paths = [
+            thread_paths(t, domain, _initial_registers(program, t), max_steps=max_steps, deadline=deadline)
+            for t in program.threads
+        ]
+        grown = {loc: set({program.init.get(loc, 0)}) for loc in domain}
+        summaries = [[_path_summary(p) for p in paths] for paths in all_paths]
+        for combo in itertools.product(*summaries):
+            if deadline is not None and time.monotonic() > deadline:
+                raise LimitHit("timeout", "while computing value domains")
+            if _supported(combo, program.init):
+                for _reads, writes in combo:
+                    for loc, v, _i in writes:
+                        grown[loc].add(v)
+        for loc, vals in grown.items():
+            if len(vals) > max_domain:
+                raise LimitHit("value-domain", f"location {loc} can hold more than {max_domain} values")
+        frozen = {loc: frozenset(v) for loc, v in grown.items()}
+        if all(frozen[loc] <= domain[loc] for loc in domain):
+            return domain, all_paths
+        domain = {loc: domain[loc] | frozen[loc] for loc in domain}
+
+
+def _path_summary(path: Path) -> tuple[tuple, tuple]:
+    """(reads, writes) of a path as (loc, value, local index) triples."""
+    reads = tuple((e.loc, e.value, i) for i, e in enumerate(path.events) if e.kind == "R")
+    writes = tuple((e.loc, e.value, i) for i, e in enumerate(path.events) if e.kind == "W")
+    return reads, writes
+
+
+def _supported(combo: tuple, init: dict[str, int]) -> bool:
+    """Every read's value is written by the initial state, another thread, or an earlier write."""
+    for t, (reads, _writes) in enumerate(combo):
+        for loc, v, i in reads:
+            if init.get(loc, 0) == v:
+                continue
+            ok = False
+            for u, (_r, writes) in enumerate(combo):
+                for wloc, wv, j in writes:
+                    if wloc == loc and wv == v and (u != t or j < i):
+                        ok = True
+                        break
+                if ok:
+                    break
+            if not ok:
+                return False
+    return True
+
+
+def _initial_registers(program: Program, thread: Thread) -> dict[str, int]:
+    return {reg: v for (t, reg), v in program.registers.items() if t == thread.name}
+
+
+# ----- step 3: combinations and CTA barriers --------------------------------------------------
+
+def _barrier_participants(program: Program) -> dict[tuple[int, int, int], list[int]]:
+    """(gpu, cta, barrier id) -> the threads that take part in that barrier.
+
+    Without a thread count, every thread of the CTA takes part (PTX ISA, ``bar.sync``: "all
+    threads in the CTA"), so a thread that never reaches the barrier blocks the others. With a
+    count, it must equal the number of threads that use the barrier.
+    """
+    out: dict[tuple[int, int, int], list[int]] = {}
+    counts: dict[tuple[int, int, int], set[int]] = {}
+    for t, thread in enumerate(program.threads):
+        for ins in thread.instructions:
+            if isinstance(ins, Barrier):
+                key = (thread.gpu, thread.cta, ins.barrier_id)
+                if t not in out.setdefault(key, []):
+                    out[key].append(t)
+                if ins.count is not None:
+                    counts.setdefault(key, set()).add(ins.count)
+    for key in list(out):
+        if key not in counts:
+            out[key] = [t for t, th in enumerate(program.threads) if (th.gpu, th.cta) == key[:2]]
+    for key, declared in counts.items():
+        for count in declared:
+            if count != len(out[key]):
+                raise UnsupportedConstruct(
+                    f"barrier {key[2]} of CTA {key[1]} on GPU {key[0]} declares {count} threads but "
+                    f"{len(out[key])} threads use it; partial participation is not modeled")
+    return out
+
+
+def _settle_barriers(
+    program: Program,
+    combo: tuple[Path, ...],
+    participants: dict[tuple[int, int, int], list[int]],
+) -> tuple[list[int], dict[int, tuple], list[list[int]]]:
+    """Cut threads blocked at a barrier instance that never completes.
+
+    Returns each thread's kept length, the barrier-stuck threads, and the complete instances
+    (each a list of (thread, local index)).
+    """
+    lengths = [len(p.events) for p in combo]
+    stuck: dict[int, tuple] = {}
+    while True:
+        changed = False
+        instances: list[list[tuple[int, int]]] = []
+        for (gpu, cta, bid), threads in participants.items():
+            arrivals = {
+                t: [i for i, e in enumerate(combo[t].events[:lengths[t]]) if e.kind == "B" and e.barrier_id == bid]
+                for t in threads
+            }
+            generation = 0
+            while True:
+                present = {t: arr[generation] for t, arr in arrivals.items() if generation < len(arr)}
+                if not present:
+                    break
+                if len(present) == len(threads):
+                    instances.append(sorted(present.items()))
+                else:
+                    for t, i in present.items():
+                        if combo[t].events[i].sem == "sync" and lengths[t] > i:
+                            lengths[t] = i  # blocked here: nothing after it happens
+                            stuck[t] = ("barrier", i)
+                            changed = True
+                    break
+                generation += 1
+        if not changed:
+            return lengths, stuck, instances  # type: ignore[return-value]
+
+
+# ----- step 4: building executions -------------------------------------------------------------
+
+@dataclass
+class Skeleton:
+    """The events of one combination of paths, before reads-from and coherence are chosen."""
+
+    events: tuple[Event, ...]
+    po: frozenset
+    rmw: frozenset
+    dep: frozenset
+    barrier_sync: frozenset
+    registers: dict[tuple[str, str], int]
+    stuck: dict[int, tuple]
+    thread_names: tuple[str, ...]
+    roles: tuple[str, ...]
+    static_memo: dict = field(default_factory=dict)
+
+    def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...]) -> Execution:
+        return Execution(
+            events=self.events, thread_names=self.thread_names, po=self.po, rf=rf, co=co,
+            rmw=self.rmw, dep=self.dep, fence_sc=fence_sc, barrier_sync=self.barrier_sync,
+            final_registers=self.registers, stuck=self.stuck, roles=self.roles,
+            _memo=dict(self.static_memo),
+        )
+
+
+def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int],
+                   stuck: dict[int, tuple], instances: list) -> Skeleton:
+    """Number the events of a combination and compute the relations that do not depend on rf/co."""
+    events: list[Event] = []
+    for loc in program.locations():
+        events.append(Event(len(events), INIT_THREAD, 0, "W", loc, program.init.get(loc, 0), "relaxed", "sys",
+                            label="init"))
+    po, rmw, dep, sync = set(), set(), set(), set()
+    local_to_global: dict[tuple[int, int], int] = {}
+    registers: dict[tuple[str, str], int] = {}
+    for t, (thread, path) in enumerate(zip(program.threads, combo)):
+        ids = []
+        for i, le in enumerate(path.events[:lengths[t]]):
+            eid = len(events)
+            events.append(Event(eid, t, i, le.kind, le.loc, le.value, le.sem, le.scope, thread.gpu, thread.cta,
+                                le.barrier_id, le.label, le.line))
+            local_to_global[(t, i)] = eid
+            for j in le.deps:
+                if j < i:
+                    dep.add((ids[j], eid))
+            if le.rmw_with_previous:
+                rmw.add((ids[i - 1], eid))
+            ids.append(eid)
+        po.update((ids[a], ids[b]) for a in range(len(ids)) for b in range(a + 1, len(ids)))
+        if t not in stuck or stuck[t][0] != "barrier":
+            pass
+        registers.update({(thread.name, reg): v for reg, v in path.registers})
+    for instance in instances:
+        members = [(local_to_global[(t, i)]) for t, i in instance]
+        for a in members:
+            for b in members:
+                if a != b and events[b].sem == "sync":
+                    sync.add((a, b))
+    # Stuck threads keep their (cut) events; a spin-stuck path is already cut at the spin.
+    full_stuck = dict(stuck)
+    for t, path in enumerate(combo):
+        if path.stuck is not None and t not in full_stuck:
+            full_stuck[t] = path.stuck
+    return Skeleton(tuple(events), frozenset(po), frozenset(rmw), frozenset(dep), frozenset(sync),
+                    registers, full_stuck, tuple(t.name for t in program.threads),
+                    tuple(t.role for t in program.threads))
+
+
+def _static_relations(skeleton: Skeleton) -> None:
+    """Compute once per combination the relations that rf/co/Fence-SC cannot change."""
+    probe = skeleton.execution({}, {}, ())
+    for name in ("po", "loc", "po_loc", "morally_strong", "release_pattern", "acquire_pattern"):
+        getattr(ptx, name)(probe)
+        skeleton.static_memo[name] = probe._memo[name]
+
+
+def _location_choices(skeleton: Skeleton, loc: str, prune: bool) -> list[tuple[dict[int, int], tuple[int, ...]]]:
+    """Every (reads-from of this location's reads, coherence order of its writes) worth keeping."""
+    events = skeleton.events
+    writes = [e for e in events if e.is_write and e.loc == loc]
+    reads = [e for e in events if e.is_read and e.loc == loc]
+    init = [w.eid for w in writes if w.is_init]
+    others = [w.eid for w in writes if not w.is_init]
+    po = skeleton.po
+    rmw_write_of = {r: w for r, w in skeleton.rmw}
+    candidates = []
+    for r in reads:
+        cands = [w.eid for w in writes if w.value == r.value]
+        if prune:
+            cands = [w for w in cands if (r.eid, w) not in po and rmw_write_of.get(r.eid) != w]
+        if not cands:
+            return []
+        candidates.append(cands)
+    if prune:
+        orders = [p for p in itertools.permutations(others)
+                  if all((b, a) not in po for i, a in enumerate(p) for b in p[i + 1:])]
+    else:
+        orders = list(itertools.permutations(others))
+    ms = skeleton.static_memo.get("morally_strong")
+    choices = []
+    for order in orders:
+        co_order = tuple(init) + order
+        for picks in itertools.product(*candidates):
+            rf = {r.eid: w for r, w in zip(reads, picks)}
+            if prune and not _location_consistent(skeleton, rf, co_order, reads, ms):
+                continue
+            choices.append((rf, co_order))
+    return choices
+
+
+def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co_order: tuple[int, ...],
+                         reads: list[Event], ms: frozenset) -> bool:
+    """SC-per-Location and Atomicity on one location (both only relate events of that location)."""
+    position = {w: i for i, w in enumerate(co_order)}
+    edges = set()
+    for i, a in enumerate(co_order):
+        for b in co_order[i + 1:]:
+            if (a, b) in ms:
+                edges.add((a, b))
+    for r, w in rf.items():
+        if (w, r) in ms:
+            edges.add((w, r))
+        for later in co_order[position[w] + 1:]:
+            if (r, later) in ms:
+                edges.add((r, later))  # fr
+    ids = set(co_order) | {r.eid for r in reads}
+    edges |= {(a, b) for a, b in skeleton.po if a in ids and b in ids}
+    if not is_acyclic(edges):
+        return False
+    for r, w in skeleton.rmw:
+        if r not in rf:
+            continue
+        src = rf[r]
+        if position[src] >= position[w]:
+            return False
+        between = co_order[position[src] + 1:position[w]]
+        if any((r, m) in ms and (m, w) in ms for m in between):
+            return False
+    return True
+
+
+def _fence_sc_orders(skeleton: Skeleton, prune: bool) -> list[tuple[int, ...]]:
+    """Total orders of the ``fence.sc`` events, one per distinct morally-strong restriction."""
+    fences = [e.eid for e in skeleton.events if ptx.sc_fence(e)]
+    if not fences:
+        return [()]
+    ms = skeleton.static_memo["morally_strong"] if prune else None
+    seen, orders = set(), []
+    for order in itertools.permutations(fences):
+        if prune:
+            if any((order[j], order[i]) in skeleton.po for i in range(len(order)) for j in range(i + 1, len(order))):
+                continue  # contradicts program order, hence causality: FenceSC fails
+            restricted = frozenset((order[i], order[j]) for i in range(len(order))
+                                   for j in range(i + 1, len(order)) if (order[i], order[j]) in ms)
+            if restricted in seen:
+                continue
+            seen.add(restricted)
+        orders.append(order)
+    return orders
+
+
+# ----- the explorer ---------------------------------------------------------------------------
+
+@dataclass
+class ExplorationResult:
+    """What the explorer found. ``limit_hit`` is None when the exploration was exhaustive."""
+
+    program: Program
+    executions: list[Execution]  # consistent executions in which every thread terminates
+    hangs: list[Execution]  # consistent executions in which some thread never terminates
+    candidates: int = 0  # candidate executions checked against the axioms
+    complete_count: int = 0  # consistent terminating executions (kept or not)
+    hang_count: int = 0  # consistent executions that hang
+    limit_hit: str | None = None
+    limit_detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def can_hang(self) -> bool:
+        return self.hang_count > 0
+
+    @property
+    def outcomes(self) -> set[tuple[frozenset, frozenset]]:
+        """Distinct final states (registers, memory) of the terminating executions."""
+        return {(frozenset(x.final_registers.items()), frozenset(x.final_memory.items())) for x in self.executions}
+
+
+def _spin_is_real(skeleton: Skeleton, x: Execution) -> bool:
+    """A stuck spin is an execution only if every blocking read would see the last value."""
+    final = x.final_memory
+    for reason in skeleton.stuck.values():
+        if reason[0] == "spin" and any(final[loc] != v for loc, v in reason[1]):
+            return False
+    return True
+
+
+def candidate_executions(
+    program: Program,
+    *,
+    prune: bool = True,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_domain: int = DEFAULT_MAX_DOMAIN,
+    deadline: float | None = None,
+) -> Iterator[tuple[Skeleton, Execution]]:
+    """Yield candidate executions (not yet checked against the global axioms)."""
+    _domain, all_paths = value_domain(program, max_steps=max_steps, max_domain=max_domain, deadline=deadline)
+    participants = _barrier_participants(program)
+    locations = program.locations()
+    seen_cut: set = set()
+    for combo in itertools.product(*all_paths):
+        if deadline is not None and time.monotonic() > deadline:
+            raise LimitHit("timeout", "while combining thread paths")
+        lengths, stuck, instances = _settle_barriers(program, combo, participants)
+        if stuck:
+            key = tuple((tuple(p.events[:n]), p.registers, p.stuck) for p, n in zip(combo, lengths))
+            if key in seen_cut:
+                continue
+            seen_cut.add(key)
+        skeleton = build_skeleton(program, combo, lengths, stuck, instances)
+        _static_relations(skeleton)
+        per_location = []
+        for loc in locations:
+            choices = _location_choices(skeleton, loc, prune)
+            if not choices:
+                break
+            per_location.append(choices)
+        else:
+            fence_orders = _fence_sc_orders(skeleton, prune)
+            for parts in itertools.product(*per_location):
+                rf: dict[int, int] = {}
+                co: dict[str, tuple[int, ...]] = {}
+                for loc, (loc_rf, loc_co) in zip(locations, parts):
+                    rf.update(loc_rf)
+                    co[loc] = loc_co
+                for order in fence_orders:
+                    yield skeleton, skeleton.execution(rf, co, order)
+
+
+def explore(
+    program: Program,
+    *,
+    max_executions: int = DEFAULT_MAX_EXECUTIONS,
+    timeout: float | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_domain: int = DEFAULT_MAX_DOMAIN,
+    prune: bool = True,
+    on_execution: Callable[[Execution], None] | None = None,
+    keep: bool = True,
+) -> ExplorationResult:
+    """Every consistent execution of ``program`` under the PTX model.
+
+    Parameters
+    ----------
+    max_executions, timeout, max_steps, max_domain
+        Bounds. Hitting one stops the exploration and sets ``limit_hit``; never silent.
+    prune
+        ``False`` enumerates every reads-from and coherence choice (see :func:`brute_force`).
+    on_execution
+        Called with each consistent execution (terminating or hanging) as it is found.
+    keep
+        Keep the executions in the result (turn off for large explorations counted by callback).
+
+    Examples
+    --------
+    >>> from syncverify.program import Program, Thread, Store, Load
+    >>> p = Program("W+R", (Thread("P0", 0, 0, (Store("x", 1),)), Thread("P1", 0, 1, (Load("r0", "x"),))))
+    >>> sorted(x.final_registers[("P1", "r0")] for x in explore(p).executions)
+    [0, 1]
+    """
+    start = time.monotonic()
+    deadline = start + timeout if timeout is not None else None
+    result = ExplorationResult(program, [], [])
+    try:
+        for skeleton, x in candidate_executions(program, prune=prune, max_steps=max_steps,
+                                                max_domain=max_domain, deadline=deadline):
+            result.candidates += 1
+            if deadline is not None and result.candidates % 256 == 0 and time.monotonic() > deadline:
+                raise LimitHit("timeout", f"after {result.candidates} candidate executions")
+            if skeleton.stuck and not _spin_is_real(skeleton, x):
+                continue
+            if not ptx.is_consistent(x):
+                continue
+            if on_execution is not None:
+                on_execution(x)
+            if x.is_complete:
+                result.complete_count += 1
+                if keep:
+                    result.executions.append(x)
+            else:
+                result.hang_count += 1
+                if keep:
+                    result.hangs.append(x)
+            if result.complete_count + result.hang_count >= max_executions:
+                raise LimitHit("max-executions", f"{max_executions} consistent executions")
+    except LimitHit as hit:
+        result.limit_hit, result.limit_detail = hit.limit, hit.detail
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def brute_force(program: Program, **options) -> ExplorationResult:
+    """:func:`explore` with no pruning: every candidate execution, checked against every axiom."""
+    return explore(program, prune=False, **options)

@@ -1,0 +1,92 @@
+"""Run a litmus test: explore its program and judge its final condition, herd7-style."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from syncverify.events import Execution
+from syncverify.explore import DEFAULT_MAX_EXECUTIONS, explore
+from syncverify.program import Program, TrueProp, evaluate
+
+
+@dataclass
+class LitmusVerdict:
+    """herd7's ``Observation NAME Never|Sometimes|Always POS NEG`` plus whether it can hang.
+
+    ``positive``/``negative`` count the consistent terminating executions that satisfy / do not
+    satisfy the condition's proposition. ``validation`` is herd's Ok/No: ``exists`` holds if some
+    execution satisfies it, ``~exists`` if none does, ``forall`` if all do. ``unknown`` names the
+    limit hit (then counts are lower bounds and ``observation`` is ``"Unknown"``).
+    """
+
+    name: str
+    quantifier: str
+    observation: str
+    positive: int
+    negative: int
+    can_hang: bool
+    seconds: float
+    validation: str
+    executions: int
+    candidates: int
+    unknown: str | None = None
+    unknown_detail: str = ""
+    witness: Execution | None = field(default=None, repr=False)  # satisfies the proposition
+    hang_witness: Execution | None = field(default=None, repr=False)
+
+    def to_json(self) -> dict:
+        """The ``--json`` object (issue contract keys first)."""
+        return {
+            "name": self.name,
+            "quantifier": self.quantifier,
+            "observation": self.observation,
+            "positive": self.positive,
+            "negative": self.negative,
+            "can_hang": self.can_hang,
+            "seconds": round(self.seconds, 4),
+            "validation": self.validation,
+            "executions": self.executions,
+            "limit": self.unknown,
+        }
+
+    def line(self) -> str:
+        """The herd7 observation line."""
+        return f"Observation {self.name} {self.observation} {self.positive} {self.negative}"
+
+
+def run_litmus(program: Program, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
+               timeout: float | None = None) -> LitmusVerdict:
+    """Explore ``program`` and count the executions that satisfy its final condition."""
+    condition = program.condition
+    prop = condition.prop if condition is not None else TrueProp()
+    quantifier = condition.quantifier if condition is not None else "exists"
+    counts = {"pos": 0, "neg": 0}
+    witnesses: dict[str, Execution] = {}
+
+    def judge(x: Execution) -> None:
+        if not x.is_complete:
+            witnesses.setdefault("hang", x)
+            return
+        if evaluate(prop, x.final_registers, x.final_memory):
+            counts["pos"] += 1
+            witnesses.setdefault("pos", x)
+        else:
+            counts["neg"] += 1
+
+    result = explore(program, max_executions=max_executions, timeout=timeout, on_execution=judge, keep=False)
+    pos, neg = counts["pos"], counts["neg"]
+    if result.limit_hit:
+        observation = "Unknown"
+    elif pos == 0:
+        observation = "Never"
+    elif neg == 0:
+        observation = "Always"
+    else:
+        observation = "Sometimes"
+    holds = {"exists": pos > 0, "~exists": pos == 0, "forall": neg == 0}[quantifier]
+    return LitmusVerdict(
+        name=program.name, quantifier=quantifier, observation=observation, positive=pos, negative=neg,
+        can_hang=result.can_hang, seconds=result.seconds, validation="Ok" if holds else "No",
+        executions=result.complete_count, candidates=result.candidates, unknown=result.limit_hit,
+        unknown_detail=result.limit_detail, witness=witnesses.get("pos"), hang_witness=witnesses.get("hang"),
+    )

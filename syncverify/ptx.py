@@ -1,0 +1,378 @@
+"""The PTX memory consistency model, written in the order of a ``.cat`` file.
+
+Sources: PTX ISA 8.x, chapter "Memory Consistency Model" (cited as *ISA*); Lustig, Sahasrabuddhe,
+Giroux, "A Formal Analysis of the NVIDIA PTX Memory Consistency Model", ASPLOS 2019 (*paper*);
+Dartagnan's ``cat/ptx-v6.0.cat`` and ``cat/ptx.cat`` (Dat3M), whose relation names we keep.
+
+Base relations (from the candidate execution, :class:`syncverify.events.Execution`):
+``po`` program order, ``rf`` reads-from, ``co`` coherence, ``rmw`` the two halves of one atomic,
+``dep`` = addr | data | ctrl, ``fence_sc`` a total order of the ``fence.sc`` events, ``bar`` the
+CTA-barrier instances. Scopes: a thread sits in a CTA, the CTA in a GPU, the GPUs in the system.
+
+Modeling choices (each one interprets or deviates from the sources; everything else is as cited):
+
+1. *Coherence is total per location*, initial write first (herd, Dartagnan's ``ptx.cat``). The ISA
+   makes ``co`` a partial order that need only relate morally strong writes; writes it leaves
+   unordered are conflicting and not morally strong, so if they are also unordered by causality
+   they are a data race, which :func:`data_races` reports on its own.
+2. *Initial writes* are strong, system-scoped, and precede every event in causality (herd's
+   convention: the initial state is established before the kernel starts).
+3. *CTA barriers*: ``bar.sync``/``bar.arrive`` of one barrier instance synchronize with the
+   ``bar.sync`` operations of that instance (ISA, "Memory synchronization ... bar{.cta}"), as
+   ``sync_barrier`` in ``ptx-v6.0.cat``. ``barrier`` enters base causality beside ``sw``.
+4. *Fence-SC order* relates every pair of morally strong ``fence.sc`` (ISA, "Fence-SC order");
+   the explorer enumerates total orders of all ``fence.sc`` events and we keep the morally strong
+   pairs. ``fence.sc`` is also a ``fence.acq_rel`` (ISA, ``fence``).
+5. *Base causality* is ``(po | sw)+`` (ISA, "Base causality order", and ``ptx.cat``'s
+   ``cause-base``); causality adds ``observation ; base_causality`` (``ptx-v6.0.cat``, ``cause``).
+   Proxies (``ptx.cat`` v7.5) are out of scope: every access here is a generic-proxy access.
+6. *Volatile* accesses are relaxed at system scope (ISA, "Volatile operations").
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+from syncverify.events import Event, Execution
+from syncverify.relations import (
+    find_cycle,
+    identity,
+    inter,
+    inverse,
+    plus,
+    reflexive_pairs,
+    restrict,
+    seq,
+    union,
+)
+
+
+def relation(fn: Callable[[Execution], frozenset]) -> Callable[[Execution], frozenset]:
+    """Memoise a relation on its execution: each ``let`` is computed once per execution."""
+
+    @functools.wraps(fn)
+    def wrapper(x: Execution) -> frozenset:
+        memo = x._memo
+        if fn.__name__ not in memo:
+            memo[fn.__name__] = fn(x)
+        return memo[fn.__name__]
+
+    return wrapper
+
+
+# ----- events ---------------------------------------------------------------------------------
+
+def strong_write(e: Event) -> bool:
+    """``W & (RLX | REL)``."""
+    return e.is_write and e.sem in ("relaxed", "release")
+
+
+def strong_read(e: Event) -> bool:
+    """``R & (RLX | ACQ)``."""
+    return e.is_read and e.sem in ("relaxed", "acquire")
+
+
+def strong_operation(e: Event) -> bool:
+    """``strong-write | strong-read | F``: a strong memory operation or a fence."""
+    return strong_write(e) or strong_read(e) or e.is_fence
+
+
+def release_write(e: Event) -> bool:
+    """``W & REL``."""
+    return e.is_write and e.sem == "release"
+
+
+def acquire_read(e: Event) -> bool:
+    """``R & ACQ``."""
+    return e.is_read and e.sem == "acquire"
+
+
+def acq_rel_fence(e: Event) -> bool:
+    """``F & ACQ_REL``; a ``fence.sc`` is one too (modeling choice 4)."""
+    return e.is_fence and e.sem in ("acq_rel", "sc")
+
+
+def sc_fence(e: Event) -> bool:
+    """``F & SC``."""
+    return e.is_fence and e.sem == "sc"
+
+
+def scope_includes(e: Event, other: Event) -> bool:
+    """Whether ``e``'s scope contains the thread that executed ``other`` (ISA, "Scope")."""
+    if e.is_init or other.is_init:
+        return True
+    if e.scope == "sys":
+        return True
+    if e.scope == "gpu":
+        return e.gpu == other.gpu
+    if e.scope == "cta":
+        return e.gpu == other.gpu and e.cta == other.cta
+    return False  # weak operations have no scope
+
+
+# ----- relations ------------------------------------------------------------------------------
+
+@relation
+def po(x: Execution) -> frozenset:
+    """``po``: program order (transitive), initial writes before everything (choice 2)."""
+    inits = [e.eid for e in x.events if e.is_init]
+    others = [e.eid for e in x.events if not e.is_init]
+    return x.po | frozenset((i, o) for i in inits for o in others)
+
+
+@relation
+def loc(x: Execution) -> frozenset:
+    """``loc``: pairs of distinct memory events on the same location."""
+    by_loc: dict[str, list[int]] = {}
+    for e in x.events:
+        if e.is_memory:
+            by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
+    return frozenset((a, b) for ids in by_loc.values() for a in ids for b in ids if a != b)
+
+
+@relation
+def po_loc(x: Execution) -> frozenset:
+    """``po-loc = po & loc``."""
+    return inter(po(x), loc(x))
+
+
+@relation
+def rf(x: Execution) -> frozenset:
+    """``rf``: write -> the reads that read from it."""
+    return frozenset((w, r) for r, w in x.rf.items())
+
+
+@relation
+def co(x: Execution) -> frozenset:
+    """``co``: coherence order, transitive, total per location (choice 1)."""
+    return frozenset(
+        (order[i], order[j]) for order in x.co.values()
+        for i in range(len(order)) for j in range(i + 1, len(order))
+    )
+
+
+@relation
+def fr(x: Execution) -> frozenset:
+    """``fr = rf^-1 ; co``: from-reads, a read before the writes that overwrite what it read."""
+    return seq(inverse(rf(x)), co(x))
+
+
+@relation
+def rmw(x: Execution) -> frozenset:
+    """``rmw``: the read and the write of one atomic."""
+    return x.rmw
+
+
+@relation
+def morally_strong(x: Execution) -> frozenset:
+    """``morally-strong = sr-fence | po-fence | sr-m | po-m`` (``ptx.cat``; ISA "Morally strong").
+
+    Two operations are morally strong relative to each other if they are related in program
+    order, or each is strong and specifies a scope that includes the thread executing the other;
+    and if both are memory operations, they overlap completely (same location here).
+    """
+    events = x.events
+    ordered = po(x) | inverse(po(x))
+    pairs = set()
+    for a in events:
+        if a.is_barrier:
+            continue
+        for b in events:
+            if a.eid == b.eid or b.is_barrier:
+                continue
+            if a.is_memory and b.is_memory and a.loc != b.loc:
+                continue
+            if (a.eid, b.eid) in ordered and (a.is_init or b.is_init or a.thread == b.thread):
+                if a.is_memory and b.is_memory or (strong_operation(a) and strong_operation(b)):
+                    pairs.add((a.eid, b.eid))
+                    continue
+            if strong_operation(a) and strong_operation(b) and scope_includes(a, b) and scope_includes(b, a):
+                pairs.add((a.eid, b.eid))
+    return frozenset(pairs)
+
+
+@relation
+def observation(x: Execution) -> frozenset:
+    """``let rec observation = (morally-strong & rf) | (observation ; rmw ; observation)``."""
+    obs = inter(morally_strong(x), rf(x))
+    while True:
+        grown = obs | seq(obs, rmw(x), obs)
+        if grown == obs:
+            return obs
+        obs = grown
+
+
+@relation
+def release_pattern(x: Execution) -> frozenset:
+    """``([W & REL]; po-loc?; [strong-write]) | ([F & ACQ_REL]; po; [strong-write])``."""
+    ev = x.events
+    first = restrict(po_loc(x) | identity(e.eid for e in ev), lambda a: release_write(ev[a]),
+                     lambda b: strong_write(ev[b]))
+    second = restrict(po(x), lambda a: acq_rel_fence(ev[a]), lambda b: strong_write(ev[b]))
+    return first | second
+
+
+@relation
+def acquire_pattern(x: Execution) -> frozenset:
+    """``([strong-read]; po-loc?; [R & ACQ]) | ([strong-read]; po; [F & ACQ_REL])``."""
+    ev = x.events
+    first = restrict(po_loc(x) | identity(e.eid for e in ev), lambda a: strong_read(ev[a]),
+                     lambda b: acquire_read(ev[b]))
+    second = restrict(po(x), lambda a: strong_read(ev[a]), lambda b: acq_rel_fence(ev[b]))
+    return first | second
+
+
+@relation
+def synchronizes_with(x: Execution) -> frozenset:
+    """``sync = morally-strong & (release-pattern ; observation ; acquire-pattern)``.
+
+    ISA: "A release pattern X synchronizes with an acquire pattern Y if a write in X is observed
+    by a read in Y, and X and Y are morally strong."
+    """
+    return inter(morally_strong(x), seq(release_pattern(x), observation(x), acquire_pattern(x)))
+
+
+@relation
+def fence_sc_order(x: Execution) -> frozenset:
+    """``sync_fence``: the Fence-SC order restricted to morally strong pairs (choice 4)."""
+    order = x.fence_sc
+    ms = morally_strong(x)
+    return frozenset(
+        (order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))
+        if (order[i], order[j]) in ms
+    )
+
+
+@relation
+def barrier(x: Execution) -> frozenset:
+    """``sync_barrier``: arrive/sync -> sync within one CTA-barrier instance (choice 3)."""
+    return x.barrier_sync
+
+
+@relation
+def base_causality(x: Execution) -> frozenset:
+    """``cause-base = (po | sync | sync_fence | sync_barrier)+`` (choice 5)."""
+    return plus(union(po(x), synchronizes_with(x), fence_sc_order(x), barrier(x)))
+
+
+@relation
+def causality(x: Execution) -> frozenset:
+    """``cause = cause-base | (observation ; cause-base)`` (``ptx-v6.0.cat``; ISA "Causality order")."""
+    return base_causality(x) | seq(observation(x), base_causality(x))
+
+
+# ----- axioms ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Axiom:
+    """A named axiom: ``kind`` of check (``acyclic``, ``irreflexive`` or ``empty``) over ``relation``.
+
+    :meth:`evidence` returns what breaks it: the cycle (edges), the reflexive pairs, or the pairs
+    of the relation that should be empty; an empty list means the axiom holds.
+    """
+
+    name: str
+    kind: str
+    relation: Callable[[Execution], frozenset]
+    source: str
+
+    def evidence(self, x: Execution) -> list[tuple[int, int]]:
+        r = self.relation(x)
+        if self.kind == "acyclic":
+            return find_cycle(r) or []
+        if self.kind == "irreflexive":
+            return reflexive_pairs(r)
+        return sorted(r)
+
+
+def _writes(x: Execution) -> Callable[[int], bool]:
+    return lambda e: x.events[e].is_write
+
+
+def coherence(x: Execution) -> frozenset:
+    """``([W]; cause; [W]) & loc \\ co``: causally ordered writes to one location are in co order."""
+    return inter(restrict(causality(x), _writes(x), _writes(x)), loc(x)) - co(x)
+
+
+def fence_sc(x: Execution) -> frozenset:
+    """``fence_sc ; cause``, which must be irreflexive: Fence-SC order cannot contradict causality."""
+    return seq(fence_sc_order(x), causality(x))
+
+
+def atomicity(x: Execution) -> frozenset:
+    """``((ms & fr) ; (ms & co)) & rmw``: no morally strong write between an atomic's read and write."""
+    ms = morally_strong(x)
+    return inter(seq(inter(ms, fr(x)), inter(ms, co(x))), rmw(x))
+
+
+def no_thin_air(x: Execution) -> frozenset:
+    """``rf | dep``, which must be acyclic: values do not appear out of thin air."""
+    return rf(x) | x.dep
+
+
+def sc_per_location(x: Execution) -> frozenset:
+    """``(ms & (rf | co | fr)) | po-loc``, acyclic: morally strong accesses to one location are SC."""
+    return inter(morally_strong(x), union(rf(x), co(x), fr(x))) | po_loc(x)
+
+
+def causality_axiom(x: Execution) -> frozenset:
+    """``(rf | fr) ; cause``, irreflexive: communication cannot contradict causality."""
+    return seq(rf(x) | fr(x), causality(x))
+
+
+AXIOMS: tuple[Axiom, ...] = (
+    Axiom("Coherence", "empty", coherence,
+          "ISA: if a write W precedes an overlapping write W' in causality order, then W must precede W' in coherence order"),
+    Axiom("FenceSC", "irreflexive", fence_sc,
+          "ISA: Fence-SC order cannot contradict causality order"),
+    Axiom("Atomicity", "empty", atomicity,
+          "ISA: no morally strong write intervenes in coherence order between the read and the write of a morally strong atomic"),
+    Axiom("No-Thin-Air", "acyclic", no_thin_air,
+          "ISA: values may not appear out of thin air (acyclic rf | dep)"),
+    Axiom("SC-per-Location", "acyclic", sc_per_location,
+          "ISA: within any set of overlapping, pairwise morally strong operations, communication order cannot contradict program order"),
+    Axiom("Causality", "irreflexive", causality_axiom,
+          "ISA: relations in communication order cannot contradict causality order"),
+)
+
+
+def violated_axioms(x: Execution) -> list[tuple[Axiom, list[tuple[int, int]]]]:
+    """Every axiom ``x`` breaks, with its evidence; empty when ``x`` is consistent."""
+    broken = []
+    for axiom in AXIOMS:
+        evidence = axiom.evidence(x)
+        if evidence:
+            broken.append((axiom, evidence))
+    return broken
+
+
+def is_consistent(x: Execution) -> bool:
+    """Whether the PTX model allows ``x`` (stops at the first broken axiom)."""
+    return all(not axiom.evidence(x) for axiom in AXIOMS)
+
+
+# ----- properties of consistent executions ------------------------------------------------------
+
+def data_races(x: Execution) -> list[tuple[int, int]]:
+    """Conflicting accesses, not morally strong, unordered by causality (ISA, "Data races").
+
+    Conflicting: same location, different threads, at least one a write. Initial writes are
+    ordered before everything and never race.
+    """
+    ms = morally_strong(x)
+    cause = causality(x)
+    races = []
+    for (a, b) in loc(x):
+        if a >= b:
+            continue
+        ea, eb = x.events[a], x.events[b]
+        if ea.is_init or eb.is_init or ea.thread == eb.thread:
+            continue
+        if not (ea.is_write or eb.is_write):
+            continue
+        if (a, b) in ms or (a, b) in cause or (b, a) in cause:
+            continue
+        races.append((a, b))
+    return races

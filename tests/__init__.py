@@ -1,0 +1,1 @@
+"""Tests for syncverify (run with ``pytest``)."""

@@ -1,0 +1,1 @@
+"""Independent reference semantics the model checker is tested against."""
