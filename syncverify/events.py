@@ -36,6 +36,8 @@ class Event:
     barrier_id: int | None = None
     label: str = ""  # what produced it: the instruction text or the protocol step
     line: int | None = None
+    ghost: bool = False  # tile data: no rf/co choice (see syncverify.program, GHOST)
+    phase: str = ""
 
     @property
     def is_read(self) -> bool:
@@ -94,6 +96,7 @@ class Execution:
     dep: frozenset  # addr | data | ctrl, pairs (read eid, later eid)
     fence_sc: tuple[int, ...] = ()  # a total order of the fence.sc events (restricted by ms in ptx)
     barrier_sync: frozenset = frozenset()  # arrive/sync -> sync pairs of one barrier instance
+    host_order: frozenset = frozenset()  # event pairs ordered by host barriers / stream order
     final_registers: dict[tuple[str, str], int] = field(default_factory=dict)
     stuck: dict[int, tuple] = field(default_factory=dict)
     roles: tuple[str, ...] = ()
@@ -105,7 +108,7 @@ class Execution:
     @property
     def final_memory(self) -> dict[str, int]:
         """Each location's coherence-last value."""
-        return {loc: self.events[order[-1]].value for loc, order in self.co.items()}  # type: ignore[misc]
+        return {loc: self.events[order[-1]].value for loc, order in self.co.items() if order}  # type: ignore[misc]
 
     @property
     def is_complete(self) -> bool:

@@ -81,6 +81,7 @@ class LocalEvent:
     deps: frozenset[int] = frozenset()  # local indices of reads it depends on (data | ctrl)
     label: str = ""
     line: int | None = None
+    ghost: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,8 +202,16 @@ def thread_paths(
             elif isinstance(ins, Store):
                 v = value(ins.value, regs)
                 events = events + (LocalEvent("W", ins.loc, v, ins.sem, ins.scope,
-                                              deps=ctrl | taint_of(ins.value, taint), label=text, line=line),)
-                seen = {}
+                                              deps=ctrl | taint_of(ins.value, taint), label=text, line=line,
+                                              ghost=ins.ghost),)
+                if not ins.ghost:
+                    seen = {}
+                pc += 1
+            elif isinstance(ins, Load) and ins.ghost:
+                # Tile data: no value choice (syncverify.program, GHOST); the register holds no value.
+                events = events + (LocalEvent("R", ins.loc, None, ins.sem, ins.scope, deps=ctrl, label=text,
+                                              line=line, ghost=True),)
+                regs = {**regs, ins.dst: 0}
                 pc += 1
             elif isinstance(ins, (Load, Atomic)):
                 # Branch on the value read: push all but the first choice, continue with the first.
@@ -266,7 +275,7 @@ def value_domain(
         ]
         grown = {loc: set({program.init.get(loc, 0)}) for loc in domain}
         summaries = [[_path_summary(p) for p in paths] for paths in all_paths]
-        for combo in itertools.product(*summaries):
+        for combo in combinations(program, summaries):
             if deadline is not None and time.monotonic() > deadline:
                 raise LimitHit("timeout", "while computing value domains")
             if _supported(combo, program.init):
@@ -284,8 +293,8 @@ def value_domain(
 
 def _path_summary(path: Path) -> tuple[tuple, tuple]:
     """(reads, writes) of a path as (loc, value, local index) triples."""
-    reads = tuple((e.loc, e.value, i) for i, e in enumerate(path.events) if e.kind == "R")
-    writes = tuple((e.loc, e.value, i) for i, e in enumerate(path.events) if e.kind == "W")
+    reads = tuple((e.loc, e.value, i) for i, e in enumerate(path.events) if e.kind == "R" and not e.ghost)
+    writes = tuple((e.loc, e.value, i) for i, e in enumerate(path.events) if e.kind == "W" and not e.ghost)
     return reads, writes
 
 
@@ -313,6 +322,41 @@ def _initial_registers(program: Program, thread: Thread) -> dict[str, int]:
 
 
 # ----- step 3: combinations and CTA barriers --------------------------------------------------
+
+def combinations(program: Program, per_thread: list[list]) -> Iterator[tuple]:
+    """One item per thread: the product of ``per_thread``, reduced by the program's symmetry.
+
+    ``program.symmetry`` lists groups of interchangeable *units* (tuples of threads that are the
+    same code up to renaming their rank, with path lists that correspond index by index). For
+    such a group, executions that differ only by which unit took which path are renamings of each
+    other, so only one order is kept: units take their path tuples in non-decreasing order
+    (a multiset instead of a sequence). With the group's units ``k`` and path tuples ``n``, this
+    explores ``C(n + k - 1, k)`` instead of ``n ** k`` combinations.
+    """
+    if not program.symmetry:
+        yield from itertools.product(*per_thread)
+        return
+    grouped = {t for group in program.symmetry for unit in group for t in unit}
+    free = [t for t in range(len(per_thread)) if t not in grouped]
+    group_choices = []
+    for group in program.symmetry:
+        unit_tuples = list(itertools.product(*(range(len(per_thread[t])) for t in group[0])))
+        for unit in group[1:]:
+            if [len(per_thread[t]) for t in unit] != [len(per_thread[t]) for t in group[0]]:
+                raise UnsupportedConstruct("symmetric units with different numbers of paths")
+        group_choices.append((group, unit_tuples,
+                              list(itertools.combinations_with_replacement(range(len(unit_tuples)), len(group)))))
+    for free_choice in itertools.product(*(per_thread[t] for t in free)):
+        slots: list = [None] * len(per_thread)
+        for t, item in zip(free, free_choice):
+            slots[t] = item
+        for picks in itertools.product(*(choices for _g, _u, choices in group_choices)):
+            for (group, unit_tuples, _c), multiset in zip(group_choices, picks):
+                for unit, idx in zip(group, multiset):
+                    for t, path_index in zip(unit, unit_tuples[idx]):
+                        slots[t] = per_thread[t][path_index]
+            yield tuple(slots)
+
 
 def _barrier_participants(program: Program) -> dict[tuple[int, int, int], list[int]]:
     """(gpu, cta, barrier id) -> the threads that take part in that barrier.
@@ -397,6 +441,7 @@ class Skeleton:
     stuck: dict[int, tuple]
     thread_names: tuple[str, ...]
     roles: tuple[str, ...]
+    host_order: frozenset = frozenset()
     static_memo: dict = field(default_factory=dict)
 
     def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...]) -> Execution:
@@ -404,7 +449,7 @@ class Skeleton:
             events=self.events, thread_names=self.thread_names, po=self.po, rf=rf, co=co,
             rmw=self.rmw, dep=self.dep, fence_sc=fence_sc, barrier_sync=self.barrier_sync,
             final_registers=self.registers, stuck=self.stuck, roles=self.roles,
-            _memo=dict(self.static_memo),
+            host_order=self.host_order, _memo=dict(self.static_memo),
         )
 
 
@@ -423,7 +468,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
         for i, le in enumerate(path.events[:lengths[t]]):
             eid = len(events)
             events.append(Event(eid, t, i, le.kind, le.loc, le.value, le.sem, le.scope, thread.gpu, thread.cta,
-                                le.barrier_id, le.label, le.line))
+                                le.barrier_id, le.label, le.line, le.ghost, thread.phase))
             local_to_global[(t, i)] = eid
             for j in le.deps:
                 if j < i:
@@ -441,6 +486,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             for b in members:
                 if a != b and events[b].sem == "sync":
                     sync.add((a, b))
+    host = _host_pairs(program, events)
     # Stuck threads keep their (cut) events; a spin-stuck path is already cut at the spin.
     full_stuck = dict(stuck)
     for t, path in enumerate(combo):
@@ -448,7 +494,31 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             full_stuck[t] = path.stuck
     return Skeleton(tuple(events), frozenset(po), frozenset(rmw), frozenset(dep), frozenset(sync),
                     registers, full_stuck, tuple(t.name for t in program.threads),
-                    tuple(t.role for t in program.threads))
+                    tuple(t.role for t in program.threads), host)
+
+
+def _host_pairs(program: Program, events: list[Event]) -> frozenset:
+    """Event pairs ordered by ``program.host_order`` (closed transitively over phases)."""
+    if not program.host_order:
+        return frozenset()
+    after: dict[str, set[str]] = {}
+    for a, b in program.host_order:
+        after.setdefault(a, set()).add(b)
+    changed = True
+    while changed:
+        changed = False
+        for a in list(after):
+            for b in list(after[a]):
+                extra = after.get(b, set()) - after[a]
+                if extra:
+                    after[a] |= extra
+                    changed = True
+    by_phase: dict[str, list[int]] = {}
+    for e in events:
+        if not e.is_init:
+            by_phase.setdefault(e.phase, []).append(e.eid)
+    return frozenset((x, y) for a, bs in after.items() for b in bs
+                     for x in by_phase.get(a, ()) for y in by_phase.get(b, ()))
 
 
 def _static_relations(skeleton: Skeleton) -> None:
@@ -462,9 +532,9 @@ def _static_relations(skeleton: Skeleton) -> None:
 def _location_choices(skeleton: Skeleton, loc: str, prune: bool) -> list[tuple[dict[int, int], tuple[int, ...]]]:
     """Every (reads-from of this location's reads, coherence order of its writes) worth keeping."""
     events = skeleton.events
-    writes = [e for e in events if e.is_write and e.loc == loc]
-    reads = [e for e in events if e.is_read and e.loc == loc]
-    init = [w.eid for w in writes if w.is_init]
+    writes = [e for e in events if e.is_write and e.loc == loc and not e.ghost]
+    reads = [e for e in events if e.is_read and e.loc == loc and not e.ghost]
+    init = tuple(w.eid for w in writes if w.is_init)
     others = [w.eid for w in writes if not w.is_init]
     po = skeleton.po
     rmw_write_of = {r: w for r, w in skeleton.rmw}
@@ -476,21 +546,57 @@ def _location_choices(skeleton: Skeleton, loc: str, prune: bool) -> list[tuple[d
         if not cands:
             return []
         candidates.append(cands)
-    if prune:
-        orders = [p for p in itertools.permutations(others)
-                  if all((b, a) not in po for i, a in enumerate(p) for b in p[i + 1:])]
-    else:
-        orders = list(itertools.permutations(others))
     ms = skeleton.static_memo.get("morally_strong")
     choices = []
-    for order in orders:
-        co_order = tuple(init) + order
-        for picks in itertools.product(*candidates):
-            rf = {r.eid: w for r, w in zip(reads, picks)}
-            if prune and not _location_consistent(skeleton, rf, co_order, reads, ms):
-                continue
-            choices.append((rf, co_order))
+    for picks in itertools.product(*candidates):
+        rf = {r.eid: w for r, w in zip(reads, picks)}
+        if not prune:
+            choices.extend((rf, init + order) for order in itertools.permutations(others))
+            continue
+        for order in _coherence_orders(skeleton, others, rf, ms):
+            co_order = init + order
+            if _location_consistent(skeleton, rf, co_order, reads, ms):
+                choices.append((rf, co_order))
     return choices
+
+
+def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int], ms: frozenset) -> Iterator[tuple[int, ...]]:
+    """Coherence orders of ``writes`` that respect program order and the atomicity of RMWs.
+
+    Built one write at a time, so that an atomic's write is placed only after the write its read
+    reads from, with no morally strong write in between (the Atomicity axiom): for chains of
+    atomics this yields the one order the chain allows instead of every permutation.
+    """
+    po = skeleton.po
+    source_of = {w: rf.get(r) for r, w in skeleton.rmw}
+    read_of = {w: r for r, w in skeleton.rmw}
+    pending = set(writes)
+
+    def placeable(w: int, placed: list[int]) -> bool:
+        if any((other, w) in po for other in pending if other != w):
+            return False
+        r = read_of.get(w)
+        src = source_of.get(w)
+        if r is None or src is None:
+            return True
+        if src not in placed and not skeleton.events[src].is_init:
+            return False
+        after_src = placed[placed.index(src) + 1:] if src in placed else placed
+        return not any((r, m) in ms and (m, w) in ms for m in after_src)
+
+    def extend(placed: list[int]) -> Iterator[tuple[int, ...]]:
+        if not pending:
+            yield tuple(placed)
+            return
+        for w in sorted(pending):
+            if placeable(w, placed):
+                pending.discard(w)
+                placed.append(w)
+                yield from extend(placed)
+                placed.pop()
+                pending.add(w)
+
+    yield from extend([])
 
 
 def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co_order: tuple[int, ...],
@@ -516,6 +622,8 @@ def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co_order: tuple
         if r not in rf:
             continue
         src = rf[r]
+        if src not in position or w not in position:
+            continue
         if position[src] >= position[w]:
             return False
         between = co_order[position[src] + 1:position[w]]
@@ -592,7 +700,7 @@ def candidate_executions(
     participants = _barrier_participants(program)
     locations = program.locations()
     seen_cut: set = set()
-    for combo in itertools.product(*all_paths):
+    for combo in combinations(program, all_paths):
         if deadline is not None and time.monotonic() > deadline:
             raise LimitHit("timeout", "while combining thread paths")
         lengths, stuck, instances = _settle_barriers(program, combo, participants)

@@ -15,6 +15,14 @@ Modeling choices made here (the model itself is in ``syncverify.ptx``):
 * An ``atom``/``red`` with no semantics is ``.relaxed``; with no scope, ``.gpu`` (PTX ISA defaults).
 * A ``fence.sc`` is also an acquire-release fence (PTX ISA: "fence.sc ... is a fence.acq_rel that
   additionally ...").
+
+GHOST accesses (``Load(ghost=True)`` / ``Store(ghost=True)``) are the tile data of a protocol
+scenario. They take part in program order, causality and race detection, but the explorer makes no
+reads-from or coherence choice for them: ``syncverify.check`` computes which writes each ghost read
+could see from the happens-before order of each execution. This is exact when, as in every
+scenario, the data's values never reach a branch, a lock or an address, and each location is read
+at most once per thread (then the choices for different reads are independent of each other and of
+the lock protocol).
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ class Load:
     scope: str | None = None
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)  # what a protocol step calls it, for traces
+    ghost: bool = False  # see GHOST below
 
     def __post_init__(self) -> None:
         _check(self.sem, LOAD_SEMS, "load sem")
@@ -67,6 +76,7 @@ class Store:
     scope: str | None = None
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    ghost: bool = False
 
     def __post_init__(self) -> None:
         _check(self.sem, STORE_SEMS, "store sem")
@@ -200,6 +210,7 @@ class Thread:
     cta: int
     instructions: tuple[Instruction, ...]
     role: str = ""  # e.g. "rank 1 consumer, thread 0": shown in counterexamples
+    phase: str = ""  # host-side phase (kernel launch / reset) the thread runs in; see Program.host_order
 
 
 # ----- final conditions (litmus) -------------------------------------------------------------
@@ -295,6 +306,11 @@ class Program:
     registers: dict[tuple[str, str], int] = field(default_factory=dict, hash=False)  # initial values
     condition: Condition | None = None
     comment: str = ""
+    # (a, b): every event of phase a happens before every event of phase b (a host barrier, or
+    # stream order between two launches). Pairs are closed transitively by the explorer.
+    host_order: tuple[tuple[str, str], ...] = ()
+    # Groups of interchangeable units (each a tuple of thread indices): see explore's symmetry.
+    symmetry: tuple[tuple[tuple[int, ...], ...], ...] = ()
 
     def locations(self) -> tuple[str, ...]:
         """Every location the program touches or initialises, in first-seen order."""

@@ -27,6 +27,11 @@ Modeling choices (each one interprets or deviates from the sources; everything e
    ``cause-base``); causality adds ``observation ; base_causality`` (``ptx-v6.0.cat``, ``cause``).
    Proxies (``ptx.cat`` v7.5) are out of scope: every access here is a generic-proxy access.
 6. *Volatile* accesses are relaxed at system scope (ISA, "Volatile operations").
+7. *Host order*: everything before a host-side barrier (or earlier on the same stream) happens
+   before everything after it: kernel boundaries order all memory operations of a launch before
+   the next (CUDA programming guide, stream semantics). ``host`` enters base causality.
+8. *Ghost* data accesses (``syncverify.program``, GHOST) carry no rf/co choice, so they are left
+   out of ``rf``, ``co`` and the Coherence axiom; everything else treats them as memory events.
 """
 
 from __future__ import annotations
@@ -252,9 +257,15 @@ def barrier(x: Execution) -> frozenset:
 
 
 @relation
+def host(x: Execution) -> frozenset:
+    """Pairs ordered by the host: launches, host barriers, stream order (choice 7)."""
+    return x.host_order
+
+
+@relation
 def base_causality(x: Execution) -> frozenset:
-    """``cause-base = (po | sync | sync_fence | sync_barrier)+`` (choice 5)."""
-    return plus(union(po(x), synchronizes_with(x), fence_sc_order(x), barrier(x)))
+    """``cause-base = (po | sync | sync_fence | sync_barrier | host)+`` (choices 5 and 7)."""
+    return plus(union(po(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host(x)))
 
 
 @relation
@@ -288,7 +299,7 @@ class Axiom:
 
 
 def _writes(x: Execution) -> Callable[[int], bool]:
-    return lambda e: x.events[e].is_write
+    return lambda e: x.events[e].is_write and not x.events[e].ghost
 
 
 def coherence(x: Execution) -> frozenset:

@@ -1,0 +1,128 @@
+"""Finding protocols: the built-ins shipped as ``protocols/*.toml``, or a user's own file.
+
+A built-in's name is its file's stem, and the ``name`` inside the file must match it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+from importlib import resources
+
+from syncverify.errors import ProtocolError
+
+from protocols.schema import Protocol, parse_protocol
+
+__all__ = ["builtin_names", "builtin_protocols", "load_protocol"]
+
+_PACKAGE = "protocols"
+_SUFFIX = ".toml"
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin_files() -> dict[str, str]:
+    """Built-in name -> file name, read once from the package data."""
+    root = resources.files(_PACKAGE)
+    names = {
+        entry.name[: -len(_SUFFIX)]: entry.name
+        for entry in root.iterdir()
+        if entry.name.endswith(_SUFFIX) and entry.is_file()
+    }
+    return dict(sorted(names.items()))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_builtin(name: str) -> Protocol:
+    file_name = _builtin_files()[name]
+    shown = f"{_PACKAGE}/{file_name}"
+    text = resources.files(_PACKAGE).joinpath(file_name).read_text(encoding="utf-8")
+    protocol = parse_protocol(text, path=shown)
+    if protocol.name != name:
+        raise ProtocolError(f"{shown}: name={protocol.name!r} must match the file name {name!r}")
+    return protocol
+
+
+def builtin_names() -> list[str]:
+    """Names of the built-in protocols, sorted.
+
+    Examples
+    --------
+    >>> "xchg-flag" in builtin_names()
+    True
+    """
+    return list(_builtin_files())
+
+
+def builtin_protocols() -> list[Protocol]:
+    """Every built-in protocol, in :func:`builtin_names` order."""
+    return [_load_builtin(name) for name in _builtin_files()]
+
+
+def load_protocol(name_or_path: str | os.PathLike[str]) -> Protocol:
+    """Load a built-in protocol by name, or a protocol file by path.
+
+    A string is a path if it ends in ``.toml`` or contains a path separator; otherwise it is a
+    built-in name.
+
+    Parameters
+    ----------
+    name_or_path : str or os.PathLike
+        ``"epoch-flag"``, ``"protocols/my.toml"``, ``pathlib.Path("my.toml")``, ...
+
+    Returns
+    -------
+    Protocol
+
+    Raises
+    ------
+    ProtocolError
+        Unknown name (the message lists the built-ins and suggests the closest), unreadable file,
+        or a file the schema refuses.
+
+    Examples
+    --------
+    >>> load_protocol("epoch-flag").reset
+    'none'
+    >>> load_protocol("epoch-flg")
+    Traceback (most recent call last):
+    ...
+    syncverify.errors.ProtocolError: unknown protocol 'epoch-flg' (did you mean 'epoch-flag'?); ...
+    """
+    if isinstance(name_or_path, os.PathLike):
+        return _load_file(os.fspath(name_or_path))
+    if not isinstance(name_or_path, str):
+        raise ProtocolError(
+            f"expected a protocol name or a path to a .toml file, got {name_or_path!r}"
+        )
+    if name_or_path in _builtin_files():
+        return _load_builtin(name_or_path)
+    if _looks_like_path(name_or_path):
+        return _load_file(name_or_path)
+    names = builtin_names()
+    close = difflib.get_close_matches(name_or_path, names, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ProtocolError(
+        f"unknown protocol {name_or_path!r}{hint}; built-in protocols are {', '.join(names)}, "
+        f"or give a path to a .toml file"
+    )
+
+
+def _looks_like_path(text: str) -> bool:
+    separators = [sep for sep in (os.sep, os.altsep, "/") if sep]
+    return text.endswith(_SUFFIX) or any(sep in text for sep in separators)
+
+
+def _load_file(path: str) -> Protocol:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise ProtocolError(f"{path}: cannot read protocol file: {error.strerror or error}") from None
+    except ValueError as error:  # e.g. an embedded NUL in the path
+        raise ProtocolError(f"{path!r}: not a usable path: {error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ProtocolError(f"{path}: protocol file is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    return parse_protocol(text, path=path)

@@ -1,0 +1,901 @@
+"""Read PTX litmus tests (the herd7 / Dartagnan format) into a :class:`~syncverify.program.Program`.
+
+The format, by example::
+
+    // lines starting with // are skipped anywhere outside the thread columns
+    PTX MP-sys
+    "message passing between GPUs through a release/acquire pair at system scope"
+    {
+    x=0; y=0;
+    P1:r1=0; P1:r2=0;
+    }
+     P0@cta 0,gpu 0          | P1@cta 0,gpu 1          ;
+     st.weak x, 1            | LC00:                   ;
+     st.release.sys y, 1     | ld.acquire.sys r1, y    ;
+                             | beq r1, 0, LC00         ;
+                             | ld.weak r2, x           ;
+    ~exists (P1:r1 == 1 /\\ P1:r2 != 1)
+
+* a ``PTX NAME`` header, then optional quoted comments (one may span lines) and herd's
+  ``Key=value`` metadata lines, which are ignored;
+* an init block ``{ ... }`` of ``loc=int;`` and ``Pn:reg=int;`` entries (a leading C type word such
+  as ``int`` or ``uint32_t`` is ignored);
+* thread columns split on ``|``, every row ending in ``;``; the first row places the threads
+  (``Pn@cta A,gpu B``), named ``P0``, ``P1``, ... in order;
+* an optional final condition: ``exists``, ``~exists`` or ``forall`` over comparisons (``==``,
+  ``!=``; herd's ``=`` reads as ``==``) of ``Pn:reg``, locations and integers, joined by ``/\\``,
+  ``\\/``, ``~``, parentheses and ``true``.
+
+Every malformed input raises :class:`~syncverify.errors.LitmusSyntaxError`, whose ``str()`` reads
+``FILE:LINE: what is wrong``; nothing else escapes :func:`parse_litmus`.
+
+Reading choices (each one refuses rather than guesses):
+
+* ``ld.volatile`` / ``st.volatile`` are relaxed at system scope and ``membar.{cta,gl,sys}`` is
+  ``fence.sc.{cta,gpu,sys}`` (the choices of :mod:`syncverify.program`, with their sources).
+* A bare ``fence.SCOPE`` is refused: write ``fence.sc.SCOPE`` or ``fence.acq_rel.SCOPE``.
+* ``.global`` and type suffixes (``.u32``, ``.s32``, ``.b64``, ...) are accepted and ignored; other
+  state spaces (``.shared``, ...) and scopes (``.cluster``) are refused.
+* A location referred to only by the final condition is added to the init block with value 0, as
+  herd does.
+* ``bge`` / ``blt`` branches are read as well as ``beq`` / ``bne``: the program IR has them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, NoReturn
+
+from syncverify.errors import LitmusSyntaxError, SyncVerifyError, UnsupportedConstruct
+from syncverify.program import (
+    ATOMIC_OPS,
+    SCOPES,
+    And,
+    Atomic,
+    Barrier,
+    Branch,
+    Compare,
+    Condition,
+    Fence,
+    Instruction,
+    Label,
+    Load,
+    LocRef,
+    Not,
+    Operand,
+    Or,
+    Program,
+    Prop,
+    RegOp,
+    RegRef,
+    Store,
+    Term,
+    Thread,
+    TrueProp,
+)
+
+__all__ = ["parse_litmus", "parse_litmus_file"]
+
+# ----- lexical pieces ---------------------------------------------------------------------------
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_REG = r"%?[A-Za-z_][A-Za-z0-9_]*"
+_INT = r"[-+]?(?:0[xX][0-9a-fA-F]+|[0-9]+)"
+
+_NAME_RE = re.compile(rf"{_NAME}\Z")
+_REG_RE = re.compile(rf"{_REG}\Z")
+_INT_RE = re.compile(rf"{_INT}\Z")
+_LOC_RE = re.compile(rf"\[\s*({_NAME})\s*\]\Z|({_NAME})\Z")
+_TYPE_RE = re.compile(r"[usbf](?:8|16|32|64)\Z")
+_LABEL_RE = re.compile(rf"({_NAME})\s*:(.*)\Z", re.S)
+_PLACEMENT_RE = re.compile(r"P([0-9]+)\s*(?:@(.*))?\Z", re.S)
+_CONDITION_START = re.compile(r"(~\s*exists|exists|forall)(?![A-Za-z0-9_])")
+_METADATA_RE = re.compile(rf"{_NAME}\s*=")
+
+# herd's C-style type words that may prefix an init entry: `int x=0;`, `uint32_t x = 0;`
+_C_TYPE_RE = re.compile(r"(?:(?:unsigned|signed|const|volatile)\s+)*(?:[A-Za-z_][A-Za-z0-9_]*\s+)?")
+
+_SCOPE_HINT = "(.cta, .gpu or .sys)"
+_MAX_NESTING = 100  # parentheses and ~ in a condition: deeper input is refused, not recursed into
+
+# Real PTX instructions outside the model: named as unsupported rather than unknown.
+_UNSUPPORTED = frozenset(
+    """
+    wgmma mma wmma cp mbarrier ldmatrix stmatrix ldu tex tld4 txq suld sust sured suq prefetch
+    prefetchu nanosleep bra call ret exit trap brkpt vote shfl match activemask redux elect
+    griddepcontrol setmaxnreg multimem tensormap cvta isspacep discard applypriority createpolicy
+    mul mad div rem xor not shl shr setp selp cvt abs neg getctarank clusterlaunchcontrol
+    tcgen05 cp.async st.async red.async alloca stackrestore stacksave pmevent
+    """.split()
+)
+
+_HINTS = {
+    "ld": "ld takes .weak, .relaxed.SCOPE, .acquire.SCOPE or .volatile",
+    "st": "st takes .weak, .relaxed.SCOPE, .release.SCOPE or .volatile",
+    "atom": "atom takes {.SEM}{.SCOPE}.OP{.TYPE} with OP one of " + ", ".join(ATOMIC_OPS),
+    "red": "red takes {.relaxed|.release}{.SCOPE}.OP{.TYPE} with OP one of "
+    + ", ".join(op for op in ATOMIC_OPS if op not in ("exch", "cas")),
+    "fence": "write fence.sc.SCOPE or fence.acq_rel.SCOPE",
+    "membar": "write membar.cta, membar.gl or membar.sys",
+    "bar": "write bar{.cta}.sync ID{, COUNT} or bar{.cta}.arrive ID, COUNT",
+    "barrier": "write barrier{.cta}.sync ID{, COUNT} or barrier{.cta}.arrive ID, COUNT",
+}
+
+_KNOWN = (
+    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier",
+    "add", "sub", "mov", "beq", "bne", "bge", "blt", "goto",
+)  # fmt: skip
+
+
+# ----- source text with line numbers ------------------------------------------------------------
+
+
+@dataclass
+class _Source:
+    """The lines of one litmus file and the path its errors name."""
+
+    path: str
+    lines: list[str]
+
+    def fail(self, message: str, line: int | None) -> NoReturn:
+        raise LitmusSyntaxError(message, path=self.path, line=line)
+
+
+def _is_skipped(text: str) -> bool:
+    """Blank lines and ``//`` comment lines carry nothing outside the thread columns."""
+    stripped = text.strip()
+    return not stripped or stripped.startswith("//")
+
+
+def _significant(src: _Source, start: int) -> Iterator[int]:
+    """Indices (0-based) of the lines from ``start`` on that are neither blank nor comments."""
+    for index in range(start, len(src.lines)):
+        if not _is_skipped(src.lines[index]):
+            yield index
+
+
+def _next_significant(src: _Source, start: int) -> int | None:
+    return next(_significant(src, start), None)
+
+
+# ----- header, comments, init block -------------------------------------------------------------
+
+
+_OTHER_ARCHS = frozenset(
+    "X86 X86_64 AArch64 ARM ARM8 PPC RISCV MIPS C LISA BPF VULKAN Vulkan OpenCL OPENCL SPIRV".split()
+)
+
+
+def _header(src: _Source) -> tuple[str, str, int]:
+    """``PTX NAME {"comment"}``: the test's name, a comment on the same line, the next line index."""
+    index = _next_significant(src, 0)
+    if index is None:
+        src.fail("empty litmus file: expected a 'PTX NAME' header line", 1)
+    line = src.lines[index]
+    words = line.split()
+    if words[0] != "PTX":
+        if words[0] in _OTHER_ARCHS:
+            src.fail(f"architecture {words[0]!r} is not supported; this checker reads PTX litmus tests", index + 1)
+        src.fail(f"expected a 'PTX NAME' header line, found {_show(line)}", index + 1)
+    if len(words) < 2 or words[1].startswith('"'):
+        src.fail("the header names no test; write 'PTX NAME'", index + 1)
+    after_name = line.index(words[1], line.index("PTX") + 3) + len(words[1])
+    rest = line[after_name:].strip()
+    if not rest:
+        return words[1], "", index + 1
+    if not rest.startswith('"'):
+        src.fail(f"a test name is one word; found {_show(line.strip()[3:])}", index + 1)
+    comment, after = _quoted(src, index, line.index('"', after_name))
+    return words[1], comment, after
+
+
+def _quoted(src: _Source, index: int, column: int) -> tuple[str, int]:
+    """The quoted string opening at ``lines[index][column]``; returns it and the next line index."""
+    text = src.lines[index][column + 1 :]
+    parts: list[str] = []
+    end_line = index
+    while '"' not in text:
+        parts.append(text)
+        end_line += 1
+        if end_line >= len(src.lines):
+            src.fail("quoted comment is never closed with '\"'", index + 1)
+        text = src.lines[end_line]
+    close = text.index('"')
+    parts.append(text[:close])
+    if text[close + 1 :].strip():
+        src.fail(f"unexpected text after a quoted comment: {_show(text[close + 1 :])}", end_line + 1)
+    return "\n".join(part.strip() for part in parts).strip(), end_line + 1
+
+
+def _comments(src: _Source, start: int, first: str) -> tuple[str, int]:
+    """Quoted comments and herd's ``Key=value`` metadata lines (ignored) before the init block."""
+    comments = [first] if first else []
+    index = _next_significant(src, start)
+    while index is not None:
+        stripped = src.lines[index].strip()
+        if stripped.startswith('"'):
+            text, after = _quoted(src, index, src.lines[index].index('"'))
+            comments.append(text)
+        elif _METADATA_RE.match(stripped) and ";" not in stripped:
+            after = index + 1  # Cycle=..., Relax=..., Generator=...
+        else:
+            break
+        index = _next_significant(src, after)
+    if index is None:
+        src.fail("missing init block: expected '{' after the header", len(src.lines))
+    return "\n".join(comments), index
+
+
+def _init_block(src: _Source, index: int) -> tuple[list[tuple[str, int]], int]:
+    """The ``{ ... }`` block as ``(entry text, line)`` pairs; returns them and the next line index."""
+    first = src.lines[index].strip()
+    if not first.startswith("{"):
+        src.fail(f"expected the init block '{{', found {_show(first)}", index + 1)
+    entries: list[tuple[str, int]] = []
+    text, line = first[1:], index
+    while True:
+        body, closed, tail = text.partition("}")
+        if "{" in body:
+            src.fail("unexpected '{' inside the init block", line + 1)
+        entries.extend((part, line + 1) for part in body.split(";"))
+        if closed:
+            if tail.strip():
+                src.fail(f"unexpected text after the init block: {_show(tail)}", line + 1)
+            return entries, line + 1
+        line += 1
+        while line < len(src.lines) and src.lines[line].strip().startswith("//"):
+            line += 1
+        if line >= len(src.lines):
+            src.fail("init block is never closed with '}'", index + 1)
+        text = src.lines[line]
+
+
+def _init_entries(
+    src: _Source, entries: list[tuple[str, int]]
+) -> tuple[dict[str, int], dict[tuple[str, str], tuple[int, int]]]:
+    """``loc=int`` and ``Pn:reg=int`` entries: initial memory, and registers with their lines."""
+    memory: dict[str, int] = {}
+    registers: dict[tuple[str, str], tuple[int, int]] = {}
+    for raw, line in entries:
+        entry = raw.strip()
+        if not entry:
+            continue
+        target, eq, value = (part.strip() for part in entry.partition("="))
+        if not eq:
+            src.fail(f"init entry {_show(entry)} is not 'loc=int' or 'Pn:reg=int'", line)
+        if not _INT_RE.match(value):
+            src.fail(f"initial value of {_show(target)} must be an integer, got {_show(value)}", line)
+        register = re.fullmatch(rf"P?([0-9]+)\s*:\s*({_REG})", target)
+        if register:
+            key = (f"P{int(register.group(1))}", register.group(2))
+            if key in registers:
+                src.fail(f"register {key[0]}:{key[1]} is initialised twice", line)
+            registers[key] = (_int(value), line)
+            continue
+        loc = _C_TYPE_RE.sub("", target, count=1) if " " in target else target
+        if not _NAME_RE.match(loc):
+            src.fail(f"init entry {_show(entry)} is not 'loc=int' or 'Pn:reg=int'", line)
+        if loc in memory:
+            src.fail(f"location {loc!r} is initialised twice", line)
+        memory[loc] = _int(value)
+    return memory, registers
+
+
+# ----- thread columns ---------------------------------------------------------------------------
+
+
+def _cells(src: _Source, index: int) -> list[str]:
+    """The ``|``-separated cells of one row, which must end in ``;``."""
+    text = src.lines[index].rstrip()
+    if not text.endswith(";"):
+        src.fail(
+            f"expected a thread row ending in ';' or a final condition (exists, ~exists, forall), "
+            f"found {_show(text)}",
+            index + 1,
+        )
+    return [cell.strip() for cell in text[:-1].split("|")]
+
+
+def _placements(src: _Source, index: int) -> list[tuple[str, int, int]]:
+    """The first row: ``Pn@cta A,gpu B`` for every column, threads named P0, P1, ... in order."""
+    threads: list[tuple[str, int, int]] = []
+    for column, cell in enumerate(_cells(src, index)):
+        match = _PLACEMENT_RE.match(cell)
+        if not match:
+            src.fail(f"expected a thread header like 'P{column}@cta 0,gpu 0', found {_show(cell)}", index + 1)
+        name = f"P{int(match.group(1))}"
+        if int(match.group(1)) != column:
+            src.fail(f"thread columns must be named P0, P1, ... in order; column {column} is {name}", index + 1)
+        if match.group(2) is None:
+            src.fail(f"thread {name} has no placement; write '{name}@cta 0,gpu 0'", index + 1)
+        cta, gpu = _placement(src, name, match.group(2), index + 1)
+        threads.append((name, cta, gpu))
+    return threads
+
+
+def _placement(src: _Source, name: str, text: str, line: int) -> tuple[int, int]:
+    """``cta A,gpu B`` (either order, spaces allowed) -> ``(A, B)``."""
+    found: dict[str, int] = {}
+    for item in text.split(","):
+        match = re.fullmatch(r"\s*(cta|gpu)\s+([0-9]+)\s*", item)
+        if not match or match.group(1) in found:
+            src.fail(f"placement of {name} must read 'cta A,gpu B', found {_show(text)}", line)
+        found[match.group(1)] = int(match.group(2))
+    if set(found) != {"cta", "gpu"}:
+        src.fail(f"placement of {name} must name both cta and gpu, e.g. '{name}@cta 0,gpu 0'", line)
+    return found["cta"], found["gpu"]
+
+
+def _table(src: _Source, index: int) -> tuple[list[tuple[str, int, int]], list[list[Instruction]], int | None]:
+    """Thread placements and instructions; returns the index of the condition line (or None)."""
+    first = _next_significant(src, index)
+    if first is None or _CONDITION_START.match(src.lines[first].strip()):
+        src.fail(
+            "no thread columns: expected a row like 'P0@cta 0,gpu 0 | P1@cta 0,gpu 1 ;'",
+            (first + 1) if first is not None else len(src.lines),
+        )
+    threads = _placements(src, first)
+    code: list[list[Instruction]] = [[] for _ in threads]
+    for row in _significant(src, first + 1):
+        stripped = src.lines[row].strip()
+        if _CONDITION_START.match(stripped):
+            return threads, code, row
+        if stripped.startswith(("locations", "filter")):
+            src.fail(f"herd's '{stripped.split()[0]}' clause is not supported", row + 1)
+        cells = _cells(src, row)
+        if len(cells) != len(threads):
+            names = ", ".join(name for name, _, _ in threads)
+            src.fail(
+                f"row has {len(cells)} column(s) but the header declares {len(threads)} thread(s) ({names})",
+                row + 1,
+            )
+        for column, cell in enumerate(cells):
+            if cell:
+                code[column].extend(_cell(src, cell, threads[column][0], row + 1))
+    return threads, code, None
+
+
+def _check_labels(src: _Source, thread: str, code: list[Instruction]) -> None:
+    """Labels are unique within a thread and every branch targets one of them."""
+    labels: dict[str, int | None] = {}
+    for ins in code:
+        if isinstance(ins, Label):
+            if ins.name in labels:
+                src.fail(f"label {ins.name!r} is defined twice in {thread}", ins.line)
+            labels[ins.name] = ins.line
+    for ins in code:
+        if isinstance(ins, Branch) and ins.target not in labels:
+            known = ", ".join(labels) if labels else "none"
+            src.fail(f"branch to unknown label {ins.target!r} ({thread}): labels in {thread}: {known}", ins.line)
+
+
+# ----- one instruction --------------------------------------------------------------------------
+
+
+@dataclass
+class _Ins:
+    """One instruction's text, where it stands, and helpers to fail with its line."""
+
+    src: _Source
+    mnemonic: str
+    operands: list[str]
+    thread: str
+    line: int
+
+    def fail(self, message: str, hint: str = "") -> NoReturn:
+        self.src.fail(f"{message} ({self.thread})" + (f": {hint}" if hint else ""), self.line)
+
+    def unknown(self, hint: str = "") -> NoReturn:
+        self.fail(f"unknown instruction {self.mnemonic!r}", hint)
+
+    def arity(self, *counts: int) -> None:
+        if len(self.operands) not in counts:
+            want = " or ".join(map(str, counts))
+            self.fail(f"{self.mnemonic} takes {want} operand(s), got {len(self.operands)}")
+
+    def register(self, position: int) -> str:
+        text = self.operands[position]
+        if not _REG_RE.match(text):
+            self.fail(f"operand {position + 1} of {self.mnemonic} must be a register, got {_show(text)}")
+        return text
+
+    def value(self, position: int) -> Operand:
+        text = self.operands[position]
+        if _INT_RE.match(text):
+            return _int(text)
+        if _REG_RE.match(text):
+            return text
+        self.fail(f"operand {position + 1} of {self.mnemonic} must be a register or an integer, got {_show(text)}")
+
+    def location(self, position: int) -> str:
+        match = _LOC_RE.match(self.operands[position])
+        if not match:
+            self.fail(f"operand {position + 1} of {self.mnemonic} must be a location, got {_show(self.operands[position])}")
+        return match.group(1) or match.group(2)
+
+    def integer(self, position: int, what: str) -> int:
+        text = self.operands[position]
+        if not _INT_RE.match(text):
+            self.fail(f"{what} of {self.mnemonic} must be an integer constant, got {_show(text)}")
+        return _int(text)
+
+    def label(self, position: int) -> str:
+        text = self.operands[position]
+        if not _NAME_RE.match(text):
+            self.fail(f"branch target of {self.mnemonic} must be a label, got {_show(text)}")
+        return text
+
+
+def _cell(src: _Source, cell: str, thread: str, line: int) -> list[Instruction]:
+    """One cell: ``L:``, an instruction, or ``L: instruction``."""
+    label = _LABEL_RE.match(cell)
+    if label:
+        rest = label.group(2).strip()
+        return [Label(label.group(1), line=line)] + (_cell(src, rest, thread, line) if rest else [])
+    mnemonic, rest = (cell.split(None, 1) + [""])[:2]
+    operands = [op.strip() for op in rest.split(",")] if rest.strip() else []
+    ins = _Ins(src, mnemonic, operands, thread, line)
+    if any(not op for op in operands):
+        ins.fail(f"empty operand in {_show(cell)}")
+    base, *quals = mnemonic.split(".")
+    if base not in _READERS:
+        if base in _UNSUPPORTED or mnemonic in _UNSUPPORTED:
+            hint = "write goto L" if base == "bra" else f"the model covers {', '.join(_KNOWN)}"
+            ins.fail(f"unsupported instruction {mnemonic!r}", hint)
+        close = difflib.get_close_matches(base, _KNOWN, n=1)
+        ins.unknown(f"did you mean {close[0]!r}?" if close else f"the model covers {', '.join(_KNOWN)}")
+    if any(not q for q in quals):
+        ins.unknown(_HINTS.get(base, ""))
+    try:
+        return [_READERS[base](ins, quals)]
+    except UnsupportedConstruct as error:
+        ins.fail(str(error))
+
+
+def _memory_quals(ins: _Ins, quals: list[str], sems: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """The semantics and scope of an ``ld``/``st``; ``.global`` and type suffixes are ignored."""
+    base = ins.mnemonic.split(".")[0]
+    sem = scope = None
+    for q in quals:
+        if q in sems:
+            if sem is not None:
+                ins.fail(f"{ins.mnemonic!r} has two semantics (.{sem} and .{q})")
+            sem = q
+        elif q in SCOPES:
+            if scope is not None:
+                ins.fail(f"{ins.mnemonic!r} has two scopes (.{scope} and .{q})")
+            scope = q
+        elif q == "global" or _TYPE_RE.match(q):
+            continue
+        elif q == "cluster":
+            ins.fail(f"scope .cluster is not supported in {ins.mnemonic!r}", "use .cta, .gpu or .sys")
+        elif q in ("shared", "local", "const", "param", "mmio") or q.startswith("shared::"):
+            ins.fail(f"unsupported instruction {ins.mnemonic!r}", "only .global memory is modelled")
+        else:
+            ins.unknown(_HINTS[base])
+    if sem == "volatile":
+        if scope is not None:
+            ins.fail(f"{base}.volatile takes no scope (got .{scope})")
+        return "relaxed", "sys"
+    if sem in (None, "weak"):
+        if scope is not None:
+            ins.fail(
+                f"{base}{'.weak' if sem else ''} takes no scope (got .{scope})",
+                f"write {base}.relaxed.{scope} for a strong access",
+            )
+        return "weak", None
+    if scope is None:
+        ins.fail(f"{base}.{sem} needs a scope {_SCOPE_HINT}")
+    return sem, scope
+
+
+def _read_ld(ins: _Ins, quals: list[str]) -> Instruction:
+    for q in quals:
+        if q in ("release", "acq_rel", "sc"):
+            ins.fail(f"ld cannot be .{q}", _HINTS["ld"])
+    sem, scope = _memory_quals(ins, quals, ("weak", "relaxed", "acquire", "volatile"))
+    ins.arity(2)
+    return Load(ins.register(0), ins.location(1), sem=sem, scope=scope, line=ins.line)
+
+
+def _read_st(ins: _Ins, quals: list[str]) -> Instruction:
+    for q in quals:
+        if q in ("acquire", "acq_rel", "sc"):
+            ins.fail(f"st cannot be .{q}", _HINTS["st"])
+    sem, scope = _memory_quals(ins, quals, ("weak", "relaxed", "release", "volatile"))
+    ins.arity(2)
+    return Store(ins.location(0), ins.value(1), sem=sem, scope=scope, line=ins.line)
+
+
+def _atomic_quals(ins: _Ins, quals: list[str]) -> tuple[str, str, str]:
+    """``{.SEM}{.SCOPE}.OP{.TYPE}`` in any order -> ``(op, sem, scope)`` with PTX's defaults."""
+    base = ins.mnemonic.split(".")[0]
+    sem = scope = op = None
+    for q in quals:
+        if q in ("relaxed", "acquire", "release", "acq_rel"):
+            if sem is not None:
+                ins.fail(f"{ins.mnemonic!r} has two semantics (.{sem} and .{q})")
+            sem = q
+        elif q in SCOPES:
+            if scope is not None:
+                ins.fail(f"{ins.mnemonic!r} has two scopes (.{scope} and .{q})")
+            scope = q
+        elif q in ATOMIC_OPS:
+            if op is not None:
+                ins.fail(f"{ins.mnemonic!r} has two operations (.{op} and .{q})")
+            op = q
+        elif q == "global" or _TYPE_RE.match(q):
+            continue
+        elif q in ("inc", "dec", "xor", "cas2", "add_noftz"):
+            ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS[base])
+        elif q == "cluster":
+            ins.fail(f"scope .cluster is not supported in {ins.mnemonic!r}", "use .cta, .gpu or .sys")
+        elif q in ("weak", "volatile", "sc"):
+            ins.fail(f"{base} cannot be .{q}", _HINTS[base])
+        elif q in ("shared", "local", "mmio") or q.startswith("shared::"):
+            ins.fail(f"unsupported instruction {ins.mnemonic!r}", "only .global memory is modelled")
+        else:
+            ins.unknown(_HINTS[base])
+    if op is None:
+        ins.fail(f"{ins.mnemonic!r} names no operation", _HINTS[base])
+    return op, sem or "relaxed", scope or "gpu"
+
+
+def _read_atom(ins: _Ins, quals: list[str]) -> Instruction:
+    op, sem, scope = _atomic_quals(ins, quals)
+    ins.arity(4 if op == "cas" else 3)
+    operands = tuple(ins.value(i) for i in range(2, len(ins.operands)))
+    return Atomic(op, ins.register(0), ins.location(1), operands, sem=sem, scope=scope, line=ins.line)
+
+
+def _read_red(ins: _Ins, quals: list[str]) -> Instruction:
+    op, sem, scope = _atomic_quals(ins, quals)
+    if op in ("exch", "cas"):
+        ins.fail(f"red.{op} does not exist", f"use atom.{op}")
+    ins.arity(2)
+    return Atomic(op, None, ins.location(0), (ins.value(1),), sem=sem, scope=scope, line=ins.line)
+
+
+def _read_fence(ins: _Ins, quals: list[str]) -> Instruction:
+    if quals and quals[0] in ("proxy", "mbarrier_init", "op_restrict", "sync_restrict"):
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", "proxy fences are not modelled")
+    if quals and quals[0] in ("acquire", "release"):
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["fence"])
+    if len(quals) == 1 and quals[0] in SCOPES:
+        ins.fail(f"{ins.mnemonic!r} names no semantics", _HINTS["fence"])
+    if len(quals) == 1 and quals[0] in ("sc", "acq_rel"):
+        ins.fail(f"fence.{quals[0]} needs a scope {_SCOPE_HINT}")
+    if len(quals) != 2 or quals[0] not in ("sc", "acq_rel"):
+        ins.unknown(_HINTS["fence"])
+    if quals[1] == "cluster":
+        ins.fail(f"scope .cluster is not supported in {ins.mnemonic!r}", "use .cta, .gpu or .sys")
+    if quals[1] not in SCOPES:
+        ins.unknown(_HINTS["fence"])
+    ins.arity(0)
+    return Fence(quals[0], quals[1], line=ins.line)
+
+
+def _read_membar(ins: _Ins, quals: list[str]) -> Instruction:
+    scopes = {"cta": "cta", "gl": "gpu", "sys": "sys"}
+    if quals[:1] == ["proxy"]:
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", "proxy fences are not modelled")
+    if len(quals) != 1 or quals[0] not in scopes:
+        ins.unknown(_HINTS["membar"])
+    ins.arity(0)
+    return Fence("sc", scopes[quals[0]], line=ins.line)
+
+
+def _read_barrier(ins: _Ins, quals: list[str]) -> Instruction:
+    base = ins.mnemonic.split(".")[0]
+    rest = [q for q in quals if q != "aligned"]
+    if rest[:1] == ["cta"]:
+        rest = rest[1:]
+    if rest[:1] in (["red"], ["cluster"]):
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS[base])
+    if rest not in (["sync"], ["arrive"]):
+        ins.unknown(_HINTS[base])
+    ins.arity(1, 2)
+    barrier_id = ins.integer(0, "the barrier id")
+    if not 0 <= barrier_id <= 15:
+        ins.fail(f"barrier id {barrier_id} is out of range", "PTX has barriers 0 to 15")
+    count = ins.integer(1, "the thread count") if len(ins.operands) == 2 else None
+    if count is not None and count <= 0:
+        ins.fail(f"thread count of {ins.mnemonic} must be positive, got {count}")
+    return Barrier(rest[0], barrier_id, count, line=ins.line)
+
+
+def _read_regop(ins: _Ins, quals: list[str]) -> Instruction:
+    base = ins.mnemonic.split(".")[0]
+    if not all(_TYPE_RE.match(q) for q in quals):
+        ins.unknown(f"write {base}{'' if base == 'mov' else ' rD, a, b'} with an optional type such as .u32")
+    if base == "mov":
+        ins.arity(2)
+        return RegOp("mov", ins.register(0), ins.value(1), line=ins.line)
+    ins.arity(3)
+    return RegOp(base, ins.register(0), ins.value(1), ins.value(2), line=ins.line)
+
+
+def _read_branch(ins: _Ins, quals: list[str]) -> Instruction:
+    base = ins.mnemonic.split(".")[0]
+    if quals:
+        ins.unknown(f"{base} takes no qualifiers")
+    if base == "goto":
+        ins.arity(1)
+        return Branch(ins.label(0), None, line=ins.line)
+    ins.arity(3)
+    return Branch(ins.label(2), base[1:], ins.value(0), ins.value(1), line=ins.line)
+
+
+_READERS: dict[str, Callable[[_Ins, list[str]], Instruction]] = {
+    "ld": _read_ld,
+    "st": _read_st,
+    "atom": _read_atom,
+    "red": _read_red,
+    "fence": _read_fence,
+    "membar": _read_membar,
+    "bar": _read_barrier,
+    "barrier": _read_barrier,
+    "add": _read_regop,
+    "sub": _read_regop,
+    "mov": _read_regop,
+    "beq": _read_branch,
+    "bne": _read_branch,
+    "bge": _read_branch,
+    "blt": _read_branch,
+    "goto": _read_branch,
+}
+
+
+# ----- final condition --------------------------------------------------------------------------
+
+_TOKEN_RE = re.compile(
+    rf"""
+    (?P<space>\s+)
+    | (?P<and>/\\)
+    | (?P<or>\\/)
+    | (?P<op>==|!=|=)
+    | (?P<not>~)
+    | (?P<lpar>\()
+    | (?P<rpar>\))
+    | (?P<semi>;)
+    | (?P<reg>P?[0-9]+\s*:\s*{_REG})
+    | (?P<int>{_INT})
+    | (?P<loc>\[\s*{_NAME}\s*\])
+    | (?P<name>{_NAME})
+    """,
+    re.X,
+)
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str
+    text: str
+    line: int
+
+
+def _tokens(src: _Source, start: int) -> list[_Token]:
+    """The condition's tokens, from line index ``start`` to the end (comment lines skipped)."""
+    tokens: list[_Token] = []
+    for index in _significant(src, start):
+        text = src.lines[index]
+        position = 0
+        while position < len(text):
+            match = _TOKEN_RE.match(text, position)
+            if not match:
+                src.fail(f"unexpected {_show(text[position:position + 12])} in the final condition", index + 1)
+            if match.lastgroup != "space":
+                tokens.append(_Token(match.lastgroup or "", match.group(), index + 1))
+            position = match.end()
+    return tokens
+
+
+class _ConditionParser:
+    """Recursive descent over ``~`` (tightest), ``/\\``, ``\\/`` (loosest), as in herd."""
+
+    def __init__(self, src: _Source, tokens: list[_Token], threads: set[str]) -> None:
+        self.src = src
+        self.tokens = tokens
+        self.threads = threads
+        self.position = 0
+        self.depth = 0
+        self.locations: list[str] = []
+
+    def peek(self) -> _Token | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def take(self) -> _Token:
+        token = self.peek()
+        if token is None:
+            last = self.tokens[-1].line if self.tokens else len(self.src.lines)
+            self.src.fail("the final condition ends too early", last)
+        self.position += 1
+        return token
+
+    def fail(self, message: str, token: _Token | None) -> NoReturn:
+        line = token.line if token else (self.tokens[-1].line if self.tokens else None)
+        self.src.fail(message, line)
+
+    def condition(self) -> Condition:
+        first = self.take()
+        if first.kind == "not":
+            word = self.take()
+            if word.text != "exists":
+                self.fail(f"expected 'exists' after '~', found {word.text!r}", word)
+            quantifier = "~exists"
+        elif first.text in ("exists", "forall"):
+            quantifier = first.text
+        else:
+            self.fail(f"a final condition starts with exists, ~exists or forall, not {first.text!r}", first)
+        prop = self.disjunction()
+        if self.peek() is not None and self.peek().kind == "semi":
+            self.take()
+        extra = self.peek()
+        if extra is not None:
+            if extra.kind == "rpar":
+                self.fail("unbalanced parentheses: ')' closes nothing", extra)
+            self.fail(f"unexpected {extra.text!r} after the final condition", extra)
+        return Condition(quantifier, prop)
+
+    def disjunction(self) -> Prop:
+        parts = [self.conjunction()]
+        while self.peek() is not None and self.peek().kind == "or":
+            self.take()
+            parts.append(self.conjunction())
+        return parts[0] if len(parts) == 1 else Or(tuple(parts))
+
+    def conjunction(self) -> Prop:
+        parts = [self.unary()]
+        while self.peek() is not None and self.peek().kind == "and":
+            self.take()
+            parts.append(self.unary())
+        return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+    def unary(self) -> Prop:
+        token = self.take()
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            self.fail(f"the final condition nests deeper than {_MAX_NESTING} levels", token)
+        try:
+            if token.kind == "not":
+                return Not(self.unary())
+            if token.kind == "lpar":
+                prop = self.disjunction()
+                close = self.peek()
+                if close is None or close.kind != "rpar":
+                    self.fail(f"unbalanced parentheses: '(' on line {token.line} is never closed", close)
+                self.take()
+                return prop
+            if token.kind == "name" and token.text == "true":
+                return TrueProp()
+            if token.kind == "name" and token.text == "false":
+                return Not(TrueProp())
+            lhs = self.term(token)
+            op = self.take()
+            if op.kind != "op":
+                self.fail(f"expected '==' or '!=' after {token.text!r}, found {op.text!r}", op)
+            rhs = self.term(self.take())
+            return Compare(lhs, "==" if op.text in ("==", "=") else "!=", rhs)
+        finally:
+            self.depth -= 1
+
+    def term(self, token: _Token) -> Term:
+        if token.kind == "int":
+            return _int(token.text)
+        if token.kind == "reg":
+            thread, _, reg = token.text.partition(":")
+            thread = f"P{int(thread.strip().lstrip('P'))}"
+            if thread not in self.threads:
+                known = ", ".join(sorted(self.threads, key=lambda t: int(t[1:])))
+                self.fail(f"the final condition names thread {thread}, but the test has {known}", token)
+            return RegRef(thread, reg.strip())
+        if token.kind in ("name", "loc") and token.text not in ("exists", "forall", "true", "false"):
+            loc = token.text.strip("[] \t")
+            self.locations.append(loc)
+            return LocRef(loc)
+        self.fail(f"expected a register (Pn:reg), a location or an integer, found {token.text!r}", token)
+
+
+# ----- small helpers ----------------------------------------------------------------------------
+
+
+def _int(text: str) -> int:
+    """A decimal or ``0x`` hexadecimal literal, optionally signed."""
+    sign = -1 if text.startswith("-") else 1
+    digits = text.lstrip("+-")
+    return sign * int(digits, 16 if digits[:2].lower() == "0x" else 10)
+
+
+def _show(text: str, limit: int = 40) -> str:
+    """``text`` quoted for a message, shortened so that one error stays one line."""
+    text = text.strip()
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+# ----- public API -------------------------------------------------------------------------------
+
+
+def parse_litmus(text: str, *, path: str = "<string>") -> Program:
+    """Parse a PTX litmus test.
+
+    Parameters
+    ----------
+    text : str
+        The litmus file's contents.
+    path : str, optional
+        The name errors point at (``FILE:LINE: what is wrong``).
+
+    Returns
+    -------
+    Program
+        Threads ``P0``, ``P1``, ... with their placement and instructions (each carrying its
+        1-based ``line``), the initial memory and registers, and the final condition (or None).
+
+    Raises
+    ------
+    LitmusSyntaxError
+        For any malformed input; no other exception escapes.
+
+    Examples
+    --------
+    >>> program = parse_litmus('''PTX tiny
+    ... { x=0; }
+    ...  P0@cta 0,gpu 0 ;
+    ...  st.relaxed.gpu x, 1 ;
+    ... exists (x == 1)''')
+    >>> program.threads[0].instructions[0]
+    Store(loc='x', value=1, sem='relaxed', scope='gpu', line=4, label='')
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_litmus expects the file's text as str, got {type(text).__name__}")
+    src = _Source(path, [line.rstrip("\r") for line in text.split("\n")])
+    name, first_comment, after_header = _header(src)
+    comment, init_start = _comments(src, after_header, first_comment)
+    entries, after_init = _init_block(src, init_start)
+    memory, registers = _init_entries(src, entries)
+    placements, code, condition_line = _table(src, after_init)
+    names = {name for name, _, _ in placements}
+    for (thread, reg), (_, line) in registers.items():
+        if thread not in names:
+            src.fail(f"init block sets {thread}:{reg}, but the test has no thread {thread}", line)
+    for (thread, _, _), instructions in zip(placements, code):
+        _check_labels(src, thread, instructions)
+    condition = None
+    if condition_line is not None:
+        parser = _ConditionParser(src, _tokens(src, condition_line), names)
+        condition = parser.condition()
+        touched = {getattr(ins, "loc", None) for instructions in code for ins in instructions}
+        for loc in parser.locations:
+            if loc not in memory and loc not in touched:
+                memory[loc] = 0  # herd: a location only the condition names starts at 0
+    threads = tuple(
+        Thread(thread, gpu, cta, tuple(instructions))
+        for (thread, cta, gpu), instructions in zip(placements, code)
+    )
+    return Program(
+        name=name,
+        threads=threads,
+        init=memory,
+        registers={key: value for key, (value, _) in registers.items()},
+        condition=condition,
+        comment=comment,
+    )
+
+
+def parse_litmus_file(path: str | Path) -> Program:
+    """Read and parse a litmus file; an unreadable file raises :class:`SyncVerifyError`."""
+    name = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise SyncVerifyError(f"{name}: cannot read litmus file ({reason})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise LitmusSyntaxError("the file is not UTF-8 text", path=name, line=line) from None
+    return parse_litmus(text, path=name)
