@@ -2,40 +2,95 @@
 
 ``triton.jit`` picks compiled or interpreted once, when it decorates, from ``TRITON_INTERPRET``.
 That would force one mode per process, but CI runs the interpreted kernels *and* compiles the same
-kernels to PTX for the audit in one pytest process. So every kernel and helper here is a
-:class:`DualJITFunction`: a real ``JITFunction`` (what the compiler sees, calls and caches) that,
-when called from interpreted code or launched with ``interpret=True``, hands the call to a
-``triton`` ``InterpretedFunction`` wrapping the same Python function.
+kernels to PTX for the audit in one pytest process. So every kernel and helper here is a real
+``JITFunction`` (what the compiler sees, inlines and caches), and :meth:`DualJITFunction.launcher`
+with ``interpret=True`` runs it under triton's ``InterpretedFunction`` instead.
+
+Inside an interpreted launch, kernel bodies are plain Python and call other jit functions
+directly (ours, and ``tl.zeros``, ``tl.cdiv``, ``tl.sum``, ... which are ``@jit`` functions in
+``triton.language.standard``). A ``JITFunction`` called from Python normally raises "Cannot call
+@triton.jit'd outside of the scope of a kernel"; for the duration of an interpreted launch only,
+:func:`_interpreting_calls` makes such a call run the function under the interpreter, which is
+what ``TRITON_INTERPRET=1`` would have decorated it as. The compiler never calls ``__call__``, so
+compiled launches are unaffected. The same context fixes one numpy >= 2.4 incompatibility of the
+triton 3.6 interpreter (:func:`_patch_lang_tensor`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
+import triton.runtime.interpreter as _interpreter
 from kernels._deps import interpreting
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
+
+_lock = threading.RLock()
+
+
+def _interpreted(fn: JITFunction) -> InterpretedFunction:
+    cached = fn.__dict__.get("_syncverify_interpreted")
+    if cached is None:
+        cached = InterpretedFunction(fn.fn)
+        fn.__dict__["_syncverify_interpreted"] = cached
+    return cached
+
+
+def _call_interpreted(self, *args, **kwargs):
+    return _interpreted(self)(*args, **kwargs)
+
+
+def _patch_lang_tensor(tensor, scope):
+    """triton 3.6's patch, with ``__index__`` accepting the interpreter's 1-element scalars.
+
+    The interpreter keeps a scalar as a shape-(1,) array and converts it with ``int(array)``,
+    which numpy >= 2.4 refuses ("only 0-dimensional arrays can be converted to Python scalars"):
+    ``range(tl.program_id(0), n, step)`` would fail. ``.item()`` converts either shape.
+    """
+    _original_patch_lang_tensor(tensor, scope)
+    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0].item()))
+
+
+_original_patch_lang_tensor = _interpreter._patch_lang_tensor
+
+
+@contextlib.contextmanager
+def _interpreting_calls():
+    """While active, a ``JITFunction`` called from Python runs under the interpreter."""
+    with _lock:
+        original = JITFunction.__call__
+        JITFunction.__call__ = _call_interpreted
+        _interpreter._patch_lang_tensor = _patch_lang_tensor
+        try:
+            yield
+        finally:
+            JITFunction.__call__ = original
+            _interpreter._patch_lang_tensor = _original_patch_lang_tensor
 
 
 class DualJITFunction(JITFunction):
     """A ``JITFunction`` that can also run in Triton's CPU interpreter."""
 
-    _interpreted_fn = None
-
     def interpreted(self) -> InterpretedFunction:
         """The same function under the interpreter (built once)."""
-        if self._interpreted_fn is None:
-            self._interpreted_fn = InterpretedFunction(self.fn)
-        return self._interpreted_fn
-
-    def __call__(self, *args, **kwargs):
-        # The compiler never calls a helper: it inlines it. A call reaching Python comes from a
-        # kernel body running in the interpreter.
-        return self.interpreted()(*args, **kwargs)
+        return _interpreted(self)
 
     def launcher(self, grid, *, interpret: bool | None = None):
         """``kernel[grid]`` in the requested mode (default: ``TRITON_INTERPRET``)."""
         if interpret is None:
             interpret = interpreting()
-        return self.interpreted()[grid] if interpret else self[grid]
+        if not interpret:
+            return self[grid]
+        run = self.interpreted()[grid]
+
+        def launch(*args, **kwargs):
+            for option in ("num_warps", "num_stages", "num_ctas"):
+                kwargs.pop(option, None)
+            with _interpreting_calls():
+                return run(*args, **kwargs)
+
+        return launch
 
 
 def jit(fn) -> DualJITFunction:

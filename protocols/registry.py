@@ -118,11 +118,14 @@ def _load_file(path: str) -> Protocol:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
-        raise ProtocolError(f"{path}: cannot read protocol file: {error.strerror or error}") from None
+        reason = error.strerror or error
+        raise ProtocolError(f"{path}: cannot read protocol file: {reason}") from None
     except ValueError as error:  # e.g. an embedded NUL in the path
         raise ProtocolError(f"{path!r}: not a usable path: {error}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ProtocolError(f"{path}: protocol file is not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise ProtocolError(
+            f"{path}: protocol file is not UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
     return parse_protocol(text, path=path)

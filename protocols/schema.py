@@ -441,8 +441,12 @@ class Step:
     line: int | None = field(default=None, compare=False)
 
     @property
-    def writes(self) -> bool:
-        """Whether the step can write its lock (a CAS writes only when its compare matches)."""
+    def changes_lock(self) -> bool:
+        """Whether the step can change its lock's value, judged from the expressions as written.
+
+        A CAS with ``compare == value`` and an ``atomic_add`` of 0 never do (the model still
+        counts them as read-modify-writes); this is what ``reset = "consumer"`` requires.
+        """
         if self.op in ("store", "atomic_xchg"):
             return True
         if self.op == "atomic_add" or (self.op == "await" and self.read == "atomic_add"):
@@ -452,7 +456,7 @@ class Step:
         return False
 
     def to_dict(self) -> dict[str, Any]:
-        """The step as it would be written in a file, defaults filled in, ``None`` fields left out."""
+        """The step as a file would say it: defaults filled in, ``None`` fields left out."""
         out: dict[str, Any] = {"op": self.op}
         for key, attr in (
             ("read", "read"), ("lock", "lock"), ("to", "to"), ("from", "from_"),
@@ -718,10 +722,10 @@ def _build_checked(data: Mapping[str, Any], path: str, lines: _Lines) -> Protoco
         notes=notes, path=path,
     )
     _check_locks(protocol, path, lines)
-    if reset == "consumer" and not any(step.writes for step in wait):
+    if reset == "consumer" and not any(step.changes_lock for step in wait):
         raise _Invalid(
-            "reset='consumer' but no wait step writes its lock; reset with an atomic_cas whose "
-            "value differs from compare, or say reset = 'host' or 'none'",
+            "reset='consumer' but no wait step can change its lock; reset with an atomic_cas "
+            "whose value differs from compare, or say reset = 'host' or 'none'",
             key="reset",
         )
     return protocol
@@ -753,7 +757,9 @@ def _table(data: Mapping[str, Any], key: str, fields: tuple[str, ...]) -> Mappin
 def _steps(data: Mapping[str, Any], section: str, path: str, lines: _Lines) -> tuple[Step, ...]:
     raw = data[section]
     if not isinstance(raw, list) or not all(isinstance(item, Mapping) for item in raw):
-        raise _Invalid(f"{section!r} must be an array of tables ([[{section}]] entries)", key=section)
+        raise _Invalid(
+            f"{section!r} must be an array of tables ([[{section}]] entries)", key=section
+        )
     if not raw:
         raise _Invalid(
             f"{section!r} is empty; a protocol needs at least one {section} step", key=section
@@ -777,7 +783,9 @@ def _step(table: Mapping[str, Any], section: str) -> Step:
     if not isinstance(op, str) or op not in ops:
         other = "wait" if section == "signal" else "signal"
         if isinstance(op, str) and op in (WAIT_OPS if section == "signal" else SIGNAL_OPS):
-            raise _Invalid(f"op {op!r} belongs in [[{other}]]; {section} ops are {_quoted(ops)}", key="op")
+            raise _Invalid(
+                f"op {op!r} belongs in [[{other}]]; {section} ops are {_quoted(ops)}", key="op"
+            )
         hint = _did_you_mean(op, ops) if isinstance(op, str) else ""
         raise _Invalid(f"unknown op {op!r}{hint}; {section} ops are {_quoted(ops)}", key="op")
     if op == "await":
@@ -840,7 +848,9 @@ def _store(table: Mapping[str, Any], read: str | None) -> Step:
     cache = _one_of("cache", table.get("cache", ""), STORE_CACHES)
     if sem == "weak":
         if "scope" in table:
-            raise _Invalid("a weak store takes no scope; give sem = 'relaxed' or 'release'", key="scope")
+            raise _Invalid(
+                "a weak store takes no scope; give sem = 'relaxed' or 'release'", key="scope"
+            )
         scope = None
     else:
         scope = _one_of("scope", _require(table, "scope", f"a {sem} store"), SCOPES)
@@ -885,8 +895,9 @@ def _await(table: Mapping[str, Any], read: str | None) -> Step:
         return Step("await", read=read, cache=cache, until=until, from_=source, lock=lock)
     sem, scope = _atomic_sem_scope(table, READ_SEMS)
     if read == "atomic_cas":
-        compare = _parse_expr(_require(table, "compare", "await with read='atomic_cas'"), "compare")
-        value = _parse_expr(_require(table, "value", "await with read='atomic_cas'"), "value")
+        owner = "await with read='atomic_cas'"
+        compare = _parse_expr(_require(table, "compare", owner), "compare")
+        value = _parse_expr(_require(table, "value", owner), "value")
     else:
         compare = None
         value = _parse_expr(table.get("value", 0), "value")

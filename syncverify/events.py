@@ -75,6 +75,8 @@ class Event:
             return f"B{tag} {self.barrier_id}"
         if self.is_init:
             return f"init {self.loc}={self.value}"
+        if self.value is None:  # a ghost read: which write it sees is decided by syncverify.check
+            return f"{self.kind}{tag}{scope} {self.loc}"
         return f"{self.kind}{tag}{scope} {self.loc}={self.value}"
 
 

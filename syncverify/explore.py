@@ -279,8 +279,8 @@ def value_domain(
             if deadline is not None and time.monotonic() > deadline:
                 raise LimitHit("timeout", "while computing value domains")
             if _supported(combo, program.init):
-                for _reads, writes in combo:
-                    for loc, v, _i in writes:
+                for _needs, supplies in combo:
+                    for loc, v in supplies:
                         grown[loc].add(v)
         for loc, vals in grown.items():
             if len(vals) > max_domain:
@@ -291,28 +291,30 @@ def value_domain(
         domain = {loc: domain[loc] | frozen[loc] for loc in domain}
 
 
-def _path_summary(path: Path) -> tuple[tuple, tuple]:
-    """(reads, writes) of a path as (loc, value, local index) triples."""
-    reads = tuple((e.loc, e.value, i) for i, e in enumerate(path.events) if e.kind == "R" and not e.ghost)
-    writes = tuple((e.loc, e.value, i) for i, e in enumerate(path.events) if e.kind == "W" and not e.ghost)
-    return reads, writes
+def _path_summary(path: Path) -> tuple[frozenset, frozenset]:
+    """What a path needs from other threads, and what it supplies to them.
+
+    ``needs``: the (loc, value) pairs its reads return that no earlier write of its own supplies
+    (the initial value is checked separately); ``supplies``: the (loc, value) pairs it writes.
+    """
+    needs, supplies = set(), set()
+    for e in path.events:
+        if e.ghost:
+            continue
+        if e.kind == "R" and (e.loc, e.value) not in supplies:
+            needs.add((e.loc, e.value))
+        elif e.kind == "W":
+            supplies.add((e.loc, e.value))
+    return frozenset(needs), frozenset(supplies)
 
 
 def _supported(combo: tuple, init: dict[str, int]) -> bool:
     """Every read's value is written by the initial state, another thread, or an earlier write."""
-    for t, (reads, _writes) in enumerate(combo):
-        for loc, v, i in reads:
+    for t, (needs, _supplies) in enumerate(combo):
+        for loc, v in needs:
             if init.get(loc, 0) == v:
                 continue
-            ok = False
-            for u, (_r, writes) in enumerate(combo):
-                for wloc, wv, j in writes:
-                    if wloc == loc and wv == v and (u != t or j < i):
-                        ok = True
-                        break
-                if ok:
-                    break
-            if not ok:
+            if not any((loc, v) in supplies for u, (_n, supplies) in enumerate(combo) if u != t):
                 return False
     return True
 
@@ -700,9 +702,12 @@ def candidate_executions(
     participants = _barrier_participants(program)
     locations = program.locations()
     seen_cut: set = set()
+    summary = {id(p): _path_summary(p) for paths in all_paths for p in paths}
     for combo in combinations(program, all_paths):
         if deadline is not None and time.monotonic() > deadline:
             raise LimitHit("timeout", "while combining thread paths")
+        if not _supported(tuple(summary[id(p)] for p in combo), program.init):
+            continue  # some read returns a value nobody writes: no execution
         lengths, stuck, instances = _settle_barriers(program, combo, participants)
         if stuck:
             key = tuple((tuple(p.events[:n]), p.registers, p.stuck) for p, n in zip(combo, lengths))

@@ -177,25 +177,54 @@ def morally_strong(x: Execution) -> frozenset:
     Two operations are morally strong relative to each other if they are related in program
     order, or each is strong and specifies a scope that includes the thread executing the other;
     and if both are memory operations, they overlap completely (same location here).
+    Computed per location (memory pairs) and per fence, never over all pairs of events.
     """
-    events = x.events
-    ordered = po(x) | inverse(po(x))
+    ordered = po(x)
+    same_thread = lambda a, b: (a.eid, b.eid) in ordered or (b.eid, a.eid) in ordered  # noqa: E731
     pairs = set()
-    for a in events:
-        if a.is_barrier:
-            continue
-        for b in events:
-            if a.eid == b.eid or b.is_barrier:
-                continue
-            if a.is_memory and b.is_memory and a.loc != b.loc:
-                continue
-            if (a.eid, b.eid) in ordered and (a.is_init or b.is_init or a.thread == b.thread):
-                if a.is_memory and b.is_memory or (strong_operation(a) and strong_operation(b)):
+
+    def related(a: Event, b: Event) -> bool:
+        if same_thread(a, b) and (a.is_init or b.is_init or a.thread == b.thread):
+            if (a.is_memory and b.is_memory) or (strong_operation(a) and strong_operation(b)):
+                return True
+        return strong_operation(a) and strong_operation(b) and _mutual_scope(a, b)
+
+    by_loc: dict[str, list[Event]] = {}
+    fences = []
+    for e in x.events:
+        if e.is_memory:
+            by_loc.setdefault(e.loc, []).append(e)  # type: ignore[arg-type]
+        elif e.is_fence:
+            fences.append(e)
+    for group in by_loc.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                if related(a, b):
                     pairs.add((a.eid, b.eid))
-                    continue
-            if strong_operation(a) and strong_operation(b) and scope_includes(a, b) and scope_includes(b, a):
-                pairs.add((a.eid, b.eid))
+                    pairs.add((b.eid, a.eid))
+    strong = [e for e in x.events if strong_operation(e)]
+    for f in fences:
+        for b in strong:
+            if b.eid != f.eid and related(f, b):
+                pairs.add((f.eid, b.eid))
+                pairs.add((b.eid, f.eid))
     return frozenset(pairs)
+
+
+@functools.lru_cache(maxsize=65536)
+def _scope_key(scope: str | None, gpu: int, cta: int, init: bool, other_gpu: int, other_cta: int, other_init: bool) -> bool:
+    if init or other_init or scope == "sys":
+        return True
+    if scope == "gpu":
+        return gpu == other_gpu
+    if scope == "cta":
+        return gpu == other_gpu and cta == other_cta
+    return False
+
+
+def _mutual_scope(a: Event, b: Event) -> bool:
+    return (_scope_key(a.scope, a.gpu, a.cta, a.is_init, b.gpu, b.cta, b.is_init)
+            and _scope_key(b.scope, b.gpu, b.cta, b.is_init, a.gpu, a.cta, a.is_init))
 
 
 @relation

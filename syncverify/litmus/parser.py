@@ -92,7 +92,7 @@ _LOC_RE = re.compile(rf"\[\s*({_NAME})\s*\]\Z|({_NAME})\Z")
 _TYPE_RE = re.compile(r"[usbf](?:8|16|32|64)\Z")
 _LABEL_RE = re.compile(rf"({_NAME})\s*:(.*)\Z", re.S)
 _PLACEMENT_RE = re.compile(r"P([0-9]+)\s*(?:@(.*))?\Z", re.S)
-_CONDITION_START = re.compile(r"(~\s*exists|exists|forall)(?![A-Za-z0-9_])")
+_CONDITION_START = re.compile(r"~|(?:exists|forall)(?![A-Za-z0-9_])")
 _METADATA_RE = re.compile(rf"{_NAME}\s*=")
 
 # herd's C-style type words that may prefix an init entry: `int x=0;`, `uint32_t x = 0;`
@@ -344,7 +344,7 @@ def _table(src: _Source, index: int) -> tuple[list[tuple[str, int, int]], list[l
         if _CONDITION_START.match(stripped):
             return threads, code, row
         if stripped.startswith(("locations", "filter")):
-            src.fail(f"herd's '{stripped.split()[0]}' clause is not supported", row + 1)
+            src.fail(f"herd's {stripped.split()[0]!r} clause is not supported", row + 1)
         cells = _cells(src, row)
         if len(cells) != len(threads):
             names = ", ".join(name for name, _, _ in threads)
@@ -430,11 +430,16 @@ class _Ins:
 
 
 def _cell(src: _Source, cell: str, thread: str, line: int) -> list[Instruction]:
-    """One cell: ``L:``, an instruction, or ``L: instruction``."""
-    label = _LABEL_RE.match(cell)
-    if label:
-        rest = label.group(2).strip()
-        return [Label(label.group(1), line=line)] + (_cell(src, rest, thread, line) if rest else [])
+    """One cell: ``L:``, an instruction, or labels followed by an instruction (``L: instruction``)."""
+    labels: list[Instruction] = []
+    while match := _LABEL_RE.match(cell):
+        labels.append(Label(match.group(1), line=line))
+        cell = match.group(2).strip()
+    return labels + [_instruction(src, cell, thread, line)] if cell else labels
+
+
+def _instruction(src: _Source, cell: str, thread: str, line: int) -> Instruction:
+    """One instruction, read by the reader of its base mnemonic."""
     mnemonic, rest = (cell.split(None, 1) + [""])[:2]
     operands = [op.strip() for op in rest.split(",")] if rest.strip() else []
     ins = _Ins(src, mnemonic, operands, thread, line)
@@ -445,12 +450,12 @@ def _cell(src: _Source, cell: str, thread: str, line: int) -> list[Instruction]:
         if base in _UNSUPPORTED or mnemonic in _UNSUPPORTED:
             hint = "write goto L" if base == "bra" else f"the model covers {', '.join(_KNOWN)}"
             ins.fail(f"unsupported instruction {mnemonic!r}", hint)
-        close = difflib.get_close_matches(base, _KNOWN, n=1)
+        close = difflib.get_close_matches(base, _KNOWN, n=1, cutoff=0.5)
         ins.unknown(f"did you mean {close[0]!r}?" if close else f"the model covers {', '.join(_KNOWN)}")
     if any(not q for q in quals):
         ins.unknown(_HINTS.get(base, ""))
     try:
-        return [_READERS[base](ins, quals)]
+        return _READERS[base](ins, quals)
     except UnsupportedConstruct as error:
         ins.fail(str(error))
 
@@ -686,7 +691,7 @@ def _tokens(src: _Source, start: int) -> list[_Token]:
         while position < len(text):
             match = _TOKEN_RE.match(text, position)
             if not match:
-                src.fail(f"unexpected {_show(text[position:position + 12])} in the final condition", index + 1)
+                src.fail(f"unexpected {text[position]!r} in the final condition", index + 1)
             if match.lastgroup != "space":
                 tokens.append(_Token(match.lastgroup or "", match.group(), index + 1))
             position = match.end()
@@ -846,8 +851,9 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
     ...  P0@cta 0,gpu 0 ;
     ...  st.relaxed.gpu x, 1 ;
     ... exists (x == 1)''')
-    >>> program.threads[0].instructions[0]
-    Store(loc='x', value=1, sem='relaxed', scope='gpu', line=4, label='')
+    >>> store = program.threads[0].instructions[0]
+    >>> store.loc, store.value, store.sem, store.scope, store.line
+    ('x', 1, 'relaxed', 'gpu', 4)
     """
     if not isinstance(text, str):
         raise TypeError(f"parse_litmus expects the file's text as str, got {type(text).__name__}")

@@ -1,0 +1,61 @@
+"""Build a kernel for a protocol: check the configuration, derive the plan, fix the meta-parameters.
+
+``build(protocol, config)`` is where everything that can be refused is refused, before any
+launch: a step the kernels cannot express (:class:`kernels.errors.UnsupportedStep`), a size that
+does not divide, a grid that cannot be resident (:class:`kernels.errors.StressConfigError`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernels.config import KernelConfig, check_config
+from kernels.plan import KernelPlan, build_plan
+
+
+@dataclass(frozen=True)
+class BuiltKernel:
+    """A checked configuration and the compile-time plan of one protocol."""
+
+    config: KernelConfig
+    plan: KernelPlan
+    protocol: Any = field(compare=False)
+
+    @property
+    def lock_count(self) -> int:
+        return len(self.plan.locks)
+
+
+def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
+          gpus: int | None = None) -> BuiltKernel:
+    """Check ``config`` and turn ``protocol`` into the plan the kernel is specialized on.
+
+    Parameters
+    ----------
+    protocol : protocols.schema.Protocol
+    config : KernelConfig
+    sms, gpus : int, optional
+        Limits of the machine (see :func:`kernels.config.check_config`).
+
+    Raises
+    ------
+    StressConfigError, UnsupportedStep
+        With one line naming what to change.
+    """
+    check_config(config, sms=sms, gpus=gpus)
+    plan = build_plan(protocol, world_size=config.world_size, lock_dtype=config.lock_dtype)
+    return BuiltKernel(config, plan, protocol)
+
+
+def torch_dtype(name: str):
+    """The torch dtype of a ``--dtype`` name."""
+    from kernels._deps import torch
+
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+
+
+def lock_torch_dtype(name: str):
+    from kernels._deps import torch
+
+    return {"int32": torch.int32, "int8": torch.int8}[name]

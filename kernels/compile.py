@@ -1,0 +1,87 @@
+"""Compile the kernels to PTX for sm_90 without a GPU (for the PTX audit and for reading).
+
+``triton.compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32))`` runs
+Triton's whole NVIDIA pipeline on the CPU up to PTX (``ptxas`` is not needed for ``asm["ptx"]``).
+The signature is derived from the kernel's own parameter list: pointer parameters get the element
+type of the buffer they stand for, everything else not ``tl.constexpr`` is an ``i32``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+
+from kernels._deps import triton
+from kernels.build import BuiltKernel
+
+_TRITON_TYPES = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int32": "i32", "int8": "i8"}
+SM90 = ("cuda", 90, 32)
+
+
+def _pointer_types(built: BuiltKernel) -> dict[str, str]:
+    c = built.config
+    data = "*" + _TRITON_TYPES[c.dtype]
+    lock = "*" + _TRITON_TYPES[c.lock_dtype]
+    return {
+        "A": data, "B": data, "partial": data, "local": data, "out": data,
+        "locks": lock, "status": "*i32", "done": "*i32",
+        "partial_table": "*i64", "local_table": "*i64", "out_table": "*i64",
+        "locks_table": "*i64", "done_table": "*i64",
+    }
+
+
+def signature_and_constexprs(fn, built: BuiltKernel, meta: dict) -> tuple[dict, dict]:
+    """``ASTSource`` arguments for kernel ``fn`` specialized by ``meta`` (its constexprs)."""
+    pointers = _pointer_types(built)
+    params = list(inspect.signature(fn.fn).parameters)
+    signature, constexprs = {}, {}
+    n_vals = len(built.plan.runtime_values(epoch=0))
+    for index, name in enumerate(params):
+        if name in meta:
+            signature[name] = "constexpr"
+            constexprs[(index,)] = meta[name]
+        elif name in pointers:
+            signature[name] = pointers[name]
+        elif name == "vals":
+            signature[name] = tuple("i32" for _ in range(n_vals))
+        else:
+            signature[name] = "i32"
+    return signature, constexprs
+
+
+def compile_ptx(fn, built: BuiltKernel, meta: dict, *, num_warps: int | None = None) -> str:
+    """PTX of kernel ``fn`` for sm_90, specialized as ``meta`` says."""
+    signature, constexprs = signature_and_constexprs(fn, built, meta)
+    return _compile(fn, _freeze(signature), _freeze(constexprs),
+                    num_warps or built.config.num_warps, built.config.num_stages)
+
+
+def _freeze(d: dict):
+    return tuple(d.items())  # hashable for the cache; keeps the signature's parameter order
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(fn, signature, constexprs, num_warps: int, num_stages: int) -> str:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    source = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
+    compiled = triton.compile(source, target=GPUTarget(*SM90),
+                              options={"num_warps": num_warps, "num_stages": num_stages})
+    return compiled.asm["ptx"]
+
+
+_DELAY_MARK = re.compile(r"/\* syncverify-delay ([\w-]+) \*/")
+
+
+def sleep_counts(ptx: str) -> dict[str, int]:
+    """Inline-asm delay instances per thread, by site mark (``before-store``, ``wait-read``, ``cta``).
+
+    A per-warp delay runs once per tile element a thread holds, and how many that is depends on
+    the layout Triton picked; the kernels divide the drawn delay by this count.
+    """
+    counts: dict[str, int] = {}
+    for mark in _DELAY_MARK.findall(ptx):
+        counts[mark] = counts.get(mark, 0) + 1
+    return counts

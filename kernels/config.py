@@ -1,0 +1,167 @@
+"""Kernel launch configurations, checked on the host with messages that name the fix.
+
+Pure Python (no torch, no triton), so the CLI can refuse bad sizes before importing either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from kernels.errors import StressConfigError
+
+KERNELS: tuple[str, ...] = ("all-reduce", "all-scatter")
+DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
+DISTRIBUTIONS: tuple[str, ...] = ("striding", "block")
+PRODUCTIONS: tuple[str, ...] = ("every-rank", "owner-only")
+MAX_WORLD = 8  # rank masks and fully unrolled per-rank loops
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One fused GEMM + communication launch.
+
+    Sizes (``m``, ``n``, ``k``) are the whole problem:
+
+    * ``all-reduce``: C is ``m x n``; each rank owns a ``k / world_size`` slice of K, computes the
+      partial product of its slice for (every, or its own) tile, and the owner of each tile sums
+      the partials of all ranks and writes the sum into every rank's C.
+    * ``all-scatter``: C is ``m x n``; each rank computes the column block ``n / world_size`` of C
+      (its slice of B) and pushes each finished tile into every rank's copy of C.
+
+    ``gemm_sms``/``comm_sms`` are programs per rank (producers / consumers); with ``virtual``
+    all ranks' programs share one launch on one GPU, each rank with its own heap region.
+    """
+
+    kernel: str = "all-reduce"
+    world_size: int = 2
+    m: int = 1024
+    n: int = 1024
+    k: int = 1024
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 64
+    gemm_sms: int = 16
+    comm_sms: int = 8
+    dtype: str = "bf16"
+    distribution: str = "striding"
+    production: str = "every-rank"
+    lock_dtype: str = "int32"
+    num_warps: int = 8
+    num_stages: int = 3
+    delays: bool = False
+    virtual: bool = True
+    table: bool = False  # address tables instead of one strided tensor (always with real ranks)
+    interpret: bool = False
+    producers_first: bool = True  # program ids: producers below consumers (interpreter order)
+    handshake: bool = True  # all-scatter's closing cross-rank handshake (skipped in the interpreter)
+
+    def with_(self, **changes) -> "KernelConfig":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def k_per_rank(self) -> int:
+        return self.k // self.world_size if self.kernel == "all-reduce" else self.k
+
+    @property
+    def n_per_rank(self) -> int:
+        return self.n // self.world_size if self.kernel == "all-scatter" else self.n
+
+    @property
+    def tiles(self) -> int:
+        """Tiles each rank produces (all-reduce: tiles of C; all-scatter: of its column block)."""
+        return (self.m // self.block_m) * (self.n_per_rank // self.block_n)
+
+    @property
+    def programs_per_rank(self) -> int:
+        return self.gemm_sms + self.comm_sms
+
+    @property
+    def grid(self) -> int:
+        return self.programs_per_rank * (self.world_size if self.virtual else 1)
+
+
+def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise StressConfigError(f"--{name}={value!r} is not one of {', '.join(allowed)}")
+
+
+def _power_of_two(name: str, value: int, low: int) -> None:
+    if value < low or value & (value - 1):
+        raise StressConfigError(f"--{name}={value} must be a power of two >= {low}")
+
+
+def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | None = None) -> KernelConfig:
+    """Refuse a configuration that cannot run, with a message naming the option and the fix.
+
+    Parameters
+    ----------
+    config : KernelConfig
+    sms : int, optional
+        Multiprocessors of the GPU: every program must be resident at once (a spinning consumer
+        must not hold the SM its producer needs), so the grid may not exceed it.
+    gpus : int, optional
+        Visible GPUs, for real (non-virtual) ranks.
+
+    Returns
+    -------
+    KernelConfig
+        The same configuration.
+    """
+    c = config
+    _one_of("kernel", c.kernel, KERNELS)
+    _one_of("dtype", c.dtype, DTYPES)
+    _one_of("distribution", c.distribution, DISTRIBUTIONS)
+    _one_of("production", c.production, PRODUCTIONS)
+    _one_of("lock-dtype", c.lock_dtype, ("int32", "int8"))
+    if not 1 <= c.world_size <= MAX_WORLD:
+        raise StressConfigError(f"--world-size={c.world_size} must be in 1..{MAX_WORLD}")
+    for name in ("m", "n", "k"):
+        if getattr(c, name) < 1:
+            raise StressConfigError(f"--{name}={getattr(c, name)} must be positive")
+    for name in ("block-m", "block-n", "block-k"):
+        _power_of_two(name, getattr(c, name.replace("-", "_")), 16)
+    _power_of_two("num-warps", c.num_warps, 1)
+    for name in ("gemm-sms", "comm-sms"):
+        if getattr(c, name.replace("-", "_")) < 1:
+            raise StressConfigError(f"--{name} must be at least 1")
+    W = c.world_size
+    if c.kernel == "all-reduce":
+        if c.k % W:
+            raise StressConfigError(f"--k={c.k} does not divide into --world-size={W} slices")
+        if c.k_per_rank % c.block_k:
+            raise StressConfigError(
+                f"each rank's K slice ({c.k} / {W} = {c.k_per_rank}) is not a multiple of "
+                f"--block-k={c.block_k}"
+            )
+    else:
+        if c.production != "every-rank":
+            raise StressConfigError("--production applies to --kernel all-reduce only")
+        if c.n % W:
+            raise StressConfigError(f"--n={c.n} does not divide into --world-size={W} column blocks")
+        if c.k % c.block_k:
+            raise StressConfigError(f"--k={c.k} is not a multiple of --block-k={c.block_k}")
+    if c.m % c.block_m:
+        raise StressConfigError(f"--m={c.m} is not a multiple of --block-m={c.block_m}")
+    if c.n_per_rank % c.block_n:
+        what = f"each rank's column block ({c.n} / {W} = {c.n_per_rank})" if c.kernel == "all-scatter" else f"--n={c.n}"
+        raise StressConfigError(f"{what} is not a multiple of --block-n={c.block_n}")
+    if c.virtual and c.table and c.interpret:
+        raise StressConfigError("address tables do not run in the interpreter; drop --table")
+    if not c.virtual and c.interpret:
+        raise StressConfigError("the interpreter runs virtual ranks only; add --virtual-ranks")
+    if not c.virtual and gpus is not None and W > gpus:
+        raise StressConfigError(
+            f"--world-size={W} needs {W} GPUs and {gpus} are visible; use --virtual-ranks to run "
+            f"all ranks on one GPU"
+        )
+    if sms is not None and not c.interpret and c.grid > sms:
+        per = f" x {W} virtual ranks" if c.virtual else ""
+        raise StressConfigError(
+            f"{c.gemm_sms} + {c.comm_sms} programs per rank{per} = {c.grid} programs exceeds the "
+            f"{sms} SMs: every program must be resident at once (a spinning consumer could hold "
+            f"the SM its producer needs); lower --gemm-sms/--comm-sms"
+        )
+    return c

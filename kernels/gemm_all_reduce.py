@@ -1,0 +1,245 @@
+"""GEMM + one-shot all-reduce, producer/consumer (the shape of seed 000, iris example 17).
+
+Each rank holds a K-slice of A and B. In one persistent launch per rank:
+
+* **producers** (``GEMM_SMS`` programs per rank) compute, tile by tile, the partial product of the
+  rank's K-slice into ``partial`` (``local_C``) on the rank's heap, then run the protocol's
+  ``signal`` steps;
+* **consumers** (``COMM_SMS`` programs per rank) take the tiles the rank owns (``striding``:
+  ``t % W``; ``block``: contiguous ranges), run the protocol's ``wait`` steps, read every rank's
+  partial of the tile, sum them and write the sum into every rank's ``out`` (C).
+
+``production="owner-only"`` reproduces seed 000's distribution bug: a rank computes partials
+only for the tiles it owns, so the other ranks' partials of a tile are never written.
+
+The protocol enters only as the ``SIGNAL``/``WAIT`` plans (``kernels.plan``), the tile store's
+cache modifier and the tile reads' volatility. A consumer whose wait times out writes
+``(1, last value seen, step, polls)`` into ``status`` and skips the tile (its C stays poisoned):
+a hang is reported, never hung.
+"""
+
+from __future__ import annotations
+
+from kernels._deps import tl
+from kernels._jit import jit
+from kernels.build import BuiltKernel
+from kernels.signals import (
+    SITE_BEFORE_STORE,
+    SITE_BEFORE_WAIT,
+    SITE_STORE_SIGNAL,
+    SITE_WAIT_READ,
+    delay_ns,
+    delay_warp_mask,
+    rank_base,
+    run_signal,
+    run_wait,
+    sleep,
+    warp_sleep,
+    warp_sleep_tile,
+    wrap_plan,
+)
+
+
+@jit
+def tile_owner(t, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
+    """The rank that reduces tile ``t``: ``t % W`` (striding) or ``t // ceil(T / W)`` (block)."""
+    if DISTRIBUTION == "striding":
+        return t % WORLD
+    else:
+        return t // tl.cdiv(n_tiles, WORLD)
+
+
+@jit
+def owned_tile(j, me, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
+    """The ``j``-th tile rank ``me`` owns."""
+    if DISTRIBUTION == "striding":
+        return me + j * WORLD
+    else:
+        return me * tl.cdiv(n_tiles, WORLD) + j
+
+
+@jit
+def owned_count(me, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
+    """How many tiles rank ``me`` owns."""
+    if DISTRIBUTION == "striding":
+        return (n_tiles - me + WORLD - 1) // WORLD
+    else:
+        per = tl.cdiv(n_tiles, WORLD)
+        return tl.maximum(tl.minimum(per, n_tiles - me * per), 0)
+
+
+@jit
+def gemm_all_reduce_kernel(
+    # inputs: rank r's K-slice of A (M x K) and B (K x N)
+    A, B,
+    # symmetric heap: partial tiles (local_C), outputs (C), locks [L, T]: base + address table
+    partial, partial_table, out, out_table, locks, locks_table,
+    # this launch's status rows [WORLD, T + 1, 4]: (timed out, last value, wait step, polls)
+    status,
+    # sizes (K is one rank's slice)
+    M, N, K,
+    # strides; *_rank strides step between virtual ranks' inputs and heap regions
+    stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
+    partial_rank_stride, out_rank_stride, locks_rank_stride,
+    # run-time parameters
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration, store_sleeps, read_sleeps,
+    # meta-parameters
+    WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
+    DISTRIBUTION: tl.constexpr, PRODUCTION: tl.constexpr,
+    SIGNAL: tl.constexpr, WAIT: tl.constexpr,
+    TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
+    DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, PRODUCERS_FIRST: tl.constexpr,
+    INTERPRET: tl.constexpr,
+):
+    # ----- role and rank ---------------------------------------------------------------------
+    pid = tl.program_id(0)
+    RANKS: tl.constexpr = WORLD if VIRTUAL else 1
+    if PRODUCERS_FIRST:
+        is_producer = pid < GEMM_SMS * RANKS
+    else:
+        is_producer = pid >= COMM_SMS * RANKS
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    n_tiles = tl.cdiv(M, BLOCK_M) * num_pid_n
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+
+    if is_producer:
+        # ----- producer: partial GEMM tiles of this rank's K-slice -------------------------------
+        local = pid - (0 if PRODUCERS_FIRST else COMM_SMS * RANKS)
+        if VIRTUAL:
+            me = local // GEMM_SMS
+            first = local % GEMM_SMS
+        else:
+            me = rank
+            first = local
+        rk = tl.arange(0, BLOCK_K)
+        a_rank = A + me * stride_ar
+        b_rank = B + me * stride_br
+        my_partial = rank_base(partial, partial_table, partial_rank_stride, me, TABLE)
+        for t in range(first, n_tiles, GEMM_SMS):
+            owner = tile_owner(t, n_tiles, WORLD, DISTRIBUTION)
+            if PRODUCTION == "owner-only":
+                produce = owner == me
+            else:
+                produce = owner >= 0
+            if produce:
+                # pointers
+                offs_m = (t // num_pid_n) * BLOCK_M + rm
+                offs_n = (t % num_pid_n) * BLOCK_N + rn
+                a_ptrs = a_rank + offs_m[:, None] * stride_am + rk[None, :] * stride_ak
+                b_ptrs = b_rank + rk[:, None] * stride_bk + offs_n[None, :] * stride_bn
+                # K loop
+                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for _ in range(0, tl.cdiv(K, BLOCK_K)):
+                    a = tl.load(a_ptrs)
+                    b = tl.load(b_ptrs)
+                    if INTERPRET:  # the interpreter's dot mishandles bf16: multiply in fp32
+                        a = a.to(tl.float32)
+                        b = b.to(tl.float32)
+                    acc = tl.dot(a, b, acc)
+                    a_ptrs += BLOCK_K * stride_ak
+                    b_ptrs += BLOCK_K * stride_bk
+                # store the partial tile (delay: some warps late, before their stores)
+                c_offs = offs_m[:, None] * N + offs_n[None, :]
+                c = acc.to(partial.dtype.element_ty)
+                if DELAYS:
+                    ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns)
+                    warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS)
+                    c = warp_sleep_tile(c, ns // store_sleeps, warps, "before-store", INTERPRET)
+                tl.store(my_partial + c_offs, c, cache_modifier=TILE_STORE_CACHE)
+                # signal (delay: the whole CTA late between store and signal)
+                tile = t
+                if DELAYS:
+                    tile = t + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
+                                              delay_pct, delay_max_ns), INTERPRET)
+                run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, owner, vals,
+                           SIGNAL, WORLD, TABLE, INTERPRET)
+    else:
+        # ----- consumer: wait, sum every rank's partial, write every rank's C --------------------
+        local = pid - (GEMM_SMS * RANKS if PRODUCERS_FIRST else 0)
+        if VIRTUAL:
+            me = local // COMM_SMS
+            first = local % COMM_SMS
+        else:
+            me = rank
+            first = local
+        my_status = status + me * (n_tiles + 1) * 4
+        budget = max_polls + 0 * me
+        for j in range(first, owned_count(me, n_tiles, WORLD, DISTRIBUTION), COMM_SMS):
+            t = owned_tile(j, me, n_tiles, WORLD, DISTRIBUTION)
+            tile = t
+            if DELAYS:
+                tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
+                                          delay_pct, delay_max_ns), INTERPRET)
+            ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
+                                              me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
+            if ok != 0:
+                offs_m = (t // num_pid_n) * BLOCK_M + rm
+                offs_n = (t % num_pid_n) * BLOCK_N + rn
+                c_offs = offs_m[:, None] * N + offs_n[None, :]
+                if DELAYS:
+                    ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns)
+                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
+                    c_offs = warp_sleep(c_offs, ns // read_sleeps, warps, "wait-read", INTERPRET)
+                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for s in tl.static_range(WORLD):
+                    src = rank_base(partial, partial_table, partial_rank_stride, s, TABLE)
+                    total += tl.load(src + c_offs, volatile=TILE_LOAD_VOLATILE).to(tl.float32)
+                for d in tl.static_range(WORLD):
+                    dst = rank_base(out, out_table, out_rank_stride, d, TABLE)
+                    tl.store(dst + c_offs, total.to(out.dtype.element_ty))
+            else:
+                row = my_status + t * 4
+                tl.store(row, 1)
+                tl.store(row + 1, last)
+                tl.store(row + 2, step)
+                tl.store(row + 3, max_polls - budget)
+
+
+def meta_parameters(built: BuiltKernel) -> dict:
+    """The ``tl.constexpr`` arguments of :func:`gemm_all_reduce_kernel` for a built kernel."""
+    c, plan = built.config, built.plan
+    return dict(
+        WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
+        BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k,
+        GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms,
+        DISTRIBUTION=c.distribution, PRODUCTION=c.production,
+        SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
+        TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
+        DELAYS=c.delays, NUM_WARPS=c.num_warps, PRODUCERS_FIRST=c.producers_first,
+        INTERPRET=c.interpret,
+    )
+
+
+def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
+                      iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
+                      delay_pct: int = 0, delay_max_ns: int = 1, sleeps: dict | None = None):
+    """Launch one iteration: ``heap`` holds ``partial``, ``out`` and ``locks``.
+
+    ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
+    ``[1, ...]``; ``status`` is ``[world, tiles + 1, 4]`` int32, zeroed by the caller.
+    ``sleeps`` maps a per-warp delay site to its asm instances per thread
+    (:func:`kernels.compile.sleep_counts`), so a thread sleeps about the drawn delay in total.
+    Returns what the launcher returns (the compiled kernel, on the GPU).
+    """
+    c = built.config
+    partial, out, locks = heap["partial"], heap["out"], heap["locks"]
+    virtual_inputs = A.shape[0] > 1
+    sleeps = sleeps or {}
+    per_thread = max(c.block_m * c.block_n // (32 * c.num_warps), 1)
+    return gemm_all_reduce_kernel.launcher((c.grid,), interpret=c.interpret)(
+        A, B,
+        partial.local, partial.table, out.local, out.table, locks.local, locks.table,
+        status,
+        c.m, c.n, c.k_per_rank,
+        A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
+        B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
+        partial.rank_stride, out.rank_stride, locks.rank_stride,
+        rank, built.plan.runtime_values(epoch=epoch), max_polls, delay_seed, delay_pct,
+        max(delay_max_ns, 1), iteration,
+        max(sleeps.get("before-store", per_thread), 1), max(sleeps.get("wait-read", per_thread), 1),
+        num_warps=c.num_warps, num_stages=c.num_stages,
+        **meta_parameters(built),
+    )

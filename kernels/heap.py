@@ -1,0 +1,100 @@
+"""The symmetric heap: each rank's copy of every buffer other ranks read or write.
+
+A kernel sees a buffer as ``(base, table, rank_stride)`` and finds rank ``r``'s copy with
+``kernels.signals.rank_base``:
+
+* :class:`VirtualHeap` (``--virtual-ranks`` and the interpreter): one tensor ``[world, ...]`` per
+  buffer on one device; rank ``r``'s copy is ``base + r * rank_stride``. With ``table=True`` it
+  also builds address tables, so a single GPU exercises the multi-GPU addressing path.
+* :class:`SymmetricHeap` (one process per GPU): ``torch.distributed._symmetric_memory`` buffers;
+  ``table`` holds every rank's device address (``buffer_ptrs``), ``base`` is this rank's copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernels._deps import torch
+
+
+@dataclass
+class Buffer:
+    """One symmetric buffer as a kernel receives it."""
+
+    local: "torch.Tensor"  # this process's tensor (virtual: all ranks, [world, ...])
+    table: "torch.Tensor"  # int64 device addresses, one per rank (a 1-element dummy when unused)
+    rank_stride: int  # elements between ranks' copies in ``local`` (virtual only)
+
+    def rank_view(self, rank: int) -> "torch.Tensor":
+        """Rank ``rank``'s copy (virtual heaps only)."""
+        return self.local[rank]
+
+
+class VirtualHeap:
+    """Every rank's buffers in one tensor per buffer, on one device (GPU or CPU)."""
+
+    def __init__(self, world_size: int, device, *, table: bool = False) -> None:
+        self.world_size = world_size
+        self.device = torch.device(device)
+        self.table = table
+        self.buffers: dict[str, Buffer] = {}
+
+    def allocate(self, name: str, shape: tuple[int, ...], dtype) -> Buffer:
+        """A zeroed ``[world_size, *shape]`` buffer named ``name``."""
+        local = torch.zeros((self.world_size, *shape), dtype=dtype, device=self.device)
+        stride = local[0].numel()
+        if self.table:
+            element = local.element_size()
+            table = torch.tensor(
+                [local.data_ptr() + r * stride * element for r in range(self.world_size)],
+                dtype=torch.int64, device=self.device,
+            )
+        else:
+            table = torch.zeros(1, dtype=torch.int64, device=self.device)
+        buffer = Buffer(local, table, stride)
+        self.buffers[name] = buffer
+        return buffer
+
+    def __getitem__(self, name: str) -> Buffer:
+        return self.buffers[name]
+
+    def barrier(self) -> None:
+        """All ranks live in one stream: ordering the stream is the barrier."""
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
+
+
+class SymmetricHeap:
+    """This rank's copies of symmetric buffers, one process per GPU (NCCL process group)."""
+
+    def __init__(self, world_size: int, rank: int, device, group=None) -> None:
+        import torch.distributed as dist
+        import torch.distributed._symmetric_memory as symm_mem
+
+        self.dist = dist
+        self.symm_mem = symm_mem
+        self.group = group if group is not None else dist.group.WORLD
+        self.world_size = world_size
+        self.rank = rank
+        self.device = torch.device(device)
+        self.buffers: dict[str, Buffer] = {}
+        self.handles: dict[str, object] = {}
+
+    def allocate(self, name: str, shape: tuple[int, ...], dtype) -> Buffer:
+        """A zeroed symmetric ``shape`` buffer; ``local`` gets a leading rank axis of 1."""
+        local = self.symm_mem.empty(shape, dtype=dtype, device=self.device)
+        local.zero_()
+        handle = self.symm_mem.rendezvous(local, self.group)
+        table = torch.tensor(list(handle.buffer_ptrs), dtype=torch.int64, device=self.device)
+        buffer = Buffer(local.unsqueeze(0), table, 0)
+        self.buffers[name] = buffer
+        self.handles[name] = handle
+        return buffer
+
+    def __getitem__(self, name: str) -> Buffer:
+        return self.buffers[name]
+
+    def barrier(self) -> None:
+        """Finish this rank's stream, then a host barrier across ranks."""
+        torch.cuda.current_stream(self.device).synchronize()
+        self.dist.barrier(group=self.group)

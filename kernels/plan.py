@@ -1,0 +1,229 @@
+"""A protocol's steps as the compile-time tuples the kernels branch on.
+
+The kernels do not describe a protocol a second time: they read the same
+:class:`protocols.schema.Protocol` the model reads, through the two functions here.
+:func:`signal_plan` and :func:`wait_plan` turn each step into one flat tuple (fields in
+:data:`FIELDS` order); ``kernels.signals`` branches on those fields with ``tl.constexpr``
+conditions, so each protocol compiles to straight-line code with no run-time dispatch.
+
+Integer fields (``value``, ``compare``, the ``until`` target) are *operands*:
+
+* ``("c", n)``: an expression without ``epoch``, evaluated here at ``world_size``; it becomes an
+  immediate in the PTX. This matters: ``tl.atomic_add(p, 0, sem="acquire")`` lowers to an
+  acquire *load* only when the 0 is a compile-time constant.
+* ``("r", i)``: an expression in ``epoch``; the host evaluates it at every launch
+  (:meth:`KernelPlan.runtime_values`) and passes it in slot ``i`` of a run-time tuple argument.
+
+A step the kernels cannot express raises :class:`kernels.errors.UnsupportedStep` here, at build
+time, never in a running kernel. Pure Python: importing this module needs neither torch nor
+triton (the kernels wrap the tuples in ``tl.constexpr`` themselves).
+
+Examples
+--------
+>>> from protocols import load_protocol
+>>> plan = build_plan(load_protocol("epoch-flag"), world_size=2)
+>>> plan.signal[1][:4]
+('atomic_add', '', 'release', 'sys')
+>>> plan.wait[0][FIELDS.index("target")], plan.runtime_values(epoch=3)
+(('r', 1), (3, 8))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kernels.errors import UnsupportedStep
+
+#: Field order of a step tuple (the kernels index with the same names in ``kernels.signals``).
+FIELDS: tuple[str, ...] = (
+    "op",  # barrier | fence | store | atomic_xchg | atomic_add | atomic_cas | await
+    "read",  # await: load | volatile_load | atomic_cas | atomic_add ("" otherwise)
+    "sem",  # as in the protocol; fences keep it for the audit, the PTX is fence.{acq_rel|sc}
+    "scope",  # cta | gpu | sys ("" for weak stores and plain/volatile loads)
+    "cache",  # tl.store / tl.load cache modifier ("" for none)
+    "to",  # signal writes: all | others | self | owner
+    "source",  # wait reads: self | each
+    "lock",  # index into KernelPlan.locks
+    "value",  # operand: ("c", n) or ("r", slot)
+    "compare",  # operand (CAS compare)
+    "until",  # await exit comparison: == != >= > <= <
+    "target",  # operand: the until right-hand side
+)
+
+#: Lock element types the kernels can allocate, and which of them atomics accept.
+LOCK_DTYPES: tuple[str, ...] = ("int32", "int8")
+
+_NO_OPERAND = ("c", 0)
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """What one protocol compiles to at one world size.
+
+    Attributes
+    ----------
+    protocol : str
+        The protocol's name.
+    signal, wait : tuple of tuple
+        One tuple per step, fields in :data:`FIELDS` order.
+    locks : tuple of str
+        Lock array names; a step's ``lock`` field indexes this tuple.
+    epoch_exprs : tuple
+        The ``Expr`` objects of the run-time operand slots 1.. (slot 0 is ``epoch`` itself).
+    world_size : int
+    tile_store_cache : str
+    tile_load_volatile : bool
+    lock_dtype : str
+    """
+
+    protocol: str
+    signal: tuple[tuple, ...]
+    wait: tuple[tuple, ...]
+    locks: tuple[str, ...]
+    epoch_exprs: tuple[Any, ...]
+    world_size: int
+    tile_store_cache: str
+    tile_load_volatile: bool
+    lock_dtype: str = "int32"
+
+    def runtime_values(self, *, epoch: int) -> tuple[int, ...]:
+        """The run-time operand tuple for one launch: ``(epoch, slot1, slot2, ...)``."""
+        values = (epoch,) + tuple(
+            e.evaluate(world_size=self.world_size, epoch=epoch) for e in self.epoch_exprs
+        )
+        for value in values:
+            if not -(2**31) <= value < 2**31:
+                raise UnsupportedStep(
+                    f"protocol {self.protocol!r}: an operand evaluates to {value} at epoch {epoch}, "
+                    "outside int32; run fewer iterations"
+                )
+        return values
+
+    @property
+    def uses_atomics(self) -> bool:
+        """Whether any step is an atomic (or a non-weak store, which is inline PTX on 32 bits)."""
+        steps = self.signal + self.wait
+        return any(
+            s[0].startswith("atomic") or s[1].startswith("atomic") or (s[0] == "store" and s[2] != "weak")
+            for s in steps
+        )
+
+
+class _Operands:
+    """Allocates run-time slots for ``epoch``-dependent expressions (slot 0 is ``epoch``)."""
+
+    def __init__(self, world_size: int) -> None:
+        self.world_size = world_size
+        self.exprs: list[Any] = []
+
+    def operand(self, expr: Any, where: str) -> tuple[str, int]:
+        if expr is None:
+            return _NO_OPERAND
+        if "epoch" not in expr.variables:
+            value = expr.evaluate(world_size=self.world_size, epoch=0)
+            if not -(2**31) <= value < 2**31:
+                raise UnsupportedStep(f"{where}: {expr.source!r} = {value} does not fit in int32")
+            return ("c", value)
+        if expr.tree == ("var", "epoch"):
+            return ("r", 0)
+        for index, known in enumerate(self.exprs):
+            if known == expr:
+                return ("r", index + 1)
+        self.exprs.append(expr)
+        return ("r", len(self.exprs))
+
+
+def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
+                operands: _Operands, where: str) -> tuple:
+    at = f"{where}{section} step {number}"
+    lock = locks.index(step.lock) if step.lock is not None else 0
+    until = step.until.op if step.until is not None else ""
+    target = operands.operand(step.until.rhs if step.until is not None else None, f"{at} until")
+    return (
+        step.op,
+        step.read or "",
+        step.sem or "",
+        step.scope or "",
+        step.cache or "",
+        step.to or "",
+        step.from_ or "",
+        lock,
+        operands.operand(step.value, f"{at} value"),
+        operands.operand(step.compare, f"{at} compare"),
+        until,
+        target,
+    )
+
+
+def _check_step(step: Any, section: str, number: int, lock_dtype: str, where: str) -> None:
+    at = f"{where}{section} step {number}"
+    atomic = step.op.startswith("atomic") or (step.read or "").startswith("atomic")
+    if lock_dtype not in LOCK_DTYPES:
+        raise UnsupportedStep(f"lock dtype {lock_dtype!r} is not one of {', '.join(map(repr, LOCK_DTYPES))}")
+    if lock_dtype == "int8" and (atomic or (step.op == "store" and step.sem != "weak")):
+        what = f"op={step.op!r}" + (f" read={step.read!r}" if step.read else "")
+        raise UnsupportedStep(
+            f"{at}: {what} needs 32-bit locks (Triton has no 8-bit atomics, seed 001's fix made "
+            "its int8 locks int32); use --lock-dtype int32"
+        )
+    if step.op not in ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await"):
+        raise UnsupportedStep(f"{at}: op={step.op!r} has no Triton lowering in kernels.signals")
+
+
+def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> KernelPlan:
+    """Compile-time description of ``protocol`` at ``world_size`` ranks.
+
+    Parameters
+    ----------
+    protocol : protocols.schema.Protocol
+    world_size : int
+        Number of ranks (1..64); expressions without ``epoch`` are evaluated at it.
+    lock_dtype : {"int32", "int8"}
+        Element type of the lock arrays; ``int8`` refuses atomics (Triton has none on 8 bits).
+
+    Raises
+    ------
+    UnsupportedStep
+        A step the kernels cannot express, with the step's number and the fix.
+    """
+    if not isinstance(world_size, int) or not 1 <= world_size <= 64:
+        raise UnsupportedStep(f"world_size={world_size!r} must be an integer in 1..64")
+    where = f"{protocol.path}: " if getattr(protocol, "path", "") not in ("", "<string>") else ""
+    locks = tuple(protocol.locks) or ("ready",)
+    operands = _Operands(world_size)
+    sections = {}
+    for section in ("signal", "wait"):
+        steps = getattr(protocol, section)
+        for number, step in enumerate(steps, start=1):
+            _check_step(step, section, number, lock_dtype, where)
+        sections[section] = tuple(
+            _step_tuple(step, section, number, locks, operands, where)
+            for number, step in enumerate(steps, start=1)
+        )
+    return KernelPlan(
+        protocol=protocol.name,
+        signal=sections["signal"],
+        wait=sections["wait"],
+        locks=locks,
+        epoch_exprs=tuple(operands.exprs),
+        world_size=world_size,
+        tile_store_cache=protocol.tile_store.cache,
+        tile_load_volatile=bool(protocol.tile_load.volatile),
+        lock_dtype=lock_dtype,
+    )
+
+
+def signal_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> tuple[tuple, ...]:
+    """The ``signal`` steps of ``protocol`` as step tuples (see :func:`build_plan`)."""
+    return build_plan(protocol, world_size=world_size, lock_dtype=lock_dtype).signal
+
+
+def wait_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> tuple[tuple, ...]:
+    """The ``wait`` steps of ``protocol`` as step tuples (see :func:`build_plan`)."""
+    return build_plan(protocol, world_size=world_size, lock_dtype=lock_dtype).wait
+
+
+def step_dict(step: tuple) -> dict[str, Any]:
+    """A step tuple as a ``{field: value}`` dict, for messages and tests."""
+    return dict(zip(FIELDS, step))

@@ -1,0 +1,456 @@
+"""Synchronization primitives as tiny Triton helpers, and the two protocol runners built on them.
+
+One helper per primitive, its semantics as ``tl.constexpr`` parameters (``SEM``, ``SCOPE``,
+``CACHE``), its docstring stating the ordering argument it provides (or that it provides none).
+:func:`run_signal` and :func:`run_wait` walk a protocol's step tuples (``kernels.plan``) and call
+these helpers, so every kernel runs exactly the steps of the protocol object the model checks.
+
+Where each primitive runs inside a CTA (Triton 3.6, sm_90; the PTX audit checks it):
+
+* a scalar ``tl.atomic_*`` or scalar ``tl.store`` is executed by **one** thread (predicated on
+  ``%tid.x == 0``); when an atomic's result is used (a poll), Triton broadcasts it through shared
+  memory behind a ``bar.sync``;
+* a scalar ``tl.load(volatile=True)`` and every inline-PTX helper here (fences, delays) run on
+  **every** thread; a non-weak store (inline PTX) is predicated to thread 0 like ``tl.store``;
+* ``tl.debug_barrier()`` is ``bar.sync 0``.
+
+The interpreter path (``INTERPRET=True``, ``TRITON_INTERPRET=1``): inline PTX cannot run there,
+so fences and delays are skipped. Nothing is lost: the interpreter runs one program at a time,
+to completion, in program-id order, and every load reads the latest store, i.e. it is
+sequentially consistent and every fence is already implied. What the interpreter *can* show is
+what a sequential schedule shows: lost or missing signals (a bounded wait times out) and reads
+of locks that were never reset. Weak-memory reorderings need the GPU.
+
+Every spin-wait is bounded by a poll budget and reports the last value it saw; nothing here can
+hang a kernel.
+"""
+
+from __future__ import annotations
+
+from kernels._deps import tl
+from kernels._jit import jit
+from kernels.plan import FIELDS
+
+# Step-tuple field indices (kernels.plan.FIELDS), as globals the kernels can index with.
+OP = tl.constexpr(FIELDS.index("op"))
+READ = tl.constexpr(FIELDS.index("read"))
+SEM = tl.constexpr(FIELDS.index("sem"))
+SCOPE = tl.constexpr(FIELDS.index("scope"))
+CACHE = tl.constexpr(FIELDS.index("cache"))
+TO = tl.constexpr(FIELDS.index("to"))
+SOURCE = tl.constexpr(FIELDS.index("source"))
+LOCK = tl.constexpr(FIELDS.index("lock"))
+VALUE = tl.constexpr(FIELDS.index("value"))
+COMPARE = tl.constexpr(FIELDS.index("compare"))
+UNTIL = tl.constexpr(FIELDS.index("until"))
+TARGET = tl.constexpr(FIELDS.index("target"))
+
+# Delay sites (stress.delays.SITES names them; the numbers enter the delay hash).
+SITE_BEFORE_STORE = tl.constexpr(1)  # per warp, before the tile store
+SITE_STORE_SIGNAL = tl.constexpr(2)  # whole CTA, between the tile store and the signal
+SITE_BEFORE_WAIT = tl.constexpr(3)  # whole CTA, before the wait
+SITE_WAIT_READ = tl.constexpr(4)  # per warp, between the wait and the tile reads
+
+
+def wrap_plan(plan: tuple) -> tuple:
+    """A plan (tuple of step tuples) with every field a ``tl.constexpr``: the form a compiled
+    Triton kernel accepts for a ``tl.constexpr`` tuple argument (the interpreter takes either).
+    An operand field such as ``("c", 1)`` becomes one constexpr holding the pair."""
+    return tuple(tuple(tl.constexpr(field) for field in step) for step in plan)
+
+
+# ----- addressing ------------------------------------------------------------------------------
+
+@jit
+def rank_base(base, table, rank_stride, rank, TABLE: tl.constexpr):
+    """Address of ``rank``'s copy of a symmetric buffer.
+
+    ``TABLE=False`` (virtual ranks, interpreter): one tensor holds every rank's region,
+    ``rank_stride`` elements apart. ``TABLE=True`` (one process per GPU): ``table`` holds each
+    rank's device address (``torch.distributed._symmetric_memory`` ``buffer_ptrs``).
+    """
+    if TABLE:
+        return tl.load(table + rank).to(tl.pointer_type(base.dtype.element_ty))
+    else:
+        return base + rank * rank_stride
+
+
+@jit
+def operand(X: tl.constexpr, vals):
+    """A plan operand: ``("c", n)`` is the constant ``n``; ``("r", i)`` is run-time slot ``i``."""
+    if X[0] == "c":
+        return X[1]
+    else:
+        return vals[X[1]]
+
+
+# ----- fences and flag writes ------------------------------------------------------------------
+
+@jit
+def fence(SEM: tl.constexpr, SCOPE: tl.constexpr, INTERPRET: tl.constexpr):
+    """``fence.acq_rel.SCOPE`` (``SEM`` release/acquire/acq_rel) or ``fence.sc.SCOPE``, every thread.
+
+    Ordering: a release pattern *fence; later write* orders this thread's earlier accesses before
+    the write, an acquire pattern *read; fence* orders the read before this thread's later
+    accesses (PTX ISA, memory consistency model, "release and acquire patterns"); ``sc`` also
+    joins the total order of sc fences. PTX has no stand-alone one-sided general fence, so
+    release and acquire fences both lower to ``fence.acq_rel``. A fence orders only the accesses
+    of the thread that runs it: it does not order other warps' tile stores (that needs
+    ``tl.debug_barrier()`` first).
+    """
+    if not INTERPRET:
+        if SEM == "sc":
+            tl.inline_asm_elementwise("fence.sc." + SCOPE + "; mov.u32 $0, 0;", "=r", [],
+                                      dtype=tl.int32, is_pure=False, pack=1)
+        else:
+            tl.inline_asm_elementwise("fence.acq_rel." + SCOPE + "; mov.u32 $0, 0;", "=r", [],
+                                      dtype=tl.int32, is_pure=False, pack=1)
+
+
+@jit
+def store_flag(ptr, value, SEM: tl.constexpr, SCOPE: tl.constexpr, CACHE: tl.constexpr,
+               INTERPRET: tl.constexpr):
+    """Store ``value`` to a flag: weak ``tl.store`` (with ``CACHE``) or ``st.SEM.SCOPE`` (PTX).
+
+    Ordering: a weak store (``SEM="weak"``), ``.wt`` or not, orders nothing: ``.wt`` only picks a
+    cache policy, and another thread may observe it before this thread's earlier stores. A
+    ``st.release`` orders this thread's earlier accesses before it (morally strong with an
+    acquire read of the same scope), ``st.relaxed`` is strong but orders nothing. Both run on
+    thread 0 only, like Triton's scalar store.
+    """
+    if SEM == "weak" or INTERPRET:
+        tl.store(ptr, value, cache_modifier=CACHE)
+    else:
+        tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
+            "@p st." + SEM + "." + SCOPE + ".global.b32 [$1], $2; mov.u32 $0, 0; }",
+            "=r,l,r", [ptr, value], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@jit
+def atomic_xchg_flag(ptr, value, SEM: tl.constexpr, SCOPE: tl.constexpr):
+    """``atom.xchg.SEM.SCOPE`` on one thread; returns the old value.
+
+    Ordering: with ``SEM`` release/acq_rel, this thread's earlier accesses happen before any
+    acquire that reads this value (or a later value in its release sequence). An exchange
+    *overwrites*: two producers that both write 1 cannot be counted (seed 000's bug).
+    """
+    return tl.atomic_xchg(ptr, value, sem=SEM, scope=SCOPE)
+
+
+@jit
+def atomic_add_flag(ptr, value, SEM: tl.constexpr, SCOPE: tl.constexpr):
+    """``atom.add.SEM.SCOPE`` on one thread (``red`` when the result is unused); returns the old value.
+
+    Ordering: as :func:`atomic_xchg_flag`; adds from several producers form one release sequence
+    per producer and the counter counts them all. ``tl.atomic_add(p, 0, sem="acquire")`` with a
+    constant 0 lowers to an acquire *load* (``ld.acquire``), not an ``atom``.
+    """
+    return tl.atomic_add(ptr, value, sem=SEM, scope=SCOPE)
+
+
+@jit
+def atomic_cas_flag(ptr, cmp, value, SEM: tl.constexpr, SCOPE: tl.constexpr):
+    """``atom.cas.SEM.SCOPE`` on one thread: writes ``value`` if the flag equals ``cmp``; returns the old value.
+
+    Ordering: an acquire CAS that reads a release write (or its release sequence) makes the
+    releasing thread's earlier accesses happen before this thread's later ones. Only this
+    thread's: other warps of the CTA are ordered after it only through a ``bar.sync``, which
+    Triton inserts only when the result is used. ``cmp == value`` is the read-only idiom.
+    """
+    return tl.atomic_cas(ptr, cmp, value, sem=SEM, scope=SCOPE)
+
+
+@jit
+def volatile_load(ptr, CACHE: tl.constexpr):
+    """``ld.volatile.global`` on every thread (Triton 3.6 drops ``CACHE``, e.g. ``.cv``).
+
+    Ordering: none. PTX treats a volatile load as relaxed at system scope: it observes a flag
+    but orders no later read after it; an acquire (CAS, fence) must follow it.
+    """
+    return tl.load(ptr, volatile=True, cache_modifier=CACHE)
+
+
+@jit
+def plain_load(ptr, CACHE: tl.constexpr):
+    """A weak ``ld.global`` (with ``CACHE``). Ordering: none, and the compiler may hoist it out
+    of a spin loop: a poll built on it may never see the flag change (the bounded wait reports it)."""
+    return tl.load(ptr, cache_modifier=CACHE)
+
+
+@jit
+def read_flag(ptr, cmp, value, READ: tl.constexpr, SEM: tl.constexpr, SCOPE: tl.constexpr,
+              CACHE: tl.constexpr):
+    """One poll of an ``await``, as int32: ``load``, ``volatile_load``, ``atomic_cas`` or ``atomic_add``.
+
+    Ordering: that of the primitive it calls (see each one).
+    """
+    if READ == "atomic_cas":
+        v = atomic_cas_flag(ptr, cmp, value, SEM, SCOPE)
+    elif READ == "atomic_add":
+        v = atomic_add_flag(ptr, value, SEM, SCOPE)
+    elif READ == "volatile_load":
+        v = volatile_load(ptr, CACHE)
+    else:
+        v = plain_load(ptr, CACHE)
+    return v.to(tl.int32)
+
+
+@jit
+def until_holds(v, UNTIL: tl.constexpr, target):
+    """Whether a poll that read ``v`` leaves the loop: ``v UNTIL target``. No memory access."""
+    if UNTIL == "==":
+        r = v == target
+    elif UNTIL == "!=":
+        r = v != target
+    elif UNTIL == ">=":
+        r = v >= target
+    elif UNTIL == ">":
+        r = v > target
+    elif UNTIL == "<=":
+        r = v <= target
+    else:
+        r = v < target
+    return r
+
+
+@jit
+def bounded_poll(ptr, S: tl.constexpr, vals, target, budget):
+    """Poll ``ptr`` as step ``S`` says until ``S``'s ``until`` holds or ``budget`` polls were made.
+
+    Returns ``(last value read, polls made)``; at least one poll is made. Ordering: that of the
+    read (``S[READ]``); the loop adds none. Bounded: the caller reports a timeout, never hangs.
+    """
+    cmp = operand(S[COMPARE], vals)
+    value = operand(S[VALUE], vals)
+    v = read_flag(ptr, cmp, value, S[READ], S[SEM], S[SCOPE], S[CACHE])
+    polls = 1
+    while (until_holds(v, S[UNTIL], target) == 0) & (polls < budget):
+        v = read_flag(ptr, cmp, value, S[READ], S[SEM], S[SCOPE], S[CACHE])
+        polls += 1
+    return v, polls
+
+
+# ----- delays ----------------------------------------------------------------------------------
+
+@jit
+def mix32(h):
+    """32-bit integer finalizer (in int64 arithmetic; mirrored by ``stress.delays.mix32``)."""
+    h = ((h ^ (h >> 16)) * 73244475) & 0xFFFFFFFF
+    h = ((h ^ (h >> 16)) * 73244475) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+@jit
+def delay_hash(seed, SITE: tl.constexpr, rank, tile, iteration):
+    """Reproducible hash of (seed, site, rank, tile, iteration); ``stress.delays.delay_hash`` is
+    the same function on the host, so a failure's delays can be replayed and printed."""
+    h = seed.to(tl.int64) & 0xFFFFFFFF
+    h = mix32(h ^ SITE)
+    h = mix32(h ^ (rank.to(tl.int64) & 0xFFFFFFFF))
+    h = mix32(h ^ (tile.to(tl.int64) & 0xFFFFFFFF))
+    h = mix32(h ^ (iteration.to(tl.int64) & 0xFFFFFFFF))
+    return h
+
+
+@jit
+def delay_ns(seed, SITE: tl.constexpr, rank, tile, iteration, pct, max_ns):
+    """Nanoseconds to sleep at a site: ``pct`` % of (rank, tile, iteration) get ``[0, max_ns)``."""
+    h = delay_hash(seed, SITE, rank, tile, iteration)
+    return tl.where((h % 100) < pct, (h >> 8) % max_ns, 0).to(tl.int32)
+
+
+@jit
+def delay_warp_mask(seed, SITE: tl.constexpr, rank, tile, iteration, NUM_WARPS: tl.constexpr):
+    """Which warps sleep at a per-warp site (bit w = warp w); another hash of the same key."""
+    h = delay_hash(seed, SITE + 16, rank, tile, iteration)
+    return (h & ((1 << NUM_WARPS) - 1)).to(tl.int32)
+
+
+@jit
+def sleep(ns, INTERPRET: tl.constexpr):
+    """``nanosleep.u32 ns`` on every thread; returns int32 0 to add to a later address.
+
+    Ordering: none. Adding the returned 0 to the pointer of the next access makes that access
+    depend on the sleep, so neither the compiler nor ``ptxas`` can hoist it above the sleep; the
+    delay adds no memory instruction and no barrier (the audit checks).
+    """
+    if INTERPRET:
+        return 0
+    else:
+        return tl.inline_asm_elementwise("/* syncverify-delay cta */ nanosleep.u32 $1; mov.u32 $0, 0;", "=r,r", [ns],
+                                         dtype=tl.int32, is_pure=False, pack=1)
+
+
+@jit
+def warp_sleep(x, ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
+    """Per-warp delay: threads of warp ``w = %tid.x / 32`` sleep ``ns`` per element if bit ``w``
+    of ``warp_mask`` is set; returns ``x`` (int32) unchanged, through the asm.
+
+    Ordering: none. Feeding the result into the next access's data or address makes each
+    thread's access wait for its own sleep. Delaying the warps that do not run the one-thread
+    signal is what exposes a missing ``tl.debug_barrier()`` (PLATFORM.md: 19,800 of 19,800
+    tiles stale on an H200 with a 2 us delay in warps 1-7, 0 with the barrier).
+
+    The asm runs once per element a thread holds (``pack=1``); ``MARK`` names the site in a PTX
+    comment so the host can count the instances per thread (:func:`kernels.compile.sleep_counts`)
+    and divide the delay among them.
+    """
+    if INTERPRET:
+        return x
+    else:
+        return tl.inline_asm_elementwise(
+            "/* syncverify-delay " + MARK + " */ { .reg .u32 t; .reg .pred p; mov.u32 t, %tid.x; "
+            "shr.u32 t, t, 5; shr.u32 t, $2, t; and.b32 t, t, 1; setp.ne.u32 p, t, 0; "
+            "@p nanosleep.u32 $3; mov.b32 $0, $1; }",
+            "=r,r,r,r", [x, warp_mask, ns], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@jit
+def warp_sleep_tile(v, ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
+    """:func:`warp_sleep` on a 16- or 32-bit tile *value*, through its bits widened to twice
+    their width; returns ``v``.
+
+    Put it on the value right before ``tl.store``: Triton converts a ``tl.dot`` accumulator to
+    the store's layout through shared memory behind ``bar.sync``, and it places that conversion
+    where the data is narrowest. Widening the bits for the asm makes that the point *before* the
+    sleep, so nothing re-synchronizes the warps between their sleep and their global stores
+    (checked in the PTX: conversion, ``bar.sync``, then ``nanosleep``, then ``st.global``).
+    """
+    if INTERPRET:
+        return v
+    else:
+        if v.dtype.primitive_bitwidth == 16:
+            bits = v.to(tl.int16, bitcast=True).to(tl.int32)
+            bits = warp_sleep(bits, ns, warp_mask, MARK, INTERPRET)
+            return bits.to(tl.int16).to(v.dtype, bitcast=True)
+        else:
+            bits = v.to(tl.int32, bitcast=True).to(tl.int64)
+            bits = tl.inline_asm_elementwise(
+                "/* syncverify-delay " + MARK + " */ { .reg .u32 t; .reg .pred p; "
+                "mov.u32 t, %tid.x; shr.u32 t, t, 5; shr.u32 t, $2, t; and.b32 t, t, 1; "
+                "setp.ne.u32 p, t, 0; @p nanosleep.u32 $3; mov.b64 $0, $1; }",
+                "=l,l,r,r", [bits, warp_mask, ns], dtype=tl.int64, is_pure=False, pack=1)
+            return bits.to(tl.int32).to(v.dtype, bitcast=True)
+
+
+# ----- protocol runners ------------------------------------------------------------------------
+
+@jit
+def write_flag(ptr, value, S: tl.constexpr, INTERPRET: tl.constexpr):
+    """One signal write (``store``, ``atomic_xchg`` or ``atomic_add``) of step ``S`` to ``ptr``."""
+    if S[OP] == "store":
+        store_flag(ptr, value, S[SEM], S[SCOPE], S[CACHE], INTERPRET)
+    elif S[OP] == "atomic_xchg":
+        atomic_xchg_flag(ptr, value, S[SEM], S[SCOPE])
+    else:
+        atomic_add_flag(ptr, value, S[SEM], S[SCOPE])
+
+
+@jit
+def signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
+                S: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr, INTERPRET: tl.constexpr):
+    """Step ``S`` of a producer's signal for ``tile``: a barrier, a fence, or one write per
+    target rank (``to``: all/others in rank order, self, owner) into lock ``S[LOCK]``."""
+    if S[OP] == "barrier":
+        tl.debug_barrier()
+    elif S[OP] == "fence":
+        fence(S[SEM], S[SCOPE], INTERPRET)
+    else:
+        value = operand(S[VALUE], vals)
+        offset = S[LOCK] * n_tiles + tile
+        if S[TO] == "self":
+            write_flag(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset,
+                       value, S, INTERPRET)
+        elif S[TO] == "owner":
+            write_flag(rank_base(locks, locks_table, locks_rank_stride, owner, TABLE) + offset,
+                       value, S, INTERPRET)
+        else:
+            for d in tl.static_range(WORLD):
+                if S[TO] == "all":
+                    write_flag(rank_base(locks, locks_table, locks_rank_stride, d, TABLE) + offset,
+                               value, S, INTERPRET)
+                else:  # others
+                    if d != rank:
+                        write_flag(rank_base(locks, locks_table, locks_rank_stride, d, TABLE)
+                                   + offset, value, S, INTERPRET)
+
+
+@jit
+def run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
+               PLAN: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
+               INTERPRET: tl.constexpr):
+    """A producer's whole ``signal`` plan for ``tile``, steps in order (after its tile store)."""
+    for i in tl.static_range(len(PLAN)):
+        signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
+                    PLAN[i], WORLD, TABLE, INTERPRET)
+
+
+@jit
+def _record(ok, last, step, v, held, I: tl.constexpr):
+    """Fold one poll loop's outcome into (ok, last, step): the first failing loop is kept."""
+    first = (ok != 0) & (held == 0)
+    last = tl.where(first, v, last)
+    step = tl.where(first, I, step)
+    ok = tl.where(held, ok, 0)
+    return ok, last, step
+
+
+@jit
+def wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, budget,
+              ok, last, step, S: tl.constexpr, I: tl.constexpr, WORLD: tl.constexpr,
+              TABLE: tl.constexpr, INTERPRET: tl.constexpr):
+    """Step ``S`` (number ``I``) of a consumer's wait for ``tile``: a barrier, a fence, one CAS
+    per source rank, or one bounded poll loop per source rank (``from``: self, or each rank)."""
+    offset = S[LOCK] * n_tiles + tile
+    if S[OP] == "barrier":
+        tl.debug_barrier()
+    elif S[OP] == "fence":
+        fence(S[SEM], S[SCOPE], INTERPRET)
+    elif S[OP] == "atomic_cas":  # one CAS, result unused (seed 001's acquire after the poll)
+        cmp = operand(S[COMPARE], vals)
+        value = operand(S[VALUE], vals)
+        if S[SOURCE] == "each":
+            for s in tl.static_range(WORLD):
+                atomic_cas_flag(rank_base(locks, locks_table, locks_rank_stride, s, TABLE) + offset,
+                                cmp, value, S[SEM], S[SCOPE])
+        else:
+            atomic_cas_flag(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset,
+                            cmp, value, S[SEM], S[SCOPE])
+    else:  # await
+        target = operand(S[TARGET], vals)
+        if S[SOURCE] == "each":
+            for s in tl.static_range(WORLD):
+                v, polls = bounded_poll(rank_base(locks, locks_table, locks_rank_stride, s, TABLE)
+                                        + offset, S, vals, target, budget)
+                budget = budget - polls
+                ok, last, step = _record(ok, last, step, v, until_holds(v, S[UNTIL], target), I)
+        else:
+            v, polls = bounded_poll(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE)
+                                    + offset, S, vals, target, budget)
+            budget = budget - polls
+            ok, last, step = _record(ok, last, step, v, until_holds(v, S[UNTIL], target), I)
+    return ok, last, step, budget
+
+
+@jit
+def run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, budget,
+             PLAN: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
+             INTERPRET: tl.constexpr):
+    """A consumer's whole ``wait`` plan for ``tile``, steps in order (before its tile reads).
+
+    Every ``await`` polls at most ``budget`` times in total across the steps (at least once
+    each), so a consumer that times out on one tile spends little on the next.
+
+    Returns ``(ok, last, step, budget)``: ``ok`` is 1 if every ``await`` saw its condition,
+    else 0 with ``last`` the value the first failing poll loop read last and ``step`` its index
+    in the plan (-1 when ok); ``budget`` is what is left.
+    """
+    ok = (budget * 0 + 1).to(tl.int32)
+    last = ok * 0
+    step = ok * 0 - 1
+    for i in tl.static_range(len(PLAN)):
+        ok, last, step, budget = wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile,
+                                           rank, vals, budget, ok, last, step, PLAN[i], i,
+                                           WORLD, TABLE, INTERPRET)
+    return ok, last, step, budget

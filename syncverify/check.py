@@ -1,0 +1,239 @@
+"""Verdicts on a protocol in a scenario: races, unwritten reads, stale reads and hangs.
+
+For every consistent execution of the scenario's program (see :mod:`syncverify.explore`):
+
+* ``hang``: some thread never terminates (a poll that reads its lock's last value and still
+  cannot exit, or a CTA barrier another thread never reaches);
+* for each tile-data read (a ghost read, :mod:`syncverify.program`) of epoch ``k``, the writes it
+  *could see*: those not after it in happens-before (causality) and not hidden by a later write
+  that happens before it. If the poisoned initial value is among them: ``unwritten-read`` (the
+  ``C=0.0`` symptom); a write of an earlier epoch: ``stale-read``;
+* ``race``: conflicting accesses, not morally strong, unordered by causality (PTX's data race;
+  :func:`syncverify.ptx.data_races`), on tile data or on the locks themselves.
+
+Each kind keeps one witness execution (the first one found with the fewest events).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from syncverify import ptx
+from syncverify.events import Execution
+from syncverify.explore import DEFAULT_MAX_EXECUTIONS, LimitHit, candidate_executions, explore
+from syncverify.scenarios import Scenario
+
+KINDS = ("race", "unwritten-read", "stale-read", "hang")
+
+
+@dataclass
+class Violation:
+    """One kind of violation with its witness execution and the offending pair of events."""
+
+    kind: str
+    explanation: str
+    execution: Execution
+    evidence: list[tuple[int, int]]
+
+    def trace(self, scenario: Scenario) -> list[dict]:
+        """The witness's events in a causality-respecting order, as plain dicts."""
+        return execution_trace(self.execution, scenario, self.evidence)
+
+
+@dataclass
+class CheckResult:
+    """The verdict: ``safe`` is True, False, or None (unknown: a bound hit or sampling)."""
+
+    scenario: Scenario
+    violations: dict[str, Violation] = field(default_factory=dict)
+    executions: int = 0
+    candidates: int = 0
+    seconds: float = 0.0
+    limit_hit: str | None = None
+    limit_detail: str = ""
+    sampled: int | None = None  # number of samples, in --sample mode
+
+    @property
+    def safe(self) -> bool | None:
+        if self.violations:
+            return False
+        if self.limit_hit or self.sampled is not None:
+            return None
+        return True
+
+    def to_json(self) -> dict:
+        opts = self.scenario.options
+        return {
+            "protocol": self.scenario.protocol.name,
+            "scenario": opts.scenario,
+            "world_size": opts.world_size,
+            "tiles": opts.tiles,
+            "epochs": opts.epochs,
+            "threads_per_cta": opts.threads_per_cta,
+            "production": opts.production,
+            "distribution": opts.distribution,
+            "reset": opts.reset,
+            "safe": self.safe,
+            "violations": [
+                {"kind": v.kind, "explanation": v.explanation, "trace": v.trace(self.scenario)}
+                for v in self.violations.values()
+            ],
+            "executions": self.executions,
+            "seconds": round(self.seconds, 3),
+            "limit": self.limit_hit,
+            "sampled": self.sampled,
+            "notes": self.scenario.notes,
+        }
+
+
+def _epoch_of(x: Execution, eid: int) -> int | None:
+    phase = x.events[eid].phase
+    return int(phase[1:]) if phase.startswith("e") else None
+
+
+def _role(x: Execution, eid: int) -> str:
+    e = x.events[eid]
+    return "the initial state" if e.is_init else (x.roles[e.thread] if x.roles else x.thread_names[e.thread])
+
+
+def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
+    """Every violation kind ``x`` shows, each with one sentence and its evidence pairs."""
+    found: list[tuple[str, str, list[tuple[int, int]]]] = []
+    for t, reason in x.stuck.items():
+        role = x.roles[t] if x.roles else x.thread_names[t]
+        if reason[0] == "spin":
+            seen = ", ".join(f"{loc}={v}" for loc, v in reason[1])
+            found.append(("hang", f"{role} waits forever: its poll keeps reading the final value ({seen}) "
+                          "and that value never satisfies the wait", []))
+        else:
+            found.append(("hang", f"{role} waits forever at a CTA barrier that another thread of its CTA never reaches", []))
+    cause = ptx.causality(x)
+    events = x.events
+    writes_by_loc: dict[str, list[int]] = {}
+    for e in events:
+        if e.is_write and (e.ghost or e.is_init):
+            writes_by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
+    for r in events:
+        if not (r.is_read and r.ghost):
+            continue
+        epoch = _epoch_of(x, r.eid)
+        candidates = writes_by_loc.get(r.loc, [])  # type: ignore[arg-type]
+        visible = []
+        for w in candidates:
+            if (r.eid, w) in cause:
+                continue  # the write happens after the read
+            hidden = any(w2 != w and (events[w].is_init or (w, w2) in cause) and (w2, r.eid) in cause
+                         for w2 in candidates if not events[w2].is_init)
+            if not hidden:
+                visible.append(w)
+        for w in visible:
+            we = events[w]
+            if we.is_init:
+                found.append(("unwritten-read",
+                              f"{_role(x, r.eid)} reads {r.loc} in epoch {epoch}, but no write of it happens before "
+                              "the read: it can read the poisoned initial value (the C=0.0 symptom)", [(w, r.eid)]))
+            elif epoch is not None and we.value is not None and we.value - 1 < epoch:
+                found.append(("stale-read",
+                              f"{_role(x, r.eid)} reads {r.loc} in epoch {epoch}, but the epoch-{epoch} write is not "
+                              f"ordered before the read: it can read the value {_role(x, w)} wrote in epoch {we.value - 1}",
+                              [(w, r.eid)]))
+    for a, b in ptx.data_races(x):
+        ea, eb = events[a], events[b]
+        found.append(("race", f"{_role(x, a)} ({ea.describe()}) and {_role(x, b)} ({eb.describe()}) conflict on "
+                      f"{ea.loc}, are not morally strong, and neither happens before the other", [(a, b)]))
+    return found
+
+
+def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
+          timeout: float | None = None) -> CheckResult:
+    """Explore every execution of ``scenario`` and collect one witness per violation kind."""
+    result = CheckResult(scenario)
+
+    def judge(x: Execution) -> None:
+        for kind, sentence, evidence in classify(x):
+            current = result.violations.get(kind)
+            if current is None or len(x.events) < len(current.execution.events):
+                result.violations[kind] = Violation(kind, sentence, x, evidence)
+
+    explored = explore(scenario.program, max_executions=max_executions, timeout=timeout,
+                       on_execution=judge, keep=False)
+    result.executions = explored.complete_count + explored.hang_count
+    result.candidates = explored.candidates
+    result.seconds = explored.seconds
+    result.limit_hit, result.limit_detail = explored.limit_hit, explored.limit_detail
+    return result
+
+
+def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None = None) -> CheckResult:
+    """Check ``samples`` randomly chosen candidate executions (seeded, replayable).
+
+    Violations found are real (their executions are consistent); finding none is not a proof.
+    """
+    start = time.monotonic()
+    rng = random.Random(seed)
+    result = CheckResult(scenario, sampled=0)
+    deadline = start + timeout if timeout else None
+    pool: list = []
+    try:
+        for item in candidate_executions(scenario.program, deadline=deadline):
+            result.candidates += 1
+            # reservoir sampling over the candidate stream
+            if len(pool) < samples:
+                pool.append(item)
+            else:
+                j = rng.randrange(result.candidates)
+                if j < samples:
+                    pool[j] = item
+            if deadline is not None and time.monotonic() > deadline:
+                raise LimitHit("timeout", "while sampling")
+    except LimitHit as hit:
+        result.limit_hit, result.limit_detail = hit.limit, hit.detail
+    from syncverify.explore import _spin_is_real
+
+    for skeleton, x in pool:
+        result.sampled += 1  # type: ignore[operator]
+        if skeleton.stuck and not _spin_is_real(skeleton, x):
+            continue
+        if not ptx.is_consistent(x):
+            continue
+        result.executions += 1
+        for kind, sentence, evidence in classify(x):
+            result.violations.setdefault(kind, Violation(kind, sentence, x, evidence))
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def execution_trace(x: Execution, scenario: Scenario, evidence: list[tuple[int, int]]) -> list[dict]:
+    """The events of ``x`` (init writes left out) in an order consistent with causality."""
+    import networkx as nx
+
+    order_graph = nx.DiGraph()
+    ids = [e.eid for e in x.events if not e.is_init]
+    order_graph.add_nodes_from(ids)
+    base = ptx.base_causality(x) | ptx.rf(x)
+    order_graph.add_edges_from((a, b) for a, b in base if a in order_graph and b in order_graph and a != b)
+    try:
+        ordered = list(nx.lexicographical_topological_sort(order_graph))
+    except nx.NetworkXUnfeasible:
+        ordered = sorted(ids, key=lambda i: (x.events[i].thread, x.events[i].index))
+    hot = {e for pair in evidence for e in pair}
+    rows = []
+    for eid in ordered:
+        e = x.events[eid]
+        info = scenario.threads[e.thread]
+        row = {
+            "rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.role,
+            "step": e.label, "event": e.describe() if not e.ghost else f"{'R' if e.is_read else 'W'} {e.loc}",
+            "location": e.loc, "value": e.value, "reads_from": None, "offending": eid in hot,
+        }
+        if e.is_read and not e.ghost and eid in x.rf:
+            row["reads_from"] = _role(x, x.rf[eid])
+        if e.is_read and e.ghost:
+            src = [a for a, b in evidence if b == eid]
+            if src:
+                row["reads_from"] = _role(x, src[0])
+                row["value"] = x.events[src[0]].value
+        rows.append(row)
+    return rows

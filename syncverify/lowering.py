@@ -1,0 +1,81 @@
+"""What each protocol step executes, and on which threads of the CTA: the one table both the model
+and the PTX audit read.
+
+Seen in triton 3.6's PTX for sm_90 (``../shared/PLATFORM.md``; ``tests/test_ptx_audit.py`` checks
+it against the compiler):
+
+* a tile ``tl.store``/``tl.load`` is executed by *every* thread (each owns a slice of the tile);
+* a scalar atomic (``tl.atomic_add/xchg/cas`` on one address) is executed by *one* thread
+  (predicated); Triton adds a ``bar.sync`` after it only when its result is used (a poll);
+* a scalar ``tl.store`` of a flag is executed by one thread;
+* inline-PTX fences and ``tl.load(volatile=True)`` polls run on every thread;
+* ``tl.debug_barrier()`` is ``bar.sync 0`` on every thread.
+
+Fences: Triton has no ``tl.atomic_fence`` (PLATFORM.md); our kernels emit inline PTX
+``fence.acq_rel.SCOPE`` for ``sem`` release, acquire or acq_rel (PTX has no release-only or
+acquire-only ``fence`` at these scopes) and ``fence.sc.SCOPE`` for ``sc``.
+
+A poll loop whose value comes from one thread is broadcast through shared memory and a
+``bar.sync`` each iteration. The model keeps only the final iteration's ``bar.sync`` (the one after
+the value that exits): the barriers of failed iterations order nothing the last one does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from syncverify.errors import UnsupportedConstruct
+
+ALL = "all"  # every thread of the CTA
+ONE = "one"  # thread 0 only
+
+
+@dataclass(frozen=True)
+class LoweredOp:
+    """One PTX-level operation a step lowers to, and who executes it.
+
+    ``kind`` is ``st``, ``ld``, ``atom``, ``fence`` or ``bar``; ``sem``/``scope`` as in PTX
+    (``weak`` stores/loads have no scope; a volatile load is ``volatile``).
+    """
+
+    kind: str
+    threads: str  # ALL or ONE
+    sem: str = "weak"
+    scope: str | None = None
+    op: str = ""  # atom op: add, exch, cas
+    poll: bool = False  # part of a poll loop (repeated until the step's condition holds)
+
+
+def fence_kind(sem: str) -> str:
+    """The PTX fence a protocol ``fence`` step lowers to."""
+    if sem == "sc":
+        return "sc"
+    if sem in ("release", "acquire", "acq_rel"):
+        return "acq_rel"
+    raise UnsupportedConstruct(f"fence sem={sem!r} is not one of 'release', 'acquire', 'acq_rel', 'sc'")
+
+
+def lower_step(step) -> tuple[LoweredOp, ...]:
+    """The operations one protocol step (``protocols.schema.Step``) lowers to, in order."""
+    op = step.op
+    if op == "barrier":
+        return (LoweredOp("bar", ALL),)
+    if op == "fence":
+        return (LoweredOp("fence", ALL, fence_kind(step.sem), step.scope),)
+    if op == "store":
+        sem = step.sem or "weak"
+        return (LoweredOp("st", ONE, sem, step.scope if sem != "weak" else None),)
+    if op in ("atomic_xchg", "atomic_add"):
+        return (LoweredOp("atom", ONE, step.sem, step.scope, "exch" if op == "atomic_xchg" else "add"),)
+    if op == "atomic_cas":  # a one-off CAS whose result is unused: no bar.sync after it
+        return (LoweredOp("atom", ONE, step.sem, step.scope, "cas"),)
+    if op == "await":
+        if step.read == "load":
+            return (LoweredOp("ld", ALL, "weak", None, poll=True),)
+        if step.read == "volatile_load":
+            return (LoweredOp("ld", ALL, "volatile", "sys", poll=True),)
+        if step.read in ("atomic_cas", "atomic_add"):
+            op_name = "cas" if step.read == "atomic_cas" else "add"
+            return (LoweredOp("atom", ONE, step.sem, step.scope, op_name, poll=True), LoweredOp("bar", ALL))
+        raise UnsupportedConstruct(f"await read={step.read!r} cannot be lowered")
+    raise UnsupportedConstruct(f"protocol step op={op!r} has no lowering (the model cannot interpret it)")
