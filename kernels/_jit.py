@@ -38,7 +38,16 @@ def _interpreted(fn: JITFunction) -> InterpretedFunction:
 
 
 def _call_interpreted(self, *args, **kwargs):
-    return _interpreted(self)(*args, **kwargs)
+    # InterpretedFunction.__call__ patches triton.language for the callee's globals and never
+    # restores it (harmless when a whole process interprets; here it would break the next
+    # compile). Same patch, restored on return.
+    scope = _interpreter._patch_lang(self.fn)
+    try:
+        return _interpreted(self).rewrite()(*args, **kwargs)
+    except Exception as error:
+        raise _interpreter.InterpreterError(repr(error)) from error
+    finally:
+        scope.restore()
 
 
 def _patch_lang_tensor(tensor, scope):

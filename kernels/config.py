@@ -13,6 +13,7 @@ KERNELS: tuple[str, ...] = ("all-reduce", "all-scatter")
 DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
 DISTRIBUTIONS: tuple[str, ...] = ("striding", "block")
 PRODUCTIONS: tuple[str, ...] = ("every-rank", "owner-only")
+ORDERS: tuple[str, ...] = ("producers-first", "consumers-first", "last-rank-late")
 MAX_WORLD = 8  # rank masks and fully unrolled per-rank loops
 
 
@@ -52,7 +53,7 @@ class KernelConfig:
     virtual: bool = True
     table: bool = False  # address tables instead of one strided tensor (always with real ranks)
     interpret: bool = False
-    producers_first: bool = True  # program ids: producers below consumers (interpreter order)
+    order: str = "producers-first"  # program-id layout (kernels.signals.program_role)
     handshake: bool = True  # all-scatter's closing cross-rank handshake (skipped in the interpreter)
 
     def with_(self, **changes) -> "KernelConfig":
@@ -116,6 +117,12 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
     _one_of("distribution", c.distribution, DISTRIBUTIONS)
     _one_of("production", c.production, PRODUCTIONS)
     _one_of("lock-dtype", c.lock_dtype, ("int32", "int8"))
+    _one_of("order", c.order, ORDERS)
+    if c.order != "producers-first" and not c.interpret:
+        raise StressConfigError(
+            f"--order={c.order} is an interpreter schedule (the GPU runs programs concurrently); "
+            "add --interpret"
+        )
     if not 1 <= c.world_size <= MAX_WORLD:
         raise StressConfigError(f"--world-size={c.world_size} must be in 1..{MAX_WORLD}")
     for name in ("m", "n", "k"):

@@ -30,6 +30,7 @@ from kernels.signals import (
     SITE_WAIT_READ,
     delay_ns,
     delay_warp_mask,
+    program_role,
     rank_base,
     run_signal,
     run_wait,
@@ -90,16 +91,13 @@ def gemm_all_reduce_kernel(
     DISTRIBUTION: tl.constexpr, PRODUCTION: tl.constexpr,
     SIGNAL: tl.constexpr, WAIT: tl.constexpr,
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
-    DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, PRODUCERS_FIRST: tl.constexpr,
+    DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
     INTERPRET: tl.constexpr,
 ):
     # ----- role and rank ---------------------------------------------------------------------
     pid = tl.program_id(0)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
-    if PRODUCERS_FIRST:
-        is_producer = pid < GEMM_SMS * RANKS
-    else:
-        is_producer = pid >= COMM_SMS * RANKS
+    is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     n_tiles = tl.cdiv(M, BLOCK_M) * num_pid_n
     rm = tl.arange(0, BLOCK_M)
@@ -107,13 +105,12 @@ def gemm_all_reduce_kernel(
 
     if is_producer:
         # ----- producer: partial GEMM tiles of this rank's K-slice -------------------------------
-        local = pid - (0 if PRODUCERS_FIRST else COMM_SMS * RANKS)
         if VIRTUAL:
-            me = local // GEMM_SMS
-            first = local % GEMM_SMS
+            me = index // GEMM_SMS
+            first = index % GEMM_SMS
         else:
             me = rank
-            first = local
+            first = index
         rk = tl.arange(0, BLOCK_K)
         a_rank = A + me * stride_ar
         b_rank = B + me * stride_br
@@ -158,13 +155,12 @@ def gemm_all_reduce_kernel(
                            SIGNAL, WORLD, TABLE, INTERPRET)
     else:
         # ----- consumer: wait, sum every rank's partial, write every rank's C --------------------
-        local = pid - (GEMM_SMS * RANKS if PRODUCERS_FIRST else 0)
         if VIRTUAL:
-            me = local // COMM_SMS
-            first = local % COMM_SMS
+            me = index // COMM_SMS
+            first = index % COMM_SMS
         else:
             me = rank
-            first = local
+            first = index
         my_status = status + me * (n_tiles + 1) * 4
         budget = max_polls + 0 * me
         for j in range(first, owned_count(me, n_tiles, WORLD, DISTRIBUTION), COMM_SMS):
@@ -208,7 +204,7 @@ def meta_parameters(built: BuiltKernel) -> dict:
         DISTRIBUTION=c.distribution, PRODUCTION=c.production,
         SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
-        DELAYS=c.delays, NUM_WARPS=c.num_warps, PRODUCERS_FIRST=c.producers_first,
+        DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order,
         INTERPRET=c.interpret,
     )
 

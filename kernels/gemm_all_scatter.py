@@ -33,6 +33,7 @@ from kernels.signals import (
     delay_ns,
     delay_warp_mask,
     fence,
+    program_role,
     rank_base,
     run_signal,
     run_wait,
@@ -70,16 +71,13 @@ def gemm_all_scatter_kernel(
     GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
     SIGNAL: tl.constexpr, WAIT: tl.constexpr, HANDSHAKE_POLL: tl.constexpr,
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
-    DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, PRODUCERS_FIRST: tl.constexpr,
+    DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
     HANDSHAKE: tl.constexpr, INTERPRET: tl.constexpr,
 ):
     # ----- role and rank ---------------------------------------------------------------------
     pid = tl.program_id(0)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
-    if PRODUCERS_FIRST:
-        is_producer = pid < GEMM_SMS * RANKS
-    else:
-        is_producer = pid >= COMM_SMS * RANKS
+    is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
     n_tiles = ((M + BLOCK_M - 1) // BLOCK_M) * num_pid_n
     rm = tl.arange(0, BLOCK_M)
@@ -87,13 +85,12 @@ def gemm_all_scatter_kernel(
 
     if is_producer:
         # ----- producer (GEMM programs): tiles of this rank's column block ----------------------
-        local_pid = pid - (0 if PRODUCERS_FIRST else COMM_SMS * RANKS)
         if VIRTUAL:
-            me = local_pid // GEMM_SMS
-            first = local_pid % GEMM_SMS
+            me = index // GEMM_SMS
+            first = index % GEMM_SMS
         else:
             me = rank
-            first = local_pid
+            first = index
         rk = tl.arange(0, BLOCK_K)
         a_rank = A + me * stride_ar
         b_rank = B + me * stride_br
@@ -132,13 +129,12 @@ def gemm_all_scatter_kernel(
                        SIGNAL, WORLD, TABLE, INTERPRET)
     else:
         # ----- consumer (communication programs): wait, push each tile to every rank ----------
-        local_pid = pid - (GEMM_SMS * RANKS if PRODUCERS_FIRST else 0)
         if VIRTUAL:
-            me = local_pid // COMM_SMS
-            first = local_pid % COMM_SMS
+            me = index // COMM_SMS
+            first = index % COMM_SMS
         else:
             me = rank
-            first = local_pid
+            first = index
         my_status = status + me * (n_tiles + 1) * 4
         my_local = rank_base(local, local_table, local_rank_stride, me, TABLE)
         budget = max_polls + 0 * me
@@ -195,7 +191,7 @@ def meta_parameters(built: BuiltKernel) -> dict:
         GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms,
         SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait), HANDSHAKE_POLL=_HANDSHAKE_POLL,
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
-        DELAYS=c.delays, NUM_WARPS=c.num_warps, PRODUCERS_FIRST=c.producers_first,
+        DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order,
         HANDSHAKE=c.handshake and not c.interpret, INTERPRET=c.interpret,
     )
 

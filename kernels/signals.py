@@ -84,6 +84,34 @@ def operand(X: tl.constexpr, vals):
         return vals[X[1]]
 
 
+@jit
+def program_role(pid, ORDER: tl.constexpr, GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
+                 RANKS: tl.constexpr):
+    """``(is_producer, index among its role's programs)`` for program ``pid``.
+
+    ``ORDER`` lays out the grid's program ids (all ranks' programs, rank-major within a role):
+    ``producers-first`` (the GPU default; in the interpreter, which runs programs one after
+    another by id, every producer finishes before any consumer starts), ``consumers-first``
+    (every consumer runs, and times out or passes on stale locks, before any producer), and
+    ``last-rank-late`` (the last rank's producers run after every consumer: a consumer sees
+    every rank's signal but the last one's, e.g. one ``atomic_xchg`` overwriting another).
+    """
+    n_producers = GEMM_SMS * RANKS
+    n_consumers = COMM_SMS * RANKS
+    if ORDER == "consumers-first":
+        is_producer = pid >= n_consumers
+        index = tl.where(is_producer, pid - n_consumers, pid)
+    elif ORDER == "last-rank-late":
+        n_early = GEMM_SMS * (RANKS - 1)
+        is_consumer = (pid >= n_early) & (pid < n_early + n_consumers)
+        is_producer = is_consumer == 0
+        index = tl.where(is_consumer, pid - n_early, tl.where(pid < n_early, pid, pid - n_consumers))
+    else:
+        is_producer = pid < n_producers
+        index = tl.where(is_producer, pid, pid - n_producers)
+    return is_producer, index
+
+
 # ----- fences and flag writes ------------------------------------------------------------------
 
 @jit

@@ -581,10 +581,16 @@ def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int],
         src = source_of.get(w)
         if r is None or src is None:
             return True
-        if src not in placed and not skeleton.events[src].is_init:
-            return False
-        after_src = placed[placed.index(src) + 1:] if src in placed else placed
-        return not any((r, m) in ms and (m, w) in ms for m in after_src)
+        # Only morally strong atomics are tied to the write they read: co(w, src) would close
+        # the SC-per-Location cycle src -rf-> r -po-> w -co-> src. A weaker atomic may land anywhere.
+        if (src, r) in ms and (w, src) in ms:
+            if src not in placed and not skeleton.events[src].is_init:
+                return False
+        if src in placed or skeleton.events[src].is_init:
+            after_src = placed[placed.index(src) + 1:] if src in placed else placed
+            if any((r, m) in ms and (m, w) in ms for m in after_src):
+                return False  # Atomicity: a morally strong write between the read and the write
+        return True
 
     def extend(placed: list[int]) -> Iterator[tuple[int, ...]]:
         if not pending:
@@ -624,10 +630,8 @@ def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co_order: tuple
         if r not in rf:
             continue
         src = rf[r]
-        if src not in position or w not in position:
-            continue
-        if position[src] >= position[w]:
-            return False
+        if src not in position or w not in position or position[src] >= position[w]:
+            continue  # an atomic written before its source is SC-per-Location's business (above)
         between = co_order[position[src] + 1:position[w]]
         if any((r, m) in ms and (m, w) in ms for m in between):
             return False
@@ -639,17 +643,18 @@ def _fence_sc_orders(skeleton: Skeleton, prune: bool) -> list[tuple[int, ...]]:
     fences = [e.eid for e in skeleton.events if ptx.sc_fence(e)]
     if not fences:
         return [()]
-    ms = skeleton.static_memo["morally_strong"] if prune else None
+    ms = skeleton.static_memo["morally_strong"]
     seen, orders = set(), []
     for order in itertools.permutations(fences):
-        if prune:
-            if any((order[j], order[i]) in skeleton.po for i in range(len(order)) for j in range(i + 1, len(order))):
-                continue  # contradicts program order, hence causality: FenceSC fails
-            restricted = frozenset((order[i], order[j]) for i in range(len(order))
-                                   for j in range(i + 1, len(order)) if (order[i], order[j]) in ms)
-            if restricted in seen:
-                continue
-            seen.add(restricted)
+        if prune and any((order[j], order[i]) in skeleton.po
+                         for i in range(len(order)) for j in range(i + 1, len(order))):
+            continue  # contradicts program order, hence causality: FenceSC fails
+        # The execution's Fence-SC order is the morally strong part; orders that agree on it are one.
+        restricted = frozenset((order[i], order[j]) for i in range(len(order))
+                               for j in range(i + 1, len(order)) if (order[i], order[j]) in ms)
+        if restricted in seen:
+            continue
+        seen.add(restricted)
         orders.append(order)
     return orders
 

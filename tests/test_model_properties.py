@@ -3,19 +3,24 @@
 The references: ``tests/reference/sc.py`` (an operational SC interpreter; the PTX model allows at
 least what SC allows) and ``syncverify.explore.brute_force`` (every candidate execution, no
 pruning). An example on which the explorer hits one of its limits is discarded with ``assume``
-rather than ``pytest.skip`` (a skip raised inside ``@given`` would skip the whole property); each
-property also fails if more than ``MAX_LIMIT_HITS`` of its examples hit a limit, since the
-strategy is then too big to test anything.
+rather than ``pytest.skip`` (a skip raised inside ``@given`` would skip the whole property); a
+property decorated with :func:`few_limit_hits` fails afterwards if more than ``MAX_LIMIT_HITS`` of
+its examples hit a limit, since its strategy is then too big to test anything.
+
+Sizes: the explorer's cost grows steeply with the number of memory accesses (median ~0.05 s at 7
+accesses, ~1 s at 9 on one core), so the strategies cap them at 7 (5 for ``brute_force``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import pytest
-from hypothesis import assume, event, given, settings
+from hypothesis import assume, event, given, note, settings
 from hypothesis import strategies as st
 
+from syncverify.explore import brute_force, explore
 from syncverify.program import (
     Atomic,
     Barrier,
@@ -31,16 +36,38 @@ from syncverify.program import (
 from tests.reference.sc import StateSpaceExceeded, sc_outcomes
 from tests.strategies import (
     all_strong_sys_with_sc_fences,
+    listing,
     program_and_strengthened,
     programs,
     programs_with_a_spin,
 )
 
 MAX_EXECUTIONS = 20_000
-TIMEOUT_S = 10.0
+TIMEOUT_S = 2.0
 MAX_LIMIT_HITS = 3
+MAX_ACCESSES = 7
 
 limit_hits: Counter[str] = Counter()  # per property: examples discarded because of a limit
+running: list[str] = []  # the property now running, for explored() to count under
+
+
+def few_limit_hits(test):
+    """Run the Hypothesis ``test``, then fail if more than ``MAX_LIMIT_HITS`` examples hit a limit."""
+
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        limit_hits[test.__name__] = 0
+        running.append(test.__name__)
+        try:
+            test(*args, **kwargs)
+        finally:
+            running.pop()
+        assert limit_hits[test.__name__] <= MAX_LIMIT_HITS, (
+            f"{limit_hits[test.__name__]} examples hit an explorer limit: the strategy draws "
+            "programs too big to explore"
+        )
+
+    return wrapper
 
 
 def outcomes(result) -> frozenset:
@@ -50,19 +77,14 @@ def outcomes(result) -> frozenset:
     )
 
 
-def explored(program: Program, prop: str, *, brute: bool = False):
+def explored(program: Program, *, brute: bool = False):
     """Run the explorer (or ``brute_force``) on ``program``; discard the example on a limit."""
-    from syncverify.explore import brute_force, explore
-
+    note(listing(program))
     run = brute_force if brute else explore
     result = run(program, max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S)
     if result.limit_hit is not None:
-        limit_hits[prop] += 1
+        limit_hits[running[-1] if running else "?"] += 1
         event(f"explorer limit hit: {result.limit_hit}")
-        assert limit_hits[prop] <= MAX_LIMIT_HITS, (
-            f"{limit_hits[prop]} examples of {prop} hit the explorer's {result.limit_hit!r} limit: "
-            "the strategy draws programs too big to explore"
-        )
         assume(False)
     return result
 
@@ -74,28 +96,31 @@ def show(outcome_set) -> list:
 
 # ----- properties ------------------------------------------------------------------------------
 
+@few_limit_hits
 @settings(max_examples=150, deadline=None)
-@given(programs())
+@given(programs(max_accesses=MAX_ACCESSES))
 def test_every_sequentially_consistent_outcome_is_allowed(program):
-    result = explored(program, "sc-subset")
+    result = explored(program)
     missing = sc_outcomes(program).outcomes - outcomes(result)
     assert not missing, f"SC outcomes the explorer forbids: {show(missing)}"
 
 
+@few_limit_hits
 @settings(max_examples=100, deadline=None)
-@given(program_and_strengthened())
+@given(program_and_strengthened(max_accesses=MAX_ACCESSES))
 def test_strengthening_an_access_or_adding_a_fence_never_adds_an_outcome(pair):
     weaker, stronger = pair
-    before = outcomes(explored(weaker, "strengthen"))
-    after = outcomes(explored(stronger, "strengthen"))
+    before = outcomes(explored(weaker))
+    after = outcomes(explored(stronger))
     assert after <= before, f"outcomes only the stronger program has: {show(after - before)}"
 
 
+@few_limit_hits
 @settings(max_examples=80, deadline=None)
 @given(programs(max_instructions=3, max_accesses=5))
 def test_explorer_and_brute_force_agree(program):
-    fast = explored(program, "brute-force")
-    slow = explored(program, "brute-force", brute=True)
+    fast = explored(program)
+    slow = explored(program, brute=True)
     assert outcomes(fast) == outcomes(slow), (
         f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
         f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
@@ -103,28 +128,31 @@ def test_explorer_and_brute_force_agree(program):
     assert len(fast.executions) == len(slow.executions)
 
 
+@few_limit_hits
 @settings(max_examples=80, deadline=None)
 @given(programs(max_instructions=3, with_fences=False).map(all_strong_sys_with_sc_fences))
 def test_outcomes_with_sc_fences_between_every_pair_of_accesses_are_sc_when_all_strong_sys(program):
-    explorer = outcomes(explored(program, "fenced-sc"))
+    explorer = outcomes(explored(program))
     sc = sc_outcomes(program).outcomes
     assert explorer == sc, f"explorer only: {show(explorer - sc)}; SC only: {show(sc - explorer)}"
 
 
+@few_limit_hits
 @settings(max_examples=60, deadline=None)
 @given(programs_with_a_spin(max_instructions=3))
 def test_every_sequentially_consistent_outcome_of_a_spinning_program_is_allowed(program):
-    result = explored(program, "spin-sc-subset")
+    result = explored(program)
     missing = sc_outcomes(program).outcomes - outcomes(result)
     assert not missing, f"SC outcomes the explorer forbids: {show(missing)}"
 
 
+@few_limit_hits
 @settings(max_examples=60, deadline=None)
 @given(programs_with_a_spin(max_instructions=3))
 def test_a_program_that_can_hang_under_sequential_consistency_can_hang_for_the_explorer(program):
     sc = sc_outcomes(program)
     assume(sc.can_hang)
-    assert explored(program, "spin-hang").can_hang
+    assert explored(program).can_hang
 
 
 # ----- the SC reference itself, on programs with known answers --------------------------------

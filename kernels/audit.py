@@ -1,0 +1,84 @@
+"""Probe kernels for the PTX audit: one protocol's signal or wait code, compiled for sm_90 on the CPU.
+
+``signal_probe`` is a producer's tail (the tile store, then the protocol's ``signal`` plan) and
+``wait_probe`` a consumer's head (the ``wait`` plan, then the tile read), built from the same
+``kernels.signals`` runners as the real kernels. :func:`protocol_ops` compiles one of them and
+returns its synchronization operations (``kernels.ptx.SyncOp``); ``tests/test_ptx_audit.py``
+compares them with ``syncverify.lowering``, the model's account of the same steps.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from kernels._deps import tl, triton
+from kernels._jit import jit
+from kernels.plan import build_plan
+from kernels.ptx import parse_ptx, sync_ops
+from kernels.signals import run_signal, run_wait, wrap_plan
+
+AUDIT_WORLD = 2  # ranks the probes are specialized for: to=all writes two copies, to=others one
+BLOCK = 1024  # tile elements: 8 per thread at 4 warps
+
+
+@jit
+def signal_probe(tile, locks, locks_table, vals, rank, owner,
+                 TILE_STORE_CACHE: tl.constexpr, SIGNAL: tl.constexpr, WORLD: tl.constexpr,
+                 BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(tile + offs, offs, cache_modifier=TILE_STORE_CACHE)
+    run_signal(locks, locks_table, 1, 1, 0, rank, owner, vals, SIGNAL, WORLD, False, False)
+
+
+@jit
+def wait_probe(tile, out, locks, locks_table, status, vals, rank, max_polls,
+               TILE_LOAD_VOLATILE: tl.constexpr, WAIT: tl.constexpr, WORLD: tl.constexpr,
+               BLOCK: tl.constexpr):
+    ok, last, step, budget = run_wait(locks, locks_table, 1, 1, 0, rank, vals, max_polls, WAIT,
+                                      WORLD, False, False)
+    offs = tl.arange(0, BLOCK)
+    if ok != 0:
+        tl.store(out + offs, tl.load(tile + offs, volatile=TILE_LOAD_VOLATILE))
+    else:
+        tl.store(status, last)
+
+
+@functools.lru_cache(maxsize=64)
+def probe_ptx(protocol, side: str, *, world_size: int = AUDIT_WORLD, num_warps: int = 4) -> str:
+    """PTX for sm_90 of ``protocol``'s ``side`` (``"signal"`` or ``"wait"``) probe."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    plan = build_plan(protocol, world_size=world_size)
+    n_vals = len(plan.runtime_values(epoch=0))
+    vals = tuple("i32" for _ in range(n_vals))
+    if side == "signal":
+        signature = {"tile": "*i32", "locks": "*i32", "locks_table": "*i64", "vals": vals,
+                     "rank": "i32", "owner": "i32", "TILE_STORE_CACHE": "constexpr",
+                     "SIGNAL": "constexpr", "WORLD": "constexpr", "BLOCK": "constexpr"}
+        constexprs = {(6,): plan.tile_store_cache, (7,): wrap_plan(plan.signal), (8,): world_size,
+                      (9,): BLOCK}
+        fn = signal_probe
+    else:
+        signature = {"tile": "*i32", "out": "*i32", "locks": "*i32", "locks_table": "*i64",
+                     "status": "*i32", "vals": vals, "rank": "i32", "max_polls": "i32",
+                     "TILE_LOAD_VOLATILE": "constexpr", "WAIT": "constexpr", "WORLD": "constexpr",
+                     "BLOCK": "constexpr"}
+        constexprs = {(8,): plan.tile_load_volatile, (9,): wrap_plan(plan.wait), (10,): world_size,
+                      (11,): BLOCK}
+        fn = wait_probe
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": num_warps})
+    return compiled.asm["ptx"]
+
+
+def protocol_ops(protocol, side: str, *, world_size: int = AUDIT_WORLD) -> list:
+    """The synchronization operations of a probe: lock accesses, tile accesses, fences, barriers."""
+    params = (["tile", "locks", "locks_table", "vals", "rank", "owner"] if side == "signal"
+              else ["tile", "out", "locks", "locks_table", "status", "vals", "rank", "max_polls"])
+    # tuple parameters are flattened in the PTX: one .param per element
+    n_vals = len(build_plan(protocol, world_size=world_size).runtime_values(epoch=0))
+    at = params.index("vals")
+    flat = params[:at] + [f"vals[{i}]" for i in range(n_vals)] + params[at + 1:]
+    return sync_ops(parse_ptx(probe_ptx(protocol, side, world_size=world_size)), params=flat)

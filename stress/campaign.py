@@ -1,0 +1,346 @@
+"""A stress campaign: run a fused kernel with one protocol many times, classify every bad tile.
+
+``run_campaign(**options) -> CampaignResult`` is the whole job behind ``syncverify stress``:
+check the options, build the kernel for the protocol (``kernels.build``), run iterations until
+``iterations`` or ``seconds`` is reached, and write partial results to a JSON-lines file as it
+goes (one ``progress`` line per synchronization, one ``bad-tile`` line per recorded tile, one
+``result`` line at the end), so a killed run still leaves what it found.
+
+Three ways to run the ranks: virtual ranks (``virtual_ranks=True``: every rank's programs in one
+launch on one GPU, each rank with its own heap region), the interpreter (``interpret=True``:
+virtual ranks on the CPU, tiny sizes; what CI runs), or one process per GPU
+(``stress.launch``, NCCL and symmetric memory) when neither is set and ``world_size > 1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from kernels.config import ORDERS, KernelConfig
+from kernels.errors import StressConfigError
+from stress.delays import MODES, DelayConfig, delays_at
+
+RESETS: tuple[str, ...] = ("none", "host-between-barriers", "host-racing")
+POISONS: tuple[str, ...] = ("all", "outputs")
+CLASS_NAMES: tuple[str, ...] = ("unwritten", "stale", "missing-ranks", "corrupt", "hang")
+
+#: Protocol ``reset`` field -> the campaign's default lock reset policy.
+DEFAULT_RESET = {"host": "host-between-barriers", "consumer": "none", "none": "none"}
+
+
+@dataclass(frozen=True)
+class CampaignOptions:
+    """Everything a campaign needs; :func:`campaign_options` fills sizes by mode and checks it."""
+
+    protocol: str = "barrier-fenced-release-acquire"
+    kernel: str = "all-reduce"
+    world_size: int = 2
+    virtual_ranks: bool = False
+    interpret: bool = False
+    iterations: int | None = None
+    seconds: float | None = None
+    delays: str = "none"
+    seed: int = 0
+    delay_pct: int = 50
+    delay_max_ns: int = 4000
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
+    dtype: str = "bf16"
+    block_m: int | None = None
+    block_n: int | None = None
+    block_k: int | None = None
+    gemm_sms: int | None = None
+    comm_sms: int | None = None
+    distribution: str = "striding"
+    production: str = "every-rank"
+    reset: str | None = None  # None: from the protocol's ``reset`` field
+    poison: str = "all"
+    lock_dtype: str = "int32"
+    max_polls: int | None = None
+    order: str = "producers-first"
+    table: bool = False
+    num_warps: int | None = None
+    num_stages: int = 3
+    chunk: int | None = None
+    output: str | None = None
+    max_records: int = 1000
+    watchdog_seconds: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def campaign_options(**options: Any) -> CampaignOptions:
+    """Build and check :class:`CampaignOptions`; sizes left ``None`` get the mode's defaults."""
+    names = set(CampaignOptions.__dataclass_fields__)
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise StressConfigError(f"unknown campaign option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    o = CampaignOptions(**options)
+    if o.iterations is None and o.seconds is None:
+        o = _replace(o, iterations=4 if o.interpret else 1000)
+    if o.iterations is not None and o.iterations < 1:
+        raise StressConfigError(f"--iterations={o.iterations} must be at least 1")
+    if o.seconds is not None and o.seconds <= 0:
+        raise StressConfigError(f"--seconds={o.seconds} must be positive")
+    for name, value, allowed in (("delays", o.delays, MODES), ("poison", o.poison, POISONS),
+                                 ("order", o.order, ORDERS)):
+        if value not in allowed:
+            raise StressConfigError(f"--{name}={value!r} is not one of {', '.join(allowed)}")
+    if o.reset is not None and o.reset not in RESETS:
+        raise StressConfigError(f"--reset={o.reset!r} is not one of {', '.join(RESETS)}")
+    if not 0 <= o.delay_pct <= 100:
+        raise StressConfigError(f"--delay-pct={o.delay_pct} must be in 0..100")
+    if o.delay_max_ns < 1 or o.delay_max_ns > 1_000_000:
+        raise StressConfigError(f"--delay-max-ns={o.delay_max_ns} must be in 1..1000000")
+    tiny = o.interpret
+    defaults = dict(
+        m=32 if tiny else 1024, n=32 * (o.world_size if o.kernel == "all-scatter" else 1) if tiny else 1024,
+        k=16 * o.world_size if tiny else 1024,
+        block_m=16 if tiny else 128, block_n=16 if tiny else 128, block_k=16 if tiny else 64,
+        gemm_sms=2 if tiny else 16, comm_sms=1 if tiny else 8, num_warps=4 if tiny else 8,
+        max_polls=8 if tiny else 1 << 16, chunk=1 if tiny else 64,
+    )
+    o = _replace(o, **{k: v for k, v in defaults.items() if getattr(o, k) is None})
+    if o.max_polls < 1 or o.chunk < 1:
+        raise StressConfigError("--max-polls and --chunk must be at least 1")
+    return o
+
+
+def _replace(o: CampaignOptions, **changes) -> CampaignOptions:
+    return CampaignOptions(**{**asdict(o), **changes})
+
+
+def kernel_config(o: CampaignOptions) -> KernelConfig:
+    """The kernel configuration of a campaign."""
+    virtual = o.virtual_ranks or o.interpret or o.world_size == 1
+    return KernelConfig(
+        kernel=o.kernel, world_size=o.world_size, m=o.m, n=o.n, k=o.k, block_m=o.block_m,
+        block_n=o.block_n, block_k=o.block_k, gemm_sms=o.gemm_sms, comm_sms=o.comm_sms,
+        dtype=o.dtype, distribution=o.distribution, production=o.production,
+        lock_dtype=o.lock_dtype, num_warps=o.num_warps, num_stages=o.num_stages,
+        delays=o.delays == "random", virtual=virtual, table=o.table or not virtual,
+        interpret=o.interpret, order=o.order,
+    )
+
+
+# ----- results ---------------------------------------------------------------------------------
+
+@dataclass
+class CampaignResult:
+    """What a campaign found. ``clean`` when no tile of any iteration was bad."""
+
+    protocol: str
+    kernel: str
+    world_size: int
+    mode: str  # "interpreter" | "virtual-ranks" | "processes"
+    device: str
+    iterations: int = 0
+    bad_iterations: int = 0
+    counts: dict = field(default_factory=lambda: {name: 0 for name in CLASS_NAMES})
+    handshake_timeouts: int = 0
+    first_failure: dict | None = None
+    time_to_first_failure: float | None = None
+    seconds: float = 0.0
+    failures: list = field(default_factory=list)  # BadTile dicts, at most max_records
+    options: dict = field(default_factory=dict)
+    stopped: str | None = None  # why the run ended early ("watchdog: ..."), if it did
+
+    @property
+    def clean(self) -> bool:
+        return self.bad_iterations == 0 and self.handshake_timeouts == 0 and self.stopped is None
+
+    @property
+    def iterations_per_second(self) -> float:
+        return self.iterations / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["clean"] = self.clean
+        out["iterations_per_second"] = round(self.iterations_per_second, 3)
+        return out
+
+
+class Recorder:
+    """Accumulates bad tiles into a :class:`CampaignResult` and appends JSON lines as it goes."""
+
+    def __init__(self, result: CampaignResult, options: CampaignOptions, num_warps: int) -> None:
+        self.result, self.options, self.num_warps = result, options, num_warps
+        self.delays = DelayConfig(options.delays, options.seed, options.delay_pct, options.delay_max_ns)
+        self.file = None
+        if options.output:
+            os.makedirs(os.path.dirname(os.path.abspath(options.output)), exist_ok=True)
+            self.file = open(options.output, "a", encoding="utf-8")
+            self._write({"type": "start", "options": options.to_dict(), "time": time.time()})
+
+    def _write(self, record: dict) -> None:
+        if self.file is not None:
+            self.file.write(json.dumps(record, sort_keys=True) + "\n")
+            self.file.flush()
+
+    def add(self, tiles, handshake: int, bad_iterations, times: dict[int, float], done: int,
+            elapsed: float) -> None:
+        r = self.result
+        r.iterations = done
+        r.seconds = elapsed
+        r.handshake_timeouts += handshake
+        r.bad_iterations += len(bad_iterations)
+        for tile in tiles:
+            r.counts[tile.kind] = r.counts.get(tile.kind, 0) + 1
+            record = tile.to_dict()
+            if r.first_failure is None:
+                r.first_failure = self.first_failure(tile)
+                r.time_to_first_failure = round(times.get(tile.iteration, elapsed), 6)
+            if len(r.failures) < self.options.max_records:
+                r.failures.append(record)
+                self._write({"type": "bad-tile", **record})
+        self._write({"type": "progress", "iterations": done, "bad_iterations": r.bad_iterations,
+                     "counts": dict(r.counts), "handshake_timeouts": r.handshake_timeouts,
+                     "seconds": round(elapsed, 3)})
+
+    def first_failure(self, tile) -> dict:
+        o = self.options
+        out = {
+            "iteration": tile.iteration, "rank": tile.rank, "tile": tile.tile, "kind": tile.kind,
+            "missing_ranks": list(tile.missing_ranks), "hang": tile.hang,
+            "expected": tile.first_bad["expected"] if tile.first_bad else None,
+            "got": tile.first_bad["got"] if tile.first_bad else None,
+            "element": [tile.first_bad["row"], tile.first_bad["col"]] if tile.first_bad else None,
+            "seed": o.seed,
+            "replay": f"--seed {o.seed} --iterations {tile.iteration + 1}",
+        }
+        if self.delays.enabled:
+            out["delays"] = delays_at(self.delays, rank=tile.consumer, tile=tile.consumer_tile,
+                                      iteration=tile.iteration, num_warps=self.num_warps)
+        return out
+
+    def close(self) -> None:
+        self._write({"type": "result", **self.result.to_dict()})
+        if self.file is not None:
+            self.file.close()
+
+
+# ----- the campaign ----------------------------------------------------------------------------
+
+def load(protocol):
+    """A protocol object from a name, a path, or a protocol object."""
+    if hasattr(protocol, "signal"):
+        return protocol
+    from protocols import load_protocol
+
+    return load_protocol(protocol)
+
+
+def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = None,
+                 **options: Any) -> CampaignResult:
+    """Run a stress campaign; see :class:`CampaignOptions` for the options.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        Called as ``progress(iterations_done, iterations_total_or_None, seconds)`` at every
+        synchronization (the CLI's progress bar).
+    **options
+        :class:`CampaignOptions` fields: ``protocol`` (a name, a path or a ``Protocol``),
+        ``kernel``, ``world_size``, ``virtual_ranks``, ``interpret``, ``iterations`` or
+        ``seconds``, ``delays``, ``seed``, sizes, ``reset``, ``output``, ...
+
+    Returns
+    -------
+    CampaignResult
+
+    Raises
+    ------
+    SyncVerifyError
+        Bad input (unknown protocol, sizes that do not divide, a step the kernels cannot express,
+        more ranks than GPUs, no GPU without ``interpret``), before anything runs.
+    """
+    protocol_object = load(options.pop("protocol", CampaignOptions.protocol))
+    options["protocol"] = getattr(protocol_object, "path", None) or protocol_object.name
+    if options["protocol"] in ("<string>", "<dict>"):
+        options["protocol"] = protocol_object.name
+    o = campaign_options(**options)
+    config = kernel_config(o)
+    from kernels.build import build  # torch-free; the device work below needs torch
+
+    if o.interpret:
+        build(protocol_object, config)
+        return _run_local(o, config, protocol_object, "cpu", progress)
+    from kernels._deps import require_cuda, torch
+
+    require_cuda("syncverify stress without --interpret")
+    gpus = torch.cuda.device_count()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    build(protocol_object, config, sms=sms, gpus=gpus)
+    if config.virtual:
+        return _run_local(o, config, protocol_object, "cuda:0", progress)
+    from stress.launch import run_processes
+
+    return run_processes(o, protocol_object, progress=progress)
+
+
+def _reset_policy(o: CampaignOptions, protocol) -> str:
+    return o.reset if o.reset is not None else DEFAULT_RESET.get(protocol.reset, "none")
+
+
+def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
+               progress) -> CampaignResult:
+    from kernels.build import build
+    from kernels.heap import VirtualHeap
+    from stress.runner import Runner
+
+    built = build(protocol, config)
+    heap = VirtualHeap(config.world_size, device, table=config.table)
+    delays = DelayConfig(o.delays, o.seed, o.delay_pct, o.delay_max_ns)
+    runner = Runner(built, heap, device=device, delays=delays, reset=_reset_policy(o, protocol),
+                    poison=o.poison, max_polls=o.max_polls, seed=o.seed, chunk=o.chunk)
+    mode = "interpreter" if o.interpret else "virtual-ranks"
+    result = CampaignResult(protocol.name, o.kernel, o.world_size, mode,
+                            device if o.interpret else _device_name(), options=o.to_dict())
+    drive(runner, o, Recorder(result, o, config.num_warps), progress)
+    return result
+
+
+def _device_name() -> str:
+    from kernels._deps import torch
+
+    return torch.cuda.get_device_name(0)
+
+
+def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
+          should_stop: Callable[[bool], bool] | None = None) -> None:
+    """The iteration loop: queue iterations, drain every ``chunk``, stop on count or time.
+
+    ``should_stop(local_decision)`` lets a multi-process run agree on stopping (rank 0 decides).
+    ``recorder`` is None on ranks other than 0.
+    """
+    start = time.perf_counter()
+    times: dict[int, float] = {}
+    i = 0
+    try:
+        while True:
+            runner.iteration(i)
+            times[i] = time.perf_counter() - start
+            i += 1
+            done = o.iterations is not None and i >= o.iterations
+            if len(runner.pending) >= runner.chunk or done:
+                tiles, handshake, bad = runner.drain()
+                elapsed = time.perf_counter() - start
+                if recorder is not None:
+                    recorder.add(tiles, handshake, bad, times, i, elapsed)
+                times.clear()
+                if progress is not None:
+                    progress(i, o.iterations, elapsed)
+                stop = done or (o.seconds is not None and elapsed >= o.seconds)
+                if should_stop is not None:
+                    stop = should_stop(stop)
+                if stop:
+                    break
+    finally:
+        if recorder is not None:
+            recorder.close()

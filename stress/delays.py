@@ -1,0 +1,91 @@
+"""Seeded, reproducible delays: where they go, and the host mirror of the kernels' delay hash.
+
+A delay is drawn per (site, rank, tile, iteration) from ``(seed, site, rank, tile, iteration)``
+by :func:`delay_hash` (the same function runs in the kernels as ``kernels.signals.delay_hash``), so
+a failure's seed and iteration replay the same delays, and :func:`delays_at` prints them.
+
+Sites (PLATFORM.md: a missing CTA barrier shows on an H200 only when the warps that do not run the
+one-thread signal are late):
+
+==================  ========  ============================================================
+site                who       what it exposes
+==================  ========  ============================================================
+``before-store``    per warp  warps storing their part of the tile after the signal (no barrier)
+``store-signal``    CTA       the signal arriving late (consumers polling longer)
+``before-wait``     CTA       consumers arriving late (locks already set, or not yet reset)
+``wait-read``       per warp  warps reading the tile long after the one thread that acquired
+``before-reset``    host      the racing lock reset landing late (``--reset host-racing``)
+==================  ========  ============================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+SITES: dict[str, int] = {
+    "before-store": 1,
+    "store-signal": 2,
+    "before-wait": 3,
+    "wait-read": 4,
+    "before-reset": 5,
+}
+PER_WARP_SITES = ("before-store", "wait-read")
+MODES = ("none", "random")
+_MASK = 0xFFFFFFFF
+
+
+def mix32(h: int) -> int:
+    """The kernels' 32-bit finalizer (``kernels.signals.mix32``)."""
+    h = ((h ^ (h >> 16)) * 73244475) & _MASK
+    h = ((h ^ (h >> 16)) * 73244475) & _MASK
+    return h ^ (h >> 16)
+
+
+def delay_hash(seed: int, site: int, rank: int, tile: int, iteration: int) -> int:
+    """``kernels.signals.delay_hash`` on the host."""
+    h = seed & _MASK
+    for x in (site, rank, tile, iteration):
+        h = mix32(h ^ (x & _MASK))
+    return h
+
+
+@dataclass(frozen=True)
+class DelayConfig:
+    """``pct`` % of (site, rank, tile, iteration) keys sleep a uniform ``[0, max_ns)``."""
+
+    mode: str = "none"
+    seed: int = 0
+    pct: int = 50
+    max_ns: int = 4000
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode == "random"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def ns(self, site: str, rank: int, tile: int, iteration: int) -> int:
+        """The delay the kernels draw at ``site`` (0 when disabled)."""
+        if not self.enabled:
+            return 0
+        h = delay_hash(self.seed, SITES[site], rank, tile, iteration)
+        return (h >> 8) % max(self.max_ns, 1) if h % 100 < self.pct else 0
+
+    def warp_mask(self, site: str, rank: int, tile: int, iteration: int, num_warps: int) -> int:
+        """Which warps sleep at a per-warp site (bit w = warp w)."""
+        h = delay_hash(self.seed, SITES[site] + 16, rank, tile, iteration)
+        return h & ((1 << num_warps) - 1)
+
+
+def delays_at(config: DelayConfig, *, rank: int, tile: int, iteration: int, num_warps: int) -> dict:
+    """Every site's delay for one (rank, tile, iteration), for a failure report."""
+    out = {}
+    for site in SITES:
+        if site == "before-reset":
+            continue
+        entry = {"ns": config.ns(site, rank, tile, iteration)}
+        if site in PER_WARP_SITES:
+            entry["warps"] = config.warp_mask(site, rank, tile, iteration, num_warps)
+        out[site] = entry
+    return out

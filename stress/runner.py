@@ -1,0 +1,167 @@
+"""One process's side of a stress campaign: buffers, inputs, poisoning, resets, launches, validation.
+
+The same :class:`Runner` drives virtual ranks (every rank in this process, one GPU or the CPU
+interpreter) and one rank of a multi-process run (``stress.launch``); only the heap and the
+barriers differ. Per iteration ``i`` (the kernel's ``epoch``), in stream order:
+
+1. poison: every C copy to NaN, and (``poison="all"``) the workspace (``partial``/``local``) to 0;
+2. lock reset, by policy: ``none``; ``host-between-barriers`` (barrier, zero, barrier: seed 001's
+   fix); ``host-racing`` (zeroed on a side stream that waits for the previous iteration but not
+   for this one's kernel: seed 001's bug; in the interpreter, deterministically *after* this
+   iteration's launch, the latest the racing clear can land);
+3. the fused kernel, with this iteration's inputs, delays and ``epoch = i``;
+4. the validation kernel, into the summary ring.
+
+Every ``chunk`` iterations the rings come back to the host (one synchronization) and become
+:class:`stress.classify.BadTile` records.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kernels._deps import torch
+from kernels.build import BuiltKernel, lock_torch_dtype, torch_dtype
+from kernels.compile import sleep_counts
+from kernels.gemm_all_reduce import launch_all_reduce
+from kernels.gemm_all_scatter import launch_all_scatter
+from stress.classify import BadTile, bad_tiles
+from stress.delays import DelayConfig
+from stress.inputs import make_inputs
+from stress.validate import NFIELDS, classify, output_tiles
+
+RESETS: tuple[str, ...] = ("none", "host-between-barriers", "host-racing")
+POISONS: tuple[str, ...] = ("all", "outputs")
+POOL = 4  # input sets in rotation (even: consecutive iterations alternate parity)
+REFRESH = 16  # iterations between redraws of the pool
+
+
+class Runner:
+    """Buffers and the per-iteration sequence for the ranks this process holds."""
+
+    def __init__(self, built: BuiltKernel, heap, *, device, rank: int = 0, delays: DelayConfig,
+                 reset: str, poison: str, max_polls: int, seed: int, chunk: int,
+                 process_group=None) -> None:
+        c = built.config
+        self.built, self.config, self.heap, self.device = built, c, heap, torch.device(device)
+        self.rank, self.delays, self.reset, self.poison = rank, delays, reset, poison
+        self.max_polls, self.seed, self.chunk = max_polls, seed, chunk
+        self.group = process_group
+        self.virtual = c.virtual
+        self.copies = c.world_size if c.virtual else 1
+        self.first_copy = 0 if c.virtual else rank
+        data, lock = torch_dtype(c.dtype), lock_torch_dtype(c.lock_dtype)
+        T, W = c.tiles, c.world_size
+        work = "partial" if c.kernel == "all-reduce" else "local"
+        heap.allocate(work, (c.m, c.n_per_rank), data)
+        heap.allocate("out", (c.m, c.n), data)
+        heap.allocate("locks", (built.lock_count, T), lock)
+        if c.kernel == "all-scatter":
+            heap.allocate("done", (1,), torch.int32)
+        self.work = heap[work]
+        self.status = torch.zeros((chunk, W, T + 1, 4), dtype=torch.int32, device=self.device)
+        self.summary = torch.zeros((chunk, W, output_tiles(c), NFIELDS), dtype=torch.int32,
+                                   device=self.device)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.pool: list = []
+        self.previous = None
+        self.side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        self.after_kernel = None
+        self.sleeps: dict | None = None
+        self.launch = launch_all_reduce if c.kernel == "all-reduce" else launch_all_scatter
+        self.pending: list[int] = []  # iterations in the rings, in slot order
+
+    # ----- inputs ------------------------------------------------------------------------------
+    def _inputs(self, i: int):
+        if i % REFRESH == 0 or not self.pool:
+            ranks = None if self.virtual else [self.rank]
+            self.pool = [make_inputs(self.config, parity=p % 2, generator=self.generator,
+                                     device=self.device, ranks=ranks) for p in range(POOL)]
+        return self.pool[i % POOL]
+
+    # ----- one iteration -----------------------------------------------------------------------
+    def _barrier(self) -> None:
+        if not self.virtual:
+            self.heap.barrier()
+
+    def _zero_locks(self) -> None:
+        self.heap["locks"].local.zero_()
+
+    def _racing_reset(self, i: int) -> None:
+        if self.side is None:
+            return
+        self.side.wait_stream(torch.cuda.current_stream(self.device))  # after iteration i - 1
+        with torch.cuda.stream(self.side):
+            if self.delays.enabled:
+                ns = self.delays.ns("before-reset", self.rank, 0, i)
+                if ns:
+                    torch.cuda._sleep(int(ns * 2))  # ~2 cycles per ns at the H200's clocks
+            self._zero_locks()
+
+    def iteration(self, i: int) -> None:
+        """Queue iteration ``i`` (poison, reset, kernel, validation) without synchronizing."""
+        c = self.config
+        slot = i % self.chunk
+        inputs = self._inputs(i)
+        out = self.heap["out"].local
+        out.fill_(math.nan)
+        if self.poison == "all":
+            self.work.local.zero_()
+        self.status[slot].zero_()
+        if self.reset == "host-between-barriers":
+            self._barrier()
+            self._zero_locks()
+            self._barrier()
+        elif self.reset == "host-racing":
+            self._barrier()
+            if self.side is not None and i > 0:
+                self._racing_reset(i)
+        else:
+            self._barrier()
+        d = self.delays
+        compiled = self.launch(
+            self.built, self.heap, inputs.A, inputs.B, self.status[slot], rank=self.rank,
+            epoch=i, iteration=i, max_polls=self.max_polls, delay_seed=d.seed & 0x7FFFFFFF,
+            delay_pct=d.pct if d.enabled else 0, delay_max_ns=d.max_ns, sleeps=self.sleeps,
+        )
+        if self.sleeps is None:
+            asm = getattr(compiled, "asm", None)
+            self.sleeps = sleep_counts(asm["ptx"]) if asm else {}
+        if self.reset == "host-racing" and self.side is None and i > 0:
+            self._zero_locks()  # interpreter: the clear meant before kernel i lands after it
+        if not self.virtual and self.group is not None:
+            torch.distributed.all_reduce(self.status[slot], group=self.group)
+        classify(c, out, inputs, self.previous, self.status[slot], self.summary[slot],
+                 first_copy=self.first_copy)
+        self.previous = inputs
+        self.pending.append(i)
+
+    # ----- results -----------------------------------------------------------------------------
+    def drain(self) -> tuple[list[BadTile], int, list[int]]:
+        """Synchronize; return the bad tiles of the queued iterations, the handshake timeouts,
+        and the iterations with at least one bad tile."""
+        if not self.pending:
+            return [], 0, []
+        n = len(self.pending)
+        summary = self.summary[:n]
+        if not self.virtual and self.group is not None:
+            torch.distributed.all_reduce(summary, group=self.group)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        T = self.config.tiles
+        handshake = int((self.status[:n, :, T, 0] != 0).sum().item())
+        tiles: list[BadTile] = []
+        bad_iterations: list[int] = []
+        classes = summary[..., 0]
+        if bool((classes != 0).any().item()):
+            host = summary.cpu()
+            for slot, i in enumerate(self.pending):
+                found = bad_tiles(host[slot], iteration=i, n_cols=self.config.n,
+                                  num_world=self.config.world_size)
+                if found:
+                    bad_iterations.append(i)
+                    tiles.extend(found)
+        self.pending = []
+        self.summary[:n].zero_()
+        return tiles, handshake, bad_iterations
+

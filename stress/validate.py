@@ -1,0 +1,162 @@
+"""Validation on the device, every iteration: one Triton launch classifies every tile of every C copy.
+
+Per element (``stress.inputs`` says why each test is exact):
+
+==================  ============================================================================
+``ok``              the exact expected value
+``unwritten``       the output sentinel (NaN: no consumer wrote it), or 0: the consumer summed or
+                    pushed workspace that no producer had written (seed 000's ``C=0.0``)
+``stale``           the previous iteration's expected value
+``missing-ranks``   (all-reduce) ``q * U`` with ``0 < q < 2**W - 1``: the sum added exactly the
+                    ranks in bitmask ``q``; the tile records the union of the missing ranks
+``corrupt``         anything else (a mix of iterations, a wrong tile, a torn value)
+==================  ============================================================================
+
+A tile's class is ``hang`` when its consumer's wait timed out (status row), else ``ok`` when no
+element is bad, else the most common bad class (ties: corrupt, stale, missing-ranks, unwritten).
+Each tile's summary row (int32, :data:`FIELDS`) keeps the counts, the missing-rank mask, the first
+bad element with its value and the expected value (float32 bits), and the hang's last seen value.
+"""
+
+from __future__ import annotations
+
+from kernels._deps import tl, torch
+from kernels._jit import jit
+from kernels.config import KernelConfig
+from kernels.gemm_all_reduce import tile_owner
+
+CLASSES: tuple[str, ...] = ("ok", "unwritten", "stale", "missing-ranks", "corrupt", "hang")
+OK, UNWRITTEN, STALE, MISSING, CORRUPT, HANG = range(6)
+FIELDS: tuple[str, ...] = (
+    "class", "n_unwritten", "n_stale", "n_missing", "n_corrupt", "missing_mask", "first_bad",
+    "got_bits", "expected_bits", "hang", "hang_value", "hang_step", "hang_polls",
+    "consumer_rank", "consumer_tile", "n_bad",
+)
+NFIELDS = len(FIELDS)
+
+
+@jit
+def classify_kernel(
+    # the C copies to check ([copies, M, NC]), this and the previous iteration's exponents
+    out, out_rank_stride, row_exp, col_exp, prev_row_exp, prev_col_exp,
+    # this launch's status rows [WORLD, status_tiles + 1, 4] and the summary [copies, tiles, NFIELDS]
+    status, summary,
+    # sizes
+    M, NC, n_per_rank, status_tiles, first_copy,
+    # meta-parameters
+    WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, KIND: tl.constexpr,
+    DISTRIBUTION: tl.constexpr, HAS_PREV: tl.constexpr, NFIELDS: tl.constexpr,
+):
+    # ----- which tile of which copy -----------------------------------------------------------
+    pid = tl.program_id(0)
+    tiles_n = NC // BLOCK_N
+    n_tiles = (M // BLOCK_M) * tiles_n
+    copy = pid // n_tiles
+    t = pid % n_tiles
+    tm = t // tiles_n
+    tn = t % tiles_n
+    rows = tm * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tn * BLOCK_N + tl.arange(0, BLOCK_N)
+    idx = rows[:, None] * NC + cols[None, :]
+    got = tl.load(out + copy * out_rank_stride + idx).to(tl.float32)
+
+    # ----- expected values -------------------------------------------------------------------
+    U = (1 << (tl.load(row_exp + rows)[:, None] + tl.load(col_exp + cols)[None, :])).to(tl.float32)
+    FULL: tl.constexpr = (1 << WORLD) - 1
+    if KIND == "all-reduce":
+        scale = FULL * 1.0
+    else:
+        scale = (1 << (cols // n_per_rank)).to(tl.float32)[None, :]
+    expected = U * scale
+
+    # ----- per-element classes ---------------------------------------------------------------
+    ok = got == expected
+    unwritten = (~ok) & ((got != got) | (got == 0.0))
+    if HAS_PREV:
+        U_prev = (1 << (tl.load(prev_row_exp + rows)[:, None]
+                         + tl.load(prev_col_exp + cols)[None, :])).to(tl.float32)
+        stale = (~ok) & (~unwritten) & (got == U_prev * scale)
+    else:
+        stale = ok & (~ok)
+    q = tl.where(got == got, got / U, 0.0)  # NaN (the sentinel) never decodes as a rank mask
+    qi = q.to(tl.int32)
+    if KIND == "all-reduce":
+        missing = (~ok) & (~unwritten) & (~stale) & (qi.to(tl.float32) == q) & (qi > 0) & (qi < FULL)
+    else:
+        missing = ok & (~ok)
+    bad = ~ok
+    corrupt = bad & (~unwritten) & (~stale) & (~missing)
+    n_unwritten = tl.sum(unwritten.to(tl.int32))
+    n_stale = tl.sum(stale.to(tl.int32))
+    n_missing = tl.sum(missing.to(tl.int32))
+    n_corrupt = tl.sum(corrupt.to(tl.int32))
+    n_bad = tl.sum(bad.to(tl.int32))
+    mask = n_bad * 0
+    for r in tl.static_range(WORLD):
+        absent = missing & (((qi >> r) & 1) == 0)
+        mask = mask | (tl.max(absent.to(tl.int32)) << r)
+    first = tl.min(tl.where(bad, idx, 2147483647))
+    got_bits = tl.sum(tl.where(idx == first, got.to(tl.int32, bitcast=True), 0))
+    expected_bits = tl.sum(tl.where(idx == first, expected.to(tl.int32, bitcast=True), 0))
+
+    # ----- the consumer's status ------------------------------------------------------------
+    if KIND == "all-reduce":
+        consumer = tile_owner(t, n_tiles, WORLD, DISTRIBUTION)
+        consumer_tile = t
+    else:
+        block_tiles = n_per_rank // BLOCK_N
+        consumer = tn // block_tiles
+        consumer_tile = tm * block_tiles + tn % block_tiles
+    srow = status + (consumer * (status_tiles + 1) + consumer_tile) * 4
+    hang = tl.load(srow)
+
+    # ----- tile class: hang, ok, or the most common bad class ---------------------------------
+    cls = n_bad * 0 + CORRUPT
+    best = n_corrupt
+    cls = tl.where(n_stale > best, STALE, cls)
+    best = tl.maximum(best, n_stale)
+    cls = tl.where(n_missing > best, MISSING, cls)
+    best = tl.maximum(best, n_missing)
+    cls = tl.where(n_unwritten > best, UNWRITTEN, cls)
+    cls = tl.where(n_bad == 0, OK, cls)
+    cls = tl.where(hang != 0, HANG, cls)
+
+    row = summary + ((first_copy + copy) * n_tiles + t) * NFIELDS
+    tl.store(row + 0, cls)
+    tl.store(row + 1, n_unwritten)
+    tl.store(row + 2, n_stale)
+    tl.store(row + 3, n_missing)
+    tl.store(row + 4, n_corrupt)
+    tl.store(row + 5, mask)
+    tl.store(row + 6, tl.where(n_bad > 0, first, -1))
+    tl.store(row + 7, got_bits)
+    tl.store(row + 8, expected_bits)
+    tl.store(row + 9, hang)
+    tl.store(row + 10, tl.load(srow + 1))
+    tl.store(row + 11, tl.load(srow + 2))
+    tl.store(row + 12, tl.load(srow + 3))
+    tl.store(row + 13, consumer)
+    tl.store(row + 14, consumer_tile)
+    tl.store(row + 15, n_bad)
+
+
+def output_tiles(config: KernelConfig) -> int:
+    """Tiles of one C copy (``M x N`` in ``block_m x block_n`` tiles)."""
+    return (config.m // config.block_m) * (config.n // config.block_n)
+
+
+def classify(config: KernelConfig, out: "torch.Tensor", inputs, previous, status: "torch.Tensor",
+             summary: "torch.Tensor", *, first_copy: int = 0) -> None:
+    """Classify every tile of the C copies in ``out`` (``[copies, M, N]``) into ``summary``
+    (``[world, tiles, NFIELDS]`` int32; copy ``i`` of ``out`` is rank ``first_copy + i``)."""
+    c = config
+    copies = out.shape[0]
+    prev = previous if previous is not None else inputs
+    classify_kernel.launcher((copies * output_tiles(c),), interpret=c.interpret)(
+        out, out[0].numel(), inputs.row_exp, inputs.col_exp, prev.row_exp, prev.col_exp,
+        status, summary,
+        c.m, c.n, c.n_per_rank, c.tiles, first_copy,
+        WORLD=c.world_size, BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=c.kernel,
+        DISTRIBUTION=c.distribution, HAS_PREV=previous is not None, NFIELDS=NFIELDS,
+        num_warps=4,
+    )
