@@ -82,3 +82,78 @@ def protocol_ops(protocol, side: str, *, world_size: int = AUDIT_WORLD) -> list:
     at = params.index("vals")
     flat = params[:at] + [f"vals[{i}]" for i in range(n_vals)] + params[at + 1:]
     return sync_ops(parse_ptx(probe_ptx(protocol, side, world_size=world_size)), params=flat)
+
+
+# ----- comparing with the model's lowering -----------------------------------------------------
+
+def _copies(step, side: str, world_size: int) -> int:
+    """Static copies of a step's code: ``to = all|others`` and ``from = each`` unroll per rank."""
+    if side == "signal" and step.op in ("store", "atomic_xchg", "atomic_add") and step.to in ("all", "others"):
+        return world_size
+    if side == "wait" and step.op in ("await", "atomic_cas") and step.from_ == "each":
+        return world_size
+    return 1
+
+
+def _same(expected, actual) -> bool:
+    """Whether a compiled operation is the lowered operation the model assumes."""
+    if expected.kind != actual.kind or expected.threads != actual.threads:
+        return False
+    if expected.kind == "bar":
+        return True
+    if expected.kind == "fence":
+        return (expected.sem, expected.scope) == (actual.sem, actual.scope)
+    if expected.kind == "atom":
+        return (expected.op, expected.sem, expected.scope) == (actual.op, actual.sem, actual.scope)
+    scope = expected.scope if expected.sem not in ("weak",) else None
+    return (expected.sem, scope) == (actual.sem, actual.scope)
+
+
+def audit(protocol, side: str, *, world_size: int = AUDIT_WORLD, lower=None) -> list[str]:
+    """Disagreements between ``protocol``'s compiled ``side`` and the model's lowering of it.
+
+    Walks the protocol's steps in order; each step's lowered operations (``lower(step)``,
+    default ``syncverify.lowering.lower_step``) must appear in order in the compiled lock
+    accesses, fences and barriers, once per static copy. A poll's operations may repeat (the
+    loop's first iteration is peeled), and a ``bar.sync`` that Triton puts before a polled
+    atomic whose result it broadcasts through shared memory (the loop's write-after-read guard)
+    is accepted there. Anything left over, or missing, is a disagreement. Returns ``[]`` when
+    the PTX is what the model assumes.
+    """
+    if lower is None:
+        from syncverify.lowering import lower_step as lower
+    actual = [op for op in protocol_ops(protocol, side, world_size=world_size)
+              if op.buffer in (None, "locks")]
+    problems: list[str] = []
+    pos = 0
+
+    def take(group) -> bool:
+        nonlocal pos
+        if pos + len(group) <= len(actual) and all(_same(e, a) for e, a in zip(group, actual[pos:])):
+            pos += len(group)
+            return True
+        return False
+
+    for number, step in enumerate(getattr(protocol, side), start=1):
+        lowered = tuple(lower(step))
+        for _ in range(_copies(step, side, world_size)):
+            if not take(lowered):
+                got = ", ".join(str(a) for a in actual[pos:pos + len(lowered)]) or "nothing"
+                want = ", ".join(f"{e.kind} {e.op} {e.sem} {e.scope} on {e.threads}" for e in lowered)
+                problems.append(f"{side} step {number} ({step.op}): the model assumes [{want}], "
+                                f"the PTX has [{got}]")
+                return problems
+            if any(e.poll for e in lowered):
+                while take(lowered) or (actual[pos:pos + 1] and actual[pos].kind == "bar"
+                                        and _war_guard(actual, pos, lowered) and take((actual[pos],) + lowered)):
+                    pass
+    if pos < len(actual):
+        extra = ", ".join(str(a) for a in actual[pos:])
+        problems.append(f"{side}: the PTX has operations the model does not: {extra}")
+    return problems
+
+
+def _war_guard(actual, pos: int, lowered) -> bool:
+    """A ``bar.sync`` right before a repeat of a broadcast poll (``atom`` then ``bar``)."""
+    return (len(lowered) >= 2 and lowered[0].kind == "atom" and lowered[-1].kind == "bar"
+            and pos + 1 < len(actual) and actual[pos + 1].kind == "atom")

@@ -38,7 +38,7 @@ from kernels.signals import (
     run_signal,
     run_wait,
     sleep,
-    warp_sleep,
+    warp_sleep_here,
     warp_sleep_tile,
     wrap_plan,
 )
@@ -63,7 +63,7 @@ def gemm_all_scatter_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     local_rank_stride, out_rank_stride, locks_rank_stride, done_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration, store_sleeps, read_sleeps,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration, store_sleeps,
     handshake_target,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
@@ -149,11 +149,12 @@ def gemm_all_scatter_kernel(
                 offs_m = (t // num_pid_n) * BLOCK_M + rm
                 offs_n = (t % num_pid_n) * BLOCK_N + rn
                 c_offs = offs_m[:, None] * N + offs_n[None, :]
+                src = my_local
                 if DELAYS:
                     ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns)
                     warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
-                    c_offs = warp_sleep(c_offs, ns // read_sleeps, warps, "wait-read", INTERPRET)
-                c = tl.load(my_local + c_offs, volatile=TILE_LOAD_VOLATILE)
+                    src = my_local + warp_sleep_here(ns, warps, "wait-read", INTERPRET)
+                c = tl.load(src + c_offs, volatile=TILE_LOAD_VOLATILE)
                 g_offs = offs_m[:, None] * (N * WORLD) + me * N + offs_n[None, :]
                 for d in tl.static_range(WORLD):
                     dst = rank_base(out, out_table, out_rank_stride, d, TABLE)
@@ -227,8 +228,7 @@ def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0,
         local.rank_stride, out.rank_stride, locks.rank_stride, done.rank_stride,
         rank, built.plan.runtime_values(epoch=epoch), max_polls, delay_seed, delay_pct,
         max(delay_max_ns, 1), iteration,
-        max(sleeps.get("before-store", per_thread), 1), max(sleeps.get("wait-read", per_thread), 1),
-        handshake_target(built, epoch),
+        max(sleeps.get("before-store", per_thread), 1), handshake_target(built, epoch),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )

@@ -4,13 +4,14 @@ with which semantics and scope, on how many threads, and on which kernel argumen
 A deliberately small reader for what Triton 3.6 emits for sm_90, not a PTX parser:
 
 * instructions are split at ``;`` (inline asm puts several on one line) and braces are dropped;
-* a register's *origin* is the kernel parameter its address was computed from (``ld.param`` of
+* a register's *origin* is the pointer parameter its address was computed from (``ld.param`` of
   ``NAME_param_I``, then through any instruction that reads it): that tells a lock access from a
   tile access;
-* a predicate is *one-thread* when it is ``%tid.x == 0`` or ``(%tid.x & mask) == 0`` with
-  ``mask + 1 >= `` the CTA's thread count (``.reqntid``), possibly ``and``-ed with other
-  predicates; that is how Triton predicates a scalar atomic or store to one thread. Any other
-  predicate (a tile's duplicate lanes, a loop condition) leaves the instruction on every thread.
+* a guard predicate computed from ``%tid.x`` alone is evaluated for every thread of the CTA
+  (``.reqntid``): when it holds for exactly one thread the instruction is *one-thread* (how
+  Triton predicates a scalar atomic or store: ``(%tid.x & 127) == 0``, or the same through
+  ``bfe``/``or``). Any other guard (a tile's duplicate lanes, a loop condition) leaves the
+  instruction on every thread.
 
 Examples
 --------
@@ -89,15 +90,21 @@ class SyncOp:
         return f"{head} {self.threads} {self.buffer}"
 
 
-def parse_ptx(ptx: str) -> tuple[list[Instr], int, list[str]]:
-    """``(instructions of the first .entry in order, threads per CTA, parameter names)``."""
+def parse_ptx(ptx: str) -> tuple[list[Instr], int, list[str], set[str]]:
+    """``(instructions of the first .entry in order, threads per CTA, parameter symbols,
+    the symbols of pointer parameters)``."""
     ntid = int(_NTID.search(ptx).group(1)) if _NTID.search(ptx) else 128
     body = ptx
     params: list[str] = []
+    pointers: set[str] = set()
     entry = re.search(r"\.entry\s+(\w+)\s*\((.*?)\)", ptx, re.DOTALL)
     if entry:
-        params = re.findall(r"(\w+)_param_(\d+)", entry.group(2))
-        params = [f"{name}_param_{i}" for name, i in params]
+        for decl in entry.group(2).split(","):
+            m = re.search(r"(\w+_param_\d+)", decl)
+            if m:
+                params.append(m.group(1))
+                if ".ptr" in decl or ".u64" in decl:
+                    pointers.add(m.group(1))
         body = ptx[entry.end():]
     instrs: list[Instr] = []
     for number, raw in enumerate(body.splitlines(), start=1):
@@ -114,7 +121,7 @@ def parse_ptx(ptx: str) -> tuple[list[Instr], int, list[str]]:
             opcode, _, rest = piece.partition(" ")
             operands = tuple(o.strip() for o in _split_operands(rest))
             instrs.append(Instr(opcode, operands, pred, negated, number))
-    return instrs, ntid, params
+    return instrs, ntid, params, pointers
 
 
 def _split_operands(text: str) -> list[str]:
@@ -138,55 +145,95 @@ def _regs(operand: str) -> list[str]:
     return [r for r in _REG.findall(operand) if r not in ("%tid.x",)]
 
 
+def _value(operand: str, lanes: dict, ntid: int):
+    """Per-thread values of an operand (a list over %tid.x), or None if not a function of it."""
+    operand = operand.strip()
+    if operand == "%tid.x":
+        return list(range(ntid))
+    if re.fullmatch(r"-?\d+", operand):
+        return [int(operand)] * ntid
+    if re.fullmatch(r"0x[0-9a-fA-F]+", operand):
+        return [int(operand, 16)] * ntid
+    return lanes.get(operand)
+
+
+_INT_OPS = {
+    "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+    "shr": lambda a, b: a >> b, "shl": lambda a, b: (a << b) & 0xFFFFFFFF,
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+}
+_CMP = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+}
+
+
+def _evaluate(ins: Instr, lanes: dict, ntid: int) -> list | None:
+    """Per-thread result of ``ins`` if all its inputs are functions of %tid.x (else None)."""
+    parts, ops = ins.parts, ins.operands
+    if len(ops) < 2 or ins.pred is not None:
+        return None
+    args = [_value(o, lanes, ntid) for o in ops[1:]]
+    if any(a is None for a in args):
+        return None
+    head = parts[0]
+    if head == "mov" and len(args) == 1:
+        return args[0]
+    if head in ("and", "or", "xor") and len(parts) > 1 and parts[1] == "pred" and len(args) == 2:
+        return [_INT_OPS[head](bool(x), bool(y)) for x, y in zip(*args)]
+    if head == "not" and len(args) == 1:
+        return [not x for x in args[0]]
+    if head in _INT_OPS and len(args) == 2:
+        return [_INT_OPS[head](x, y) for x, y in zip(*args)]
+    if head == "bfe" and len(args) == 3:
+        return [(x >> pos) & ((1 << length) - 1) for x, pos, length in zip(*args)]
+    if head == "setp" and len(parts) > 1 and parts[1] in _CMP and len(args) == 2:
+        return [_CMP[parts[1]](x, y) for x, y in zip(*args)]
+    return None
+
+
 def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
     """The synchronization operations of parsed PTX, in program (text) order.
 
-    ``params`` names the kernel's parameters in order (PTX only numbers them); global memory
-    accesses are kept only when their address comes from one of them (``buffer``), so pass the
-    names of the buffers to audit. Fences (``fence.sc``/``fence.acq_rel``) and ``bar.sync`` are
-    always kept; shared memory, ``fence.proxy`` and wgmma fences are not synchronization between
-    CTAs and are left out.
+    ``params`` names the kernel's parameters in order (PTX only numbers them); a global access
+    records in ``buffer`` the pointer parameter(s) its address comes from. Fences
+    (``fence.sc``/``fence.acq_rel``) and ``bar.sync`` are always kept; shared memory,
+    ``fence.proxy`` and wgmma fences order nothing between CTAs and are left out.
+
+    ``threads`` is ``one`` when the guard predicate, evaluated for every ``%tid.x`` of the CTA
+    (it is computed from ``%tid.x`` alone), holds for exactly one thread; ``all`` otherwise (no
+    guard, a guard that does not depend on the thread, or one that keeps several threads, such as
+    the duplicate lanes of a small tile).
     """
-    instrs, ntid, param_syms = parsed
+    instrs, ntid, param_syms, pointers = parsed
     origin: dict[str, set[str]] = {}
-    masked: set[str] = set()  # registers holding %tid.x & (>= ntid - 1), i.e. %tid.x
-    one_preds: set[str] = set()
+    lanes: dict[str, list] = {}  # registers whose value is a known function of %tid.x
     names = {}
-    if params is not None:
-        for sym in param_syms:
-            index = int(sym.rsplit("_", 1)[1])
-            if index < len(params):
-                names[sym] = params[index]
+    for sym in param_syms:
+        index = int(sym.rsplit("_", 1)[1])
+        names[sym] = params[index] if params is not None and index < len(params) else sym
     out: list[SyncOp] = []
     for ins in instrs:
         ops = ins.operands
         dest = _regs(ops[0]) if ops else []
         srcs = [r for o in ops[1:] for r in _regs(o)]
         parts = ins.parts
-        # ----- provenance ------------------------------------------------------------------
+        for d in dest:  # a register written here loses what it held
+            lanes.pop(d, None)
+        # ----- which thread(s) and which buffer ----------------------------------------------
         if parts[0] == "ld" and "param" in parts and len(ops) >= 2:
             m = _PARAM.search(ops[1])
             if m and dest:
                 sym = f"{m.group(1)}_param_{m.group(2)}"
-                origin[dest[0]] = {names.get(sym, sym)}
+                if sym in pointers:
+                    origin[dest[0]] = {names.get(sym, sym)}
+                else:
+                    origin.pop(dest[0], None)
             continue
-        for d in dest:  # a register written here loses what it held
-            masked.discard(d)
-            one_preds.discard(d)
-        if parts[0] == "mov" and len(ops) == 2 and ops[1].strip() == "%tid.x" and dest:
-            masked.add(dest[0])
-            continue
-        if parts[0] == "and" and parts[1] != "pred" and len(ops) == 3 and dest:
-            a, b = ops[1].strip(), ops[2].strip()
-            if a in masked and b.isdigit() and int(b) + 1 >= ntid:
-                masked.add(dest[0])
-        if parts[0] == "setp" and parts[1] == "eq" and len(ops) == 3 and dest:
-            a, b = ops[1].strip(), ops[2].strip()
-            if (a in masked and b == "0") or (b in masked and a == "0"):
-                one_preds.add(dest[0])
-        if parts[0] == "and" and parts[1] == "pred" and dest:
-            if any(s in one_preds for s in srcs):
-                one_preds.add(dest[0])
+        if dest:
+            value = _evaluate(ins, lanes, ntid)
+            if value is not None:
+                lanes[dest[0]] = value
         if dest and parts[0] not in ("st", "red", "bar", "fence"):
             inherited = set().union(*(origin.get(s, set()) for s in srcs)) if srcs else set()
             if inherited:
@@ -194,7 +241,11 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
             else:
                 origin.pop(dest[0], None)
         # ----- synchronization -------------------------------------------------------------
-        threads = "one" if (ins.pred in one_preds and not ins.negated) else "all"
+        threads = "all"
+        if ins.pred is not None and ins.pred in lanes:
+            holds = [bool(v) != ins.negated for v in lanes[ins.pred]]
+            if sum(holds) == 1:
+                threads = "one"
         op = _sync_op(ins, parts, ops, origin, threads)
         if op is not None:
             out.append(op)

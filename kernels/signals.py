@@ -335,6 +335,24 @@ def warp_sleep(x, ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
 
 
 @jit
+def warp_sleep_here(ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
+    """Per-warp delay as a scalar: every thread runs the asm once and sleeps ``ns`` if its warp's
+    bit is set in ``warp_mask``; returns int32 0 to add to the base pointer of the next accesses.
+
+    Ordering: none. To Triton the result is one uniform scalar, so using it changes no layout
+    and adds no shuffle or ``bar.sync``; each thread's accesses wait for its own sleep.
+    """
+    if INTERPRET:
+        return 0
+    else:
+        return tl.inline_asm_elementwise(
+            "/* syncverify-delay " + MARK + " */ { .reg .u32 t; .reg .pred p; mov.u32 t, %tid.x; "
+            "shr.u32 t, t, 5; shr.u32 t, $1, t; and.b32 t, t, 1; setp.ne.u32 p, t, 0; "
+            "@p nanosleep.u32 $2; mov.u32 $0, 0; }",
+            "=r,r,r", [warp_mask, ns], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@jit
 def warp_sleep_tile(v, ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
     """:func:`warp_sleep` on a 16- or 32-bit tile *value*, through its bits widened to twice
     their width; returns ``v``.

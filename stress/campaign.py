@@ -268,8 +268,8 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     config = kernel_config(o)
     from kernels.build import build  # torch-free; the device work below needs torch
 
+    build(protocol_object, config)  # every check that needs no GPU, before asking for one
     if o.interpret:
-        build(protocol_object, config)
         return _run_local(o, config, protocol_object, "cpu", progress)
     from kernels._deps import require_cuda, torch
 

@@ -88,13 +88,22 @@ def run_workers(target: Callable, args: tuple, *, world_size: int, watchdog_seco
         if time.monotonic() - last > watchdog_seconds:
             stopped = f"watchdog: no report from any rank for {watchdog_seconds:g} s; killed"
             break
-    for p in procs:
-        p.join(timeout=5 if stopped is None else 0.5)
+    for rank, p in enumerate(procs):  # ranks that reported done are exiting: let them
+        p.join(timeout=10 if (stopped is None or rank in finished) else 0.5)
     for p in procs:
         if p.is_alive():
             p.kill()
             p.join(timeout=5)
     return {"messages": messages, "exitcodes": [p.exitcode for p in procs], "stopped": stopped}
+
+
+def napping_worker(rank: int, world_size: int, port: int, q, naps: tuple[float, ...]) -> None:
+    """A :func:`run_workers` target that reports, sleeps ``naps[rank]`` s, then reports done:
+    the launcher's own check (a rank that naps past the watchdog must be killed and reported).
+    It imports nothing, so it starts in a fraction of a second."""
+    q.put((rank, "progress", port))
+    time.sleep(naps[rank])
+    q.put((rank, "done", None))
 
 
 def _init(rank: int, world_size: int, port: int | None):

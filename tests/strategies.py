@@ -108,8 +108,9 @@ def programs(draw, *, min_threads: int = 2, max_threads: int = 3, max_instructio
     where = draw(placements(n_threads))
     bodies = []
     budget = max_accesses
-    for _ in range(n_threads):
-        most = max_instructions if budget is None else max(1, min(max_instructions, budget))
+    for t in range(n_threads):
+        # leave at least one access for each thread still to draw
+        most = max_instructions if budget is None else max(1, min(max_instructions, budget - (n_threads - t - 1)))
         body = draw(thread_bodies(max_instructions=most, locations=locations,
                                   with_fences=with_fences, with_atomics=with_atomics))
         if budget is not None:

@@ -1,0 +1,52 @@
+"""The kernels on a real GPU (skipped without one): virtual ranks on one GPU, address tables,
+delays; one process per GPU when there are two. CI has no GPU: run these on the GPU machine with
+``python -m pytest -q tests/gpu``."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs torch (pip install 'syncverify[gpu]')")
+pytest.importorskip("triton", reason="needs triton (pip install 'syncverify[gpu]')")
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(),
+                       reason="needs a CUDA GPU (none visible); the CPU path is tests/test_stress_interpreter.py"),
+]
+
+from stress.campaign import run_campaign  # noqa: E402
+
+SMALL = dict(m=256, n=256, k=256, block_m=64, block_n=64, block_k=64, gemm_sms=4, comm_sms=2)
+
+
+@pytest.mark.parametrize("kernel, protocol", [
+    ("all-reduce", "barrier-fenced-release-acquire"),
+    ("all-reduce", "epoch-flag"),
+    ("all-scatter", "barrier-release-xchg-cas-acquire"),
+])
+@pytest.mark.parametrize("delays", ["none", "random"])
+def test_safe_protocols_leave_no_bad_tile_on_the_gpu(kernel, protocol, delays):
+    result = run_campaign(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
+                          iterations=64, delays=delays, **SMALL)
+    assert result.clean, result.first_failure
+
+
+def test_address_tables_take_the_same_path_as_real_ranks():
+    result = run_campaign(protocol="barrier-fenced-release-acquire", world_size=2,
+                          virtual_ranks=True, table=True, iterations=32, **SMALL)
+    assert result.clean, result.first_failure
+
+
+def test_skip_self_hangs_are_reported_not_hung():
+    result = run_campaign(protocol="add-counter-skip-self", world_size=2, virtual_ranks=True,
+                          iterations=2, max_polls=4096, **SMALL)
+    assert result.counts["hang"] > 0
+    assert {t["hang"]["seen"] for t in result.failures if t["kind"] == "hang"} == {1}
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs (nvidia-h200-x2)")
+def test_one_process_per_gpu_with_symmetric_memory():
+    result = run_campaign(protocol="barrier-fenced-release-acquire", world_size=2, iterations=32,
+                          watchdog_seconds=120, **SMALL)
+    assert result.clean, (result.stopped, result.first_failure)

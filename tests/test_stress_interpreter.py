@@ -1,0 +1,104 @@
+"""Both kernels through Triton's CPU interpreter (what CI runs): a safe protocol leaves no bad
+tile; an unsafe one gives the classified result a sequential schedule makes certain.
+
+The interpreter runs programs one at a time by program id (``kernels.signals.program_role``
+lays them out), and is sequentially consistent: what it can show is lost or missing signals
+(a bounded wait times out: ``hang``), locks that were not reset (a consumer passes early:
+``unwritten``/``stale``), and overwritten signals (``missing-ranks``). Each test says which.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stress.campaign import run_campaign
+
+
+def campaign(**options):
+    return run_campaign(interpret=True, **options)
+
+
+def kinds_by_iteration(result):
+    out: dict[int, set] = {}
+    for tile in result.failures:
+        out.setdefault(tile["iteration"], set()).add(tile["kind"])
+    return out
+
+
+@pytest.mark.parametrize("kernel, protocol", [
+    ("all-reduce", "barrier-fenced-release-acquire"),
+    ("all-scatter", "barrier-release-xchg-cas-acquire"),
+])
+def test_a_safe_protocol_leaves_every_tile_right(kernel, protocol):
+    result = campaign(kernel=kernel, protocol=protocol, iterations=2)
+    assert result.clean, result.to_dict()
+    assert result.iterations == 2 and result.counts == {k: 0 for k in result.counts}
+
+
+def test_block_distribution_and_three_ranks_are_right_too():
+    result = campaign(protocol="epoch-flag", world_size=3, distribution="block", iterations=2)
+    assert result.clean, result.first_failure
+
+
+def test_skip_self_is_a_hang_reported_with_the_count_it_saw():
+    # Producers never add to their own rank's counter: it reaches world_size - 1 and stays there.
+    result = campaign(protocol="add-counter-skip-self", iterations=1)
+    assert result.counts["hang"] == 8 and result.bad_iterations == 1  # 2 ranks x 4 tiles
+    assert {(t["hang"]["seen"], t["hang"]["step"]) for t in result.failures} == {(1, 1)}
+    assert not result.clean
+
+
+def test_an_overwriting_xchg_loses_a_rank_missing_ranks_names_it():
+    # Three ranks, the last rank's producers scheduled after every consumer: the flag already
+    # reads 1 (rank 1's exchange overwrote rank 0's), so owner 0 sums without rank 2.
+    result = campaign(protocol="xchg-flag", world_size=3, order="last-rank-late", iterations=1)
+    missing = [t for t in result.failures if t["kind"] == "missing-ranks"]
+    assert missing and {tuple(t["missing_ranks"]) for t in missing} == {(2,)}
+    assert all(t["counts"]["missing-ranks"] == 256 for t in missing)
+
+
+def test_owner_only_production_never_completes_a_count():
+    result = campaign(protocol="barrier-fenced-release-acquire", production="owner-only", iterations=1)
+    assert result.counts["hang"] == 8
+    assert {t["hang"]["seen"] for t in result.failures} == {1}
+
+
+def test_a_flag_left_set_lets_consumers_read_unwritten_partials():
+    # reset none: epoch 1's consumers (scheduled first) see epoch 0's flags and read the zeroed
+    # workspace: every element is the seed's C = 0.0.
+    result = campaign(protocol="xchg-flag", reset="none", order="consumers-first", iterations=2)
+    assert kinds_by_iteration(result) == {0: {"hang"}, 1: {"unwritten"}}
+    unwritten = [t for t in result.failures if t["kind"] == "unwritten"]
+    assert {t["first_bad"]["got"] for t in unwritten} == {0.0}
+
+
+def test_a_racing_host_reset_gives_stale_tiles_and_hangs():
+    # The clear meant before epoch 1 lands after its kernel: epoch 1's consumers pass on epoch
+    # 0's counts and read epoch 0's partials (kept: poison=outputs); epoch 2 starts cleared.
+    result = campaign(protocol="add-counter", reset="host-racing", order="consumers-first",
+                      poison="outputs", iterations=3)
+    assert kinds_by_iteration(result) == {0: {"hang"}, 1: {"stale"}, 2: {"hang"}}
+
+
+def test_all_scatter_stale_lock_pushes_the_previous_tile():
+    result = campaign(kernel="all-scatter", protocol="release-xchg-cas-acquire", reset="none",
+                      order="consumers-first", poison="outputs", iterations=2)
+    assert kinds_by_iteration(result) == {0: {"hang"}, 1: {"stale"}}
+    assert result.counts["stale"] == 16  # every tile of both copies of C: 2 x (2 blocks x 4 tiles)
+
+
+def test_partial_results_are_written_as_json_lines(tmp_path):
+    path = tmp_path / "run.jsonl"
+    # skip-self's counters are reset only by a consumer that saw world_size: after epoch 0 left
+    # them at world_size - 1, epoch 1's single add completes them (a hang every other launch).
+    result = campaign(protocol="add-counter-skip-self", iterations=2, output=str(path),
+                      max_records=3)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    types = [r["type"] for r in records]
+    assert types[0] == "start" and types[-1] == "result"
+    assert types.count("progress") == 2 and types.count("bad-tile") == 3
+    assert records[-1]["counts"]["hang"] == result.counts["hang"] == 8
+    assert records[-1]["bad_iterations"] == 1
+    assert records[-1]["first_failure"]["replay"] == "--seed 0 --iterations 1"

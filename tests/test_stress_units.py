@@ -1,0 +1,119 @@
+"""The stress pieces one at a time: exact inputs, the delay hash on host and device, the
+classifier's decoding, and the multi-process launcher's port and watchdog."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+import triton.language as tl
+
+from kernels._jit import jit
+from kernels.signals import delay_hash as device_hash
+
+from kernels.config import KernelConfig
+from stress.classify import bad_tiles
+from stress.delays import SITES, DelayConfig, delay_hash, delays_at
+from stress.inputs import expected_output, make_inputs
+from stress.launch import free_port, napping_worker, run_workers
+from stress.validate import CLASSES, FIELDS, NFIELDS
+
+
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+def test_inputs_multiply_exactly_to_the_expected_output(kernel, dtype):
+    c = KernelConfig(kernel=kernel, world_size=4, m=64, n=128, k=256, dtype=dtype)
+    g = torch.Generator().manual_seed(3)
+    s = make_inputs(c, parity=1, generator=g, device="cpu")
+    if kernel == "all-reduce":
+        got = sum(s.A[r].double() @ s.B[r].double() for r in range(4))
+    else:
+        got = torch.cat([s.A[r].double() @ s.B[r].double() for r in range(4)], dim=1)
+    assert torch.equal(got, expected_output(c, s).double())
+    assert (s.A != 0).float().mean() > 0.9  # dense, not mostly zeros
+
+
+def test_consecutive_input_sets_differ_in_every_element():
+    c = KernelConfig(world_size=2, m=32, n=32, k=64)
+    g = torch.Generator().manual_seed(0)
+    even, odd = (make_inputs(c, parity=p, generator=g, device="cpu") for p in (0, 1))
+    assert not (expected_output(c, even) == expected_output(c, odd)).any()
+
+
+def test_each_ranks_partial_is_its_power_of_two():
+    c = KernelConfig(world_size=3, m=32, n=32, k=96)
+    s = make_inputs(c, parity=0, generator=torch.Generator().manual_seed(1), device="cpu")
+    U = expected_output(c, s) / 7
+    for r in range(3):
+        assert torch.equal(s.A[r].double() @ s.B[r].double(), (U * 2**r).double())
+
+
+@jit
+def _hashes(out, seed, SITE: tl.constexpr):
+    t = tl.program_id(0)
+    tl.store(out + t, device_hash(seed, SITE, t % 3, t, t // 3 + 5).to(tl.int64))
+
+
+def test_the_host_delay_hash_is_the_kernels():
+    out = torch.zeros(12, dtype=torch.int64)
+    _hashes.launcher((12,), interpret=True)(out, 1234, SITE=SITES["wait-read"])
+    assert out.tolist() == [delay_hash(1234, SITES["wait-read"], t % 3, t, t // 3 + 5) for t in range(12)]
+
+
+def test_delays_are_seeded_and_reproducible():
+    d = DelayConfig("random", seed=7, pct=50, max_ns=1000)
+    first = delays_at(d, rank=1, tile=2, iteration=3, num_warps=8)
+    assert first == delays_at(d, rank=1, tile=2, iteration=3, num_warps=8)
+    assert set(first) == {"before-store", "store-signal", "before-wait", "wait-read"}
+    assert all(0 <= v["ns"] < 1000 for v in first.values())
+    drawn = [d.ns("before-store", 0, t, 0) for t in range(400)]
+    assert 0.35 < sum(1 for x in drawn if x) / 400 < 0.65
+    assert DelayConfig("none").ns("before-store", 0, 0, 0) == 0
+
+
+def _row(**fields):
+    row = [0] * NFIELDS
+    for name, value in fields.items():
+        row[FIELDS.index(name)] = value
+    return row
+
+
+def test_summary_rows_become_bad_tiles_with_their_reason():
+    import struct
+
+    bits = lambda x: struct.unpack("<i", struct.pack("<f", x))[0]  # noqa: E731
+    ok = _row()
+    missing = _row(**{"class": CLASSES.index("missing-ranks"), "n_missing": 5, "n_bad": 5,
+                      "missing_mask": 0b100, "first_bad": 2 * 64 + 3, "got_bits": bits(3.0),
+                      "expected_bits": bits(7.0)})
+    hang = _row(**{"class": CLASSES.index("hang"), "hang": 1, "hang_value": 1, "hang_step": 1,
+                   "hang_polls": 8, "first_bad": -1, "consumer_rank": 1, "consumer_tile": 3})
+    tiles = bad_tiles([[ok, missing], [hang, ok]], iteration=4, n_cols=64, num_world=3)
+    assert [(t.rank, t.tile, t.kind) for t in tiles] == [(0, 1, "missing-ranks"), (1, 0, "hang")]
+    assert tiles[0].missing_ranks == (2,)
+    assert tiles[0].first_bad == {"row": 2, "col": 3, "expected": 7.0, "got": 3.0}
+    assert tiles[1].hang == {"seen": 1, "step": 1, "polls": 8} and tiles[1].consumer == 1
+    assert "rank(s) [2] missing" in tiles[0].describe()
+
+
+def test_free_port_is_bindable():
+    import socket
+
+    port = free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+
+
+def test_the_watchdog_kills_a_stuck_worker_and_says_so():
+    started = time.monotonic()
+    outcome = run_workers(napping_worker, ((0.0, 60.0),), world_size=2, watchdog_seconds=3.0)
+    assert outcome["stopped"].startswith("watchdog: no report from any rank for 3 s")
+    assert time.monotonic() - started < 30
+    assert outcome["exitcodes"][0] == 0 and outcome["exitcodes"][1] == -9  # killed
+
+
+def test_workers_that_finish_are_collected():
+    outcome = run_workers(napping_worker, ((0.0, 0.0),), world_size=2, watchdog_seconds=30.0)
+    assert outcome["stopped"] is None and outcome["exitcodes"] == [0, 0]
+    assert {(r, k) for r, k, _ in outcome["messages"]} == {(0, "progress"), (1, "progress"), (0, "done"), (1, "done")}
