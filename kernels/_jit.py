@@ -102,6 +102,13 @@ class DualJITFunction(JITFunction):
         return launch
 
 
-def jit(fn) -> DualJITFunction:
-    """Decorate a Triton kernel or helper (``@triton.jit`` that works in both modes)."""
-    return DualJITFunction(fn)
+def jit(fn=None, *, do_not_specialize=None):
+    """Decorate a Triton kernel or helper (``@triton.jit`` that works in both modes).
+
+    ``do_not_specialize`` names integer arguments that change from launch to launch (the
+    iteration, a seed): Triton otherwise compiles a separate kernel when one equals 1 or is
+    divisible by 16.
+    """
+    if fn is None:
+        return lambda f: DualJITFunction(f, do_not_specialize=do_not_specialize)
+    return DualJITFunction(fn, do_not_specialize=do_not_specialize)

@@ -50,8 +50,7 @@ def probe_ptx(protocol, side: str, *, world_size: int = AUDIT_WORLD, num_warps: 
     from triton.compiler import ASTSource
 
     plan = build_plan(protocol, world_size=world_size)
-    n_vals = len(plan.runtime_values(epoch=0))
-    vals = tuple("i32" for _ in range(n_vals))
+    vals = "*i32"
     if side == "signal":
         signature = {"tile": "*i32", "locks": "*i32", "locks_table": "*i64", "vals": vals,
                      "rank": "i32", "owner": "i32", "TILE_STORE_CACHE": "constexpr",
@@ -77,11 +76,7 @@ def protocol_ops(protocol, side: str, *, world_size: int = AUDIT_WORLD) -> list:
     """The synchronization operations of a probe: lock accesses, tile accesses, fences, barriers."""
     params = (["tile", "locks", "locks_table", "vals", "rank", "owner"] if side == "signal"
               else ["tile", "out", "locks", "locks_table", "status", "vals", "rank", "max_polls"])
-    # tuple parameters are flattened in the PTX: one .param per element
-    n_vals = len(build_plan(protocol, world_size=world_size).runtime_values(epoch=0))
-    at = params.index("vals")
-    flat = params[:at] + [f"vals[{i}]" for i in range(n_vals)] + params[at + 1:]
-    return sync_ops(parse_ptx(probe_ptx(protocol, side, world_size=world_size)), params=flat)
+    return sync_ops(parse_ptx(probe_ptx(protocol, side, world_size=world_size)), params=params)
 
 
 # ----- comparing with the model's lowering -----------------------------------------------------

@@ -59,3 +59,11 @@ def lock_torch_dtype(name: str):
     from kernels._deps import torch
 
     return {"int32": torch.int32, "int8": torch.int8}[name]
+
+
+def runtime_values_tensor(built: BuiltKernel, epochs, device):
+    """``[len(epochs), slots]`` int32: each launch's run-time operands (``kernels.plan``)."""
+    from kernels._deps import torch
+
+    rows = [built.plan.runtime_values(epoch=e) for e in epochs]
+    return torch.tensor(rows, dtype=torch.int32).to(device)

@@ -36,7 +36,6 @@ def signature_and_constexprs(fn, built: BuiltKernel, meta: dict) -> tuple[dict, 
     pointers = _pointer_types(built)
     params = list(inspect.signature(fn.fn).parameters)
     signature, constexprs = {}, {}
-    n_vals = len(built.plan.runtime_values(epoch=0))
     for index, name in enumerate(params):
         if name in meta:
             signature[name] = "constexpr"
@@ -44,7 +43,7 @@ def signature_and_constexprs(fn, built: BuiltKernel, meta: dict) -> tuple[dict, 
         elif name in pointers:
             signature[name] = pointers[name]
         elif name == "vals":
-            signature[name] = tuple("i32" for _ in range(n_vals))
+            signature[name] = "*i32"
         else:
             signature[name] = "i32"
     return signature, constexprs

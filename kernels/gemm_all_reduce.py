@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from kernels._deps import tl
 from kernels._jit import jit
-from kernels.build import BuiltKernel
+from kernels.build import BuiltKernel, runtime_values_tensor
 from kernels.signals import (
     SITE_BEFORE_STORE,
     SITE_BEFORE_WAIT,
@@ -69,7 +69,7 @@ def owned_count(me, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
         return tl.maximum(tl.minimum(per, n_tiles - me * per), 0)
 
 
-@jit
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "iteration", "store_sleeps"])
 def gemm_all_reduce_kernel(
     # inputs: rank r's K-slice of A (M x K) and B (K x N)
     A, B,
@@ -212,7 +212,8 @@ def meta_parameters(built: BuiltKernel) -> dict:
 
 def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                       iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
-                      delay_pct: int = 0, delay_max_ns: int = 1, sleeps: dict | None = None):
+                      delay_pct: int = 0, delay_max_ns: int = 1, sleeps: dict | None = None,
+                      vals=None):
     """Launch one iteration: ``heap`` holds ``partial``, ``out`` and ``locks``.
 
     ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
@@ -234,9 +235,14 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
         A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         partial.rank_stride, out.rank_stride, locks.rank_stride,
-        rank, built.plan.runtime_values(epoch=epoch), max_polls, delay_seed, delay_pct,
+        rank, _vals(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
         max(delay_max_ns, 1), iteration,
         max(sleeps.get("before-store", per_thread), 1),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )
+
+
+def _vals(built: BuiltKernel, epoch: int, vals, device):
+    """This launch's run-time operands: ``vals`` if the caller prepared them, else built now."""
+    return vals if vals is not None else runtime_values_tensor(built, [epoch], device)[0]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from kernels._deps import tl
 from kernels._jit import jit
-from kernels.build import BuiltKernel
+from kernels.build import BuiltKernel, runtime_values_tensor
 from kernels.signals import (
     SITE_BEFORE_STORE,
     SITE_BEFORE_WAIT,
@@ -45,11 +45,11 @@ from kernels.signals import (
 
 # The handshake's own poll, as a wait step: acquire atomic_add(0) at sys scope until >= target.
 _HANDSHAKE_POLL = wrap_plan(
-    (("await", "atomic_add", "acquire", "sys", "", "", "self", 0, ("c", 0), ("c", 0), ">=", ("r", 0)),)
+    (("await", "atomic_add", "acquire", "sys", "", "", "self", 0, ("c", 0), ("c", 0), ">=", ("c", 0)),)
 )[0]
 
 
-@jit
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "iteration", "store_sleeps", "handshake_target"])
 def gemm_all_scatter_kernel(
     # inputs: A (M x K, the same on every rank) and this rank's column block of B (K x N/W)
     A, B,
@@ -173,8 +173,7 @@ def gemm_all_scatter_kernel(
                 tl.atomic_add(rank_base(done, done_table, done_rank_stride, d, TABLE), 1,
                               sem="release", scope="sys")
             seen, polls = bounded_poll(rank_base(done, done_table, done_rank_stride, me, TABLE),
-                                       HANDSHAKE_POLL, (handshake_target,), handshake_target,
-                                       max_polls)
+                                       HANDSHAKE_POLL, vals, handshake_target, max_polls)
             if seen < handshake_target:
                 row = my_status + n_tiles * 4
                 tl.store(row, 1)
@@ -205,7 +204,8 @@ def handshake_target(built: BuiltKernel, epoch: int) -> int:
 
 def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                        iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
-                       delay_pct: int = 0, delay_max_ns: int = 1, sleeps: dict | None = None):
+                       delay_pct: int = 0, delay_max_ns: int = 1, sleeps: dict | None = None,
+                      vals=None):
     """Launch one iteration: ``heap`` holds ``local``, ``out``, ``locks`` and ``done``.
 
     ``A``/``B`` are ``[world, M, K]``/``[world, K, N/W]`` (virtual ranks) or this rank's
@@ -226,9 +226,14 @@ def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0,
         A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         local.rank_stride, out.rank_stride, locks.rank_stride, done.rank_stride,
-        rank, built.plan.runtime_values(epoch=epoch), max_polls, delay_seed, delay_pct,
+        rank, _vals(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
         max(delay_max_ns, 1), iteration,
         max(sleeps.get("before-store", per_thread), 1), handshake_target(built, epoch),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )
+
+
+def _vals(built: BuiltKernel, epoch: int, vals, device):
+    """This launch's run-time operands: ``vals`` if the caller prepared them, else built now."""
+    return vals if vals is not None else runtime_values_tensor(built, [epoch], device)[0]

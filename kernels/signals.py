@@ -77,11 +77,13 @@ def rank_base(base, table, rank_stride, rank, TABLE: tl.constexpr):
 
 @jit
 def operand(X: tl.constexpr, vals):
-    """A plan operand: ``("c", n)`` is the constant ``n``; ``("r", i)`` is run-time slot ``i``."""
+    """A plan operand: ``("c", n)`` is the constant ``n``; ``("r", i)`` is ``vals[i]``, an int32
+    the host wrote for this launch (``KernelPlan.runtime_values``). A tensor, not scalar kernel
+    arguments: Triton would compile a new kernel whenever an integer argument equals 1."""
     if X[0] == "c":
         return X[1]
     else:
-        return vals[X[1]]
+        return tl.load(vals + X[1])
 
 
 @jit

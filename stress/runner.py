@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from kernels._deps import torch
-from kernels.build import BuiltKernel, lock_torch_dtype, torch_dtype
+from kernels.build import BuiltKernel, lock_torch_dtype, runtime_values_tensor, torch_dtype
 from kernels.compile import sleep_counts
 from kernels.gemm_all_reduce import launch_all_reduce
 from kernels.gemm_all_scatter import launch_all_scatter
@@ -118,11 +118,14 @@ class Runner:
                 self._racing_reset(i)
         else:
             self._barrier()
+        if slot == 0:  # this chunk's run-time operands, one row per launch (the ring is idle)
+            self.vals = runtime_values_tensor(self.built, range(i, i + self.chunk), self.device)
         d = self.delays
         compiled = self.launch(
             self.built, self.heap, inputs.A, inputs.B, self.status[slot], rank=self.rank,
             epoch=i, iteration=i, max_polls=self.max_polls, delay_seed=d.seed & 0x7FFFFFFF,
             delay_pct=d.pct if d.enabled else 0, delay_max_ns=d.max_ns, sleeps=self.sleeps,
+            vals=self.vals[slot],
         )
         if self.sleeps is None:
             asm = getattr(compiled, "asm", None)
