@@ -110,8 +110,8 @@ def audit(protocol, side: str, *, world_size: int = AUDIT_WORLD, lower=None) -> 
     Walks the protocol's steps in order; each step's lowered operations (``lower(step)``,
     default ``syncverify.lowering.lower_step``) must appear in order in the compiled lock
     accesses, fences and barriers, once per static copy. A poll's operations may repeat (the
-    loop's first iteration is peeled), and a ``bar.sync`` that Triton puts before a polled
-    atomic whose result it broadcasts through shared memory (the loop's write-after-read guard)
+    loop's first iteration is peeled), and a ``bar.sync`` that Triton puts before a one-thread
+    poll whose result it broadcasts through shared memory (the loop's write-after-read guard)
     is accepted there. Anything left over, or missing, is a disagreement. Returns ``[]`` when
     the PTX is what the model assumes.
     """
@@ -149,6 +149,6 @@ def audit(protocol, side: str, *, world_size: int = AUDIT_WORLD, lower=None) -> 
 
 
 def _war_guard(actual, pos: int, lowered) -> bool:
-    """A ``bar.sync`` right before a repeat of a broadcast poll (``atom`` then ``bar``)."""
-    return (len(lowered) >= 2 and lowered[0].kind == "atom" and lowered[-1].kind == "bar"
-            and pos + 1 < len(actual) and actual[pos + 1].kind == "atom")
+    """A ``bar.sync`` right before a repeat of a broadcast poll (a one-thread read, then ``bar``)."""
+    return (len(lowered) >= 2 and lowered[0].threads == "one" and lowered[-1].kind == "bar"
+            and pos + 1 < len(actual) and actual[pos + 1].threads == "one")
