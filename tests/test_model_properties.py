@@ -131,6 +131,19 @@ def test_explorer_and_brute_force_agree(program):
 
 
 @few_limit_hits
+@settings(max_examples=50, deadline=None)
+@given(programs_with_a_spin(max_instructions=3, max_accesses=4))
+def test_explorer_and_brute_force_agree_on_spinning_programs_including_hangs(program):
+    fast = explored(program)
+    slow = explored(program, brute=True)
+    assert outcomes(fast) == outcomes(slow), (
+        f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
+        f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
+    )
+    assert (len(fast.executions), len(fast.hangs)) == (len(slow.executions), len(slow.hangs))
+
+
+@few_limit_hits
 @settings(max_examples=80, deadline=None)
 @given(programs(max_instructions=3, max_accesses=MAX_ACCESSES, with_fences=False).map(all_strong_sys_with_sc_fences))
 def test_outcomes_with_sc_fences_between_every_pair_of_accesses_are_sc_when_all_strong_sys(program):
@@ -140,8 +153,8 @@ def test_outcomes_with_sc_fences_between_every_pair_of_accesses_are_sc_when_all_
 
 
 @few_limit_hits
-@settings(max_examples=60, deadline=None)
-@given(programs_with_a_spin(max_instructions=3, max_accesses=MAX_ACCESSES - 1))
+@settings(max_examples=100, deadline=None)
+@given(programs_with_a_spin(max_instructions=3, max_accesses=MAX_ACCESSES - 2))
 def test_every_sequentially_consistent_outcome_of_a_spinning_program_is_allowed(program):
     result = explored(program)
     missing = sc_outcomes(program).outcomes - outcomes(result)
@@ -149,8 +162,8 @@ def test_every_sequentially_consistent_outcome_of_a_spinning_program_is_allowed(
 
 
 @few_limit_hits
-@settings(max_examples=60, deadline=None)
-@given(programs_with_a_spin(max_instructions=3, max_accesses=MAX_ACCESSES - 1))
+@settings(max_examples=100, deadline=None)
+@given(programs_with_a_spin(max_instructions=3, max_accesses=MAX_ACCESSES - 2))
 def test_a_program_that_can_hang_under_sequential_consistency_can_hang_for_the_explorer(program):
     sc = sc_outcomes(program)
     assume(sc.can_hang)
