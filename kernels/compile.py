@@ -84,3 +84,25 @@ def sleep_counts(ptx: str) -> dict[str, int]:
     for mark in _DELAY_MARK.findall(ptx):
         counts[mark] = counts.get(mark, 0) + 1
     return counts
+
+
+def compile_like_launch(fn, *args, num_warps: int = 4, num_stages: int = 3, **meta):
+    """Compile ``fn`` for sm_90 exactly as ``fn[grid](*args, **meta)`` would on an H200: the same
+    argument binding, specialization and packing as ``JITFunction.run``, then ``triton.compile``
+    through ``ptxas`` (bundled with triton). Works on a machine without a GPU, with CPU tensors
+    standing in for device ones, so a launch that cannot compile fails in CI, not on the GPU.
+
+    Returns the compiled kernel (``.asm["ptx"]``, ``.asm["cubin"]``).
+    """
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import create_function_from_signature
+
+    backend = CUDABackend(GPUTarget(*SM90))
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    kwargs = dict(meta, num_warps=num_warps, num_stages=num_stages)
+    bound, specialization, options = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
+    source = ASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(source, target=GPUTarget(*SM90), options=options.__dict__)

@@ -36,7 +36,8 @@ from kernels.signals import (
     run_wait,
     sleep,
     warp_sleep_here,
-    warp_sleep_tile,
+    wait_tile,
+    warp_deadline,
     wrap_plan,
 )
 
@@ -69,7 +70,7 @@ def owned_count(me, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
         return tl.maximum(tl.minimum(per, n_tiles - me * per), 0)
 
 
-@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "iteration", "store_sleeps"])
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "iteration"])
 def gemm_all_reduce_kernel(
     # inputs: rank r's K-slice of A (M x K) and B (K x N)
     A, B,
@@ -83,7 +84,7 @@ def gemm_all_reduce_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     partial_rank_stride, out_rank_stride, locks_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration, store_sleeps,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -144,7 +145,7 @@ def gemm_all_reduce_kernel(
                 if DELAYS:
                     ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns)
                     warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS)
-                    c = warp_sleep_tile(c, ns // store_sleeps, warps, "before-store", INTERPRET)
+                    c = wait_tile(c, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
                 tl.store(my_partial + c_offs, c, cache_modifier=TILE_STORE_CACHE)
                 # signal (delay: the whole CTA late between store and signal)
                 tile = t
@@ -212,21 +213,17 @@ def meta_parameters(built: BuiltKernel) -> dict:
 
 def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                       iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
-                      delay_pct: int = 0, delay_max_ns: int = 1, sleeps: dict | None = None,
+                      delay_pct: int = 0, delay_max_ns: int = 1,
                       vals=None):
     """Launch one iteration: ``heap`` holds ``partial``, ``out`` and ``locks``.
 
     ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
     ``[1, ...]``; ``status`` is ``[world, tiles + 1, 4]`` int32, zeroed by the caller.
-    ``sleeps`` maps a per-warp delay site to its asm instances per thread
-    (:func:`kernels.compile.sleep_counts`), so a thread sleeps about the drawn delay in total.
     Returns what the launcher returns (the compiled kernel, on the GPU).
     """
     c = built.config
     partial, out, locks = heap["partial"], heap["out"], heap["locks"]
     virtual_inputs = A.shape[0] > 1
-    sleeps = sleeps or {}
-    per_thread = max(c.block_m * c.block_n // (32 * c.num_warps), 1)
     return gemm_all_reduce_kernel.launcher((c.grid,), interpret=c.interpret)(
         A, B,
         partial.local, partial.table, out.local, out.table, locks.local, locks.table,
@@ -237,7 +234,6 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
         partial.rank_stride, out.rank_stride, locks.rank_stride,
         rank, _vals(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
         max(delay_max_ns, 1), iteration,
-        max(sleeps.get("before-store", per_thread), 1),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )

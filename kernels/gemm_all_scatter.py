@@ -39,7 +39,8 @@ from kernels.signals import (
     run_wait,
     sleep,
     warp_sleep_here,
-    warp_sleep_tile,
+    wait_tile,
+    warp_deadline,
     wrap_plan,
 )
 
@@ -49,7 +50,7 @@ _HANDSHAKE_POLL = wrap_plan(
 )[0]
 
 
-@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "iteration", "store_sleeps", "handshake_target"])
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "iteration", "handshake_target"])
 def gemm_all_scatter_kernel(
     # inputs: A (M x K, the same on every rank) and this rank's column block of B (K x N/W)
     A, B,
@@ -63,7 +64,7 @@ def gemm_all_scatter_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     local_rank_stride, out_rank_stride, locks_rank_stride, done_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration, store_sleeps,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration,
     handshake_target,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
@@ -118,7 +119,7 @@ def gemm_all_scatter_kernel(
             if DELAYS:
                 ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns)
                 warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS)
-                c = warp_sleep_tile(c, ns // store_sleeps, warps, "before-store", INTERPRET)
+                c = wait_tile(c, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
             tl.store(my_local + c_offs, c, cache_modifier=TILE_STORE_CACHE)
             # signal (delay: the whole CTA late between store and signal)
             tile = t
@@ -204,7 +205,7 @@ def handshake_target(built: BuiltKernel, epoch: int) -> int:
 
 def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                        iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
-                       delay_pct: int = 0, delay_max_ns: int = 1, sleeps: dict | None = None,
+                       delay_pct: int = 0, delay_max_ns: int = 1,
                       vals=None):
     """Launch one iteration: ``heap`` holds ``local``, ``out``, ``locks`` and ``done``.
 
@@ -215,8 +216,6 @@ def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0,
     c = built.config
     local, out, locks, done = heap["local"], heap["out"], heap["locks"], heap["done"]
     virtual_inputs = A.shape[0] > 1
-    sleeps = sleeps or {}
-    per_thread = max(c.block_m * c.block_n // (32 * c.num_warps), 1)
     return gemm_all_scatter_kernel.launcher((c.grid,), interpret=c.interpret)(
         A, B,
         local.local, local.table, out.local, out.table, locks.local, locks.table,
@@ -228,7 +227,7 @@ def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0,
         local.rank_stride, out.rank_stride, locks.rank_stride, done.rank_stride,
         rank, _vals(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
         max(delay_max_ns, 1), iteration,
-        max(sleeps.get("before-store", per_thread), 1), handshake_target(built, epoch),
+        handshake_target(built, epoch),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )

@@ -46,7 +46,7 @@ UNTIL = tl.constexpr(FIELDS.index("until"))
 TARGET = tl.constexpr(FIELDS.index("target"))
 
 # Delay sites (stress.delays.SITES names them; the numbers enter the delay hash).
-SITE_BEFORE_STORE = tl.constexpr(1)  # per warp, before the tile store
+SITE_BEFORE_STORE = tl.constexpr(1)  # per warp, before the tile store (after its layout shuffle)
 SITE_STORE_SIGNAL = tl.constexpr(2)  # whole CTA, between the tile store and the signal
 SITE_BEFORE_WAIT = tl.constexpr(3)  # whole CTA, before the wait
 SITE_WAIT_READ = tl.constexpr(4)  # per warp, between the wait and the tile reads
@@ -313,30 +313,6 @@ def sleep(ns, INTERPRET: tl.constexpr):
 
 
 @jit
-def warp_sleep(x, ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
-    """Per-warp delay: threads of warp ``w = %tid.x / 32`` sleep ``ns`` per element if bit ``w``
-    of ``warp_mask`` is set; returns ``x`` (int32) unchanged, through the asm.
-
-    Ordering: none. Feeding the result into the next access's data or address makes each
-    thread's access wait for its own sleep. Delaying the warps that do not run the one-thread
-    signal is what exposes a missing ``tl.debug_barrier()`` (PLATFORM.md: 19,800 of 19,800
-    tiles stale on an H200 with a 2 us delay in warps 1-7, 0 with the barrier).
-
-    The asm runs once per element a thread holds (``pack=1``); ``MARK`` names the site in a PTX
-    comment so the host can count the instances per thread (:func:`kernels.compile.sleep_counts`)
-    and divide the delay among them.
-    """
-    if INTERPRET:
-        return x
-    else:
-        return tl.inline_asm_elementwise(
-            "/* syncverify-delay " + MARK + " */ { .reg .u32 t; .reg .pred p; mov.u32 t, %tid.x; "
-            "shr.u32 t, t, 5; shr.u32 t, $2, t; and.b32 t, t, 1; setp.ne.u32 p, t, 0; "
-            "@p nanosleep.u32 $3; mov.b32 $0, $1; }",
-            "=r,r,r,r", [x, warp_mask, ns], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@jit
 def warp_sleep_here(ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
     """Per-warp delay as a scalar: every thread runs the asm once and sleeps ``ns`` if its warp's
     bit is set in ``warp_mask``; returns int32 0 to add to the base pointer of the next accesses.
@@ -355,30 +331,56 @@ def warp_sleep_here(ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
 
 
 @jit
-def warp_sleep_tile(v, ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
-    """:func:`warp_sleep` on a 16- or 32-bit tile *value*, through its bits widened to twice
-    their width; returns ``v``.
+def warp_deadline(ns, warp_mask, INTERPRET: tl.constexpr):
+    """Per thread: ``%globaltimer + ns`` if bit ``%tid.x / 32`` of ``warp_mask`` is set, else 0.
 
-    Put it on the value right before ``tl.store``: Triton converts a ``tl.dot`` accumulator to
-    the store's layout through shared memory behind ``bar.sync``, and it places that conversion
-    where the data is narrowest. Widening the bits for the asm makes that the point *before* the
-    sleep, so nothing re-synchronizes the warps between their sleep and their global stores
-    (checked in the PTX: conversion, ``bar.sync``, then ``nanosleep``, then ``st.global``).
+    A scalar to Triton, a different value in each warp; :func:`wait_tile` waits for it.
+    """
+    if INTERPRET:
+        return tl.zeros((), dtype=tl.int64)
+    else:
+        return tl.inline_asm_elementwise(
+            "{ .reg .u32 t; .reg .pred p; .reg .u64 g; mov.u32 t, %tid.x; shr.u32 t, t, 5; "
+            "shr.u32 t, $1, t; and.b32 t, t, 1; setp.ne.u32 p, t, 0; mov.u64 g, %globaltimer; "
+            "cvt.u64.u32 $0, $2; add.u64 $0, $0, g; @!p mov.u64 $0, 0; }",
+            "=l,r,r", [warp_mask, ns], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@jit
+def wait_tile(v, deadline, MARK: tl.constexpr, INTERPRET: tl.constexpr):
+    """Hold a 16- or 32-bit tile *value* until ``%globaltimer >= deadline`` (this thread's, from
+    :func:`warp_deadline`); returns ``v``, through its bits widened to twice their width.
+
+    Ordering: none. The value feeds the ``tl.store`` right after, so each thread's stores wait
+    for its own deadline. Two placement facts, both checked in the PTX:
+
+    * Triton converts a ``tl.dot`` accumulator to the store's layout through shared memory behind
+      ``bar.sync``, placed where the data is narrowest: widening the bits for the asm puts that
+      conversion *before* the wait, so nothing re-synchronizes the warps between their wait and
+      their global stores;
+    * the asm runs once per element a thread holds; the first waits out the deadline, the rest
+      find it passed (a ``nanosleep`` per element would add up to the count times its granularity).
+
+    The spin's label is made unique per asm instance with LLVM's ``${:uid}``.
     """
     if INTERPRET:
         return v
     else:
         if v.dtype.primitive_bitwidth == 16:
             bits = v.to(tl.int16, bitcast=True).to(tl.int32)
-            bits = warp_sleep(bits, ns, warp_mask, MARK, INTERPRET)
+            bits = tl.inline_asm_elementwise(
+                "/* syncverify-delay " + MARK + " */ { .reg .u64 g; .reg .pred p; "
+                "SVW${:uid}: mov.u64 g, %globaltimer; setp.lt.u64 p, g, $2; @p bra SVW${:uid}; "
+                "mov.b32 $0, $1; }",
+                "=r,r,l", [bits, deadline], dtype=tl.int32, is_pure=False, pack=1)
             return bits.to(tl.int16).to(v.dtype, bitcast=True)
         else:
             bits = v.to(tl.int32, bitcast=True).to(tl.int64)
             bits = tl.inline_asm_elementwise(
-                "/* syncverify-delay " + MARK + " */ { .reg .u32 t; .reg .pred p; "
-                "mov.u32 t, %tid.x; shr.u32 t, t, 5; shr.u32 t, $2, t; and.b32 t, t, 1; "
-                "setp.ne.u32 p, t, 0; @p nanosleep.u32 $3; mov.b64 $0, $1; }",
-                "=l,l,r,r", [bits, warp_mask, ns], dtype=tl.int64, is_pure=False, pack=1)
+                "/* syncverify-delay " + MARK + " */ { .reg .u64 g; .reg .pred p; "
+                "SVW${:uid}: mov.u64 g, %globaltimer; setp.lt.u64 p, g, $2; @p bra SVW${:uid}; "
+                "mov.b64 $0, $1; }",
+                "=l,l,l", [bits, deadline], dtype=tl.int64, is_pure=False, pack=1)
             return bits.to(tl.int32).to(v.dtype, bitcast=True)
 
 

@@ -75,8 +75,9 @@ class CampaignOptions:
         return asdict(self)
 
 
-def campaign_options(**options: Any) -> CampaignOptions:
-    """Build and check :class:`CampaignOptions`; sizes left ``None`` get the mode's defaults."""
+def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
+    """Build and check :class:`CampaignOptions`; sizes left ``None`` get the mode's defaults
+    (``sms``: multiprocessors of the GPU, for the default program counts)."""
     names = set(CampaignOptions.__dataclass_fields__)
     unknown = sorted(set(options) - names)
     if unknown:
@@ -99,17 +100,31 @@ def campaign_options(**options: Any) -> CampaignOptions:
     if o.delay_max_ns < 1 or o.delay_max_ns > 1_000_000:
         raise StressConfigError(f"--delay-max-ns={o.delay_max_ns} must be in 1..1000000")
     tiny = o.interpret
+    gemm_sms, comm_sms = default_programs(o, sms)
     defaults = dict(
         m=32 if tiny else 1024, n=32 * (o.world_size if o.kernel == "all-scatter" else 1) if tiny else 1024,
         k=16 * o.world_size if tiny else 1024,
         block_m=16 if tiny else 128, block_n=16 if tiny else 128, block_k=16 if tiny else 64,
-        gemm_sms=2 if tiny else 16, comm_sms=1 if tiny else 8, num_warps=4 if tiny else 8,
+        gemm_sms=gemm_sms, comm_sms=comm_sms, num_warps=4 if tiny else 8,
         max_polls=8 if tiny else 1 << 16, chunk=1 if tiny else 64,
     )
     o = _replace(o, **{k: v for k, v in defaults.items() if getattr(o, k) is None})
     if o.max_polls < 1 or o.chunk < 1:
         raise StressConfigError("--max-polls and --chunk must be at least 1")
     return o
+
+
+def default_programs(o: CampaignOptions, sms: int = 132) -> tuple[int, int]:
+    """Producer and consumer programs per rank when not given: interpreted 2 and 1; on a GPU,
+    three quarters of the SMs one rank gets (``sms``, or ``sms / world_size`` with virtual
+    ranks), two thirds of them producers: every program resident, with room left for the
+    validation kernel and a racing reset on another stream."""
+    if o.interpret:
+        return 2, 1
+    usable = sms * 3 // 4
+    per_rank = usable // o.world_size if (o.virtual_ranks or o.world_size == 1) else usable
+    gemm = max(1, per_rank * 2 // 3)
+    return gemm, max(1, per_rank - gemm)
 
 
 def _replace(o: CampaignOptions, **changes) -> CampaignOptions:
@@ -150,6 +165,7 @@ class CampaignResult:
     failures: list = field(default_factory=list)  # BadTile dicts, at most max_records
     options: dict = field(default_factory=dict)
     stopped: str | None = None  # why the run ended early ("watchdog: ..."), if it did
+    compile_seconds: float = 0.0  # the first launch (compiling the kernels); not in ``seconds``
 
     @property
     def clean(self) -> bool:
@@ -276,6 +292,9 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     require_cuda("syncverify stress without --interpret")
     gpus = torch.cuda.device_count()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if options.get("gemm_sms") is None or options.get("comm_sms") is None:
+        o = campaign_options(sms=sms, **options)  # default program counts for this GPU
+        config = kernel_config(o)
     build(protocol_object, config, sms=sms, gpus=gpus)
     if config.virtual:
         return _run_local(o, config, protocol_object, "cuda:0", progress)
@@ -325,6 +344,10 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
     try:
         while True:
             runner.iteration(i)
+            if i == 0 and not runner.config.interpret:  # it compiled the kernels: not timed
+                if recorder is not None:
+                    recorder.result.compile_seconds = round(time.perf_counter() - start, 3)
+                start = time.perf_counter()
             times[i] = time.perf_counter() - start
             i += 1
             done = o.iterations is not None and i >= o.iterations

@@ -20,13 +20,13 @@ bad element with its value and the expected value (float32 bits), and the hang's
 
 from __future__ import annotations
 
-from kernels._deps import tl, torch
+from kernels._deps import tl
 from kernels._jit import jit
 from kernels.config import KernelConfig
 from kernels.gemm_all_reduce import tile_owner
 
 CLASSES: tuple[str, ...] = ("ok", "unwritten", "stale", "missing-ranks", "corrupt", "hang")
-OK, UNWRITTEN, STALE, MISSING, CORRUPT, HANG = range(6)
+OK, UNWRITTEN, STALE, MISSING, CORRUPT, HANG = (tl.constexpr(i) for i in range(6))
 FIELDS: tuple[str, ...] = (
     "class", "n_unwritten", "n_stale", "n_missing", "n_corrupt", "missing_mask", "first_bad",
     "got_bits", "expected_bits", "hang", "hang_value", "hang_step", "hang_polls",

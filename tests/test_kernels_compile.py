@@ -1,0 +1,64 @@
+"""The launches the GPU will make compile for sm_90 here, through ptxas, with CPU tensors standing
+in: the same binding, specialization and packing as ``kernel[grid](...)`` (``compile_like_launch``),
+so a kernel that cannot build fails in CI instead of on the GPU machine."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels import gemm_all_reduce, gemm_all_scatter
+from kernels.build import build, runtime_values_tensor, torch_dtype
+from kernels.compile import compile_like_launch, sleep_counts
+from kernels.config import KernelConfig
+from kernels.heap import VirtualHeap
+from protocols import load_protocol
+from stress.inputs import make_inputs
+from stress.validate import NFIELDS, classify_kernel
+
+
+def _launch_args(built, heap, inputs, status):
+    c, vals = built.config, runtime_values_tensor(built, [3], "cpu")[0]
+    A, B = inputs.A, inputs.B
+    strides = (A.stride(0), A.stride(1), A.stride(2), B.stride(0), B.stride(1), B.stride(2))
+    run = (0, vals, 1 << 14, 7, 50, 4000, 3)
+    if c.kernel == "all-reduce":
+        p, o, l = heap["partial"], heap["out"], heap["locks"]
+        return (A, B, p.local, p.table, o.local, o.table, l.local, l.table, status, c.m, c.n,
+                c.k_per_rank, *strides, p.rank_stride, o.rank_stride, l.rank_stride, *run)
+    p, o, l, d = heap["local"], heap["out"], heap["locks"], heap["done"]
+    return (A, B, p.local, p.table, o.local, o.table, l.local, l.table, d.local, d.table, status,
+            c.m, c.n_per_rank, c.k, *strides, p.rank_stride, o.rank_stride, l.rank_stride,
+            d.rank_stride, *run, 48)
+
+
+@pytest.mark.parametrize("kernel, protocol, world, table, dtype", [
+    ("all-reduce", "xchg-flag", 2, False, "bf16"),
+    ("all-scatter", "epoch-flag", 4, True, "fp32"),
+])
+def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, world, table, dtype):
+    c = KernelConfig(kernel=kernel, world_size=world, m=256, n=512, k=256, delays=True,
+                     table=table, dtype=dtype)
+    built = build(load_protocol(protocol), c)
+    heap = VirtualHeap(world, "cpu", table=table)
+    heap.allocate("partial" if kernel == "all-reduce" else "local", (c.m, c.n_per_rank), torch_dtype(dtype))
+    heap.allocate("out", (c.m, c.n), torch_dtype(dtype))
+    heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
+    heap.allocate("done", (1,), torch.int32)
+    inputs = make_inputs(c, parity=0, generator=torch.Generator().manual_seed(0), device="cpu")
+    status = torch.zeros(world, c.tiles + 1, 4, dtype=torch.int32)
+    module = gemm_all_reduce if kernel == "all-reduce" else gemm_all_scatter
+    fn = module.gemm_all_reduce_kernel if kernel == "all-reduce" else module.gemm_all_scatter_kernel
+    compiled = compile_like_launch(fn, *_launch_args(built, heap, inputs, status),
+                                   num_warps=c.num_warps, num_stages=c.num_stages,
+                                   **module.meta_parameters(built))
+    assert compiled.asm["cubin"]
+    assert set(sleep_counts(compiled.asm["ptx"])) == {"before-store", "cta", "wait-read"}
+    out = heap["out"].local
+    summary = torch.zeros(world, (c.m // c.block_m) * (c.n // c.block_n), NFIELDS, dtype=torch.int32)
+    checked = compile_like_launch(
+        classify_kernel, out, out[0].numel(), inputs.row_exp, inputs.col_exp, inputs.row_exp,
+        inputs.col_exp, status, summary, c.m, c.n, c.n_per_rank, c.tiles, 0, WORLD=world,
+        BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=kernel, DISTRIBUTION=c.distribution,
+        HAS_PREV=True, NFIELDS=NFIELDS)
+    assert checked.asm["cubin"]
