@@ -277,21 +277,7 @@ def _all_reduce(protocol, opts: ScenarioOptions) -> Scenario:
                 role = f"rank {c} consumer tile {t} epoch {epoch} thread {i}"
                 threads.append(Thread(f"P{len(threads)}", c, cta(c, f"cons{t}"), tuple(code), role, f"e{epoch}"))
                 info.append(ThreadInfo(c, f"consumer of tile {t}", i, role, epoch))
-    lock_locs = sorted({ins.loc for th in threads for ins in th.instructions
-                        if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
-    host_order, resets = _resets(opts, lock_locs)
-    for rank, locs, phase, epoch in resets:
-        code = tuple(Store(loc, 0, label="host reset (memset)") for loc in locs)
-        threads.append(Thread(f"P{len(threads)}", rank, cta(rank, f"reset{epoch}"), code,
-                              f"host reset of rank {rank}'s locks after epoch {epoch}", phase))
-        info.append(ThreadInfo(rank, "host reset", 0, f"host reset after epoch {epoch}", None))
-    symmetry = ()
-    if opts.symmetry and opts.production == "every-rank" and len(units) > 1:
-        symmetry = (tuple(tuple(u) for _q, u in sorted(units.items())),)
-    program = Program(f"{protocol.name}/{opts.scenario}/W{W}", tuple(threads), host_order=host_order,
-                      symmetry=symmetry)
-    notes = _notes(opts, symmetry)
-    return Scenario(program, opts, protocol, info, notes)
+    return _finish(protocol, opts, threads, info, cta, units if opts.production == "every-rank" else {})
 
 
 def _all_scatter(protocol, opts: ScenarioOptions) -> Scenario:
@@ -350,6 +336,12 @@ def _all_scatter(protocol, opts: ScenarioOptions) -> Scenario:
                             code.append(Load(f"rp{q}", f"C.r{c}.from{q}.t{t}.s{i}", "weak", None, ghost=True,
                                              label=f"read tile pushed by rank {q}"))
                     add(c, f"recv{t}", i, code, f"rank {c} receiver tile {t} epoch {epoch} thread {i}", epoch, None)
+    return _finish(protocol, opts, threads, info, cta, units)
+
+
+def _finish(protocol, opts: ScenarioOptions, threads: list[Thread], info: list[ThreadInfo], cta,
+            units: dict[int, list[int]]) -> Scenario:
+    """Add the host's lock resets between epochs and the rank symmetry group; build the Scenario."""
     lock_locs = sorted({ins.loc for th in threads for ins in th.instructions
                         if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
     host_order, resets = _resets(opts, lock_locs)
@@ -361,8 +353,8 @@ def _all_scatter(protocol, opts: ScenarioOptions) -> Scenario:
     symmetry = ()
     if opts.symmetry and len(units) > 1:
         symmetry = (tuple(tuple(u) for _q, u in sorted(units.items())),)
-    program = Program(f"{protocol.name}/{opts.scenario}/W{W}", tuple(threads), host_order=host_order,
-                      symmetry=symmetry)
+    program = Program(f"{protocol.name}/{opts.scenario}/W{opts.world_size}", tuple(threads),
+                      host_order=host_order, symmetry=symmetry)
     return Scenario(program, opts, protocol, info, _notes(opts, symmetry))
 
 
