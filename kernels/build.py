@@ -61,9 +61,18 @@ def lock_torch_dtype(name: str):
     return {"int32": torch.int32, "int8": torch.int8}[name]
 
 
+VALUES_ROW = 4  # int32 per row of the run-time operand ring: 16 bytes
+
+
 def runtime_values_tensor(built: BuiltKernel, epochs, device):
-    """``[len(epochs), slots]`` int32: each launch's run-time operands (``kernels.plan``)."""
+    """``[len(epochs), slots]`` int32, ``slots`` rounded up to a multiple of 4: each launch's
+    run-time operands (``kernels.plan``), zero-padded.
+
+    The padding keeps every row 16-byte aligned. Triton specializes a pointer argument on
+    16-byte alignment, so with rows of one or two int32 the launch that reads row 1 compiled
+    the kernel a second time, in the middle of a timed run."""
     from kernels._deps import torch
 
     rows = [built.plan.runtime_values(epoch=e) for e in epochs]
-    return torch.tensor(rows, dtype=torch.int32).to(device)
+    width = -(-max(len(r) for r in rows) // VALUES_ROW) * VALUES_ROW
+    return torch.tensor([r + (0,) * (width - len(r)) for r in rows], dtype=torch.int32).to(device)

@@ -95,14 +95,27 @@ def compile_like_launch(fn, *args, num_warps: int = 4, num_stages: int = 3, **me
     Returns the compiled kernel (``.asm["ptx"]``, ``.asm["cubin"]``).
     """
     from triton.backends.compiler import GPUTarget
-    from triton.backends.nvidia.compiler import CUDABackend
     from triton.compiler import ASTSource
+
+    backend, kwargs, (bound, specialization, options) = _bind(fn, args, num_warps, num_stages, meta)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
+    source = ASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(source, target=GPUTarget(*SM90), options=options.__dict__)
+
+
+def launch_specialization(fn, *args, num_warps: int = 4, num_stages: int = 3, **meta) -> tuple:
+    """What ``fn[grid](*args, **meta)`` specializes on (argument types, 16-byte alignment of
+    pointers, integers equal to 1, ...): two launches with different values compile once."""
+    return tuple(_bind(fn, args, num_warps, num_stages, meta)[2][1])
+
+
+def _bind(fn, args, num_warps: int, num_stages: int, meta: dict):
+    """Triton's own argument binding for sm_90: ``(backend, kwargs, (bound, specialization, options))``."""
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
     from triton.runtime.jit import create_function_from_signature
 
     backend = CUDABackend(GPUTarget(*SM90))
     binder = create_function_from_signature(fn.signature, fn.params, backend)
     kwargs = dict(meta, num_warps=num_warps, num_stages=num_stages)
-    bound, specialization, options = binder(*args, **kwargs)
-    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
-    source = ASTSource(fn, signature, constexprs, attrs)
-    return triton.compile(source, target=GPUTarget(*SM90), options=options.__dict__)
+    return backend, kwargs, binder(*args, **kwargs)

@@ -70,7 +70,8 @@ def owned_count(me, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
         return tl.maximum(tl.minimum(per, n_tiles - me * per), 0)
 
 
-@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "iteration"])
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
+                         "iteration"])
 def gemm_all_reduce_kernel(
     # inputs: rank r's K-slice of A (M x K) and B (K x N)
     A, B,
@@ -84,7 +85,7 @@ def gemm_all_reduce_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     partial_rank_stride, out_rank_stride, locks_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -143,7 +144,8 @@ def gemm_all_reduce_kernel(
                 c_offs = offs_m[:, None] * N + offs_n[None, :]
                 c = acc.to(partial.dtype.element_ty)
                 if DELAYS:
-                    ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns)
+                    ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns,
+                                  delay_sites)
                     warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS)
                     c = wait_tile(c, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
                 tl.store(my_partial + c_offs, c, cache_modifier=TILE_STORE_CACHE)
@@ -151,7 +153,7 @@ def gemm_all_reduce_kernel(
                 tile = t
                 if DELAYS:
                     tile = t + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
-                                              delay_pct, delay_max_ns), INTERPRET)
+                                              delay_pct, delay_max_ns, delay_sites), INTERPRET)
                 run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, owner, vals,
                            SIGNAL, WORLD, TABLE, INTERPRET)
     else:
@@ -169,7 +171,7 @@ def gemm_all_reduce_kernel(
             tile = t
             if DELAYS:
                 tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                          delay_pct, delay_max_ns), INTERPRET)
+                                          delay_pct, delay_max_ns, delay_sites), INTERPRET)
             ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
                                               me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
             if ok != 0:
@@ -178,7 +180,8 @@ def gemm_all_reduce_kernel(
                 c_offs = offs_m[:, None] * N + offs_n[None, :]
                 late = 0
                 if DELAYS:
-                    ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns)
+                    ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns,
+                                  delay_sites)
                     warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
                     late = warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -213,7 +216,7 @@ def meta_parameters(built: BuiltKernel) -> dict:
 
 def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                       iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
-                      delay_pct: int = 0, delay_max_ns: int = 1,
+                      delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
                       vals=None):
     """Launch one iteration: ``heap`` holds ``partial``, ``out`` and ``locks``.
 
@@ -233,7 +236,7 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         partial.rank_stride, out.rank_stride, locks.rank_stride,
         rank, _vals(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
-        max(delay_max_ns, 1), iteration,
+        max(delay_max_ns, 1), delay_sites, iteration,
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )

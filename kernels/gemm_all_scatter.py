@@ -50,7 +50,8 @@ _HANDSHAKE_POLL = wrap_plan(
 )[0]
 
 
-@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "iteration", "handshake_target"])
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
+                         "iteration", "handshake_target"])
 def gemm_all_scatter_kernel(
     # inputs: A (M x K, the same on every rank) and this rank's column block of B (K x N/W)
     A, B,
@@ -64,7 +65,7 @@ def gemm_all_scatter_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     local_rank_stride, out_rank_stride, locks_rank_stride, done_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, iteration,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
     handshake_target,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
@@ -117,7 +118,8 @@ def gemm_all_scatter_kernel(
             c_offs = offs_m[:, None] * N + offs_n[None, :]
             c = acc.to(local.dtype.element_ty)
             if DELAYS:
-                ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns)
+                ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns,
+                              delay_sites)
                 warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS)
                 c = wait_tile(c, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
             tl.store(my_local + c_offs, c, cache_modifier=TILE_STORE_CACHE)
@@ -125,7 +127,7 @@ def gemm_all_scatter_kernel(
             tile = t
             if DELAYS:
                 tile = t + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
-                                          delay_pct, delay_max_ns), INTERPRET)
+                                          delay_pct, delay_max_ns, delay_sites), INTERPRET)
             run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, me, vals,
                        SIGNAL, WORLD, TABLE, INTERPRET)
     else:
@@ -143,7 +145,7 @@ def gemm_all_scatter_kernel(
             tile = t
             if DELAYS:
                 tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                          delay_pct, delay_max_ns), INTERPRET)
+                                          delay_pct, delay_max_ns, delay_sites), INTERPRET)
             ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
                                               me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
             if ok != 0:
@@ -152,7 +154,8 @@ def gemm_all_scatter_kernel(
                 c_offs = offs_m[:, None] * N + offs_n[None, :]
                 src = my_local
                 if DELAYS:
-                    ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns)
+                    ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns,
+                                  delay_sites)
                     warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
                     src = my_local + warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 c = tl.load(src + c_offs, volatile=TILE_LOAD_VOLATILE)
@@ -205,7 +208,7 @@ def handshake_target(built: BuiltKernel, epoch: int) -> int:
 
 def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                        iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
-                       delay_pct: int = 0, delay_max_ns: int = 1,
+                       delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
                       vals=None):
     """Launch one iteration: ``heap`` holds ``local``, ``out``, ``locks`` and ``done``.
 
@@ -226,7 +229,7 @@ def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0,
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         local.rank_stride, out.rank_stride, locks.rank_stride, done.rank_stride,
         rank, _vals(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
-        max(delay_max_ns, 1), iteration,
+        max(delay_max_ns, 1), delay_sites, iteration,
         handshake_target(built, epoch),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),

@@ -275,19 +275,21 @@ def mix32(h):
 def delay_hash(seed, SITE: tl.constexpr, rank, tile, iteration):
     """Reproducible hash of (seed, site, rank, tile, iteration); ``stress.delays.delay_hash`` is
     the same function on the host, so a failure's delays can be replayed and printed."""
-    h = seed.to(tl.int64) & 0xFFFFFFFF
+    h = tl.cast(seed, tl.int64) & 0xFFFFFFFF  # tl.cast: in the interpreter a loop index is an int
     h = mix32(h ^ SITE)
-    h = mix32(h ^ (rank.to(tl.int64) & 0xFFFFFFFF))
-    h = mix32(h ^ (tile.to(tl.int64) & 0xFFFFFFFF))
-    h = mix32(h ^ (iteration.to(tl.int64) & 0xFFFFFFFF))
+    h = mix32(h ^ (tl.cast(rank, tl.int64) & 0xFFFFFFFF))
+    h = mix32(h ^ (tl.cast(tile, tl.int64) & 0xFFFFFFFF))
+    h = mix32(h ^ (tl.cast(iteration, tl.int64) & 0xFFFFFFFF))
     return h
 
 
 @jit
-def delay_ns(seed, SITE: tl.constexpr, rank, tile, iteration, pct, max_ns):
-    """Nanoseconds to sleep at a site: ``pct`` % of (rank, tile, iteration) get ``[0, max_ns)``."""
+def delay_ns(seed, SITE: tl.constexpr, rank, tile, iteration, pct, max_ns, sites):
+    """Nanoseconds to sleep at a site: ``pct`` % of (rank, tile, iteration) get ``[0, max_ns)``;
+    0 when bit ``SITE`` of ``sites`` is clear (``stress.delays.DelayConfig.site_mask``; -1: all)."""
     h = delay_hash(seed, SITE, rank, tile, iteration)
-    return tl.where((h % 100) < pct, (h >> 8) % max_ns, 0).to(tl.int32)
+    on = ((h % 100) < pct) & (((sites >> SITE) & 1) != 0)
+    return tl.where(on, (h >> 8) % max_ns, 0).to(tl.int32)
 
 
 @jit

@@ -10,11 +10,18 @@ Sections (each one guarded: a failure is printed and the next section runs):
   kernels with a protocol the model calls safe; plus the fused kernel alone (``do_bench``) and
   cuBLAS for the same per-rank GEMMs, for scale;
 * ``delays``: what the delays cost (kernel time with every site delayed vs none);
-* ``table``: every built-in protocol x both kernels x W in (2, 4), virtual ranks, random delays,
-  ``--seconds`` each: iterations, bad iterations, bad tiles per class, time to first failure;
+* ``overwrite``: seed 000's xchg-flag in the all-reduce kernel, by world size, delay site,
+  production mode and lock reset (:data:`OVERWRITE_RUNS`): where its bugs show on the hardware;
+* ``racing``: ``--reset host-racing`` (the clear on a side stream, unordered with the next
+  kernel: seed 001's bug 2) against ``host-between-barriers``, with and without delays before
+  the reset, for :data:`RACING_PROTOCOLS` in both kernels (:data:`RACING_VARIANTS`);
+* ``table``: every built-in protocol x both kernels x ``--worlds`` (``W`` or ``W:seconds``),
+  virtual ranks, random delays: iterations, bad iterations, bad tiles per class, time to first
+  failure (compilation excluded: the first launch is not timed);
 * ``long``: ``--long-iterations`` iterations of each named safe protocol, both kernels, W=2.
 
-Every campaign appends its result to ``OUT/bench.jsonl``.
+Every campaign appends its result to ``OUT/bench.jsonl``; no new campaign starts once
+``--budget-seconds`` have passed since the script started (it says which it skipped).
 """
 
 from __future__ import annotations
@@ -32,7 +39,10 @@ def _log(out_dir, record):
         f.write(json.dumps(record, sort_keys=True) + "\n")
 
 
-def _campaign(out_dir, **options):
+STARTED = time.perf_counter()
+
+
+def _campaign(out_dir, tags: dict | None = None, **options):
     from stress.campaign import run_campaign
 
     t0 = time.perf_counter()
@@ -40,8 +50,34 @@ def _campaign(out_dir, **options):
     record = result.to_dict()
     record["failures"] = record["failures"][:5]
     record["wall_seconds"] = round(time.perf_counter() - t0, 2)
-    _log(out_dir, {"type": "campaign", **record})
+    _log(out_dir, {"type": "campaign", **(tags or {}), **record})
     return result, record
+
+
+def _row(args, rows, section: str, label: str, **options) -> None:
+    """One campaign as one table row; an error or the spent budget is printed, never raised."""
+    where = f"{section} {label} W={options.get('world_size')} {options.get('kernel')} {options.get('protocol')}"
+    if time.perf_counter() - STARTED > args.budget_seconds:
+        print(f"{where}: skipped (--budget-seconds={args.budget_seconds:g} spent)", flush=True)
+        return
+    if args.dry_run:  # the same options on the CPU: one interpreted iteration, a small poll budget
+        options = dict(options, interpret=True, iterations=1, seconds=None, max_polls=8)
+    try:
+        result, record = _campaign(args.out, {"section": section, "label": label}, **options)
+    except Exception as error:  # keep going: one broken run must not hide the rest
+        print(f"{where}: ERROR {type(error).__name__}: {error}", flush=True)
+        _log(args.out, {"type": "error", "section": section, "label": label, "options": options,
+                        "error": traceback.format_exc()})
+        return
+    rows.append((section, label, record))
+    print(f"{where}: {result.iterations} it in {result.seconds:.1f} s (+{result.compile_seconds:.1f} s "
+          f"compile), bad {result.bad_iterations}, {result.counts}, ttf {result.time_to_first_failure}",
+          flush=True)
+
+
+def _random_delays(args, **overrides) -> dict:
+    return dict(dict(delays="random", seed=args.seed, delay_pct=args.delay_pct,
+                     delay_max_ns=args.delay_max_ns), **overrides)
 
 
 def section_env(args, rows):
@@ -66,7 +102,7 @@ def section_bench(args, rows):
                     m=size, n=size, k=size, dtype="bf16")
         _campaign(args.out, iterations=128, **opts)  # warm-up: compiles
         result, record = _campaign(args.out, iterations=args.bench_iterations, **opts)
-        rows.append(("bench", kernel, protocol, W, "none", record))
+        rows.append(("bench", "no-delays", record))
         print(f"bench {kernel} {protocol}: {result.iterations} it, {result.iterations_per_second:.0f} it/s, "
               f"clean={result.clean}", flush=True)
     # the kernel alone, and cuBLAS for the same GEMMs
@@ -149,56 +185,110 @@ def section_delays(args, rows):
 def section_table(args, rows):
     from protocols import builtin_names
 
-    for W in args.worlds:
+    for W, seconds in args.worlds:
         for kernel in ("all-reduce", "all-scatter"):
             for name in builtin_names():
-                opts = dict(kernel=kernel, protocol=name, world_size=W, virtual_ranks=True,
-                            seconds=args.seconds, delays="random", seed=args.seed,
-                            delay_pct=args.delay_pct, delay_max_ns=args.delay_max_ns,
-                            max_polls=args.max_polls)
-                try:
-                    result, record = _campaign(args.out, **opts)
-                    rows.append(("table", kernel, name, W, "random", record))
-                    c = result.counts
-                    print(f"table W={W} {kernel} {name}: {result.iterations} it, bad {result.bad_iterations}, "
-                          f"{c}, ttf {result.time_to_first_failure}", flush=True)
-                except Exception as error:  # keep going: one broken run must not hide the rest
-                    print(f"table W={W} {kernel} {name}: ERROR {type(error).__name__}: {error}", flush=True)
-                    _log(args.out, {"type": "error", "options": opts, "error": traceback.format_exc()})
+                _row(args, rows, "table", "random", kernel=kernel, protocol=name, world_size=W,
+                     virtual_ranks=True, seconds=seconds, max_polls=args.max_polls,
+                     **_random_delays(args))
+
+
+#: (label, options) of the ``overwrite`` section: xchg-flag in the all-reduce kernel. The
+#: overwrite needs two or more ranks signalling one flag (W >= 3) and a consumer that polls
+#: between the first and the last of them: late producers, not late consumers. The
+#: ``local-path`` runs look for the model's W = 2 counterexample (the weak .wt flag / .cv poll
+#: pair letting the owner read its own partial unwritten); ``reset-none`` leaves flags set.
+OVERWRITE_RUNS: tuple[tuple[str, dict], ...] = (
+    ("no-delays", dict(world_size=4, delays="none")),
+    ("producers-late", dict(world_size=4, delay_sites="before-store,store-signal")),
+    ("consumers-late", dict(world_size=4, delay_sites="before-wait,wait-read")),
+    ("producers-late", dict(world_size=8, delay_sites="before-store,store-signal")),
+    ("owner-only", dict(world_size=4, production="owner-only")),
+    ("local-path,before-store@100%", dict(world_size=2, delay_sites="before-store", delay_pct=100,
+                                          seconds=15.0)),
+    ("reset-none", dict(world_size=2, reset="none")),
+    ("reset-none", dict(world_size=4, reset="none")),
+    ("scatter,local-path,before-store@100%", dict(kernel="all-scatter", world_size=2,
+                                                  delay_sites="before-store", delay_pct=100,
+                                                  seconds=15.0)),
+    ("scatter,reset-none", dict(kernel="all-scatter", world_size=2, reset="none")),
+)
+
+
+def section_overwrite(args, rows):
+    for label, options in OVERWRITE_RUNS:
+        options = dict(dict(kernel="all-reduce", protocol="xchg-flag", virtual_ranks=True,
+                            seconds=args.seconds, max_polls=args.max_polls),
+                       **_random_delays(args, **options))
+        if options["delays"] == "none":
+            for key in ("delay_pct", "delay_max_ns", "delay_sites"):
+                options.pop(key, None)
+        _row(args, rows, "overwrite", label, **options)
+
+
+#: Protocols that rely on the host clearing their locks between launches.
+RACING_PROTOCOLS: tuple[str, ...] = ("xchg-flag", "barrier-release-xchg-cas-acquire",
+                                     "barrier-fenced-release-acquire")
+#: (label, options): the reset policy, and the delays (``before-reset`` is the side stream's sleep
+#: before the clear; it applies to ``host-racing`` only).
+RACING_VARIANTS: tuple[tuple[str, dict], ...] = (
+    ("between,no-delays", dict(reset="host-between-barriers", delays="none")),
+    ("between,all-sites", dict(reset="host-between-barriers")),
+    ("racing,no-delays", dict(reset="host-racing", delays="none")),
+    ("racing,before-reset<100us", dict(reset="host-racing", delay_sites="before-reset",
+                                        delay_pct=100, delay_max_ns=100_000)),
+    ("racing,before-reset<1ms", dict(reset="host-racing", delay_sites="before-reset",
+                                      delay_pct=100, delay_max_ns=1_000_000)),
+    ("racing,all-sites", dict(reset="host-racing")),
+)
+
+
+def section_racing(args, rows):
+    for protocol in RACING_PROTOCOLS:
+        for kernel in ("all-reduce", "all-scatter"):
+            for label, variant in RACING_VARIANTS:
+                options = _random_delays(args, **variant)
+                if options["delays"] == "none":
+                    options = dict(reset=variant["reset"], delays="none")
+                _row(args, rows, "racing", label, kernel=kernel, protocol=protocol, world_size=2,
+                     virtual_ranks=True, seconds=args.racing_seconds, max_polls=args.max_polls,
+                     **options)
 
 
 def section_long(args, rows):
     for name in args.safe:
         for kernel in ("all-reduce", "all-scatter"):
-            opts = dict(kernel=kernel, protocol=name, world_size=2, virtual_ranks=True,
-                        iterations=args.long_iterations, seconds=args.long_seconds,
-                        delays="random", seed=args.seed + 1,
-                        delay_pct=args.delay_pct, delay_max_ns=args.delay_max_ns,
-                        max_polls=args.max_polls)
-            try:
-                result, record = _campaign(args.out, **opts)
-                rows.append(("long", kernel, name, 2, "random", record))
-                print(f"long {kernel} {name}: {result.iterations} it, bad {result.bad_iterations}, "
-                      f"{result.iterations_per_second:.0f} it/s", flush=True)
-            except Exception as error:
-                print(f"long {kernel} {name}: ERROR {type(error).__name__}: {error}", flush=True)
-                _log(args.out, {"type": "error", "options": opts, "error": traceback.format_exc()})
+            _row(args, rows, "long", "random", kernel=kernel, protocol=name, world_size=2,
+                 virtual_ranks=True, iterations=args.long_iterations, seconds=args.long_seconds,
+                 max_polls=args.max_polls, **_random_delays(args, seed=args.seed + 1))
 
 
 SECTIONS = {"env": section_env, "bench": section_bench, "delays": section_delays,
-            "table": section_table, "long": section_long}
+            "overwrite": section_overwrite, "racing": section_racing, "table": section_table,
+            "long": section_long}
 
 
 def _table(rows) -> str:
-    head = f"{'what':5} {'kernel':11} {'protocol':33} {'W':>1} {'iters':>7} {'bad':>6} {'unwr':>5} {'stale':>5} {'miss':>5} {'corr':>5} {'hang':>5} {'ttf_s':>7} {'it/s':>6}"
+    head = (f"{'section':9} {'label':36} {'kernel':11} {'protocol':32} {'W':>1} {'iters':>7} {'bad':>6} "
+            f"{'unwr':>6} {'stale':>5} {'miss':>6} {'corr':>5} {'hang':>6} {'ttf_s':>7} {'it/s':>6}")
     lines = [head]
-    for what, kernel, name, W, _, r in rows:
+    for section, label, r in rows:
         c = r["counts"]
         ttf = "-" if r["time_to_first_failure"] is None else f"{r['time_to_first_failure']:.3f}"
-        lines.append(f"{what:5} {kernel:11} {name:33} {W:>1} {r['iterations']:>7} {r['bad_iterations']:>6} "
-                     f"{c['unwritten']:>5} {c['stale']:>5} {c['missing-ranks']:>5} {c['corrupt']:>5} "
-                     f"{c['hang']:>5} {ttf:>7} {r['iterations_per_second']:>6.0f}")
+        lines.append(f"{section:9} {label:36} {r['kernel']:11} {r['protocol']:32} {r['world_size']:>1} "
+                     f"{r['iterations']:>7} {r['bad_iterations']:>6} {c['unwritten']:>6} {c['stale']:>5} "
+                     f"{c['missing-ranks']:>6} {c['corrupt']:>5} {c['hang']:>6} {ttf:>7} "
+                     f"{r['iterations_per_second']:>6.0f}")
     return "\n".join(lines)
+
+
+def _worlds(text: str, seconds: float) -> list[tuple[int, float]]:
+    """``"4:6,2:3"`` (or ``"2,4"``, every world ``seconds``) as ``[(4, 6.0), (2, 3.0)]``."""
+    out = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        world, _, run = item.partition(":")
+        out.append((int(world), float(run) if run else seconds))
+    return out
 
 
 def main(argv=None) -> int:
@@ -206,7 +296,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     parser.add_argument("--sections", default="env,bench,delays,table")
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--worlds", default="2,4", help="world sizes of the table")
+    parser.add_argument("--worlds", default="2,4", help="world sizes of the table: W or W:seconds, comma-separated")
     parser.add_argument("--bench-iterations", type=int, default=4096)
     parser.add_argument("--long-iterations", type=int, default=100_000)
     parser.add_argument("--long-seconds", type=float, default=110.0, help="cap per long run")
@@ -215,9 +305,14 @@ def main(argv=None) -> int:
     parser.add_argument("--delay-pct", type=int, default=50)
     parser.add_argument("--delay-max-ns", type=int, default=4000)
     parser.add_argument("--max-polls", type=int, default=1 << 14)
+    parser.add_argument("--racing-seconds", type=float, default=1.5, help="per racing run")
+    parser.add_argument("--budget-seconds", type=float, default=float("inf"),
+                        help="start no campaign after this many seconds")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="run every campaign of the sections once in the CPU interpreter (check the options)")
     args = parser.parse_args(argv)
     args.safe = [s for s in args.safe.split(",") if s]
-    args.worlds = [int(w) for w in args.worlds.split(",") if w]
+    args.worlds = _worlds(args.worlds, args.seconds)
     os.makedirs(args.out, exist_ok=True)
     rows: list = []
     for name in args.sections.split(","):

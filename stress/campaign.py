@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from kernels.config import ORDERS, KernelConfig
 from kernels.errors import StressConfigError
-from stress.delays import MODES, DelayConfig, delays_at
+from stress.delays import MODES, DelayConfig, delays_at, parse_sites
 
 RESETS: tuple[str, ...] = ("none", "host-between-barriers", "host-racing")
 POISONS: tuple[str, ...] = ("all", "outputs")
@@ -47,6 +47,7 @@ class CampaignOptions:
     seed: int = 0
     delay_pct: int = 50
     delay_max_ns: int = 4000
+    delay_sites: str = "all"  # "all" or comma-separated stress.delays.SITES names
     m: int | None = None
     n: int | None = None
     k: int | None = None
@@ -99,6 +100,10 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
         raise StressConfigError(f"--delay-pct={o.delay_pct} must be in 0..100")
     if o.delay_max_ns < 1 or o.delay_max_ns > 1_000_000:
         raise StressConfigError(f"--delay-max-ns={o.delay_max_ns} must be in 1..1000000")
+    try:
+        parse_sites(o.delay_sites)
+    except ValueError as error:
+        raise StressConfigError(f"--delay-sites={o.delay_sites!r}: {error}") from None
     tiny = o.interpret
     gemm_sms, comm_sms = default_programs(o, sms)
     defaults = dict(
@@ -129,6 +134,11 @@ def default_programs(o: CampaignOptions, sms: int = 132) -> tuple[int, int]:
 
 def _replace(o: CampaignOptions, **changes) -> CampaignOptions:
     return CampaignOptions(**{**asdict(o), **changes})
+
+
+def delay_config(o: CampaignOptions) -> DelayConfig:
+    """The delays a campaign draws (host and kernels alike)."""
+    return DelayConfig(o.delays, o.seed, o.delay_pct, o.delay_max_ns, parse_sites(o.delay_sites))
 
 
 def kernel_config(o: CampaignOptions) -> KernelConfig:
@@ -187,7 +197,7 @@ class Recorder:
 
     def __init__(self, result: CampaignResult, options: CampaignOptions, num_warps: int) -> None:
         self.result, self.options, self.num_warps = result, options, num_warps
-        self.delays = DelayConfig(options.delays, options.seed, options.delay_pct, options.delay_max_ns)
+        self.delays = delay_config(options)
         self.file = None
         if options.output:
             os.makedirs(os.path.dirname(os.path.abspath(options.output)), exist_ok=True)
@@ -315,9 +325,9 @@ def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
 
     built = build(protocol, config)
     heap = VirtualHeap(config.world_size, device, table=config.table)
-    delays = DelayConfig(o.delays, o.seed, o.delay_pct, o.delay_max_ns)
-    runner = Runner(built, heap, device=device, delays=delays, reset=_reset_policy(o, protocol),
-                    poison=o.poison, max_polls=o.max_polls, seed=o.seed, chunk=o.chunk)
+    runner = Runner(built, heap, device=device, delays=delay_config(o),
+                    reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
+                    seed=o.seed, chunk=o.chunk)
     mode = "interpreter" if o.interpret else "virtual-ranks"
     result = CampaignResult(protocol.name, o.kernel, o.world_size, mode,
                             device if o.interpret else _device_name(), options=o.to_dict())

@@ -38,6 +38,7 @@ def stress_command(
     seed: int = typer.Option(0, "--seed", help="seed of inputs and delays (default: 0)"),
     delay_pct: int = typer.Option(50, "--delay-pct", help="percent of (site, rank, tile, iteration) that sleep (default: 50)"),
     delay_max_ns: int = typer.Option(4000, "--delay-max-ns", help="longest delay in ns (default: 4000)"),
+    delay_sites: str = typer.Option("all", "--delay-sites", help="all, or some of before-store,store-signal,before-wait,wait-read,before-reset (default: all)"),
     m: Optional[int] = typer.Option(None, "--m", help="rows of C (default: 1024; 32 interpreted)"),
     n: Optional[int] = typer.Option(None, "--n", help="columns of C (default: 1024)"),
     k: Optional[int] = typer.Option(None, "--k", help="inner dimension (default: 1024)"),
@@ -62,7 +63,8 @@ def stress_command(
     options = dict(
         protocol=protocol, kernel=kernel, world_size=world_size, virtual_ranks=virtual_ranks,
         interpret=interpret, iterations=iterations, seconds=seconds, delays=delays, seed=seed,
-        delay_pct=delay_pct, delay_max_ns=delay_max_ns, m=m, n=n, k=k, dtype=dtype,
+        delay_pct=delay_pct, delay_max_ns=delay_max_ns, delay_sites=delay_sites, m=m, n=n, k=k,
+        dtype=dtype,
         block_m=block_m, block_n=block_n, block_k=block_k, gemm_sms=gemm_sms, comm_sms=comm_sms,
         distribution=distribution, production=production, reset=reset, poison=poison,
         lock_dtype=lock_dtype, max_polls=max_polls, order=order,

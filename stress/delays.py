@@ -16,6 +16,9 @@ site                who       what it exposes
 ``wait-read``       per warp  warps reading the tile long after the one thread that acquired
 ``before-reset``    host      the racing lock reset landing late (``--reset host-racing``)
 ==================  ========  ============================================================
+
+``sites`` restricts the delays to some of these (``--delay-sites before-store,store-signal``):
+the kernels receive them as a bit mask (bit ``SITES[name]``) and skip the others' sleeps.
 """
 
 from __future__ import annotations
@@ -30,8 +33,22 @@ SITES: dict[str, int] = {
     "before-reset": 5,
 }
 PER_WARP_SITES = ("before-store", "wait-read")
+ALL_SITES: tuple[str, ...] = tuple(SITES)
 MODES = ("none", "random")
 _MASK = 0xFFFFFFFF
+
+
+def parse_sites(text: str) -> tuple[str, ...]:
+    """``"all"`` or a comma-separated list of site names, as a tuple in :data:`SITES` order.
+
+    Raises ``ValueError`` naming an unknown site."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names or names == ["all"]:
+        return ALL_SITES
+    unknown = [n for n in names if n not in SITES]
+    if unknown:
+        raise ValueError(f"unknown delay site(s) {', '.join(unknown)}; known: all, {', '.join(SITES)}")
+    return tuple(n for n in SITES if n in names)
 
 
 def mix32(h: int) -> int:
@@ -51,12 +68,19 @@ def delay_hash(seed: int, site: int, rank: int, tile: int, iteration: int) -> in
 
 @dataclass(frozen=True)
 class DelayConfig:
-    """``pct`` % of (site, rank, tile, iteration) keys sleep a uniform ``[0, max_ns)``."""
+    """``pct`` % of (site, rank, tile, iteration) keys sleep a uniform ``[0, max_ns)``, at the
+    sites in ``sites`` only."""
 
     mode: str = "none"
     seed: int = 0
     pct: int = 50
     max_ns: int = 4000
+    sites: tuple[str, ...] = ALL_SITES
+
+    @property
+    def site_mask(self) -> int:
+        """The kernels' ``delay_sites`` argument: bit ``SITES[name]`` for each site in ``sites``."""
+        return sum(1 << SITES[name] for name in self.sites)
 
     @property
     def enabled(self) -> bool:
@@ -67,7 +91,7 @@ class DelayConfig:
 
     def ns(self, site: str, rank: int, tile: int, iteration: int) -> int:
         """The delay the kernels draw at ``site`` (0 when disabled)."""
-        if not self.enabled:
+        if not self.enabled or site not in self.sites:
             return 0
         h = delay_hash(self.seed, SITES[site], rank, tile, iteration)
         return (h >> 8) % max(self.max_ns, 1) if h % 100 < self.pct else 0

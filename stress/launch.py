@@ -51,8 +51,7 @@ def run_workers(target: Callable, args: tuple, *, world_size: int, watchdog_seco
     """
     import multiprocessing as mp
 
-    for key, value in MULTICAST_OFF.items():
-        os.environ.setdefault(key, value)
+    os.environ.update(MULTICAST_OFF)  # inherited by every worker, whatever the caller had set
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     port = free_port()
@@ -97,12 +96,20 @@ def run_workers(target: Callable, args: tuple, *, world_size: int, watchdog_seco
     return {"messages": messages, "exitcodes": [p.exitcode for p in procs], "stopped": stopped}
 
 
-def napping_worker(rank: int, world_size: int, port: int, q, naps: tuple[float, ...]) -> None:
-    """A :func:`run_workers` target that reports, sleeps ``naps[rank]`` s, then reports done:
-    the launcher's own check (a rank that naps past the watchdog must be killed and reported).
-    It imports nothing, so it starts in a fraction of a second."""
-    q.put((rank, "progress", port))
-    time.sleep(naps[rank])
+def scripted_worker(rank: int, world_size: int, port: int, q, script: tuple[str, ...]) -> None:
+    """A :func:`run_workers` target for the launcher's own checks; it imports nothing, so it
+    starts in a fraction of a second. It reports ``(port, multicast settings)``, then does
+    ``script[rank]``: ``"nap:S"`` (sleep S s, then report done: past the watchdog it must be
+    killed), ``"raise"`` (report an error, as ``campaign_worker`` does), ``"exit:N"`` (die
+    with code N without reporting)."""
+    q.put((rank, "progress", (port, {key: os.environ.get(key) for key in MULTICAST_OFF})))
+    action, _, arg = script[rank].partition(":")
+    if action == "raise":
+        q.put((rank, "error", "Traceback (most recent call last):\nRuntimeError: scripted failure"))
+        return
+    if action == "exit":
+        os._exit(int(arg))
+    time.sleep(float(arg or 0))
     q.put((rank, "done", None))
 
 
@@ -110,8 +117,7 @@ def _init(rank: int, world_size: int, port: int | None):
     import torch
     import torch.distributed as dist
 
-    for key, value in MULTICAST_OFF.items():
-        os.environ.setdefault(key, value)
+    os.environ.update(MULTICAST_OFF)
     if port is not None:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     local = int(os.environ.get("LOCAL_RANK", rank))
@@ -128,16 +134,14 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, options: di
         from kernels.build import build
         from kernels.heap import SymmetricHeap
         from stress.campaign import (CampaignOptions, CampaignResult, Recorder, _reset_policy,
-                                     drive, kernel_config)
-        from stress.delays import DelayConfig
+                                     delay_config, drive, kernel_config)
         from stress.runner import Runner
 
         o = CampaignOptions(**options)
         config = kernel_config(o)
         built = build(protocol, config)
         heap = SymmetricHeap(world_size, rank, device)
-        delays = DelayConfig(o.delays, o.seed, o.delay_pct, o.delay_max_ns)
-        runner = Runner(built, heap, device=device, rank=rank, delays=delays,
+        runner = Runner(built, heap, device=device, rank=rank, delays=delay_config(o),
                         reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
                         seed=o.seed, chunk=o.chunk, process_group=dist.group.WORLD)
         result = CampaignResult(protocol.name, o.kernel, world_size, "processes",

@@ -29,10 +29,32 @@ from stress.delays import DelayConfig
 from stress.inputs import make_inputs
 from stress.validate import NFIELDS, classify, output_tiles
 
-RESETS: tuple[str, ...] = ("none", "host-between-barriers", "host-racing")
-POISONS: tuple[str, ...] = ("all", "outputs")
 POOL = 4  # input sets in rotation (even: consecutive iterations alternate parity)
 REFRESH = 64  # iterations between redraws of the pool (drawing costs ~30 small launches a set)
+
+
+class SideStream:
+    """Where a racing lock reset runs on the GPU (``--reset host-racing``, seed 001's bug 2).
+
+    A second CUDA stream, ordered after everything the kernel's stream has queued so far (the
+    previous iteration, this iteration's poison) but never waited for by it: the kernel queued
+    next may start before, during or after the reset. ``run`` may first sleep on this stream
+    (the ``before-reset`` delay), so the reset lands later still.
+    """
+
+    CYCLES_PER_NS = 2  # torch.cuda._sleep counts SM cycles; H200: 1980 MHz max (nvidia-smi)
+
+    def __init__(self, device) -> None:
+        self.device = device
+        self.stream = torch.cuda.Stream(device)
+
+    def run(self, reset, sleep_ns: int) -> None:
+        """Queue ``reset()`` here, after what the current stream queued, after ``sleep_ns``."""
+        self.stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self.stream):
+            if sleep_ns:
+                torch.cuda._sleep(int(sleep_ns * self.CYCLES_PER_NS))
+            reset()
 
 
 class Runner:
@@ -64,8 +86,7 @@ class Runner:
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.pool: list = []
         self.previous = None
-        self.side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
-        self.after_kernel = None
+        self.side = SideStream(self.device) if self.device.type == "cuda" else None
         self.launch = launch_all_reduce if c.kernel == "all-reduce" else launch_all_scatter
         self.pending: list[int] = []  # iterations in the rings, in slot order
 
@@ -86,15 +107,7 @@ class Runner:
         self.heap["locks"].local.zero_()
 
     def _racing_reset(self, i: int) -> None:
-        if self.side is None:
-            return
-        self.side.wait_stream(torch.cuda.current_stream(self.device))  # after iteration i - 1
-        with torch.cuda.stream(self.side):
-            if self.delays.enabled:
-                ns = self.delays.ns("before-reset", self.rank, 0, i)
-                if ns:
-                    torch.cuda._sleep(int(ns * 2))  # ~2 cycles per ns at the H200's clocks
-            self._zero_locks()
+        self.side.run(self._zero_locks, self.delays.ns("before-reset", self.rank, 0, i))
 
     def iteration(self, i: int) -> None:
         """Queue iteration ``i`` (poison, reset, kernel, validation) without synchronizing."""
@@ -123,7 +136,8 @@ class Runner:
         self.launch(
             self.built, self.heap, inputs.A, inputs.B, self.status[slot], rank=self.rank,
             epoch=i, iteration=i, max_polls=self.max_polls, delay_seed=d.seed & 0x7FFFFFFF,
-            delay_pct=d.pct if d.enabled else 0, delay_max_ns=d.max_ns, vals=self.vals[slot],
+            delay_pct=d.pct if d.enabled else 0, delay_max_ns=d.max_ns, delay_sites=d.site_mask,
+            vals=self.vals[slot],
         )
         if self.reset == "host-racing" and self.side is None and i > 0:
             self._zero_locks()  # interpreter: the clear meant before kernel i lands after it

@@ -45,7 +45,7 @@ def classify_kernel(
     M, NC, n_per_rank, status_tiles, first_copy,
     # meta-parameters
     WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, KIND: tl.constexpr,
-    DISTRIBUTION: tl.constexpr, HAS_PREV: tl.constexpr, NFIELDS: tl.constexpr,
+    DISTRIBUTION: tl.constexpr, NFIELDS: tl.constexpr,
 ):
     # ----- which tile of which copy -----------------------------------------------------------
     pid = tl.program_id(0)
@@ -72,12 +72,12 @@ def classify_kernel(
     # ----- per-element classes ---------------------------------------------------------------
     ok = got == expected
     unwritten = (~ok) & ((got != got) | (got == 0.0))
-    if HAS_PREV:
-        U_prev = (1 << (tl.load(prev_row_exp + rows)[:, None]
-                         + tl.load(prev_col_exp + cols)[None, :])).to(tl.float32)
-        stale = (~ok) & (~unwritten) & (got == U_prev * scale)
-    else:
-        stale = ok & (~ok)
+    # with no previous iteration the caller passes this one's exponents: then U_prev * scale is
+    # the expected value, which ``~ok`` excludes, so nothing is stale (and one compiled kernel
+    # serves the first iteration and the rest)
+    U_prev = (1 << (tl.load(prev_row_exp + rows)[:, None]
+                     + tl.load(prev_col_exp + cols)[None, :])).to(tl.float32)
+    stale = (~ok) & (~unwritten) & (got == U_prev * scale)
     q = tl.where(got == got, got / U, 0.0)  # NaN (the sentinel) never decodes as a rank mask
     qi = q.to(tl.int32)
     if KIND == "all-reduce":
@@ -157,6 +157,6 @@ def classify(config: KernelConfig, out: "torch.Tensor", inputs, previous, status
         status, summary,
         c.m, c.n, c.n_per_rank, c.tiles, first_copy,
         WORLD=c.world_size, BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=c.kernel,
-        DISTRIBUTION=c.distribution, HAS_PREV=previous is not None, NFIELDS=NFIELDS,
+        DISTRIBUTION=c.distribution, NFIELDS=NFIELDS,
         num_warps=4,
     )

@@ -101,7 +101,9 @@ def _role(x: Execution, eid: int) -> str:
 def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
     """Every violation kind ``x`` shows, each with one sentence and its evidence pairs."""
     found: list[tuple[str, str, list[tuple[int, int]]]] = []
-    for t, reason in x.stuck.items():
+    # Spinning threads first: a thread blocked at a CTA barrier is usually waiting for one of them,
+    # and the first hang found is the one a counterexample explains.
+    for t, reason in sorted(x.stuck.items(), key=lambda item: item[1][0] != "spin"):
         role = x.roles[t] if x.roles else x.thread_names[t]
         if reason[0] == "spin":
             seen = ", ".join(f"{loc}={v}" for loc, v in reason[1])
@@ -163,6 +165,11 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
     result.candidates = explored.candidates
     result.seconds = explored.seconds
     result.limit_hit, result.limit_detail = explored.limit_hit, explored.limit_detail
+    if result.limit_hit is None and result.executions == 0:
+        # A program with no consistent execution satisfies every property vacuously: never "safe".
+        result.limit_hit = "no-executions"
+        result.limit_detail = ("the model found no consistent execution of this scenario, so nothing "
+                               "was verified (a scenario or model bug: please report it)")
     return result
 
 
@@ -194,7 +201,7 @@ def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None
 
     for skeleton, x in pool:
         result.sampled += 1  # type: ignore[operator]
-        if skeleton.stuck and not _spin_is_real(skeleton, x):
+        if skeleton.stuck and not _spin_is_real(skeleton, x, scenario.program):
             continue
         if not ptx.is_consistent(x):
             continue

@@ -14,6 +14,15 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    If the values are not the last ones, the thread would eventually read a newer value, so the
    stuck path is not an execution of its own. An atomic whose write leaves the value unchanged
    (``atom.add r, x, 0``) counts as no change.
+   States are compared on their *live* registers only (:func:`live_registers`): a poll register
+   that the next iteration overwrites before reading does not make two loop heads differ. So an
+   iteration that reads, fails its exit test and makes no write at all is cut the same way, even
+   when it read a value the previous iteration did not. The executions this drops are those in
+   which a poll loop failed some iterations and exited later; each is the same as an execution in
+   which those iterations never ran, with fewer events: only reads and fences go, which removes
+   happens-before edges and adds none, so every race, unwritten or stale read of the dropped
+   execution is also in the kept one, and the kept one is consistent (every axiom is acyclicity
+   or emptiness of relations that only shrink when reads and fences go).
 3. **Combinations.** One path per thread. A CTA barrier instance some participant never reaches
    blocks the threads waiting at it; their paths are cut there and the blocked execution is a hang.
 4. **Choices.** For each location independently, the explorer enumerates which write each read
@@ -34,6 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from syncverify import ptx
+from syncverify.combos import PathSummary, SearchTimeout, is_supported, summarize, supported_combinations
 from syncverify.errors import UnsupportedConstruct
 from syncverify.events import INIT_THREAD, Event, Execution
 from syncverify.program import (
@@ -49,7 +59,7 @@ from syncverify.program import (
     Store,
     Thread,
 )
-from syncverify.relations import is_acyclic
+from syncverify.relations import is_acyclic, plus
 
 DEFAULT_MAX_EXECUTIONS = 1_000_000
 DEFAULT_MAX_STEPS = 500  # instructions one thread may execute on one path
@@ -134,6 +144,58 @@ def _text(ins: object) -> str:
     return type(ins).__name__
 
 
+def _reads_writes(ins: object) -> tuple[set[str], set[str]]:
+    """The registers an instruction reads and the ones it writes."""
+    def regs(*ops: Operand) -> set[str]:
+        return {o for o in ops if isinstance(o, str)}
+
+    if isinstance(ins, RegOp):
+        return regs(ins.lhs, ins.rhs) if ins.op != "mov" else regs(ins.lhs), {ins.dst}
+    if isinstance(ins, Branch):
+        return (regs(ins.lhs, ins.rhs) if ins.cond is not None else set()), set()
+    if isinstance(ins, Store):
+        return regs(ins.value), set()
+    if isinstance(ins, Atomic):
+        return regs(*ins.operands), ({ins.dst} if ins.dst is not None else set())
+    if isinstance(ins, Load):
+        return set(), {ins.dst}
+    return set(), set()
+
+
+def live_registers(thread: Thread, observed: frozenset[str] | None) -> list[frozenset[str]]:
+    """For each program point, the registers whose value may still be read (or observed at the end).
+
+    The usual backward dataflow over the thread's control flow; ``observed`` (None: every
+    register) are live at the end, since a litmus condition reads them.
+    """
+    code = thread.instructions
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    every = set(observed) if observed is not None else set()
+    if observed is None:
+        for ins in code:
+            r, w = _reads_writes(ins)
+            every |= r | w
+    live: list[set[str]] = [set() for _ in range(len(code) + 1)]
+    live[len(code)] = every
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(len(code) - 1, -1, -1):
+            ins = code[pc]
+            if isinstance(ins, Branch):
+                out = set(live[labels[ins.target]])
+                if ins.cond is not None:
+                    out |= live[pc + 1]
+            else:
+                out = set(live[pc + 1])
+            reads, writes = _reads_writes(ins)
+            new = (out - writes) | reads
+            if new != live[pc]:
+                live[pc] = new
+                changed = True
+    return [frozenset(x) for x in live]
+
+
 def thread_paths(
     thread: Thread,
     domain: dict[str, frozenset[int]],
@@ -141,10 +203,15 @@ def thread_paths(
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
     deadline: float | None = None,
+    observed: frozenset[str] | None = None,
 ) -> list[Path]:
-    """Every path of ``thread`` when each read may return any value of its location's domain."""
+    """Every path of ``thread`` when each read may return any value of its location's domain.
+
+    ``observed``: the registers whose final values matter (None: all); see :func:`live_registers`.
+    """
     code = thread.instructions
     labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    live = live_registers(thread, observed)
     paths: list[Path] = []
 
     def value(op: Operand, regs: dict[str, int]) -> int:
@@ -153,7 +220,8 @@ def thread_paths(
     def taint_of(op: Operand, taint: dict[str, frozenset[int]]) -> frozenset[int]:
         return frozenset() if isinstance(op, int) else taint.get(op, frozenset())
 
-    # An explicit stack of states: (pc, regs, taint, ctrl, events, seen, steps).
+    # An explicit stack of states: (pc, regs, taint, ctrl, events, seen, steps). ``seen`` maps
+    # (pc, live registers) to where the path last was there, and whether the registers were equal.
     stack = [(0, dict(registers), {}, frozenset(), (), {}, 0)]
     while stack:
         pc, regs, taint, ctrl, events, seen, steps = stack.pop()
@@ -166,13 +234,17 @@ def thread_paths(
                                "without terminating or repeating a state (a loop that writes every iteration?)")
             if deadline is not None and steps % 64 == 0 and time.monotonic() > deadline:
                 raise LimitHit("timeout", f"while running thread {thread.name}")
-            key = (pc, tuple(sorted(regs.items())))
+            full = tuple(sorted(regs.items()))
+            key = (pc, tuple(r for r in full if r[0] in live[pc]))
             if key in seen:
-                start = seen[key]
-                blocking = tuple((e.loc, e.value) for e in events[start:] if e.kind == "R")
-                paths.append(Path(events[:start], tuple(sorted(regs.items())), ("spin", blocking)))
-                break
-            seen = {**seen, key: len(events)}
+                start, before = seen[key]
+                # Same registers: an iteration that changed no value (same-value writes allowed).
+                # Same live registers only: an iteration with no write event at all.
+                if before == full or not any(e.kind == "W" for e in events[start:]):
+                    blocking = tuple((e.loc, e.value) for e in events[start:] if e.kind == "R")
+                    paths.append(Path(events[:start], full, ("spin", blocking)))
+                    break
+            seen = {**seen, key: (len(events), full)}
             ins = code[pc]
             steps += 1
             text, line = _text(ins), getattr(ins, "line", None)
@@ -258,6 +330,7 @@ def value_domain(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_domain: int = DEFAULT_MAX_DOMAIN,
     deadline: float | None = None,
+    prune: bool = True,
 ) -> tuple[dict[str, frozenset[int]], list[list[Path]]]:
     """The values each location can hold, and each thread's paths when reads return them.
 
@@ -265,23 +338,42 @@ def value_domain(
     domain, then add the values written in *supported* combinations of paths only, those in which
     every read's value is written by some other event (the initial write, another thread, or an
     earlier write of the same thread). Without that filter an ``atom.add`` would feed on its own
-    results and the domain would never stop growing.
+    results and the domain would never stop growing. With ``prune``, each value not yet in the
+    domain is looked for with a search for one supported combination that writes it
+    (:mod:`syncverify.combos`); without, every combination is tried (the brute-force reference).
     """
     domain = {loc: frozenset({program.init.get(loc, 0)}) for loc in program.locations()}
     while True:
         all_paths = [
-            thread_paths(t, domain, _initial_registers(program, t), max_steps=max_steps, deadline=deadline)
+            thread_paths(t, domain, _initial_registers(program, t), max_steps=max_steps, deadline=deadline,
+                         observed=program.observed_registers)
             for t in program.threads
         ]
         grown = {loc: set({program.init.get(loc, 0)}) for loc in domain}
-        summaries = [[_path_summary(p) for p in paths] for paths in all_paths]
-        for combo in combinations(program, summaries):
-            if deadline is not None and time.monotonic() > deadline:
-                raise LimitHit("timeout", "while computing value domains")
-            if _supported(combo, program.init):
-                for _needs, supplies in combo:
-                    for loc, v in supplies:
-                        grown[loc].add(v)
+        summaries = [[summarize(p) for p in paths] for paths in all_paths]
+
+        def add(combo: tuple[PathSummary, ...]) -> None:
+            for s in combo:
+                for (loc, v), _n in s.writes:
+                    grown[loc].add(v)
+
+        if prune:
+            top = value_ceiling(program)
+            wanted = sorted({key for paths in summaries for s in paths for key, _n in s.writes
+                             if key[1] not in domain[key[0]] and (top.get(key[0]) is None or key[1] <= top[key[0]])})
+            for key in wanted:
+                if key[1] in grown[key[0]]:
+                    continue
+                witness = next(_search(program, summaries, atomicity=False, must_write=key, deadline=deadline),
+                               None)
+                if witness is not None:
+                    add(tuple(summaries[t][p] for t, p in enumerate(witness)))
+        else:
+            for combo in combinations(program, summaries):
+                if deadline is not None and time.monotonic() > deadline:
+                    raise LimitHit("timeout", "while computing value domains")
+                if is_supported(combo, program.init):
+                    add(combo)
         for loc, vals in grown.items():
             if len(vals) > max_domain:
                 raise LimitHit("value-domain", f"location {loc} can hold more than {max_domain} values")
@@ -291,32 +383,52 @@ def value_domain(
         domain = {loc: domain[loc] | frozen[loc] for loc in domain}
 
 
-def _path_summary(path: Path) -> tuple[frozenset, frozenset]:
-    """What a path needs from other threads, and what it supplies to them.
+def value_ceiling(program: Program) -> dict[str, int | None]:
+    """An upper bound on the values each location can ever hold (None: no bound found).
 
-    ``needs``: the (loc, value) pairs its reads return that no earlier write of its own supplies
-    (the initial value is checked separately); ``supplies``: the (loc, value) pairs it writes.
+    When every write to a location is a literal (a store, an exchange, a ``cas`` value) or an
+    ``atom.add`` of a non-negative literal outside any loop, no value exceeds the largest literal
+    (or initial value) plus all the increments together: the bound a counter's value search
+    would otherwise have to prove by trying every combination. Anything else (a register
+    operand, ``sub``, an add inside a loop) leaves the location unbounded.
     """
-    needs, supplies = set(), set()
-    for e in path.events:
-        if e.ghost:
-            continue
-        if e.kind == "R" and (e.loc, e.value) not in supplies:
-            needs.add((e.loc, e.value))
-        elif e.kind == "W":
-            supplies.add((e.loc, e.value))
-    return frozenset(needs), frozenset(supplies)
-
-
-def _supported(combo: tuple, init: dict[str, int]) -> bool:
-    """Every read's value is written by the initial state, another thread, or an earlier write."""
-    for t, (needs, _supplies) in enumerate(combo):
-        for loc, v in needs:
-            if init.get(loc, 0) == v:
+    top: dict[str, int | None] = {loc: program.init.get(loc, 0) for loc in program.locations()}
+    increments: dict[str, int] = {}
+    for thread in program.threads:
+        code = thread.instructions
+        labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+        in_loop = set()
+        for i, ins in enumerate(code):
+            if isinstance(ins, Branch) and labels[ins.target] <= i:
+                in_loop.update(range(labels[ins.target], i + 1))
+        for i, ins in enumerate(code):
+            loc = getattr(ins, "loc", None)
+            if loc is None or getattr(ins, "ghost", False) or top.get(loc) is None:
                 continue
-            if not any((loc, v) in supplies for u, (_n, supplies) in enumerate(combo) if u != t):
-                return False
-    return True
+            if isinstance(ins, Store):
+                literal = ins.value if isinstance(ins.value, int) else None
+            elif isinstance(ins, Atomic) and ins.op in ("exch", "cas"):
+                literal = ins.operands[-1] if isinstance(ins.operands[-1], int) else None
+            elif isinstance(ins, Atomic) and ins.op == "add":
+                b = ins.operands[0]
+                if isinstance(b, int) and b >= 0 and i not in in_loop:
+                    increments[loc] = increments.get(loc, 0) + b
+                    continue
+                literal = None
+            elif isinstance(ins, Load):
+                continue
+            else:
+                literal = None
+            top[loc] = None if literal is None else max(top[loc], literal)  # type: ignore[type-var]
+    return {loc: (None if v is None else v + increments.get(loc, 0)) for loc, v in top.items()}
+
+
+def _search(program: Program, summaries: list[list[PathSummary]], **options) -> Iterator[tuple[int, ...]]:
+    """:func:`syncverify.combos.supported_combinations`, its timeout as a :class:`LimitHit`."""
+    try:
+        yield from supported_combinations(program, summaries, **options)
+    except SearchTimeout as stop:
+        raise LimitHit("timeout", f"while combining thread paths, {stop}") from None
 
 
 def _initial_registers(program: Program, thread: Thread) -> dict[str, int]:
@@ -399,7 +511,7 @@ def _settle_barriers(
     Returns each thread's kept length, the barrier-stuck threads, and the complete instances
     (each a list of (thread, local index)).
     """
-    lengths = [len(p.events) for p in combo]
+    lengths = [len(p.events) if p is not None else 0 for p in combo]  # None: not in play
     stuck: dict[int, tuple] = {}
     while True:
         changed = False
@@ -428,6 +540,26 @@ def _settle_barriers(
             return lengths, stuck, instances  # type: ignore[return-value]
 
 
+def _cta_kept_lengths(program: Program, all_paths: list[list[Path]],
+                      participants: dict[tuple[int, int, int], list[int]]) -> Callable[[dict[int, int]], dict[int, int]]:
+    """For the combination search: how much of each path of one CTA survives its CTA barriers."""
+    cache: dict[tuple, dict[int, int]] = {}
+
+    def kept(picks: dict[int, int]) -> dict[int, int]:
+        key = tuple(sorted(picks.items()))
+        if key not in cache:
+            first = program.threads[key[0][0]]
+            mine = {k: ts for k, ts in participants.items() if k[:2] == (first.gpu, first.cta)}
+            combo: list[Path | None] = [None] * len(program.threads)
+            for t, p in picks.items():
+                combo[t] = all_paths[t][p]
+            lengths, _stuck, _instances = _settle_barriers(program, tuple(combo), mine)  # type: ignore[arg-type]
+            cache[key] = {t: lengths[t] for t in picks}
+        return cache[key]
+
+    return kept
+
+
 # ----- step 4: building executions -------------------------------------------------------------
 
 @dataclass
@@ -445,6 +577,8 @@ class Skeleton:
     roles: tuple[str, ...]
     host_order: frozenset = frozenset()
     static_memo: dict = field(default_factory=dict)
+    # (po | bar | host)+: part of causality whatever rf, co and Fence-SC turn out to be.
+    static_cause: "StaticCause | frozenset" = frozenset()
 
     def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...]) -> Execution:
         return Execution(
@@ -488,7 +622,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             for b in members:
                 if a != b and events[b].sem == "sync":
                     sync.add((a, b))
-    host = _host_pairs(program, events)
+    host = frozenset()  # filled in by candidate_executions once the combination passes its locations
     # Stuck threads keep their (cut) events; a spin-stuck path is already cut at the spin.
     full_stuck = dict(stuck)
     for t, path in enumerate(combo):
@@ -503,18 +637,7 @@ def _host_pairs(program: Program, events: list[Event]) -> frozenset:
     """Event pairs ordered by ``program.host_order`` (closed transitively over phases)."""
     if not program.host_order:
         return frozenset()
-    after: dict[str, set[str]] = {}
-    for a, b in program.host_order:
-        after.setdefault(a, set()).add(b)
-    changed = True
-    while changed:
-        changed = False
-        for a in list(after):
-            for b in list(after[a]):
-                extra = after.get(b, set()) - after[a]
-                if extra:
-                    after[a] |= extra
-                    changed = True
+    after = program.phases_after()
     by_phase: dict[str, list[int]] = {}
     for e in events:
         if not e.is_init:
@@ -531,52 +654,86 @@ def _static_relations(skeleton: Skeleton) -> None:
         skeleton.static_memo[name] = probe._memo[name]
 
 
-def _location_choices(skeleton: Skeleton, loc: str, prune: bool) -> list[tuple[dict[int, int], tuple[int, ...]]]:
+class StaticCause:
+    """``(po | bar | host)+`` of a skeleton, as a membership test: the part of causality that no
+    choice of rf, co or Fence-SC order can remove, used to prune those choices.
+
+    Program order and CTA barriers stay inside one phase; the host order relates whole phases
+    (and is acyclic), so a pair is in the closure if it is ordered within its phase or its phases
+    are host-ordered. Storing the host part per phase keeps it small.
+    """
+
+    def __init__(self, skeleton: "Skeleton", program: Program) -> None:
+        self.local = plus(skeleton.po | skeleton.barrier_sync)
+        self.phase = [None if e.is_init else e.phase for e in skeleton.events]
+        after = program.phases_after()
+        self.phases = frozenset((a, b) for a, bs in after.items() for b in bs)
+
+    def __contains__(self, pair: tuple[int, int]) -> bool:
+        if pair in self.local:
+            return True
+        pa, pb = self.phase[pair[0]], self.phase[pair[1]]
+        return pa is not None and pb is not None and (pa, pb) in self.phases
+
+
+def _location_choices(skeleton: Skeleton, loc: str, prune: bool,
+                      program: Program) -> list[tuple[dict[int, int], tuple[int, ...]]]:
     """Every (reads-from of this location's reads, coherence order of its writes) worth keeping."""
     events = skeleton.events
     writes = [e for e in events if e.is_write and e.loc == loc and not e.ghost]
     reads = [e for e in events if e.is_read and e.loc == loc and not e.ghost]
     init = tuple(w.eid for w in writes if w.is_init)
     others = [w.eid for w in writes if not w.is_init]
-    po = skeleton.po
+    cause = skeleton.static_cause
+    # The writes that causally precede each write and each read (init writes precede everything).
+    before = {e.eid: frozenset(w for w in others if (w, e.eid) in cause) if prune else frozenset()
+              for e in writes + reads}
     rmw_write_of = {r: w for r, w in skeleton.rmw}
+    spins = [(phase, v) for phase, where, v in _spin_needs(skeleton, program) if where == loc] if prune else []
+    after = program.phases_after() if spins else {}
     candidates = []
     for r in reads:
         cands = [w.eid for w in writes if w.value == r.value]
         if prune:
-            cands = [w for w in cands if (r.eid, w) not in po and rmw_write_of.get(r.eid) != w]
+            # Causality axiom: no reading a write the read causally precedes (rf ; cause), nor
+            # one hidden behind a write that causally precedes the read (fr ; cause).
+            cands = [w for w in cands if (r.eid, w) not in cause and rmw_write_of.get(r.eid) != w
+                     and not any(w2 != w and (w in init or (w, w2) in cause) for w2 in before[r.eid])]
         if not cands:
             return []
         candidates.append(cands)
-    ms = skeleton.static_memo.get("morally_strong")
+    ms = frozenset(ptx.morally_strong_at([w for w in writes] + reads, skeleton.po))
     choices = []
     for picks in itertools.product(*candidates):
         rf = {r.eid: w for r, w in zip(reads, picks)}
         if not prune:
             choices.extend((rf, init + order) for order in itertools.permutations(others))
             continue
-        for order in _coherence_orders(skeleton, others, rf, ms):
+        for order in _coherence_orders(skeleton, others, rf, ms, before):
             co_order = init + order
-            if _location_consistent(skeleton, rf, co_order, reads, ms):
+            if any(_last_seen(events, co_order, after.get(phase, frozenset())) != v for phase, v in spins):
+                continue  # a stuck spin is an execution only if it read the last value (_spin_is_real)
+            if _location_consistent(skeleton, rf, co_order, reads, ms, before):
                 choices.append((rf, co_order))
     return choices
 
 
-def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int], ms: frozenset) -> Iterator[tuple[int, ...]]:
+def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int], ms: frozenset,
+                      before: dict[int, frozenset]) -> Iterator[tuple[int, ...]]:
     """Coherence orders of ``writes`` that respect program order and the atomicity of RMWs.
 
     Built one write at a time, so that an atomic's write is placed only after the write its read
     reads from, with no morally strong write in between (the Atomicity axiom): for chains of
     atomics this yields the one order the chain allows instead of every permutation.
+    ``before``: the writes that causally precede each write (Coherence keeps them co-before).
     """
-    po = skeleton.po
     source_of = {w: rf.get(r) for r, w in skeleton.rmw}
     read_of = {w: r for r, w in skeleton.rmw}
     pending = set(writes)
 
     def placeable(w: int, placed: list[int]) -> bool:
-        if any((other, w) in po for other in pending if other != w):
-            return False
+        if before[w] & pending:
+            return False  # Coherence: causally ordered writes are in coherence order
         r = read_of.get(w)
         src = source_of.get(w)
         if r is None or src is None:
@@ -608,7 +765,7 @@ def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int],
 
 
 def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co_order: tuple[int, ...],
-                         reads: list[Event], ms: frozenset) -> bool:
+                         reads: list[Event], ms: frozenset, before: dict[int, frozenset]) -> bool:
     """SC-per-Location and Atomicity on one location (both only relate events of that location)."""
     position = {w: i for i, w in enumerate(co_order)}
     edges = set()
@@ -626,6 +783,11 @@ def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co_order: tuple
     edges |= {(a, b) for a, b in skeleton.po if a in ids and b in ids}
     if not is_acyclic(edges):
         return False
+    for r, w in rf.items():
+        # Causality axiom (fr ; cause): a write that causally precedes the read is not
+        # coherence-after the write the read reads from.
+        if any(position[other] > position[w] for other in before[r]):
+            return False
     for r, w in skeleton.rmw:
         if r not in rf:
             continue
@@ -685,13 +847,29 @@ class ExplorationResult:
         return {(frozenset(x.final_registers.items()), frozenset(x.final_memory.items())) for x in self.executions}
 
 
-def _spin_is_real(skeleton: Skeleton, x: Execution) -> bool:
-    """A stuck spin is an execution only if every blocking read would see the last value."""
-    final = x.final_memory
-    for reason in skeleton.stuck.values():
-        if reason[0] == "spin" and any(final[loc] != v for loc, v in reason[1]):
-            return False
-    return True
+def _spin_needs(skeleton: Skeleton, program: Program) -> list[tuple[str, str, int]]:
+    """(phase of the spinning thread, location, value) of every blocking read of a stuck spin."""
+    return [(program.threads[t].phase, loc, v) for t, reason in skeleton.stuck.items()
+            if reason[0] == "spin" for loc, v in reason[1]]
+
+
+def _last_seen(events: tuple[Event, ...], co_order: tuple[int, ...], later: frozenset[str]) -> int | None:
+    """The value of the coherence-last write that is not in a phase of ``later``."""
+    for w in reversed(co_order):
+        if events[w].is_init or events[w].phase not in later:
+            return events[w].value
+    return None
+
+
+def _spin_is_real(skeleton: Skeleton, x: Execution, program: Program) -> bool:
+    """A stuck spin is an execution only if every blocking read would see the last value.
+
+    The last value as the spinning thread's launch sees it: writes of launches the host orders
+    after it are left out, since those launches cannot start while it spins.
+    """
+    after = program.phases_after()
+    return all(_last_seen(x.events, x.co[loc], after.get(phase, frozenset())) == v
+               for phase, loc, v in _spin_needs(skeleton, program))
 
 
 def candidate_executions(
@@ -703,16 +881,24 @@ def candidate_executions(
     deadline: float | None = None,
 ) -> Iterator[tuple[Skeleton, Execution]]:
     """Yield candidate executions (not yet checked against the global axioms)."""
-    _domain, all_paths = value_domain(program, max_steps=max_steps, max_domain=max_domain, deadline=deadline)
+    _domain, all_paths = value_domain(program, max_steps=max_steps, max_domain=max_domain, deadline=deadline,
+                                      prune=prune)
     participants = _barrier_participants(program)
     locations = program.locations()
     seen_cut: set = set()
-    summary = {id(p): _path_summary(p) for paths in all_paths for p in paths}
-    for combo in combinations(program, all_paths):
+    if prune:
+        summaries = [[summarize(p) for p in paths] for paths in all_paths]
+        kept = _cta_kept_lengths(program, all_paths, participants)
+        combos: Iterator[tuple[Path, ...]] = (
+            tuple(all_paths[t][p] for t, p in enumerate(picks))
+            for picks in _search(program, summaries, atomicity=True, deadline=deadline, kept_lengths=kept))
+    else:
+        summary = {id(p): summarize(p) for paths in all_paths for p in paths}
+        combos = (combo for combo in combinations(program, all_paths)
+                  if is_supported(tuple(summary[id(p)] for p in combo), program.init))
+    for combo in combos:
         if deadline is not None and time.monotonic() > deadline:
             raise LimitHit("timeout", "while combining thread paths")
-        if not _supported(tuple(summary[id(p)] for p in combo), program.init):
-            continue  # some read returns a value nobody writes: no execution
         lengths, stuck, instances = _settle_barriers(program, combo, participants)
         if stuck:
             key = tuple((tuple(p.events[:n]), p.registers, p.stuck) for p, n in zip(combo, lengths))
@@ -720,14 +906,16 @@ def candidate_executions(
                 continue
             seen_cut.add(key)
         skeleton = build_skeleton(program, combo, lengths, stuck, instances)
-        _static_relations(skeleton)
+        skeleton.static_cause = StaticCause(skeleton, program)
         per_location = []
         for loc in locations:
-            choices = _location_choices(skeleton, loc, prune)
+            choices = _location_choices(skeleton, loc, prune, program)
             if not choices:
                 break
             per_location.append(choices)
         else:
+            skeleton.host_order = _host_pairs(program, skeleton.events)  # only now: most combinations
+            _static_relations(skeleton)  # fail a location above
             fence_orders = _fence_sc_orders(skeleton, prune)
             for parts in itertools.product(*per_location):
                 rf: dict[int, int] = {}
@@ -779,7 +967,7 @@ def explore(
             result.candidates += 1
             if deadline is not None and result.candidates % 256 == 0 and time.monotonic() > deadline:
                 raise LimitHit("timeout", f"after {result.candidates} candidate executions")
-            if skeleton.stuck and not _spin_is_real(skeleton, x):
+            if skeleton.stuck and not _spin_is_real(skeleton, x, program):
                 continue
             if not ptx.is_consistent(x):
                 continue

@@ -74,9 +74,11 @@ def lower_step(step) -> tuple[LoweredOp, ...]:
             return (LoweredOp("ld", ALL, "weak", None, poll=True),)
         if step.read == "volatile_load":
             return (LoweredOp("ld", ALL, "volatile", "sys", poll=True),)
-        if step.read == "atomic_add" and step.value is not None and step.value.literal == 0:
-            # Triton 3.6 lowers atomic_add(ptr, 0, sem=acquire) to ld.acquire on one thread, then
-            # bar.sync (PLATFORM.md; checked by tests/test_ptx_audit.py).
+        if (step.read == "atomic_add" and step.value is not None and step.value.literal == 0
+                and step.sem in ("relaxed", "acquire")):
+            # Triton 3.6 lowers atomic_add(ptr, 0, sem=acquire|relaxed) to ld.acquire|ld.relaxed on
+            # one thread, then bar.sync; with sem=acq_rel (Triton's default) it keeps the
+            # atom.add.acq_rel (PLATFORM.md; checked by tests/test_ptx_audit.py).
             return (LoweredOp("ld", ONE, step.sem, step.scope, poll=True), LoweredOp("bar", ALL))
         if step.read in ("atomic_cas", "atomic_add"):
             op_name = "cas" if step.read == "atomic_cas" else "add"

@@ -311,6 +311,25 @@ class Program:
     host_order: tuple[tuple[str, str], ...] = ()
     # Groups of interchangeable units (each a tuple of thread indices): see explore's symmetry.
     symmetry: tuple[tuple[tuple[int, ...], ...], ...] = ()
+    # Registers whose final values matter (a litmus condition reads them); None: all of them.
+    # A scenario observes none: its verdicts come from events, so a poll register is dead after
+    # its branch, which lets the explorer drop failed poll iterations (explore.live_registers).
+    observed_registers: frozenset[str] | None = None
+
+    def phases_after(self) -> dict[str, frozenset[str]]:
+        """For each phase, the phases the host orders after it (``host_order`` closed transitively)."""
+        after: dict[str, set[str]] = {}
+        for a, b in self.host_order:
+            after.setdefault(a, set()).add(b)
+        changed = True
+        while changed:
+            changed = False
+            for a in list(after):
+                extra = set().union(*(after.get(b, set()) for b in after[a])) - after[a]
+                if extra:
+                    after[a] |= extra
+                    changed = True
+        return {a: frozenset(bs) for a, bs in after.items()}
 
     def locations(self) -> tuple[str, ...]:
         """Every location the program touches or initialises, in first-seen order."""

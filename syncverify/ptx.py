@@ -170,25 +170,36 @@ def rmw(x: Execution) -> frozenset:
     return x.rmw
 
 
+def morally_strong_pair(a: Event, b: Event, ordered: frozenset) -> bool:
+    """Whether ``a`` and ``b`` are morally strong relative to each other (``ordered``: ``po``).
+
+    They are if related in program order, or if each is strong and specifies a scope that
+    includes the thread executing the other; two memory operations must also overlap completely
+    (callers pair memory operations of one location only).
+    """
+    if ((a.eid, b.eid) in ordered or (b.eid, a.eid) in ordered) and (a.is_init or b.is_init or a.thread == b.thread):
+        if (a.is_memory and b.is_memory) or (strong_operation(a) and strong_operation(b)):
+            return True
+    return strong_operation(a) and strong_operation(b) and _mutual_scope(a, b)
+
+
+def morally_strong_at(events: list[Event], ordered: frozenset) -> set[tuple[int, int]]:
+    """The morally strong pairs (both directions) among the memory events of one location."""
+    pairs = set()
+    for i, a in enumerate(events):
+        for b in events[i + 1:]:
+            if morally_strong_pair(a, b, ordered):
+                pairs.add((a.eid, b.eid))
+                pairs.add((b.eid, a.eid))
+    return pairs
+
+
 @relation
 def morally_strong(x: Execution) -> frozenset:
-    """``morally-strong = sr-fence | po-fence | sr-m | po-m`` (``ptx.cat``; ISA "Morally strong").
-
-    Two operations are morally strong relative to each other if they are related in program
-    order, or each is strong and specifies a scope that includes the thread executing the other;
-    and if both are memory operations, they overlap completely (same location here).
-    Computed per location (memory pairs) and per fence, never over all pairs of events.
-    """
+    """``morally-strong = sr-fence | po-fence | sr-m | po-m`` (``ptx.cat``; ISA "Morally strong"):
+    :func:`morally_strong_pair` over the pairs of memory operations of each location and over
+    each fence and strong operation, never over all pairs of events."""
     ordered = po(x)
-    same_thread = lambda a, b: (a.eid, b.eid) in ordered or (b.eid, a.eid) in ordered  # noqa: E731
-    pairs = set()
-
-    def related(a: Event, b: Event) -> bool:
-        if same_thread(a, b) and (a.is_init or b.is_init or a.thread == b.thread):
-            if (a.is_memory and b.is_memory) or (strong_operation(a) and strong_operation(b)):
-                return True
-        return strong_operation(a) and strong_operation(b) and _mutual_scope(a, b)
-
     by_loc: dict[str, list[Event]] = {}
     fences = []
     for e in x.events:
@@ -196,16 +207,13 @@ def morally_strong(x: Execution) -> frozenset:
             by_loc.setdefault(e.loc, []).append(e)  # type: ignore[arg-type]
         elif e.is_fence:
             fences.append(e)
+    pairs: set[tuple[int, int]] = set()
     for group in by_loc.values():
-        for i, a in enumerate(group):
-            for b in group[i + 1:]:
-                if related(a, b):
-                    pairs.add((a.eid, b.eid))
-                    pairs.add((b.eid, a.eid))
+        pairs |= morally_strong_at(group, ordered)
     strong = [e for e in x.events if strong_operation(e)]
     for f in fences:
         for b in strong:
-            if b.eid != f.eid and related(f, b):
+            if b.eid != f.eid and morally_strong_pair(f, b, ordered):
                 pairs.add((f.eid, b.eid))
                 pairs.add((b.eid, f.eid))
     return frozenset(pairs)

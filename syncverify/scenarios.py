@@ -252,7 +252,8 @@ def _all_reduce(protocol, opts: ScenarioOptions) -> Scenario:
     cta_ids: dict[tuple[int, str], int] = {}
 
     def cta(rank: int, name: str) -> int:
-        return cta_ids.setdefault((rank, name), len(cta_ids))
+        # Each epoch is a launch of its own: its CTAs are new ones (a CTA barrier never spans two).
+        return cta_ids.setdefault((rank, f"{name} epoch {builder._epoch}"), len(cta_ids))
 
     for epoch in range(opts.epochs):
         builder._epoch = epoch
@@ -300,7 +301,8 @@ def _all_scatter(protocol, opts: ScenarioOptions) -> Scenario:
     cta_ids: dict[tuple[int, str], int] = {}
 
     def cta(rank: int, name: str) -> int:
-        return cta_ids.setdefault((rank, name), len(cta_ids))
+        # Each epoch is a launch of its own: its CTAs are new ones (a CTA barrier never spans two).
+        return cta_ids.setdefault((rank, f"{name} epoch {builder._epoch}"), len(cta_ids))
 
     def add(rank: int, cta_name: str, i: int, code: list, role: str, epoch: int, unit: int | None) -> None:
         threads.append(Thread(f"P{len(threads)}", rank, cta(rank, cta_name), tuple(code), role, f"e{epoch}"))
@@ -354,7 +356,7 @@ def _finish(protocol, opts: ScenarioOptions, threads: list[Thread], info: list[T
     if opts.symmetry and len(units) > 1:
         symmetry = (tuple(tuple(u) for _q, u in sorted(units.items())),)
     program = Program(f"{protocol.name}/{opts.scenario}/W{opts.world_size}", tuple(threads),
-                      host_order=host_order, symmetry=symmetry)
+                      host_order=host_order, symmetry=symmetry, observed_registers=frozenset())
     return Scenario(program, opts, protocol, info, _notes(opts, symmetry))
 
 

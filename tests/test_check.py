@@ -1,5 +1,6 @@
-"""Known verdicts of the built-in protocols in the all-reduce scenario (world size 2, 2 threads
-per CTA), each with the reason the model gives; and the check/list/litmus command lines."""
+"""Known verdicts of the built-in protocols in both scenarios (world size 2, 1 tile, 1 epoch, 2
+threads per CTA), each with the reason the model gives; two-epoch verdicts for the reset policies;
+and the check/list/litmus command lines."""
 
 from __future__ import annotations
 
@@ -52,6 +53,181 @@ def test_builtin_protocol_verdict_in_all_reduce(name):
     for violation in result.violations.values():
         assert violation.explanation
         assert violation.trace(result.scenario), "a counterexample lists its events"
+
+
+# protocol -> (violation kinds in all-scatter, why). The scenario (syncverify.scenarios): each
+# rank's GEMM CTA stores its tile and signals (stage "pub"); that rank's comm CTA waits, reads the
+# tile, pushes it into every peer's C and signals again (stage "push"); a receiver CTA waits on the
+# push lock and reads the pushed copies. Both stages run the same protocol, so a protocol whose
+# signal goes to its own copy (`to = "self"`) never tells the receiving rank about a peer's push.
+ALL_SCATTER = {
+    # GEMM CTA: bar.sync orders both threads' tile stores before thread 0's release fence + add on
+    # every rank's counter; comm CTA: the acquire CAS poll runs on thread 0 and its broadcast
+    # bar.sync orders thread 1's tile load after it. The push stage is the same handshake, and the
+    # receiver counts world_size adds, its peer's included.
+    "barrier-fenced-release-acquire": (set(), "barrier + fences order every thread, in both stages"),
+    # As above with an acquire ld poll (one thread + bar.sync) and a target that grows per epoch.
+    "epoch-flag": (set(), "barrier + release add + acquire wait, in both stages"),
+    # Witness: rank 0's comm CTA thread 1 reads C slice 1 unwritten: GEMM thread 1's tile store has
+    # no barrier to order it before thread 0's release (its own fence orders only its own later
+    # writes, and it makes none); the same in the push stage (receiver vs a peer's thread-1 push).
+    "fenced-release-acquire": ({"race", "unwritten-read"}, "no CTA barrier before the release"),
+    "add-counter": ({"race", "unwritten-read"}, "no CTA barrier before the release"),
+    # Witness: rank 0's comm CTA reads its own GEMM tile unwritten: the local path is a weak .wt
+    # flag store polled by .cv (relaxed) loads, not morally strong, so no synchronization; the
+    # acquire CAS on "ready" synchronizes only with the *other* rank's GEMM CTA (to = "others").
+    # The push stage is ordered (barrier, then release xchg to the receiver, acquire CAS poll).
+    "xchg-flag": ({"race", "unwritten-read"}, "weak .wt local flag / .cv poll does not synchronize"),
+    # Same local path; witness race is on the local flag itself (weak store vs .cv poll).
+    "add-counter-cas-reset": ({"race", "unwritten-read"}, "weak .wt local flag / .cv poll does not synchronize"),
+    # Counts only the world_size - 1 other ranks but waits for world_size: each comm CTA's thread 0
+    # spins forever (thread 1 waits at the broadcast bar.sync), so no tile is pushed and the
+    # receiver hangs too; nobody reads tile data, so the only race is on the weak local flag.
+    "add-counter-skip-self": ({"hang", "race"}, "waits for world_size signals, gets world_size - 1"),
+    # Seed 001 original (bug 3): a weak .wt flag store and .cv polls never synchronize: the comm
+    # CTA can read its GEMM CTA's tile unwritten; the flag itself races.
+    "wt-cv-flag": ({"race", "unwritten-read"}, "weak .wt flag / .cv poll does not synchronize"),
+    # Seed 001 fix: the acquire CAS runs on one thread with its result unused (no bar.sync), so
+    # comm thread 1's tile load is unordered (witness: it reads C slice 1 unwritten); no CTA
+    # barrier before the xchg either; and in the push stage the receiver polls its own copy,
+    # which only its own comm CTA writes (to = "self"): a peer's push is never ordered before
+    # the receiver's reads (witness race: rank 1's push vs rank 0's receiver).
+    "release-xchg-cas-acquire": ({"race", "unwritten-read"}, "acquire on one thread only, no barrier, to=self"),
+    # The barrier fixes the GEMM side only: the one-thread acquire and the push to self remain.
+    "barrier-release-xchg-cas-acquire": ({"race", "unwritten-read"}, "acquire on one thread only, to=self"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALL_SCATTER))
+def test_builtin_protocol_verdict_in_all_scatter(name):
+    kinds, _why = ALL_SCATTER[name]
+    result = check(build(load_protocol(name), ScenarioOptions(scenario="all-scatter", world_size=2)))
+    assert result.limit_hit is None
+    assert result.executions > 0
+    assert set(result.violations) == kinds
+    assert result.safe is (not kinds)
+    for violation in result.violations.values():
+        assert violation.explanation
+        assert violation.trace(result.scenario), "a counterexample lists its events"
+
+
+def test_every_builtin_has_a_verdict_in_both_scenarios():
+    from protocols import builtin_names
+
+    assert set(ALL_REDUCE) == set(ALL_SCATTER) == set(builtin_names())
+
+
+def test_a_hang_is_explained_by_the_spinning_thread_not_the_one_it_blocks():
+    """In add-counter-skip-self's hang the comm CTA's thread 0 spins (its count never reaches
+    world_size) and thread 1 waits for it at the broadcast bar.sync: the sentence names the spin."""
+    result = check(build(load_protocol("add-counter-skip-self"), ScenarioOptions(scenario="all-scatter")))
+    explanation = result.violations["hang"].explanation
+    assert "thread 0 waits forever: its poll keeps reading the final value (ready@pub" in explanation
+
+
+def test_a_flag_to_self_cannot_tell_a_peer_about_a_push():
+    """A barrier + release xchg to its own copy + acquire CAS poll (whose broadcast bar.sync orders
+    every thread) is safe for the one-GPU publish stage; in all-scatter the receiver polls its own
+    copy, which only its own comm CTA writes, so the peer's push is unordered: every violation
+    is on the pushed copies (``C.rX.fromY``)."""
+    from protocols import protocol_from_dict
+
+    protocol = protocol_from_dict({
+        "name": "barrier-xchg-self", "summary": "s", "origin": "test",
+        "signal": [{"op": "barrier"},
+                   {"op": "atomic_xchg", "value": 1, "sem": "release", "scope": "sys", "to": "self"}],
+        "wait": [{"op": "await", "read": "atomic_cas", "compare": 1, "value": 1, "sem": "acquire",
+                  "scope": "sys", "until": "== 1"}],
+    })
+    result = check(build(protocol, ScenarioOptions(scenario="all-scatter", world_size=2)))
+    assert set(result.violations) == {"race", "unwritten-read"}
+    for violation in result.violations.values():
+        locations = {row["location"] for row in violation.trace(result.scenario) if row["offending"]}
+        assert locations and all(".from" in loc for loc in locations), locations
+
+
+# Two epochs: whether the locks carry over (the reset policy) decides stale reads.
+# barrier-fenced-release-acquire relies on the host zeroing its counters (its target is
+# world_size in every epoch); epoch-flag never resets (target world_size * (epoch + 1)).
+# all-reduce at world size 2; all-scatter (seed 001's kernel) at world size 1, where the one-GPU
+# publish stage that seed 001's lock reset is about is all there is (world size 2 with two epochs
+# takes over a minute).
+TWO_EPOCHS = [
+    # Seed 001 bug 2: the clear runs on another stream, unordered with the next launch: epoch 1's
+    # consumer can see epoch 0's count (>= world_size already) and read epoch 0's tile; the clear
+    # can also land after epoch 1's adds (a hang), and the memset is a weak store racing them.
+    ("all-reduce", 2, "barrier-fenced-release-acquire", "host-racing", {"hang", "race", "stale-read"}),
+    ("all-scatter", 1, "barrier-fenced-release-acquire", "host-racing", {"hang", "race", "stale-read"}),
+    # Seed 001 fix: barrier, clear, barrier: each epoch starts from zeroed locks, as in one epoch.
+    ("all-reduce", 2, "barrier-fenced-release-acquire", "host-between-barriers", set()),
+    ("all-scatter", 1, "barrier-fenced-release-acquire", "host-between-barriers", set()),
+    # Without any reset the counter already holds world_size when epoch 1 starts.
+    ("all-reduce", 2, "barrier-fenced-release-acquire", "none", {"race", "stale-read"}),
+    # The target grows with the epoch: nothing to reset, and epoch 1 waits for its own adds.
+    ("all-reduce", 2, "epoch-flag", "none", set()),
+    ("all-scatter", 1, "epoch-flag", "none", set()),
+    # Zeroing epoch-flag's counter breaks it: after a reset epoch 1 counts to world_size only,
+    # never world_size * 2.
+    ("all-reduce", 2, "epoch-flag", "host-between-barriers", {"hang"}),
+]
+
+
+@pytest.mark.parametrize("scenario, world_size, name, reset, kinds", TWO_EPOCHS)
+def test_two_epoch_verdict_depends_on_the_reset_policy(scenario, world_size, name, reset, kinds):
+    options = ScenarioOptions(scenario=scenario, world_size=world_size, epochs=2, reset=reset)
+    result = check(build(load_protocol(name), options))
+    assert result.limit_hit is None
+    assert result.executions > 0
+    assert set(result.violations) == kinds
+
+
+def test_a_read_after_a_host_ordered_write_has_an_execution():
+    """Launch e0 stores x = 1, launch e1 (after it in host order) reads x: exactly one execution
+    (the read sees 1). A regression test: an explorer rewrite once found none here, which made
+    every two-epoch check vacuously safe."""
+    from syncverify.explore import brute_force, explore
+    from syncverify.program import Load, Program, Store, Thread
+
+    program = Program("host-ordered-mp", (
+        Thread("P0", 0, 0, (Store("x", 1, "relaxed", "sys"),), "", "e0"),
+        Thread("P1", 0, 1, (Load("r", "x", "relaxed", "sys"),), "", "e1"),
+    ), host_order=(("e0", "e1"),))
+    assert brute_force(program).complete_count == 1
+    assert explore(program).complete_count == 1
+
+
+def test_a_spin_is_not_hung_by_a_write_of_a_later_launch():
+    """Launch e0: P0 spins until x == 1, P1 stores x = 1. Launch e1 (host-ordered after e0) stores
+    x = 0. P0 eventually reads 1 and e0 ends before e1 starts: no hang. Found with the two-epoch
+    scenarios; explore and brute_force both report one (P0 "keeps reading the final value 0")."""
+    from syncverify.explore import explore
+    from syncverify.program import Branch, Label, Load, Program, Store, Thread
+
+    program = Program("spin-then-later-launch", (
+        Thread("P0", 0, 0, (Label("L"), Load("r", "x", "relaxed", "sys"), Branch("L", "ne", "r", 1)), "", "e0"),
+        Thread("P1", 0, 1, (Store("x", 1, "relaxed", "sys"),), "", "e0"),
+        Thread("P2", 0, 2, (Store("x", 0, "relaxed", "sys"),), "", "e1"),
+    ), host_order=(("e0", "e1"),))
+    assert not explore(program).can_hang
+
+
+def test_a_consumer_reset_protocol_does_not_hang_across_epochs():
+    """barrier; release xchg(1); the consumer polls with an acquire CAS(1 -> 0) until == 1 (its own
+    reset). One rank, one thread per CTA: safe in one epoch, and in two (e1 starts after e0 ends,
+    from the 0 e0's consumer wrote). The model reports epoch 0's consumer hung on the 0 that
+    epoch 1's consumer writes."""
+    from protocols import protocol_from_dict
+
+    protocol = protocol_from_dict({
+        "name": "xchg-cas-reset", "summary": "s", "origin": "test", "reset": "consumer",
+        "signal": [{"op": "barrier"},
+                   {"op": "atomic_xchg", "value": 1, "sem": "release", "scope": "sys", "to": "all"}],
+        "wait": [{"op": "await", "read": "atomic_cas", "compare": 1, "value": 0, "sem": "acquire",
+                  "scope": "sys", "until": "== 1"}],
+    })
+    for epochs in (1, 2):
+        options = ScenarioOptions(world_size=1, threads_per_cta=1, epochs=epochs)
+        assert check(build(protocol, options)).safe is True, f"{epochs} epochs"
 
 
 def test_one_thread_per_cta_hides_the_missing_barrier_bug():

@@ -9,7 +9,7 @@ import torch
 
 from kernels import gemm_all_reduce, gemm_all_scatter
 from kernels.build import build, runtime_values_tensor, torch_dtype
-from kernels.compile import compile_like_launch, sleep_counts
+from kernels.compile import compile_like_launch, launch_specialization, sleep_counts
 from kernels.config import KernelConfig
 from kernels.heap import VirtualHeap
 from protocols import load_protocol
@@ -17,11 +17,12 @@ from stress.inputs import make_inputs
 from stress.validate import NFIELDS, classify_kernel
 
 
-def _launch_args(built, heap, inputs, status):
-    c, vals = built.config, runtime_values_tensor(built, [3], "cpu")[0]
+def _launch_args(built, heap, inputs, status, vals=None):
+    c = built.config
+    vals = runtime_values_tensor(built, [3], "cpu")[0] if vals is None else vals
     A, B = inputs.A, inputs.B
     strides = (A.stride(0), A.stride(1), A.stride(2), B.stride(0), B.stride(1), B.stride(2))
-    run = (0, vals, 1 << 14, 7, 50, 4000, 3)
+    run = (0, vals, 1 << 14, 7, 50, 4000, 0b11110, 3)  # ..., delay sites mask, iteration
     if c.kernel == "all-reduce":
         p, o, l = heap["partial"], heap["out"], heap["locks"]
         return (A, B, p.local, p.table, o.local, o.table, l.local, l.table, status, c.m, c.n,
@@ -32,11 +33,7 @@ def _launch_args(built, heap, inputs, status):
             d.rank_stride, *run, 48)
 
 
-@pytest.mark.parametrize("kernel, protocol, world, table, dtype", [
-    ("all-reduce", "xchg-flag", 2, False, "bf16"),
-    ("all-scatter", "epoch-flag", 4, True, "fp32"),
-])
-def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, world, table, dtype):
+def _kernel_and_heap(kernel, protocol, world, table, dtype):
     c = KernelConfig(kernel=kernel, world_size=world, m=256, n=512, k=256, delays=True,
                      table=table, dtype=dtype)
     built = build(load_protocol(protocol), c)
@@ -46,9 +43,32 @@ def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, 
     heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
     heap.allocate("done", (1,), torch.int32)
     inputs = make_inputs(c, parity=0, generator=torch.Generator().manual_seed(0), device="cpu")
-    status = torch.zeros(world, c.tiles + 1, 4, dtype=torch.int32)
     module = gemm_all_reduce if kernel == "all-reduce" else gemm_all_scatter
     fn = module.gemm_all_reduce_kernel if kernel == "all-reduce" else module.gemm_all_scatter_kernel
+    return c, built, heap, inputs, module, fn
+
+
+@pytest.mark.parametrize("kernel, protocol", [("all-reduce", "xchg-flag"), ("all-scatter", "epoch-flag")])
+def test_every_launch_of_a_chunk_reuses_one_compiled_kernel(kernel, protocol):
+    # The runner passes row i of a [chunk, slots] operand ring; a row that is not 16-byte aligned
+    # changes Triton's specialization and compiles the kernel again (it did, at iteration 1).
+    c, built, heap, inputs, module, fn = _kernel_and_heap(kernel, protocol, 2, False, "bf16")
+    ring = runtime_values_tensor(built, range(8), "cpu")
+    status = torch.zeros(8, 2, c.tiles + 1, 4, dtype=torch.int32)
+    keys = {launch_specialization(fn, *_launch_args(built, heap, inputs, status[i], ring[i]),
+                                  num_warps=c.num_warps, **module.meta_parameters(built))
+            for i in range(8)}
+    assert len(keys) == 1
+    assert ring[5].tolist()[:len(built.plan.runtime_values(epoch=5))] == list(built.plan.runtime_values(epoch=5))
+
+
+@pytest.mark.parametrize("kernel, protocol, world, table, dtype", [
+    ("all-reduce", "xchg-flag", 2, False, "bf16"),
+    ("all-scatter", "epoch-flag", 4, True, "fp32"),
+])
+def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, world, table, dtype):
+    c, built, heap, inputs, module, fn = _kernel_and_heap(kernel, protocol, world, table, dtype)
+    status = torch.zeros(world, c.tiles + 1, 4, dtype=torch.int32)
     compiled = compile_like_launch(fn, *_launch_args(built, heap, inputs, status),
                                    num_warps=c.num_warps, num_stages=c.num_stages,
                                    **module.meta_parameters(built))
@@ -60,5 +80,5 @@ def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, 
         classify_kernel, out, out[0].numel(), inputs.row_exp, inputs.col_exp, inputs.row_exp,
         inputs.col_exp, status, summary, c.m, c.n, c.n_per_rank, c.tiles, 0, WORLD=world,
         BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=kernel, DISTRIBUTION=c.distribution,
-        HAS_PREV=True, NFIELDS=NFIELDS)
+        NFIELDS=NFIELDS)
     assert checked.asm["cubin"]

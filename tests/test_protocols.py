@@ -480,3 +480,27 @@ def test_random_expressions_raise_only_protocol_error(value):
         assert isinstance(expr.evaluate(world_size=3, epoch=1), int)
     except ProtocolError:
         pass  # division by zero
+
+
+def test_every_field_and_allowed_value_of_the_schema_is_in_the_format_doc():
+    """docs/protocols.md is the one description of the format: every field and every value the
+    schema accepts appears in it, in backticks."""
+    from pathlib import Path
+
+    s = protocols.schema
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "protocols.md").read_text(encoding="utf-8")
+    spans = re.findall(r"`([^`\n]+)`", doc.replace("```", ""))  # code spans; fences dropped
+    words = {w for span in spans for w in re.findall(r"[A-Za-z_.][A-Za-z0-9_.]*|[=!<>]=?", span)}
+    words |= {w.lstrip(".") for w in words} | {w.strip('"') for w in spans}
+    vocabulary = {
+        "top-level fields": s.TOP_FIELDS, "step fields": s._ALL_STEP_FIELDS,
+        "tile_store fields": s.TILE_STORE_FIELDS, "tile_load fields": s.TILE_LOAD_FIELDS,
+        "signal ops": s.SIGNAL_OPS, "wait ops": s.WAIT_OPS, "reads": s.READS, "resets": s.RESETS,
+        "scopes": s.SCOPES, "fence sems": s.FENCE_SEMS, "store sems": s.STORE_SEMS,
+        "atomic sems": s.ATOMIC_SEMS, "read sems": s.READ_SEMS, "targets": s.TARGETS,
+        "sources": s.SOURCES, "comparisons": s.COMPARISONS, "variables": s.VARIABLES,
+        "store caches": tuple(c for c in s.STORE_CACHES if c),
+        "load caches": tuple(c for c in s.LOAD_CACHES if c),
+    }
+    missing = {group: [v for v in values if v not in words] for group, values in vocabulary.items()}
+    assert not {g: v for g, v in missing.items() if v}, missing

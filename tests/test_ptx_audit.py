@@ -38,6 +38,24 @@ def test_an_acquire_add_of_zero_is_audited_as_the_acquire_load_it_compiles_to():
     assert audit(load_protocol("epoch-flag"), "wait") == []
 
 
+@pytest.mark.parametrize("sem", ["relaxed", "acquire", "acq_rel"])
+def test_an_add_of_zero_poll_is_modeled_as_what_each_sem_compiles_to(sem):
+    """relaxed/acquire compile to a one-thread ld + bar.sync; acq_rel (Triton's default sem) stays
+    an atom.add.acq_rel, which the model must keep as a read-modify-write (it was once modeled as
+    an ld with sem acq_rel, which the model reads as a weak load)."""
+    from protocols import protocol_from_dict
+    from syncverify.lowering import lower_step
+
+    protocol = protocol_from_dict({
+        "name": "add-zero-poll", "summary": "s", "origin": "test",
+        "signal": [{"op": "atomic_add", "value": 1, "sem": "release", "scope": "sys", "to": "all"}],
+        "wait": [{"op": "await", "read": "atomic_add", "value": 0, "sem": sem, "scope": "gpu",
+                  "until": ">= world_size"}],
+    })
+    assert audit(protocol, "wait") == []
+    assert lower_step(protocol.wait[0])[0].kind == ("atom" if sem == "acq_rel" else "ld")
+
+
 def test_a_different_lowering_is_caught():
     from syncverify.lowering import LoweredOp, lower_step
 

@@ -53,6 +53,7 @@ def test_json_is_one_object():
     (["--protocol", "xchg-flag", "--interpret", "--iterations", "1", "--seconds", "1"], "not both"),
     (["--protocol", "xchg-flag", "--interpret", "--reset", "sometimes"], "--reset='sometimes' is not one of"),
     (["--protocol", "xchg-flag", "--order", "consumers-first"], "add --interpret"),
+    (["--protocol", "xchg-flag", "--interpret", "--delay-sites", "before-stor"], "unknown delay site(s) before-stor"),
 ])
 def test_bad_input_exits_2_with_one_line(args, message):
     result = run(*args)

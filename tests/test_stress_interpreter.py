@@ -102,3 +102,41 @@ def test_partial_results_are_written_as_json_lines(tmp_path):
     assert records[-1]["counts"]["hang"] == result.counts["hang"] == 8
     assert records[-1]["bad_iterations"] == 1
     assert records[-1]["first_failure"]["replay"] == "--seed 0 --iterations 1"
+
+
+def test_a_racing_reset_goes_to_the_side_stream_before_the_launch_and_is_never_waited_for():
+    # On a GPU the runner queues the clear on a SideStream (its own CUDA stream, after a delay)
+    # and launches the kernel without waiting for it. A stand-in side stream that records and
+    # never runs the clear shows the order, the delay drawn, and that nothing else clears.
+    from kernels.build import build
+    from kernels.heap import VirtualHeap
+    from protocols import load_protocol
+    from stress.campaign import campaign_options, delay_config, kernel_config
+    from stress.runner import Runner
+
+    o = campaign_options(protocol="xchg-flag", interpret=True, reset="host-racing", delays="random",
+                         delay_sites="before-reset", delay_pct=100, delay_max_ns=100_000, seed=3,
+                         order="consumers-first")
+    built = build(load_protocol("xchg-flag"), kernel_config(o))
+    heap = VirtualHeap(o.world_size, "cpu")
+    runner = Runner(built, heap, device="cpu", delays=delay_config(o), reset="host-racing",
+                    poison="all", max_polls=o.max_polls, seed=o.seed, chunk=3)
+    log = []
+
+    class Side:
+        def run(self, reset, sleep_ns):
+            log.append(("reset", sleep_ns))
+
+    launch = runner.launch
+    runner.side = Side()
+    runner.launch = lambda *a, **k: (log.append(("launch", k["epoch"])), launch(*a, **k))[1]
+    for i in range(3):
+        runner.iteration(i)
+    d = delay_config(o)
+    assert log == [("launch", 0), ("reset", d.ns("before-reset", 0, 0, 1)), ("launch", 1),
+                   ("reset", d.ns("before-reset", 0, 0, 2)), ("launch", 2)]
+    assert all(ns > 0 for kind, ns in log if kind == "reset")
+    assert int(heap["locks"].local.sum()) > 0  # epoch 2's flags: nobody cleared them
+    tiles, _, bad = runner.drain()
+    kinds = {i: {t.kind for t in tiles if t.iteration == i} for i in bad}
+    assert kinds == {0: {"hang"}, 1: {"unwritten"}, 2: {"unwritten"}}  # flags left set: C = 0.0

@@ -11,12 +11,13 @@ import triton.language as tl
 
 from kernels._jit import jit
 from kernels.signals import delay_hash as device_hash
+from kernels.signals import delay_ns as device_delay_ns
 
 from kernels.config import KernelConfig
 from stress.classify import bad_tiles
-from stress.delays import SITES, DelayConfig, delay_hash, delays_at
+from stress.delays import SITES, DelayConfig, delay_hash, delays_at, parse_sites
 from stress.inputs import expected_output, make_inputs
-from stress.launch import free_port, napping_worker, run_workers
+from stress.launch import MULTICAST_OFF, free_port, run_processes, run_workers, scripted_worker
 from stress.validate import CLASSES, FIELDS, NFIELDS
 
 
@@ -72,6 +73,35 @@ def test_delays_are_seeded_and_reproducible():
     assert DelayConfig("none").ns("before-store", 0, 0, 0) == 0
 
 
+@jit
+def _delays(out, seed, pct, max_ns, sites, SITE: tl.constexpr):
+    t = tl.program_id(0)
+    tl.store(out + t, device_delay_ns(seed, SITE, t % 3, t, t // 3 + 5, pct, max_ns, sites))
+
+
+@pytest.mark.parametrize("sites", ["all", "before-store,wait-read", "store-signal"])
+def test_the_kernels_draw_the_hosts_delays_at_the_chosen_sites_only(sites):
+    d = DelayConfig("random", seed=99, pct=60, max_ns=5000, sites=parse_sites(sites))
+    for site in ("before-store", "wait-read"):
+        out = torch.zeros(40, dtype=torch.int32)
+        _delays.launcher((40,), interpret=True)(out, d.seed, d.pct, d.max_ns, d.site_mask, SITE=SITES[site])
+        expected = [d.ns(site, t % 3, t, t // 3 + 5) for t in range(40)]
+        assert out.tolist() == expected
+        assert any(expected) == (site in d.sites)
+
+
+def test_delay_sites_parse_and_mask():
+    assert parse_sites("all") == tuple(SITES) and parse_sites("") == tuple(SITES)
+    assert parse_sites("wait-read, before-store") == ("before-store", "wait-read")  # SITES order
+    assert DelayConfig(sites=("before-store", "before-reset")).site_mask == (1 << 1) | (1 << 5)
+    with pytest.raises(ValueError, match="unknown delay site.*before-sotre"):
+        parse_sites("before-store,before-sotre")
+    only_reset = DelayConfig("random", seed=1, pct=100, max_ns=100, sites=("before-reset",))
+    assert only_reset.ns("before-store", 0, 0, 0) == 0
+    assert any(only_reset.ns("before-reset", 0, 0, i) for i in range(5))
+    assert all(v["ns"] == 0 for v in delays_at(only_reset, rank=0, tile=0, iteration=1, num_warps=8).values())
+
+
 def _row(**fields):
     row = [0] * NFIELDS
     for name, value in fields.items():
@@ -107,13 +137,47 @@ def test_free_port_is_bindable():
 
 def test_the_watchdog_kills_a_stuck_worker_and_says_so():
     started = time.monotonic()
-    outcome = run_workers(napping_worker, ((0.0, 60.0),), world_size=2, watchdog_seconds=3.0)
+    outcome = run_workers(scripted_worker, (("nap:0", "nap:60"),), world_size=2, watchdog_seconds=3.0)
     assert outcome["stopped"].startswith("watchdog: no report from any rank for 3 s")
     assert time.monotonic() - started < 30
     assert outcome["exitcodes"][0] == 0 and outcome["exitcodes"][1] == -9  # killed
 
 
-def test_workers_that_finish_are_collected():
-    outcome = run_workers(napping_worker, ((0.0, 0.0),), world_size=2, watchdog_seconds=30.0)
+def test_workers_that_finish_are_collected_with_multicast_off(monkeypatch):
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")  # a caller's setting must not reach the workers
+    outcome = run_workers(scripted_worker, (("nap:0", "nap:0"),), world_size=2, watchdog_seconds=30.0)
     assert outcome["stopped"] is None and outcome["exitcodes"] == [0, 0]
     assert {(r, k) for r, k, _ in outcome["messages"]} == {(0, "progress"), (1, "progress"), (0, "done"), (1, "done")}
+    ports = {p[0] for r, k, p in outcome["messages"] if k == "progress"}
+    assert len(ports) == 1  # every rank joins the same (free) port
+    assert all(p[1] == MULTICAST_OFF for r, k, p in outcome["messages"] if k == "progress")
+
+
+def test_a_failing_worker_stops_the_run_and_the_others_are_killed():
+    started = time.monotonic()
+    outcome = run_workers(scripted_worker, (("nap:60", "raise"),), world_size=2, watchdog_seconds=60.0)
+    assert outcome["stopped"] == "rank 1 failed: RuntimeError: scripted failure"
+    assert time.monotonic() - started < 30 and outcome["exitcodes"][0] == -9
+
+
+def test_a_worker_that_dies_without_reporting_is_named():
+    outcome = run_workers(scripted_worker, (("nap:60", "exit:3"),), world_size=2, watchdog_seconds=60.0)
+    assert outcome["stopped"] == "rank 1 exited with code 3 before reporting"
+
+
+def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
+    import stress.launch
+    from protocols import load_protocol
+    from stress.campaign import campaign_options
+
+    payload = {"protocol": "epoch-flag", "kernel": "all-reduce", "world_size": 2, "mode": "processes",
+               "device": "H200", "iterations": 128, "bad_iterations": 0, "clean": True}
+    fake = {"messages": [(0, "result", payload)], "exitcodes": [0, -9],
+            "stopped": "watchdog: no report from any rank for 5 s; killed"}
+    monkeypatch.setattr(stress.launch, "run_workers", lambda *a, **k: fake)
+    o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
+    result = run_processes(o, load_protocol("epoch-flag"))
+    assert result.iterations == 128 and result.stopped == fake["stopped"] and not result.clean
+    fake["messages"] = []  # no result at all: an empty, stopped result
+    result = run_processes(o, load_protocol("epoch-flag"))
+    assert result.iterations == 0 and result.stopped and not result.clean

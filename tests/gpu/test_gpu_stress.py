@@ -50,3 +50,24 @@ def test_one_process_per_gpu_with_symmetric_memory():
     result = run_campaign(protocol="barrier-fenced-release-acquire", world_size=2, iterations=32,
                           watchdog_seconds=120, **SMALL)
     assert result.clean, (result.stopped, result.first_failure)
+
+
+def test_a_racing_lock_reset_breaks_a_protocol_that_is_clean_between_barriers():
+    # The clear runs on a side stream after up to 1 ms: kernels start with the previous launch's
+    # counts (consumers pass at once: unwritten) or lose them mid-launch (hang).
+    common = dict(protocol="barrier-fenced-release-acquire", world_size=2, virtual_ranks=True,
+                  iterations=128, delays="random", delay_sites="before-reset", delay_pct=100,
+                  delay_max_ns=1_000_000, **SMALL)
+    between = run_campaign(reset="host-between-barriers", **common)
+    assert between.clean, between.first_failure
+    racing = run_campaign(reset="host-racing", **common)
+    assert racing.bad_iterations > 0
+    assert racing.counts["unwritten"] + racing.counts["hang"] > 0, racing.counts
+
+
+@pytest.mark.skipif(torch.cuda.device_count() > 1, reason="needs exactly one GPU")
+def test_more_ranks_than_gpus_is_refused_before_anything_runs():
+    from kernels.errors import StressConfigError
+
+    with pytest.raises(StressConfigError, match="--world-size=2 needs 2 GPUs and 1 are visible"):
+        run_campaign(protocol="epoch-flag", world_size=2, iterations=1, **SMALL)

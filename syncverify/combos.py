@@ -1,0 +1,326 @@
+"""Which combinations of thread paths can be executions: a search that prunes as it goes.
+
+The explorer picks one path per thread (:mod:`syncverify.explore`, step 3). Most of the product
+of the threads' path lists cannot be an execution, for two reasons checked here on *summaries* of
+the paths (the values they read and write), before any reads-from or coherence is enumerated:
+
+* **support**: every value a thread reads is the initial value, or is written by another thread
+  (or by an earlier write of its own);
+* **atomicity** (optional): ``k`` atomics that read the same value ``v`` of a location and write it
+  back need ``k`` distinct writes of ``v`` to read from. Two morally strong read-modify-writes
+  cannot read from the same write: whichever writes second in coherence order would have the
+  other's write between its read and its write (PTX ISA, "Atomicity"). And an atomic cannot read
+  a coherence-later write when every write in play is morally strong with it (SC-per-Location).
+  So the count is checked only for values whose every possible writer is a strong, system-scoped
+  operation (or the initial write) and for system-scoped atomics: then all of them are pairwise
+  morally strong. For an ``atom.add`` counter this leaves exactly the orders of the increments
+  instead of every way of guessing the values they read.
+
+The search assigns threads one at a time (symmetric units in non-decreasing order, as
+:func:`syncverify.explore.combinations` does) and stops a branch as soon as what is still missing
+cannot be written by the threads not yet assigned.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+import itertools
+import time
+from dataclasses import dataclass
+
+from syncverify.program import Program
+
+Key = tuple[str, int]  # (location, value)
+
+
+class SearchTimeout(Exception):
+    """The search passed its deadline (the explorer turns it into an UNKNOWN answer)."""
+
+
+@dataclass(frozen=True)
+class PathSummary:
+    """What one path reads and writes, as far as combinations are concerned."""
+
+    needs: frozenset[Key]  # values read that no earlier write of the same path supplies
+    writes: tuple[tuple[Key, int], ...]  # (location, value) -> how many writes of it
+    sys_rmw_reads: tuple[tuple[int, Key], ...]  # (event index, key) of system-scoped atomics that write
+    weak_writes: frozenset[Key]  # writes that are weak or narrower than system scope
+    events_kinds: str = ""  # one letter per event (R, W, F, B): where the barrier arrivals are
+
+    @property
+    def supplies(self) -> frozenset[Key]:
+        return frozenset(k for k, _n in self.writes)
+
+
+def summarize(path) -> PathSummary:
+    """The summary of an :class:`syncverify.explore.Path`."""
+    needs, writes, weak = set(), Counter(), set()
+    rmw: list[tuple[int, Key]] = []
+    events = path.events
+    for i, e in enumerate(events):
+        if e.ghost:
+            continue
+        key = (e.loc, e.value)
+        if e.kind == "R":
+            if key not in writes:
+                needs.add(key)
+            if i + 1 < len(events) and events[i + 1].rmw_with_previous and e.scope == "sys":
+                rmw.append((i, key))
+        elif e.kind == "W":
+            writes[key] += 1
+            if e.sem == "weak" or e.scope != "sys":
+                weak.add(key)
+    return PathSummary(frozenset(needs), tuple(sorted(writes.items())), tuple(rmw),
+                       frozenset(weak), "".join(e.kind for e in events))
+
+
+def _first_barrier(summary: PathSummary) -> int:
+    """Where the path first arrives at a CTA barrier (its length if it never does)."""
+    at = summary.events_kinds.find("B")
+    return len(summary.events_kinds) if at < 0 else at
+
+
+def is_supported(combo: tuple[PathSummary, ...], init: dict[str, int]) -> bool:
+    """Every read's value is the initial one or written by another thread (or earlier by itself)."""
+    supplies = [c.supplies for c in combo]
+    for t, c in enumerate(combo):
+        for loc, v in c.needs:
+            if init.get(loc, 0) == v:
+                continue
+            if not any((loc, v) in s for u, s in enumerate(supplies) if u != t):
+                return False
+    return True
+
+
+class _Slots:
+    """The order the search assigns threads in, and what the unassigned ones can still write.
+
+    Capacities are kept per (location, value, phase) so that a need can count only the writes
+    its phase can see.
+    """
+
+    def __init__(self, program: Program, summaries: list[list[PathSummary]]) -> None:
+        grouped = {t for group in program.symmetry for unit in group for t in unit}
+        self.groups = [(group, list(itertools.product(*(range(len(summaries[t])) for t in group[0]))))
+                       for group in program.symmetry]
+        # A slot is ("free", thread) or ("unit", group index, unit index).
+        self.slots: list[tuple] = [("free", t) for t in range(len(summaries)) if t not in grouped]
+        for g, (group, _options) in enumerate(self.groups):
+            self.slots.extend(("unit", g, j) for j in range(len(group)))
+        phase = [th.phase for th in program.threads]
+
+        def phased(t: int, p: int) -> Counter:
+            return Counter({(loc, v, phase[t]): n for (loc, v), n in summaries[t][p].writes})
+
+        self.free_cap = [_most([phased(t, p) for p in range(len(summaries[t]))]) for t in range(len(summaries))]
+        # unit_cap[g][j][u]: the most a unit can write when it takes option u or a later one.
+        self.unit_cap = []
+        for group, options in self.groups:
+            per_unit = []
+            for unit in group:
+                suffix: list[dict] = [{} for _ in range(len(options) + 1)]
+                for u in range(len(options) - 1, -1, -1):
+                    here: Counter = Counter()
+                    for t, p in zip(unit, options[u]):
+                        here.update(phased(t, p))
+                    suffix[u] = _most([suffix[u + 1], here])
+                per_unit.append(suffix)
+            self.unit_cap.append(per_unit)
+
+    def capacity(self, keys: list[tuple], position: int, lo: int, enough: int) -> bool:
+        """Can the slots from ``position`` on add ``enough`` writes of ``keys`` (location, value,
+        phase)? (``lo``: the option the current group's remaining units cannot go below.)"""
+        total = 0
+        first = self.slots[position] if position < len(self.slots) else None
+        current = first[1] if first is not None and first[0] == "unit" else None
+        for slot in self.slots[position:]:
+            if slot[0] == "free":
+                cap = self.free_cap[slot[1]]
+            else:
+                g, j = slot[1], slot[2]
+                cap = self.unit_cap[g][j][lo if g == current else 0]
+            total += sum(cap.get(k, 0) for k in keys)
+            if total >= enough:
+                return True
+        return total >= enough
+
+
+def _most(counters: list) -> dict:
+    out: dict = {}
+    for counter in counters:
+        for k, c in counter.items():
+            if c > out.get(k, 0):
+                out[k] = c
+    return out
+
+
+class _Visibility:
+    """Which phases' writes a read can take its value from.
+
+    Not those of a phase that comes after the read's in host order. And a host reset thread writes its locations on every path; when it sits, in host order, between
+    a write's phase and a read's phase, the write is hidden: reading it would put the reset's
+    write coherence-after the write read from and causally before the read, which the Causality
+    axiom forbids (``fr ; cause``). ``INIT`` stands for the initial writes, before every phase.
+    """
+
+    INIT = "<init>"
+
+    def __init__(self, program: Program, summaries: list[list[PathSummary]], hiding: bool) -> None:
+        after = program.phases_after()
+        phases = {th.phase for th in program.threads}
+        always: dict[str, set[str]] = {}  # phase -> locations some thread of it writes on every path
+        for t, paths in enumerate(summaries):
+            if paths:
+                locs = set.intersection(*({loc for (loc, _v), _n in s.writes} for s in paths))
+                always.setdefault(program.threads[t].phase, set()).update(locs)
+        self.hidden: dict[tuple[str, str], set[str]] = {}  # (reader phase, location) -> hidden phases
+        for b, locs in (always.items() if hiding else ()):
+            for loc in locs:
+                for c in after.get(b, ()):
+                    hidden = self.hidden.setdefault((c, loc), set())
+                    hidden.add(self.INIT)
+                    hidden.update(a for a in phases if b in after.get(a, ()))
+
+        self.later = {(a, b) for a, bs in after.items() for b in bs}
+
+    def sees(self, reader_phase: str, loc: str, writer_phase: str) -> bool:
+        if (reader_phase, writer_phase) in self.later:
+            return False  # the read causally precedes the write: reading it breaks Causality
+        return writer_phase not in self.hidden.get((reader_phase, loc), ())
+
+
+def supported_combinations(
+    program: Program,
+    summaries: list[list[PathSummary]],
+    *,
+    atomicity: bool,
+    hiding: bool | None = None,
+    must_write: Key | None = None,
+    deadline: float | None = None,
+    kept_lengths: Callable[[dict[int, int]], dict[int, int]] | None = None,
+) -> Iterator[tuple[int, ...]]:
+    """Path indices, one per thread, of every combination that passes the checks above.
+
+    A read may only take its value from a write its phase can see (:class:`_Visibility`);
+    ``hiding`` (default: as ``atomicity``) also hides writes behind a host reset. The value
+    domain turns both off: it grows from the initial values only, and a read that will in the
+    end read a later value reads an early one (often a hidden one) while the domain grows.
+    ``must_write``: only combinations in which some path writes that (location, value) (the
+    value domain asks for one witness per value). Symmetric units take non-decreasing options,
+    so each combination is one representative of its renamings. Past ``deadline`` (a
+    ``time.monotonic()`` value) it raises :class:`SearchTimeout`.
+
+    The atomicity count only counts an atomic once every thread of its CTA has a path: a CTA
+    barrier that some thread never reaches cuts the others' paths there, and what is cut must not
+    count. ``kept_lengths`` maps one CTA's {thread: path index} to {thread: events kept}; without
+    it, atomics after a thread's first barrier arrival are never counted.
+    """
+    slots = _Slots(program, summaries)
+    seen = _Visibility(program, summaries, atomicity if hiding is None else hiding)
+    init = program.init
+    phase = [th.phase for th in program.threads]
+    writer_phases: dict[Key, set[str]] = {}
+    for t, paths in enumerate(summaries):
+        for s in paths:
+            for key, _n in s.writes:
+                writer_phases.setdefault(key, set()).add(phase[t])
+    # Keys with a writer that is not strong and system-scoped: the atomicity count does not apply.
+    unchecked = frozenset().union(*(s.weak_writes for paths in summaries for s in paths))
+
+    def visible(reader: str, key: Key) -> list[tuple]:
+        """The (location, value, phase) keys of the writes of ``key`` that ``reader`` can see."""
+        return [(key[0], key[1], a) for a in writer_phases.get(key, ()) if seen.sees(reader, key[0], a)]
+
+    def initially(reader: str, key: Key) -> bool:
+        return init.get(key[0], 0) == key[1] and seen.sees(reader, key[0], _Visibility.INIT)
+
+    chosen: list[int] = [-1] * len(summaries)
+    totals: Counter = Counter()  # writes of each (location, value, phase) by the assigned paths
+    own: list[dict] = [{} for _ in summaries]
+    rmw: Counter = Counter()  # (location, value, reader phase) -> counted atomics
+    pending: list[tuple[int, Key]] = []  # needs not yet written by another assigned thread
+    cta_of = [(th.gpu, th.cta) for th in program.threads]
+    cta_threads: dict[tuple[int, int], list[int]] = {}
+    for t, c in enumerate(cta_of):
+        cta_threads.setdefault(c, []).append(t)
+    counted: dict[tuple[int, int], list[tuple]] = {}  # per complete CTA, the atomics it counts
+
+    def count_cta(c: tuple[int, int]) -> list[tuple]:
+        picks = {t: chosen[t] for t in cta_threads[c]}
+        if kept_lengths is not None:
+            keep = kept_lengths(picks)
+        else:
+            keep = {t: _first_barrier(summaries[t][p]) for t, p in picks.items()}
+        return [(key[0], key[1], phase[t]) for t, p in picks.items()
+                for i, key in summaries[t][p].sys_rmw_reads if i < keep[t] and key not in unchecked]
+
+    def met(t: int, key: Key) -> bool:
+        return any(totals[k] - own[t].get(k, 0) > 0 for k in visible(phase[t], key))
+
+    def feasible(position: int, lo: int) -> bool:
+        for t, key in pending:
+            if not slots.capacity(visible(phase[t], key), position, lo, 1):
+                return False
+        for (loc, v, reader), count in rmw.items():
+            if count:
+                keys = visible(reader, (loc, v))
+                have = sum(totals[k] for k in keys) + initially(reader, (loc, v))
+                if count > have and not slots.capacity(keys, position, lo, count - have):
+                    return False
+        if must_write is not None:
+            keys = [(must_write[0], must_write[1], a) for a in writer_phases.get(must_write, ())]
+            if not any(totals[k] for k in keys):
+                return slots.capacity(keys, position, lo, 1)
+        return True
+
+    nodes = 0
+
+    def descend(picks: list[tuple[int, int]], position: int, u: int) -> Iterator[tuple[int, ...]]:
+        nonlocal nodes
+        nodes += 1
+        if deadline is not None and nodes % 1024 == 0 and time.monotonic() > deadline:
+            raise SearchTimeout(f"after {nodes} partial combinations of thread paths")
+        saved = list(pending)
+        completed = []
+        for t, p in picks:
+            s = summaries[t][p]
+            chosen[t] = p
+            own[t] = {(loc, v, phase[t]): n for (loc, v), n in s.writes}
+            totals.update(own[t])
+            pending.extend((t, key) for key in s.needs if not initially(phase[t], key))
+        if atomicity:
+            for c in {cta_of[t] for t, _p in picks}:
+                if all(chosen[t] >= 0 for t in cta_threads[c]):
+                    counted[c] = count_cta(c)
+                    rmw.update(counted[c])
+                    completed.append(c)
+        pending[:] = [(t, key) for t, key in pending if not met(t, key)]
+        nxt = position + 1
+        lo = u if nxt < len(slots.slots) and slots.slots[nxt][0] == "unit" and slots.slots[nxt][2] > 0 else 0
+        if feasible(nxt, lo):
+            yield from search(nxt, lo)
+        for c in completed:
+            rmw.subtract(counted.pop(c))
+        for t, _p in picks:
+            totals.subtract(own[t])
+            own[t] = {}
+            chosen[t] = -1
+        pending[:] = saved
+
+    def search(position: int, lo: int) -> Iterator[tuple[int, ...]]:
+        if position == len(slots.slots):
+            yield tuple(chosen)
+            return
+        slot = slots.slots[position]
+        if slot[0] == "free":
+            for p in range(len(summaries[slot[1]])):
+                yield from descend([(slot[1], p)], position, 0)
+            return
+        g, j = slot[1], slot[2]
+        group, options = slots.groups[g]
+        for u in range(lo if j > 0 else 0, len(options)):
+            yield from descend(list(zip(group[j], options[u])), position, u)
+
+    if feasible(0, 0):
+        yield from search(0, 0)

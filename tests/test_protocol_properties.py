@@ -1,0 +1,376 @@
+"""Properties of the checker's verdicts over generated protocols (all-reduce, world size 2, 1 tile,
+1 epoch, 2 threads per CTA).
+
+Protocols are drawn as the plain data a TOML file holds (``protocols.schema``'s layout) and built
+with :func:`protocols.protocol_from_dict`, two ways: freely (a signal list of 1-3 steps: barrier,
+fence, store, atomic_xchg, atomic_add, at least one of them writing the lock; a wait list of one
+``await``, read by load, volatile_load, atomic_cas or atomic_add, and possibly a fence, barrier or
+one-off atomic_cas), or as a built-in with a few sems and scopes drawn again and maybe one step
+dropped (random steps are almost never safe; changed built-ins often are, or nearly). Each
+property compares the *violation kinds* of two protocols.
+
+An example whose check hits the explorer's bounds (``TIMEOUT_S``, ``MAX_EXECUTIONS``) is
+discarded with ``assume``; a property fails if more than ``MAX_LIMIT_HITS`` of its examples were,
+since its strategy would then be too big to test anything. A check that finds no execution at all
+is never discarded: every program has one, so that is a model bug.
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from hypothesis import assume, event, given, note, settings
+from hypothesis import strategies as st
+
+from protocols import Protocol, load_protocol, protocol_from_dict
+from protocols.schema import (
+    ATOMIC_SEMS,
+    FENCE_SEMS,
+    LOAD_CACHES,
+    READ_SEMS,
+    SCOPES,
+    STORE_CACHES,
+    TARGETS,
+)
+from syncverify.check import check
+from syncverify.scenarios import ScenarioOptions, build
+
+OPTIONS = ScenarioOptions(scenario="all-reduce", world_size=2, tiles=1, epochs=1)
+TIMEOUT_S = 3.0
+MAX_EXECUTIONS = 20_000
+MAX_LIMIT_HITS = 3
+
+limit_hits: Counter[str] = Counter()  # per property: examples discarded because of a limit
+running: list[str] = []  # the property now running
+
+
+def few_limit_hits(test):
+    """Run the Hypothesis ``test``, then fail if more than ``MAX_LIMIT_HITS`` examples hit a limit."""
+
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        limit_hits[test.__name__] = 0
+        running.append(test.__name__)
+        try:
+            test(*args, **kwargs)
+        finally:
+            running.pop()
+        assert limit_hits[test.__name__] <= MAX_LIMIT_HITS, (
+            f"{limit_hits[test.__name__]} examples hit a checker limit: the strategy draws "
+            "protocols too big to check"
+        )
+
+    return wrapper
+
+
+# ----- generated protocols ---------------------------------------------------------------------
+
+SCOPE_ORDER = {scope: n for n, scope in enumerate(SCOPES)}  # cta < gpu < sys
+# Stronger-than, per kind of sem; a pair absent from a lattice is incomparable.
+FENCE_LATTICE = {"release": 0, "acquire": 0, "acq_rel": 1, "sc": 2}  # release/acquire lower to acq_rel
+STORE_LATTICE = {"weak": 0, "relaxed": 1, "release": 2}
+ATOMIC_LATTICE = {"relaxed": 0, "acquire": 1, "release": 1, "acq_rel": 2}
+READ_LATTICE = {"relaxed": 0, "acquire": 1, "acq_rel": 2}
+
+UNTILS = ("== 1", ">= 1", "> 0", "!= 0", ">= world_size", "== world_size", ">= world_size - 1")
+# A polling CAS is read-only (compare == value: any until) or resets the lock exactly when the
+# poll exits (seed 000's first attempt); a CAS that writes on a failing poll would make the loop
+# change the lock on every iteration, which no bound can explore.
+READ_ONLY_CAS = ((0, 0), (1, 1))
+RESETTING_CAS = ((1, 0, "== 1"), ("world_size", 0, ">= world_size"),
+                 ("world_size - 1", 0, ">= world_size - 1"))
+
+scopes = st.sampled_from(SCOPES)
+
+
+@st.composite
+def fences(draw) -> dict:
+    return {"op": "fence", "sem": draw(st.sampled_from(FENCE_SEMS)), "scope": draw(scopes)}
+
+
+@st.composite
+def writes(draw) -> dict:
+    """A signal step that writes the lock: store, atomic_xchg or atomic_add."""
+    op = draw(st.sampled_from(("store", "atomic_xchg", "atomic_add")))
+    step = {"op": op, "value": 1, "to": draw(st.sampled_from(TARGETS))}
+    if op == "store":
+        sem = draw(st.sampled_from(tuple(STORE_LATTICE)))
+        step["sem"] = sem
+        if sem == "weak":
+            step["cache"] = draw(st.sampled_from(STORE_CACHES))
+        else:
+            step["scope"] = draw(scopes)
+    else:
+        step["sem"] = draw(st.sampled_from(ATOMIC_SEMS))
+        step["scope"] = draw(scopes)
+    return step
+
+
+@st.composite
+def signal_lists(draw) -> list[dict]:
+    """1-3 steps, at least one a write (a wait step must name a lock some signal step writes)."""
+    others = draw(st.lists(st.one_of(st.just({"op": "barrier"}), fences()), max_size=2))
+    at = draw(st.integers(0, len(others)))
+    return others[:at] + [draw(writes())] + others[at:]
+
+
+@st.composite
+def awaits(draw) -> dict:
+    read = draw(st.sampled_from(("load", "volatile_load", "atomic_cas", "atomic_add")))
+    step = {"op": "await", "read": read, "until": draw(st.sampled_from(UNTILS))}
+    if read in ("load", "volatile_load"):
+        step["cache"] = draw(st.sampled_from(LOAD_CACHES))
+        return step
+    step["sem"] = draw(st.sampled_from(READ_SEMS))
+    step["scope"] = draw(scopes)
+    if read == "atomic_cas":
+        if draw(st.booleans()):
+            step["compare"], step["value"] = draw(st.sampled_from(READ_ONLY_CAS))
+        else:
+            step["compare"], step["value"], step["until"] = draw(st.sampled_from(RESETTING_CAS))
+    else:
+        step["value"] = 0  # a poll that adds would change the lock on every iteration
+    return step
+
+
+@st.composite
+def one_off_cas(draw) -> dict:
+    compare = draw(st.sampled_from((0, 1)))
+    return {"op": "atomic_cas", "compare": compare, "value": compare,
+            "sem": draw(st.sampled_from(READ_SEMS)), "scope": draw(scopes)}
+
+
+@st.composite
+def wait_lists(draw) -> list[dict]:
+    """One await, then at most one fence, barrier or one-off (read-only) atomic_cas."""
+    steps = [draw(awaits())]
+    extra = draw(st.one_of(st.none(), st.just({"op": "barrier"}), fences(), one_off_cas()))
+    if extra is not None:
+        steps.append(extra)
+    return steps
+
+
+@st.composite
+def random_protocols(draw) -> dict:
+    """A protocol as the plain dict a TOML file parses to, its steps drawn freely."""
+    return {
+        "name": "generated",
+        "summary": "a generated protocol",
+        "origin": "tests/test_protocol_properties.py",
+        "tile_store": {"cache": draw(st.sampled_from(STORE_CACHES))},
+        "tile_load": {"volatile": draw(st.booleans())},
+        "signal": draw(signal_lists()),
+        "wait": draw(wait_lists()),
+    }
+
+
+def resampled(draw, step: dict) -> dict:
+    """``step`` with its sem and scope drawn again (weaker or stronger) where it has them."""
+    step = dict(step)
+    if step["op"] == "fence":
+        step["sem"] = draw(st.sampled_from(FENCE_SEMS))
+    elif step["op"] in ("atomic_xchg", "atomic_add"):
+        step["sem"] = draw(st.sampled_from(ATOMIC_SEMS))
+    elif step["op"] == "atomic_cas" or (step["op"] == "await" and "sem" in step):
+        step["sem"] = draw(st.sampled_from(READ_SEMS))
+    if "scope" in step:
+        step["scope"] = draw(scopes)
+    return step
+
+
+@st.composite
+def mutated_builtins(draw) -> dict:
+    """A built-in protocol with 0-2 of its steps' sems and scopes drawn again, and maybe one step
+    (not the only write, nor the only await) dropped: mostly near-safe protocols, which random
+    steps rarely are."""
+    from protocols import builtin_protocols
+
+    data = draw(st.sampled_from(builtin_protocols())).to_dict()
+    data = {**data, "name": "mutated", "reset": "host"}
+    for _ in range(draw(st.integers(0, 2))):
+        section = draw(st.sampled_from(("signal", "wait")))
+        steps = list(data[section])
+        i = draw(st.integers(0, len(steps) - 1))
+        steps[i] = resampled(draw, steps[i])
+        data = {**data, section: steps}
+    if draw(st.booleans()):
+        section = draw(st.sampled_from(("signal", "wait")))
+        steps = list(data[section])
+        i = draw(st.integers(0, len(steps) - 1))
+        rest = steps[:i] + steps[i + 1:]
+        keeps = any(s["op"] not in ("barrier", "fence") for s in rest) if section == "signal" else \
+            any(s["op"] == "await" for s in rest)
+        locks = {s.get("lock", "ready") for s in (rest if section == "signal" else data["signal"])
+                 if s["op"] not in ("barrier", "fence")}
+        waits = rest if section == "wait" else data["wait"]
+        if keeps and all(s.get("lock", "ready") in locks for s in waits if "lock" in s or s["op"] in ("await", "atomic_cas")):
+            data = {**data, section: rest}
+    return data
+
+
+def protocol_data() -> st.SearchStrategy[dict]:
+    """Protocols as plain dicts: drawn freely, or built-ins slightly changed."""
+    return st.one_of(random_protocols(), mutated_builtins(), mutated_builtins())
+
+
+def with_barrier_inserted(data: dict, at: int) -> dict:
+    signal = list(data["signal"])
+    return {**data, "signal": signal[:at] + [{"op": "barrier"}] + signal[at:]}
+
+
+def strengthenings(step: dict) -> list[dict]:
+    """Every copy of ``step`` with one sem made stronger or its scope made wider.
+
+    Only changes that keep the instruction and its threads and make its ordering stronger in the
+    PTX model count; see :func:`test_strengthening_a_sem_or_widening_a_scope_never_adds_a_violation_kind`
+    for the one left out.
+    """
+    out = []
+    op = step["op"]
+    if "scope" in step:
+        out += [{**step, "scope": s} for s in SCOPES if SCOPE_ORDER[s] > SCOPE_ORDER[step["scope"]]]
+    if "sem" not in step:
+        return out  # barrier; load/volatile_load awaits (changing the read kind is not a strengthening)
+    lattice = {"fence": FENCE_LATTICE, "store": STORE_LATTICE, "atomic_xchg": ATOMIC_LATTICE,
+               "atomic_add": ATOMIC_LATTICE, "atomic_cas": READ_LATTICE, "await": READ_LATTICE}[op]
+    if op == "await" and step["read"] == "atomic_add" and step["sem"] != "acq_rel":
+        return out  # see the property's docstring
+    for sem, rank in lattice.items():
+        if rank <= lattice[step["sem"]]:
+            continue
+        stronger = {**step, "sem": sem}
+        if op == "store" and step["sem"] == "weak":  # a strong store takes a scope and no cache
+            stronger.pop("cache", None)
+            out += [{**stronger, "scope": s} for s in SCOPES]
+        else:
+            out.append(stronger)
+    return out
+
+
+@st.composite
+def protocol_and_strengthened(draw) -> tuple[dict, dict]:
+    data = draw(protocol_data())
+    options = [(section, i, stronger) for section in ("signal", "wait")
+               for i, step in enumerate(data[section]) for stronger in strengthenings(step)]
+    if not data["tile_load"]["volatile"]:  # weak tile loads -> ld.relaxed.sys
+        options.append(("tile_load", 0, {"volatile": True}))
+    assume(options)  # nothing to strengthen (every sem and scope already the strongest)
+    section, i, stronger = draw(st.sampled_from(options))
+    if section == "tile_load":
+        return data, {**data, "tile_load": stronger}
+    steps = list(data[section])
+    steps[i] = stronger
+    return data, {**data, section: steps}
+
+
+# ----- checking --------------------------------------------------------------------------------
+
+def kinds(protocol: dict | Protocol) -> frozenset[str]:
+    """The violation kinds the checker finds for ``protocol`` (or its plain dict); discards the
+    example on a limit."""
+    if isinstance(protocol, dict):
+        protocol = protocol_from_dict(protocol)
+    result = check(build(protocol, OPTIONS), max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S)
+    assert result.limit_hit != "no-executions", f"no execution at all: {protocol.to_dict()}"
+    if result.limit_hit is not None:
+        limit_hits[running[-1] if running else "?"] += 1
+        event(f"checker limit hit: {result.limit_hit}")
+        assume(False)
+    found = frozenset(result.violations)
+    event(f"kinds: {sorted(found)}")
+    return found
+
+
+# ----- properties ------------------------------------------------------------------------------
+
+@few_limit_hits
+@settings(max_examples=80, deadline=None)
+@given(protocol_data(), st.data())
+def test_inserting_a_cta_barrier_into_the_signal_steps_never_adds_a_violation_kind(data, draw):
+    """A barrier only adds order (bar.sync edges between the producer CTA's threads), and every
+    producer thread reaches it (signal steps never block), so it cannot add a hang either."""
+    at = draw.draw(st.integers(0, len(data["signal"])), label="barrier position")
+    barriered = with_barrier_inserted(data, at)
+    note(f"weaker: {data}\nwith the barrier: {barriered}")
+    before, after = kinds(data), kinds(barriered)
+    assert after <= before, f"the barrier added {sorted(after - before)}"
+
+
+@few_limit_hits
+@settings(max_examples=120, deadline=None)
+@given(protocol_and_strengthened())
+def test_strengthening_a_sem_or_widening_a_scope_never_adds_a_violation_kind(pair):
+    """Stronger sems (relaxed < acquire, release < acq_rel; for fences release, acquire < acq_rel
+    < sc; for stores weak < relaxed < release), wider scopes (cta < gpu < sys) and volatile tile
+    loads only make more pairs morally strong and add synchronization, on the same instructions.
+
+    Left out: making an ``await`` with ``read = "atomic_add"`` (of 0) ``acq_rel`` when it was
+    ``relaxed`` or ``acquire``. Triton 3.6 compiles those two to a *load* on one thread
+    (``ld.relaxed``/``ld.acquire``) but ``acq_rel`` to an ``atom.add.acq_rel`` (checked by
+    ``tests/test_ptx_audit.py``): a different instruction, one that also writes the lock. Hypothesis
+    found what that write can do: producers ``st.relaxed.cta`` 1 into the consumer's lock, and the
+    consumer polls with ``atomic_add(0)`` at ``cta`` scope until ``== 1``. As ``ld.relaxed.cta``
+    the poll eventually reads 1: no hang. As ``atom.add.acq_rel.cta`` it is not morally strong
+    with the other CTAs' stores (scope ``cta``), so PTX's atomicity does not hold against them: its
+    write-back of the 0 it read can be ordered after both 1s in coherence, the lock ends at 0 and
+    the poll hangs. That is PTX's behaviour for the instruction Triton emits, not a model error.
+    """
+    weaker, stronger = pair
+    note(f"weaker: {weaker}\nstronger: {stronger}")
+    before, after = kinds(weaker), kinds(stronger)
+    assert after <= before, f"strengthening added {sorted(after - before)}"
+
+
+def toml_text(data: dict) -> str:
+    """``data`` (a protocol's plain dict) as TOML text: top-level fields, inline tables, then one
+    ``[[signal]]``/``[[wait]]`` table per step. Covers the value types a protocol uses."""
+
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int):
+            return str(v)
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
+        raise TypeError(f"no TOML for {v!r}")
+
+    lines = [f"{k} = {value(v)}" for k, v in data.items() if k not in ("signal", "wait")]
+    for section in ("signal", "wait"):
+        for step in data[section]:
+            lines += ["", f"[[{section}]]"] + [f"{k} = {value(v)}" for k, v in step.items()]
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def renamed(draw, data: dict) -> dict:
+    """``data`` with another name and its locks renamed one-to-one (every step names its lock)."""
+    locks = list(dict.fromkeys(s.get("lock", "ready") for section in ("signal", "wait")
+                               for s in data[section] if s["op"] not in ("barrier", "fence")))
+    fresh = draw(st.lists(st.sampled_from(("flag", "tile_ready", "locks", "z9", "ready", "local")),
+                          min_size=len(locks), max_size=len(locks), unique=True))
+    names = dict(zip(locks, fresh))
+    steps = {section: [{**s, "lock": names[s.get("lock", "ready")]} if s["op"] not in ("barrier", "fence")
+                       else s for s in data[section]] for section in ("signal", "wait")}
+    return {**data, "name": draw(st.sampled_from(("copy", "renamed-protocol", "x_1"))), **steps}
+
+
+@few_limit_hits
+@settings(max_examples=20, deadline=None)
+@given(protocol_data().flatmap(lambda d: st.tuples(st.just(d), renamed(d))))
+def test_a_protocol_written_to_toml_and_loaded_back_renamed_has_the_same_verdict(pair):
+    """The verdict depends on the steps only: not on the protocol's or the lock's name, nor on
+    going through a TOML file and the registry's loader (``load_protocol(path)``)."""
+    data, copy = pair
+    text = toml_text(copy)
+    note(f"original: {data}\nTOML:\n{text}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{copy['name']}.toml"
+        path.write_text(text, encoding="utf-8")
+        loaded = load_protocol(path)
+    assert loaded == protocol_from_dict(copy), "the TOML text says what the dict says"
+    assert kinds(loaded) == kinds(data)

@@ -1,0 +1,38 @@
+"""The GPU session script's own plumbing, on the CPU: world lists, the budget, and a dry run
+(``--dry-run``: every campaign once in the interpreter) that ends in the summary table."""
+
+from __future__ import annotations
+
+import json
+
+from stress import bench
+
+
+def test_worlds_take_a_time_per_world():
+    assert bench._worlds("4:6,2", 3.0) == [(4, 6.0), (2, 3.0)]
+    assert bench._worlds("2,4", 1.5) == [(2, 1.5), (4, 1.5)]
+
+
+def test_a_dry_run_of_the_overwrite_section_ends_in_the_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "OVERWRITE_RUNS", (
+        ("owner-only", dict(world_size=4, production="owner-only")),
+        ("no-delays", dict(world_size=3, delays="none")),
+    ))
+    assert bench.main(["--out", str(tmp_path), "--sections", "overwrite", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("section   label"):].splitlines()
+    assert len(table) == 3
+    assert table[1].split()[:5] == ["overwrite", "owner-only", "all-reduce", "xchg-flag", "4"]
+    records = [json.loads(line) for line in (tmp_path / "bench.jsonl").read_text().splitlines()]
+    assert [(r["section"], r["label"], r["options"]["production"]) for r in records] == [
+        ("overwrite", "owner-only", "owner-only"), ("overwrite", "no-delays", "every-rank")]
+    assert records[0]["counts"]["hang"] > 0  # nobody signals the owner's flag
+    assert records[0]["options"]["delay_sites"] == "all" and records[1]["options"]["delays"] == "none"
+
+
+def test_no_campaign_starts_once_the_budget_is_spent(tmp_path, capsys):
+    assert bench.main(["--out", str(tmp_path), "--sections", "racing", "--dry-run",
+                       "--budget-seconds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("skipped (--budget-seconds=0 spent)") == 3 * 2 * len(bench.RACING_VARIANTS)
+    assert not (tmp_path / "bench.jsonl").exists()
