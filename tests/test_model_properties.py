@@ -13,12 +13,12 @@ accesses, ~1 s at 9 on one core), so the strategies cap them at 7 (5 for ``brute
 
 from __future__ import annotations
 
-import functools
-from collections import Counter
 
 import pytest
-from hypothesis import assume, event, given, note, settings
+from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
+
+from tests.limits import LimitBudget
 
 from syncverify.explore import brute_force, explore
 from syncverify.program import (
@@ -47,27 +47,8 @@ TIMEOUT_S = 2.0
 MAX_LIMIT_HITS = 3
 MAX_ACCESSES = 7
 
-limit_hits: Counter[str] = Counter()  # per property: examples discarded because of a limit
-running: list[str] = []  # the property now running, for explored() to count under
-
-
-def few_limit_hits(test):
-    """Run the Hypothesis ``test``, then fail if more than ``MAX_LIMIT_HITS`` examples hit a limit."""
-
-    @functools.wraps(test)
-    def wrapper(*args, **kwargs):
-        limit_hits[test.__name__] = 0
-        running.append(test.__name__)
-        try:
-            test(*args, **kwargs)
-        finally:
-            running.pop()
-        assert limit_hits[test.__name__] <= MAX_LIMIT_HITS, (
-            f"{limit_hits[test.__name__]} examples hit an explorer limit: the strategy draws "
-            "programs too big to explore"
-        )
-
-    return wrapper
+budget = LimitBudget(MAX_LIMIT_HITS, "explorer")
+few_limit_hits = budget.guard
 
 
 def outcomes(result) -> frozenset:
@@ -82,10 +63,7 @@ def explored(program: Program, *, brute: bool = False):
     note(listing(program))
     run = brute_force if brute else explore
     result = run(program, max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S)
-    if result.limit_hit is not None:
-        limit_hits[running[-1] if running else "?"] += 1
-        event(f"explorer limit hit: {result.limit_hit}")
-        assume(False)
+    budget.discard_if_hit(result.limit_hit)
     return result
 
 

@@ -17,13 +17,13 @@ is never discarded: every program has one, so that is a model bug.
 
 from __future__ import annotations
 
-import functools
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 from hypothesis import assume, event, given, note, settings
 from hypothesis import strategies as st
+
+from tests.limits import LimitBudget
 
 from protocols import Protocol, load_protocol, protocol_from_dict
 from protocols.schema import (
@@ -43,27 +43,8 @@ TIMEOUT_S = 3.0
 MAX_EXECUTIONS = 20_000
 MAX_LIMIT_HITS = 3
 
-limit_hits: Counter[str] = Counter()  # per property: examples discarded because of a limit
-running: list[str] = []  # the property now running
-
-
-def few_limit_hits(test):
-    """Run the Hypothesis ``test``, then fail if more than ``MAX_LIMIT_HITS`` examples hit a limit."""
-
-    @functools.wraps(test)
-    def wrapper(*args, **kwargs):
-        limit_hits[test.__name__] = 0
-        running.append(test.__name__)
-        try:
-            test(*args, **kwargs)
-        finally:
-            running.pop()
-        assert limit_hits[test.__name__] <= MAX_LIMIT_HITS, (
-            f"{limit_hits[test.__name__]} examples hit a checker limit: the strategy draws "
-            "protocols too big to check"
-        )
-
-    return wrapper
+budget = LimitBudget(MAX_LIMIT_HITS, "checker")
+few_limit_hits = budget.guard
 
 
 # ----- generated protocols ---------------------------------------------------------------------
@@ -275,10 +256,7 @@ def kinds(protocol: dict | Protocol) -> frozenset[str]:
         protocol = protocol_from_dict(protocol)
     result = check(build(protocol, OPTIONS), max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S)
     assert result.limit_hit != "no-executions", f"no execution at all: {protocol.to_dict()}"
-    if result.limit_hit is not None:
-        limit_hits[running[-1] if running else "?"] += 1
-        event(f"checker limit hit: {result.limit_hit}")
-        assume(False)
+    budget.discard_if_hit(result.limit_hit)
     found = frozenset(result.violations)
     event(f"kinds: {sorted(found)}")
     return found
