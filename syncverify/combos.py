@@ -11,9 +11,10 @@ the paths (the values they read and write), before any reads-from or coherence i
   cannot read from the same write: whichever writes second in coherence order would have the
   other's write between its read and its write (PTX ISA, "Atomicity"). And an atomic cannot read
   a coherence-later write when every write in play is morally strong with it (SC-per-Location).
-  So the count is checked only for values whose every possible writer is a strong, system-scoped
-  operation (or the initial write) and for system-scoped atomics: then all of them are pairwise
-  morally strong. For an ``atom.add`` counter this leaves exactly the orders of the increments
+  So the count is checked only for system-scoped atomics and values whose every possible writer
+  is a strong, system-scoped operation (or the initial write), or a weak one of a launch the host
+  orders before the atomic's: then the writes it could read are pairwise morally strong with it,
+  or coherence-before it. For an ``atom.add`` counter this leaves exactly the orders of the increments
   instead of every way of guessing the values they read.
 
 The search assigns threads one at a time (symmetric units in non-decreasing order, as
@@ -190,6 +191,35 @@ class _Visibility:
         return writer_phase not in self.hidden.get((reader_phase, loc), ())
 
 
+def readable_ceilings(program: Program, summaries: list[list[PathSummary]],
+                      ceiling: Callable[[frozenset[str] | None, bool], dict[str, int | None]]) -> dict[tuple[str, str], int]:
+    """(reader phase, location) -> the largest value a read of that phase can return there.
+
+    A read sees only the writes of the phases :class:`_Visibility` lets it see; when every
+    phase among those whose threads read the location sees no more than the reader does, values
+    there only ever come from those writes, and ``ceiling(phases, with_init)`` (the explorer's
+    :func:`~syncverify.explore.value_ceiling`) bounds them. A host reset thus caps epoch 1's
+    counter at what epoch 1 adds, where the domain (built without hiding) lets it continue from
+    epoch 0's values.
+    """
+    seen = _Visibility(program, summaries, True)
+    phases = {th.phase for th in program.threads}
+    readers: dict[str, set[str]] = {}  # location -> phases with a thread that reads it
+    for t, paths in enumerate(summaries):
+        for s in paths:
+            for loc, _v in s.needs:
+                readers.setdefault(loc, set()).add(program.threads[t].phase)
+    out: dict[tuple[str, str], int] = {}
+    for loc, reading in readers.items():
+        visible = {c: frozenset(a for a in phases | {_Visibility.INIT} if seen.sees(c, loc, a)) for c in reading}
+        for c in reading:
+            if all(visible[a] <= visible[c] for a in reading if a in visible[c]):
+                top = ceiling(visible[c] - {_Visibility.INIT}, _Visibility.INIT in visible[c]).get(loc)
+                if top is not None:
+                    out[(c, loc)] = top
+    return out
+
+
 def supported_combinations(
     program: Program,
     summaries: list[list[PathSummary]],
@@ -226,7 +256,17 @@ def supported_combinations(
             for key, _n in s.writes:
                 writer_phases.setdefault(key, set()).add(phase[t])
     # Keys with a writer that is not strong and system-scoped: the atomicity count does not apply.
-    unchecked = frozenset().union(*(s.weak_writes for paths in summaries for s in paths))
+    # A weak write the atomic could be coherence-before is what breaks the count; one of a launch
+    # the host orders before the atomic's cannot be (Coherence keeps causal order).
+    weak_phases: dict[Key, set[str]] = {}
+    for t, paths in enumerate(summaries):
+        for s in paths:
+            for key in s.weak_writes:
+                weak_phases.setdefault(key, set()).add(phase[t])
+    after = program.phases_after()
+
+    def counted_key(key: Key, reader: str) -> bool:
+        return all(reader in after.get(a, ()) for a in weak_phases.get(key, ()))
 
     def visible(reader: str, key: Key) -> list[tuple]:
         """The (location, value, phase) keys of the writes of ``key`` that ``reader`` can see."""
@@ -253,7 +293,7 @@ def supported_combinations(
         else:
             keep = {t: _first_barrier(summaries[t][p]) for t, p in picks.items()}
         return [(key[0], key[1], phase[t]) for t, p in picks.items()
-                for i, key in summaries[t][p].sys_rmw_reads if i < keep[t] and key not in unchecked]
+                for i, key in summaries[t][p].sys_rmw_reads if i < keep[t] and counted_key(key, phase[t])]
 
     def met(t: int, key: Key) -> bool:
         return any(totals[k] - own[t].get(k, 0) > 0 for k in visible(phase[t], key))

@@ -23,12 +23,20 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    happens-before edges and adds none, so every race, unwritten or stale read of the dropped
    execution is also in the kept one, and the kept one is consistent (every axiom is acyclicity
    or emptiness of relations that only shrink when reads and fences go).
-3. **Combinations.** One path per thread. A CTA barrier instance some participant never reaches
-   blocks the threads waiting at it; their paths are cut there and the blocked execution is a hang.
+3. **Combinations.** One path per thread, found by a search that prunes as it assigns threads
+   (:mod:`syncverify.combos`): every value read must be writable by a thread its launch can see,
+   and morally strong atomics that read one value need as many distinct writes of it (so an
+   ``atom.add`` counter's read values follow from the order of the increments instead of being
+   guessed). Symmetric ranks take their paths in non-decreasing order. A CTA barrier instance some
+   participant never reaches blocks the threads waiting at it; their paths are cut there and the
+   blocked execution is a hang.
 4. **Choices.** For each location independently, the explorer enumerates which write each read
-   reads from (same value, not from its own thread's future) and the coherence order, and keeps
-   only choices that pass the per-location axioms (SC-per-Location, Atomicity). The product over
-   locations, and over Fence-SC orders, is checked against the remaining axioms.
+   reads from (same value, not from its own thread's future, not hidden behind a write that
+   causally precedes the read) and the coherence order (causally ordered writes in that order),
+   and keeps only choices that pass the per-location axioms (SC-per-Location, Atomicity). Only
+   ``(po | bar | host)+`` and moral strength within the location are needed for that, so the
+   costlier relations are computed only for combinations that pass every location. The product
+   over locations, and over Fence-SC orders, is checked against the remaining axioms.
 
 Nothing is silently bounded: a limit that is hit is reported as :attr:`ExplorationResult.limit_hit`,
 and the answer built on it is UNKNOWN. :func:`brute_force` runs steps 1-3 the same way but
@@ -43,7 +51,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from syncverify import ptx
-from syncverify.combos import PathSummary, SearchTimeout, is_supported, summarize, supported_combinations
+from syncverify.combos import (
+    PathSummary,
+    SearchTimeout,
+    is_supported,
+    readable_ceilings,
+    summarize,
+    supported_combinations,
+)
 from syncverify.errors import UnsupportedConstruct
 from syncverify.events import INIT_THREAD, Event, Execution
 from syncverify.program import (
@@ -383,18 +398,22 @@ def value_domain(
         domain = {loc: domain[loc] | frozen[loc] for loc in domain}
 
 
-def value_ceiling(program: Program) -> dict[str, int | None]:
+def value_ceiling(program: Program, phases: frozenset[str] | None = None,
+                  with_init: bool = True) -> dict[str, int | None]:
     """An upper bound on the values each location can ever hold (None: no bound found).
 
     When every write to a location is a literal (a store, an exchange, a ``cas`` value) or an
     ``atom.add`` of a non-negative literal outside any loop, no value exceeds the largest literal
     (or initial value) plus all the increments together: the bound a counter's value search
     would otherwise have to prove by trying every combination. Anything else (a register
-    operand, ``sub``, an add inside a loop) leaves the location unbounded.
+    operand, ``sub``, an add inside a loop) leaves the location unbounded. ``phases``: count only
+    the writes of threads of those phases (and the initial values only ``with_init``).
     """
-    top: dict[str, int | None] = {loc: program.init.get(loc, 0) for loc in program.locations()}
+    top: dict[str, int | None] = {loc: (program.init.get(loc, 0) if with_init else 0) for loc in program.locations()}
     increments: dict[str, int] = {}
     for thread in program.threads:
+        if phases is not None and thread.phase not in phases:
+            continue
         code = thread.instructions
         labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
         in_loop = set()
@@ -888,6 +907,14 @@ def candidate_executions(
     seen_cut: set = set()
     if prune:
         summaries = [[summarize(p) for p in paths] for paths in all_paths]
+        # Paths that read a value their launch can never see go (see readable_ceilings).
+        tops = readable_ceilings(program, summaries, lambda ph, init: value_ceiling(program, ph, init))
+        if tops:
+            all_paths = [[p for p in paths
+                          if not any(e.kind == "R" and not e.ghost and e.value > tops.get((th.phase, e.loc), e.value)
+                                     for e in p.events)]
+                         for th, paths in zip(program.threads, all_paths)]
+            summaries = [[summarize(p) for p in paths] for paths in all_paths]
         kept = _cta_kept_lengths(program, all_paths, participants)
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))

@@ -12,6 +12,8 @@ writes sit in a row on top. ``highlight`` edges (a race, a stale read) are drawn
 
 from __future__ import annotations
 
+import textwrap
+
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -148,7 +150,7 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
     inits = [n for n, d in graph.nodes(data=True) if d["thread"] == "init"]
     pos: dict[int, tuple[float, float]] = {}
     for i, n in enumerate(inits):
-        pos[n] = ((i - (len(inits) - 1) / 2) * 1.6 + (len(threads) - 1) * 1.5, 1.0)
+        pos[n] = ((i - (len(inits) - 1) / 2) * 1.6 + (len(threads) - 1) * 1.5, 1.9)  # above the headers
     for col, thread in enumerate(threads):
         nodes = sorted((n for n, d in graph.nodes(data=True) if d["thread"] == thread),
                        key=lambda n: graph.nodes[n]["index"])
@@ -159,6 +161,8 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
     ax.set_axis_off()
     for col, thread in enumerate(threads):
         role = next((d.get("role") for _n, d in graph.nodes(data=True) if d["thread"] == thread), "")
+        # Roles are long ("rank 0 producer tile 0 epoch 0 thread 1"): wrap them to the column width.
+        role = textwrap.fill(role, 24) if role else ""
         ax.text(col * 3.0, 0.55, thread + (f"\n{role}" if role else ""), ha="center", va="bottom",
                 fontsize=9, fontweight="bold")
     drawn = []
@@ -194,7 +198,7 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
         ax.legend(handles=legend, loc="lower right", fontsize=8, frameon=True)
     xs = [p[0] for p in pos.values()] or [0]
     ax.set_xlim(min(xs) - 1.8, max(xs) + 1.8)
-    ax.set_ylim(-depth - 0.8, 1.8)
+    ax.set_ylim(-depth - 0.8, 2.4)
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
