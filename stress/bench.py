@@ -18,7 +18,9 @@ Sections (each one guarded: a failure is printed and the next section runs):
 * ``table``: every built-in protocol x both kernels x ``--worlds`` (``W`` or ``W:seconds``),
   virtual ranks, random delays: iterations, bad iterations, bad tiles per class, time to first
   failure (compilation excluded: the first launch is not timed);
-* ``long``: ``--long-iterations`` iterations of each named safe protocol, both kernels, W=2.
+* ``long``: ``--long-iterations`` iterations of each named safe protocol, both kernels, W=2;
+* ``processes``: real ranks, one process per GPU (needs 2 GPUs): the it/s benchmark, the long
+  runs and the per-protocol table at W=2, all in one launch (:func:`section_processes`).
 
 Every campaign appends its result to ``OUT/bench.jsonl``; no new campaign starts once
 ``--budget-seconds`` have passed since the script started (it says which it skipped).
@@ -263,7 +265,65 @@ def section_long(args, rows):
                  max_polls=args.max_polls, **_random_delays(args, seed=args.seed + 1))
 
 
-SECTIONS = {"env": section_env, "bench": section_bench, "delays": section_delays,
+def section_processes(args, rows):
+    """Real ranks: one process per GPU, all campaigns in one launch (start-up and NCCL paid once).
+
+    In order: the it/s benchmark of both kernels (no delays), ``--long-iterations`` of the first
+    safe protocol in both kernels, every built-in in both kernels for ``--seconds`` with random
+    delays, then the long runs of the other safe protocols. Each campaign is capped in time, so
+    the launch is bounded; what reported before a stop is kept.
+    """
+    import torch
+
+    from protocols import builtin_names
+    from stress.campaign import campaign_options, load
+    from stress.launch import run_processes_batch
+
+    W = torch.cuda.device_count()
+    if W < 2:
+        print(f"processes: needs 2 or more GPUs, {W} visible; skipped", flush=True)
+        return
+    W = 2
+    plan: list[tuple[str, str, dict]] = []
+    for kernel, protocol in (("all-reduce", "barrier-fenced-release-acquire"),
+                             ("all-scatter", "barrier-release-xchg-cas-acquire")):
+        plan.append(("bench", "no-delays", dict(kernel=kernel, protocol=protocol, iterations=args.bench_iterations)))
+
+    def long(name):
+        return [("long", "random", dict(kernel=k, protocol=name, iterations=args.long_iterations,
+                                        seconds=args.long_seconds, **_random_delays(args, seed=args.seed + 1)))
+                for k in ("all-reduce", "all-scatter")]
+
+    plan += long(args.safe[0]) if args.safe else []
+    plan += [("table", "random", dict(kernel=k, protocol=name, seconds=args.seconds, **_random_delays(args)))
+             for k in ("all-reduce", "all-scatter") for name in builtin_names()]
+    for name in args.safe[1:]:
+        plan += long(name)
+    campaigns = []
+    for _section, _label, options in plan:
+        o = campaign_options(world_size=W, virtual_ranks=False, m=1024, n=1024, k=1024, dtype="bf16",
+                             max_polls=args.max_polls, watchdog_seconds=240, **options)
+        campaigns.append((o, load(options["protocol"])))
+    if args.dry_run:
+        print(f"processes: {len(campaigns)} campaigns planned (dry run: not launched)", flush=True)
+        return
+
+    def reported(index, payload):
+        section, label, _o = plan[index]
+        record = dict(payload, failures=payload.get("failures", [])[:5])
+        _log(args.out, {"type": "campaign", "section": f"processes-{section}", "label": label, **record})
+        print(f"processes {section} {label} {payload['kernel']} {payload['protocol']}: {payload['iterations']} it "
+              f"in {payload['seconds']:.1f} s, {payload['iterations_per_second']:.0f} it/s, bad "
+              f"{payload['bad_iterations']}, {payload['counts']}", flush=True)
+
+    results = run_processes_batch(campaigns, on_result=reported)
+    for (section, label, _o), result in zip(plan, results):
+        rows.append((f"x{W}-{section}", label, result.to_dict()))
+        if result.stopped:
+            print(f"processes {section} {label} {result.kernel} {result.protocol}: stopped: {result.stopped}", flush=True)
+
+
+SECTIONS = {"env": section_env, "processes": section_processes, "bench": section_bench, "delays": section_delays,
             "overwrite": section_overwrite, "racing": section_racing, "table": section_table,
             "long": section_long}
 

@@ -127,8 +127,9 @@ def _init(rank: int, world_size: int, port: int | None):
     return torch, dist, f"cuda:{local}"
 
 
-def campaign_worker(rank: int, world_size: int, port: int | None, q, options: dict, protocol) -> None:
-    """One rank of a multi-process campaign (a :func:`run_workers` target)."""
+def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: list[tuple[dict, object]]) -> None:
+    """One rank of one or more multi-process campaigns, run one after another in this process
+    (a :func:`run_workers` target): the process group and the process start are paid once."""
     try:
         torch, dist, device = _init(rank, world_size, port)
         from kernels.build import build
@@ -137,34 +138,36 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, options: di
                                      delay_config, drive, kernel_config)
         from stress.runner import Runner
 
-        o = CampaignOptions(**options)
-        config = kernel_config(o)
-        built = build(protocol, config)
-        heap = SymmetricHeap(world_size, rank, device)
-        runner = Runner(built, heap, device=device, rank=rank, delays=delay_config(o),
-                        reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
-                        seed=o.seed, chunk=o.chunk, process_group=dist.group.WORLD)
-        result = CampaignResult(protocol.name, o.kernel, world_size, "processes",
-                                torch.cuda.get_device_name(device), options=o.to_dict())
-        recorder = Recorder(result, o, config.num_warps) if rank == 0 else None
-
         def should_stop(local: bool) -> bool:
             flag = torch.tensor([int(local)], device=device)
             dist.broadcast(flag, 0)
             return bool(flag.item())
 
-        def progress(done, total, seconds):
-            if q is not None:
-                q.put((rank, "progress", (done, total, seconds)))
+        for index, (options, protocol) in enumerate(campaigns):
+            o = CampaignOptions(**options)
+            config = kernel_config(o)
+            built = build(protocol, config)
+            heap = SymmetricHeap(world_size, rank, device)
+            runner = Runner(built, heap, device=device, rank=rank, delays=delay_config(o),
+                            reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
+                            seed=o.seed, chunk=o.chunk, process_group=dist.group.WORLD)
+            result = CampaignResult(protocol.name, o.kernel, world_size, "processes",
+                                    torch.cuda.get_device_name(device), options=o.to_dict())
+            recorder = Recorder(result, o, config.num_warps) if rank == 0 else None
 
-        drive(runner, o, recorder, progress, should_stop=should_stop)
-        if rank == 0:
-            payload = result.to_dict()
-            if q is not None:
-                q.put((rank, "result", payload))
-            else:
-                print(json.dumps(payload, sort_keys=True))
-        dist.barrier()
+            def progress(done, total, seconds, index=index):
+                if q is not None:
+                    q.put((rank, "progress", (index, done, total, seconds)))
+
+            drive(runner, o, recorder, progress, should_stop=should_stop)
+            if rank == 0:
+                payload = result.to_dict()
+                if q is not None:
+                    q.put((rank, "result", (index, payload)))
+                else:
+                    print(json.dumps(payload, sort_keys=True))
+            dist.barrier()
+            del runner, heap, built
         dist.destroy_process_group()
         if q is not None:
             q.put((rank, "done", None))
@@ -174,26 +177,50 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, options: di
         raise
 
 
-def run_processes(o, protocol, *, progress=None):
-    """A campaign over ``o.world_size`` GPUs, one process each; returns a ``CampaignResult``."""
+def run_processes_batch(campaigns: list, *, progress=None, on_result=None) -> list:
+    """Several campaigns (``(CampaignOptions, protocol)`` pairs, one world size) in one launch
+    of ``world_size`` processes; a ``CampaignResult`` for each, in order. A campaign that never
+    reported (the run was stopped first) gets an empty result, stopped, never clean."""
     from stress.campaign import CampaignResult
+
+    world_sizes = {o.world_size for o, _p in campaigns}
+    if len(world_sizes) != 1:
+        raise ValueError(f"one launch runs one world size, got {sorted(world_sizes)}")
+    payloads: dict[int, dict] = {}
 
     def on_message(rank, kind, payload):
         if kind == "progress" and rank == 0 and progress is not None:
             progress(*payload)
+        if kind == "result" and rank == 0:
+            payloads[payload[0]] = payload[1]
+            if on_result is not None:
+                on_result(*payload)
 
-    watchdog = o.watchdog_seconds or 180.0
-    outcome = run_workers(campaign_worker, (o.to_dict(), protocol), world_size=o.world_size,
-                          watchdog_seconds=watchdog, on_message=on_message)
-    payload = next((p for r, k, p in outcome["messages"] if k == "result"), None)
-    if payload is None:
-        result = CampaignResult(protocol.name, o.kernel, o.world_size, "processes", "cuda",
-                                options=o.to_dict())
-    else:
-        fields = set(CampaignResult.__dataclass_fields__)
-        result = CampaignResult(**{k: v for k, v in payload.items() if k in fields})
-    result.stopped = outcome["stopped"] or result.stopped
-    return result
+    watchdog = max(o.watchdog_seconds or 180.0 for o, _p in campaigns)
+    outcome = run_workers(campaign_worker, ([(o.to_dict(), p) for o, p in campaigns],),
+                          world_size=world_sizes.pop(), watchdog_seconds=watchdog, on_message=on_message)
+    for rank, kind, payload in outcome["messages"]:  # messages seen before on_message existed
+        if kind == "result" and rank == 0:
+            payloads.setdefault(payload[0], payload[1])
+    fields = set(CampaignResult.__dataclass_fields__)
+    results = []
+    for index, (o, protocol) in enumerate(campaigns):
+        payload = payloads.get(index)
+        if payload is None:
+            result = CampaignResult(protocol.name, o.kernel, o.world_size, "processes", "cuda",
+                                    options=o.to_dict())
+            result.stopped = outcome["stopped"] or "the launch ended before this campaign reported"
+        else:
+            result = CampaignResult(**{k: v for k, v in payload.items() if k in fields})
+            result.stopped = outcome["stopped"] if index == max(payloads) and outcome["stopped"] else result.stopped
+        results.append(result)
+    return results
+
+
+def run_processes(o, protocol, *, progress=None):
+    """A campaign over ``o.world_size`` GPUs, one process each; returns a ``CampaignResult``."""
+    return run_processes_batch([(o, protocol)],
+                               progress=None if progress is None else lambda _i, *p: progress(*p))[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     options["protocol"] = protocol.name
     o = campaign_options(**options)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    campaign_worker(rank, world, None, None, o.to_dict(), protocol)
+    campaign_worker(rank, world, None, None, [(o.to_dict(), protocol)])
     return 0
 
 

@@ -172,7 +172,7 @@ def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
 
     payload = {"protocol": "epoch-flag", "kernel": "all-reduce", "world_size": 2, "mode": "processes",
                "device": "H200", "iterations": 128, "bad_iterations": 0, "clean": True}
-    fake = {"messages": [(0, "result", payload)], "exitcodes": [0, -9],
+    fake = {"messages": [(0, "result", (0, payload))], "exitcodes": [0, -9],
             "stopped": "watchdog: no report from any rank for 5 s; killed"}
     monkeypatch.setattr(stress.launch, "run_workers", lambda *a, **k: fake)
     o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
@@ -181,3 +181,23 @@ def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
     fake["messages"] = []  # no result at all: an empty, stopped result
     result = run_processes(o, load_protocol("epoch-flag"))
     assert result.iterations == 0 and result.stopped and not result.clean
+
+
+def test_a_batch_launch_keeps_what_reported_and_marks_the_rest_stopped(monkeypatch):
+    import stress.launch
+    from protocols import load_protocol
+    from stress.campaign import campaign_options
+    from stress.launch import run_processes_batch
+
+    payload = {"protocol": "epoch-flag", "kernel": "all-reduce", "world_size": 2, "mode": "processes",
+               "device": "H200", "iterations": 64, "bad_iterations": 0, "clean": True}
+    fake = {"messages": [(0, "result", (0, payload))], "exitcodes": [-9, -9],
+            "stopped": "watchdog: no report from any rank for 5 s; killed"}
+    monkeypatch.setattr(stress.launch, "run_workers", lambda *a, **k: fake)
+    o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
+    first, second = run_processes_batch([(o, load_protocol("epoch-flag")), (o, load_protocol("xchg-flag"))])
+    assert first.iterations == 64 and first.stopped == fake["stopped"]
+    assert second.protocol == "xchg-flag" and second.iterations == 0 and second.stopped and not second.clean
+    with pytest.raises(ValueError, match="one world size"):
+        run_processes_batch([(o, load_protocol("epoch-flag")),
+                             (campaign_options(protocol="epoch-flag", world_size=4), load_protocol("epoch-flag"))])
