@@ -284,8 +284,9 @@ def section_processes(args, rows):
         print(f"processes: needs 2 or more GPUs, {W} visible; skipped", flush=True)
         return
     W = 2
+    parts = set(args.processes_parts.split(","))
     plan: list[tuple[str, str, dict]] = []
-    for kernel, protocol in (("all-reduce", "barrier-fenced-release-acquire"),
+    for kernel, protocol in () if "bench" not in parts else (("all-reduce", "barrier-fenced-release-acquire"),
                              ("all-scatter", "barrier-release-xchg-cas-acquire")):
         plan.append(("bench", "no-delays", dict(kernel=kernel, protocol=protocol, iterations=args.bench_iterations)))
 
@@ -294,10 +295,10 @@ def section_processes(args, rows):
                                         seconds=args.long_seconds, **_random_delays(args, seed=args.seed + 1)))
                 for k in ("all-reduce", "all-scatter")]
 
-    plan += long(args.safe[0]) if args.safe else []
+    plan += long(args.safe[0]) if args.safe and "long" in parts else []
     plan += [("table", "random", dict(kernel=k, protocol=name, seconds=args.seconds, **_random_delays(args)))
-             for k in ("all-reduce", "all-scatter") for name in builtin_names()]
-    for name in args.safe[1:]:
+             for k in ("all-reduce", "all-scatter") for name in builtin_names() if "table" in parts]
+    for name in args.safe[1:] if "long" in parts else ():
         plan += long(name)
     campaigns = []
     for _section, _label, options in plan:
@@ -365,6 +366,8 @@ def main(argv=None) -> int:
     parser.add_argument("--delay-pct", type=int, default=50)
     parser.add_argument("--delay-max-ns", type=int, default=4000)
     parser.add_argument("--max-polls", type=int, default=1 << 14)
+    parser.add_argument("--processes-parts", default="bench,long,table",
+                        help="what the processes section runs: bench, long, table")
     parser.add_argument("--racing-seconds", type=float, default=1.5, help="per racing run")
     parser.add_argument("--budget-seconds", type=float, default=float("inf"),
                         help="start no campaign after this many seconds")
