@@ -111,7 +111,11 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
         k=16 * o.world_size if tiny else 1024,
         block_m=16 if tiny else 128, block_n=16 if tiny else 128, block_k=16 if tiny else 64,
         gemm_sms=gemm_sms, comm_sms=comm_sms, num_warps=4 if tiny else 8,
-        max_polls=8 if tiny else 1 << 16, chunk=1 if tiny else 64,
+        # Real ranks launch independently: the peer's kernel can start milliseconds late (measured
+        # on nvidia-h200-x2: 16,384 polls timed out in 25 of 70,656 iterations of a safe protocol,
+        # 4,194,304 in none of 100,000; docs/RESULTS.md), so their bounded waits are longer.
+        max_polls=8 if tiny else (1 << 16 if (o.virtual_ranks or o.world_size == 1) else 1 << 22),
+        chunk=1 if tiny else 64,
     )
     o = _replace(o, **{k: v for k, v in defaults.items() if getattr(o, k) is None})
     if o.max_polls < 1 or o.chunk < 1:

@@ -53,7 +53,7 @@ def stress_command(
     reset: Optional[str] = typer.Option(None, "--reset", help="none | host-between-barriers | host-racing (default: from the protocol's reset)"),
     poison: str = typer.Option("all", "--poison", help="all | outputs: also zero the workspaces each iteration, or keep them (default: all)"),
     lock_dtype: str = typer.Option("int32", "--lock-dtype", help="int32 | int8 (default: int32)"),
-    max_polls: Optional[int] = typer.Option(None, "--max-polls", help="poll budget of each consumer program (default: 65536; 8 interpreted)"),
+    max_polls: Optional[int] = typer.Option(None, "--max-polls", help="poll budget of each consumer program (default: 65536 with virtual ranks, 4194304 with one process per GPU, 8 interpreted)"),
     order: str = typer.Option("producers-first", "--order", help="interpreter schedule: producers-first | consumers-first | last-rank-late"),
     output: Optional[Path] = typer.Option(None, "--output", help="append JSON lines (progress, bad tiles, result) to this file"),
     json_output: bool = typer.Option(False, "--json", help="print the result as one JSON object"),

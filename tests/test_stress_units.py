@@ -201,3 +201,12 @@ def test_a_batch_launch_keeps_what_reported_and_marks_the_rest_stopped(monkeypat
     with pytest.raises(ValueError, match="one world size"):
         run_processes_batch([(o, load_protocol("epoch-flag")),
                              (campaign_options(protocol="epoch-flag", world_size=4), load_protocol("epoch-flag"))])
+
+
+def test_real_ranks_wait_longer_than_virtual_ones():
+    """One process per GPU: a peer's launch can lag by milliseconds (RESULTS.md, nvidia-h200-x2)."""
+    from stress.campaign import campaign_options
+
+    assert campaign_options(protocol="epoch-flag", world_size=2, virtual_ranks=True).max_polls == 1 << 16
+    assert campaign_options(protocol="epoch-flag", world_size=2).max_polls == 1 << 22
+    assert campaign_options(protocol="epoch-flag", world_size=2, max_polls=99).max_polls == 99
