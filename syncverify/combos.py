@@ -101,10 +101,21 @@ class _Slots:
     its phase can see.
     """
 
-    def __init__(self, program: Program, summaries: list[list[PathSummary]]) -> None:
+    def __init__(self, program: Program, summaries: list[list[PathSummary]], prefer_writers: bool = False) -> None:
         grouped = {t for group in program.symmetry for unit in group for t in unit}
-        self.groups = [(group, list(itertools.product(*(range(len(summaries[t])) for t in group[0]))))
-                       for group in program.symmetry]
+        def writes(t: int, p: int) -> int:
+            return len(summaries[t][p].writes)
+
+        # Options in the order they are tried: when looking for one witness, paths that write
+        # more first (the search then finds a combination that supports itself sooner).
+        self.order = [sorted(range(len(paths)), key=lambda p, t=t: -writes(t, p)) if prefer_writers
+                      else list(range(len(paths))) for t, paths in enumerate(summaries)]
+        self.groups = []
+        for group in program.symmetry:
+            options = list(itertools.product(*(range(len(summaries[t])) for t in group[0])))
+            if prefer_writers:
+                options.sort(key=lambda u: -sum(writes(t, p) for t, p in zip(group[0], u)))
+            self.groups.append((group, options))
         # A slot is ("free", thread) or ("unit", group index, unit index).
         self.slots: list[tuple] = [("free", t) for t in range(len(summaries)) if t not in grouped]
         for g, (group, _options) in enumerate(self.groups):
@@ -246,7 +257,7 @@ def supported_combinations(
     count. ``kept_lengths`` maps one CTA's {thread: path index} to {thread: events kept}; without
     it, atomics after a thread's first barrier arrival are never counted.
     """
-    slots = _Slots(program, summaries)
+    slots = _Slots(program, summaries, prefer_writers=must_write is not None)
     seen = _Visibility(program, summaries, atomicity if hiding is None else hiding)
     init = program.init
     phase = [th.phase for th in program.threads]
@@ -354,7 +365,7 @@ def supported_combinations(
             return
         slot = slots.slots[position]
         if slot[0] == "free":
-            for p in range(len(summaries[slot[1]])):
+            for p in slots.order[slot[1]]:
                 yield from descend([(slot[1], p)], position, 0)
             return
         g, j = slot[1], slot[2]
