@@ -24,20 +24,17 @@ from kernels._deps import tl
 from kernels._jit import jit
 from kernels.build import BuiltKernel, runtime_values_tensor
 from kernels.signals import (
-    SITE_BEFORE_STORE,
     SITE_BEFORE_WAIT,
-    SITE_STORE_SIGNAL,
     SITE_WAIT_READ,
     delay_ns,
     delay_warp_mask,
+    gemm_tile,
     program_role,
     rank_base,
-    run_signal,
     run_wait,
     sleep,
+    store_and_signal,
     warp_sleep_here,
-    wait_tile,
-    warp_deadline,
     wrap_plan,
 )
 
@@ -113,7 +110,6 @@ def gemm_all_reduce_kernel(
         else:
             me = rank
             first = index
-        rk = tl.arange(0, BLOCK_K)
         a_rank = A + me * stride_ar
         b_rank = B + me * stride_br
         my_partial = rank_base(partial, partial_table, partial_rank_stride, me, TABLE)
@@ -124,38 +120,12 @@ def gemm_all_reduce_kernel(
             else:
                 produce = owner >= 0
             if produce:
-                # pointers
-                offs_m = (t // num_pid_n) * BLOCK_M + rm
-                offs_n = (t % num_pid_n) * BLOCK_N + rn
-                a_ptrs = a_rank + offs_m[:, None] * stride_am + rk[None, :] * stride_ak
-                b_ptrs = b_rank + rk[:, None] * stride_bk + offs_n[None, :] * stride_bn
-                # K loop
-                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-                for _ in range(0, tl.cdiv(K, BLOCK_K)):
-                    a = tl.load(a_ptrs)
-                    b = tl.load(b_ptrs)
-                    if INTERPRET:  # the interpreter's dot mishandles bf16: multiply in fp32
-                        a = a.to(tl.float32)
-                        b = b.to(tl.float32)
-                    acc = tl.dot(a, b, acc)
-                    a_ptrs += BLOCK_K * stride_ak
-                    b_ptrs += BLOCK_K * stride_bk
-                # store the partial tile (delay: some warps late, before their stores)
-                c_offs = offs_m[:, None] * N + offs_n[None, :]
-                c = acc.to(partial.dtype.element_ty)
-                if DELAYS:
-                    ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns,
-                                  delay_sites)
-                    warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS)
-                    c = wait_tile(c, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
-                tl.store(my_partial + c_offs, c, cache_modifier=TILE_STORE_CACHE)
-                # signal (delay: the whole CTA late between store and signal)
-                tile = t
-                if DELAYS:
-                    tile = t + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
-                                              delay_pct, delay_max_ns, delay_sites), INTERPRET)
-                run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, owner, vals,
-                           SIGNAL, WORLD, TABLE, INTERPRET)
+                acc, offs_m, offs_n = gemm_tile(a_rank, b_rank, t, num_pid_n, K, stride_am, stride_ak,
+                                                stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, INTERPRET)
+                store_and_signal(my_partial, acc, offs_m, offs_n, N, t, me, owner, locks, locks_table,
+                                 locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
+                                 delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
+                                 NUM_WARPS, INTERPRET)
     else:
         # ----- consumer: wait, sum every rank's partial, write every rank's C --------------------
         if VIRTUAL:

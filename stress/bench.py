@@ -93,6 +93,35 @@ def section_env(args, rows):
     _log(args.out, {"type": "env", "line": line})
 
 
+def _all_reduce_alone(cfg, **launch_options):
+    """The all-reduce kernel alone on virtual ranks, with epoch-flag (no reset needed between
+    launches): a ``launch()`` to time, its status rows, and the inputs."""
+    import torch
+
+    from kernels.build import build
+    from kernels.gemm_all_reduce import launch_all_reduce
+    from kernels.heap import VirtualHeap
+    from protocols import load_protocol
+    from stress.inputs import make_inputs
+
+    W = cfg.world_size
+    built = build(load_protocol("epoch-flag"), cfg)
+    heap = VirtualHeap(W, "cuda")
+    heap.allocate("partial", (cfg.m, cfg.n), torch.bfloat16)
+    heap.allocate("out", (cfg.m, cfg.n), torch.bfloat16)
+    heap.allocate("locks", (1, cfg.tiles), torch.int32)
+    status = torch.zeros(W, cfg.tiles + 1, 4, dtype=torch.int32, device="cuda")
+    inputs = make_inputs(cfg, parity=0, generator=torch.Generator("cuda").manual_seed(0), device="cuda")
+    epoch = [0]
+
+    def launch():
+        launch_all_reduce(built, heap, inputs.A, inputs.B, status, epoch=epoch[0], max_polls=1 << 16,
+                          **launch_options)
+        epoch[0] += 1
+
+    return launch, status, inputs
+
+
 def section_bench(args, rows):
     import torch
     import triton
@@ -108,31 +137,13 @@ def section_bench(args, rows):
         print(f"bench {kernel} {protocol}: {result.iterations} it, {result.iterations_per_second:.0f} it/s, "
               f"clean={result.clean}", flush=True)
     # the kernel alone, and cuBLAS for the same GEMMs
-    from kernels.build import build
     from kernels.config import KernelConfig
-    from kernels.heap import VirtualHeap
-    from kernels.gemm_all_reduce import launch_all_reduce
-    from protocols import load_protocol
-    from stress.inputs import make_inputs
-
     from stress.campaign import campaign_options, default_programs
 
     gemm, comm = default_programs(campaign_options(world_size=W, virtual_ranks=True),
                                   torch.cuda.get_device_properties(0).multi_processor_count)
     cfg = KernelConfig(world_size=W, m=size, n=size, k=size, gemm_sms=gemm, comm_sms=comm)
-    built = build(load_protocol("epoch-flag"), cfg)  # no reset needed between timed launches
-    heap = VirtualHeap(W, "cuda")
-    heap.allocate("partial", (size, size), torch.bfloat16)
-    heap.allocate("out", (size, size), torch.bfloat16)
-    heap.allocate("locks", (1, cfg.tiles), torch.int32)
-    status = torch.zeros(W, cfg.tiles + 1, 4, dtype=torch.int32, device="cuda")
-    inputs = make_inputs(cfg, parity=0, generator=torch.Generator("cuda").manual_seed(0), device="cuda")
-    epoch = [0]
-
-    def fused():
-        launch_all_reduce(built, heap, inputs.A, inputs.B, status, epoch=epoch[0], max_polls=1 << 16)
-        epoch[0] += 1
-
+    fused, status, inputs = _all_reduce_alone(cfg)
     t_fused = triton.testing.do_bench(fused, warmup=25, rep=200, return_mode="median")
     a = [inputs.A[r] for r in range(W)]
     b = [inputs.B[r] for r in range(W)]
@@ -148,34 +159,15 @@ def section_bench(args, rows):
 
 def section_delays(args, rows):
     """Kernel time with every delay site drawn at max_ns vs none: does a delay cost what it says?"""
-    import torch
     import triton
 
-    from kernels.build import build
     from kernels.config import KernelConfig
-    from kernels.gemm_all_reduce import launch_all_reduce
-    from kernels.heap import VirtualHeap
-    from protocols import load_protocol
-    from stress.inputs import make_inputs
 
     W, size = 2, 1024
     for max_ns in (0, 2000, 8000):
         cfg = KernelConfig(world_size=W, m=size, n=size, k=size, delays=max_ns > 0)
-        built = build(load_protocol("epoch-flag"), cfg)
-        heap = VirtualHeap(W, "cuda")
-        heap.allocate("partial", (size, size), torch.bfloat16)
-        heap.allocate("out", (size, size), torch.bfloat16)
-        heap.allocate("locks", (1, cfg.tiles), torch.int32)
-        status = torch.zeros(W, cfg.tiles + 1, 4, dtype=torch.int32, device="cuda")
-        inputs = make_inputs(cfg, parity=0, generator=torch.Generator("cuda").manual_seed(0), device="cuda")
-        epoch = [0]
-
-        def fused():
-            launch_all_reduce(built, heap, inputs.A, inputs.B, status, epoch=epoch[0],
-                              max_polls=1 << 16, delay_pct=100 if max_ns else 0,
-                              delay_max_ns=max(max_ns, 1), delay_seed=1)
-            epoch[0] += 1
-
+        fused, status, _inputs = _all_reduce_alone(cfg, delay_pct=100 if max_ns else 0,
+                                                   delay_max_ns=max(max_ns, 1), delay_seed=1)
         fused()
         t = triton.testing.do_bench(fused, warmup=10, rep=100, return_mode="median")
         hang = int(status[:, :, 0].sum().item())

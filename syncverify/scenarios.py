@@ -238,6 +238,17 @@ def _tiles(opts: ScenarioOptions) -> list[int]:
     return [0] if opts.symmetry else list(range(opts.tiles))
 
 
+def _cta_numbering(builder: "_Builder"):
+    """``cta(rank, name)``: one number per CTA of the program, in order of first use. Each epoch is
+    a launch of its own, so its CTAs are new ones (a CTA barrier never spans two launches)."""
+    ids: dict[tuple[int, str], int] = {}
+
+    def cta(rank: int, name: str) -> int:
+        return ids.setdefault((rank, f"{name} epoch {builder._epoch}"), len(ids))
+
+    return cta
+
+
 def _all_reduce(protocol, opts: ScenarioOptions) -> Scenario:
     W, n = opts.world_size, opts.threads_per_cta
     tiles = _tiles(opts)
@@ -249,11 +260,7 @@ def _all_reduce(protocol, opts: ScenarioOptions) -> Scenario:
     threads: list[Thread] = []
     info: list[ThreadInfo] = []
     units: dict[int, list[int]] = {}
-    cta_ids: dict[tuple[int, str], int] = {}
-
-    def cta(rank: int, name: str) -> int:
-        # Each epoch is a launch of its own: its CTAs are new ones (a CTA barrier never spans two).
-        return cta_ids.setdefault((rank, f"{name} epoch {builder._epoch}"), len(cta_ids))
+    cta = _cta_numbering(builder)
 
     for epoch in range(opts.epochs):
         builder._epoch = epoch
@@ -298,11 +305,7 @@ def _all_scatter(protocol, opts: ScenarioOptions) -> Scenario:
     threads: list[Thread] = []
     info: list[ThreadInfo] = []
     units: dict[int, list[int]] = {}
-    cta_ids: dict[tuple[int, str], int] = {}
-
-    def cta(rank: int, name: str) -> int:
-        # Each epoch is a launch of its own: its CTAs are new ones (a CTA barrier never spans two).
-        return cta_ids.setdefault((rank, f"{name} epoch {builder._epoch}"), len(cta_ids))
+    cta = _cta_numbering(builder)
 
     def add(rank: int, cta_name: str, i: int, code: list, role: str, epoch: int, unit: int | None) -> None:
         threads.append(Thread(f"P{len(threads)}", rank, cta(rank, cta_name), tuple(code), role, f"e{epoch}"))

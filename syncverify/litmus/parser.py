@@ -460,19 +460,18 @@ def _instruction(src: _Source, cell: str, thread: str, line: int) -> Instruction
         ins.fail(str(error))
 
 
-def _memory_quals(ins: _Ins, quals: list[str], sems: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """The semantics and scope of an ``ld``/``st``; ``.global`` and type suffixes are ignored."""
-    base = ins.mnemonic.split(".")[0]
-    sem = scope = None
+def _sorted_quals(ins: _Ins, quals: list[str], kinds: dict[str, tuple[str, ...]]) -> tuple[dict[str, str], list[str]]:
+    """Sort qualifiers into ``kinds`` (e.g. semantics -> the allowed ones; at most one each);
+    ``.global`` and type suffixes are ignored, ``.cluster`` and non-global state spaces refused.
+    Returns what was found per kind and the qualifiers left for the caller to judge."""
+    found: dict[str, str] = {}
+    left: list[str] = []
     for q in quals:
-        if q in sems:
-            if sem is not None:
-                ins.fail(f"{ins.mnemonic!r} has two semantics (.{sem} and .{q})")
-            sem = q
-        elif q in SCOPES:
-            if scope is not None:
-                ins.fail(f"{ins.mnemonic!r} has two scopes (.{scope} and .{q})")
-            scope = q
+        kind = next((k for k, allowed in kinds.items() if q in allowed), None)
+        if kind is not None:
+            if kind in found:
+                ins.fail(f"{ins.mnemonic!r} has two {kind} (.{found[kind]} and .{q})")
+            found[kind] = q
         elif q == "global" or _TYPE_RE.match(q):
             continue
         elif q == "cluster":
@@ -480,7 +479,17 @@ def _memory_quals(ins: _Ins, quals: list[str], sems: tuple[str, ...]) -> tuple[s
         elif q in ("shared", "local", "const", "param", "mmio") or q.startswith("shared::"):
             ins.fail(f"unsupported instruction {ins.mnemonic!r}", "only .global memory is modelled")
         else:
-            ins.unknown(_HINTS[base])
+            left.append(q)
+    return found, left
+
+
+def _memory_quals(ins: _Ins, quals: list[str], sems: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """The semantics and scope of an ``ld``/``st``; ``.global`` and type suffixes are ignored."""
+    base = ins.mnemonic.split(".")[0]
+    found, left = _sorted_quals(ins, quals, {"semantics": sems, "scopes": SCOPES})
+    if left:
+        ins.unknown(_HINTS[base])
+    sem, scope = found.get("semantics"), found.get("scopes")
     if sem == "volatile":
         if scope is not None:
             ins.fail(f"{base}.volatile takes no scope (got .{scope})")
@@ -518,32 +527,16 @@ def _read_st(ins: _Ins, quals: list[str]) -> Instruction:
 def _atomic_quals(ins: _Ins, quals: list[str]) -> tuple[str, str, str]:
     """``{.SEM}{.SCOPE}.OP{.TYPE}`` in any order -> ``(op, sem, scope)`` with PTX's defaults."""
     base = ins.mnemonic.split(".")[0]
-    sem = scope = op = None
-    for q in quals:
-        if q in ("relaxed", "acquire", "release", "acq_rel"):
-            if sem is not None:
-                ins.fail(f"{ins.mnemonic!r} has two semantics (.{sem} and .{q})")
-            sem = q
-        elif q in SCOPES:
-            if scope is not None:
-                ins.fail(f"{ins.mnemonic!r} has two scopes (.{scope} and .{q})")
-            scope = q
-        elif q in ATOMIC_OPS:
-            if op is not None:
-                ins.fail(f"{ins.mnemonic!r} has two operations (.{op} and .{q})")
-            op = q
-        elif q == "global" or _TYPE_RE.match(q):
-            continue
-        elif q in ("inc", "dec", "xor", "cas2", "add_noftz"):
+    found, left = _sorted_quals(ins, quals, {"semantics": ("relaxed", "acquire", "release", "acq_rel"),
+                                             "scopes": SCOPES, "operations": ATOMIC_OPS})
+    for q in left:
+        if q in ("inc", "dec", "xor", "cas2", "add_noftz"):
             ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS[base])
-        elif q == "cluster":
-            ins.fail(f"scope .cluster is not supported in {ins.mnemonic!r}", "use .cta, .gpu or .sys")
         elif q in ("weak", "volatile", "sc"):
             ins.fail(f"{base} cannot be .{q}", _HINTS[base])
-        elif q in ("shared", "local", "mmio") or q.startswith("shared::"):
-            ins.fail(f"unsupported instruction {ins.mnemonic!r}", "only .global memory is modelled")
         else:
             ins.unknown(_HINTS[base])
+    op, sem, scope = found.get("operations"), found.get("semantics"), found.get("scopes")
     if op is None:
         ins.fail(f"{ins.mnemonic!r} names no operation", _HINTS[base])
     return op, sem or "relaxed", scope or "gpu"
