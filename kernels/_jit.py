@@ -19,6 +19,7 @@ triton 3.6 interpreter (:func:`_patch_lang_tensor`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 
 import triton.runtime.interpreter as _interpreter
@@ -85,10 +86,24 @@ class DualJITFunction(JITFunction):
         """The same function under the interpreter (built once)."""
         return _interpreted(self)
 
-    def launcher(self, grid, *, interpret: bool | None = None):
-        """``kernel[grid]`` in the requested mode (default: ``TRITON_INTERPRET``)."""
+    def _compile(self, grid, *args, **kwargs):
+        kernel = self.warmup(*args, grid=grid, **kwargs)
+        kernel = kernel.result() if hasattr(kernel, "result") else kernel  # an async compile
+        # Load the binary and build the launcher now: the first launch would otherwise do it
+        # (a C launcher stub, a module load), long enough for a peer's kernel to time out.
+        kernel._init_handles()
+        return kernel
+
+    def launcher(self, grid, *, interpret: bool | None = None, compile_only: bool = False):
+        """``kernel[grid]`` in the requested mode (default: ``TRITON_INTERPRET``).
+
+        ``compile_only``: compile for these arguments (the same binding and specialization as a
+        launch) without running; the interpreter has nothing to compile, so it does nothing.
+        """
         if interpret is None:
             interpret = interpreting()
+        if compile_only:
+            return (lambda *args, **kwargs: None) if interpret else functools.partial(self._compile, grid)
         if not interpret:
             return self[grid]
         run = self.interpreted()[grid]

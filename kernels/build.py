@@ -76,3 +76,8 @@ def runtime_values_tensor(built: BuiltKernel, epochs, device):
     rows = [built.plan.runtime_values(epoch=e) for e in epochs]
     width = -(-max(len(r) for r in rows) // VALUES_ROW) * VALUES_ROW
     return torch.tensor([r + (0,) * (width - len(r)) for r in rows], dtype=torch.int32).to(device)
+
+
+def launch_values(built: BuiltKernel, epoch: int, vals, device):
+    """One launch's run-time operands: ``vals`` if the caller prepared them, else built now."""
+    return vals if vals is not None else runtime_values_tensor(built, [epoch], device)[0]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from kernels._deps import tl
 from kernels._jit import jit
-from kernels.build import BuiltKernel, runtime_values_tensor
+from kernels.build import BuiltKernel, launch_values
 from kernels.signals import (
     SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
@@ -187,7 +187,7 @@ def meta_parameters(built: BuiltKernel) -> dict:
 def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                       iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
                       delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
-                      vals=None):
+                      vals=None, compile_only: bool = False):
     """Launch one iteration: ``heap`` holds ``partial``, ``out`` and ``locks``.
 
     ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
@@ -197,7 +197,7 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
     c = built.config
     partial, out, locks = heap["partial"], heap["out"], heap["locks"]
     virtual_inputs = A.shape[0] > 1
-    return gemm_all_reduce_kernel.launcher((c.grid,), interpret=c.interpret)(
+    return gemm_all_reduce_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
         A, B,
         partial.local, partial.table, out.local, out.table, locks.local, locks.table,
         status,
@@ -205,13 +205,9 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
         A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         partial.rank_stride, out.rank_stride, locks.rank_stride,
-        rank, _vals(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
+        rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
         max(delay_max_ns, 1), delay_sites, iteration,
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )
 
-
-def _vals(built: BuiltKernel, epoch: int, vals, device):
-    """This launch's run-time operands: ``vals`` if the caller prepared them, else built now."""
-    return vals if vals is not None else runtime_values_tensor(built, [epoch], device)[0]

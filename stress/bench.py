@@ -357,7 +357,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--delay-pct", type=int, default=50)
     parser.add_argument("--delay-max-ns", type=int, default=4000)
-    parser.add_argument("--max-polls", type=int, default=1 << 14)
+    parser.add_argument("--max-polls", type=int, default=None,
+                        help="poll budget per consumer (default: the campaign's, 65536 virtual, 4194304 real ranks)")
     parser.add_argument("--processes-parts", default="bench,long,table",
                         help="what the processes section runs: bench, long, table")
     parser.add_argument("--racing-seconds", type=float, default=1.5, help="per racing run")

@@ -355,6 +355,8 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
     start = time.perf_counter()
     times: dict[int, float] = {}
     i = 0
+    if not runner.config.interpret:
+        runner.compile()
     try:
         while True:
             runner.iteration(i)

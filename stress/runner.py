@@ -85,6 +85,7 @@ class Runner:
                                    device=self.device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.pool: list = []
+        self.pool_drawn_for: int | None = None  # i // REFRESH of the current pool
         self.previous = None
         self.side = SideStream(self.device) if self.device.type == "cuda" else None
         self.launch = launch_all_reduce if c.kernel == "all-reduce" else launch_all_scatter
@@ -92,7 +93,8 @@ class Runner:
 
     # ----- inputs ------------------------------------------------------------------------------
     def _inputs(self, i: int):
-        if i % REFRESH == 0 or not self.pool:
+        if self.pool_drawn_for != i // REFRESH:  # (compile() draws iteration 0's set early)
+            self.pool_drawn_for = i // REFRESH
             ranks = None if self.virtual else [self.rank]
             self.pool = [make_inputs(self.config, parity=p % 2, generator=self.generator,
                                      device=self.device, ranks=ranks) for p in range(POOL)]
@@ -108,6 +110,25 @@ class Runner:
 
     def _racing_reset(self, i: int) -> None:
         self.side.run(self._zero_locks, self.delays.ns("before-reset", self.rank, 0, i))
+
+    def _launch(self, i: int, inputs, *, compile_only: bool = False):
+        d = self.delays
+        return self.launch(
+            self.built, self.heap, inputs.A, inputs.B, self.status[i % self.chunk], rank=self.rank,
+            epoch=i, iteration=i, max_polls=self.max_polls, delay_seed=d.seed & 0x7FFFFFFF,
+            delay_pct=d.pct if d.enabled else 0, delay_max_ns=d.max_ns, delay_sites=d.site_mask,
+            vals=self.vals[i % self.chunk], compile_only=compile_only,
+        )
+
+    def compile(self) -> None:
+        """Compile the fused kernel for iteration 0's arguments, before any barrier.
+
+        Each rank compiles its own kernel at its own speed (seconds); compiling inside the first
+        launch let one rank's kernel start that much before its peer's and wait out its poll
+        budget (spurious ``hang`` tiles at iteration 0 on nvidia-h200-x2). The interpreter has
+        nothing to compile."""
+        self.vals = runtime_values_tensor(self.built, range(self.chunk), self.device)
+        self._launch(0, self._inputs(0), compile_only=True)
 
     def iteration(self, i: int) -> None:
         """Queue iteration ``i`` (poison, reset, kernel, validation) without synchronizing."""
@@ -132,13 +153,7 @@ class Runner:
             self._barrier()
         if slot == 0:  # this chunk's run-time operands, one row per launch (the ring is idle)
             self.vals = runtime_values_tensor(self.built, range(i, i + self.chunk), self.device)
-        d = self.delays
-        self.launch(
-            self.built, self.heap, inputs.A, inputs.B, self.status[slot], rank=self.rank,
-            epoch=i, iteration=i, max_polls=self.max_polls, delay_seed=d.seed & 0x7FFFFFFF,
-            delay_pct=d.pct if d.enabled else 0, delay_max_ns=d.max_ns, delay_sites=d.site_mask,
-            vals=self.vals[slot],
-        )
+        self._launch(i, inputs)
         if self.reset == "host-racing" and self.side is None and i > 0:
             self._zero_locks()  # interpreter: the clear meant before kernel i lands after it
         if not self.virtual and self.group is not None:

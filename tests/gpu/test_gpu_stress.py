@@ -71,3 +71,39 @@ def test_more_ranks_than_gpus_is_refused_before_anything_runs():
 
     with pytest.raises(StressConfigError, match="--world-size=2 needs 2 GPUs and 1 are visible"):
         run_campaign(protocol="epoch-flag", world_size=2, iterations=1, **SMALL)
+
+
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
+def test_the_fused_kernel_is_compiled_before_the_first_launch(kernel):
+    # Real ranks compile at their own speed; a compile inside launch 0 let one rank's kernel start
+    # seconds before its peer's and time out (spurious hangs at iteration 0 on nvidia-h200-x2).
+    from kernels.build import build
+    from kernels.gemm_all_reduce import gemm_all_reduce_kernel
+    from kernels.gemm_all_scatter import gemm_all_scatter_kernel
+    from kernels.heap import VirtualHeap
+    from protocols import load_protocol
+    from stress.campaign import campaign_options, delay_config, kernel_config
+    from stress.runner import Runner
+
+    fn = gemm_all_reduce_kernel if kernel == "all-reduce" else gemm_all_scatter_kernel
+    o = campaign_options(kernel=kernel, protocol="barrier-fenced-release-acquire", world_size=2,
+                         virtual_ranks=True, delays="random", **dict(SMALL, block_m=32))
+    built = build(load_protocol(o.protocol), kernel_config(o))
+    runner = Runner(built, VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
+                    reset="host-between-barriers", poison="all", max_polls=1 << 16, seed=1, chunk=4)
+
+    def compiled() -> int:
+        device = torch.cuda.current_device()
+        return len(fn.device_caches[device][0]) if device in fn.device_caches else 0
+
+    before = compiled()
+    runner.compile()
+    assert compiled() == before + 1
+    kernels = fn.device_caches[torch.cuda.current_device()][0].values()
+    assert all(k.module is not None for k in kernels)  # loaded too: launch 0 only launches
+    for i in range(8):
+        runner.iteration(i)
+        if len(runner.pending) == runner.chunk:
+            tiles, _, _ = runner.drain()
+            assert not tiles
+    assert compiled() == before + 1  # every launch found the kernel compiled above
