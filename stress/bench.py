@@ -34,6 +34,7 @@ import os
 import sys
 import time
 import traceback
+from collections import Counter
 
 
 def _log(out_dir, record):
@@ -44,13 +45,25 @@ def _log(out_dir, record):
 STARTED = time.perf_counter()
 
 
+def failure_sample(failures: list[dict], per_class: int = 3) -> list[dict]:
+    """The first ``per_class`` failure records of each class, in run order (keeps a log line
+    short without hiding a rare class behind a common one)."""
+    kept: Counter = Counter()
+    sample = []
+    for record in failures:
+        if kept[record["kind"]] < per_class:
+            kept[record["kind"]] += 1
+            sample.append(record)
+    return sample
+
+
 def _campaign(out_dir, tags: dict | None = None, **options):
     from stress.campaign import run_campaign
 
     t0 = time.perf_counter()
     result = run_campaign(**options)
     record = result.to_dict()
-    record["failures"] = record["failures"][:5]
+    record["failures"] = failure_sample(record["failures"])
     record["wall_seconds"] = round(time.perf_counter() - t0, 2)
     _log(out_dir, {"type": "campaign", **(tags or {}), **record})
     return result, record
@@ -303,7 +316,7 @@ def section_processes(args, rows):
 
     def reported(index, payload):
         section, label, _o = plan[index]
-        record = dict(payload, failures=payload.get("failures", [])[:5])
+        record = dict(payload, failures=failure_sample(payload.get("failures", [])))
         _log(args.out, {"type": "campaign", "section": f"processes-{section}", "label": label, **record})
         print(f"processes {section} {label} {payload['kernel']} {payload['protocol']}: {payload['iterations']} it "
               f"in {payload['seconds']:.1f} s, {payload['iterations_per_second']:.0f} it/s, bad "

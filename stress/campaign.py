@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -176,7 +177,7 @@ class CampaignResult:
     first_failure: dict | None = None
     time_to_first_failure: float | None = None
     seconds: float = 0.0
-    failures: list = field(default_factory=list)  # BadTile dicts, at most max_records
+    failures: list = field(default_factory=list)  # BadTile dicts, at most max_records per class
     options: dict = field(default_factory=dict)
     stopped: str | None = None  # why the run ended early ("watchdog: ..."), if it did
     compile_seconds: float = 0.0  # the first launch (compiling the kernels); not in ``seconds``
@@ -202,6 +203,7 @@ class Recorder:
     def __init__(self, result: CampaignResult, options: CampaignOptions, num_warps: int) -> None:
         self.result, self.options, self.num_warps = result, options, num_warps
         self.delays = delay_config(options)
+        self.kept = Counter()  # failure records kept, per class
         self.file = None
         if options.output:
             os.makedirs(os.path.dirname(os.path.abspath(options.output)), exist_ok=True)
@@ -226,7 +228,9 @@ class Recorder:
             if r.first_failure is None:
                 r.first_failure = self.first_failure(tile)
                 r.time_to_first_failure = round(times.get(tile.iteration, elapsed), 6)
-            if len(r.failures) < self.options.max_records:
+            # A cap per class, so a rare class (one hang) is not crowded out by a common one.
+            if self.kept[tile.kind] < self.options.max_records:
+                self.kept[tile.kind] += 1
                 r.failures.append(record)
                 self._write({"type": "bad-tile", **record})
         self._write({"type": "progress", "iterations": done, "bad_iterations": r.bad_iterations,

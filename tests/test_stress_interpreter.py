@@ -140,3 +140,20 @@ def test_a_racing_reset_goes_to_the_side_stream_before_the_launch_and_is_never_w
     tiles, _, bad = runner.drain()
     kinds = {i: {t.kind for t in tiles if t.iteration == i} for i in bad}
     assert kinds == {0: {"hang"}, 1: {"unwritten"}, 2: {"unwritten"}}  # flags left set: C = 0.0
+
+
+def test_failure_records_are_capped_per_class():
+    # Iteration 0 hangs on every tile, iteration 1 pushes stale tiles: with a cap of 2 records,
+    # a cap over all classes kept only hangs; the stale tiles must still have examples.
+    result = campaign(kernel="all-scatter", protocol="release-xchg-cas-acquire", reset="none",
+                      order="consumers-first", poison="outputs", iterations=2, max_records=2)
+    assert result.counts["hang"] > 2 and result.counts["stale"] == 16
+    assert [f["kind"] for f in result.failures] == ["hang", "hang", "stale", "stale"]
+
+
+def test_the_bench_log_keeps_the_first_records_of_every_class():
+    from stress.bench import failure_sample
+
+    records = [{"kind": k, "i": i} for i, k in enumerate(["unwritten"] * 9 + ["hang", "unwritten", "hang"])]
+    assert [(r["kind"], r["i"]) for r in failure_sample(records, per_class=2)] == [
+        ("unwritten", 0), ("unwritten", 1), ("hang", 9), ("hang", 11)]
