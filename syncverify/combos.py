@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+import functools
 import itertools
 import time
 from dataclasses import dataclass
@@ -117,9 +118,10 @@ class _Slots:
                 options.sort(key=lambda u: -sum(writes(t, p) for t, p in zip(group[0], u)))
             self.groups.append((group, options))
         # A slot is ("free", thread) or ("unit", group index, unit index).
-        self.slots: list[tuple] = [("free", t) for t in range(len(summaries)) if t not in grouped]
+        self.slots: list[tuple] = []
         for g, (group, _options) in enumerate(self.groups):
             self.slots.extend(("unit", g, j) for j in range(len(group)))
+        self.slots += [("free", t) for t in range(len(summaries)) if t not in grouped]
         phase = [th.phase for th in program.threads]
 
         def phased(t: int, p: int) -> Counter:
@@ -276,13 +278,18 @@ def supported_combinations(
                 weak_phases.setdefault(key, set()).add(phase[t])
     after = program.phases_after()
 
+    @functools.cache
     def counted_key(key: Key, reader: str) -> bool:
-        return all(reader in after.get(a, ()) for a in weak_phases.get(key, ()))
+        # Only weak writes the reader can see matter: one it cannot read is no shared source.
+        return all(reader in after.get(a, ()) for a in weak_phases.get(key, ())
+                   if seen.sees(reader, key[0], a))
 
-    def visible(reader: str, key: Key) -> list[tuple]:
+    @functools.cache
+    def visible(reader: str, key: Key) -> tuple[tuple, ...]:
         """The (location, value, phase) keys of the writes of ``key`` that ``reader`` can see."""
-        return [(key[0], key[1], a) for a in writer_phases.get(key, ()) if seen.sees(reader, key[0], a)]
+        return tuple((key[0], key[1], a) for a in writer_phases.get(key, ()) if seen.sees(reader, key[0], a))
 
+    @functools.cache
     def initially(reader: str, key: Key) -> bool:
         return init.get(key[0], 0) == key[1] and seen.sees(reader, key[0], _Visibility.INIT)
 
