@@ -29,7 +29,8 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    ``atom.add`` counter's read values follow from the order of the increments instead of being
    guessed). Symmetric ranks take their paths in non-decreasing order. A CTA barrier instance some
    participant never reaches blocks the threads waiting at it; their paths are cut there and the
-   blocked execution is a hang.
+   blocked execution is a hang. A launch that hangs never ends, so the launches the host orders
+   after it never start: their threads have no events in that execution (:func:`_not_started`).
 4. **Choices.** For each location independently, the explorer enumerates which write each read
    reads from (same value, not from its own thread's future, not hidden behind a write that
    causally precedes the read) and the coherence order (causally ordered writes in that order),
@@ -608,9 +609,26 @@ class Skeleton:
         )
 
 
+def _not_started(program: Program, combo: tuple[Path, ...], stuck: dict[int, tuple]) -> frozenset[int]:
+    """The threads of launches the host orders after a launch that hangs: they never start.
+
+    A launch with a thread that waits forever never finishes, so the host never gets past the
+    barrier (or the stream never reaches the launch) that orders the next one after it; what
+    those threads would have done is not part of the execution (nor of its violations)."""
+    hung = {program.threads[t].phase for t in stuck}
+    hung |= {program.threads[t].phase for t, p in enumerate(combo) if p.stuck is not None}
+    after = program.phases_after()
+    later = set().union(*(after.get(phase, frozenset()) for phase in hung))
+    return frozenset(t for t, thread in enumerate(program.threads) if thread.phase in later)
+
+
 def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int],
-                   stuck: dict[int, tuple], instances: list) -> Skeleton:
-    """Number the events of a combination and compute the relations that do not depend on rf/co."""
+                   stuck: dict[int, tuple], instances: list,
+                   not_started: frozenset[int] = frozenset()) -> Skeleton:
+    """Number the events of a combination and compute the relations that do not depend on rf/co.
+
+    ``not_started``: threads that never run (see :func:`_not_started`): no events, their
+    registers keep their initial values, and they are not stuck."""
     events: list[Event] = []
     for loc in program.locations():
         events.append(Event(len(events), INIT_THREAD, 0, "W", loc, program.init.get(loc, 0), "relaxed", "sys",
@@ -634,7 +652,10 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
         po.update((ids[a], ids[b]) for a in range(len(ids)) for b in range(a + 1, len(ids)))
         if t not in stuck or stuck[t][0] != "barrier":
             pass
-        registers.update({(thread.name, reg): v for reg, v in path.registers})
+        if t in not_started:
+            registers.update({(thread.name, reg): v for reg, v in _initial_registers(program, thread).items()})
+        else:
+            registers.update({(thread.name, reg): v for reg, v in path.registers})
     for instance in instances:
         members = [(local_to_global[(t, i)]) for t, i in instance]
         for a in members:
@@ -645,7 +666,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
     # Stuck threads keep their (cut) events; a spin-stuck path is already cut at the spin.
     full_stuck = dict(stuck)
     for t, path in enumerate(combo):
-        if path.stuck is not None and t not in full_stuck:
+        if path.stuck is not None and t not in full_stuck and t not in not_started:
             full_stuck[t] = path.stuck
     return Skeleton(tuple(events), frozenset(po), frozenset(rmw), frozenset(dep), frozenset(sync),
                     registers, full_stuck, tuple(t.name for t in program.threads),
@@ -927,12 +948,19 @@ def candidate_executions(
         if deadline is not None and time.monotonic() > deadline:
             raise LimitHit("timeout", "while combining thread paths")
         lengths, stuck, instances = _settle_barriers(program, combo, participants)
-        if stuck:
-            key = tuple((tuple(p.events[:n]), p.registers, p.stuck) for p, n in zip(combo, lengths))
+        not_started = _not_started(program, combo, stuck)
+        if not_started:
+            lengths = [0 if t in not_started else n for t, n in enumerate(lengths)]
+            stuck = {t: why for t, why in stuck.items() if t not in not_started}
+            instances = [i for i in instances if i[0][0] not in not_started]
+        if stuck or not_started:
+            # Paths cut short (at a barrier, or before they start) repeat: build each once.
+            key = tuple(None if t in not_started else (tuple(p.events[:n]), p.registers, p.stuck)
+                        for t, (p, n) in enumerate(zip(combo, lengths)))
             if key in seen_cut:
                 continue
             seen_cut.add(key)
-        skeleton = build_skeleton(program, combo, lengths, stuck, instances)
+        skeleton = build_skeleton(program, combo, lengths, stuck, instances, not_started)
         skeleton.static_cause = StaticCause(skeleton, program)
         per_location = []
         for loc in locations:

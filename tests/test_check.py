@@ -169,6 +169,10 @@ TWO_EPOCHS = [
     # Zeroing epoch-flag's counter breaks it: after a reset epoch 1 counts to world_size only,
     # never world_size * 2.
     ("all-reduce", 2, "epoch-flag", "host-between-barriers", {"hang"}),
+    # Skip-self hangs in epoch 0 in every execution, so epoch 1 never starts: what its consumer
+    # would have read is no violation (it was reported as a stale read while later launches
+    # still ran after a hung one).
+    ("all-reduce", 2, "add-counter-skip-self", "none", {"hang", "race"}),
 ]
 
 
@@ -209,6 +213,24 @@ def test_a_spin_is_not_hung_by_a_write_of_a_later_launch():
         Thread("P2", 0, 2, (Store("x", 0, "relaxed", "sys"),), "", "e1"),
     ), host_order=(("e0", "e1"),))
     assert not explore(program).can_hang
+
+
+def test_a_launch_after_a_hung_one_never_starts():
+    """Launch e0: P0 spins until x == 1 and nobody writes 1. Launch e1 (host-ordered after e0):
+    P1 stores y = 1. e0 never ends, so e1 never starts: one execution, hung, without P1's store."""
+    from syncverify.explore import brute_force, explore
+    from syncverify.program import Branch, Label, Load, Program, Store, Thread
+
+    program = Program("hung-then-later-launch", (
+        Thread("P0", 0, 0, (Label("L"), Load("r", "x", "relaxed", "sys"), Branch("L", "ne", "r", 1)), "", "e0"),
+        Thread("P1", 0, 1, (Store("y", 1, "relaxed", "sys"),), "", "e1"),
+    ), host_order=(("e0", "e1"),))
+    for result in (explore(program), brute_force(program)):
+        assert result.complete_count == 0 and len(result.hangs) == 1
+        hang = result.hangs[0]
+        assert set(hang.stuck) == {0}
+        assert not [e for e in hang.events if not e.is_init and e.thread == 1]
+        assert hang.final_memory["y"] == 0
 
 
 def test_a_consumer_reset_protocol_does_not_hang_across_epochs():
