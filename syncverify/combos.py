@@ -17,6 +17,13 @@ the paths (the values they read and write), before any reads-from or coherence i
   or coherence-before it. For an ``atom.add`` counter this leaves exactly the orders of the increments
   instead of every way of guessing the values they read.
 
+* **a stuck spin reads the last value** (with ``atomicity``): a thread that spins forever on
+  ``(x, v)`` is an execution only if ``v`` is the coherence-last value of ``x`` its launch sees.
+  Under the conditions of the count above, no counted atomic of the same launch reads that last
+  write (its own write would come after it), so those atomics that read ``v`` need one write of
+  ``v`` *more* than their count: the last one. A counter that the producers increment past ``v``
+  cannot leave a consumer stuck at ``v``.
+
 The search assigns threads one at a time (symmetric units in non-decreasing order, as
 :func:`syncverify.explore.combinations` does) and stops a branch as soon as what is still missing
 cannot be written by the threads not yet assigned.
@@ -49,6 +56,7 @@ class PathSummary:
     sys_rmw_reads: tuple[tuple[int, Key], ...]  # (event index, key) of system-scoped atomics that write
     weak_writes: frozenset[Key]  # writes that are weak or narrower than system scope
     events_kinds: str = ""  # one letter per event (R, W, F, B): where the barrier arrivals are
+    spin_last: frozenset[Key] = frozenset()  # a stuck spin's blocking reads: each must read the last value
 
     @property
     def supplies(self) -> frozenset[Key]:
@@ -73,8 +81,9 @@ def summarize(path) -> PathSummary:
             writes[key] += 1
             if e.sem == "weak" or e.scope != "sys":
                 weak.add(key)
+    spin = path.stuck[1] if path.stuck is not None and path.stuck[0] == "spin" else ()
     return PathSummary(frozenset(needs), tuple(sorted(writes.items())), tuple(rmw),
-                       frozenset(weak), "".join(e.kind for e in events))
+                       frozenset(weak), "".join(e.kind for e in events), frozenset(spin))
 
 
 def _first_barrier(summary: PathSummary) -> int:
@@ -297,6 +306,7 @@ def supported_combinations(
     totals: Counter = Counter()  # writes of each (location, value, phase) by the assigned paths
     own: list[dict] = [{} for _ in summaries]
     rmw: Counter = Counter()  # (location, value, reader phase) -> counted atomics
+    spins: Counter = Counter()  # (location, value, phase) -> assigned stuck spins that need it last
     pending: list[tuple[int, Key]] = []  # needs not yet written by another assigned thread
     cta_of = [(th.gpu, th.cta) for th in program.threads]
     cta_threads: dict[tuple[int, int], list[int]] = {}
@@ -324,6 +334,8 @@ def supported_combinations(
             if count:
                 keys = visible(reader, (loc, v))
                 have = sum(totals[k] for k in keys) + initially(reader, (loc, v))
+                if spins[(loc, v, reader)]:
+                    count += 1  # the last write of v, which no counted atomic of the launch reads
                 if count > have and not slots.capacity(keys, position, lo, count - have):
                     return False
         if must_write is not None:
@@ -347,6 +359,8 @@ def supported_combinations(
             own[t] = {(loc, v, phase[t]): n for (loc, v), n in s.writes}
             totals.update(own[t])
             pending.extend((t, key) for key in s.needs if not initially(phase[t], key))
+            if atomicity:
+                spins.update((key[0], key[1], phase[t]) for key in s.spin_last if counted_key(key, phase[t]))
         if atomicity:
             for c in {cta_of[t] for t, _p in picks}:
                 if all(chosen[t] >= 0 for t in cta_threads[c]):
@@ -360,10 +374,13 @@ def supported_combinations(
             yield from search(nxt, lo)
         for c in completed:
             rmw.subtract(counted.pop(c))
-        for t, _p in picks:
+        for t, p in picks:
             totals.subtract(own[t])
             own[t] = {}
             chosen[t] = -1
+            if atomicity:
+                spins.subtract((key[0], key[1], phase[t]) for key in summaries[t][p].spin_last
+                               if counted_key(key, phase[t]))
         pending[:] = saved
 
     def search(position: int, lo: int) -> Iterator[tuple[int, ...]]:

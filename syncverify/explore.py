@@ -4,7 +4,9 @@ How it works (herd's recipe, with the pruning that keeps it fast):
 
 1. **Thread paths.** Each thread is run on its own, every read returning each value its location
    can hold (the *value domain*, grown to a fixpoint from the initial values and every value some
-   write can produce). A path is the thread's events, its final registers, and whether it ends.
+   write can produce; for a location written only with literals and literal increments, every
+   literal plus some of the increments, :func:`value_candidates`). A path is the thread's events,
+   its final registers, and whether it ends.
 2. **Spin loops are cut, not unrolled** (the "spin-assume" transformation of GenMC/Dartagnan):
    when a thread returns to a program point with the same registers and has made no write that
    changes memory since it was last there, the iteration in between read values that let it
@@ -377,8 +379,12 @@ def value_domain(
             top = value_ceiling(program)
             wanted = sorted({key for paths in summaries for s in paths for key, _n in s.writes
                              if key[1] not in domain[key[0]] and (top.get(key[0]) is None or key[1] <= top[key[0]])})
+            candidates = value_candidates(program)
             for key in wanted:
                 if key[1] in grown[key[0]]:
+                    continue
+                if key[1] in candidates.get(key[0], ()):
+                    grown[key[0]].add(key[1])  # a possible value: no witness needed (value_candidates)
                     continue
                 witness = next(_search(program, summaries, atomicity=False, must_write=key, deadline=deadline),
                                None)
@@ -399,19 +405,18 @@ def value_domain(
         domain = {loc: domain[loc] | frozen[loc] for loc in domain}
 
 
-def value_ceiling(program: Program, phases: frozenset[str] | None = None,
-                  with_init: bool = True) -> dict[str, int | None]:
-    """An upper bound on the values each location can ever hold (None: no bound found).
+def _literal_writes(program: Program, phases: frozenset[str] | None = None,
+                    with_init: bool = True) -> dict[str, tuple[frozenset[int], tuple[int, ...]] | None]:
+    """Per location, the literal values written to it and the literal increments added to it.
 
-    When every write to a location is a literal (a store, an exchange, a ``cas`` value) or an
-    ``atom.add`` of a non-negative literal outside any loop, no value exceeds the largest literal
-    (or initial value) plus all the increments together: the bound a counter's value search
-    would otherwise have to prove by trying every combination. Anything else (a register
-    operand, ``sub``, an add inside a loop) leaves the location unbounded. ``phases``: count only
-    the writes of threads of those phases (and the initial values only ``with_init``).
+    The literals are the initial value (``with_init``), stores, exchanges and ``cas`` values;
+    the increments are ``atom.add`` of a positive literal outside any loop (an add of 0 writes
+    back what it read). None for a location with any other write: a register operand, ``sub``,
+    an add inside a loop. ``phases``: only the writes of threads of those phases.
     """
-    top: dict[str, int | None] = {loc: (program.init.get(loc, 0) if with_init else 0) for loc in program.locations()}
-    increments: dict[str, int] = {}
+    literals: dict[str, set[int] | None] = {loc: ({program.init.get(loc, 0)} if with_init else {0})
+                                             for loc in program.locations()}
+    increments: dict[str, list[int]] = {loc: [] for loc in literals}
     for thread in program.threads:
         if phases is not None and thread.phase not in phases:
             continue
@@ -423,7 +428,7 @@ def value_ceiling(program: Program, phases: frozenset[str] | None = None,
                 in_loop.update(range(labels[ins.target], i + 1))
         for i, ins in enumerate(code):
             loc = getattr(ins, "loc", None)
-            if loc is None or getattr(ins, "ghost", False) or top.get(loc) is None:
+            if loc is None or getattr(ins, "ghost", False) or literals.get(loc) is None:
                 continue
             if isinstance(ins, Store):
                 literal = ins.value if isinstance(ins.value, int) else None
@@ -431,16 +436,54 @@ def value_ceiling(program: Program, phases: frozenset[str] | None = None,
                 literal = ins.operands[-1] if isinstance(ins.operands[-1], int) else None
             elif isinstance(ins, Atomic) and ins.op == "add":
                 b = ins.operands[0]
-                if isinstance(b, int) and b >= 0 and i not in in_loop:
-                    increments[loc] = increments.get(loc, 0) + b
+                if b == 0:
+                    continue  # writes back the value it read
+                if isinstance(b, int) and b > 0 and i not in in_loop:
+                    increments[loc].append(b)
                     continue
                 literal = None
             elif isinstance(ins, Load):
                 continue
             else:
                 literal = None
-            top[loc] = None if literal is None else max(top[loc], literal)  # type: ignore[type-var]
-    return {loc: (None if v is None else v + increments.get(loc, 0)) for loc, v in top.items()}
+            if literal is None:
+                literals[loc] = None
+            else:
+                literals[loc].add(literal)  # type: ignore[union-attr]
+    return {loc: (None if lits is None else (frozenset(lits), tuple(increments[loc])))
+            for loc, lits in literals.items()}
+
+
+def value_ceiling(program: Program, phases: frozenset[str] | None = None,
+                  with_init: bool = True) -> dict[str, int | None]:
+    """An upper bound on the values each location can ever hold (None: no bound found).
+
+    When every write to a location is a literal (a store, an exchange, a ``cas`` value) or an
+    ``atom.add`` of a non-negative literal outside any loop, no value exceeds the largest literal
+    (or initial value) plus all the increments together: the bound a counter's value search
+    would otherwise have to prove by trying every combination. Anything else (a register
+    operand, ``sub``, an add inside a loop) leaves the location unbounded. ``phases``: count only
+    the writes of threads of those phases (and the initial values only ``with_init``).
+    """
+    return {loc: (None if w is None else max(w[0]) + sum(w[1]))
+            for loc, w in _literal_writes(program, phases, with_init).items()}
+
+
+def value_candidates(program: Program) -> dict[str, frozenset[int]]:
+    """Per location with only literal writes (see :func:`_literal_writes`), every value it could
+    hold: a literal plus some of the increments. A superset of the reachable values, so taking
+    it as the value domain keeps every execution (a path that reads a value no write produces is
+    dropped by the combination search); it spares the search for a witness of each value,
+    which for two epochs of W counters means chains of up to 2W increments."""
+    out: dict[str, frozenset[int]] = {}
+    for loc, w in _literal_writes(program).items():
+        if w is None:
+            continue
+        sums = {0}
+        for b in w[1]:
+            sums |= {s + b for s in sums}
+        out[loc] = frozenset(lit + s for lit in w[0] for s in sums)
+    return out
 
 
 def _search(program: Program, summaries: list[list[PathSummary]], **options) -> Iterator[tuple[int, ...]]:

@@ -12,9 +12,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.limits import LimitBudget
+
 from syncverify.combos import summarize, supported_combinations
-from syncverify.explore import brute_force, explore, value_domain
-from syncverify.program import Atomic, Load, Program, Store, Thread
+from syncverify.explore import brute_force, explore, value_candidates, value_domain
+from syncverify.program import Atomic, Branch, Label, Load, Program, Store, Thread
 
 #: host order per reset policy (as syncverify.scenarios._resets builds it)
 HOST_ORDERS = {
@@ -26,12 +28,25 @@ HOST_ORDERS = {
 atomic_flavours = st.tuples(st.sampled_from(["relaxed", "release", "acq_rel"]), st.sampled_from(["gpu", "sys"]))
 
 
+def spin_until(reg: str, target: int, poll: str) -> tuple:
+    """A consumer's wait: poll ``x`` until it reaches ``target`` (a load, or a CAS(0, 0) that
+    writes back the 0 it reads, as the add-counter protocols' waits do)."""
+    read = (Load(reg, "x", "acquire", "sys") if poll == "load"
+            else Atomic("cas", reg, "x", (0, 0), "acquire", "sys"))
+    return (Label("L"), read, Branch("L", "lt", reg, target))
+
+
 @st.composite
 def counter_launches(draw) -> Program:
-    """Two launches that count on ``x``; a reset of ``x`` between them per the drawn policy."""
+    """Two launches that count on ``x``, each maybe with a consumer that spins until a target;
+    a reset of ``x`` between them per the drawn policy."""
     policy = draw(st.sampled_from(sorted(HOST_ORDERS)))
+    spinning = draw(st.sampled_from(["e0", "e1", None]))  # one spin at most: brute force is slow
     threads = []
-    for phase, count in (("e0", draw(st.integers(1, 2))), ("e1", draw(st.integers(1, 2)))):
+    # (a spinning launch may have no increment of its own: it waits on what earlier ones left)
+    counts = {phase: draw(st.integers(0 if phase == spinning else 1, 2 if spinning in (None, phase) else 1))
+              for phase in ("e0", "e1")}
+    for phase, count in counts.items():
         for i in range(count):
             gpu = draw(st.integers(0, 1))
             if draw(st.booleans()) or i == 0:
@@ -40,6 +55,9 @@ def counter_launches(draw) -> Program:
             else:
                 code = (Load(f"r{len(threads)}", "x", "acquire", "sys"),)
             threads.append(Thread(f"P{len(threads)}", gpu, len(threads), code, phase=phase))
+        if phase == spinning:  # a target above the count can hang; one below it cannot
+            code = spin_until(f"r{len(threads)}", draw(st.integers(1, 3)), draw(st.sampled_from(["load", "cas"])))
+            threads.append(Thread(f"P{len(threads)}", draw(st.integers(0, 1)), len(threads), code, phase=phase))
     if policy != "none":
         strong = draw(st.booleans())
         store = Store("x", 0, "relaxed", "sys") if strong else Store("x", 0)
@@ -47,18 +65,30 @@ def counter_launches(draw) -> Program:
     return Program(f"counter/{policy}", tuple(threads), host_order=HOST_ORDERS[policy])
 
 
-def outcomes(result) -> frozenset:
+def outcomes(executions) -> frozenset:
     return frozenset((frozenset(x.final_registers.items()), frozenset(x.final_memory.items()))
-                     for x in result.executions)
+                     for x in executions)
 
 
+def hung(result) -> frozenset:
+    """Each hang as (which threads are stuck, final memory): the hang executions themselves."""
+    return frozenset((frozenset(x.stuck), frozenset(x.final_memory.items())) for x in result.hangs)
+
+
+budget = LimitBudget(8, "brute force")
+
+
+@budget.guard
 @settings(max_examples=60, deadline=None)
 @given(counter_launches())
 def test_phase_pruning_keeps_every_execution_brute_force_finds(program):
-    fast, slow = explore(program, timeout=60), brute_force(program, timeout=60)
-    assert fast.limit_hit is None and slow.limit_hit is None
-    assert outcomes(fast) == outcomes(slow)
+    fast = explore(program, timeout=30)
+    assert fast.limit_hit is None
+    slow = brute_force(program, timeout=10)
+    budget.discard_if_hit(slow.limit_hit)
+    assert outcomes(fast.executions) == outcomes(slow.executions)
     assert fast.complete_count == slow.complete_count
+    assert hung(fast) == hung(slow)
 
 
 def test_a_reset_after_the_launch_does_not_stop_the_increments_from_counting():
@@ -78,3 +108,18 @@ def test_a_reset_after_the_launch_does_not_stop_the_increments_from_counting():
     assert reads == {((("r0", 0),), (("r1", 1),)), ((("r0", 1),), (("r1", 0),))}
     assert {(x.final_registers[("P0", "r0")], x.final_registers[("P1", "r1")])
             for x in brute_force(program).executions} == {(0, 1), (1, 0)}
+
+
+def test_value_candidates_are_literals_plus_some_increments():
+    # Two +1 increments, a +3 and a store of 5: the counter can only hold a literal (0 or 5)
+    # plus a subset sum of {1, 1, 3}. A poll by atomic_add(0) in a loop adds no value; an add
+    # inside a loop, or of a register, leaves the location without candidates (searched instead).
+    add = lambda b: Atomic("add", "r", "x", (b,), "relaxed", "sys")  # noqa: E731
+    program = Program("candidates", (
+        Thread("P0", 0, 0, (add(1), add(3))),
+        Thread("P1", 0, 1, (add(1), Store("x", 5, "relaxed", "sys"))),
+        Thread("P2", 0, 2, (Label("L"), add(0), Branch("L", "lt", "r", 2))),
+    ))
+    assert value_candidates(program)["x"] == {lit + s for lit in (0, 5) for s in (0, 1, 2, 3, 4, 5)}
+    looping = Program("loop", (Thread("P0", 0, 0, (Label("L"), add(1), Branch("L", "lt", "r", 2), Store("y", 1))),))
+    assert value_candidates(looping) == {"y": {0, 1}}
