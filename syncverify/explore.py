@@ -470,14 +470,22 @@ def value_ceiling(program: Program, phases: frozenset[str] | None = None,
 
 
 def value_candidates(program: Program) -> dict[str, frozenset[int]]:
-    """Per location with only literal writes (see :func:`_literal_writes`), every value it could
-    hold: a literal plus some of the increments. A superset of the reachable values, so taking
-    it as the value domain keeps every execution (a path that reads a value no write produces is
-    dropped by the combination search); it spares the search for a witness of each value,
-    which for two epochs of W counters means chains of up to 2W increments."""
+    """Per location with only literal writes (see :func:`_literal_writes`) and system-scoped
+    increments, every value it could hold: a literal plus some of the increments.
+
+    It spares the search for a witness of each value, which for two epochs of W counters means
+    chains of up to 2W increments. Taking a superset of the reachable values as the domain is
+    sound only because every increment is morally strong with every other: SC-per-Location then
+    orders each increment after the write it reads, so a value is read only once a chain of
+    increments from a literal has produced it. Increments narrower than the system could feed
+    each other out of thin air (the model has no axiom against it; the domain's growth from the
+    initial values is what keeps such values out), so their locations are left to the search.
+    """
+    narrow = {ins.loc for thread in program.threads for ins in thread.instructions
+              if isinstance(ins, Atomic) and ins.op == "add" and ins.scope != "sys"}
     out: dict[str, frozenset[int]] = {}
     for loc, w in _literal_writes(program).items():
-        if w is None:
+        if w is None or loc in narrow:
             continue
         sums = {0}
         for b in w[1]:

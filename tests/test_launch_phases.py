@@ -149,3 +149,16 @@ def test_the_atomicity_count_skips_a_weak_write_only_while_it_can_be_read_out_of
     fast = reads(explore(program))
     assert ((0, 0, 0) in fast) is all_read_zero
     assert fast == reads(brute_force(program))
+
+
+def test_narrow_increments_get_no_value_candidates():
+    # Found by the explorer-vs-brute-force property: with value candidates for this x, the CAS
+    # read a 2 that only the red.add could write after reading the CAS's own 1 (cta scope in two
+    # CTAs: not morally strong, so SC-per-Location does not forbid the cycle). 2 is never written.
+    program = Program("narrow", (
+        Thread("P0", 0, 0, (Atomic("add", None, "x", (1,), "relaxed", "cta"),)),
+        Thread("P1", 0, 1, (Atomic("cas", "r0", "x", (2, 1), "relaxed", "cta"),)),
+    ))
+    assert "x" not in value_candidates(program)
+    for result in (explore(program), brute_force(program)):
+        assert {x.final_registers[("P1", "r0")] for x in result.executions} == {0, 1}
