@@ -470,8 +470,8 @@ def value_ceiling(program: Program, phases: frozenset[str] | None = None,
 
 
 def value_candidates(program: Program) -> dict[str, frozenset[int]]:
-    """Per location with only literal writes (see :func:`_literal_writes`) and system-scoped
-    increments, every value it could hold: a literal plus some of the increments.
+    """Per location with only literal writes of one value (see :func:`_literal_writes`) and
+    system-scoped increments, every value it could hold: that literal plus some of the increments.
 
     It spares the search for a witness of each value, which for two epochs of W counters means
     chains of up to 2W increments. Taking a superset of the reachable values as the domain is
@@ -485,7 +485,9 @@ def value_candidates(program: Program) -> dict[str, frozenset[int]]:
               if isinstance(ins, Atomic) and ins.op == "add" and ins.scope != "sys"}
     out: dict[str, frozenset[int]] = {}
     for loc, w in _literal_writes(program).items():
-        if w is None or loc in narrow:
+        # One literal (a counter and its resets to 0): with several, their sums with the
+        # increments overshoot what is reachable enough to slow the paths down; search instead.
+        if w is None or loc in narrow or len(w[0]) > 1:
             continue
         sums = {0}
         for b in w[1]:

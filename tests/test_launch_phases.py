@@ -111,19 +111,21 @@ def test_a_reset_after_the_launch_does_not_stop_the_increments_from_counting():
             for x in brute_force(program).executions} == {(0, 1), (1, 0)}
 
 
-def test_value_candidates_are_literals_plus_some_increments():
-    # Two +1 increments, a +3 and a store of 5: the counter can only hold a literal (0 or 5)
-    # plus a subset sum of {1, 1, 3}. A poll by atomic_add(0) in a loop adds no value; an add
-    # inside a loop, or of a register, leaves the location without candidates (searched instead).
+def test_value_candidates_are_the_literal_plus_some_increments():
+    # Two +1 increments, a +3 and a reset to 0: the counter can only hold 0 plus a subset sum of
+    # {1, 1, 3}. A poll by atomic_add(0) in a loop adds no value. A second literal (a store of
+    # 5), an add inside a loop, or of a register, leaves the location to the witness search.
     add = lambda b: Atomic("add", "r", "x", (b,), "relaxed", "sys")  # noqa: E731
     program = Program("candidates", (
         Thread("P0", 0, 0, (add(1), add(3))),
-        Thread("P1", 0, 1, (add(1), Store("x", 5, "relaxed", "sys"))),
+        Thread("P1", 0, 1, (add(1), Store("x", 0, "relaxed", "sys"))),
         Thread("P2", 0, 2, (Label("L"), add(0), Branch("L", "lt", "r", 2))),
     ))
-    assert value_candidates(program)["x"] == {lit + s for lit in (0, 5) for s in (0, 1, 2, 3, 4, 5)}
-    looping = Program("loop", (Thread("P0", 0, 0, (Label("L"), add(1), Branch("L", "lt", "r", 2), Store("y", 1))),))
-    assert value_candidates(looping) == {"y": {0, 1}}
+    assert value_candidates(program)["x"] == {0, 1, 2, 3, 4, 5}
+    five = Program("five", program.threads + (Thread("P3", 0, 3, (Store("x", 5),)),))
+    assert "x" not in value_candidates(five)
+    looping = Program("loop", (Thread("P0", 0, 0, (Label("L"), add(1), Branch("L", "lt", "r", 2), Store("y", 0))),))
+    assert value_candidates(looping) == {"y": {0}}
 
 
 @pytest.mark.parametrize("earlier_launch, all_read_zero", [(False, True), (True, False)])
