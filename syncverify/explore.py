@@ -4,9 +4,9 @@ How it works (herd's recipe, with the pruning that keeps it fast):
 
 1. **Thread paths.** Each thread is run on its own, every read returning each value its location
    can hold (the *value domain*, grown to a fixpoint from the initial values and every value some
-   write can produce; for a location written only with literals and literal increments, every
-   literal plus some of the increments, :func:`value_candidates`). A path is the thread's events,
-   its final registers, and whether it ends.
+   write can produce; for a counter, one literal and system-scoped literal increments, that
+   literal plus every subset of the increments, :func:`value_candidates`). A path is the thread's
+   events, its final registers, and whether it ends.
 2. **Spin loops are cut, not unrolled** (the "spin-assume" transformation of GenMC/Dartagnan):
    when a thread returns to a program point with the same registers and has made no write that
    changes memory since it was last there, the iteration in between read values that let it
@@ -459,11 +459,12 @@ def value_ceiling(program: Program, phases: frozenset[str] | None = None,
     """An upper bound on the values each location can ever hold (None: no bound found).
 
     When every write to a location is a literal (a store, an exchange, a ``cas`` value) or an
-    ``atom.add`` of a non-negative literal outside any loop, no value exceeds the largest literal
-    (or initial value) plus all the increments together: the bound a counter's value search
-    would otherwise have to prove by trying every combination. Anything else (a register
-    operand, ``sub``, an add inside a loop) leaves the location unbounded. ``phases``: count only
-    the writes of threads of those phases (and the initial values only ``with_init``).
+    ``atom.add`` of a positive literal outside any loop (an add of 0, a poll, anywhere), no value
+    exceeds the largest literal (or initial value) plus all the increments together: the bound a
+    counter's value search would otherwise have to prove by trying every combination. Anything
+    else (a register operand, ``sub``, an add inside a loop) leaves the location unbounded.
+    ``phases``: count only the writes of threads of those phases (and the initial values only
+    ``with_init``); see :func:`_literal_writes`.
     """
     return {loc: (None if w is None else max(w[0]) + sum(w[1]))
             for loc, w in _literal_writes(program, phases, with_init).items()}
@@ -703,8 +704,6 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
                 rmw.add((ids[i - 1], eid))
             ids.append(eid)
         po.update((ids[a], ids[b]) for a in range(len(ids)) for b in range(a + 1, len(ids)))
-        if t not in stuck or stuck[t][0] != "barrier":
-            pass
         if t in not_started:
             registers.update({(thread.name, reg): v for reg, v in _initial_registers(program, thread).items()})
         else:
