@@ -35,7 +35,7 @@ VARIANTS = ("all", "no-symmetry", "no-liveness", "brute-force")
 
 def run_one(protocol: str, scenario: str, world: int, epochs: int, variant: str, timeout: float) -> dict:
     """One exploration in this process (the child side)."""
-    from protocols.registry import load_protocol
+    from syncverify.protocols.registry import load_protocol
     from syncverify.check import CheckResult, check
     from syncverify.explore import explore
     from syncverify.scenarios import ScenarioOptions, build

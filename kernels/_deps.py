@@ -1,7 +1,7 @@
 """torch and triton, imported once, with a clear error when they are missing.
 
 ``kernels`` and ``stress`` modules that need them import ``torch``, ``triton`` and ``tl`` from here,
-so a machine without them gets one :class:`~kernels.errors.MissingDependency` line, not a
+so a machine without them gets one :class:`~syncverify.kernels.errors.MissingDependency` line, not a
 ``ModuleNotFoundError`` traceback from deep inside a module.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from kernels.errors import MissingDependency
+from syncverify.kernels.errors import MissingDependency
 
 try:
     import torch

@@ -23,7 +23,7 @@ import functools
 import threading
 
 import triton.runtime.interpreter as _interpreter
-from kernels._deps import interpreting
+from syncverify.kernels._deps import interpreting
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 

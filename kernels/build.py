@@ -1,8 +1,8 @@
 """Build a kernel for a protocol: check the configuration, derive the plan, fix the meta-parameters.
 
 ``build(protocol, config)`` is where everything that can be refused is refused, before any
-launch: a step the kernels cannot express (:class:`kernels.errors.UnsupportedStep`), a size that
-does not divide, a grid that cannot be resident (:class:`kernels.errors.StressConfigError`).
+launch: a step the kernels cannot express (:class:`syncverify.kernels.errors.UnsupportedStep`), a size that
+does not divide, a grid that cannot be resident (:class:`syncverify.kernels.errors.StressConfigError`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernels.config import KernelConfig, check_config
-from kernels.plan import KernelPlan, build_plan
+from syncverify.kernels.config import KernelConfig, check_config
+from syncverify.kernels.plan import KernelPlan, build_plan
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,10 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
 
     Parameters
     ----------
-    protocol : protocols.schema.Protocol
+    protocol : syncverify.protocols.schema.Protocol
     config : KernelConfig
     sms, gpus : int, optional
-        Limits of the machine (see :func:`kernels.config.check_config`).
+        Limits of the machine (see :func:`syncverify.kernels.config.check_config`).
 
     Raises
     ------
@@ -50,13 +50,13 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
 
 def torch_dtype(name: str):
     """The torch dtype of a ``--dtype`` name."""
-    from kernels._deps import torch
+    from syncverify.kernels._deps import torch
 
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
 def lock_torch_dtype(name: str):
-    from kernels._deps import torch
+    from syncverify.kernels._deps import torch
 
     return {"int32": torch.int32, "int8": torch.int8}[name]
 
@@ -66,12 +66,12 @@ VALUES_ROW = 4  # int32 per row of the run-time operand ring: 16 bytes
 
 def runtime_values_tensor(built: BuiltKernel, epochs, device):
     """``[len(epochs), slots]`` int32, ``slots`` rounded up to a multiple of 4: each launch's
-    run-time operands (``kernels.plan``), zero-padded.
+    run-time operands (``syncverify.kernels.plan``), zero-padded.
 
     The padding keeps every row 16-byte aligned. Triton specializes a pointer argument on
     16-byte alignment, so with rows of one or two int32 the launch that reads row 1 compiled
     the kernel a second time, in the middle of a timed run."""
-    from kernels._deps import torch
+    from syncverify.kernels._deps import torch
 
     rows = [built.plan.runtime_values(epoch=e) for e in epochs]
     width = -(-max(len(r) for r in rows) // VALUES_ROW) * VALUES_ROW

@@ -12,8 +12,8 @@ import functools
 import inspect
 import re
 
-from kernels._deps import triton
-from kernels.build import BuiltKernel
+from syncverify.kernels._deps import triton
+from syncverify.kernels.build import BuiltKernel
 
 _TRITON_TYPES = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int32": "i32", "int8": "i8"}
 SM90 = ("cuda", 90, 32)

@@ -1,7 +1,7 @@
 """The errors the GPU half raises: all of them are :class:`syncverify.errors.SyncVerifyError`.
 
 They are raised on the host, before anything is launched: a protocol step a kernel cannot
-express fails when the kernel is *built* (``kernels.plan``), a size that does not divide fails
+express fails when the kernel is *built* (``syncverify.kernels.plan``), a size that does not divide fails
 when the launch is *checked*, never inside a running kernel.
 """
 

@@ -12,7 +12,7 @@ Each rank holds a K-slice of A and B. In one persistent launch per rank:
 ``production="owner-only"`` reproduces seed 000's distribution bug: a rank computes partials
 only for the tiles it owns, so the other ranks' partials of a tile are never written.
 
-The protocol enters only as the ``SIGNAL``/``WAIT`` plans (``kernels.plan``), the tile store's
+The protocol enters only as the ``SIGNAL``/``WAIT`` plans (``syncverify.kernels.plan``), the tile store's
 cache modifier and the tile reads' volatility. A consumer whose wait times out writes
 ``(1, last value seen, step, polls)`` into ``status`` and skips the tile (its C stays poisoned):
 a hang is reported, never hung.
@@ -20,10 +20,10 @@ a hang is reported, never hung.
 
 from __future__ import annotations
 
-from kernels._deps import tl
-from kernels._jit import jit
-from kernels.build import BuiltKernel, launch_values
-from kernels.signals import (
+from syncverify.kernels._deps import tl
+from syncverify.kernels._jit import jit
+from syncverify.kernels.build import BuiltKernel, launch_values
+from syncverify.kernels.signals import (
     SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
     delay_ns,

@@ -21,10 +21,10 @@ runs on that rank.
 
 from __future__ import annotations
 
-from kernels._deps import tl
-from kernels._jit import jit
-from kernels.build import BuiltKernel, launch_values
-from kernels.signals import (
+from syncverify.kernels._deps import tl
+from syncverify.kernels._jit import jit
+from syncverify.kernels.build import BuiltKernel, launch_values
+from syncverify.kernels.signals import (
     SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
     bounded_poll,

@@ -1,9 +1,9 @@
 """A protocol's steps as the compile-time tuples the kernels branch on.
 
 The kernels do not describe a protocol a second time: they read the same
-:class:`protocols.schema.Protocol` the model reads, through the two functions here.
+:class:`syncverify.protocols.schema.Protocol` the model reads, through the two functions here.
 :func:`signal_plan` and :func:`wait_plan` turn each step into one flat tuple (fields in
-:data:`FIELDS` order); ``kernels.signals`` branches on those fields with ``tl.constexpr``
+:data:`FIELDS` order); ``syncverify.kernels.signals`` branches on those fields with ``tl.constexpr``
 conditions, so each protocol compiles to straight-line code with no run-time dispatch.
 
 Integer fields (``value``, ``compare``, the ``until`` target) are *operands*:
@@ -14,7 +14,7 @@ Integer fields (``value``, ``compare``, the ``until`` target) are *operands*:
 * ``("r", i)``: an expression in ``epoch``; the host evaluates it at every launch
   (:meth:`KernelPlan.runtime_values`) and passes it in slot ``i`` of a run-time tuple argument.
 
-A step the kernels cannot express raises :class:`kernels.errors.UnsupportedStep` here, at build
+A step the kernels cannot express raises :class:`syncverify.kernels.errors.UnsupportedStep` here, at build
 time, never in a running kernel. Pure Python: importing this module needs neither torch nor
 triton (the kernels wrap the tuples in ``tl.constexpr`` themselves).
 
@@ -33,9 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernels.errors import UnsupportedStep
+from syncverify.kernels.errors import UnsupportedStep
 
-#: Field order of a step tuple (the kernels index with the same names in ``kernels.signals``).
+#: Field order of a step tuple (the kernels index with the same names in ``syncverify.kernels.signals``).
 FIELDS: tuple[str, ...] = (
     "op",  # barrier | fence | store | atomic_xchg | atomic_add | atomic_cas | await
     "read",  # await: load | volatile_load | atomic_cas | atomic_add ("" otherwise)
@@ -168,7 +168,7 @@ def _check_step(step: Any, section: str, number: int, lock_dtype: str, where: st
             "its int8 locks int32); use --lock-dtype int32"
         )
     if step.op not in ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await"):
-        raise UnsupportedStep(f"{at}: op={step.op!r} has no Triton lowering in kernels.signals")
+        raise UnsupportedStep(f"{at}: op={step.op!r} has no Triton lowering in syncverify.kernels.signals")
 
 
 def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> KernelPlan:
@@ -176,7 +176,7 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> 
 
     Parameters
     ----------
-    protocol : protocols.schema.Protocol
+    protocol : syncverify.protocols.schema.Protocol
     world_size : int
         Number of ranks (1..64); expressions without ``epoch`` are evaluated at it.
     lock_dtype : {"int32", "int8"}

@@ -2,7 +2,7 @@
 
 One helper per primitive, its semantics as ``tl.constexpr`` parameters (``SEM``, ``SCOPE``,
 ``CACHE``), its docstring stating the ordering argument it provides (or that it provides none).
-:func:`run_signal` and :func:`run_wait` walk a protocol's step tuples (``kernels.plan``) and call
+:func:`run_signal` and :func:`run_wait` walk a protocol's step tuples (``syncverify.kernels.plan``) and call
 these helpers, so every kernel runs exactly the steps of the protocol object the model checks.
 
 Where each primitive runs inside a CTA (Triton 3.6, sm_90; the PTX audit checks it):
@@ -27,11 +27,11 @@ hang a kernel.
 
 from __future__ import annotations
 
-from kernels._deps import tl
-from kernels._jit import jit
-from kernels.plan import FIELDS
+from syncverify.kernels._deps import tl
+from syncverify.kernels._jit import jit
+from syncverify.kernels.plan import FIELDS
 
-# Step-tuple field indices (kernels.plan.FIELDS), as globals the kernels can index with.
+# Step-tuple field indices (syncverify.kernels.plan.FIELDS), as globals the kernels can index with.
 OP = tl.constexpr(FIELDS.index("op"))
 READ = tl.constexpr(FIELDS.index("read"))
 SEM = tl.constexpr(FIELDS.index("sem"))
@@ -45,7 +45,7 @@ COMPARE = tl.constexpr(FIELDS.index("compare"))
 UNTIL = tl.constexpr(FIELDS.index("until"))
 TARGET = tl.constexpr(FIELDS.index("target"))
 
-# Delay sites (stress.delays.SITES names them; the numbers enter the delay hash).
+# Delay sites (syncverify.stress.delays.SITES names them; the numbers enter the delay hash).
 SITE_BEFORE_STORE = tl.constexpr(1)  # per warp, before the tile store (after its layout shuffle)
 SITE_STORE_SIGNAL = tl.constexpr(2)  # whole CTA, between the tile store and the signal
 SITE_BEFORE_WAIT = tl.constexpr(3)  # whole CTA, before the wait
@@ -265,7 +265,7 @@ def bounded_poll(ptr, S: tl.constexpr, vals, target, budget):
 
 @jit
 def mix32(h):
-    """32-bit integer finalizer (in int64 arithmetic; mirrored by ``stress.delays.mix32``)."""
+    """32-bit integer finalizer (in int64 arithmetic; mirrored by ``syncverify.stress.delays.mix32``)."""
     h = ((h ^ (h >> 16)) * 73244475) & 0xFFFFFFFF
     h = ((h ^ (h >> 16)) * 73244475) & 0xFFFFFFFF
     return h ^ (h >> 16)
@@ -273,7 +273,7 @@ def mix32(h):
 
 @jit
 def delay_hash(seed, SITE: tl.constexpr, rank, tile, iteration):
-    """Reproducible hash of (seed, site, rank, tile, iteration); ``stress.delays.delay_hash`` is
+    """Reproducible hash of (seed, site, rank, tile, iteration); ``syncverify.stress.delays.delay_hash`` is
     the same function on the host, so a failure's delays can be replayed and printed."""
     h = tl.cast(seed, tl.int64) & 0xFFFFFFFF  # tl.cast: in the interpreter a loop index is an int
     h = mix32(h ^ SITE)
@@ -286,7 +286,7 @@ def delay_hash(seed, SITE: tl.constexpr, rank, tile, iteration):
 @jit
 def delay_ns(seed, SITE: tl.constexpr, rank, tile, iteration, pct, max_ns, sites):
     """Nanoseconds to sleep at a site: ``pct`` % of (rank, tile, iteration) get ``[0, max_ns)``;
-    0 when bit ``SITE`` of ``sites`` is clear (``stress.delays.DelayConfig.site_mask``; -1: all)."""
+    0 when bit ``SITE`` of ``sites`` is clear (``syncverify.stress.delays.DelayConfig.site_mask``; -1: all)."""
     h = delay_hash(seed, SITE, rank, tile, iteration)
     on = ((h % 100) < pct) & (((sites >> SITE) & 1) != 0)
     return tl.where(on, (h >> 8) % max_ns, 0).to(tl.int32)

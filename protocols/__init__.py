@@ -3,8 +3,8 @@
 The file format is documented in ``docs/protocols.md``.
 """
 
-from protocols.registry import builtin_names, builtin_protocols, load_protocol
-from protocols.schema import (
+from syncverify.protocols.registry import builtin_names, builtin_protocols, load_protocol
+from syncverify.protocols.schema import (
     Expr,
     Protocol,
     Step,

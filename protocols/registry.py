@@ -12,7 +12,7 @@ from importlib import resources
 
 from syncverify.errors import ProtocolError
 
-from protocols.schema import Protocol, parse_protocol
+from syncverify.protocols.schema import Protocol, parse_protocol
 
 __all__ = ["builtin_names", "builtin_protocols", "load_protocol"]
 

@@ -2,7 +2,7 @@
 
 A protocol says what a producer does after storing its tile (``signal`` steps) and what a
 consumer does before reading tiles (``wait`` steps). It is data: the model
-(``syncverify.scenarios``) turns it into memory events and the kernels (``kernels.signals``)
+(``syncverify.scenarios``) turns it into memory events and the kernels (``syncverify.kernels.signals``)
 into Triton code, both from the same :class:`Protocol` object. The file format is documented in
 one place, ``docs/protocols.md``; this module is its implementation.
 
@@ -494,7 +494,7 @@ class Protocol:
 
     Immutable and hashable, so it can key caches and describe a kernel at compile time.
     Build one with :func:`parse_protocol`, :func:`protocol_from_dict` or
-    :func:`protocols.registry.load_protocol`; the constructor itself does not validate.
+    :func:`syncverify.protocols.registry.load_protocol`; the constructor itself does not validate.
 
     Examples
     --------

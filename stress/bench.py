@@ -1,6 +1,6 @@
 """The GPU session script: check, time and stress in one call; a compact table last.
 
-    PYTHONUNBUFFERED=1 python -m stress.bench --out $OUT [--seconds 3] [--sections all]
+    PYTHONUNBUFFERED=1 python -m syncverify.stress.bench --out $OUT [--seconds 3] [--sections all]
 
 Sections (each one guarded: a failure is printed and the next section runs):
 
@@ -58,7 +58,7 @@ def failure_sample(failures: list[dict], per_class: int = 3) -> list[dict]:
 
 
 def _campaign(out_dir, tags: dict | None = None, **options):
-    from stress.campaign import run_campaign
+    from syncverify.stress.campaign import run_campaign
 
     t0 = time.perf_counter()
     result = run_campaign(**options)
@@ -111,11 +111,11 @@ def _all_reduce_alone(cfg, **launch_options):
     launches): a ``launch()`` to time, its status rows, and the inputs."""
     import torch
 
-    from kernels.build import build
-    from kernels.gemm_all_reduce import launch_all_reduce
-    from kernels.heap import VirtualHeap
-    from protocols import load_protocol
-    from stress.inputs import make_inputs
+    from syncverify.kernels.build import build
+    from syncverify.kernels.gemm_all_reduce import launch_all_reduce
+    from syncverify.kernels.heap import VirtualHeap
+    from syncverify.protocols import load_protocol
+    from syncverify.stress.inputs import make_inputs
 
     W = cfg.world_size
     built = build(load_protocol("epoch-flag"), cfg)
@@ -150,8 +150,8 @@ def section_bench(args, rows):
         print(f"bench {kernel} {protocol}: {result.iterations} it, {result.iterations_per_second:.0f} it/s, "
               f"clean={result.clean}", flush=True)
     # the kernel alone, and cuBLAS for the same GEMMs
-    from kernels.config import KernelConfig
-    from stress.campaign import campaign_options, default_programs
+    from syncverify.kernels.config import KernelConfig
+    from syncverify.stress.campaign import campaign_options, default_programs
 
     gemm, comm = default_programs(campaign_options(world_size=W, virtual_ranks=True),
                                   torch.cuda.get_device_properties(0).multi_processor_count)
@@ -174,7 +174,7 @@ def section_delays(args, rows):
     """Kernel time with every delay site drawn at max_ns vs none: does a delay cost what it says?"""
     import triton
 
-    from kernels.config import KernelConfig
+    from syncverify.kernels.config import KernelConfig
 
     W, size = 2, 1024
     for max_ns in (0, 2000, 8000):
@@ -190,7 +190,7 @@ def section_delays(args, rows):
 
 
 def section_table(args, rows):
-    from protocols import builtin_names
+    from syncverify.protocols import builtin_names
 
     for W, seconds in args.worlds:
         for kernel in ("all-reduce", "all-scatter"):
@@ -280,9 +280,9 @@ def section_processes(args, rows):
     """
     import torch
 
-    from protocols import builtin_names
-    from stress.campaign import campaign_options, load
-    from stress.launch import run_processes_batch
+    from syncverify.protocols import builtin_names
+    from syncverify.stress.campaign import campaign_options, load
+    from syncverify.stress.launch import run_processes_batch
 
     W = torch.cuda.device_count()
     if W < 2:

@@ -1,7 +1,7 @@
 """A stress campaign: run a fused kernel with one protocol many times, classify every bad tile.
 
 ``run_campaign(**options) -> CampaignResult`` is the whole job behind ``syncverify stress``:
-check the options, build the kernel for the protocol (``kernels.build``), run iterations until
+check the options, build the kernel for the protocol (``syncverify.kernels.build``), run iterations until
 ``iterations`` or ``seconds`` is reached, and write partial results to a JSON-lines file as it
 goes (one ``progress`` line per synchronization, one ``bad-tile`` line per recorded tile, one
 ``result`` line at the end), so a killed run still leaves what it found.
@@ -9,7 +9,7 @@ goes (one ``progress`` line per synchronization, one ``bad-tile`` line per recor
 Three ways to run the ranks: virtual ranks (``virtual_ranks=True``: every rank's programs in one
 launch on one GPU, each rank with its own heap region), the interpreter (``interpret=True``:
 virtual ranks on the CPU, tiny sizes; what CI runs), or one process per GPU
-(``stress.launch``, NCCL and symmetric memory) when neither is set and ``world_size > 1``.
+(``syncverify.stress.launch``, NCCL and symmetric memory) when neither is set and ``world_size > 1``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from kernels.config import ORDERS, KernelConfig
-from kernels.errors import StressConfigError
-from stress.delays import MODES, DelayConfig, delays_at, parse_sites
+from syncverify.kernels.config import ORDERS, KernelConfig
+from syncverify.kernels.errors import StressConfigError
+from syncverify.stress.delays import MODES, DelayConfig, delays_at, parse_sites
 
 RESETS: tuple[str, ...] = ("none", "host-between-barriers", "host-racing")
 POISONS: tuple[str, ...] = ("all", "outputs")
@@ -48,7 +48,7 @@ class CampaignOptions:
     seed: int = 0
     delay_pct: int = 50
     delay_max_ns: int = 4000
-    delay_sites: str = "all"  # "all" or comma-separated stress.delays.SITES names
+    delay_sites: str = "all"  # "all" or comma-separated syncverify.stress.delays.SITES names
     m: int | None = None
     n: int | None = None
     k: int | None = None
@@ -265,7 +265,7 @@ def load(protocol):
     """A protocol object from a name, a path, or a protocol object."""
     if hasattr(protocol, "signal"):
         return protocol
-    from protocols import load_protocol
+    from syncverify.protocols import load_protocol
 
     return load_protocol(protocol)
 
@@ -300,12 +300,12 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
         options["protocol"] = protocol_object.name
     o = campaign_options(**options)
     config = kernel_config(o)
-    from kernels.build import build  # torch-free; the device work below needs torch
+    from syncverify.kernels.build import build  # torch-free; the device work below needs torch
 
     build(protocol_object, config)  # every check that needs no GPU, before asking for one
     if o.interpret:
         return _run_local(o, config, protocol_object, "cpu", progress)
-    from kernels._deps import require_cuda, torch
+    from syncverify.kernels._deps import require_cuda, torch
 
     require_cuda("syncverify stress without --interpret")
     gpus = torch.cuda.device_count()
@@ -316,7 +316,7 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     build(protocol_object, config, sms=sms, gpus=gpus)
     if config.virtual:
         return _run_local(o, config, protocol_object, "cuda:0", progress)
-    from stress.launch import run_processes
+    from syncverify.stress.launch import run_processes
 
     return run_processes(o, protocol_object, progress=progress)
 
@@ -327,9 +327,9 @@ def _reset_policy(o: CampaignOptions, protocol) -> str:
 
 def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
                progress) -> CampaignResult:
-    from kernels.build import build
-    from kernels.heap import VirtualHeap
-    from stress.runner import Runner
+    from syncverify.kernels.build import build
+    from syncverify.kernels.heap import VirtualHeap
+    from syncverify.stress.runner import Runner
 
     built = build(protocol, config)
     heap = VirtualHeap(config.world_size, device, table=config.table)
@@ -344,7 +344,7 @@ def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
 
 
 def _device_name() -> str:
-    from kernels._deps import torch
+    from syncverify.kernels._deps import torch
 
     return torch.cuda.get_device_name(0)
 

@@ -1,11 +1,11 @@
-"""Bad tiles as records: the device summary rows (``stress.validate``) turned into plain data."""
+"""Bad tiles as records: the device summary rows (``syncverify.stress.validate``) turned into plain data."""
 
 from __future__ import annotations
 
 import struct
 from dataclasses import asdict, dataclass, field
 
-from stress.validate import CLASSES, FIELDS
+from syncverify.stress.validate import CLASSES, FIELDS
 
 
 def _float(bits: int) -> float:

@@ -81,14 +81,14 @@ def stress_command(
     if json_output:
         out.print(json.dumps(result.to_dict(), sort_keys=True), markup=False)
     else:
-        from stress.report import render_text
+        from syncverify.stress.report import render_text
 
         out.print(render_text(result), markup=False)
     raise typer.Exit(exitcodes.OK if result.clean else exitcodes.FOUND)
 
 
 def _run(options: dict, *, show_progress: bool, err):
-    from stress.campaign import run_campaign
+    from syncverify.stress.campaign import run_campaign
 
     if not show_progress:
         return run_campaign(**options)

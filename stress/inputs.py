@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernels._deps import torch
-from kernels.build import torch_dtype
-from kernels.config import KernelConfig
+from syncverify.kernels._deps import torch
+from syncverify.kernels.build import torch_dtype
+from syncverify.kernels.config import KernelConfig
 
 
 @dataclass

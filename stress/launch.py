@@ -3,11 +3,11 @@
 :func:`run_processes` starts ``world_size`` worker processes (``spawn``), each on its own GPU,
 joined by an NCCL process group on a port the OS picked (a fixed 29500 collides: seed 001, bug 1)
 with ``torch.distributed._symmetric_memory`` for the heap. Rank 0 records; every rank runs the
-same :func:`stress.campaign.drive` loop. A watchdog kills every worker and reports the run as
+same :func:`syncverify.stress.campaign.drive` loop. A watchdog kills every worker and reports the run as
 stopped if no worker has reported for ``watchdog_seconds`` (the kernels' waits are bounded, so
 this catches a stuck collective or a driver hang, not a protocol hang).
 
-Under ``torchrun`` (``RANK``/``WORLD_SIZE`` set), ``python -m stress.launch --options JSON``
+Under ``torchrun`` (``RANK``/``WORLD_SIZE`` set), ``python -m syncverify.stress.launch --options JSON``
 runs one worker in the current process instead; rank 0 prints the result as JSON.
 
 NVLink multicast stays off in every process started here (``NCCL_NVLS_ENABLE=0``,
@@ -132,11 +132,11 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
     (a :func:`run_workers` target): the process group and the process start are paid once."""
     try:
         torch, dist, device = _init(rank, world_size, port)
-        from kernels.build import build
-        from kernels.heap import SymmetricHeap
-        from stress.campaign import (CampaignOptions, CampaignResult, Recorder, _reset_policy,
+        from syncverify.kernels.build import build
+        from syncverify.kernels.heap import SymmetricHeap
+        from syncverify.stress.campaign import (CampaignOptions, CampaignResult, Recorder, _reset_policy,
                                      delay_config, drive, kernel_config)
-        from stress.runner import Runner
+        from syncverify.stress.runner import Runner
 
         def should_stop(local: bool) -> bool:
             flag = torch.tensor([int(local)], device=device)
@@ -181,7 +181,7 @@ def run_processes_batch(campaigns: list, *, progress=None, on_result=None) -> li
     """Several campaigns (``(CampaignOptions, protocol)`` pairs, one world size) in one launch
     of ``world_size`` processes; a ``CampaignResult`` for each, in order. A campaign that never
     reported (the run was stopped first) gets an empty result, stopped, never clean."""
-    from stress.campaign import CampaignResult
+    from syncverify.stress.campaign import CampaignResult
 
     world_sizes = {o.world_size for o, _p in campaigns}
     if len(world_sizes) != 1:
@@ -224,11 +224,11 @@ def run_processes(o, protocol, *, progress=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m stress.launch --options JSON`` under torchrun: one rank in this process."""
+    """``python -m syncverify.stress.launch --options JSON`` under torchrun: one rank in this process."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--options", required=True, help="campaign options as a JSON object")
     args = parser.parse_args(argv)
-    from stress.campaign import campaign_options, load
+    from syncverify.stress.campaign import campaign_options, load
 
     options = json.loads(args.options)
     protocol = load(options.pop("protocol"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stress.campaign import CLASS_NAMES, CampaignResult
+from syncverify.stress.campaign import CLASS_NAMES, CampaignResult
 
 
 def summary_rows(result: CampaignResult) -> list[tuple[str, str]]:

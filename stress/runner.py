@@ -1,7 +1,7 @@
 """One process's side of a stress campaign: buffers, inputs, poisoning, resets, launches, validation.
 
 The same :class:`Runner` drives virtual ranks (every rank in this process, one GPU or the CPU
-interpreter) and one rank of a multi-process run (``stress.launch``); only the heap and the
+interpreter) and one rank of a multi-process run (``syncverify.stress.launch``); only the heap and the
 barriers differ. Per iteration ``i`` (the kernel's ``epoch``), in stream order:
 
 1. poison: every C copy to NaN, and (``poison="all"``) the workspace (``partial``/``local``) to 0;
@@ -13,21 +13,21 @@ barriers differ. Per iteration ``i`` (the kernel's ``epoch``), in stream order:
 4. the validation kernel, into the summary ring.
 
 Every ``chunk`` iterations the rings come back to the host (one synchronization) and become
-:class:`stress.classify.BadTile` records.
+:class:`syncverify.stress.classify.BadTile` records.
 """
 
 from __future__ import annotations
 
 import math
 
-from kernels._deps import torch
-from kernels.build import BuiltKernel, lock_torch_dtype, runtime_values_tensor, torch_dtype
-from kernels.gemm_all_reduce import launch_all_reduce
-from kernels.gemm_all_scatter import launch_all_scatter
-from stress.classify import BadTile, bad_tiles
-from stress.delays import DelayConfig
-from stress.inputs import make_inputs
-from stress.validate import NFIELDS, classify, output_tiles
+from syncverify.kernels._deps import torch
+from syncverify.kernels.build import BuiltKernel, lock_torch_dtype, runtime_values_tensor, torch_dtype
+from syncverify.kernels.gemm_all_reduce import launch_all_reduce
+from syncverify.kernels.gemm_all_scatter import launch_all_scatter
+from syncverify.stress.classify import BadTile, bad_tiles
+from syncverify.stress.delays import DelayConfig
+from syncverify.stress.inputs import make_inputs
+from syncverify.stress.validate import NFIELDS, classify, output_tiles
 
 POOL = 4  # input sets in rotation (even: consecutive iterations alternate parity)
 REFRESH = 64  # iterations between redraws of the pool (drawing costs ~30 small launches a set)

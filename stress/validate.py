@@ -1,6 +1,6 @@
 """Validation on the device, every iteration: one Triton launch classifies every tile of every C copy.
 
-Per element (``stress.inputs`` says why each test is exact):
+Per element (``syncverify.stress.inputs`` says why each test is exact):
 
 ==================  ============================================================================
 ``ok``              the exact expected value
@@ -20,10 +20,10 @@ bad element with its value and the expected value (float32 bits), and the hang's
 
 from __future__ import annotations
 
-from kernels._deps import tl
-from kernels._jit import jit
-from kernels.config import KernelConfig
-from kernels.gemm_all_reduce import tile_owner
+from syncverify.kernels._deps import tl
+from syncverify.kernels._jit import jit
+from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.gemm_all_reduce import tile_owner
 
 CLASSES: tuple[str, ...] = ("ok", "unwritten", "stale", "missing-ranks", "corrupt", "hang")
 OK, UNWRITTEN, STALE, MISSING, CORRUPT, HANG = (tl.constexpr(i) for i in range(6))

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from protocols.registry import load_protocol
+from syncverify.protocols.registry import load_protocol
 from syncverify.check import check
 from syncverify.cli import main
 from syncverify.scenarios import ScenarioOptions, build
@@ -112,7 +112,7 @@ def test_builtin_protocol_verdict_in_all_scatter(name):
 
 
 def test_every_builtin_has_a_verdict_in_both_scenarios():
-    from protocols import builtin_names
+    from syncverify.protocols import builtin_names
 
     assert set(ALL_REDUCE) == set(ALL_SCATTER) == set(builtin_names())
 
@@ -130,7 +130,7 @@ def test_a_flag_to_self_cannot_tell_a_peer_about_a_push():
     every thread) is safe for the one-GPU publish stage; in all-scatter the receiver polls its own
     copy, which only its own comm CTA writes, so the peer's push is unordered: every violation
     is on the pushed copies (``C.rX.fromY``)."""
-    from protocols import protocol_from_dict
+    from syncverify.protocols import protocol_from_dict
 
     protocol = protocol_from_dict({
         "name": "barrier-xchg-self", "summary": "s", "origin": "test",
@@ -238,7 +238,7 @@ def test_a_consumer_reset_protocol_does_not_hang_across_epochs():
     reset). One rank, one thread per CTA: safe in one epoch, and in two (e1 starts after e0 ends,
     from the 0 e0's consumer wrote). The model reports epoch 0's consumer hung on the 0 that
     epoch 1's consumer writes."""
-    from protocols import protocol_from_dict
+    from syncverify.protocols import protocol_from_dict
 
     protocol = protocol_from_dict({
         "name": "xchg-cas-reset", "summary": "s", "origin": "test", "reset": "consumer",

@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import gemm_all_reduce, gemm_all_scatter
-from kernels.build import build, runtime_values_tensor, torch_dtype
-from kernels.compile import compile_like_launch, launch_specialization, sleep_counts
-from kernels.config import KernelConfig
-from kernels.heap import VirtualHeap
-from protocols import load_protocol
-from stress.inputs import make_inputs
-from stress.validate import NFIELDS, classify_kernel
+from syncverify.kernels import gemm_all_reduce, gemm_all_scatter
+from syncverify.kernels.build import build, runtime_values_tensor, torch_dtype
+from syncverify.kernels.compile import compile_like_launch, launch_specialization, sleep_counts
+from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.heap import VirtualHeap
+from syncverify.protocols import load_protocol
+from syncverify.stress.inputs import make_inputs
+from syncverify.stress.validate import NFIELDS, classify_kernel
 
 
 def _launch_args(built, heap, inputs, status, vals=None):

@@ -1,14 +1,14 @@
-"""kernels.plan and kernels.config: the one protocol object becomes the kernels' constexprs;
+"""syncverify.kernels.plan and syncverify.kernels.config: the one protocol object becomes the kernels' constexprs;
 what the kernels cannot run is refused on the host with one line."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernels.config import KernelConfig, check_config
-from kernels.errors import StressConfigError, UnsupportedStep
-from kernels.plan import FIELDS, build_plan, signal_plan, step_dict, wait_plan
-from protocols import builtin_names, load_protocol
+from syncverify.kernels.config import KernelConfig, check_config
+from syncverify.kernels.errors import StressConfigError, UnsupportedStep
+from syncverify.kernels.plan import FIELDS, build_plan, signal_plan, step_dict, wait_plan
+from syncverify.protocols import builtin_names, load_protocol
 from syncverify.errors import SyncVerifyError
 
 

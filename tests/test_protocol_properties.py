@@ -1,8 +1,8 @@
 """Properties of the checker's verdicts over generated protocols (all-reduce, world size 2, 1 tile,
 1 epoch, 2 threads per CTA).
 
-Protocols are drawn as the plain data a TOML file holds (``protocols.schema``'s layout) and built
-with :func:`protocols.protocol_from_dict`, two ways: freely (a signal list of 1-3 steps: barrier,
+Protocols are drawn as the plain data a TOML file holds (``syncverify.protocols.schema``'s layout) and built
+with :func:`syncverify.protocols.protocol_from_dict`, two ways: freely (a signal list of 1-3 steps: barrier,
 fence, store, atomic_xchg, atomic_add, at least one of them writing the lock; a wait list of one
 ``await``, read by load, volatile_load, atomic_cas or atomic_add, and possibly a fence, barrier or
 one-off atomic_cas), or as a built-in with a few sems and scopes drawn again and maybe one step
@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from tests.limits import LimitBudget
 
-from protocols import Protocol, load_protocol, protocol_from_dict
-from protocols.schema import (
+from syncverify.protocols import Protocol, load_protocol, protocol_from_dict
+from syncverify.protocols.schema import (
     ATOMIC_SEMS,
     FENCE_SEMS,
     LOAD_CACHES,
@@ -167,7 +167,7 @@ def mutated_builtins(draw) -> dict:
     """A built-in protocol with 0-2 of its steps' sems and scopes drawn again, and maybe one step
     (not the only write, nor the only await) dropped: mostly near-safe protocols, which random
     steps rarely are."""
-    from protocols import builtin_protocols
+    from syncverify.protocols import builtin_protocols
 
     data = draw(st.sampled_from(builtin_protocols())).to_dict()
     data = {**data, "name": "mutated", "reset": "host"}

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import protocols.registry
-import protocols.schema
-from protocols import (
+import syncverify.protocols.registry
+import syncverify.protocols.schema
+from syncverify.protocols import (
     Protocol,
     builtin_names,
     builtin_protocols,
@@ -24,7 +24,7 @@ from protocols import (
     parse_until,
     protocol_from_dict,
 )
-from protocols.schema import SIGNAL_OPS, WAIT_OPS
+from syncverify.protocols.schema import SIGNAL_OPS, WAIT_OPS
 from syncverify.errors import ProtocolError, SyncVerifyError
 
 if sys.version_info >= (3, 11):
@@ -387,7 +387,7 @@ def test_every_error_is_a_syncverify_error():
 
 
 def test_doctests_pass():
-    for module in (protocols.schema, protocols.registry):
+    for module in (syncverify.protocols.schema, syncverify.protocols.registry):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -487,7 +487,7 @@ def test_every_field_and_allowed_value_of_the_schema_is_in_the_format_doc():
     schema accepts appears in it, in backticks."""
     from pathlib import Path
 
-    s = protocols.schema
+    s = syncverify.protocols.schema
     doc = (Path(__file__).resolve().parent.parent / "docs" / "protocols.md").read_text(encoding="utf-8")
     spans = re.findall(r"`([^`\n]+)`", doc.replace("```", ""))  # code spans; fences dropped
     words = {w for span in spans for w in re.findall(r"[A-Za-z_.][A-Za-z0-9_.]*|[=!<>]=?", span)}

@@ -11,12 +11,12 @@ import inspect
 
 import pytest
 
-from kernels.audit import audit, protocol_ops
-from kernels.build import build
-from kernels.compile import compile_ptx, sleep_counts
-from kernels.config import KernelConfig
-from kernels.ptx import SyncOp, parse_ptx, sync_ops
-from protocols import builtin_names, load_protocol
+from syncverify.kernels.audit import audit, protocol_ops
+from syncverify.kernels.build import build
+from syncverify.kernels.compile import compile_ptx, sleep_counts
+from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.ptx import SyncOp, parse_ptx, sync_ops
+from syncverify.protocols import builtin_names, load_protocol
 
 # Triton 3.6 lowers tl.atomic_add(p, 0, sem="acquire") (a constant 0) to an acquire *load* on one
 # thread (PLATFORM.md); syncverify.lowering models the step as an atom.add. The audit reports it;
@@ -43,7 +43,7 @@ def test_an_add_of_zero_poll_is_modeled_as_what_each_sem_compiles_to(sem):
     """relaxed/acquire compile to a one-thread ld + bar.sync; acq_rel (Triton's default sem) stays
     an atom.add.acq_rel, which the model must keep as a read-modify-write (it was once modeled as
     an ld with sem acq_rel, which the model reads as a weak load)."""
-    from protocols import protocol_from_dict
+    from syncverify.protocols import protocol_from_dict
     from syncverify.lowering import lower_step
 
     protocol = protocol_from_dict({
@@ -127,7 +127,7 @@ def test_the_ptx_reader_on_a_hand_written_kernel():
 
 @pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
 def test_delays_do_not_change_the_protocols_instructions(kernel):
-    from kernels import gemm_all_reduce, gemm_all_scatter
+    from syncverify.kernels import gemm_all_reduce, gemm_all_scatter
 
     module = gemm_all_reduce if kernel == "all-reduce" else gemm_all_scatter
     fn = module.gemm_all_reduce_kernel if kernel == "all-reduce" else module.gemm_all_scatter_kernel

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from stress import bench
+from syncverify.stress import bench
 
 
 def test_worlds_take_a_time_per_world():

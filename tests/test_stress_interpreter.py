@@ -1,7 +1,7 @@
 """Both kernels through Triton's CPU interpreter (what CI runs): a safe protocol leaves no bad
 tile; an unsafe one gives the classified result a sequential schedule makes certain.
 
-The interpreter runs programs one at a time by program id (``kernels.signals.program_role``
+The interpreter runs programs one at a time by program id (``syncverify.kernels.signals.program_role``
 lays them out), and is sequentially consistent: what it can show is lost or missing signals
 (a bounded wait times out: ``hang``), locks that were not reset (a consumer passes early:
 ``unwritten``/``stale``), and overwritten signals (``missing-ranks``). Each test says which.
@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from stress.campaign import run_campaign
+from syncverify.stress.campaign import run_campaign
 
 
 def campaign(**options):
@@ -108,11 +108,11 @@ def test_a_racing_reset_goes_to_the_side_stream_before_the_launch_and_is_never_w
     # On a GPU the runner queues the clear on a SideStream (its own CUDA stream, after a delay)
     # and launches the kernel without waiting for it. A stand-in side stream that records and
     # never runs the clear shows the order, the delay drawn, and that nothing else clears.
-    from kernels.build import build
-    from kernels.heap import VirtualHeap
-    from protocols import load_protocol
-    from stress.campaign import campaign_options, delay_config, kernel_config
-    from stress.runner import Runner
+    from syncverify.kernels.build import build
+    from syncverify.kernels.heap import VirtualHeap
+    from syncverify.protocols import load_protocol
+    from syncverify.stress.campaign import campaign_options, delay_config, kernel_config
+    from syncverify.stress.runner import Runner
 
     o = campaign_options(protocol="xchg-flag", interpret=True, reset="host-racing", delays="random",
                          delay_sites="before-reset", delay_pct=100, delay_max_ns=100_000, seed=3,
@@ -152,7 +152,7 @@ def test_failure_records_are_capped_per_class():
 
 
 def test_the_bench_log_keeps_the_first_records_of_every_class():
-    from stress.bench import failure_sample
+    from syncverify.stress.bench import failure_sample
 
     records = [{"kind": k, "i": i} for i, k in enumerate(["unwritten"] * 9 + ["hang", "unwritten", "hang"])]
     assert [(r["kind"], r["i"]) for r in failure_sample(records, per_class=2)] == [

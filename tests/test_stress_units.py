@@ -9,16 +9,16 @@ import pytest
 import torch
 import triton.language as tl
 
-from kernels._jit import jit
-from kernels.signals import delay_hash as device_hash
-from kernels.signals import delay_ns as device_delay_ns
+from syncverify.kernels._jit import jit
+from syncverify.kernels.signals import delay_hash as device_hash
+from syncverify.kernels.signals import delay_ns as device_delay_ns
 
-from kernels.config import KernelConfig
-from stress.classify import bad_tiles
-from stress.delays import SITES, DelayConfig, delay_hash, delays_at, parse_sites
-from stress.inputs import expected_output, make_inputs
-from stress.launch import MULTICAST_OFF, free_port, run_processes, run_workers, scripted_worker
-from stress.validate import CLASSES, FIELDS, NFIELDS
+from syncverify.kernels.config import KernelConfig
+from syncverify.stress.classify import bad_tiles
+from syncverify.stress.delays import SITES, DelayConfig, delay_hash, delays_at, parse_sites
+from syncverify.stress.inputs import expected_output, make_inputs
+from syncverify.stress.launch import MULTICAST_OFF, free_port, run_processes, run_workers, scripted_worker
+from syncverify.stress.validate import CLASSES, FIELDS, NFIELDS
 
 
 @pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
@@ -166,15 +166,15 @@ def test_a_worker_that_dies_without_reporting_is_named():
 
 
 def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
-    import stress.launch
-    from protocols import load_protocol
-    from stress.campaign import campaign_options
+    import syncverify.stress.launch
+    from syncverify.protocols import load_protocol
+    from syncverify.stress.campaign import campaign_options
 
     payload = {"protocol": "epoch-flag", "kernel": "all-reduce", "world_size": 2, "mode": "processes",
                "device": "H200", "iterations": 128, "bad_iterations": 0, "clean": True}
     fake = {"messages": [(0, "result", (0, payload))], "exitcodes": [0, -9],
             "stopped": "watchdog: no report from any rank for 5 s; killed"}
-    monkeypatch.setattr(stress.launch, "run_workers", lambda *a, **k: fake)
+    monkeypatch.setattr(syncverify.stress.launch, "run_workers", lambda *a, **k: fake)
     o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
     result = run_processes(o, load_protocol("epoch-flag"))
     assert result.iterations == 128 and result.stopped == fake["stopped"] and not result.clean
@@ -184,16 +184,16 @@ def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
 
 
 def test_a_batch_launch_keeps_what_reported_and_marks_the_rest_stopped(monkeypatch):
-    import stress.launch
-    from protocols import load_protocol
-    from stress.campaign import campaign_options
-    from stress.launch import run_processes_batch
+    import syncverify.stress.launch
+    from syncverify.protocols import load_protocol
+    from syncverify.stress.campaign import campaign_options
+    from syncverify.stress.launch import run_processes_batch
 
     payload = {"protocol": "epoch-flag", "kernel": "all-reduce", "world_size": 2, "mode": "processes",
                "device": "H200", "iterations": 64, "bad_iterations": 0, "clean": True}
     fake = {"messages": [(0, "result", (0, payload))], "exitcodes": [-9, -9],
             "stopped": "watchdog: no report from any rank for 5 s; killed"}
-    monkeypatch.setattr(stress.launch, "run_workers", lambda *a, **k: fake)
+    monkeypatch.setattr(syncverify.stress.launch, "run_workers", lambda *a, **k: fake)
     o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
     first, second = run_processes_batch([(o, load_protocol("epoch-flag")), (o, load_protocol("xchg-flag"))])
     assert first.iterations == 64 and first.stopped == fake["stopped"]
@@ -205,7 +205,7 @@ def test_a_batch_launch_keeps_what_reported_and_marks_the_rest_stopped(monkeypat
 
 def test_real_ranks_wait_longer_than_virtual_ones():
     """One process per GPU: a peer's launch can lag by milliseconds (RESULTS.md, nvidia-h200-x2)."""
-    from stress.campaign import campaign_options
+    from syncverify.stress.campaign import campaign_options
 
     assert campaign_options(protocol="epoch-flag", world_size=2, virtual_ranks=True).max_polls == 1 << 16
     assert campaign_options(protocol="epoch-flag", world_size=2).max_polls == 1 << 22

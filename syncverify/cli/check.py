@@ -36,7 +36,7 @@ def check_command(
 
     Exit 0 safe, 1 violations found, 2 bad input, 3 unknown (a bound was hit, or --sample found none).
     """
-    from protocols.registry import load_protocol
+    from syncverify.protocols.registry import load_protocol
     from syncverify.check import check, sample
     from syncverify.graphs import write_graph
     from syncverify.scenarios import ScenarioOptions, build

@@ -13,7 +13,7 @@ from syncverify.cli import app, out
 @app.command("list")
 def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
     """List the built-in protocols and the scenarios they can be checked in."""
-    from protocols.registry import builtin_protocols
+    from syncverify.protocols.registry import builtin_protocols
     from syncverify.scenarios import SCENARIOS
 
     protocols = builtin_protocols()

@@ -1,6 +1,6 @@
-"""``syncverify stress``: mounts the on-GPU stress campaign command from ``stress.cli``.
+"""``syncverify stress``: mounts the on-GPU stress campaign command from ``syncverify.stress.cli``.
 
-The model package imports neither torch nor triton: ``stress.cli`` imports them lazily, inside
+The model package imports neither torch nor triton: ``syncverify.stress.cli`` imports them lazily, inside
 the command, so ``syncverify litmus``/``check`` work on machines without them.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from syncverify.cli import app
 
 try:
-    from stress.cli import stress_command
+    from syncverify.stress.cli import stress_command
 except ImportError as error:  # pragma: no cover - stress/ ships with the package
     stress_command = None
     _IMPORT_ERROR = error

@@ -15,7 +15,7 @@ pytestmark = [
                        reason="needs a CUDA GPU (none visible); the CPU path is tests/test_stress_interpreter.py"),
 ]
 
-from stress.campaign import run_campaign  # noqa: E402
+from syncverify.stress.campaign import run_campaign  # noqa: E402
 
 SMALL = dict(m=256, n=256, k=256, block_m=64, block_n=64, block_k=64, gemm_sms=4, comm_sms=2)
 
@@ -67,7 +67,7 @@ def test_a_racing_lock_reset_breaks_a_protocol_that_is_clean_between_barriers():
 
 @pytest.mark.skipif(torch.cuda.device_count() > 1, reason="needs exactly one GPU")
 def test_more_ranks_than_gpus_is_refused_before_anything_runs():
-    from kernels.errors import StressConfigError
+    from syncverify.kernels.errors import StressConfigError
 
     with pytest.raises(StressConfigError, match="--world-size=2 needs 2 GPUs and 1 are visible"):
         run_campaign(protocol="epoch-flag", world_size=2, iterations=1, **SMALL)
@@ -77,13 +77,13 @@ def test_more_ranks_than_gpus_is_refused_before_anything_runs():
 def test_the_fused_kernel_is_compiled_before_the_first_launch(kernel):
     # Real ranks compile at their own speed; a compile inside launch 0 let one rank's kernel start
     # seconds before its peer's and time out (spurious hangs at iteration 0 on nvidia-h200-x2).
-    from kernels.build import build
-    from kernels.gemm_all_reduce import gemm_all_reduce_kernel
-    from kernels.gemm_all_scatter import gemm_all_scatter_kernel
-    from kernels.heap import VirtualHeap
-    from protocols import load_protocol
-    from stress.campaign import campaign_options, delay_config, kernel_config
-    from stress.runner import Runner
+    from syncverify.kernels.build import build
+    from syncverify.kernels.gemm_all_reduce import gemm_all_reduce_kernel
+    from syncverify.kernels.gemm_all_scatter import gemm_all_scatter_kernel
+    from syncverify.kernels.heap import VirtualHeap
+    from syncverify.protocols import load_protocol
+    from syncverify.stress.campaign import campaign_options, delay_config, kernel_config
+    from syncverify.stress.runner import Runner
 
     fn = gemm_all_reduce_kernel if kernel == "all-reduce" else gemm_all_scatter_kernel
     o = campaign_options(kernel=kernel, protocol="barrier-fenced-release-acquire", world_size=2,
