@@ -22,10 +22,11 @@ _SOURCE_FOLDERS = ("protocols", "kernels", "stress")
 
 
 class _SourceFolders(importlib.abc.MetaPathFinder):
-    """Run from a source checkout without installing (the GPU machines get a copy of the tree),
-    ``syncverify.kernels`` is the top-level ``kernels/`` folder, as ``pyproject.toml`` maps it
-    when installing. Installed, the subpackage exists inside ``syncverify/`` and this finder,
-    placed after the standard ones, is never asked."""
+    """In a source checkout, ``syncverify.kernels`` is the ``kernels/`` folder beside the imported
+    ``syncverify/``, as ``pyproject.toml`` maps it when installing. That lets the tree run without
+    installing (the GPU machines get a copy of it) and keeps a second checkout from importing the
+    editable install's folders. Installed as a wheel, the subpackage is inside ``syncverify/`` and
+    the standard path finder, asked first, finds it."""
 
     root = Path(__file__).resolve().parent.parent
 
@@ -40,8 +41,16 @@ class _SourceFolders(importlib.abc.MetaPathFinder):
                                                       submodule_search_locations=[str(init.parent)])
 
 
-if not any(isinstance(f, _SourceFolders) for f in sys.meta_path):
-    sys.meta_path.append(_SourceFolders())
+def _install_finder() -> None:
+    if any(isinstance(f, _SourceFolders) for f in sys.meta_path):
+        return
+    from importlib.machinery import PathFinder
+
+    after = [i for i, f in enumerate(sys.meta_path) if f is PathFinder]
+    sys.meta_path.insert(after[0] + 1 if after else len(sys.meta_path), _SourceFolders())
+
+
+_install_finder()
 
 __all__ = [
     "LitmusSyntaxError",
