@@ -16,7 +16,7 @@ from syncverify.protocols.schema import Protocol, parse_protocol
 
 __all__ = ["builtin_names", "builtin_protocols", "load_protocol"]
 
-_PACKAGE = "protocols"
+_PACKAGE = "syncverify.protocols"
 _SUFFIX = ".toml"
 
 

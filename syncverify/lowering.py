@@ -85,3 +85,18 @@ def lower_step(step) -> tuple[LoweredOp, ...]:
             return (LoweredOp("atom", ONE, step.sem, step.scope, op_name, poll=True), LoweredOp("bar", ALL))
         raise UnsupportedConstruct(f"await read={step.read!r} cannot be lowered")
     raise UnsupportedConstruct(f"protocol step op={op!r} has no lowering (the model cannot interpret it)")
+
+
+def lower_tile_store(protocol) -> LoweredOp:
+    """A tile store (``tl.store`` of a 2-D block, with the protocol's ``tile_store.cache``): a weak
+    ``st.global`` on every thread, each thread its own slice. A cache modifier (``.wt``, ``.cg``,
+    ``.cs``) picks a cache policy and orders nothing."""
+    return LoweredOp("st", ALL, "weak", None)
+
+
+def lower_tile_load(protocol) -> LoweredOp:
+    """A tile load: a weak ``ld.global`` on every thread, or with ``tile_load.volatile`` an
+    ``ld.volatile.global``, which PTX treats as relaxed at system scope."""
+    if protocol.tile_load.volatile:
+        return LoweredOp("ld", ALL, "volatile", "sys")
+    return LoweredOp("ld", ALL, "weak", None)

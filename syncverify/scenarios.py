@@ -1,45 +1,123 @@
-"""The two kernel scenarios: a protocol plugged into an abstract fused kernel, as a :class:`Program`.
+"""The kernel scenarios: each defined once, as roles and the order of their steps.
 
-``all-reduce`` (seed 000, one-shot all-reduce GEMM): for each tile, every rank's producer CTA
-stores its partial into its ``local_C`` (ghost data, one location per thread's slice) and runs the
-protocol's ``signal`` steps; the consumer CTA on the tile's owner rank runs the ``wait`` steps and
-reads the partials of all ranks. ``production = owner-only`` (the seed's distribution bug): only
-the owner produces, the consumer still reads every rank's partial.
+A scenario is a fused kernel with the protocol plugged in. :data:`ROLES` defines each one as the
+roles its CTAs play (producer, consumer, comm, receiver), and for each role the ordered steps it
+runs for one tile: tile stores and loads (which buffer, whose copy) and protocol stages (signal or
+wait, which lock stage, which protocol). :func:`build` interprets those steps into the model's
+:class:`~syncverify.program.Program`; the Triton kernels (``syncverify.kernels``) run the same
+roles in the same order, and ``tests/test_drift.py`` compares what each role accesses on both
+sides, so a stage cannot exist on one side only.
 
-``all-scatter`` (seed 001, GEMM + all-scatter with workgroup specialization): for each tile, each
-rank's GEMM CTA stores its tile of C and signals (stage ``pub``); that rank's communication CTA
-waits, reads the tile and pushes it into every peer's copy of C, then signals again (stage
-``push``); a receiving CTA on each rank waits on the ``push`` lock and reads the pushed copies.
+``all-reduce`` (seed 000, one-shot all-reduce GEMM): every rank's *producer* stores its partial of
+the tile into its ``partial`` buffer and signals; the *consumer* on the tile's owner waits, reads
+every rank's partial and stores the sum into every rank's ``out``. ``production = owner-only``
+(seed 000's distribution bug): only the owner produces.
 
-Both use the protocol data directly: the steps are lowered by :mod:`syncverify.lowering` and
-nothing here describes a protocol a second time. Epochs (kernel iterations, from 0) are separated
-by host barriers; ``reset`` says what the host does to the locks between them.
+``all-scatter`` (seed 001, GEMM + all-scatter with workgroup specialization): each rank's
+*producer* (GEMM CTA) stores the tile of its column block into ``local`` and signals (stage
+``pub``: the protocol under test); the rank's *comm* CTA waits, reads the tile, pushes it into
+every rank's ``out`` and signals (stage ``push``); each rank's *receiver* waits on its ``push``
+lock and reads every rank's pushed block of the tile (and keeps it in ``received``). The push
+stage runs the *push protocol* (``ScenarioOptions.push``, by default the built-in
+:data:`DEFAULT_PUSH`): a cross-rank handshake is a protocol like any other, checked with it.
 
-Reductions (each can be turned off with ``symmetry=False``, to measure what it buys):
+Each protocol's locks are reset between epochs by that protocol's own policy
+(:func:`syncverify.rules.reset_policy`); ``reset`` overrides the policy of the protocol under test.
+
+Reductions (``symmetry=False`` turns them off, to measure what they buy):
 
 * *tiles*: tiles use disjoint locks and data and one CTA each, so every tile is a renaming of
   tile 0 (``owner(t)`` maps to rank 0): only tile 0 is built;
-* *slicing*: a lock copy that no consumer of the built program polls is never read; the signal
+* *slicing*: a lock copy that no waiter of the built program polls is never read; the signal
   writes to it are left out;
-* *ranks*: with ``production = every-rank``, the ranks other than the consumer's are the same code
-  up to their rank id; they form one symmetry group (``Program.symmetry``).
+* *ranks*: ranks other than the one whose reads are checked are the same code up to their rank
+  id; they form one symmetry group (``Program.symmetry``). In all-scatter only rank 0's receiver
+  is built (every receiver is a renaming of it).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
+from syncverify import rules
 from syncverify.errors import ScenarioError, UnsupportedConstruct
-from syncverify.lowering import ONE, lower_step
+from syncverify.lowering import ONE, lower_step, lower_tile_load, lower_tile_store
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
 
 SCENARIOS = ("all-reduce", "all-scatter")
 PRODUCTIONS = ("every-rank", "owner-only")
-DISTRIBUTIONS = ("striding", "block")
-RESETS = ("none", "host-between-barriers", "host-racing")
-MAX_WORLD_SIZE = 64
+DISTRIBUTIONS = rules.DISTRIBUTIONS
+RESETS = rules.RESET_POLICIES
+MAX_WORLD_SIZE = rules.MODEL_MAX_WORLD
+#: The protocol of all-scatter's cross-rank push stage unless ``ScenarioOptions.push`` names another:
+#: a counter whose target grows with the epoch, so it needs no reset that could race the kernel.
+DEFAULT_PUSH = "epoch-flag"
 
+
+# ----- the scenarios as data -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TileAccess:
+    """A role's store or load of tile data.
+
+    ``buffer`` names the kernel's buffer; ``copies`` says whose copy: ``self`` (the role's rank),
+    ``each`` (every rank's, in rank order); ``block`` (all-scatter's ``out``) says whose column
+    block: ``self`` or ``each``.
+    """
+
+    kind: str  # "store" | "load"
+    buffer: str
+    copies: str = "self"
+    block: str = ""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A role's run of one protocol's ``signal`` or ``wait`` steps on the locks of ``stage``."""
+
+    kind: str  # "signal" | "wait"
+    stage: str  # lock stage: "" (all-reduce) | "pub" | "push"
+    protocol: str = "protocol"  # "protocol" (the one under test) | "push"
+
+
+@dataclass(frozen=True)
+class Role:
+    """What the CTAs of one role do for one tile, in order, and on which ranks they run."""
+
+    name: str
+    runs_on: str  # "producers" (every rank, or the owner with owner-only) | "owner" | "every rank"
+    steps: tuple[TileAccess | Stage, ...]
+
+
+ROLES: dict[str, tuple[Role, ...]] = {
+    "all-reduce": (
+        Role("producer", "producers", (TileAccess("store", "partial"), Stage("signal", ""))),
+        Role("consumer", "owner", (Stage("wait", ""), TileAccess("load", "partial", copies="each"),
+                                   TileAccess("store", "out", copies="each"))),
+    ),
+    "all-scatter": (
+        Role("producer", "every rank", (TileAccess("store", "local"), Stage("signal", "pub"))),
+        Role("comm", "every rank", (Stage("wait", "pub"), TileAccess("load", "local"),
+                                    TileAccess("store", "out", copies="each", block="self"),
+                                    Stage("signal", "push", "push"))),
+        Role("receiver", "every rank", (Stage("wait", "push", "push"),
+                                        TileAccess("load", "out", block="each"),
+                                        TileAccess("store", "received", block="each"))),
+    ),
+}
+
+
+def stages(scenario: str) -> dict[str, str]:
+    """Lock stage -> which protocol runs it (``protocol`` or ``push``), in first-use order."""
+    out: dict[str, str] = {}
+    for role in ROLES[scenario]:
+        for step in role.steps:
+            if isinstance(step, Stage):
+                out.setdefault(step.stage, step.protocol)
+    return out
+
+
+# ----- options --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class ScenarioOptions:
@@ -54,16 +132,15 @@ class ScenarioOptions:
     distribution: str = "striding"
     reset: str | None = None
     symmetry: bool = True
+    push: str = DEFAULT_PUSH  # all-scatter's push protocol: a built-in name or a .toml path
 
     def validated(self, protocol) -> "ScenarioOptions":
         """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
-        def one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
-            if value not in allowed:
-                raise ScenarioError(f"{name}={value!r} is not one of {', '.join(map(repr, allowed))}")
+        from syncverify.choices import one_of
 
-        one_of("scenario", self.scenario, SCENARIOS)
-        one_of("production", self.production, PRODUCTIONS)
-        one_of("distribution", self.distribution, DISTRIBUTIONS)
+        one_of("scenario", self.scenario, SCENARIOS, error=ScenarioError)
+        one_of("production", self.production, PRODUCTIONS, error=ScenarioError)
+        one_of("distribution", self.distribution, DISTRIBUTIONS, error=ScenarioError)
         if not 1 <= self.world_size <= MAX_WORLD_SIZE:
             raise ScenarioError(f"world size {self.world_size} is out of range: use 1 to {MAX_WORLD_SIZE}")
         if self.tiles < 1:
@@ -74,11 +151,9 @@ class ScenarioOptions:
             raise ScenarioError(f"threads per CTA {self.threads_per_cta} is out of range: use 1 to 8 (2 shows barrier bugs)")
         if self.production == "owner-only" and self.scenario != "all-reduce":
             raise ScenarioError("production='owner-only' applies to the all-reduce scenario only")
-        reset = self.reset
-        if reset is None:
-            reset = "host-between-barriers" if protocol.reset == "host" else "none"
-        one_of("reset", reset, RESETS)
-        return replace(self, reset=reset)
+        if self.reset is not None:
+            one_of("reset", self.reset, RESETS, error=ScenarioError)
+        return replace(self, reset=rules.reset_policy(protocol.reset, self.reset))
 
 
 @dataclass
@@ -101,50 +176,78 @@ class Scenario:
     protocol: object
     threads: list[ThreadInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    push_protocol: object = None  # all-scatter's push protocol
 
 
 def owner(tile: int, opts: ScenarioOptions) -> int:
-    """The rank that consumes (reduces) a tile: round-robin (striding) or contiguous blocks."""
-    if opts.distribution == "striding":
-        return tile % opts.world_size
-    return tile // math.ceil(opts.tiles / opts.world_size)
-
-
-def targets(to: str | None, rank: int, tile: int, opts: ScenarioOptions) -> list[int]:
-    """The ranks whose copy of a lock a signal step writes (``to``)."""
-    ranks = range(opts.world_size)
-    if to in (None, "self"):
-        return [rank]
-    if to == "all":
-        return list(ranks)
-    if to == "others":
-        return [q for q in ranks if q != rank]
-    if to == "owner":
-        return [owner(tile, opts)]
-    raise UnsupportedConstruct(f"to={to!r} cannot be modeled")
+    """The rank that consumes (reduces) a tile (:func:`syncverify.rules.tile_owner`)."""
+    return rules.tile_owner(tile, opts.tiles, opts.world_size, opts.distribution)
 
 
 def lock_loc(lock: str | None, stage: str, rank: int, tile: int) -> str:
-    return f"{lock or 'ready'}{stage}.r{rank}.t{tile}"
+    """The model location of ``rank``'s copy of a lock of ``stage`` for ``tile``."""
+    return f"{lock or 'ready'}{'@' + stage if stage else ''}.r{rank}.t{tile}"
 
+
+def tile_loc(buffer: str, copy: int, tile: int, thread: int, block: int | None = None) -> str:
+    """The model location of one thread's slice of a tile in ``copy``'s ``buffer`` (ghost data)."""
+    return f"{buffer}.r{copy}{'' if block is None else f'.b{block}'}.t{tile}.s{thread}"
+
+
+# ----- turning protocol steps into instructions ------------------------------------------------
 
 class _Builder:
-    """Turns protocol steps into instructions for one CTA thread."""
+    """Turns a role's steps into instructions for one CTA thread."""
 
-    def __init__(self, protocol, opts: ScenarioOptions, needed_locks: set[str] | None) -> None:
-        self.protocol = protocol
+    def __init__(self, protocols: dict[str, object], stage_protocol: dict[str, str], opts: ScenarioOptions,
+                 needed_locks: set[str] | None) -> None:
+        self.protocols = protocols
+        self.stage_protocol = stage_protocol
         self.opts = opts
         self.needed = needed_locks  # None: every lock copy is kept (no slicing)
         self.labels = 0
+        self.epoch = 0
 
     def fresh(self, stem: str) -> str:
         self.labels += 1
         return f"{stem}{self.labels}"
 
-    def signal(self, rank: int, tile: int, thread: int, stage: str) -> list:
+    def env(self) -> dict:
+        return dict(world_size=self.opts.world_size, epoch=self.epoch)
+
+    def role_code(self, role: Role, rank: int, tile: int, thread: int) -> list:
+        """One thread's instructions for ``role`` on ``rank`` and ``tile``, in the role's order."""
+        code: list = []
+        W = self.opts.world_size
+        for step in role.steps:
+            if isinstance(step, Stage):
+                protocol = self.protocols[step.protocol]
+                if step.kind == "signal":
+                    code += self.signal(protocol, rank, tile, thread, step.stage)
+                else:
+                    code += self.wait(protocol, rank, tile, thread, step.stage)
+                continue
+            copies = [rank] if step.copies == "self" else list(range(W))
+            blocks = [None] if not step.block else [rank] if step.block == "self" else list(range(W))
+            for q in copies:
+                for b in blocks:
+                    loc = tile_loc(step.buffer, q, tile, thread, b)
+                    whose = f"rank {q}'s {step.buffer}" + ("" if b is None else f", rank {b}'s block")
+                    if step.kind == "store":
+                        low = lower_tile_store(self.protocols["protocol"])
+                        code.append(Store(loc, self.epoch + 1, ghost=True, label=f"tile store: {whose}"))
+                    else:
+                        low = lower_tile_load(self.protocols["protocol"])
+                        sem = "relaxed" if low.sem == "volatile" else "weak"
+                        code.append(Load(f"r{step.buffer}{q}{'' if b is None else f'b{b}'}", loc, sem,
+                                         low.scope if sem != "weak" else None, ghost=True,
+                                         label=f"tile load: {whose}"))
+        return code
+
+    def signal(self, protocol, rank: int, tile: int, thread: int, stage: str) -> list:
         out: list = []
-        for n, step in enumerate(self.protocol.signal, 1):
-            where = f"signal step {n} ({step.op})"
+        for n, step in enumerate(protocol.signal, 1):
+            where = f"{_stage_name(stage)}signal step {n} ({step.op})"
             for low in lower_step(step):
                 if low.threads == ONE and thread != 0:
                     continue
@@ -153,11 +256,11 @@ class _Builder:
                 elif low.kind == "fence":
                     out.append(Fence(low.sem, low.scope, label=where))
                 elif low.kind in ("st", "atom"):
-                    value = step.value.evaluate(world_size=self.opts.world_size, epoch=self._epoch)
-                    for q in targets(step.to, rank, tile, self.opts):
+                    value = step.value.evaluate(**self.env())
+                    for q in rules.signal_targets(step.to, rank, owner(tile, self.opts), self.opts.world_size):
                         loc = lock_loc(step.lock, stage, q, tile)
                         if self.needed is not None and loc not in self.needed:
-                            continue  # sliced: no consumer in this program polls that copy
+                            continue  # sliced: no waiter in this program polls that copy
                         text = f"{where} -> rank {q}"
                         if low.kind == "st":
                             sem = low.sem if low.sem in ("relaxed", "release") else "weak"
@@ -168,12 +271,12 @@ class _Builder:
                     raise UnsupportedConstruct(f"{where}: the model cannot place a '{low.kind}' in a signal")
         return out
 
-    def wait(self, rank: int, tile: int, thread: int, stage: str) -> list:
+    def wait(self, protocol, rank: int, tile: int, thread: int, stage: str) -> list:
         out: list = []
-        for n, step in enumerate(self.protocol.wait, 1):
-            where = f"wait step {n} ({step.op})"
+        for n, step in enumerate(protocol.wait, 1):
+            where = f"{_stage_name(stage)}wait step {n} ({step.op})"
             lowered = lower_step(step)
-            sources = [rank] if step.from_ in (None, "self") else list(range(self.opts.world_size))
+            sources = rules.wait_sources(step.from_, rank, self.opts.world_size)
             if step.op == "await":
                 poll = lowered[0]
                 for src in sources:
@@ -188,12 +291,12 @@ class _Builder:
                         sem = "relaxed" if poll.sem == "volatile" else poll.sem
                         out.append(Load(reg, loc, sem, poll.scope if sem != "weak" else None, label=text))
                     else:
-                        env = dict(world_size=self.opts.world_size, epoch=self._epoch)
-                        operands = ((step.compare.evaluate(**env), step.value.evaluate(**env)) if poll.op == "cas"
-                                    else (step.value.evaluate(**env),))
+                        operands = ((step.compare.evaluate(**self.env()), step.value.evaluate(**self.env()))
+                                    if poll.op == "cas" else (step.value.evaluate(**self.env()),))
                         out.append(Atomic(poll.op, reg, loc, operands, poll.sem, poll.scope, label=text))
-                    out.extend(self._loop_back(step.until, reg, label))
-                for low in lowered[1:]:  # the bar.sync that broadcasts a one-thread poll
+                    cond, value = rules.loop_back(step.until.op, step.until.target(**self.env()))
+                    out.append(Branch(label, cond, reg, value))
+                for _low in lowered[1:]:  # the bar.sync that broadcasts a one-thread poll
                     out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
                 continue
             for low in lowered:
@@ -204,189 +307,171 @@ class _Builder:
                 elif low.kind == "fence":
                     out.append(Fence(low.sem, low.scope, label=where))
                 elif low.kind == "atom" and step.op == "atomic_cas":
-                    env = dict(world_size=self.opts.world_size, epoch=self._epoch)
                     for src in sources:
                         out.append(Atomic("cas", "rc", lock_loc(step.lock, stage, src, tile),
-                                          (step.compare.evaluate(**env), step.value.evaluate(**env)),
+                                          (step.compare.evaluate(**self.env()), step.value.evaluate(**self.env())),
                                           low.sem, low.scope, label=where))
                 else:
                     raise UnsupportedConstruct(f"{where}: the model cannot place a '{low.kind}' in a wait")
         return out
 
-    def _loop_back(self, until, reg: str, label: str) -> list:
-        target = until.target(world_size=self.opts.world_size, epoch=self._epoch)
-        # Loop back while the exit condition does not hold.
-        back = {"==": ("ne", target), "!=": ("eq", target), ">=": ("lt", target), ">": ("lt", target + 1),
-                "<=": ("ge", target + 1), "<": ("ge", target)}
-        if until.op not in back:
-            raise UnsupportedConstruct(f"until operator {until.op!r}")
-        cond, value = back[until.op]
-        return [Branch(label, cond, reg, value)]
 
-    _epoch = 0
+def _stage_name(stage: str) -> str:
+    return f"{stage} stage: " if stage else ""
 
 
-def build(protocol, opts: ScenarioOptions) -> Scenario:
-    """The program of ``protocol`` in the scenario ``opts`` (validated first)."""
+# ----- building a scenario --------------------------------------------------------------------
+
+def build(protocol, opts: ScenarioOptions, *, push=None) -> Scenario:
+    """The program of ``protocol`` in the scenario ``opts`` (validated first).
+
+    ``push``: all-scatter's push protocol object; by default loaded from ``opts.push``.
+    """
     opts = opts.validated(protocol)
-    if opts.scenario == "all-reduce":
-        return _all_reduce(protocol, opts)
-    return _all_scatter(protocol, opts)
+    protocols = {"protocol": protocol}
+    if "push" in stages(opts.scenario).values():
+        if push is None:
+            from syncverify.protocols.registry import load_protocol
+
+            push = load_protocol(opts.push)
+        protocols["push"] = push
+    return _Program(protocols, opts).build()
 
 
-def _tiles(opts: ScenarioOptions) -> list[int]:
-    return [0] if opts.symmetry else list(range(opts.tiles))
+class _Program:
+    """Instantiates a scenario's roles for every epoch, tile and rank the reductions keep."""
+
+    def __init__(self, protocols: dict[str, object], opts: ScenarioOptions) -> None:
+        self.protocols, self.opts = protocols, opts
+        self.roles = ROLES[opts.scenario]
+        self.stage_protocol = stages(opts.scenario)
+        self.tiles = [0] if opts.symmetry else list(range(opts.tiles))
+        self.threads: list[Thread] = []
+        self.info: list[ThreadInfo] = []
+        self.units: dict[int, list[int]] = {}
+        self.ctas: dict[tuple[int, str], int] = {}
+
+    def ranks_of(self, role: Role, tile: int) -> list[int]:
+        """The ranks whose CTA of ``role`` handles ``tile`` in the built program."""
+        W, opts = self.opts.world_size, self.opts
+        if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
+            return [owner(tile, opts)]
+        if role.name == "receiver" and opts.symmetry:
+            return [0]  # every receiver is a renaming of rank 0's
+        return list(range(W))
+
+    def checked_rank(self, tile: int) -> int | None:
+        """The rank whose reads the other ranks are symmetric around (None: no symmetry group)."""
+        if not self.opts.symmetry or len(self.tiles) != 1:
+            return None
+        if self.opts.scenario == "all-reduce":
+            return owner(tile, self.opts) if self.opts.production == "every-rank" else None
+        return 0
+
+    def polled(self) -> set[str] | None:
+        """Every lock copy some waiter of the built program polls or CASes (for slicing)."""
+        if not self.opts.symmetry:
+            return None
+        out: set[str] = set()
+        for role in self.roles:
+            for step in role.steps:
+                if isinstance(step, Stage) and step.kind == "wait":
+                    for s in self.protocols[step.protocol].wait:
+                        if s.op not in ("await", "atomic_cas"):
+                            continue
+                        for t in self.tiles:
+                            for r in self.ranks_of(role, t):
+                                for src in rules.wait_sources(s.from_, r, self.opts.world_size):
+                                    out.add(lock_loc(s.lock, step.stage, src, t))
+        return out
+
+    def cta(self, rank: int, name: str, epoch: int) -> int:
+        """One number per CTA of the program, in order of first use. Each epoch is a launch of its
+        own, so its CTAs are new ones (a CTA barrier never spans two launches)."""
+        return self.ctas.setdefault((rank, f"{name} epoch {epoch}"), len(self.ctas))
+
+    def build(self) -> Scenario:
+        opts = self.opts
+        builder = _Builder(self.protocols, self.stage_protocol, opts, self.polled())
+        for epoch in range(opts.epochs):
+            builder.epoch = epoch
+            for t in self.tiles:
+                checked = self.checked_rank(t)
+                for role in self.roles:
+                    for r in self.ranks_of(role, t):
+                        unit = r if checked is not None and r != checked and role.runs_on != "owner" else None
+                        for i in range(opts.threads_per_cta):
+                            code = builder.role_code(role, r, t, i)
+                            name = f"rank {r} {role.name} tile {t} epoch {epoch} thread {i}"
+                            self.threads.append(Thread(f"P{len(self.threads)}", r, self.cta(r, f"{role.name}{t}", epoch),
+                                                       tuple(code), name, f"e{epoch}"))
+                            self.info.append(ThreadInfo(r, f"{role.name} of tile {t}", i, name, epoch))
+                            if unit is not None:
+                                self.units.setdefault(unit, []).append(len(self.threads) - 1)
+        return self.finish()
+
+    def finish(self) -> Scenario:
+        """Add the host's lock resets between epochs and the rank symmetry group; build the Scenario."""
+        opts = self.opts
+        policies = {stage: (opts.reset if which == "protocol"
+                            else rules.reset_policy(self.protocols[which].reset))
+                    for stage, which in self.stage_protocol.items()}
+        lock_locs = sorted({ins.loc for th in self.threads for ins in th.instructions
+                            if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
+        host_order, resets = _resets(opts.epochs, lock_locs, policies)
+        for rank, locs, phase, epoch in resets:
+            code = tuple(Store(loc, 0, label="host reset (memset)") for loc in locs)
+            self.threads.append(Thread(f"P{len(self.threads)}", rank, self.cta(rank, f"reset-{phase}", epoch), code,
+                                       f"host reset of rank {rank}'s locks after epoch {epoch}", phase))
+            self.info.append(ThreadInfo(rank, "host reset", 0, f"host reset after epoch {epoch}", None))
+        symmetry = ()
+        if len(self.units) > 1:
+            symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
+        protocol = self.protocols["protocol"]
+        program = Program(f"{protocol.name}/{opts.scenario}/W{opts.world_size}", tuple(self.threads),
+                          host_order=host_order, symmetry=symmetry, observed_registers=frozenset())
+        return Scenario(program, opts, protocol, self.info, _notes(opts, symmetry, self.protocols),
+                        self.protocols.get("push"))
 
 
-def _cta_numbering(builder: "_Builder"):
-    """``cta(rank, name)``: one number per CTA of the program, in order of first use. Each epoch is
-    a launch of its own, so its CTAs are new ones (a CTA barrier never spans two launches)."""
-    ids: dict[tuple[int, str], int] = {}
-
-    def cta(rank: int, name: str) -> int:
-        return ids.setdefault((rank, f"{name} epoch {builder._epoch}"), len(ids))
-
-    return cta
+def _stage_of(loc: str) -> str:
+    head = loc.split(".r")[0]
+    return head.split("@", 1)[1] if "@" in head else ""
 
 
-def _all_reduce(protocol, opts: ScenarioOptions) -> Scenario:
-    W, n = opts.world_size, opts.threads_per_cta
-    tiles = _tiles(opts)
-    consumers = {t: owner(t, opts) for t in tiles}
-    polled = {lock_loc(s.lock, "", src, t) for t, c in consumers.items() for s in protocol.wait
-              if s.op in ("await", "atomic_cas")
-              for src in ([c] if s.from_ in (None, "self") else range(W))}
-    builder = _Builder(protocol, opts, polled if opts.symmetry else None)
-    threads: list[Thread] = []
-    info: list[ThreadInfo] = []
-    units: dict[int, list[int]] = {}
-    cta = _cta_numbering(builder)
+def _resets(epochs: int, lock_locs: list[str], policies: dict[str, str]) -> tuple[tuple, list]:
+    """Host order between epochs and the host reset threads each stage's policy adds.
 
-    for epoch in range(opts.epochs):
-        builder._epoch = epoch
-        for t in tiles:
-            producers = range(W) if opts.production == "every-rank" else [owner(t, opts)]
-            for q in producers:
-                for i in range(n):
-                    code = [Store(f"data.r{q}.t{t}.s{i}", epoch + 1, ghost=True, label="tile store")]
-                    code += builder.signal(q, t, i, "")
-                    role = f"rank {q} producer tile {t} epoch {epoch} thread {i}"
-                    threads.append(Thread(f"P{len(threads)}", q, cta(q, f"prod{t}"), tuple(code), role, f"e{epoch}"))
-                    info.append(ThreadInfo(q, f"producer of tile {t}", i, role, epoch))
-                    if q != consumers[t] and len(tiles) == 1:
-                        units.setdefault(q, []).append(len(threads) - 1)
-            c = consumers[t]
-            for i in range(n):
-                code = builder.wait(c, t, i, "")
-                for q in range(W):
-                    code.append(Load(f"rd{q}", f"data.r{q}.t{t}.s{i}", "relaxed" if protocol.tile_load.volatile else "weak",
-                                     "sys" if protocol.tile_load.volatile else None, ghost=True,
-                                     label=f"tile load: rank {q}'s partial"))
-                role = f"rank {c} consumer tile {t} epoch {epoch} thread {i}"
-                threads.append(Thread(f"P{len(threads)}", c, cta(c, f"cons{t}"), tuple(code), role, f"e{epoch}"))
-                info.append(ThreadInfo(c, f"consumer of tile {t}", i, role, epoch))
-    return _finish(protocol, opts, threads, info, cta, units if opts.production == "every-rank" else {})
-
-
-def _all_scatter(protocol, opts: ScenarioOptions) -> Scenario:
-    W, n = opts.world_size, opts.threads_per_cta
-    tiles = _tiles(opts)
-    receivers = [0] if opts.symmetry else list(range(W))
-    polled: set[str] = set()
-    for t in tiles:
-        for s in (s for s in protocol.wait if s.op in ("await", "atomic_cas")):
-            for r in range(W):
-                for src in ([r] if s.from_ in (None, "self") else range(W)):
-                    polled.add(lock_loc(s.lock, "@pub", src, t))
-            for c in receivers:
-                for src in ([c] if s.from_ in (None, "self") else range(W)):
-                    polled.add(lock_loc(s.lock, "@push", src, t))
-    builder = _Builder(protocol, opts, polled if opts.symmetry else None)
-    threads: list[Thread] = []
-    info: list[ThreadInfo] = []
-    units: dict[int, list[int]] = {}
-    cta = _cta_numbering(builder)
-
-    def add(rank: int, cta_name: str, i: int, code: list, role: str, epoch: int, unit: int | None) -> None:
-        threads.append(Thread(f"P{len(threads)}", rank, cta(rank, cta_name), tuple(code), role, f"e{epoch}"))
-        info.append(ThreadInfo(rank, cta_name, i, role, epoch))
-        if unit is not None:
-            units.setdefault(unit, []).append(len(threads) - 1)
-
-    for epoch in range(opts.epochs):
-        builder._epoch = epoch
-        for t in tiles:
-            for r in range(W):
-                unit = r if (len(tiles) == 1 and len(receivers) == 1 and r != receivers[0]) else None
-                for i in range(n):
-                    code = [Store(f"C.r{r}.t{t}.s{i}", epoch + 1, ghost=True, label="tile store (GEMM)")]
-                    code += builder.signal(r, t, i, "@pub")
-                    add(r, f"gemm{t}", i, code, f"rank {r} GEMM CTA tile {t} epoch {epoch} thread {i}", epoch, unit)
-                for i in range(n):
-                    code = builder.wait(r, t, i, "@pub")
-                    code.append(Load("rt", f"C.r{r}.t{t}.s{i}", "relaxed" if protocol.tile_load.volatile else "weak",
-                                     "sys" if protocol.tile_load.volatile else None, ghost=True,
-                                     label="tile load (comm CTA)"))
-                    for p in range(W):
-                        if p != r:
-                            code.append(Store(f"C.r{p}.from{r}.t{t}.s{i}", epoch + 1, ghost=True,
-                                              label=f"push tile to rank {p}"))
-                    code += builder.signal(r, t, i, "@push")
-                    add(r, f"comm{t}", i, code, f"rank {r} comm CTA tile {t} epoch {epoch} thread {i}", epoch, unit)
-            for c in receivers:
-                for i in range(n):
-                    code = builder.wait(c, t, i, "@push")
-                    for q in range(W):
-                        if q != c:
-                            code.append(Load(f"rp{q}", f"C.r{c}.from{q}.t{t}.s{i}", "weak", None, ghost=True,
-                                             label=f"read tile pushed by rank {q}"))
-                    add(c, f"recv{t}", i, code, f"rank {c} receiver tile {t} epoch {epoch} thread {i}", epoch, None)
-    return _finish(protocol, opts, threads, info, cta, units)
-
-
-def _finish(protocol, opts: ScenarioOptions, threads: list[Thread], info: list[ThreadInfo], cta,
-            units: dict[int, list[int]]) -> Scenario:
-    """Add the host's lock resets between epochs and the rank symmetry group; build the Scenario."""
-    lock_locs = sorted({ins.loc for th in threads for ins in th.instructions
-                        if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
-    host_order, resets = _resets(opts, lock_locs)
-    for rank, locs, phase, epoch in resets:
-        code = tuple(Store(loc, 0, label="host reset (memset)") for loc in locs)
-        threads.append(Thread(f"P{len(threads)}", rank, cta(rank, f"reset{epoch}"), code,
-                              f"host reset of rank {rank}'s locks after epoch {epoch}", phase))
-        info.append(ThreadInfo(rank, "host reset", 0, f"host reset after epoch {epoch}", None))
-    symmetry = ()
-    if opts.symmetry and len(units) > 1:
-        symmetry = (tuple(tuple(u) for _q, u in sorted(units.items())),)
-    program = Program(f"{protocol.name}/{opts.scenario}/W{opts.world_size}", tuple(threads),
-                      host_order=host_order, symmetry=symmetry, observed_registers=frozenset())
-    return Scenario(program, opts, protocol, info, _notes(opts, symmetry))
-
-
-def _resets(opts: ScenarioOptions, lock_locs: list[str]) -> tuple[tuple, list]:
-    """Host order between epochs and the host reset threads the policy adds."""
+    Launches are always host-ordered (``e{k}`` before ``e{k+1}``); a ``host-between-barriers``
+    reset runs between them (phase ``reset{k}``), a ``host-racing`` one after launch ``k`` but
+    unordered with launch ``k+1`` (phase ``racing{k}``, or ``reset{k}`` when it is the only one).
+    """
     order: list[tuple[str, str]] = []
     resets = []
-    for e in range(opts.epochs - 1):
-        if opts.reset == "none":
-            order.append((f"e{e}", f"e{e + 1}"))
-            continue
-        by_rank: dict[int, list[str]] = {}
-        for loc in lock_locs:
-            rank = int(loc.split(".r")[1].split(".")[0])
-            by_rank.setdefault(rank, []).append(loc)
-        for rank, locs in sorted(by_rank.items()):
-            resets.append((rank, locs, f"reset{e}", e))
-        order.append((f"e{e}", f"reset{e}"))
-        if opts.reset == "host-between-barriers":
-            order.append((f"reset{e}", f"e{e + 1}"))
-        else:  # host-racing: the clear is on another stream, unordered with the next launch
-            order.append((f"e{e}", f"e{e + 1}"))
+    used = {policies.get(_stage_of(loc), "none") for loc in lock_locs} - {"none"}
+    for e in range(epochs - 1):
+        order.append((f"e{e}", f"e{e + 1}"))
+        for policy in ("host-between-barriers", "host-racing"):
+            if policy not in used:
+                continue
+            phase = f"reset{e}" if policy == "host-between-barriers" or len(used) == 1 else f"racing{e}"
+            by_rank: dict[int, list[str]] = {}
+            for loc in lock_locs:
+                if policies.get(_stage_of(loc), "none") == policy:
+                    by_rank.setdefault(int(loc.split(".r")[1].split(".")[0]), []).append(loc)
+            for rank, locs in sorted(by_rank.items()):
+                resets.append((rank, locs, phase, e))
+            order.append((f"e{e}", phase))
+            if policy == "host-between-barriers":
+                order.append((phase, f"e{e + 1}"))
     return tuple(order), resets
 
 
-def _notes(opts: ScenarioOptions, symmetry: tuple) -> list[str]:
+def _notes(opts: ScenarioOptions, symmetry: tuple, protocols: dict[str, object]) -> list[str]:
     notes = []
+    if "push" in protocols:
+        notes.append(f"push stage: protocol {protocols['push'].name} (each rank's comm CTA pushes to every rank's "
+                     f"receiver); --push chooses another")
     if opts.symmetry and opts.tiles > 1:
         notes.append(f"tiles: {opts.tiles} tiles are renamings of tile 0 (disjoint locks and data); tile 0 is checked")
     if opts.symmetry and opts.tiles > 1 and opts.production == "owner-only":

@@ -127,9 +127,9 @@ def test_a_hang_is_explained_by_the_spinning_thread_not_the_one_it_blocks():
 
 def test_a_flag_to_self_cannot_tell_a_peer_about_a_push():
     """A barrier + release xchg to its own copy + acquire CAS poll (whose broadcast bar.sync orders
-    every thread) is safe for the one-GPU publish stage; in all-scatter the receiver polls its own
-    copy, which only its own comm CTA writes, so the peer's push is unordered: every violation
-    is on the pushed copies (``C.rX.fromY``)."""
+    every thread) is safe for the one-GPU publish stage; used as the *push* protocol, the receiver
+    polls its own copy, which only its own comm CTA writes, so a peer's push is unordered: every
+    violation is on the pushed copies (``out.rX.bY``), none on the published tile (``local``)."""
     from syncverify.protocols import protocol_from_dict
 
     protocol = protocol_from_dict({
@@ -139,11 +139,14 @@ def test_a_flag_to_self_cannot_tell_a_peer_about_a_push():
         "wait": [{"op": "await", "read": "atomic_cas", "compare": 1, "value": 1, "sem": "acquire",
                   "scope": "sys", "until": "== 1"}],
     })
-    result = check(build(protocol, ScenarioOptions(scenario="all-scatter", world_size=2)))
-    assert set(result.violations) == {"race", "unwritten-read"}
-    for violation in result.violations.values():
-        locations = {row["location"] for row in violation.trace(result.scenario) if row["offending"]}
-        assert locations and all(".from" in loc for loc in locations), locations
+    as_publish = check(build(protocol, ScenarioOptions(scenario="all-scatter", world_size=2)))
+    assert as_publish.safe is True
+    as_push = check(build(load_protocol("epoch-flag"), ScenarioOptions(scenario="all-scatter", world_size=2),
+                          push=protocol))
+    assert set(as_push.violations) == {"race", "unwritten-read"}
+    for violation in as_push.violations.values():
+        locations = {row["location"] for row in violation.trace(as_push.scenario) if row["offending"]}
+        assert locations and all(loc.startswith("out.") for loc in locations), locations
 
 
 # Two epochs: whether the locks carry over (the reset policy) decides stale reads.

@@ -1,0 +1,147 @@
+"""The rules a protocol follows inside a scenario, each stated once, for the model and the kernels.
+
+Whatever both sides must agree on lives here and nowhere else: whose lock copy a signal writes
+(``to``), whose copy a wait polls (``from``), when a poll loop exits (``until``), who resets locks
+between launches, which rank owns a tile, and how many ranks each side can handle. The model
+(:mod:`syncverify.scenarios`) calls these functions to build its program; the kernels
+(:mod:`syncverify.kernels`) take the same answers as compile-time flags (:func:`to_flags`,
+:func:`from_flags`) or as host-computed tables (:func:`owner_table`), and the drift test
+(``tests/test_drift.py``) fails when what they execute differs from the model's program.
+
+Pure Python: no torch, no triton.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+from typing import Callable
+
+# ----- ranks ---------------------------------------------------------------------------------
+
+#: The model builds one program over symbolic ranks; past 64 nobody can wait for the answer.
+MODEL_MAX_WORLD = 64
+#: The kernels unroll per-rank loops (``tl.static_range(WORLD)``) and keep rank bitmasks in int32
+#: validation fields: 8 ranks is what one node of GPUs has and what the unrolling stays small for.
+KERNEL_MAX_WORLD = 8
+
+
+# ----- to: whose lock copy a signal write goes to ---------------------------------------------
+
+@dataclass(frozen=True)
+class Targets:
+    """Which ranks' copies a signal writes, relative to the signalling rank: its own, every other
+    rank's, or the copy of the rank that consumes the tile (``owner``). ``all`` and ``others``
+    write one copy per rank, in rank order."""
+
+    own: bool
+    others: bool
+    owner: bool
+
+
+TO: dict[str, Targets] = {
+    "self": Targets(own=True, others=False, owner=False),
+    "others": Targets(own=False, others=True, owner=False),
+    "all": Targets(own=True, others=True, owner=False),
+    "owner": Targets(own=False, others=False, owner=True),
+}
+
+
+def signal_targets(to: str | None, rank: int, owner: int, world_size: int) -> list[int]:
+    """The ranks whose copy of a lock a signal step writes, in the order it writes them.
+
+    >>> signal_targets("others", 1, 0, 3), signal_targets("owner", 2, 0, 3)
+    ([0, 2], [0])
+    """
+    t = TO[to or "self"]
+    if t.owner:
+        return [owner]
+    return [d for d in range(world_size) if (d == rank and t.own) or (d != rank and t.others)]
+
+
+def to_flags(to: str | None) -> tuple[bool, bool, bool]:
+    """``(own, others, owner)`` for a kernel's compile-time branches (the same table)."""
+    t = TO[to or "self"]
+    return (t.own, t.others, t.owner)
+
+
+# ----- from: whose lock copy a wait polls ----------------------------------------------------
+
+#: ``self``: the waiting rank's own copy; ``each``: every rank's copy, in rank order.
+FROM: tuple[str, ...] = ("self", "each")
+
+
+def wait_sources(from_: str | None, rank: int, world_size: int) -> list[int]:
+    """The ranks whose copy of a lock a wait step polls (or CASes), in order."""
+    if (from_ or "self") == "self":
+        return [rank]
+    return list(range(world_size))
+
+
+def from_flags(from_: str | None) -> bool:
+    """Whether a kernel's wait step loops over every rank's copy (``each``)."""
+    return (from_ or "self") == "each"
+
+
+# ----- until: when a poll loop exits ---------------------------------------------------------
+
+UNTIL_OPS: dict[str, Callable[[int, int], bool]] = {
+    "==": operator.eq, "!=": operator.ne, ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt,
+}
+
+
+def until_holds(op: str, observed: int, target: int) -> bool:
+    """Whether a poll that read ``observed`` leaves its loop: ``observed OP target``."""
+    return UNTIL_OPS[op](observed, target)
+
+
+def loop_back(op: str, target: int) -> tuple[str, int]:
+    """The branch ``(condition, value)`` that repeats a poll while ``observed OP target`` fails,
+    with conditions ``eq ne lt ge`` on integers (the model's :class:`~syncverify.program.Branch`)."""
+    return {"==": ("ne", target), "!=": ("eq", target), ">=": ("lt", target), ">": ("lt", target + 1),
+            "<=": ("ge", target + 1), "<": ("ge", target)}[op]
+
+
+# ----- resets between launches ---------------------------------------------------------------
+
+#: What the host does to a protocol's locks between two launches:
+#: ``none``: nothing, locks carry over; ``host-between-barriers``: zeroes them between two host
+#: barriers (seed 001's fix: every rank's launch is ordered after the zeroing);
+#: ``host-racing``: zeroes them on another stream, unordered with the next launch (seed 001's bug).
+RESET_POLICIES: tuple[str, ...] = ("none", "host-between-barriers", "host-racing")
+
+#: A protocol's own ``reset`` field -> its default policy.
+PROTOCOL_RESET: dict[str, str] = {"host": "host-between-barriers", "consumer": "none", "none": "none"}
+
+
+def reset_policy(protocol_reset: str, override: str | None = None) -> str:
+    """The reset policy for a protocol's locks: ``override`` if given, else its own field's."""
+    return override if override is not None else PROTOCOL_RESET[protocol_reset]
+
+
+# ----- tiles: who owns (consumes, reduces) which ---------------------------------------------
+
+#: ``striding``: tile ``t`` belongs to rank ``t % W``; ``block``: contiguous ranges of ``ceil(T / W)``.
+DISTRIBUTIONS: tuple[str, ...] = ("striding", "block")
+
+
+def tile_owner(tile: int, tiles: int, world_size: int, distribution: str) -> int:
+    """The rank that consumes ``tile`` of ``tiles``.
+
+    >>> [tile_owner(t, 5, 2, "striding") for t in range(5)], [tile_owner(t, 5, 2, "block") for t in range(5)]
+    ([0, 1, 0, 1, 0], [0, 0, 0, 1, 1])
+    """
+    if distribution == "striding":
+        return tile % world_size
+    return tile // math.ceil(tiles / world_size)
+
+
+def owner_table(tiles: int, world_size: int, distribution: str) -> list[int]:
+    """:func:`tile_owner` of every tile: the table the kernels read (one rule, host-computed)."""
+    return [tile_owner(t, tiles, world_size, distribution) for t in range(tiles)]
+
+
+def owned_tiles(rank: int, tiles: int, world_size: int, distribution: str) -> list[int]:
+    """The tiles ``rank`` owns, in increasing order."""
+    return [t for t in range(tiles) if tile_owner(t, tiles, world_size, distribution) == rank]
