@@ -12,7 +12,8 @@ from importlib import resources
 
 from syncverify.errors import ProtocolError
 
-from syncverify.protocols.schema import Protocol, parse_protocol
+from syncverify.protocols.loader import parse_protocol
+from syncverify.protocols.model import Protocol
 
 __all__ = ["builtin_names", "builtin_protocols", "load_protocol"]
 
