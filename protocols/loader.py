@@ -33,6 +33,7 @@ Decisions made here (each one is repeated in ``docs/protocols.md``):
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from dataclasses import replace
@@ -43,7 +44,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from syncverify.choices import did_you_mean
+from syncverify.choices import did_you_mean, one_of
 from syncverify.errors import ProtocolError
 from syncverify.protocols.expressions import Invalid, parse_expr_field, parse_until_field
 from syncverify.protocols.model import Protocol, Step, TileLoad, TileStore
@@ -106,12 +107,13 @@ _TOML_POS_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*\Z")
 _TOML_END_RE = re.compile(r"\s*\(at end of document\)\s*\Z")
 
 
-def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> str:
-    if not isinstance(value, str):
-        raise Invalid(f"{name}={value!r} must be a string, one of {_quoted(allowed)}", key=name)
-    if value not in allowed:
-        raise Invalid(f"{name}={value!r} is not one of {_quoted(allowed)}", key=name)
-    return value
+def _one_of(name: str, value: object, allowed: tuple[str, ...], *, key: str | None = None) -> str:
+    """:func:`syncverify.choices.one_of`, raising :class:`Invalid` tied to the field's line.
+
+    ``key`` is the field whose line a message points at, when it is not ``name`` itself
+    (``tile_store.cache`` is found on the ``tile_store`` line).
+    """
+    return one_of(name, value, allowed, error=functools.partial(Invalid, key=key or name))
 
 
 def _quoted(names: tuple[str, ...] | list[str]) -> str:
@@ -209,7 +211,7 @@ def parse_protocol(text: str, *, path: str = "<string>") -> Protocol:
     ... ''', path="tiny.toml")
     Traceback (most recent call last):
     ...
-    syncverify.errors.ProtocolError: tiny.toml:5: reset='hostt' is not one of 'host', 'consumer', 'none'
+    syncverify.errors.ProtocolError: tiny.toml:5: reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?)
     """
     if not isinstance(text, str):
         raise ProtocolError(f"{path}: expected the protocol's TOML text, got {type(text).__name__}")
@@ -283,10 +285,7 @@ def _build_checked(data: Mapping[str, Any], path: str, lines: _Lines) -> Protoco
     notes = _text(data, "notes", required=False)
     reset = _one_of("reset", data.get("reset", "host"), RESETS)
     cache = _table(data, "tile_store", TILE_STORE_FIELDS).get("cache", "")
-    try:
-        tile_store = TileStore(_one_of("tile_store.cache", cache, STORE_CACHES))
-    except Invalid as error:
-        raise Invalid(error.message, key="tile_store") from None
+    tile_store = TileStore(_one_of("tile_store.cache", cache, STORE_CACHES, key="tile_store"))
     volatile = _table(data, "tile_load", TILE_LOAD_FIELDS).get("volatile", False)
     if not isinstance(volatile, bool):
         raise Invalid(f"tile_load.volatile={volatile!r} must be true or false", key="tile_load")
