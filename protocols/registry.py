@@ -5,14 +5,15 @@ A built-in's name is its file's stem, and the ``name`` inside the file must matc
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 from importlib import resources
 
+from syncverify.choices import did_you_mean
 from syncverify.errors import ProtocolError
 
-from syncverify.protocols.schema import Protocol, parse_protocol
+from syncverify.protocols.loader import parse_protocol
+from syncverify.protocols.model import Protocol
 
 __all__ = ["builtin_names", "builtin_protocols", "load_protocol"]
 
@@ -100,10 +101,9 @@ def load_protocol(name_or_path: str | os.PathLike[str]) -> Protocol:
     if _looks_like_path(name_or_path):
         return _load_file(name_or_path)
     names = builtin_names()
-    close = difflib.get_close_matches(name_or_path, names, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ProtocolError(
-        f"unknown protocol {name_or_path!r}{hint}; built-in protocols are {', '.join(names)}, "
+        f"unknown protocol {name_or_path!r}{did_you_mean(name_or_path, names)}; "
+        f"built-in protocols are {', '.join(names)}, "
         f"or give a path to a .toml file"
     )
 

@@ -1,7 +1,7 @@
 """Properties of the checker's verdicts over generated protocols (all-reduce, world size 2, 1 tile,
 1 epoch, 2 threads per CTA).
 
-Protocols are drawn as the plain data a TOML file holds (``syncverify.protocols.schema``'s layout) and built
+Protocols are drawn as the plain data a TOML file holds (the layout ``syncverify.protocols.loader`` reads) and built
 with :func:`syncverify.protocols.protocol_from_dict`, two ways: freely (a signal list of 1-3 steps: barrier,
 fence, store, atomic_xchg, atomic_add, at least one of them writing the lock; a wait list of one
 ``await``, read by load, volatile_load, atomic_cas or atomic_add, and possibly a fence, barrier or
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from tests.limits import LimitBudget
 
 from syncverify.protocols import Protocol, load_protocol, protocol_from_dict
-from syncverify.protocols.schema import (
+from syncverify.protocols.loader import (
     ATOMIC_SEMS,
     FENCE_SEMS,
     LOAD_CACHES,

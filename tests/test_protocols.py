@@ -12,8 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import syncverify.choices
+import syncverify.protocols.expressions
+import syncverify.protocols.loader
+import syncverify.protocols.model
 import syncverify.protocols.registry
-import syncverify.protocols.schema
 from syncverify.protocols import (
     Protocol,
     builtin_names,
@@ -24,7 +27,7 @@ from syncverify.protocols import (
     parse_until,
     protocol_from_dict,
 )
-from syncverify.protocols.schema import SIGNAL_OPS, WAIT_OPS
+from syncverify.protocols.loader import SIGNAL_OPS, WAIT_OPS
 from syncverify.errors import ProtocolError, SyncVerifyError
 
 if sys.version_info >= (3, 11):
@@ -317,6 +320,79 @@ def test_bad_enum_value_lists_the_allowed_ones():
     assert message.startswith(f"{PATH}:4: tile_store.cache='.xx' is not one of '', '.wt', '.cg', '.cs'")
 
 
+def test_bad_enum_value_in_a_file_keeps_file_and_line_and_suggests_the_closest():
+    message = error_of(edit('scope = "sys"\nto', 'scope = "gpuu"\nto'))
+    assert message == (
+        f"{PATH}:17: signal step 3: scope='gpuu' is not one of 'cta', 'gpu', 'sys' (did you mean 'gpu'?)"
+    )
+    message = error_of(edit("tile_store = { cache = \".wt\" }", "tile_store = { cache = \".wtt\" }"))
+    assert message == (
+        f"{PATH}:4: tile_store.cache='.wtt' is not one of '', '.wt', '.cg', '.cs' (did you mean '.wt'?)"
+    )
+    message = error_of(edit("tile_store", 'reset = "hostt"\ntile_store'))
+    assert message == f"{PATH}:4: reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?)"
+
+
+def test_enum_value_that_is_not_a_string_is_told_so():
+    message = error_of(edit('scope = "sys"\nto', "scope = 3\nto"))
+    assert message == f"{PATH}:17: signal step 3: scope=3 must be a string, one of 'cta', 'gpu', 'sys'"
+
+
+# ----- syncverify.choices: the one allowed-value check -------------------------------------------
+
+RESET_NAMES = ("host", "consumer", "none")
+
+
+def _choice_error(value: object, **where: str) -> str:
+    with pytest.raises(ValueError) as caught:
+        syncverify.choices.one_of("reset", value, RESET_NAMES, error=ValueError, **where)
+    return str(caught.value)
+
+
+def test_one_of_returns_an_allowed_value():
+    assert syncverify.choices.one_of("reset", "none", RESET_NAMES, error=ValueError) == "none"
+
+
+def test_one_of_suggests_the_closest_name_when_one_is_close():
+    assert _choice_error("hostt") == (
+        "reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?)"
+    )
+
+
+def test_one_of_suggests_nothing_when_no_name_is_close():
+    assert _choice_error("sometimes") == "reset='sometimes' is not one of 'host', 'consumer', 'none'"
+
+
+def test_one_of_refuses_a_non_string_saying_it_must_be_a_string():
+    assert _choice_error(None) == "reset=None must be a string, one of 'host', 'consumer', 'none'"
+    assert _choice_error(["host"]) == "reset=['host'] must be a string, one of 'host', 'consumer', 'none'"
+
+
+def test_one_of_appends_where_the_value_came_from():
+    assert _choice_error("hostt", where="my.toml, step 3") == (
+        "reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?) (my.toml, step 3)"
+    )
+
+
+def test_one_of_raises_the_callers_exception():
+    with pytest.raises(ProtocolError, match=r"^--reset='nne' is not one of .* \(did you mean 'none'\?\)$"):
+        syncverify.choices.one_of("--reset", "nne", RESET_NAMES, error=ProtocolError)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.text(max_size=12), st.integers(), st.none(), st.lists(st.text(max_size=3))))
+def test_one_of_accepts_exactly_the_allowed_names_and_refuses_in_one_line(value):
+    try:
+        syncverify.choices.one_of("reset", value, RESET_NAMES, error=ValueError)
+    except ValueError as error:
+        assert value not in RESET_NAMES
+        assert str(error).startswith(f"reset={value!r} ")
+        suggestion = re.search(r" \(did you mean '([^']*)'\?\)$", str(error))
+        assert suggestion is None or suggestion.group(1) in RESET_NAMES
+    else:
+        assert value in RESET_NAMES
+
+
 def test_until_that_does_not_parse():
     message = error_of(edit('">= world_size"', '"=> world_size"'))
     assert message.startswith(f"{PATH}:27: wait step 1: until='=> world_size' must start with one of")
@@ -387,7 +463,13 @@ def test_every_error_is_a_syncverify_error():
 
 
 def test_doctests_pass():
-    for module in (syncverify.protocols.schema, syncverify.protocols.registry):
+    for module in (
+        syncverify.protocols.expressions,
+        syncverify.protocols.model,
+        syncverify.protocols.loader,
+        syncverify.protocols.registry,
+        syncverify.choices,
+    ):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -487,7 +569,8 @@ def test_every_field_and_allowed_value_of_the_schema_is_in_the_format_doc():
     schema accepts appears in it, in backticks."""
     from pathlib import Path
 
-    s = syncverify.protocols.schema
+    s = syncverify.protocols.loader
+    e = syncverify.protocols.expressions
     doc = (Path(__file__).resolve().parent.parent / "docs" / "protocols.md").read_text(encoding="utf-8")
     spans = re.findall(r"`([^`\n]+)`", doc.replace("```", ""))  # code spans; fences dropped
     words = {w for span in spans for w in re.findall(r"[A-Za-z_.][A-Za-z0-9_.]*|[=!<>]=?", span)}
@@ -498,7 +581,7 @@ def test_every_field_and_allowed_value_of_the_schema_is_in_the_format_doc():
         "signal ops": s.SIGNAL_OPS, "wait ops": s.WAIT_OPS, "reads": s.READS, "resets": s.RESETS,
         "scopes": s.SCOPES, "fence sems": s.FENCE_SEMS, "store sems": s.STORE_SEMS,
         "atomic sems": s.ATOMIC_SEMS, "read sems": s.READ_SEMS, "targets": s.TARGETS,
-        "sources": s.SOURCES, "comparisons": s.COMPARISONS, "variables": s.VARIABLES,
+        "sources": s.SOURCES, "comparisons": e.COMPARISONS, "variables": e.VARIABLES,
         "store caches": tuple(c for c in s.STORE_CACHES if c),
         "load caches": tuple(c for c in s.LOAD_CACHES if c),
     }

@@ -1,0 +1,507 @@
+"""Reading a protocol file: TOML in, a validated :class:`~syncverify.protocols.model.Protocol` out.
+
+This module checks everything the format allows and says where a problem is. The format is
+documented in one place, ``docs/protocols.md``; this module, with
+:mod:`syncverify.protocols.expressions` (``value``, ``compare``, ``until``) and
+:mod:`syncverify.protocols.model` (the classes it builds), is its implementation.
+
+Decisions made here (each one is repeated in ``docs/protocols.md``):
+
+* Defaults mirror Triton where Triton has one: an atomic without ``sem``/``scope`` is
+  ``acq_rel``/``gpu`` (``tl.atomic_*`` defaults), a store without ``sem`` is a plain weak
+  ``tl.store``. Fences have no Triton default (``tl.atomic_fence`` does not exist in triton 3.6),
+  so a fence must name both ``sem`` and ``scope``.
+* An ``await`` whose ``read`` is ``atomic_cas`` is a real CAS on every poll: it writes ``value``
+  whenever the value it reads equals ``compare`` (PTX ISA, ``atom.cas``), whether or not the loop
+  then exits. ``compare = 0, value = 0`` is the read-only idiom; ``compare = world_size - 1,
+  value = 0`` both polls and resets (seed 000, first attempt).
+* ``reset`` says who returns locks to zero between epochs (iterations, counted from 0): the host
+  (every epoch starts from zeroed locks), the consumer (only the protocol's own wait-side writes
+  reset; ``parse_protocol`` checks there is one), or nobody (locks carry over; the ``until``
+  target has to grow with ``epoch``).
+* ``from = "each"`` (poll every rank's copy of a lock, one poll loop per rank, in rank order) is
+  supported but none of the seeds needs it: in both seeds the producers write into the
+  consumer's copy and the consumer polls its own (``from = "self"``, the default).
+* Locks are named (``lock``, default ``"ready"``) because seed 000's original kernel used two
+  lock arrays: ``locks`` for the local tile and ``tile_ready`` for the remote ones. A wait step
+  naming a lock that no signal step writes is refused (almost always a typo).
+* Expressions are parsed under a whitelist, never ``eval``-ed: see
+  :mod:`syncverify.protocols.expressions`.
+* Every problem raises :class:`syncverify.errors.ProtocolError` with one line:
+  ``FILE[:LINE]: [signal|wait step N: ]what is wrong``. Steps are numbered from 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from dataclasses import replace
+from typing import Any, Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from syncverify.choices import did_you_mean, one_of
+from syncverify.errors import ProtocolError
+from syncverify.protocols.expressions import Invalid, parse_expr_field, parse_until_field
+from syncverify.protocols.model import Protocol, Step, TileLoad, TileStore
+
+__all__ = ["parse_protocol", "protocol_from_dict"]
+
+# ----- vocabulary ------------------------------------------------------------------------------
+
+SCOPES: tuple[str, ...] = ("cta", "gpu", "sys")
+FENCE_SEMS: tuple[str, ...] = ("release", "acquire", "acq_rel", "sc")
+STORE_SEMS: tuple[str, ...] = ("weak", "relaxed", "release")
+ATOMIC_SEMS: tuple[str, ...] = ("relaxed", "acquire", "release", "acq_rel")
+READ_SEMS: tuple[str, ...] = ("relaxed", "acquire", "acq_rel")
+STORE_CACHES: tuple[str, ...] = ("", ".wt", ".cg", ".cs")
+LOAD_CACHES: tuple[str, ...] = ("", ".ca", ".cg", ".cv")
+TARGETS: tuple[str, ...] = ("all", "others", "self", "owner")
+SOURCES: tuple[str, ...] = ("self", "each")
+READS: tuple[str, ...] = ("load", "volatile_load", "atomic_cas", "atomic_add")
+RESETS: tuple[str, ...] = ("host", "consumer", "none")
+SIGNAL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add")
+WAIT_OPS: tuple[str, ...] = ("await", "atomic_cas", "fence", "barrier")
+SECTIONS: tuple[str, ...] = ("signal", "wait")
+
+DEFAULT_LOCK = "ready"
+TRITON_ATOMIC_SEM = "acq_rel"  # tl.atomic_* default sem
+TRITON_ATOMIC_SCOPE = "gpu"  # tl.atomic_* default scope
+
+TOP_FIELDS: tuple[str, ...] = (
+    "name", "summary", "origin", "believed", "notes", "reset", "tile_store", "tile_load",
+    "signal", "wait",
+)
+REQUIRED_TOP_FIELDS: tuple[str, ...] = ("name", "summary", "origin", "signal", "wait")
+TILE_STORE_FIELDS: tuple[str, ...] = ("cache",)
+TILE_LOAD_FIELDS: tuple[str, ...] = ("volatile",)
+
+# The fields each op takes (besides ``op``); an ``await`` takes ``_AWAIT_COMMON`` plus the
+# fields of its ``read``.
+_OP_FIELDS: dict[str, tuple[str, ...]] = {
+    "barrier": (),
+    "fence": ("sem", "scope"),
+    "store": ("value", "sem", "scope", "cache", "to", "lock"),
+    "atomic_xchg": ("value", "sem", "scope", "to", "lock"),
+    "atomic_add": ("value", "sem", "scope", "to", "lock"),
+    "atomic_cas": ("compare", "value", "sem", "scope", "from", "lock"),
+}
+_AWAIT_COMMON: tuple[str, ...] = ("read", "until", "from", "lock")
+_READ_FIELDS: dict[str, tuple[str, ...]] = {
+    "load": ("cache",),
+    "volatile_load": ("cache",),
+    "atomic_cas": ("compare", "value", "sem", "scope"),
+    "atomic_add": ("value", "sem", "scope"),
+}
+_ALL_STEP_FIELDS: tuple[str, ...] = (
+    "op", "read", "sem", "scope", "value", "compare", "cache", "to", "from", "lock", "until",
+)
+
+_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
+_LOCK_RE = re.compile(r"[a-z_][a-z0-9_]*\Z")
+_TOML_POS_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*\Z")
+_TOML_END_RE = re.compile(r"\s*\(at end of document\)\s*\Z")
+
+
+def _one_of(name: str, value: object, allowed: tuple[str, ...], *, key: str | None = None) -> str:
+    """:func:`syncverify.choices.one_of`, raising :class:`Invalid` tied to the field's line.
+
+    ``key`` is the field whose line a message points at, when it is not ``name`` itself
+    (``tile_store.cache`` is found on the ``tile_store`` line).
+    """
+    return one_of(name, value, allowed, error=functools.partial(Invalid, key=key or name))
+
+
+def _quoted(names: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+# ----- locating problems in the text -----------------------------------------------------------
+
+class _Lines:
+    """Cheap line lookup in the TOML text: ``[[signal]]``/``[[wait]]`` headers and ``key =``."""
+
+    _HEADER = re.compile(r"\s*\[\[\s*(signal|wait)\s*\]\]\s*(#.*)?\Z")
+    _ANY_HEADER = re.compile(r"\s*\[")
+
+    def __init__(self, text: str | None) -> None:
+        self.lines = text.splitlines() if text is not None else []
+        self.headers: dict[str, list[int]] = {"signal": [], "wait": []}
+        self.first_header = len(self.lines) + 1
+        for number, line in enumerate(self.lines, start=1):
+            match = self._HEADER.match(line)
+            if match:
+                self.headers[match.group(1)].append(number)
+            if self._ANY_HEADER.match(line):
+                self.first_header = min(self.first_header, number)
+
+    def step(self, section: str, index: int, count: int, key: str | None) -> int | None:
+        """Line of step ``index`` (0-based) of ``section``, or of its ``key`` if found."""
+        headers = self.headers[section]
+        if len(headers) != count or index >= count:
+            return None  # inline-array layout or a header inside a string: don't guess
+        start = headers[index]
+        if key is not None:
+            found = self._key(key, start + 1)
+            if found is not None:
+                return found
+        return start
+
+    def top(self, key: str | None) -> int | None:
+        if key is None:
+            return None
+        pattern = re.compile(rf"\s*(\[\s*)?(\"{re.escape(key)}\"|{re.escape(key)})\s*(=|\])")
+        for number in range(1, len(self.lines) + 1):
+            if pattern.match(self.lines[number - 1]):
+                if number < self.first_header or self.lines[number - 1].lstrip().startswith("["):
+                    return number
+        return None
+
+    def _key(self, key: str, start: int) -> int | None:
+        pattern = re.compile(rf"\s*(\"{re.escape(key)}\"|{re.escape(key)})\s*=")
+        for number in range(start, len(self.lines) + 1):
+            line = self.lines[number - 1]
+            if self._ANY_HEADER.match(line):
+                return None
+            if pattern.match(line):
+                return number
+        return None
+
+
+def _fail(path: str, line: int | None, where: str, message: str) -> ProtocolError:
+    place = f"{path}:{line}" if line is not None else path
+    return ProtocolError(f"{place}: {where}{message}")
+
+
+# ----- parsing ---------------------------------------------------------------------------------
+
+def parse_protocol(text: str, *, path: str = "<string>") -> Protocol:
+    """Parse and validate a protocol file's text.
+
+    Parameters
+    ----------
+    text : str
+        The TOML text.
+    path : str, optional
+        Where the text came from, for messages and :attr:`Protocol.path`.
+
+    Returns
+    -------
+    Protocol
+
+    Raises
+    ------
+    ProtocolError
+        On malformed TOML or anything the schema refuses; the one-line message is
+        ``PATH[:LINE]: [signal|wait step N: ]problem``. No other exception escapes.
+
+    Examples
+    --------
+    >>> parse_protocol('''
+    ... name = "tiny"
+    ... summary = "a typo in reset"
+    ... origin = "an example"
+    ... reset = "hostt"
+    ... signal = []
+    ... wait = []
+    ... ''', path="tiny.toml")
+    Traceback (most recent call last):
+    ...
+    syncverify.errors.ProtocolError: tiny.toml:5: reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?)
+    """
+    if not isinstance(text, str):
+        raise ProtocolError(f"{path}: expected the protocol's TOML text, got {type(text).__name__}")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise _toml_error(path, str(error)) from None
+    except RecursionError:
+        raise ProtocolError(f"{path}: malformed TOML: nested too deeply") from None
+    return _build(data, path=path, lines=_Lines(text))
+
+
+def protocol_from_dict(data: Mapping[str, Any], *, path: str = "<dict>") -> Protocol:
+    """Validate a protocol given as a plain dict (the layout of the file, or of ``to_dict()``).
+
+    Raises
+    ------
+    ProtocolError
+        On anything the schema refuses. No other exception escapes.
+    """
+    return _build(data, path=path, lines=_Lines(None))
+
+
+def _toml_error(path: str, message: str) -> ProtocolError:
+    line: int | None = None
+    match = _TOML_POS_RE.search(message)
+    if match:
+        line = int(match.group(1))
+        message = f"{message[: match.start()]} (column {match.group(2)})"
+    else:
+        end = _TOML_END_RE.search(message)
+        if end:
+            message = f"{message[: end.start()]} at end of file"
+    message = message[:1].lower() + message[1:]
+    place = f"{path}:{line}" if line is not None else path
+    return ProtocolError(f"{place}: malformed TOML: {message}")
+
+
+def _build(data: object, *, path: str, lines: _Lines) -> Protocol:
+    if not isinstance(data, Mapping):
+        raise _fail(path, None, "", f"a protocol is a table of fields, got {type(data).__name__}")
+    try:
+        return _build_checked(data, path, lines)
+    except Invalid as error:  # a top-level problem
+        raise _fail(path, lines.top(error.key), "", error.message) from None
+
+
+def _build_checked(data: Mapping[str, Any], path: str, lines: _Lines) -> Protocol:
+    for key in data:
+        if key not in TOP_FIELDS:
+            raise Invalid(
+                f"unknown field {key!r}{did_you_mean(str(key), TOP_FIELDS)}; "
+                f"a protocol takes {_quoted(TOP_FIELDS)}",
+                key=str(key),
+            )
+    for key in REQUIRED_TOP_FIELDS:
+        if key not in data:
+            raise Invalid(f"missing field {key!r}")
+    name = _text(data, "name")
+    if not _NAME_RE.match(name):
+        raise Invalid(
+            f"name={name!r} must be lowercase letters, digits, '-' and '_', starting with a "
+            f"letter or digit",
+            key="name",
+        )
+    summary = _text(data, "summary")
+    if "\n" in summary or "\r" in summary:
+        raise Invalid("summary must be one line", key="summary")
+    origin = _text(data, "origin")
+    believed = _text(data, "believed", required=False)
+    notes = _text(data, "notes", required=False)
+    reset = _one_of("reset", data.get("reset", "host"), RESETS)
+    cache = _table(data, "tile_store", TILE_STORE_FIELDS).get("cache", "")
+    tile_store = TileStore(_one_of("tile_store.cache", cache, STORE_CACHES, key="tile_store"))
+    volatile = _table(data, "tile_load", TILE_LOAD_FIELDS).get("volatile", False)
+    if not isinstance(volatile, bool):
+        raise Invalid(f"tile_load.volatile={volatile!r} must be true or false", key="tile_load")
+    signal = _steps(data, "signal", path, lines)
+    wait = _steps(data, "wait", path, lines)
+    protocol = Protocol(
+        name=name, summary=summary, origin=origin, signal=signal, wait=wait, reset=reset,
+        tile_store=tile_store, tile_load=TileLoad(volatile), believed=believed,
+        notes=notes, path=path,
+    )
+    _check_locks(protocol, path, lines)
+    if reset == "consumer" and not any(step.changes_lock for step in wait):
+        raise Invalid(
+            "reset='consumer' but no wait step can change its lock; reset with an atomic_cas "
+            "whose value differs from compare, or say reset = 'host' or 'none'",
+            key="reset",
+        )
+    return protocol
+
+
+def _text(data: Mapping[str, Any], key: str, *, required: bool = True) -> str:
+    value = data.get(key, None if required else "")
+    if not isinstance(value, str):
+        raise Invalid(f"{key}={value!r} must be a string", key=key)
+    if required and not value.strip():
+        raise Invalid(f"{key} is empty", key=key)
+    return value
+
+
+def _table(data: Mapping[str, Any], key: str, fields: tuple[str, ...]) -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        raise Invalid(f"{key} must be a table such as {{ {fields[0]} = ... }}", key=key)
+    for inner in value:
+        if inner not in fields:
+            raise Invalid(
+                f"{key}: unknown field {inner!r}{did_you_mean(str(inner), fields)}; "
+                f"{key} takes {_quoted(fields)}",
+                key=key,
+            )
+    return value
+
+
+def _steps(data: Mapping[str, Any], section: str, path: str, lines: _Lines) -> tuple[Step, ...]:
+    raw = data[section]
+    if not isinstance(raw, list) or not all(isinstance(item, Mapping) for item in raw):
+        raise Invalid(
+            f"{section!r} must be an array of tables ([[{section}]] entries)", key=section
+        )
+    if not raw:
+        raise Invalid(
+            f"{section!r} is empty; a protocol needs at least one {section} step", key=section
+        )
+    steps = []
+    for index, table in enumerate(raw):
+        try:
+            step = _step(table, section)
+        except Invalid as error:
+            line = lines.step(section, index, len(raw), error.key)
+            raise _fail(path, line, f"{section} step {index + 1}: ", error.message) from None
+        steps.append(replace(step, line=lines.step(section, index, len(raw), None)))
+    return tuple(steps)
+
+
+def _step(table: Mapping[str, Any], section: str) -> Step:
+    ops = SIGNAL_OPS if section == "signal" else WAIT_OPS
+    if "op" not in table:
+        raise Invalid(f"missing field 'op' (one of {_quoted(ops)})")
+    op = table["op"]
+    if not isinstance(op, str) or op not in ops:
+        other = "wait" if section == "signal" else "signal"
+        if isinstance(op, str) and op in (WAIT_OPS if section == "signal" else SIGNAL_OPS):
+            raise Invalid(
+                f"op {op!r} belongs in [[{other}]]; {section} ops are {_quoted(ops)}", key="op"
+            )
+        hint = did_you_mean(op, ops) if isinstance(op, str) else ""
+        raise Invalid(f"unknown op {op!r}{hint}; {section} ops are {_quoted(ops)}", key="op")
+    if op == "await":
+        if "read" not in table:
+            raise Invalid(f"missing field 'read' (one of {_quoted(READS)})")
+        read = _one_of("read", table["read"], READS)
+        allowed = _AWAIT_COMMON + _READ_FIELDS[read]
+        owner = f"await with read={read!r}"
+    else:
+        read = None
+        allowed = _OP_FIELDS[op]
+        owner = op
+    for key in table:
+        if key == "op" or key in allowed:
+            continue
+        takes = f"{owner} takes {_quoted(allowed)}" if allowed else f"{owner} takes no fields"
+        if key in _ALL_STEP_FIELDS:
+            raise Invalid(f"field {key!r} does not apply to {owner} ({takes})", key=str(key))
+        raise Invalid(
+            f"unknown field {key!r}{did_you_mean(str(key), allowed or _ALL_STEP_FIELDS)}; {takes}",
+            key=str(key),
+        )
+    return _STEP_BUILDERS[op](table, read)
+
+
+def _require(table: Mapping[str, Any], key: str, owner: str) -> Any:
+    if key not in table:
+        raise Invalid(f"missing field {key!r} ({owner} needs it)")
+    return table[key]
+
+
+def _lock(table: Mapping[str, Any]) -> str:
+    lock = table.get("lock", DEFAULT_LOCK)
+    if not isinstance(lock, str) or not _LOCK_RE.match(lock):
+        raise Invalid(
+            f"lock={lock!r} must be a name of lowercase letters, digits and '_'", key="lock"
+        )
+    return lock
+
+
+def _atomic_sem_scope(table: Mapping[str, Any], sems: tuple[str, ...]) -> tuple[str, str]:
+    sem = _one_of("sem", table.get("sem", TRITON_ATOMIC_SEM), sems)
+    scope = _one_of("scope", table.get("scope", TRITON_ATOMIC_SCOPE), SCOPES)
+    return sem, scope
+
+
+def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
+    return Step("barrier")
+
+
+def _fence(table: Mapping[str, Any], read: str | None) -> Step:
+    sem = _one_of("sem", _require(table, "sem", "fence"), FENCE_SEMS)
+    scope = _one_of("scope", _require(table, "scope", "fence"), SCOPES)
+    return Step("fence", sem=sem, scope=scope)
+
+
+def _store(table: Mapping[str, Any], read: str | None) -> Step:
+    value = parse_expr_field(_require(table, "value", "store"), "value")
+    sem = _one_of("sem", table.get("sem", "weak"), STORE_SEMS)
+    cache = _one_of("cache", table.get("cache", ""), STORE_CACHES)
+    if sem == "weak":
+        if "scope" in table:
+            raise Invalid(
+                "a weak store takes no scope; give sem = 'relaxed' or 'release'", key="scope"
+            )
+        scope = None
+    else:
+        scope = _one_of("scope", _require(table, "scope", f"a {sem} store"), SCOPES)
+        if cache:
+            raise Invalid(
+                f"cache={cache!r} applies to weak stores only (PTX st.{sem} takes no cache "
+                f"operator)",
+                key="cache",
+            )
+    to = _one_of("to", table.get("to", "self"), TARGETS)
+    return Step("store", sem=sem, scope=scope, value=value, cache=cache, to=to, lock=_lock(table))
+
+
+def _rmw(op: str) -> Any:
+    def build(table: Mapping[str, Any], read: str | None) -> Step:
+        value = parse_expr_field(_require(table, "value", op), "value")
+        sem, scope = _atomic_sem_scope(table, ATOMIC_SEMS)
+        to = _one_of("to", table.get("to", "self"), TARGETS)
+        return Step(op, sem=sem, scope=scope, value=value, to=to, lock=_lock(table))
+
+    return build
+
+
+def _cas(table: Mapping[str, Any], read: str | None) -> Step:
+    compare = parse_expr_field(_require(table, "compare", "atomic_cas"), "compare")
+    value = parse_expr_field(_require(table, "value", "atomic_cas"), "value")
+    sem, scope = _atomic_sem_scope(table, READ_SEMS)
+    source = _one_of("from", table.get("from", "self"), SOURCES)
+    return Step(
+        "atomic_cas", sem=sem, scope=scope, value=value, compare=compare, from_=source,
+        lock=_lock(table),
+    )
+
+
+def _await(table: Mapping[str, Any], read: str | None) -> Step:
+    until = parse_until_field(_require(table, "until", "await"))
+    source = _one_of("from", table.get("from", "self"), SOURCES)
+    lock = _lock(table)
+    if read in ("load", "volatile_load"):
+        default = ".cv" if read == "volatile_load" else ""
+        cache = _one_of("cache", table.get("cache", default), LOAD_CACHES)
+        return Step("await", read=read, cache=cache, until=until, from_=source, lock=lock)
+    sem, scope = _atomic_sem_scope(table, READ_SEMS)
+    if read == "atomic_cas":
+        owner = "await with read='atomic_cas'"
+        compare = parse_expr_field(_require(table, "compare", owner), "compare")
+        value = parse_expr_field(_require(table, "value", owner), "value")
+    else:
+        compare = None
+        value = parse_expr_field(table.get("value", 0), "value")
+    return Step(
+        "await", read=read, sem=sem, scope=scope, value=value, compare=compare, until=until,
+        from_=source, lock=lock,
+    )
+
+
+_STEP_BUILDERS = {
+    "barrier": _barrier,
+    "fence": _fence,
+    "store": _store,
+    "atomic_xchg": _rmw("atomic_xchg"),
+    "atomic_add": _rmw("atomic_add"),
+    "atomic_cas": _cas,
+    "await": _await,
+}
+
+
+def _check_locks(protocol: Protocol, path: str, lines: _Lines) -> None:
+    written = [s.lock for s in protocol.signal if s.lock is not None]
+    for index, step in enumerate(protocol.wait):
+        if step.lock is not None and step.lock not in written:
+            known = tuple(dict.fromkeys(written))
+            hint = did_you_mean(step.lock, known)
+            line = lines.step("wait", index, len(protocol.wait), "lock")
+            raise _fail(
+                path, line, f"wait step {index + 1}: ",
+                f"lock={step.lock!r} is never written by a signal step{hint}; signal steps write "
+                f"{_quoted(known) if known else 'no lock'}",
+            )

@@ -1,0 +1,177 @@
+"""The data model of a lock protocol: :class:`Protocol`, its :class:`Step` s, and how tiles move.
+
+A protocol says what a producer does after storing its tile (``signal`` steps) and what a
+consumer does before reading tiles (``wait`` steps). It is data: the model
+(``syncverify.scenarios``) turns it into memory events and the kernels (``syncverify.kernels.signals``)
+into Triton code, both from the same :class:`Protocol` object. The classes here hold values that
+:mod:`syncverify.protocols.loader` has already checked; their constructors do not validate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncverify.protocols.expressions import Expr, Until
+
+__all__ = ["Protocol", "Step", "TileLoad", "TileStore"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One signal or wait step. Fields that do not apply to ``op`` are ``None``.
+
+    Attributes
+    ----------
+    op : str
+        ``barrier``, ``fence``, ``store``, ``atomic_xchg``, ``atomic_add`` (signal side);
+        ``await``, ``atomic_cas``, ``fence``, ``barrier`` (wait side).
+    sem, scope : str or None
+        Memory semantics and scope, with defaults already applied. A weak store has
+        ``sem="weak"`` and ``scope=None``; load/volatile_load awaits have neither.
+    value, compare : Expr or None
+        The value written (store, xchg, add, the CAS's new value) and the CAS's compare value.
+    cache : str or None
+        Cache modifier of a store or of a load/volatile_load poll (``""`` for none).
+    to : str or None
+        Whose copy of the lock a write goes to: ``all``, ``others``, ``self``, ``owner``.
+    from_ : str or None
+        Whose copy a wait-side access reads: ``self`` or ``each`` (``from`` in the file).
+    lock : str or None
+        The lock array (``"ready"`` unless the file names another).
+    read : str or None
+        How an ``await`` polls: ``load``, ``volatile_load``, ``atomic_cas``, ``atomic_add``.
+    until : Until or None
+        An ``await``'s exit condition.
+    line : int or None
+        The step's line in its TOML file, when known (not part of equality).
+    """
+
+    op: str
+    sem: str | None = None
+    scope: str | None = None
+    value: Expr | None = None
+    compare: Expr | None = None
+    cache: str | None = None
+    to: str | None = None
+    from_: str | None = None
+    lock: str | None = None
+    read: str | None = None
+    until: Until | None = None
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def changes_lock(self) -> bool:
+        """Whether the step can change its lock's value, judged from the expressions as written.
+
+        A CAS with ``compare == value`` and an ``atomic_add`` of 0 never do (the model still
+        counts them as read-modify-writes); this is what ``reset = "consumer"`` requires.
+        """
+        if self.op in ("store", "atomic_xchg"):
+            return True
+        if self.op == "atomic_add" or (self.op == "await" and self.read == "atomic_add"):
+            return self.value is not None and self.value.tree != ("int", 0)
+        if self.op == "atomic_cas" or (self.op == "await" and self.read == "atomic_cas"):
+            return self.compare != self.value
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step as a file would say it: defaults filled in, ``None`` fields left out."""
+        out: dict[str, Any] = {"op": self.op}
+        for key, attr in (
+            ("read", "read"), ("lock", "lock"), ("to", "to"), ("from", "from_"),
+            ("compare", "compare"), ("value", "value"), ("cache", "cache"), ("sem", "sem"),
+            ("scope", "scope"), ("until", "until"),
+        ):
+            item = getattr(self, attr)
+            if item is None:
+                continue
+            if isinstance(item, Expr):
+                item = item.to_plain()
+            elif isinstance(item, Until):
+                item = item.source
+            out[key] = item
+        return out
+
+
+@dataclass(frozen=True)
+class TileStore:
+    """How a producer stores its tile: ``tl.store(..., cache_modifier=cache)``."""
+
+    cache: str = ""
+
+
+@dataclass(frozen=True)
+class TileLoad:
+    """How a consumer reads tiles: ``tl.load(..., volatile=volatile)``."""
+
+    volatile: bool = False
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A lock protocol: a producer's ``signal`` steps and a consumer's ``wait`` steps.
+
+    Immutable and hashable, so it can key caches and describe a kernel at compile time.
+    Build one with :func:`parse_protocol`, :func:`protocol_from_dict` or
+    :func:`syncverify.protocols.registry.load_protocol`; the constructor itself does not validate.
+
+    Examples
+    --------
+    >>> from syncverify.protocols.loader import parse_protocol, protocol_from_dict
+    >>> text = '''
+    ... name = "tiny"
+    ... summary = "release xchg, acquire poll"
+    ... origin = "an example"
+    ... [[signal]]
+    ... op = "atomic_xchg"
+    ... value = 1
+    ... sem = "release"
+    ... [[wait]]
+    ... op = "await"
+    ... read = "atomic_add"
+    ... sem = "acquire"
+    ... until = "== 1"
+    ... '''
+    >>> p = parse_protocol(text, path="tiny.toml")
+    >>> p.signal[0].scope, p.wait[0].value, p.locks
+    ('gpu', Expr('0'), ('ready',))
+    >>> protocol_from_dict(p.to_dict()) == p
+    True
+    """
+
+    name: str
+    summary: str
+    origin: str
+    signal: tuple[Step, ...]
+    wait: tuple[Step, ...]
+    reset: str = "host"
+    tile_store: TileStore = TileStore()
+    tile_load: TileLoad = TileLoad()
+    believed: str = ""
+    notes: str = ""
+    path: str = field(default="<string>", compare=False)
+
+    @property
+    def locks(self) -> tuple[str, ...]:
+        """Every lock array the protocol uses, in first-seen order."""
+        seen = dict.fromkeys(s.lock for s in self.signal + self.wait if s.lock is not None)
+        return tuple(seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain, JSON-ready dict in the file's own layout (``protocol_from_dict`` inverts it)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "summary": self.summary,
+            "origin": self.origin,
+        }
+        if self.believed:
+            out["believed"] = self.believed
+        if self.notes:
+            out["notes"] = self.notes
+        out["reset"] = self.reset
+        out["tile_store"] = {"cache": self.tile_store.cache}
+        out["tile_load"] = {"volatile": self.tile_load.volatile}
+        out["signal"] = [s.to_dict() for s in self.signal]
+        out["wait"] = [s.to_dict() for s in self.wait]
+        return out
