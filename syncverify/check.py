@@ -36,10 +36,12 @@ class Violation:
     explanation: str
     execution: Execution
     evidence: list[tuple[int, int]]
+    #: The stage program the witness is an execution of, when the scenario was checked by stage.
+    part: Scenario | None = None
 
     def trace(self, scenario: Scenario) -> list[dict]:
         """The witness's events in a causality-respecting order, as plain dicts."""
-        return execution_trace(self.execution, scenario, self.evidence)
+        return execution_trace(self.execution, self.part or scenario, self.evidence)
 
 
 @dataclass
@@ -54,6 +56,8 @@ class CheckResult:
     limit_hit: str | None = None
     limit_detail: str = ""
     sampled: int | None = None  # number of samples, in --sample mode
+    complete: int = 0  # executions in which no thread hangs
+    stages: list[tuple[str, int, float]] = field(default_factory=list)  # (stage, executions, seconds) when split
 
     @property
     def safe(self) -> bool | None:
@@ -150,7 +154,15 @@ def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
 
 def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
           timeout: float | None = None) -> CheckResult:
-    """Explore every execution of ``scenario`` and collect one witness per violation kind."""
+    """Explore every execution of ``scenario`` and collect one witness per violation kind.
+
+    A scenario split into stage programs (``scenario.parts``) is checked stage by stage, in stage
+    order, and the verdicts are joined (:func:`syncverify.scenarios.stage_parts` says why that is
+    exact); a later stage's violations count only if every earlier stage has an execution in
+    which no thread hangs (else the later stage never runs).
+    """
+    if scenario.parts:
+        return _check_parts(scenario, max_executions=max_executions, timeout=timeout)
     result = CheckResult(scenario)
 
     def judge(x: Execution) -> None:
@@ -162,6 +174,7 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
     explored = explore(scenario.program, max_executions=max_executions, timeout=timeout,
                        on_execution=judge, keep=False)
     result.executions = explored.complete_count + explored.hang_count
+    result.complete = explored.complete_count
     result.candidates = explored.candidates
     result.seconds = explored.seconds
     result.limit_hit, result.limit_detail = explored.limit_hit, explored.limit_detail
@@ -170,6 +183,27 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
         result.limit_hit = "no-executions"
         result.limit_detail = ("the model found no consistent execution of this scenario, so nothing "
                                "was verified (a scenario or model bug: please report it)")
+    return result
+
+
+def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | None) -> CheckResult:
+    result = CheckResult(scenario)
+    start = time.monotonic()
+    reachable = True
+    for part in scenario.parts:
+        left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
+        sub = check(part, max_executions=max_executions, timeout=left)
+        result.executions += sub.executions
+        result.candidates += sub.candidates
+        result.stages.append((part.program.name.rsplit("/", 1)[-1], sub.executions, sub.seconds))
+        if reachable:
+            for kind, violation in sub.violations.items():
+                violation.part = part
+                result.violations.setdefault(kind, violation)
+        if sub.limit_hit and not result.limit_hit:
+            result.limit_hit, result.limit_detail = sub.limit_hit, sub.limit_detail
+        reachable = reachable and sub.complete > 0
+    result.seconds = time.monotonic() - start
     return result
 
 

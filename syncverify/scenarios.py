@@ -69,6 +69,7 @@ class TileAccess:
     buffer: str
     copies: str = "self"
     block: str = ""
+    stage: str = ""  # the lock stage that orders this buffer's stores before its loads
 
 
 @dataclass(frozen=True)
@@ -96,13 +97,13 @@ ROLES: dict[str, tuple[Role, ...]] = {
                                    TileAccess("store", "out", copies="each"))),
     ),
     "all-scatter": (
-        Role("producer", "every rank", (TileAccess("store", "local"), Stage("signal", "pub"))),
-        Role("comm", "every rank", (Stage("wait", "pub"), TileAccess("load", "local"),
-                                    TileAccess("store", "out", copies="each", block="self"),
+        Role("producer", "every rank", (TileAccess("store", "local", stage="pub"), Stage("signal", "pub"))),
+        Role("comm", "every rank", (Stage("wait", "pub"), TileAccess("load", "local", stage="pub"),
+                                    TileAccess("store", "out", copies="each", block="self", stage="push"),
                                     Stage("signal", "push", "push"))),
         Role("receiver", "every rank", (Stage("wait", "push", "push"),
-                                        TileAccess("load", "out", block="each"),
-                                        TileAccess("store", "received", block="each"))),
+                                        TileAccess("load", "out", block="each", stage="push"),
+                                        TileAccess("store", "received", block="each", stage="push"))),
     ),
 }
 
@@ -177,6 +178,9 @@ class Scenario:
     threads: list[ThreadInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     push_protocol: object = None  # all-scatter's push protocol
+    #: One program per lock stage, checked in its place (see :func:`stage_parts`); empty: check
+    #: ``program`` itself.
+    parts: list["Scenario"] = field(default_factory=list)
 
 
 def owner(tile: int, opts: ScenarioOptions) -> int:
@@ -335,15 +339,45 @@ def build(protocol, opts: ScenarioOptions, *, push=None) -> Scenario:
 
             push = load_protocol(opts.push)
         protocols["push"] = push
-    return _Program(protocols, opts).build()
+    scenario = _Program(protocols, opts).build()
+    scenario.parts = stage_parts(protocols, opts)
+    return scenario
+
+
+def stage_parts(protocols: dict[str, object], opts: ScenarioOptions) -> list[Scenario]:
+    """The scenario split into one program per lock stage, when that split is exact.
+
+    all-scatter's two stages share no location (``pub`` locks and ``local`` data, ``push`` locks
+    and ``out``/``received`` data), and the only order from one to the other is the comm CTA's
+    program order from its ``pub`` part to its ``push`` part. So, with one epoch:
+
+    * a consistent execution of the whole program, restricted to one stage's events, is a
+      consistent execution of that stage's program (PTX's axioms forbid patterns; removing events
+      removes none), and its happens-before is no larger, so every violation of the whole program
+      is a violation of a stage program;
+    * conversely, a stage execution extends to the whole program by appending any execution of
+      the other stage after it (Fence-SC order: this stage's fences first), which adds no order
+      between this stage's events; a ``push`` violation needs a ``pub`` execution in which every
+      comm CTA gets through its wait, so :func:`syncverify.check.check` reports ``push``
+      violations only when the ``pub`` stage has an execution without a hang.
+
+    With several epochs a hang in one stage keeps the next launch from starting, which the
+    split cannot see: then the whole program is checked. ``symmetry=False`` checks it whole too.
+    """
+    if len(set(stages(opts.scenario))) < 2 or opts.epochs != 1 or not opts.symmetry:
+        return []
+    return [_Program(protocols, opts, part=stage).build() for stage in stages(opts.scenario)]
 
 
 class _Program:
     """Instantiates a scenario's roles for every epoch, tile and rank the reductions keep."""
 
-    def __init__(self, protocols: dict[str, object], opts: ScenarioOptions) -> None:
-        self.protocols, self.opts = protocols, opts
+    def __init__(self, protocols: dict[str, object], opts: ScenarioOptions, part: str | None = None) -> None:
+        self.protocols, self.opts, self.part = protocols, opts, part
         self.roles = ROLES[opts.scenario]
+        if part is not None:  # one stage's steps of each role (stage_parts)
+            kept = (replace(r, steps=tuple(s for s in r.steps if s.stage == part)) for r in self.roles)
+            self.roles = tuple(r for r in kept if r.steps)
         self.stage_protocol = stages(opts.scenario)
         self.tiles = [0] if opts.symmetry else list(range(opts.tiles))
         self.threads: list[Thread] = []
@@ -358,7 +392,13 @@ class _Program:
             return [owner(tile, opts)]
         if role.name == "receiver" and opts.symmetry:
             return [0]  # every receiver is a renaming of rank 0's
+        if self.part == "pub" and role.name == "comm" and self._waits_touch_own_copy_only("pub"):
+            return [0]  # the other comm CTAs touch only their own rank's pub locks: renamings of rank 0's
         return list(range(W))
+
+    def _waits_touch_own_copy_only(self, stage: str) -> bool:
+        protocol = self.protocols[self.stage_protocol[stage]]
+        return all((s.from_ or "self") == "self" for s in protocol.wait)
 
     def checked_rank(self, tile: int) -> int | None:
         """The rank whose reads the other ranks are symmetric around (None: no symmetry group)."""
@@ -428,7 +468,8 @@ class _Program:
         if len(self.units) > 1:
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
         protocol = self.protocols["protocol"]
-        program = Program(f"{protocol.name}/{opts.scenario}/W{opts.world_size}", tuple(self.threads),
+        name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")
+        program = Program(name, tuple(self.threads),
                           host_order=host_order, symmetry=symmetry, observed_registers=frozenset())
         return Scenario(program, opts, protocol, self.info, _notes(opts, symmetry, self.protocols),
                         self.protocols.get("push"))
