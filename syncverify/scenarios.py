@@ -184,8 +184,14 @@ class Scenario:
 
 
 def owner(tile: int, opts: ScenarioOptions) -> int:
-    """The rank that consumes (reduces) a tile (:func:`syncverify.rules.tile_owner`)."""
+    """The rank that consumes (reduces) a tile of all-reduce (:func:`syncverify.rules.tile_owner`)."""
     return rules.tile_owner(tile, opts.tiles, opts.world_size, opts.distribution)
+
+
+def signal_owner(rank: int, tile: int, opts: ScenarioOptions) -> int:
+    """The rank a signal ``to = "owner"`` goes to: in all-reduce the tile's owner; in all-scatter
+    the signalling rank itself, whose column block the tile is (its own comm CTA consumes it)."""
+    return owner(tile, opts) if opts.scenario == "all-reduce" else rank
 
 
 def lock_loc(lock: str | None, stage: str, rank: int, tile: int) -> str:
@@ -261,7 +267,7 @@ class _Builder:
                     out.append(Fence(low.sem, low.scope, label=where))
                 elif low.kind in ("st", "atom"):
                     value = step.value.evaluate(**self.env())
-                    for q in rules.signal_targets(step.to, rank, owner(tile, self.opts), self.opts.world_size):
+                    for q in rules.signal_targets(step.to, rank, signal_owner(rank, tile, self.opts), self.opts.world_size):
                         loc = lock_loc(step.lock, stage, q, tile)
                         if self.needed is not None and loc not in self.needed:
                             continue  # sliced: no waiter in this program polls that copy

@@ -352,3 +352,22 @@ def test_a_protocol_written_to_toml_and_loaded_back_renamed_has_the_same_verdict
         loaded = load_protocol(path)
     assert loaded == protocol_from_dict(copy), "the TOML text says what the dict says"
     assert kinds(loaded) == kinds(data)
+
+
+@few_limit_hits
+@settings(max_examples=40, deadline=None)
+@given(protocol_data(), protocol_data())
+def test_all_scatter_checked_stage_by_stage_finds_what_the_whole_program_finds(pub, push):
+    """``scenarios.stage_parts`` claims the split into a pub and a push program is exact with one
+    epoch: the joined verdict of the parts equals the whole program's, for any pair of protocols."""
+    options = ScenarioOptions(scenario="all-scatter", world_size=2)
+    scenario = build(protocol_from_dict(pub), options, push=protocol_from_dict({**push, "name": "push"}))
+    assert scenario.parts, "one epoch with symmetry is split"
+    split = check(scenario, max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S)
+    budget.discard_if_hit(split.limit_hit)
+    scenario.parts = []
+    whole = check(scenario, max_executions=MAX_EXECUTIONS, timeout=4 * TIMEOUT_S)
+    budget.discard_if_hit(whole.limit_hit)
+    note(f"pub: {pub}\npush: {push}")
+    event(f"kinds: {sorted(whole.violations)}")
+    assert set(split.violations) == set(whole.violations)
