@@ -88,7 +88,7 @@ def _probe_create(path: Path, where: str, kind: str) -> None:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             os.unlink(path)
     except OSError as error:
-        raise OutputPathError(f"{where}: cannot create a {kind} in {path.parent} "
+        raise OutputPathError(f"{where}: cannot create a {'directory' if kind == 'dir' else 'file'} in {path.parent} "
                               f"({error.strerror or error})") from None
 
 
