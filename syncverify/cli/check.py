@@ -42,10 +42,10 @@ def check_command(
     from syncverify.scenarios import ScenarioOptions, build
     from syncverify.cli.paths import check_writable, write_or_warn
 
-    if graph is not None:
-        check_writable(graph, "--graph")  # before the run; an unwritable path is bad input (exit 2)
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
+    if graph is not None:
+        check_writable(graph, "--graph")  # before the run; an unwritable path is bad input (exit 2)
     proto = load_protocol(protocol)
     built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, epochs=epochs,
                                          threads_per_cta=threads_per_cta, production=production,
