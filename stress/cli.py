@@ -3,7 +3,8 @@
 ``stress_command`` is a typer command function; ``syncverify.cli`` mounts it as ``stress``.
 Exit codes (``syncverify.exitcodes``): 0 no bad tile, 1 bad tiles (or a stopped run), 2 bad input
 with one line on stderr (sizes that do not divide, more ranks than GPUs, int8 locks with atomics,
-unknown protocol, no GPU without ``--interpret``).
+unknown protocol, no GPU without ``--interpret``, an ``--output`` that cannot be written: checked
+before the run).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Optional
 import typer
 
 from syncverify import exitcodes
+from syncverify.cli.paths import check_writable
 from syncverify.errors import SyncVerifyError
 
 
@@ -55,7 +57,7 @@ def stress_command(
     lock_dtype: str = typer.Option("int32", "--lock-dtype", help="int32 | int8 (default: int32)"),
     max_polls: Optional[int] = typer.Option(None, "--max-polls", help="poll budget of each consumer program (default: 65536 with virtual ranks, 4194304 with one process per GPU, 8 interpreted)"),
     order: str = typer.Option("producers-first", "--order", help="interpreter schedule: producers-first | consumers-first | last-rank-late"),
-    output: Optional[Path] = typer.Option(None, "--output", help="append JSON lines (progress, bad tiles, result) to this file"),
+    output: Optional[Path] = typer.Option(None, "--output", help="append JSON lines (progress, bad tiles, result) to this file (its directory must exist)"),
     json_output: bool = typer.Option(False, "--json", help="print the result as one JSON object"),
 ) -> None:
     """Stress a protocol inside the real fused GEMM kernel; report every bad tile and why."""
@@ -74,6 +76,8 @@ def stress_command(
         err.print("syncverify: error: give --iterations or --seconds, not both", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
     try:
+        if output is not None:  # before the run: an unwritable path is bad input, not a late traceback
+            check_writable(output, "--output")
         result = _run(options, show_progress=not json_output and sys.stderr.isatty(), err=err)
     except SyncVerifyError as error:
         err.print(f"syncverify: error: {error}", markup=False)

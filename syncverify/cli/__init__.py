@@ -2,6 +2,11 @@
 
 Results go to stdout; diagnostics (errors, progress) to stderr. Every bad input ends in one line
 on stderr and exit code 2, never a traceback.
+
+Options that write files (``check --graph``, ``litmus --graph``, ``stress --output``) are checked
+before the run by :func:`syncverify.cli.paths.check_writable` (a path that cannot be written is bad
+input). Graphs are drawn after the verdict is printed; a drawing failure is one warning line on
+stderr and the verdict's exit code stands (:func:`syncverify.cli.paths.write_or_warn`).
 """
 
 from __future__ import annotations

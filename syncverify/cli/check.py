@@ -40,9 +40,12 @@ def check_command(
     from syncverify.check import check, sample
     from syncverify.graphs import write_graph
     from syncverify.scenarios import ScenarioOptions, build
+    from syncverify.cli.paths import check_writable, write_or_warn
 
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
+    if graph is not None:
+        check_writable(graph, "--graph")  # before the run; an unwritable path is bad input (exit 2)
     proto = load_protocol(protocol)
     built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, epochs=epochs,
                                          threads_per_cta=threads_per_cta, production=production,
@@ -53,13 +56,16 @@ def check_command(
         if not as_json:
             err.print(f"checking {proto.name} in {scenario} (world size {world_size}) ...", markup=False)
         result = check(built, max_executions=max_executions, timeout=timeout)
-    if graph is not None and result.violations:
-        first = next(iter(result.violations.values()))
-        write_graph(first.execution, graph, title=f"{proto.name} / {scenario}: {first.kind}", highlight=first.evidence)
-    if as_json:
+    if as_json:  # the verdict first: a failure while drawing cannot lose it
         out.print(json.dumps(result.to_json(), indent=2), markup=False)
     else:
-        _print_text(result, graph)
+        _print_text(result)
+    if graph is not None and result.violations:
+        first = next(iter(result.violations.values()))
+        drawn = write_or_warn(lambda: write_graph(first.execution, graph, title=f"{proto.name} / {scenario}: {first.kind}",
+                                                  highlight=first.evidence), "--graph", graph)
+        if drawn and not as_json:
+            out.print(f"graph of the first counterexample: {graph}", markup=False)
     if result.violations:
         return exitcodes.FOUND
     if result.safe is None:
@@ -67,7 +73,7 @@ def check_command(
     return exitcodes.OK
 
 
-def _print_text(result, graph: Optional[Path]) -> None:
+def _print_text(result) -> None:
     from rich.table import Table
 
     opts = result.scenario.options
@@ -100,5 +106,3 @@ def _print_text(result, graph: Optional[Path]) -> None:
             rf = f" <- {row['reads_from']}" if row["reads_from"] else ""
             out.print(f"  {mark} rank {row['rank']} {row['cta']} t{row['thread']}: {row['event']}"
                       f"  [{row['step']}]{rf}", markup=False)
-    if graph is not None:
-        out.print(f"graph of the first counterexample: {graph}", markup=False)

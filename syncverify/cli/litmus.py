@@ -17,7 +17,7 @@ from syncverify.explore import DEFAULT_MAX_EXECUTIONS
 def litmus_command(
     files: List[Path] = typer.Argument(..., help="PTX litmus files (herd7 / Dartagnan syntax).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of verdicts instead of text."),
-    graph: Optional[Path] = typer.Option(None, "--graph", help="Write DOT and PNG of one witnessing execution per test into this folder.", show_default=False),
+    graph: Optional[Path] = typer.Option(None, "--graph", help="Write DOT and PNG of one witnessing execution per test into this folder (created if missing; its parent must exist).", show_default=False),
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Stop and answer Unknown after this many executions."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per test before answering Unknown (default: none).", show_default=False),
 ) -> int:
@@ -26,10 +26,13 @@ def litmus_command(
     Observations are results, not failures (as in herd7): exit 0 when every test was explored,
     2 on bad input, 3 when a bound was hit (Unknown). Each test's Ok/No validation is printed.
     """
+    from syncverify.cli.paths import check_writable, write_or_warn
     from syncverify.graphs import write_graph
     from syncverify.litmus.parser import parse_litmus_file
     from syncverify.litmus.runner import run_litmus
 
+    if graph is not None:
+        check_writable(graph, "--graph", kind="dir")  # bad input fails before work, as below
     programs = [parse_litmus_file(f) for f in files]  # parse all first: bad input fails before work
     verdicts = []
     for program, path in zip(programs, files):
@@ -37,16 +40,18 @@ def litmus_command(
             err.print(f"running {path} ...", markup=False)
         verdict = run_litmus(program, max_executions=max_executions, timeout=timeout)
         verdicts.append(verdict)
-        if graph is not None:
-            witness = verdict.witness or verdict.hang_witness
-            if witness is not None:
-                stem = graph / _safe(program.name)
-                what = "satisfies the condition" if verdict.witness is not None else "hangs"
-                write_graph(witness, stem, title=f"{program.name}: an execution that {what}")
         if not as_json:
             _print_text(verdict)
     if as_json:
         out.print(json.dumps([v.to_json() for v in verdicts], indent=2), markup=False)
+    # Graphs only once every verdict is out: a failure while drawing warns and keeps the exit code.
+    for program, verdict in zip(programs, verdicts):
+        witness = verdict.witness or verdict.hang_witness
+        if graph is not None and witness is not None:
+            stem = graph / _safe(program.name)
+            what = "satisfies the condition" if verdict.witness is not None else "hangs"
+            write_or_warn(lambda: write_graph(witness, stem, title=f"{program.name}: an execution that {what}"),
+                          "--graph", stem)
     if any(v.unknown for v in verdicts):
         return exitcodes.UNKNOWN
     return exitcodes.OK
