@@ -23,6 +23,7 @@ def check_command(
     threads_per_cta: int = typer.Option(2, "--threads-per-cta", help="Threads modeled per CTA (2 shows missing CTA barriers)."),
     production: str = typer.Option("every-rank", "--production", help="every-rank | owner-only (all-reduce)."),
     distribution: str = typer.Option("striding", "--distribution", help="striding | block (all-reduce)."),
+    push: str = typer.Option("epoch-flag", "--push", help="all-scatter: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file."),
     reset: Optional[str] = typer.Option(None, "--reset", help="none | host-between-barriers | host-racing (default: from the protocol's reset).", show_default=False),
     no_symmetry: bool = typer.Option(False, "--no-symmetry", help="Build every tile and rank (no symmetry reduction or slicing)."),
     graph: Optional[Path] = typer.Option(None, "--graph", help="Draw the first violation's execution to PATH.dot or PATH.png.", show_default=False),
@@ -49,7 +50,8 @@ def check_command(
     proto = load_protocol(protocol)
     built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, epochs=epochs,
                                          threads_per_cta=threads_per_cta, production=production,
-                                         distribution=distribution, reset=reset, symmetry=not no_symmetry))
+                                         distribution=distribution, reset=reset, symmetry=not no_symmetry,
+                                         push=push))
     if samples is not None:
         result = sample(built, samples=samples, seed=seed, timeout=timeout)
     else:

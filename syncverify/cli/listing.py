@@ -14,13 +14,15 @@ from syncverify.cli import app, out
 def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
     """List the built-in protocols and the scenarios they can be checked in."""
     from syncverify.protocols.registry import builtin_protocols
-    from syncverify.scenarios import SCENARIOS
+    from syncverify.scenarios import DEFAULT_PUSH, ROLES, SCENARIOS
 
     protocols = builtin_protocols()
     items = protocols.values() if isinstance(protocols, dict) else protocols
     if as_json:
         out.print(json.dumps({"protocols": [{"name": p.name, "summary": p.summary, "origin": p.origin} for p in items],
-                              "scenarios": list(SCENARIOS)}, indent=2), markup=False)
+                              "scenarios": list(SCENARIOS),
+                              "roles": {s: [_role_json(r) for r in ROLES[s]] for s in SCENARIOS},
+                              "default_push": DEFAULT_PUSH}, indent=2), markup=False)
         return exitcodes.OK
     from rich.table import Table
 
@@ -30,5 +32,30 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     for p in items:
         table.add_row(p.name, p.summary)
     out.print(table)
-    out.print(f"scenarios: {', '.join(SCENARIOS)}", markup=False)
+    roles = Table(title="scenarios: what each role's CTAs do for one tile, in order")
+    roles.add_column("scenario", no_wrap=True)
+    roles.add_column("role", no_wrap=True)
+    roles.add_column("steps")
+    for scenario in SCENARIOS:
+        for role in ROLES[scenario]:
+            roles.add_row(scenario, role.name, "; ".join(_step_text(step) for step in role.steps))
+    out.print(roles)
+    out.print(f"all-scatter's push stage runs the protocol given by --push (default: {DEFAULT_PUSH}, a built-in above)",
+              markup=False)
     return exitcodes.OK
+
+
+def _step_text(step) -> str:
+    """One role step in words, e.g. ``wait (pub, protocol)`` or ``store out: each rank's copy``."""
+    from syncverify.scenarios import Stage
+
+    if isinstance(step, Stage):
+        which = "the protocol" if step.protocol == "protocol" else "the push protocol"
+        return f"{step.kind} ({step.stage or 'ready'} locks, {which})"
+    whose = "each rank's copy" if step.copies == "each" else "own copy"
+    block = {"": "", "self": ", own column block", "each": ", every rank's column block"}[step.block]
+    return f"{step.kind} {step.buffer} ({whose}{block})"
+
+
+def _role_json(role) -> dict:
+    return {"name": role.name, "runs_on": role.runs_on, "steps": [_step_text(s) for s in role.steps]}
