@@ -53,7 +53,7 @@ class KernelConfig:
     virtual: bool = True
     table: bool = False  # address tables instead of one strided tensor (always with real ranks)
     interpret: bool = False
-    order: str = "producers-first"  # program-id layout (syncverify.kernels.signals.program_role)
+    order: str = "producers-first"  # program-id layout (syncverify.kernels.steps.program_role)
     handshake: bool = True  # all-scatter's closing cross-rank handshake (skipped in the interpreter)
 
     def with_(self, **changes) -> "KernelConfig":

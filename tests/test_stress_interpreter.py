@@ -1,7 +1,7 @@
 """Both kernels through Triton's CPU interpreter (what CI runs): a safe protocol leaves no bad
 tile; an unsafe one gives the classified result a sequential schedule makes certain.
 
-The interpreter runs programs one at a time by program id (``syncverify.kernels.signals.program_role``
+The interpreter runs programs one at a time by program id (``syncverify.kernels.steps.program_role``
 lays them out), and is sequentially consistent: what it can show is lost or missing signals
 (a bounded wait times out: ``hang``), locks that were not reset (a consumer passes early:
 ``unwritten``/``stale``), and overwritten signals (``missing-ranks``). Each test says which.
