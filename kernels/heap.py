@@ -25,10 +25,6 @@ class Buffer:
     table: "torch.Tensor"  # int64 device addresses, one per rank (a 1-element dummy when unused)
     rank_stride: int  # elements between ranks' copies in ``local`` (virtual only)
 
-    def rank_view(self, rank: int) -> "torch.Tensor":
-        """Rank ``rank``'s copy (virtual heaps only)."""
-        return self.local[rank]
-
 
 class VirtualHeap:
     """Every rank's buffers in one tensor per buffer, on one device (GPU or CPU)."""
