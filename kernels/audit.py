@@ -2,8 +2,8 @@
 
 ``signal_probe`` is a producer's tail (the tile store, then the protocol's ``signal`` plan) and
 ``wait_probe`` a consumer's head (the ``wait`` plan, then the tile read), built from the same
-``syncverify.kernels.signals`` runners as the real kernels. :func:`protocol_ops` compiles one of them and
-returns its synchronization operations (``syncverify.kernels.ptx.SyncOp``); ``tests/test_ptx_audit.py``
+``syncverify.kernels.steps`` runners as the real kernels. :func:`protocol_ops` compiles one of them and
+returns its synchronization operations (``syncverify.kernels.ptx_reader.SyncOp``); ``tests/test_ptx_audit.py``
 compares them with ``syncverify.lowering``, the model's account of the same steps.
 """
 
@@ -14,8 +14,8 @@ import functools
 from syncverify.kernels._deps import tl, triton
 from syncverify.kernels._jit import jit
 from syncverify.kernels.plan import build_plan
-from syncverify.kernels.ptx import parse_ptx, sync_ops
-from syncverify.kernels.signals import run_signal, run_wait, wrap_plan
+from syncverify.kernels.ptx_reader import parse_ptx, sync_ops
+from syncverify.kernels.steps import run_signal, run_wait, wrap_plan
 
 AUDIT_WORLD = 2  # ranks the probes are specialized for: to=all writes two copies, to=others one
 BLOCK = 1024  # tile elements: 8 per thread at 4 warps

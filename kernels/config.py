@@ -5,7 +5,7 @@ Pure Python (no torch, no triton), so the CLI can refuse bad sizes before import
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 from syncverify.kernels.errors import StressConfigError
 
@@ -53,11 +53,8 @@ class KernelConfig:
     virtual: bool = True
     table: bool = False  # address tables instead of one strided tensor (always with real ranks)
     interpret: bool = False
-    order: str = "producers-first"  # program-id layout (syncverify.kernels.signals.program_role)
+    order: str = "producers-first"  # program-id layout (syncverify.kernels.steps.program_role)
     handshake: bool = True  # all-scatter's closing cross-rank handshake (skipped in the interpreter)
-
-    def with_(self, **changes) -> "KernelConfig":
-        return replace(self, **changes)
 
     def to_dict(self) -> dict:
         return asdict(self)

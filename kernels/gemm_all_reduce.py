@@ -23,20 +23,16 @@ from __future__ import annotations
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
 from syncverify.kernels.build import BuiltKernel, launch_values
-from syncverify.kernels.signals import (
+from syncverify.kernels.delays import (
     SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
     delay_ns,
     delay_warp_mask,
-    gemm_tile,
-    program_role,
-    rank_base,
-    run_wait,
     sleep,
-    store_and_signal,
     warp_sleep_here,
-    wrap_plan,
 )
+from syncverify.kernels.steps import program_role, rank_base, run_wait, wrap_plan
+from syncverify.kernels.tile import gemm_tile, store_and_signal
 
 
 @jit

@@ -24,27 +24,30 @@ from __future__ import annotations
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
 from syncverify.kernels.build import BuiltKernel, launch_values
-from syncverify.kernels.signals import (
+from syncverify.kernels.delays import (
     SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
-    bounded_poll,
     delay_ns,
     delay_warp_mask,
-    fence,
-    gemm_tile,
+    sleep,
+    warp_sleep_here,
+)
+from syncverify.kernels.plan import make_step
+from syncverify.kernels.primitives import fence
+from syncverify.kernels.steps import (
+    bounded_poll,
     program_role,
     rank_base,
     run_wait,
-    sleep,
-    store_and_signal,
-    warp_sleep_here,
     wrap_plan,
+    wrap_step,
 )
+from syncverify.kernels.tile import gemm_tile, store_and_signal
 
-# The handshake's own poll, as a wait step: acquire atomic_add(0) at sys scope until >= target.
-_HANDSHAKE_POLL = wrap_plan(
-    (("await", "atomic_add", "acquire", "sys", "", "", "self", 0, ("c", 0), ("c", 0), ">=", ("c", 0)),)
-)[0]
+# The handshake's own poll, as a wait step: acquire atomic_add(0) at sys scope until >= target
+# (the target is the run-time argument handshake_target, not a field).
+_HANDSHAKE_POLL = wrap_step(make_step(op="await", read="atomic_add", sem="acquire", scope="sys",
+                                      source="self", until=">="))
 
 
 @jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",

@@ -1,7 +1,7 @@
 """The symmetric heap: each rank's copy of every buffer other ranks read or write.
 
 A kernel sees a buffer as ``(base, table, rank_stride)`` and finds rank ``r``'s copy with
-``syncverify.kernels.signals.rank_base``:
+``syncverify.kernels.steps.rank_base``:
 
 * :class:`VirtualHeap` (``--virtual-ranks`` and the interpreter): one tensor ``[world, ...]`` per
   buffer on one device; rank ``r``'s copy is ``base + r * rank_stride``. With ``table=True`` it
@@ -24,10 +24,6 @@ class Buffer:
     local: "torch.Tensor"  # this process's tensor (virtual: all ranks, [world, ...])
     table: "torch.Tensor"  # int64 device addresses, one per rank (a 1-element dummy when unused)
     rank_stride: int  # elements between ranks' copies in ``local`` (virtual only)
-
-    def rank_view(self, rank: int) -> "torch.Tensor":
-        """Rank ``rank``'s copy (virtual heaps only)."""
-        return self.local[rank]
 
 
 class VirtualHeap:

@@ -3,7 +3,7 @@
 The kernels do not describe a protocol a second time: they read the same
 :class:`syncverify.protocols.schema.Protocol` the model reads, through the two functions here.
 :func:`signal_plan` and :func:`wait_plan` turn each step into one flat tuple (fields in
-:data:`FIELDS` order); ``syncverify.kernels.signals`` branches on those fields with ``tl.constexpr``
+:data:`FIELDS` order, built by :func:`make_step`); ``syncverify.kernels.steps`` branches on those fields with ``tl.constexpr``
 conditions, so each protocol compiles to straight-line code with no run-time dispatch.
 
 Integer fields (``value``, ``compare``, the ``until`` target) are *operands*:
@@ -35,7 +35,7 @@ from typing import Any
 
 from syncverify.kernels.errors import UnsupportedStep
 
-#: Field order of a step tuple (the kernels index with the same names in ``syncverify.kernels.signals``).
+#: Field order of a step tuple (the kernels index with the same names in ``syncverify.kernels.steps``).
 FIELDS: tuple[str, ...] = (
     "op",  # barrier | fence | store | atomic_xchg | atomic_add | atomic_cas | await
     "read",  # await: load | volatile_load | atomic_cas | atomic_add ("" otherwise)
@@ -55,6 +55,33 @@ FIELDS: tuple[str, ...] = (
 LOCK_DTYPES: tuple[str, ...] = ("int32", "int8")
 
 _NO_OPERAND = ("c", 0)
+
+#: The value of every field but ``op`` when a step does not set it (:func:`make_step`).
+STEP_DEFAULTS: dict[str, Any] = {
+    "read": "", "sem": "", "scope": "", "cache": "", "to": "", "source": "", "lock": 0,
+    "value": _NO_OPERAND, "compare": _NO_OPERAND, "until": "", "target": _NO_OPERAND,
+}
+
+
+def make_step(*, op: str, **fields: Any) -> tuple:
+    """A step tuple (fields in :data:`FIELDS` order) from keyword fields; a field not given takes
+    its :data:`STEP_DEFAULTS` value. Every step tuple is built here.
+
+    Raises
+    ------
+    TypeError
+        A keyword that is not one of :data:`FIELDS`.
+
+    Examples
+    --------
+    >>> make_step(op="fence", sem="acq_rel", scope="gpu")
+    ('fence', '', 'acq_rel', 'gpu', '', '', '', 0, ('c', 0), ('c', 0), '', ('c', 0))
+    """
+    unknown = sorted(set(fields) - set(STEP_DEFAULTS))
+    if unknown:
+        raise TypeError(f"make_step: {', '.join(map(repr, unknown))} is not a step field ({', '.join(FIELDS)})")
+    fields = dict(STEP_DEFAULTS, op=op, **fields)
+    return tuple(fields[name] for name in FIELDS)
 
 
 @dataclass(frozen=True)
@@ -140,19 +167,19 @@ def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
     lock = locks.index(step.lock) if step.lock is not None else 0
     until = step.until.op if step.until is not None else ""
     target = operands.operand(step.until.rhs if step.until is not None else None, f"{at} until")
-    return (
-        step.op,
-        step.read or "",
-        step.sem or "",
-        step.scope or "",
-        step.cache or "",
-        step.to or "",
-        step.from_ or "",
-        lock,
-        operands.operand(step.value, f"{at} value"),
-        operands.operand(step.compare, f"{at} compare"),
-        until,
-        target,
+    return make_step(
+        op=step.op,
+        read=step.read or "",
+        sem=step.sem or "",
+        scope=step.scope or "",
+        cache=step.cache or "",
+        to=step.to or "",
+        source=step.from_ or "",
+        lock=lock,
+        value=operands.operand(step.value, f"{at} value"),
+        compare=operands.operand(step.compare, f"{at} compare"),
+        until=until,
+        target=target,
     )
 
 
@@ -168,7 +195,7 @@ def _check_step(step: Any, section: str, number: int, lock_dtype: str, where: st
             "its int8 locks int32); use --lock-dtype int32"
         )
     if step.op not in ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await"):
-        raise UnsupportedStep(f"{at}: op={step.op!r} has no Triton lowering in syncverify.kernels.signals")
+        raise UnsupportedStep(f"{at}: op={step.op!r} has no Triton lowering in syncverify.kernels.steps")
 
 
 def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> KernelPlan:

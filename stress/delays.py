@@ -1,7 +1,7 @@
 """Seeded, reproducible delays: where they go, and the host mirror of the kernels' delay hash.
 
 A delay is drawn per (site, rank, tile, iteration) from ``(seed, site, rank, tile, iteration)``
-by :func:`delay_hash` (the same function runs in the kernels as ``syncverify.kernels.signals.delay_hash``), so
+by :func:`delay_hash` (the same function runs in the kernels as ``syncverify.kernels.delays.delay_hash``), so
 a failure's seed and iteration replay the same delays, and :func:`delays_at` prints them.
 
 Sites (PLATFORM.md: a missing CTA barrier shows on an H200 only when the warps that do not run the
@@ -52,14 +52,14 @@ def parse_sites(text: str) -> tuple[str, ...]:
 
 
 def mix32(h: int) -> int:
-    """The kernels' 32-bit finalizer (``syncverify.kernels.signals.mix32``)."""
+    """The kernels' 32-bit finalizer (``syncverify.kernels.delays.mix32``)."""
     h = ((h ^ (h >> 16)) * 73244475) & _MASK
     h = ((h ^ (h >> 16)) * 73244475) & _MASK
     return h ^ (h >> 16)
 
 
 def delay_hash(seed: int, site: int, rank: int, tile: int, iteration: int) -> int:
-    """``syncverify.kernels.signals.delay_hash`` on the host."""
+    """``syncverify.kernels.delays.delay_hash`` on the host."""
     h = seed & _MASK
     for x in (site, rank, tile, iteration):
         h = mix32(h ^ (x & _MASK))

@@ -7,7 +7,7 @@ import pytest
 
 from syncverify.kernels.config import KernelConfig, check_config
 from syncverify.kernels.errors import StressConfigError, UnsupportedStep
-from syncverify.kernels.plan import FIELDS, build_plan, signal_plan, step_dict, wait_plan
+from syncverify.kernels.plan import FIELDS, STEP_DEFAULTS, build_plan, make_step, signal_plan, step_dict, wait_plan
 from syncverify.protocols import builtin_names, load_protocol
 from syncverify.errors import SyncVerifyError
 
@@ -22,6 +22,17 @@ def test_every_builtin_has_one_plan_step_per_protocol_step(name):
     assert plan.wait == wait_plan(protocol, world_size=4)
     assert all(len(step) == len(FIELDS) for step in plan.signal + plan.wait)
     assert plan.locks == protocol.locks
+
+
+def test_a_step_is_built_by_field_name_and_unknown_fields_are_refused():
+    poll = make_step(op="await", read="atomic_add", sem="acquire", scope="sys", source="self", until=">=")
+    assert step_dict(poll) == dict(STEP_DEFAULTS, op="await", read="atomic_add", sem="acquire",
+                                   scope="sys", source="self", until=">=")
+    assert tuple(step_dict(poll)) == FIELDS
+    with pytest.raises(TypeError, match="'from_' is not a step field"):
+        make_step(op="await", from_="each")
+    plan = build_plan(load_protocol("epoch-flag"), world_size=2)
+    assert all(make_step(**step_dict(s)) == s for s in plan.signal + plan.wait)
 
 
 def test_expressions_without_epoch_become_constants_at_the_world_size():

@@ -15,7 +15,7 @@ from syncverify.kernels.audit import audit, protocol_ops
 from syncverify.kernels.build import build
 from syncverify.kernels.compile import compile_ptx, sleep_counts
 from syncverify.kernels.config import KernelConfig
-from syncverify.kernels.ptx import SyncOp, parse_ptx, sync_ops
+from syncverify.kernels.ptx_reader import SyncOp, parse_ptx, sync_ops
 from syncverify.protocols import builtin_names, load_protocol
 
 # Triton 3.6 lowers tl.atomic_add(p, 0, sem="acquire") (a constant 0) to an acquire *load* on one

@@ -1,16 +1,23 @@
-"""The GPU session script's own plumbing, on the CPU: world lists, the budget, and a dry run
-(``--dry-run``: every campaign once in the interpreter) that ends in the summary table."""
+"""The GPU session script's own plumbing (``benchmarks/stress_bench.py``), on the CPU: world
+lists, the budget, the log's failure sample, and a dry run (``--dry-run``: every campaign once in
+the interpreter) that ends in the summary table."""
 
 from __future__ import annotations
 
 import json
 
-from syncverify.stress import bench
+from benchmarks import stress_bench as bench
 
 
 def test_worlds_take_a_time_per_world():
     assert bench._worlds("4:6,2", 3.0) == [(4, 6.0), (2, 3.0)]
     assert bench._worlds("2,4", 1.5) == [(2, 1.5), (4, 1.5)]
+
+
+def test_the_bench_log_keeps_the_first_records_of_every_class():
+    records = [{"kind": k, "i": i} for i, k in enumerate(["unwritten"] * 9 + ["hang", "unwritten", "hang"])]
+    assert [(r["kind"], r["i"]) for r in bench.failure_sample(records, per_class=2)] == [
+        ("unwritten", 0), ("unwritten", 1), ("hang", 9), ("hang", 11)]
 
 
 def test_a_dry_run_of_the_overwrite_section_ends_in_the_table(tmp_path, capsys, monkeypatch):

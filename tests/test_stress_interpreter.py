@@ -1,7 +1,7 @@
 """Both kernels through Triton's CPU interpreter (what CI runs): a safe protocol leaves no bad
 tile; an unsafe one gives the classified result a sequential schedule makes certain.
 
-The interpreter runs programs one at a time by program id (``syncverify.kernels.signals.program_role``
+The interpreter runs programs one at a time by program id (``syncverify.kernels.steps.program_role``
 lays them out), and is sequentially consistent: what it can show is lost or missing signals
 (a bounded wait times out: ``hang``), locks that were not reset (a consumer passes early:
 ``unwritten``/``stale``), and overwritten signals (``missing-ranks``). Each test says which.
@@ -149,11 +149,3 @@ def test_failure_records_are_capped_per_class():
                       order="consumers-first", poison="outputs", iterations=2, max_records=2)
     assert result.counts["hang"] > 2 and result.counts["stale"] == 16
     assert [f["kind"] for f in result.failures] == ["hang", "hang", "stale", "stale"]
-
-
-def test_the_bench_log_keeps_the_first_records_of_every_class():
-    from syncverify.stress.bench import failure_sample
-
-    records = [{"kind": k, "i": i} for i, k in enumerate(["unwritten"] * 9 + ["hang", "unwritten", "hang"])]
-    assert [(r["kind"], r["i"]) for r in failure_sample(records, per_class=2)] == [
-        ("unwritten", 0), ("unwritten", 1), ("hang", 9), ("hang", 11)]

@@ -10,10 +10,9 @@ import torch
 import triton.language as tl
 
 from syncverify.kernels._jit import jit
-from syncverify.kernels.signals import delay_hash as device_hash
-from syncverify.kernels.signals import delay_ns as device_delay_ns
-
 from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.delays import delay_hash as device_hash
+from syncverify.kernels.delays import delay_ns as device_delay_ns
 from syncverify.stress.classify import bad_tiles
 from syncverify.stress.delays import SITES, DelayConfig, delay_hash, delays_at, parse_sites
 from syncverify.stress.inputs import expected_output, make_inputs

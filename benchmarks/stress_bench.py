@@ -1,6 +1,8 @@
 """The GPU session script: check, time and stress in one call; a compact table last.
 
-    PYTHONUNBUFFERED=1 python -m syncverify.stress.bench --out $OUT [--seconds 3] [--sections all]
+    PYTHONUNBUFFERED=1 python -m benchmarks.stress_bench --out $OUT [--seconds 3] [--sections all]
+
+Run from the repository root (``benchmarks`` is a folder of scripts, not part of the package).
 
 Sections (each one guarded: a failure is printed and the next section runs):
 
@@ -23,7 +25,8 @@ Sections (each one guarded: a failure is printed and the next section runs):
   runs and the per-protocol table at W=2, all in one launch (:func:`section_processes`).
 
 Every campaign appends its result to ``OUT/bench.jsonl``; no new campaign starts once
-``--budget-seconds`` have passed since the script started (it says which it skipped).
+``--budget-seconds`` have passed since :func:`main` started (it says which it skipped). Importing
+this module starts no clock and touches no GPU.
 """
 
 from __future__ import annotations
@@ -40,9 +43,6 @@ from collections import Counter
 def _log(out_dir, record):
     with open(os.path.join(out_dir, "bench.jsonl"), "a") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
-
-
-STARTED = time.perf_counter()
 
 
 def failure_sample(failures: list[dict], per_class: int = 3) -> list[dict]:
@@ -72,7 +72,7 @@ def _campaign(out_dir, tags: dict | None = None, **options):
 def _row(args, rows, section: str, label: str, **options) -> None:
     """One campaign as one table row; an error or the spent budget is printed, never raised."""
     where = f"{section} {label} W={options.get('world_size')} {options.get('kernel')} {options.get('protocol')}"
-    if time.perf_counter() - STARTED > args.budget_seconds:
+    if time.perf_counter() - args.started > args.budget_seconds:
         print(f"{where}: skipped (--budget-seconds={args.budget_seconds:g} spent)", flush=True)
         return
     if args.dry_run:  # the same options on the CPU: one interpreted iteration, a small poll budget
@@ -380,6 +380,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dry-run", action="store_true",
                         help="run every campaign of the sections once in the CPU interpreter (check the options)")
     args = parser.parse_args(argv)
+    args.started = time.perf_counter()  # --budget-seconds counts from here
     args.safe = [s for s in args.safe.split(",") if s]
     args.worlds = _worlds(args.worlds, args.seconds)
     os.makedirs(args.out, exist_ok=True)

@@ -1,0 +1,142 @@
+"""Delays inside the kernels: a reproducible hash, CTA-wide sleeps and per-warp deadlines.
+
+The hash (:func:`delay_hash`) is mirrored on the host by ``syncverify.stress.delays``, so a
+failure's delays can be replayed and printed. Every delay is inline PTX and adds no memory
+instruction and no barrier (the PTX audit checks); in the interpreter (``INTERPRET=True``) inline
+PTX cannot run, so every delay is skipped and returns 0 (or its input): the interpreter is
+sequentially consistent and a delay could not change what it shows.
+"""
+
+from __future__ import annotations
+
+from syncverify.kernels._deps import tl
+from syncverify.kernels._jit import jit
+
+# Delay sites (syncverify.stress.delays.SITES names them; the numbers enter the delay hash).
+SITE_BEFORE_STORE = tl.constexpr(1)  # per warp, before the tile store (after its layout shuffle)
+SITE_STORE_SIGNAL = tl.constexpr(2)  # whole CTA, between the tile store and the signal
+SITE_BEFORE_WAIT = tl.constexpr(3)  # whole CTA, before the wait
+SITE_WAIT_READ = tl.constexpr(4)  # per warp, between the wait and the tile reads
+
+
+@jit
+def mix32(h):
+    """32-bit integer finalizer (in int64 arithmetic; mirrored by ``syncverify.stress.delays.mix32``)."""
+    h = ((h ^ (h >> 16)) * 73244475) & 0xFFFFFFFF
+    h = ((h ^ (h >> 16)) * 73244475) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+@jit
+def delay_hash(seed, SITE: tl.constexpr, rank, tile, iteration):
+    """Reproducible hash of (seed, site, rank, tile, iteration); ``syncverify.stress.delays.delay_hash`` is
+    the same function on the host, so a failure's delays can be replayed and printed."""
+    h = tl.cast(seed, tl.int64) & 0xFFFFFFFF  # tl.cast: in the interpreter a loop index is an int
+    h = mix32(h ^ SITE)
+    h = mix32(h ^ (tl.cast(rank, tl.int64) & 0xFFFFFFFF))
+    h = mix32(h ^ (tl.cast(tile, tl.int64) & 0xFFFFFFFF))
+    h = mix32(h ^ (tl.cast(iteration, tl.int64) & 0xFFFFFFFF))
+    return h
+
+
+@jit
+def delay_ns(seed, SITE: tl.constexpr, rank, tile, iteration, pct, max_ns, sites):
+    """Nanoseconds to sleep at a site: ``pct`` % of (rank, tile, iteration) get ``[0, max_ns)``;
+    0 when bit ``SITE`` of ``sites`` is clear (``syncverify.stress.delays.DelayConfig.site_mask``; -1: all)."""
+    h = delay_hash(seed, SITE, rank, tile, iteration)
+    on = ((h % 100) < pct) & (((sites >> SITE) & 1) != 0)
+    return tl.where(on, (h >> 8) % max_ns, 0).to(tl.int32)
+
+
+@jit
+def delay_warp_mask(seed, SITE: tl.constexpr, rank, tile, iteration, NUM_WARPS: tl.constexpr):
+    """Which warps sleep at a per-warp site (bit w = warp w); another hash of the same key."""
+    h = delay_hash(seed, SITE + 16, rank, tile, iteration)
+    return (h & ((1 << NUM_WARPS) - 1)).to(tl.int32)
+
+
+@jit
+def sleep(ns, INTERPRET: tl.constexpr):
+    """``nanosleep.u32 ns`` on every thread; returns int32 0 to add to a later address.
+
+    Ordering: none. Adding the returned 0 to the pointer of the next access makes that access
+    depend on the sleep, so neither the compiler nor ``ptxas`` can hoist it above the sleep; the
+    delay adds no memory instruction and no barrier (the audit checks).
+    """
+    if INTERPRET:
+        return 0
+    else:
+        return tl.inline_asm_elementwise("/* syncverify-delay cta */ nanosleep.u32 $1; mov.u32 $0, 0;", "=r,r", [ns],
+                                         dtype=tl.int32, is_pure=False, pack=1)
+
+
+@jit
+def warp_sleep_here(ns, warp_mask, MARK: tl.constexpr, INTERPRET: tl.constexpr):
+    """Per-warp delay as a scalar: every thread runs the asm once and sleeps ``ns`` if its warp's
+    bit is set in ``warp_mask``; returns int32 0 to add to the base pointer of the next accesses.
+
+    Ordering: none. To Triton the result is one uniform scalar, so using it changes no layout
+    and adds no shuffle or ``bar.sync``; each thread's accesses wait for its own sleep.
+    """
+    if INTERPRET:
+        return 0
+    else:
+        return tl.inline_asm_elementwise(
+            "/* syncverify-delay " + MARK + " */ { .reg .u32 t; .reg .pred p; mov.u32 t, %tid.x; "
+            "shr.u32 t, t, 5; shr.u32 t, $1, t; and.b32 t, t, 1; setp.ne.u32 p, t, 0; "
+            "@p nanosleep.u32 $2; mov.u32 $0, 0; }",
+            "=r,r,r", [warp_mask, ns], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@jit
+def warp_deadline(ns, warp_mask, INTERPRET: tl.constexpr):
+    """Per thread: ``%globaltimer + ns`` if bit ``%tid.x / 32`` of ``warp_mask`` is set, else 0.
+
+    A scalar to Triton, a different value in each warp; :func:`wait_tile` waits for it.
+    """
+    if INTERPRET:
+        return tl.zeros((), dtype=tl.int64)
+    else:
+        return tl.inline_asm_elementwise(
+            "{ .reg .u32 t; .reg .pred p; .reg .u64 g; mov.u32 t, %tid.x; shr.u32 t, t, 5; "
+            "shr.u32 t, $1, t; and.b32 t, t, 1; setp.ne.u32 p, t, 0; mov.u64 g, %globaltimer; "
+            "cvt.u64.u32 $0, $2; add.u64 $0, $0, g; @!p mov.u64 $0, 0; }",
+            "=l,r,r", [warp_mask, ns], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@jit
+def wait_tile(v, deadline, MARK: tl.constexpr, INTERPRET: tl.constexpr):
+    """Hold a 16- or 32-bit tile *value* until ``%globaltimer >= deadline`` (this thread's, from
+    :func:`warp_deadline`); returns ``v``, through its bits widened to twice their width.
+
+    Ordering: none. The value feeds the ``tl.store`` right after, so each thread's stores wait
+    for its own deadline. Two placement facts, both checked in the PTX:
+
+    * Triton converts a ``tl.dot`` accumulator to the store's layout through shared memory behind
+      ``bar.sync``, placed where the data is narrowest: widening the bits for the asm puts that
+      conversion *before* the wait, so nothing re-synchronizes the warps between their wait and
+      their global stores;
+    * the asm runs once per element a thread holds; the first waits out the deadline, the rest
+      find it passed (a ``nanosleep`` per element would add up to the count times its granularity).
+
+    The spin's label is made unique per asm instance with LLVM's ``${:uid}``.
+    """
+    if INTERPRET:
+        return v
+    else:
+        if v.dtype.primitive_bitwidth == 16:
+            bits = v.to(tl.int16, bitcast=True).to(tl.int32)
+            bits = tl.inline_asm_elementwise(
+                "/* syncverify-delay " + MARK + " */ { .reg .u64 g; .reg .pred p; "
+                "SVW${:uid}: mov.u64 g, %globaltimer; setp.lt.u64 p, g, $2; @p bra SVW${:uid}; "
+                "mov.b32 $0, $1; }",
+                "=r,r,l", [bits, deadline], dtype=tl.int32, is_pure=False, pack=1)
+            return bits.to(tl.int16).to(v.dtype, bitcast=True)
+        else:
+            bits = v.to(tl.int32, bitcast=True).to(tl.int64)
+            bits = tl.inline_asm_elementwise(
+                "/* syncverify-delay " + MARK + " */ { .reg .u64 g; .reg .pred p; "
+                "SVW${:uid}: mov.u64 g, %globaltimer; setp.lt.u64 p, g, $2; @p bra SVW${:uid}; "
+                "mov.b64 $0, $1; }",
+                "=l,l,l", [bits, deadline], dtype=tl.int64, is_pure=False, pack=1)
+            return bits.to(tl.int32).to(v.dtype, bitcast=True)

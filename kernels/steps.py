@@ -1,0 +1,249 @@
+"""The protocol runners: a plan's step tuples walked in order, each step lowered to primitives.
+
+:func:`run_signal` and :func:`run_wait` walk a protocol's step tuples (``syncverify.kernels.plan``)
+and call the helpers of ``syncverify.kernels.primitives``, so every kernel runs exactly the steps of
+the protocol object the model checks. Each step's fields are ``tl.constexpr`` conditions (indexed
+with the names below), so a protocol compiles to straight-line code with no run-time dispatch.
+Also here: where a rank's copy of a buffer is (:func:`rank_base`), a plan operand's value
+(:func:`operand`), and which programs of the grid produce and which consume (:func:`program_role`).
+
+Every spin-wait is bounded by a poll budget and reports the last value it saw; nothing here can
+hang a kernel.
+"""
+
+from __future__ import annotations
+
+from syncverify.kernels._deps import tl
+from syncverify.kernels._jit import jit
+from syncverify.kernels.plan import FIELDS
+from syncverify.kernels.primitives import (
+    atomic_add_flag,
+    atomic_cas_flag,
+    atomic_xchg_flag,
+    fence,
+    read_flag,
+    store_flag,
+    until_holds,
+)
+
+# Step-tuple field indices (syncverify.kernels.plan.FIELDS), as globals the kernels can index with.
+OP = tl.constexpr(FIELDS.index("op"))
+READ = tl.constexpr(FIELDS.index("read"))
+SEM = tl.constexpr(FIELDS.index("sem"))
+SCOPE = tl.constexpr(FIELDS.index("scope"))
+CACHE = tl.constexpr(FIELDS.index("cache"))
+TO = tl.constexpr(FIELDS.index("to"))
+SOURCE = tl.constexpr(FIELDS.index("source"))
+LOCK = tl.constexpr(FIELDS.index("lock"))
+VALUE = tl.constexpr(FIELDS.index("value"))
+COMPARE = tl.constexpr(FIELDS.index("compare"))
+UNTIL = tl.constexpr(FIELDS.index("until"))
+TARGET = tl.constexpr(FIELDS.index("target"))
+
+
+def wrap_step(step: tuple) -> tuple:
+    """A step tuple (``syncverify.kernels.plan.make_step``) with every field a ``tl.constexpr``: the
+    form a compiled Triton kernel accepts for a ``tl.constexpr`` tuple argument (the interpreter
+    takes either). An operand field such as ``("c", 1)`` becomes one constexpr holding the pair."""
+    return tuple(tl.constexpr(field) for field in step)
+
+
+def wrap_plan(plan: tuple) -> tuple:
+    """A plan (tuple of step tuples) with every step wrapped by :func:`wrap_step`."""
+    return tuple(wrap_step(step) for step in plan)
+
+
+# ----- addressing ------------------------------------------------------------------------------
+
+@jit
+def rank_base(base, table, rank_stride, rank, TABLE: tl.constexpr):
+    """Address of ``rank``'s copy of a symmetric buffer.
+
+    ``TABLE=False`` (virtual ranks, interpreter): one tensor holds every rank's region,
+    ``rank_stride`` elements apart. ``TABLE=True`` (one process per GPU): ``table`` holds each
+    rank's device address (``torch.distributed._symmetric_memory`` ``buffer_ptrs``).
+    """
+    if TABLE:
+        return tl.load(table + rank).to(tl.pointer_type(base.dtype.element_ty))
+    else:
+        return base + rank * rank_stride
+
+
+@jit
+def operand(X: tl.constexpr, vals):
+    """A plan operand: ``("c", n)`` is the constant ``n``; ``("r", i)`` is ``vals[i]``, an int32
+    the host wrote for this launch (``KernelPlan.runtime_values``). A tensor, not scalar kernel
+    arguments: Triton would compile a new kernel whenever an integer argument equals 1."""
+    if X[0] == "c":
+        return X[1]
+    else:
+        return tl.load(vals + X[1])
+
+
+@jit
+def program_role(pid, ORDER: tl.constexpr, GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
+                 RANKS: tl.constexpr):
+    """``(is_producer, index among its role's programs)`` for program ``pid``.
+
+    ``ORDER`` lays out the grid's program ids (all ranks' programs, rank-major within a role):
+    ``producers-first`` (the GPU default; in the interpreter, which runs programs one after
+    another by id, every producer finishes before any consumer starts), ``consumers-first``
+    (every consumer runs, and times out or passes on stale locks, before any producer), and
+    ``last-rank-late`` (the last rank's producers run after every consumer: a consumer sees
+    every rank's signal but the last one's, e.g. one ``atomic_xchg`` overwriting another).
+    """
+    n_producers = GEMM_SMS * RANKS
+    n_consumers = COMM_SMS * RANKS
+    if ORDER == "consumers-first":
+        is_producer = pid >= n_consumers
+        index = tl.where(is_producer, pid - n_consumers, pid)
+    elif ORDER == "last-rank-late":
+        n_early = GEMM_SMS * (RANKS - 1)
+        is_consumer = (pid >= n_early) & (pid < n_early + n_consumers)
+        is_producer = is_consumer == 0
+        index = tl.where(is_consumer, pid - n_early, tl.where(pid < n_early, pid, pid - n_consumers))
+    else:
+        is_producer = pid < n_producers
+        index = tl.where(is_producer, pid, pid - n_producers)
+    return is_producer, index
+
+
+# ----- polls: one await's bounded loop ---------------------------------------------------------
+
+@jit
+def bounded_poll(ptr, S: tl.constexpr, vals, target, budget):
+    """Poll ``ptr`` as step ``S`` says until ``S``'s ``until`` holds or ``budget`` polls were made.
+
+    Returns ``(last value read, polls made)``; at least one poll is made. Ordering: that of the
+    read (``S[READ]``); the loop adds none. Bounded: the caller reports a timeout, never hangs.
+    """
+    cmp = operand(S[COMPARE], vals)
+    value = operand(S[VALUE], vals)
+    v = read_flag(ptr, cmp, value, S[READ], S[SEM], S[SCOPE], S[CACHE])
+    polls = 1
+    while (until_holds(v, S[UNTIL], target) == 0) & (polls < budget):
+        v = read_flag(ptr, cmp, value, S[READ], S[SEM], S[SCOPE], S[CACHE])
+        polls += 1
+    return v, polls
+
+
+# ----- protocol runners ------------------------------------------------------------------------
+
+@jit
+def write_flag(ptr, value, S: tl.constexpr, INTERPRET: tl.constexpr):
+    """One signal write (``store``, ``atomic_xchg`` or ``atomic_add``) of step ``S`` to ``ptr``."""
+    if S[OP] == "store":
+        store_flag(ptr, value, S[SEM], S[SCOPE], S[CACHE], INTERPRET)
+    elif S[OP] == "atomic_xchg":
+        atomic_xchg_flag(ptr, value, S[SEM], S[SCOPE])
+    else:
+        atomic_add_flag(ptr, value, S[SEM], S[SCOPE])
+
+
+@jit
+def signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
+                S: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr, INTERPRET: tl.constexpr):
+    """Step ``S`` of a producer's signal for ``tile``: a barrier, a fence, or one write per
+    target rank (``to``: all/others in rank order, self, owner) into lock ``S[LOCK]``."""
+    if S[OP] == "barrier":
+        tl.debug_barrier()
+    elif S[OP] == "fence":
+        fence(S[SEM], S[SCOPE], INTERPRET)
+    else:
+        value = operand(S[VALUE], vals)
+        offset = S[LOCK] * n_tiles + tile
+        if S[TO] == "self":
+            write_flag(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset,
+                       value, S, INTERPRET)
+        elif S[TO] == "owner":
+            write_flag(rank_base(locks, locks_table, locks_rank_stride, owner, TABLE) + offset,
+                       value, S, INTERPRET)
+        else:
+            for d in tl.static_range(WORLD):
+                if S[TO] == "all":
+                    write_flag(rank_base(locks, locks_table, locks_rank_stride, d, TABLE) + offset,
+                               value, S, INTERPRET)
+                else:  # others
+                    if d != rank:
+                        write_flag(rank_base(locks, locks_table, locks_rank_stride, d, TABLE)
+                                   + offset, value, S, INTERPRET)
+
+
+@jit
+def run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
+               PLAN: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
+               INTERPRET: tl.constexpr):
+    """A producer's whole ``signal`` plan for ``tile``, steps in order (after its tile store)."""
+    for i in tl.static_range(len(PLAN)):
+        signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
+                    PLAN[i], WORLD, TABLE, INTERPRET)
+
+
+@jit
+def _record(ok, last, step, v, held, I: tl.constexpr):
+    """Fold one poll loop's outcome into (ok, last, step): the first failing loop is kept."""
+    first = (ok != 0) & (held == 0)
+    last = tl.where(first, v, last)
+    step = tl.where(first, I, step)
+    ok = tl.where(held, ok, 0)
+    return ok, last, step
+
+
+@jit
+def wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, budget,
+              ok, last, step, S: tl.constexpr, I: tl.constexpr, WORLD: tl.constexpr,
+              TABLE: tl.constexpr, INTERPRET: tl.constexpr):
+    """Step ``S`` (number ``I``) of a consumer's wait for ``tile``: a barrier, a fence, one CAS
+    per source rank, or one bounded poll loop per source rank (``from``: self, or each rank)."""
+    offset = S[LOCK] * n_tiles + tile
+    if S[OP] == "barrier":
+        tl.debug_barrier()
+    elif S[OP] == "fence":
+        fence(S[SEM], S[SCOPE], INTERPRET)
+    elif S[OP] == "atomic_cas":  # one CAS, result unused (seed 001's acquire after the poll)
+        cmp = operand(S[COMPARE], vals)
+        value = operand(S[VALUE], vals)
+        if S[SOURCE] == "each":
+            for s in tl.static_range(WORLD):
+                atomic_cas_flag(rank_base(locks, locks_table, locks_rank_stride, s, TABLE) + offset,
+                                cmp, value, S[SEM], S[SCOPE])
+        else:
+            atomic_cas_flag(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset,
+                            cmp, value, S[SEM], S[SCOPE])
+    else:  # await
+        target = operand(S[TARGET], vals)
+        if S[SOURCE] == "each":
+            for s in tl.static_range(WORLD):
+                v, polls = bounded_poll(rank_base(locks, locks_table, locks_rank_stride, s, TABLE)
+                                        + offset, S, vals, target, budget)
+                budget = budget - polls
+                ok, last, step = _record(ok, last, step, v, until_holds(v, S[UNTIL], target), I)
+        else:
+            v, polls = bounded_poll(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE)
+                                    + offset, S, vals, target, budget)
+            budget = budget - polls
+            ok, last, step = _record(ok, last, step, v, until_holds(v, S[UNTIL], target), I)
+    return ok, last, step, budget
+
+
+@jit
+def run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, budget,
+             PLAN: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
+             INTERPRET: tl.constexpr):
+    """A consumer's whole ``wait`` plan for ``tile``, steps in order (before its tile reads).
+
+    Every ``await`` polls at most ``budget`` times in total across the steps (at least once
+    each), so a consumer that times out on one tile spends little on the next.
+
+    Returns ``(ok, last, step, budget)``: ``ok`` is 1 if every ``await`` saw its condition,
+    else 0 with ``last`` the value the first failing poll loop read last and ``step`` its index
+    in the plan (-1 when ok); ``budget`` is what is left.
+    """
+    ok = (budget * 0 + 1).to(tl.int32)
+    last = ok * 0
+    step = ok * 0 - 1
+    for i in tl.static_range(len(PLAN)):
+        ok, last, step, budget = wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile,
+                                           rank, vals, budget, ok, last, step, PLAN[i], i,
+                                           WORLD, TABLE, INTERPRET)
+    return ok, last, step, budget
