@@ -33,7 +33,7 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
 
     Parameters
     ----------
-    protocol : syncverify.protocols.schema.Protocol
+    protocol : syncverify.protocols.model.Protocol
     config : KernelConfig
     sms, gpus : int, optional
         Limits of the machine (see :func:`syncverify.kernels.config.check_config`).

@@ -1,7 +1,7 @@
 """A protocol's steps as the compile-time tuples the kernels branch on.
 
 The kernels do not describe a protocol a second time: they read the same
-:class:`syncverify.protocols.schema.Protocol` the model reads, through the two functions here.
+:class:`syncverify.protocols.model.Protocol` the model reads, through the two functions here.
 :func:`signal_plan` and :func:`wait_plan` turn each step into one flat tuple (fields in
 :data:`FIELDS` order, built by :func:`make_step`); ``syncverify.kernels.steps`` branches on those fields with ``tl.constexpr``
 conditions, so each protocol compiles to straight-line code with no run-time dispatch.
@@ -203,7 +203,7 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> 
 
     Parameters
     ----------
-    protocol : syncverify.protocols.schema.Protocol
+    protocol : syncverify.protocols.model.Protocol
     world_size : int
         Number of ranks (1..64); expressions without ``epoch`` are evaluated at it.
     lock_dtype : {"int32", "int8"}

@@ -2,7 +2,7 @@
 
 A protocol says what a producer does after storing its tile (``signal`` steps) and what a
 consumer does before reading tiles (``wait`` steps). It is data: the model
-(``syncverify.scenarios``) turns it into memory events and the kernels (``syncverify.kernels.signals``)
+(``syncverify.scenarios``) turns it into memory events and the kernels (``syncverify.kernels.steps``)
 into Triton code, both from the same :class:`Protocol` object. The classes here hold values that
 :mod:`syncverify.protocols.loader` has already checked; their constructors do not validate.
 """

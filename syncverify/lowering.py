@@ -56,7 +56,7 @@ def fence_kind(sem: str) -> str:
 
 
 def lower_step(step) -> tuple[LoweredOp, ...]:
-    """The operations one protocol step (``syncverify.protocols.schema.Step``) lowers to, in order."""
+    """The operations one protocol step (``syncverify.protocols.model.Step``) lowers to, in order."""
     op = step.op
     if op == "barrier":
         return (LoweredOp("bar", ALL),)
