@@ -123,7 +123,7 @@ def _all_reduce_alone(cfg, **launch_options):
     heap.allocate("partial", (cfg.m, cfg.n), torch.bfloat16)
     heap.allocate("out", (cfg.m, cfg.n), torch.bfloat16)
     heap.allocate("locks", (1, cfg.tiles), torch.int32)
-    status = torch.zeros(W, cfg.tiles + 1, 4, dtype=torch.int32, device="cuda")
+    status = torch.zeros(W, 2 * cfg.tiles, 4, dtype=torch.int32, device="cuda")
     inputs = make_inputs(cfg, parity=0, generator=torch.Generator("cuda").manual_seed(0), device="cuda")
     epoch = [0]
 

@@ -26,9 +26,13 @@ class BuiltKernel:
     def lock_count(self) -> int:
         return len(self.plan.locks)
 
+    @property
+    def push_lock_count(self) -> int:
+        return len(self.plan.push_locks)
+
 
 def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
-          gpus: int | None = None) -> BuiltKernel:
+          gpus: int | None = None, push: Any = None) -> BuiltKernel:
     """Check ``config`` and turn ``protocol`` into the plan the kernel is specialized on.
 
     Parameters
@@ -37,6 +41,8 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
     config : KernelConfig
     sms, gpus : int, optional
         Limits of the machine (see :func:`syncverify.kernels.config.check_config`).
+    push : syncverify.protocols.model.Protocol, optional
+        all-scatter's push protocol (default: ``syncverify.scenarios.DEFAULT_PUSH``, as the model).
 
     Raises
     ------
@@ -44,7 +50,13 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
         With one line naming what to change.
     """
     check_config(config, sms=sms, gpus=gpus)
-    plan = build_plan(protocol, world_size=config.world_size, lock_dtype=config.lock_dtype)
+    if config.kernel == "all-scatter" and push is None:
+        from syncverify.protocols.registry import load_protocol
+        from syncverify.scenarios import DEFAULT_PUSH
+
+        push = load_protocol(DEFAULT_PUSH)
+    plan = build_plan(protocol, world_size=config.world_size, lock_dtype=config.lock_dtype,
+                      push=push if config.kernel == "all-scatter" else None)
     return BuiltKernel(config, plan, protocol)
 
 

@@ -29,7 +29,8 @@ class KernelConfig:
     * ``all-scatter``: C is ``m x n``; each rank computes the column block ``n / world_size`` of C
       (its slice of B) and pushes each finished tile into every rank's copy of C.
 
-    ``gemm_sms``/``comm_sms`` are programs per rank (producers / consumers); with ``virtual``
+    ``gemm_sms``/``comm_sms``/``recv_sms`` are programs per rank (producers / consumers or comm
+    programs / all-scatter's receivers); with ``virtual``
     all ranks' programs share one launch on one GPU, each rank with its own heap region.
     """
 
@@ -43,6 +44,7 @@ class KernelConfig:
     block_k: int = 64
     gemm_sms: int = 16
     comm_sms: int = 8
+    recv_sms: int = 8  # all-scatter's receiver programs per rank
     dtype: str = "bf16"
     distribution: str = "striding"
     production: str = "every-rank"
@@ -54,7 +56,6 @@ class KernelConfig:
     table: bool = False  # address tables instead of one strided tensor (always with real ranks)
     interpret: bool = False
     order: str = "producers-first"  # program-id layout (syncverify.kernels.steps.program_role)
-    handshake: bool = True  # all-scatter's closing cross-rank handshake (skipped in the interpreter)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,7 +75,7 @@ class KernelConfig:
 
     @property
     def programs_per_rank(self) -> int:
-        return self.gemm_sms + self.comm_sms
+        return self.gemm_sms + self.comm_sms + (self.recv_sms if self.kernel == "all-scatter" else 0)
 
     @property
     def grid(self) -> int:
@@ -128,7 +129,7 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
     for name in ("block-m", "block-n", "block-k"):
         _power_of_two(name, getattr(c, name.replace("-", "_")), 16)
     _power_of_two("num-warps", c.num_warps, 1)
-    for name in ("gemm-sms", "comm-sms"):
+    for name in ("gemm-sms", "comm-sms", "recv-sms"):
         if getattr(c, name.replace("-", "_")) < 1:
             raise StressConfigError(f"--{name} must be at least 1")
     W = c.world_size
@@ -163,9 +164,10 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
         )
     if sms is not None and not c.interpret and c.grid > sms:
         per = f" x {W} virtual ranks" if c.virtual else ""
+        recv = f" + {c.recv_sms}" if c.kernel == "all-scatter" else ""
         raise StressConfigError(
-            f"{c.gemm_sms} + {c.comm_sms} programs per rank{per} = {c.grid} programs exceeds the "
+            f"{c.gemm_sms} + {c.comm_sms}{recv} programs per rank{per} = {c.grid} programs exceeds the "
             f"{sms} SMs: every program must be resident at once (a spinning consumer could hold "
-            f"the SM its producer needs); lower --gemm-sms/--comm-sms"
+            f"the SM its producer needs); lower --gemm-sms/--comm-sms/--recv-sms"
         )
     return c

@@ -70,7 +70,7 @@ def gemm_all_reduce_kernel(
     A, B,
     # symmetric heap: partial tiles (local_C), outputs (C), locks [L, T]: base + address table
     partial, partial_table, out, out_table, locks, locks_table,
-    # this launch's status rows [WORLD, T + 1, 4]: (timed out, last value, wait step, polls)
+    # this launch's status rows [WORLD, 2 * T, 4]: (timed out, last value, wait step, polls); rows T.. unused here
     status,
     # sizes (K is one rank's slice)
     M, N, K,
@@ -130,7 +130,7 @@ def gemm_all_reduce_kernel(
         else:
             me = rank
             first = index
-        my_status = status + me * (n_tiles + 1) * 4
+        my_status = status + me * (2 * n_tiles) * 4
         budget = max_polls + 0 * me
         for j in range(first, owned_count(me, n_tiles, WORLD, DISTRIBUTION), COMM_SMS):
             t = owned_tile(j, me, n_tiles, WORLD, DISTRIBUTION)
@@ -187,7 +187,7 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
     """Launch one iteration: ``heap`` holds ``partial``, ``out`` and ``locks``.
 
     ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
-    ``[1, ...]``; ``status`` is ``[world, tiles + 1, 4]`` int32, zeroed by the caller.
+    ``[1, ...]``; ``status`` is ``[world, 2 * tiles, 4]`` int32, zeroed by the caller.
     Returns what the launcher returns (the compiled kernel, on the GPU).
     """
     c = built.config

@@ -1,22 +1,23 @@
 """GEMM + all-scatter with workgroup specialization (the shape of seed 001, iris example 10).
 
-Each rank holds A (``M x K``) and its column block of B (``K x N/W``). In one persistent launch
-per rank:
+Each rank holds A (``M x K``) and its column block of B (``K x N/W``). One persistent launch per
+rank runs the three roles of ``syncverify.scenarios.ROLES["all-scatter"]``, in that order of steps
+(``tests/test_drift.py`` checks the order against the model's program):
 
-* the first ``GEMM_SMS`` programs (**producers**) compute the tiles of the rank's column block
-  of C into ``local`` (on the rank's heap) and publish each through the protocol's ``signal``
-  steps (normally into the rank's own lock: seed 001 synchronizes within one GPU);
-* the other ``COMM_SMS`` programs (**consumers**) run the protocol's ``wait`` steps for each
-  tile, read it from ``local`` and push it into every rank's copy of the global C (``out``, at
-  the rank's column offset), self included;
-* then a closing cross-rank handshake, which is not the protocol under test and is written to
-  be safe: CTA barrier, ``fence.acq_rel.sys``, release ``atomic_add`` on every rank's ``done``
-  counter, acquire poll of the rank's own counter until ``W * COMM_SMS * (epoch + 1)`` (never
-  reset). Its timeout is reported in the status row after the tiles'. The interpreter runs
-  programs one after another, so no program can wait for a later one: ``HANDSHAKE=False`` there.
+* **producers** (``GEMM_SMS`` programs per rank) compute the tiles of the rank's column block of
+  C into ``local`` and run the protocol's ``signal`` steps (stage ``pub``, lock array ``locks``);
+* **comm** programs (``COMM_SMS`` per rank) run the protocol's ``wait`` steps for each tile, read
+  it from ``local``, push it into every rank's ``out`` (at the rank's column offset, self
+  included), then run the *push protocol*'s ``signal`` steps (stage ``push``, lock array
+  ``push_locks``; by default ``epoch-flag``, the same file the model checks);
+* **receivers** (``RECV_SMS`` per rank) run the push protocol's ``wait`` steps for each tile and
+  read every rank's block of it from their own ``out`` into ``received``: what a consumer of the
+  gathered C on that rank sees, which the host validates.
 
-``owner`` targets (``to = "owner"``) mean the rank itself here: the consumer of a rank's tile
-runs on that rank.
+A ``to = "owner"`` signal goes to the signalling rank itself (its own comm CTA consumes its
+column block; ``syncverify.scenarios.signal_owner``). Every wait is bounded: a comm program
+whose wait times out writes ``(1, last value, step, polls)`` into its status row ``t``, a
+receiver into row ``T + t``, and skips the tile (what it would have written stays poisoned).
 """
 
 from __future__ import annotations
@@ -32,54 +33,50 @@ from syncverify.kernels.delays import (
     sleep,
     warp_sleep_here,
 )
-from syncverify.kernels.plan import make_step
-from syncverify.kernels.primitives import fence
-from syncverify.kernels.steps import (
-    bounded_poll,
-    program_role,
-    rank_base,
-    run_wait,
-    wrap_plan,
-    wrap_step,
-)
+from syncverify.kernels.steps import program_role, rank_base, run_signal, run_wait, wrap_plan
 from syncverify.kernels.tile import gemm_tile, store_and_signal
 
-# The handshake's own poll, as a wait step: acquire atomic_add(0) at sys scope until >= target
-# (the target is the run-time argument handshake_target, not a field).
-_HANDSHAKE_POLL = wrap_step(make_step(op="await", read="atomic_add", sem="acquire", scope="sys",
-                                      source="self", until=">="))
+
+@jit
+def timed_out(row, last, step, polls):
+    """Record a bounded wait that gave up: ``(1, last value, step, polls)`` in a status row."""
+    tl.store(row, 1)
+    tl.store(row + 1, last)
+    tl.store(row + 2, step)
+    tl.store(row + 3, polls)
 
 
 @jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
-                         "iteration", "handshake_target"])
+                         "iteration"])
 def gemm_all_scatter_kernel(
     # inputs: A (M x K, the same on every rank) and this rank's column block of B (K x N/W)
     A, B,
-    # symmetric heap: local C tiles, global C, locks [L, T], handshake counters: base + table
-    local, local_table, out, out_table, locks, locks_table, done, done_table,
-    # this launch's status rows [WORLD, T + 1, 4]: (timed out, last value, wait step, polls)
+    # symmetric heap: local C tiles, global C, received C, pub locks [L, T], push locks [L', T]
+    local, local_table, out, out_table, received, received_table, locks, locks_table,
+    push_locks, push_locks_table,
+    # this launch's status rows [WORLD, 2 * T, 4]: comm rows 0..T-1, receiver rows T..2T-1
     status,
     # sizes (N is one rank's column block; the global C is N * WORLD wide)
     M, N, K,
     # strides; *_rank strides step between virtual ranks' inputs and heap regions
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
-    local_rank_stride, out_rank_stride, locks_rank_stride, done_rank_stride,
+    local_rank_stride, out_rank_stride, received_rank_stride, locks_rank_stride, push_locks_rank_stride,
     # run-time parameters
     rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
-    handshake_target,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
-    SIGNAL: tl.constexpr, WAIT: tl.constexpr, HANDSHAKE_POLL: tl.constexpr,
+    GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr, RECV_SMS: tl.constexpr,
+    SIGNAL: tl.constexpr, WAIT: tl.constexpr, PUSH_SIGNAL: tl.constexpr, PUSH_WAIT: tl.constexpr,
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
     DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
-    HANDSHAKE: tl.constexpr, INTERPRET: tl.constexpr,
+    INTERPRET: tl.constexpr,
 ):
-    # ----- role and rank ---------------------------------------------------------------------
+    # ----- role and rank: producers, then comm programs, then receivers ------------------------
     pid = tl.program_id(0)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
-    is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
+    is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS + RECV_SMS, RANKS)
+    is_comm = index < COMM_SMS * RANKS
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
     n_tiles = ((M + BLOCK_M - 1) // BLOCK_M) * num_pid_n
     rm = tl.arange(0, BLOCK_M)
@@ -103,15 +100,15 @@ def gemm_all_scatter_kernel(
                              locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
                              delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
                              NUM_WARPS, INTERPRET)
-    else:
-        # ----- consumer (communication programs): wait, push each tile to every rank ----------
+    elif is_comm:
+        # ----- comm: wait (pub), read the tile, push it to every rank, signal (push) ------------
         if VIRTUAL:
             me = index // COMM_SMS
             first = index % COMM_SMS
         else:
             me = rank
             first = index
-        my_status = status + me * (n_tiles + 1) * 4
+        my_status = status + me * (2 * n_tiles) * 4
         my_local = rank_base(local, local_table, local_rank_stride, me, TABLE)
         budget = max_polls + 0 * me
         for t in range(first, n_tiles, COMM_SMS):
@@ -135,28 +132,36 @@ def gemm_all_scatter_kernel(
                 g_offs = offs_m[:, None] * (N * WORLD) + me * N + offs_n[None, :]
                 for d in tl.static_range(WORLD):
                     dst = rank_base(out, out_table, out_rank_stride, d, TABLE)
-                    tl.store(dst + g_offs, c)
+                    tl.store(dst + g_offs, c, cache_modifier=TILE_STORE_CACHE)
+                run_signal(push_locks, push_locks_table, push_locks_rank_stride, n_tiles, t, me, me, vals,
+                           PUSH_SIGNAL, WORLD, TABLE, INTERPRET)
             else:
-                row = my_status + t * 4
-                tl.store(row, 1)
-                tl.store(row + 1, last)
-                tl.store(row + 2, step)
-                tl.store(row + 3, max_polls - budget)
-        # ----- closing handshake: every consumer program of every rank has pushed its tiles ---
-        if HANDSHAKE:
-            tl.debug_barrier()
-            fence("release", "sys", INTERPRET)
-            for d in tl.static_range(WORLD):
-                tl.atomic_add(rank_base(done, done_table, done_rank_stride, d, TABLE), 1,
-                              sem="release", scope="sys")
-            seen, polls = bounded_poll(rank_base(done, done_table, done_rank_stride, me, TABLE),
-                                       HANDSHAKE_POLL, vals, handshake_target, max_polls)
-            if seen < handshake_target:
-                row = my_status + n_tiles * 4
-                tl.store(row, 1)
-                tl.store(row + 1, seen)
-                tl.store(row + 2, -1)
-                tl.store(row + 3, polls)
+                timed_out(my_status + t * 4, last, step, max_polls - budget)
+    else:
+        # ----- receiver: wait (push), read every rank's block of the tile -----------------------
+        index = index - COMM_SMS * RANKS
+        if VIRTUAL:
+            me = index // RECV_SMS
+            first = index % RECV_SMS
+        else:
+            me = rank
+            first = index
+        my_status = status + me * (2 * n_tiles) * 4
+        my_out = rank_base(out, out_table, out_rank_stride, me, TABLE)
+        my_received = rank_base(received, received_table, received_rank_stride, me, TABLE)
+        budget = max_polls + 0 * me
+        for t in range(first, n_tiles, RECV_SMS):
+            ok, last, step, budget = run_wait(push_locks, push_locks_table, push_locks_rank_stride, n_tiles,
+                                              t, me, vals, budget, PUSH_WAIT, WORLD, TABLE, INTERPRET)
+            if ok != 0:
+                offs_m = (t // num_pid_n) * BLOCK_M + rm
+                offs_n = (t % num_pid_n) * BLOCK_N + rn
+                for b in tl.static_range(WORLD):
+                    g_offs = offs_m[:, None] * (N * WORLD) + b * N + offs_n[None, :]
+                    c = tl.load(my_out + g_offs, volatile=TILE_LOAD_VOLATILE)
+                    tl.store(my_received + g_offs, c, cache_modifier=TILE_STORE_CACHE)
+            else:
+                timed_out(my_status + (n_tiles + t) * 4, last, step, max_polls - budget)
 
 
 def meta_parameters(built: BuiltKernel) -> dict:
@@ -165,46 +170,39 @@ def meta_parameters(built: BuiltKernel) -> dict:
     return dict(
         WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
         BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k,
-        GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms,
-        SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait), HANDSHAKE_POLL=_HANDSHAKE_POLL,
+        GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms, RECV_SMS=c.recv_sms,
+        SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
+        PUSH_SIGNAL=wrap_plan(plan.push_signal), PUSH_WAIT=wrap_plan(plan.push_wait),
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
         DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order,
-        HANDSHAKE=c.handshake and not c.interpret, INTERPRET=c.interpret,
+        INTERPRET=c.interpret,
     )
-
-
-def handshake_target(built: BuiltKernel, epoch: int) -> int:
-    """What every rank's ``done`` counter reads once all ranks finished launch ``epoch``."""
-    c = built.config
-    return c.world_size * c.comm_sms * (epoch + 1)
 
 
 def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                        iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
                        delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
-                      vals=None, compile_only: bool = False):
-    """Launch one iteration: ``heap`` holds ``local``, ``out``, ``locks`` and ``done``.
+                       vals=None, compile_only: bool = False):
+    """Launch one iteration: ``heap`` holds ``local``, ``out``, ``received``, ``locks`` and ``push_locks``.
 
     ``A``/``B`` are ``[world, M, K]``/``[world, K, N/W]`` (virtual ranks) or this rank's
-    ``[1, ...]``; ``status`` is ``[world, tiles + 1, 4]`` int32, zeroed by the caller.
-    ``epoch`` counts launches since the ``done`` counters were zeroed (the handshake target).
+    ``[1, ...]``; ``status`` is ``[world, 2 * tiles, 4]`` int32, zeroed by the caller.
     """
     c = built.config
-    local, out, locks, done = heap["local"], heap["out"], heap["locks"], heap["done"]
+    local, out, received = heap["local"], heap["out"], heap["received"]
+    locks, push_locks = heap["locks"], heap["push_locks"]
     virtual_inputs = A.shape[0] > 1
     return gemm_all_scatter_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
         A, B,
-        local.local, local.table, out.local, out.table, locks.local, locks.table,
-        done.local, done.table,
+        local.local, local.table, out.local, out.table, received.local, received.table,
+        locks.local, locks.table, push_locks.local, push_locks.table,
         status,
         c.m, c.n_per_rank, c.k,
         A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
-        local.rank_stride, out.rank_stride, locks.rank_stride, done.rank_stride,
+        local.rank_stride, out.rank_stride, received.rank_stride, locks.rank_stride, push_locks.rank_stride,
         rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
         max(delay_max_ns, 1), delay_sites, iteration,
-        handshake_target(built, epoch),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )
-

@@ -113,6 +113,12 @@ class KernelPlan:
     tile_store_cache: str
     tile_load_volatile: bool
     lock_dtype: str = "int32"
+    #: all-scatter's push stage: the push protocol's steps, on their own lock arrays; its
+    #: run-time operands share the slots above (one operand tuple per launch).
+    push_protocol: str = ""
+    push_signal: tuple[tuple, ...] = ()
+    push_wait: tuple[tuple, ...] = ()
+    push_locks: tuple[str, ...] = ()
 
     def runtime_values(self, *, epoch: int) -> tuple[int, ...]:
         """The run-time operand tuple for one launch: ``(epoch, slot1, slot2, ...)``."""
@@ -130,7 +136,7 @@ class KernelPlan:
     @property
     def uses_atomics(self) -> bool:
         """Whether any step is an atomic (or a non-weak store, which is inline PTX on 32 bits)."""
-        steps = self.signal + self.wait
+        steps = self.signal + self.wait + self.push_signal + self.push_wait
         return any(
             s[0].startswith("atomic") or s[1].startswith("atomic") or (s[0] == "store" and s[2] != "weak")
             for s in steps
@@ -198,12 +204,15 @@ def _check_step(step: Any, section: str, number: int, lock_dtype: str, where: st
         raise UnsupportedStep(f"{at}: op={step.op!r} has no Triton lowering in syncverify.kernels.steps")
 
 
-def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> KernelPlan:
+def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32", push: Any = None) -> KernelPlan:
     """Compile-time description of ``protocol`` at ``world_size`` ranks.
 
     Parameters
     ----------
     protocol : syncverify.protocols.model.Protocol
+    push : syncverify.protocols.model.Protocol, optional
+        all-scatter's push protocol (``syncverify.scenarios.ROLES``): its steps become
+        ``push_signal``/``push_wait``.
     world_size : int
         Number of ranks (1..64); expressions without ``epoch`` are evaluated at it.
     lock_dtype : {"int32", "int8"}
@@ -216,18 +225,13 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> 
     """
     if not isinstance(world_size, int) or not 1 <= world_size <= 64:
         raise UnsupportedStep(f"world_size={world_size!r} must be an integer in 1..64")
-    where = f"{protocol.path}: " if getattr(protocol, "path", "") not in ("", "<string>") else ""
-    locks = tuple(protocol.locks) or ("ready",)
     operands = _Operands(world_size)
-    sections = {}
-    for section in ("signal", "wait"):
-        steps = getattr(protocol, section)
-        for number, step in enumerate(steps, start=1):
-            _check_step(step, section, number, lock_dtype, where)
-        sections[section] = tuple(
-            _step_tuple(step, section, number, locks, operands, where)
-            for number, step in enumerate(steps, start=1)
-        )
+    sections, locks = _sections(protocol, operands, lock_dtype)
+    extra = {}
+    if push is not None:
+        push_sections, push_locks = _sections(push, operands, lock_dtype)
+        extra = dict(push_protocol=push.name, push_signal=push_sections["signal"],
+                     push_wait=push_sections["wait"], push_locks=push_locks)
     return KernelPlan(
         protocol=protocol.name,
         signal=sections["signal"],
@@ -238,7 +242,24 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> 
         tile_store_cache=protocol.tile_store.cache,
         tile_load_volatile=bool(protocol.tile_load.volatile),
         lock_dtype=lock_dtype,
+        **extra,
     )
+
+
+def _sections(protocol: Any, operands: _Operands, lock_dtype: str) -> tuple[dict, tuple[str, ...]]:
+    """One protocol's signal and wait step tuples, and its lock array names."""
+    where = f"{protocol.path}: " if getattr(protocol, "path", "") not in ("", "<string>") else ""
+    locks = tuple(protocol.locks) or ("ready",)
+    sections = {}
+    for section in ("signal", "wait"):
+        steps = getattr(protocol, section)
+        for number, step in enumerate(steps, start=1):
+            _check_step(step, section, number, lock_dtype, where)
+        sections[section] = tuple(
+            _step_tuple(step, section, number, locks, operands, where)
+            for number, step in enumerate(steps, start=1)
+        )
+    return sections, locks
 
 
 def signal_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32") -> tuple[tuple, ...]:

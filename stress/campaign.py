@@ -21,16 +21,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from syncverify import rules
 from syncverify.kernels.config import ORDERS, KernelConfig
 from syncverify.kernels.errors import StressConfigError
 from syncverify.stress.delays import MODES, DelayConfig, delays_at, parse_sites
 
-RESETS: tuple[str, ...] = ("none", "host-between-barriers", "host-racing")
+RESETS: tuple[str, ...] = rules.RESET_POLICIES
 POISONS: tuple[str, ...] = ("all", "outputs")
 CLASS_NAMES: tuple[str, ...] = ("unwritten", "stale", "missing-ranks", "corrupt", "hang")
 
-#: Protocol ``reset`` field -> the campaign's default lock reset policy.
-DEFAULT_RESET = {"host": "host-between-barriers", "consumer": "none", "none": "none"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +57,8 @@ class CampaignOptions:
     block_k: int | None = None
     gemm_sms: int | None = None
     comm_sms: int | None = None
+    recv_sms: int | None = None
+    push: str = "epoch-flag"  # all-scatter's push protocol (syncverify.scenarios.DEFAULT_PUSH)
     distribution: str = "striding"
     production: str = "every-rank"
     reset: str | None = None  # None: from the protocol's ``reset`` field
@@ -106,12 +107,12 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
     except ValueError as error:
         raise StressConfigError(f"--delay-sites={o.delay_sites!r}: {error}") from None
     tiny = o.interpret
-    gemm_sms, comm_sms = default_programs(o, sms)
+    gemm_sms, comm_sms, recv_sms = default_programs(o, sms)
     defaults = dict(
         m=32 if tiny else 1024, n=32 * (o.world_size if o.kernel == "all-scatter" else 1) if tiny else 1024,
         k=16 * o.world_size if tiny else 1024,
         block_m=16 if tiny else 128, block_n=16 if tiny else 128, block_k=16 if tiny else 64,
-        gemm_sms=gemm_sms, comm_sms=comm_sms, num_warps=4 if tiny else 8,
+        gemm_sms=gemm_sms, comm_sms=comm_sms, recv_sms=recv_sms, num_warps=4 if tiny else 8,
         # Real ranks launch independently: the peer's kernel can start milliseconds late (measured
         # on nvidia-h200-x2: 16,384 polls timed out in 25 of 70,656 iterations of a safe protocol,
         # 4,194,304 in none of 100,000; docs/RESULTS.md), so their bounded waits are longer.
@@ -124,17 +125,21 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
     return o
 
 
-def default_programs(o: CampaignOptions, sms: int = 132) -> tuple[int, int]:
-    """Producer and consumer programs per rank when not given: interpreted 2 and 1; on a GPU,
-    three quarters of the SMs one rank gets (``sms``, or ``sms / world_size`` with virtual
-    ranks), two thirds of them producers: every program resident, with room left for the
-    validation kernel and a racing reset on another stream."""
+def default_programs(o: CampaignOptions, sms: int = 132) -> tuple[int, int, int]:
+    """Producer, consumer (comm) and receiver programs per rank when not given: interpreted 2, 1
+    and 1; on a GPU, three quarters of the SMs one rank gets (``sms``, or ``sms / world_size``
+    with virtual ranks), two thirds of them producers and the rest consumers (all-scatter: half
+    comm programs, half receivers): every program resident, with room left for the validation
+    kernel and a racing reset on another stream."""
     if o.interpret:
-        return 2, 1
+        return 2, 1, 1
     usable = sms * 3 // 4
     per_rank = usable // o.world_size if (o.virtual_ranks or o.world_size == 1) else usable
     gemm = max(1, per_rank * 2 // 3)
-    return gemm, max(1, per_rank - gemm)
+    rest = max(1, per_rank - gemm)
+    if o.kernel != "all-scatter":
+        return gemm, rest, 1
+    return gemm, max(1, rest // 2), max(1, rest - rest // 2)
 
 
 def _replace(o: CampaignOptions, **changes) -> CampaignOptions:
@@ -152,6 +157,7 @@ def kernel_config(o: CampaignOptions) -> KernelConfig:
     return KernelConfig(
         kernel=o.kernel, world_size=o.world_size, m=o.m, n=o.n, k=o.k, block_m=o.block_m,
         block_n=o.block_n, block_k=o.block_k, gemm_sms=o.gemm_sms, comm_sms=o.comm_sms,
+        recv_sms=o.recv_sms,
         dtype=o.dtype, distribution=o.distribution, production=o.production,
         lock_dtype=o.lock_dtype, num_warps=o.num_warps, num_stages=o.num_stages,
         delays=o.delays == "random", virtual=virtual, table=o.table or not virtual,
@@ -173,7 +179,6 @@ class CampaignResult:
     iterations: int = 0
     bad_iterations: int = 0
     counts: dict = field(default_factory=lambda: {name: 0 for name in CLASS_NAMES})
-    handshake_timeouts: int = 0
     first_failure: dict | None = None
     time_to_first_failure: float | None = None
     seconds: float = 0.0
@@ -184,7 +189,7 @@ class CampaignResult:
 
     @property
     def clean(self) -> bool:
-        return self.bad_iterations == 0 and self.handshake_timeouts == 0 and self.stopped is None
+        return self.bad_iterations == 0 and self.stopped is None
 
     @property
     def iterations_per_second(self) -> float:
@@ -215,12 +220,10 @@ class Recorder:
             self.file.write(json.dumps(record, sort_keys=True) + "\n")
             self.file.flush()
 
-    def add(self, tiles, handshake: int, bad_iterations, times: dict[int, float], done: int,
-            elapsed: float) -> None:
+    def add(self, tiles, bad_iterations, times: dict[int, float], done: int, elapsed: float) -> None:
         r = self.result
         r.iterations = done
         r.seconds = elapsed
-        r.handshake_timeouts += handshake
         r.bad_iterations += len(bad_iterations)
         for tile in tiles:
             r.counts[tile.kind] = r.counts.get(tile.kind, 0) + 1
@@ -234,7 +237,7 @@ class Recorder:
                 r.failures.append(record)
                 self._write({"type": "bad-tile", **record})
         self._write({"type": "progress", "iterations": done, "bad_iterations": r.bad_iterations,
-                     "counts": dict(r.counts), "handshake_timeouts": r.handshake_timeouts,
+                     "counts": dict(r.counts),
                      "seconds": round(elapsed, 3)})
 
     def first_failure(self, tile) -> dict:
@@ -302,7 +305,8 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     config = kernel_config(o)
     from syncverify.kernels.build import build  # torch-free; the device work below needs torch
 
-    build(protocol_object, config)  # every check that needs no GPU, before asking for one
+    push = load(o.push)
+    build(protocol_object, config, push=push)  # every check that needs no GPU, before asking for one
     if o.interpret:
         return _run_local(o, config, protocol_object, "cpu", progress)
     from syncverify.kernels._deps import require_cuda, torch
@@ -313,7 +317,7 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     if options.get("gemm_sms") is None or options.get("comm_sms") is None:
         o = campaign_options(sms=sms, **options)  # default program counts for this GPU
         config = kernel_config(o)
-    build(protocol_object, config, sms=sms, gpus=gpus)
+    build(protocol_object, config, sms=sms, gpus=gpus, push=push)
     if config.virtual:
         return _run_local(o, config, protocol_object, "cuda:0", progress)
     from syncverify.stress.launch import run_processes
@@ -322,7 +326,7 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
 
 
 def _reset_policy(o: CampaignOptions, protocol) -> str:
-    return o.reset if o.reset is not None else DEFAULT_RESET.get(protocol.reset, "none")
+    return rules.reset_policy(protocol.reset, o.reset)
 
 
 def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
@@ -331,11 +335,12 @@ def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
     from syncverify.kernels.heap import VirtualHeap
     from syncverify.stress.runner import Runner
 
-    built = build(protocol, config)
+    push = load(o.push)
+    built = build(protocol, config, push=push)
     heap = VirtualHeap(config.world_size, device, table=config.table)
     runner = Runner(built, heap, device=device, delays=delay_config(o),
                     reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
-                    seed=o.seed, chunk=o.chunk)
+                    seed=o.seed, chunk=o.chunk, push_reset=push.reset)
     mode = "interpreter" if o.interpret else "virtual-ranks"
     result = CampaignResult(protocol.name, o.kernel, o.world_size, mode,
                             device if o.interpret else _device_name(), options=o.to_dict())
@@ -372,10 +377,10 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
             i += 1
             done = o.iterations is not None and i >= o.iterations
             if len(runner.pending) >= runner.chunk or done:
-                tiles, handshake, bad = runner.drain()
+                tiles, bad = runner.drain()
                 elapsed = time.perf_counter() - start
                 if recorder is not None:
-                    recorder.add(tiles, handshake, bad, times, i, elapsed)
+                    recorder.add(tiles, bad, times, i, elapsed)
                 times.clear()
                 if progress is not None:
                     progress(i, o.iterations, elapsed)

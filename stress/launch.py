@@ -135,7 +135,7 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
         from syncverify.kernels.build import build
         from syncverify.kernels.heap import SymmetricHeap
         from syncverify.stress.campaign import (CampaignOptions, CampaignResult, Recorder, _reset_policy,
-                                     delay_config, drive, kernel_config)
+                                                delay_config, drive, kernel_config, load)
         from syncverify.stress.runner import Runner
 
         def should_stop(local: bool) -> bool:
@@ -146,11 +146,13 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
         for index, (options, protocol) in enumerate(campaigns):
             o = CampaignOptions(**options)
             config = kernel_config(o)
-            built = build(protocol, config)
+            push = load(o.push)
+            built = build(protocol, config, push=push)
             heap = SymmetricHeap(world_size, rank, device)
             runner = Runner(built, heap, device=device, rank=rank, delays=delay_config(o),
                             reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
-                            seed=o.seed, chunk=o.chunk, process_group=dist.group.WORLD)
+                            seed=o.seed, chunk=o.chunk, process_group=dist.group.WORLD,
+                            push_reset=push.reset)
             result = CampaignResult(protocol.name, o.kernel, world_size, "processes",
                                     torch.cuda.get_device_name(device), options=o.to_dict())
             recorder = Recorder(result, o, config.num_warps) if rank == 0 else None

@@ -15,8 +15,6 @@ def summary_rows(result: CampaignResult) -> list[tuple[str, str]]:
         ("bad iterations", str(r.bad_iterations)),
     ]
     rows += [(f"  {name} tiles", str(r.counts.get(name, 0))) for name in CLASS_NAMES]
-    if r.handshake_timeouts:
-        rows.append(("handshake timeouts", str(r.handshake_timeouts)))
     rows.append(("iterations / s", f"{r.iterations_per_second:.1f}"))
     ttf = "-" if r.time_to_first_failure is None else f"{r.time_to_first_failure:.3f} s"
     rows.append(("time to first failure", ttf))
@@ -35,7 +33,7 @@ def first_failure_lines(result: CampaignResult) -> list[str]:
     if f.get("hang"):
         h = f["hang"]
         lines.append(f"  the wait timed out after {h['polls']} polls; the lock read {h['seen']} "
-                     f"(wait step {h['step'] + 1 if h['step'] >= 0 else 'handshake'})")
+                     f"(wait step {h['step'] + 1})")
     if f.get("missing_ranks"):
         lines.append(f"  the sum is missing the partials of rank(s) {f['missing_ranks']}")
     if f.get("element") is not None:

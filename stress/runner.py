@@ -4,8 +4,10 @@ The same :class:`Runner` drives virtual ranks (every rank in this process, one G
 interpreter) and one rank of a multi-process run (``syncverify.stress.launch``); only the heap and the
 barriers differ. Per iteration ``i`` (the kernel's ``epoch``), in stream order:
 
-1. poison: every C copy to NaN, and (``poison="all"``) the workspace (``partial``/``local``) to 0;
-2. lock reset, by policy: ``none``; ``host-between-barriers`` (barrier, zero, barrier: seed 001's
+1. poison: every C copy (and all-scatter's ``received``) to NaN, and (``poison="all"``) the
+   workspace (``partial``/``local``) to 0;
+2. lock reset, by policy (all-scatter's ``push_locks`` by the push protocol's own policy,
+   :func:`syncverify.rules.reset_policy`, as in the model): ``none``; ``host-between-barriers`` (barrier, zero, barrier: seed 001's
    fix); ``host-racing`` (zeroed on a side stream that waits for the previous iteration but not
    for this one's kernel: seed 001's bug; in the interpreter, deterministically *after* this
    iteration's launch, the latest the racing clear can land);
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from syncverify import rules
 from syncverify.kernels._deps import torch
 from syncverify.kernels.build import BuiltKernel, lock_torch_dtype, runtime_values_tensor, torch_dtype
 from syncverify.kernels.gemm_all_reduce import launch_all_reduce
@@ -62,7 +65,7 @@ class Runner:
 
     def __init__(self, built: BuiltKernel, heap, *, device, rank: int = 0, delays: DelayConfig,
                  reset: str, poison: str, max_polls: int, seed: int, chunk: int,
-                 process_group=None) -> None:
+                 process_group=None, push_reset: str = "none") -> None:
         c = built.config
         self.built, self.config, self.heap, self.device = built, c, heap, torch.device(device)
         self.rank, self.delays, self.reset, self.poison = rank, delays, reset, poison
@@ -77,10 +80,16 @@ class Runner:
         heap.allocate(work, (c.m, c.n_per_rank), data)
         heap.allocate("out", (c.m, c.n), data)
         heap.allocate("locks", (built.lock_count, T), lock)
+        # The arrays a reset policy zeroes: the protocol's locks by ``reset``, all-scatter's push
+        # locks by the push protocol's own policy.
+        self.reset_groups = {"locks": reset}
         if c.kernel == "all-scatter":
-            heap.allocate("done", (1,), torch.int32)
+            heap.allocate("received", (c.m, c.n), data)
+            heap.allocate("push_locks", (built.push_lock_count, T), lock)
+            self.reset_groups["push_locks"] = rules.reset_policy(push_reset)
+        self.validated = heap["out" if c.kernel == "all-reduce" else "received"]
         self.work = heap[work]
-        self.status = torch.zeros((chunk, W, T + 1, 4), dtype=torch.int32, device=self.device)
+        self.status = torch.zeros((chunk, W, 2 * T, 4), dtype=torch.int32, device=self.device)
         self.summary = torch.zeros((chunk, W, output_tiles(c), NFIELDS), dtype=torch.int32,
                                    device=self.device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
@@ -105,11 +114,13 @@ class Runner:
         if not self.virtual:
             self.heap.barrier()
 
-    def _zero_locks(self) -> None:
-        self.heap["locks"].local.zero_()
+    def _zero_locks(self, policy: str) -> None:
+        for name, used in self.reset_groups.items():
+            if used == policy:
+                self.heap[name].local.zero_()
 
     def _racing_reset(self, i: int) -> None:
-        self.side.run(self._zero_locks, self.delays.ns("before-reset", self.rank, 0, i))
+        self.side.run(lambda: self._zero_locks("host-racing"), self.delays.ns("before-reset", self.rank, 0, i))
 
     def _launch(self, i: int, inputs, *, compile_only: bool = False):
         d = self.delays
@@ -137,46 +148,43 @@ class Runner:
         inputs = self._inputs(i)
         out = self.heap["out"].local
         out.fill_(math.nan)
+        if self.validated is not self.heap["out"]:
+            self.validated.local.fill_(math.nan)
         if self.poison == "all":
             self.work.local.zero_()
         if slot == 0:  # the status ring is idle between chunks (drain synchronized)
             self.status.zero_()
-        if self.reset == "host-between-barriers":
+        policies = set(self.reset_groups.values())
+        self._barrier()
+        if "host-between-barriers" in policies:
+            self._zero_locks("host-between-barriers")
             self._barrier()
-            self._zero_locks()
-            self._barrier()
-        elif self.reset == "host-racing":
-            self._barrier()
-            if self.side is not None and i > 0:
-                self._racing_reset(i)
-        else:
-            self._barrier()
+        if "host-racing" in policies and self.side is not None and i > 0:
+            self._racing_reset(i)
         if slot == 0:  # this chunk's run-time operands, one row per launch (the ring is idle)
             self.vals = runtime_values_tensor(self.built, range(i, i + self.chunk), self.device)
         self._launch(i, inputs)
-        if self.reset == "host-racing" and self.side is None and i > 0:
-            self._zero_locks()  # interpreter: the clear meant before kernel i lands after it
+        if "host-racing" in policies and self.side is None and i > 0:
+            self._zero_locks("host-racing")  # interpreter: the clear meant before kernel i lands after it
         if not self.virtual and self.group is not None:
             torch.distributed.all_reduce(self.status[slot], group=self.group)
-        classify(c, out, inputs, self.previous, self.status[slot], self.summary[slot],
+        classify(c, self.validated.local, inputs, self.previous, self.status[slot], self.summary[slot],
                  first_copy=self.first_copy)
         self.previous = inputs
         self.pending.append(i)
 
     # ----- results -----------------------------------------------------------------------------
-    def drain(self) -> tuple[list[BadTile], int, list[int]]:
-        """Synchronize; return the bad tiles of the queued iterations, the handshake timeouts,
-        and the iterations with at least one bad tile."""
+    def drain(self) -> tuple[list[BadTile], list[int]]:
+        """Synchronize; return the bad tiles of the queued iterations and the iterations with at
+        least one bad tile."""
         if not self.pending:
-            return [], 0, []
+            return [], []
         n = len(self.pending)
         summary = self.summary[:n]
         if not self.virtual and self.group is not None:
             torch.distributed.all_reduce(summary, group=self.group)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        T = self.config.tiles
-        handshake = int((self.status[:n, :, T, 0] != 0).sum().item())
         tiles: list[BadTile] = []
         bad_iterations: list[int] = []
         classes = summary[..., 0]
@@ -190,5 +198,5 @@ class Runner:
                     tiles.extend(found)
         self.pending = []
         self.summary[:n].zero_()
-        return tiles, handshake, bad_iterations
+        return tiles, bad_iterations
 

@@ -39,7 +39,7 @@ NFIELDS = len(FIELDS)
 def classify_kernel(
     # the C copies to check ([copies, M, NC]), this and the previous iteration's exponents
     out, out_rank_stride, row_exp, col_exp, prev_row_exp, prev_col_exp,
-    # this launch's status rows [WORLD, status_tiles + 1, 4] and the summary [copies, tiles, NFIELDS]
+    # this launch's status rows [WORLD, 2 * status_tiles, 4] and the summary [copies, tiles, NFIELDS]
     status, summary,
     # sizes
     M, NC, n_per_rank, status_tiles, first_copy,
@@ -107,7 +107,12 @@ def classify_kernel(
         block_tiles = n_per_rank // BLOCK_N
         consumer = tn // block_tiles
         consumer_tile = tm * block_tiles + tn % block_tiles
-    srow = status + (consumer * (status_tiles + 1) + consumer_tile) * 4
+    srow = status + (consumer * (2 * status_tiles) + consumer_tile) * 4
+    if KIND != "all-reduce":
+        # the block's comm program gave up (nothing pushed), or this copy's receiver did (it
+        # copied nothing into ``received``): report the first that hung
+        recv_row = status + ((first_copy + copy) * (2 * status_tiles) + status_tiles + consumer_tile) * 4
+        srow = tl.where(tl.load(srow) != 0, srow, recv_row)
     hang = tl.load(srow)
 
     # ----- tile class: hang, ok, or the most common bad class ---------------------------------

@@ -27,10 +27,10 @@ def _launch_args(built, heap, inputs, status, vals=None):
         p, o, l = heap["partial"], heap["out"], heap["locks"]
         return (A, B, p.local, p.table, o.local, o.table, l.local, l.table, status, c.m, c.n,
                 c.k_per_rank, *strides, p.rank_stride, o.rank_stride, l.rank_stride, *run)
-    p, o, l, d = heap["local"], heap["out"], heap["locks"], heap["done"]
-    return (A, B, p.local, p.table, o.local, o.table, l.local, l.table, d.local, d.table, status,
-            c.m, c.n_per_rank, c.k, *strides, p.rank_stride, o.rank_stride, l.rank_stride,
-            d.rank_stride, *run, 48)
+    p, o, r, l, q = heap["local"], heap["out"], heap["received"], heap["locks"], heap["push_locks"]
+    return (A, B, p.local, p.table, o.local, o.table, r.local, r.table, l.local, l.table, q.local, q.table,
+            status, c.m, c.n_per_rank, c.k, *strides, p.rank_stride, o.rank_stride, r.rank_stride,
+            l.rank_stride, q.rank_stride, *run)
 
 
 def _kernel_and_heap(kernel, protocol, world, table, dtype):
@@ -41,7 +41,9 @@ def _kernel_and_heap(kernel, protocol, world, table, dtype):
     heap.allocate("partial" if kernel == "all-reduce" else "local", (c.m, c.n_per_rank), torch_dtype(dtype))
     heap.allocate("out", (c.m, c.n), torch_dtype(dtype))
     heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
-    heap.allocate("done", (1,), torch.int32)
+    if kernel == "all-scatter":
+        heap.allocate("received", (c.m, c.n), torch_dtype(dtype))
+        heap.allocate("push_locks", (built.push_lock_count, c.tiles), torch.int32)
     inputs = make_inputs(c, parity=0, generator=torch.Generator().manual_seed(0), device="cpu")
     module = gemm_all_reduce if kernel == "all-reduce" else gemm_all_scatter
     fn = module.gemm_all_reduce_kernel if kernel == "all-reduce" else module.gemm_all_scatter_kernel
@@ -54,7 +56,7 @@ def test_every_launch_of_a_chunk_reuses_one_compiled_kernel(kernel, protocol):
     # changes Triton's specialization and compiles the kernel again (it did, at iteration 1).
     c, built, heap, inputs, module, fn = _kernel_and_heap(kernel, protocol, 2, False, "bf16")
     ring = runtime_values_tensor(built, range(8), "cpu")
-    status = torch.zeros(8, 2, c.tiles + 1, 4, dtype=torch.int32)
+    status = torch.zeros(8, 2, 2 * c.tiles, 4, dtype=torch.int32)
     keys = {launch_specialization(fn, *_launch_args(built, heap, inputs, status[i], ring[i]),
                                   num_warps=c.num_warps, **module.meta_parameters(built))
             for i in range(8)}
@@ -68,7 +70,7 @@ def test_every_launch_of_a_chunk_reuses_one_compiled_kernel(kernel, protocol):
 ])
 def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, world, table, dtype):
     c, built, heap, inputs, module, fn = _kernel_and_heap(kernel, protocol, world, table, dtype)
-    status = torch.zeros(world, c.tiles + 1, 4, dtype=torch.int32)
+    status = torch.zeros(world, 2 * c.tiles, 4, dtype=torch.int32)
     compiled = compile_like_launch(fn, *_launch_args(built, heap, inputs, status),
                                    num_warps=c.num_warps, num_stages=c.num_stages,
                                    **module.meta_parameters(built))
