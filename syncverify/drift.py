@@ -321,12 +321,19 @@ def kernel_side(built) -> KernelSide:
                           locks={"locks": ("", plan.locks)}, data={"partial": "partial", "out": "out"},
                           block_m=c.block_m, block_n=c.block_n, columns={"partial": c.n, "out": c.n},
                           block_columns=c.n, tiles=c.tiles)
-    # all-scatter as the kernel is now: its consumer programs are the model's comm role
-    return KernelSide(roles=(("producer", c.gemm_sms), ("comm", c.comm_sms)),
-                      locks={"locks": ("pub", plan.locks)}, data={"local": "local", "out": "out"},
+    return KernelSide(roles=(("producer", c.gemm_sms), ("comm", c.comm_sms), ("receiver", c.recv_sms)),
+                      locks={"locks": ("pub", plan.locks), "push_locks": ("push", plan.push_locks)},
+                      data={"local": "local", "out": "out", "received": "received"},
                       block_m=c.block_m, block_n=c.block_n,
-                      columns={"local": c.n_per_rank, "out": c.n}, block_columns=c.n_per_rank,
-                      wide=frozenset({"out"}), tiles=c.tiles)
+                      columns={"local": c.n_per_rank, "out": c.n, "received": c.n}, block_columns=c.n_per_rank,
+                      wide=frozenset({"out", "received"}), tiles=c.tiles)
+
+
+def push_protocol(built):
+    """The push protocol a built all-scatter kernel runs (by name, as the plan records it)."""
+    from syncverify.protocols.registry import load_protocol
+
+    return load_protocol(built.plan.push_protocol)
 
 
 def small_config(kernel: str, world_size: int):
@@ -335,7 +342,7 @@ def small_config(kernel: str, world_size: int):
 
     W = world_size
     return KernelConfig(kernel=kernel, world_size=W, m=16, n=16 * (W if kernel == "all-scatter" else 1),
-                        k=16 * W, block_m=16, block_n=16, block_k=16, gemm_sms=1, comm_sms=1,
+                        k=16 * W, block_m=16, block_n=16, block_k=16, gemm_sms=1, comm_sms=1, recv_sms=1,
                         dtype="fp32", num_warps=1, interpret=True)
 
 
@@ -362,8 +369,11 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
     heap.allocate("partial" if kernel == "all-reduce" else "local", (c.m, c.n_per_rank), torch.float32)
     heap.allocate("out", (c.m, c.n), torch.float32)
     heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
+    resets = {"locks": rules.reset_policy(protocol.reset)}
     if kernel == "all-scatter":
-        heap.allocate("done", (1,), torch.int32)
+        heap.allocate("received", (c.m, c.n), torch.float32)
+        heap.allocate("push_locks", (built.push_lock_count, c.tiles), torch.int32)
+        resets["push_locks"] = rules.reset_policy(push_protocol(built).reset)
     k = c.k_per_rank
     A = torch.ones(W, c.m, k)
     B = torch.ones(W, k, c.n_per_rank)
@@ -371,17 +381,18 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
     side = kernel_side(built)
     ops: dict[Key, list[Op]] = {}
     timed_out: set[Key] = set()
-    waiter = side.roles[1][0]
-    reset = rules.reset_policy(protocol.reset) != "none"
+    waiters = [role for role, _n in side.roles[1:]]  # rows 0..T-1, then T..2T-1 (receivers)
     for epoch in range(epochs):
-        if epoch and reset:
-            heap["locks"].local.zero_()
+        for name, policy in resets.items():
+            if epoch and policy != "none":
+                heap[name].local.zero_()
         recorder = Recorder()
         for name, buffer in heap.buffers.items():
             recorder.watch(name, buffer.local, rank_stride=buffer.rank_stride)
-        status = torch.zeros(W, c.tiles + 1, 4, dtype=torch.int32)
+        status = torch.zeros(W, 2 * c.tiles, 4, dtype=torch.int32)
         with recording(recorder):
             launch(built, heap, A, B, status, epoch=epoch, iteration=epoch, max_polls=max_polls)
-        timed_out |= {(waiter, r, t, epoch) for r in range(W) for t in range(c.tiles) if status[r, t, 0]}
+        timed_out |= {(waiter, r, t, epoch) for n, waiter in enumerate(waiters) for r in range(W)
+                      for t in range(c.tiles) if status[r, n * c.tiles + t, 0]}
         ops.update(kernel_ops(recorder.log, side, world=W, epoch=epoch))
     return ops, timed_out

@@ -65,11 +65,12 @@ class TileAccess:
     block: ``self`` or ``each``.
     """
 
-    kind: str  # "store" | "load"
+    kind: str  # "store" | "load" | "copy" (per copy and block: load ``buffer``, store it into ``into``)
     buffer: str
     copies: str = "self"
     block: str = ""
     stage: str = ""  # the lock stage that orders this buffer's stores before its loads
+    into: str = ""  # a copy's destination buffer (the role's own copy, same block)
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,7 @@ ROLES: dict[str, tuple[Role, ...]] = {
                                     TileAccess("store", "out", copies="each", block="self", stage="push"),
                                     Stage("signal", "push", "push"))),
         Role("receiver", "every rank", (Stage("wait", "push", "push"),
-                                        TileAccess("load", "out", block="each", stage="push"),
-                                        TileAccess("store", "received", block="each", stage="push"))),
+                                        TileAccess("copy", "out", block="each", stage="push", into="received"))),
     ),
 }
 
@@ -241,18 +241,26 @@ class _Builder:
             blocks = [None] if not step.block else [rank] if step.block == "self" else list(range(W))
             for q in copies:
                 for b in blocks:
-                    loc = tile_loc(step.buffer, q, tile, thread, b)
-                    whose = f"rank {q}'s {step.buffer}" + ("" if b is None else f", rank {b}'s block")
-                    if step.kind == "store":
-                        low = lower_tile_store(self.protocols["protocol"])
-                        code.append(Store(loc, self.epoch + 1, ghost=True, label=f"tile store: {whose}"))
-                    else:
-                        low = lower_tile_load(self.protocols["protocol"])
-                        sem = "relaxed" if low.sem == "volatile" else "weak"
-                        code.append(Load(f"r{step.buffer}{q}{'' if b is None else f'b{b}'}", loc, sem,
-                                         low.scope if sem != "weak" else None, ghost=True,
-                                         label=f"tile load: {whose}"))
+                    if step.kind in ("load", "copy"):
+                        code.append(self.tile_load(step.buffer, q, tile, thread, b))
+                    if step.kind in ("store", "copy"):
+                        code.append(self.tile_store(step.into or step.buffer, q, tile, thread, b))
         return code
+
+    def tile_store(self, buffer: str, copy: int, tile: int, thread: int, block: int | None) -> Store:
+        """One thread's slice of a tile store: weak, every thread (:func:`lower_tile_store`)."""
+        lower_tile_store(self.protocols["protocol"])
+        whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block")
+        return Store(tile_loc(buffer, copy, tile, thread, block), self.epoch + 1, ghost=True,
+                     label=f"tile store: {whose}")
+
+    def tile_load(self, buffer: str, copy: int, tile: int, thread: int, block: int | None) -> Load:
+        """One thread's slice of a tile load: weak, or volatile (relaxed.sys) with ``tile_load.volatile``."""
+        low = lower_tile_load(self.protocols["protocol"])
+        sem = "relaxed" if low.sem == "volatile" else "weak"
+        whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block")
+        return Load(f"r{buffer}{copy}{'' if block is None else f'b{block}'}", tile_loc(buffer, copy, tile, thread, block),
+                    sem, low.scope if sem != "weak" else None, ghost=True, label=f"tile load: {whose}")
 
     def signal(self, protocol, rank: int, tile: int, thread: int, stage: str) -> list:
         out: list = []

@@ -22,7 +22,6 @@ from syncverify.rules import RESET_POLICIES  # noqa: E402
 from syncverify.scenarios import ScenarioOptions, build  # noqa: E402
 
 EPOCHS = 2
-SCATTER = pytest.mark.xfail(strict=True, reason="all-scatter kernel rework in progress")
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,7 +42,7 @@ def problems(protocol, scenario, world_size, reset):
 
 @pytest.mark.parametrize("reset", RESET_POLICIES)
 @pytest.mark.parametrize("world_size", [2, 3])
-@pytest.mark.parametrize("scenario", ["all-reduce", pytest.param("all-scatter", marks=SCATTER)])
+@pytest.mark.parametrize("scenario", ["all-reduce", "all-scatter"])
 @pytest.mark.parametrize("protocol", builtin_names())
 def test_the_kernel_runs_the_steps_of_the_models_program(protocol, scenario, world_size, reset):
     found = problems(protocol, scenario, world_size, reset)

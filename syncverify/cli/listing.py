@@ -54,7 +54,8 @@ def _step_text(step) -> str:
         return f"{step.kind} ({step.stage or 'ready'} locks, {which})"
     whose = "each rank's copy" if step.copies == "each" else "own copy"
     block = {"": "", "self": ", own column block", "each": ", every rank's column block"}[step.block]
-    return f"{step.kind} {step.buffer} ({whose}{block})"
+    into = f" into {step.into}" if step.into else ""
+    return f"{step.kind} {step.buffer}{into} ({whose}{block})"
 
 
 def _role_json(role) -> dict:
