@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from syncverify import rules
+from syncverify.choices import one_of
 from syncverify.kernels.errors import StressConfigError
 
 KERNELS: tuple[str, ...] = ("all-reduce", "all-scatter")
 DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
-DISTRIBUTIONS: tuple[str, ...] = ("striding", "block")
+DISTRIBUTIONS: tuple[str, ...] = rules.DISTRIBUTIONS
 PRODUCTIONS: tuple[str, ...] = ("every-rank", "owner-only")
 ORDERS: tuple[str, ...] = ("producers-first", "consumers-first", "last-rank-late")
-MAX_WORLD = 8  # rank masks and fully unrolled per-rank loops
+MAX_WORLD = rules.KERNEL_MAX_WORLD
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,7 @@ class KernelConfig:
 
 
 def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise StressConfigError(f"--{name}={value!r} is not one of {', '.join(allowed)}")
+    one_of(f"--{name}", value, allowed, error=StressConfigError)
 
 
 def _power_of_two(name: str, value: int, low: int) -> None:

@@ -33,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from syncverify import rules
+from syncverify.choices import one_of
 from syncverify.kernels.errors import UnsupportedStep
 
 #: Field order of a step tuple (the kernels index with the same names in ``syncverify.kernels.steps``).
@@ -192,8 +194,7 @@ def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
 def _check_step(step: Any, section: str, number: int, lock_dtype: str, where: str) -> None:
     at = f"{where}{section} step {number}"
     atomic = step.op.startswith("atomic") or (step.read or "").startswith("atomic")
-    if lock_dtype not in LOCK_DTYPES:
-        raise UnsupportedStep(f"lock dtype {lock_dtype!r} is not one of {', '.join(map(repr, LOCK_DTYPES))}")
+    one_of("lock dtype", lock_dtype, LOCK_DTYPES, error=UnsupportedStep)
     if lock_dtype == "int8" and (atomic or (step.op == "store" and step.sem != "weak")):
         what = f"op={step.op!r}" + (f" read={step.read!r}" if step.read else "")
         raise UnsupportedStep(
@@ -223,8 +224,8 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32", pus
     UnsupportedStep
         A step the kernels cannot express, with the step's number and the fix.
     """
-    if not isinstance(world_size, int) or not 1 <= world_size <= 64:
-        raise UnsupportedStep(f"world_size={world_size!r} must be an integer in 1..64")
+    if not isinstance(world_size, int) or not 1 <= world_size <= rules.MODEL_MAX_WORLD:
+        raise UnsupportedStep(f"world_size={world_size!r} must be an integer in 1..{rules.MODEL_MAX_WORLD}")
     operands = _Operands(world_size)
     sections, locks = _sections(protocol, operands, lock_dtype)
     extra = {}

@@ -36,7 +36,7 @@ def _builtin_files() -> dict[str, str]:
 @functools.lru_cache(maxsize=None)
 def _load_builtin(name: str) -> Protocol:
     file_name = _builtin_files()[name]
-    shown = f"{_PACKAGE}/{file_name}"
+    shown = f"protocols/{file_name}"  # where it lives in the repository
     text = resources.files(_PACKAGE).joinpath(file_name).read_text(encoding="utf-8")
     protocol = parse_protocol(text, path=shown)
     if protocol.name != name:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from syncverify import rules
+from syncverify.choices import one_of
 from syncverify.kernels.config import ORDERS, KernelConfig
 from syncverify.kernels.errors import StressConfigError
 from syncverify.stress.delays import MODES, DelayConfig, delays_at, parse_sites
@@ -94,10 +95,9 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
         raise StressConfigError(f"--seconds={o.seconds} must be positive")
     for name, value, allowed in (("delays", o.delays, MODES), ("poison", o.poison, POISONS),
                                  ("order", o.order, ORDERS)):
-        if value not in allowed:
-            raise StressConfigError(f"--{name}={value!r} is not one of {', '.join(allowed)}")
-    if o.reset is not None and o.reset not in RESETS:
-        raise StressConfigError(f"--reset={o.reset!r} is not one of {', '.join(RESETS)}")
+        one_of(f"--{name}", value, allowed, error=StressConfigError)
+    if o.reset is not None:
+        one_of("--reset", o.reset, RESETS, error=StressConfigError)
     if not 0 <= o.delay_pct <= 100:
         raise StressConfigError(f"--delay-pct={o.delay_pct} must be in 0..100")
     if o.delay_max_ns < 1 or o.delay_max_ns > 1_000_000:
@@ -314,7 +314,7 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     require_cuda("syncverify stress without --interpret")
     gpus = torch.cuda.device_count()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if options.get("gemm_sms") is None or options.get("comm_sms") is None:
+    if any(options.get(name) is None for name in ("gemm_sms", "comm_sms", "recv_sms")):
         o = campaign_options(sms=sms, **options)  # default program counts for this GPU
         config = kernel_config(o)
     build(protocol_object, config, sms=sms, gpus=gpus, push=push)

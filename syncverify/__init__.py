@@ -52,11 +52,58 @@ def _install_finder() -> None:
 
 _install_finder()
 
+#: The API a user scripts, imported on first use (``import syncverify`` stays light: the GPU
+#: half imports torch and triton only inside ``run_campaign``).
+_EXPORTS = {
+    # protocols: the data
+    "load_protocol": "syncverify.protocols", "parse_protocol": "syncverify.protocols",
+    "protocol_from_dict": "syncverify.protocols", "builtin_names": "syncverify.protocols",
+    "Protocol": "syncverify.protocols",
+    # scenarios and the model check
+    "ScenarioOptions": "syncverify.scenarios", "build_scenario": ("syncverify.scenarios", "build"),
+    "ROLES": "syncverify.scenarios", "check_protocol": "syncverify.check", "CheckResult": "syncverify.check",
+    "Violation": "syncverify.check",
+    # litmus tests
+    "parse_litmus": "syncverify.litmus.parser", "parse_litmus_file": "syncverify.litmus.parser",
+    "run_litmus": "syncverify.litmus.runner",
+    # stress on the GPU (or the Triton interpreter)
+    "run_campaign": "syncverify.stress.campaign",
+}
+
+
+def __getattr__(name: str):
+    """Import an exported name on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'syncverify' has no attribute {name!r}")
+    import importlib
+
+    where = _EXPORTS[name]
+    module, attribute = where if isinstance(where, tuple) else (where, name)
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "CheckResult",
     "LitmusSyntaxError",
+    "Protocol",
     "ProtocolError",
+    "ROLES",
     "ScenarioError",
+    "ScenarioOptions",
     "SyncVerifyError",
     "UnsupportedConstruct",
+    "Violation",
     "__version__",
+    "build_scenario",
+    "builtin_names",
+    "check_protocol",
+    "load_protocol",
+    "parse_litmus",
+    "parse_litmus_file",
+    "parse_protocol",
+    "protocol_from_dict",
+    "run_campaign",
+    "run_litmus",
 ]

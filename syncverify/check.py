@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncverify import ptx
 from syncverify.events import Execution
@@ -186,6 +186,26 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
     return result
 
 
+def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 2, timeout: float | None = 600.0,
+                   max_executions: int = DEFAULT_MAX_EXECUTIONS, **options) -> CheckResult:
+    """Check ``protocol`` (a built-in name, a ``.toml`` path or a ``Protocol``) in a scenario.
+
+    ``options`` are the other :class:`~syncverify.scenarios.ScenarioOptions` fields (``epochs``,
+    ``tiles``, ``reset``, ``push``, ...). ``result.safe`` is True, False, or None (unknown: a
+    bound was hit).
+
+    >>> check_protocol("epoch-flag", scenario="all-scatter", world_size=3).safe
+    True
+    """
+    from syncverify.protocols import load_protocol
+    from syncverify.scenarios import ScenarioOptions, build
+
+    if not hasattr(protocol, "signal"):
+        protocol = load_protocol(protocol)
+    built = build(protocol, ScenarioOptions(scenario=scenario, world_size=world_size, **options))
+    return check(built, max_executions=max_executions, timeout=timeout)
+
+
 def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | None) -> CheckResult:
     result = CheckResult(scenario)
     start = time.monotonic()
@@ -203,6 +223,14 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
         if sub.limit_hit and not result.limit_hit:
             result.limit_hit, result.limit_detail = sub.limit_hit, sub.limit_detail
         reachable = reachable and sub.complete > 0
+        if "hang" in sub.violations and scenario.options.epochs > 1:
+            # a hanging launch stops the later launches of every stage: the split cannot see that
+            whole = replace(scenario, parts=[])
+            left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
+            result = check(whole, max_executions=max_executions, timeout=left)
+            result.stages.append(("whole program: a stage can hang across epochs", result.executions,
+                                  result.seconds))
+            return result
     result.seconds = time.monotonic() - start
     return result
 

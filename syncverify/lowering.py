@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from syncverify.choices import one_of
 from syncverify.errors import UnsupportedConstruct
 
 ALL = "all"  # every thread of the CTA
@@ -48,11 +49,8 @@ class LoweredOp:
 
 def fence_kind(sem: str) -> str:
     """The PTX fence a protocol ``fence`` step lowers to."""
-    if sem == "sc":
-        return "sc"
-    if sem in ("release", "acquire", "acq_rel"):
-        return "acq_rel"
-    raise UnsupportedConstruct(f"fence sem={sem!r} is not one of 'release', 'acquire', 'acq_rel', 'sc'")
+    one_of("fence sem", sem, ("release", "acquire", "acq_rel", "sc"), error=UnsupportedConstruct)
+    return "sc" if sem == "sc" else "acq_rel"
 
 
 def lower_step(step) -> tuple[LoweredOp, ...]:

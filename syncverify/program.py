@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from syncverify.choices import one_of
 from syncverify.errors import UnsupportedConstruct
 
 Scope = Literal["cta", "gpu", "sys"]
@@ -45,8 +46,7 @@ ATOMIC_OPS = ("add", "sub", "exch", "cas", "min", "max", "and", "or")
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
-    if value not in allowed:
-        raise UnsupportedConstruct(f"{what}={value!r} is not one of {', '.join(map(repr, allowed))}")
+    one_of(what, value, allowed, error=UnsupportedConstruct)
 
 
 @dataclass(frozen=True)

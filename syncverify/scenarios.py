@@ -142,7 +142,7 @@ class ScenarioOptions:
         one_of("scenario", self.scenario, SCENARIOS, error=ScenarioError)
         one_of("production", self.production, PRODUCTIONS, error=ScenarioError)
         one_of("distribution", self.distribution, DISTRIBUTIONS, error=ScenarioError)
-        if not 1 <= self.world_size <= MAX_WORLD_SIZE:
+        if not 1 <= self.world_size <= MAX_WORLD_SIZE:  # rules.MODEL_MAX_WORLD says why
             raise ScenarioError(f"world size {self.world_size} is out of range: use 1 to {MAX_WORLD_SIZE}")
         if self.tiles < 1:
             raise ScenarioError(f"tiles={self.tiles}: a scenario needs at least 1 tile")
@@ -375,10 +375,14 @@ def stage_parts(protocols: dict[str, object], opts: ScenarioOptions) -> list[Sce
       comm CTA gets through its wait, so :func:`syncverify.check.check` reports ``push``
       violations only when the ``pub`` stage has an execution without a hang.
 
-    With several epochs a hang in one stage keeps the next launch from starting, which the
-    split cannot see: then the whole program is checked. ``symmetry=False`` checks it whole too.
+    With several epochs the launches are host-ordered, so an order from one stage's events in one
+    epoch to the other stage's in a later epoch is already there without the other stage; the
+    argument holds as long as no launch hangs. A hang in one stage keeps the next launch of
+    *both* stages from starting, which the split cannot see: when a stage program of a
+    multi-epoch scenario can hang, :func:`syncverify.check.check` checks the whole program
+    instead. ``symmetry=False`` checks it whole too.
     """
-    if len(set(stages(opts.scenario))) < 2 or opts.epochs != 1 or not opts.symmetry:
+    if len(set(stages(opts.scenario))) < 2 or not opts.symmetry:
         return []
     return [_Program(protocols, opts, part=stage).build() for stage in stages(opts.scenario)]
 
