@@ -236,7 +236,7 @@ def tile_problems(protocol, side: str, ops) -> list[str]:
     if extra:
         problems.append(f"{side}: the PTX has tile accesses the model does not: {', '.join(extra)}")
     lock = [i for i, op in enumerate(ops) if op.buffer in (None, "locks")]
-    kind, buffer = declared[0]
+    kind, buffer = declared[0]  # the protocol's own tile access: signal's store, wait's load
     tile = [i for i, op in enumerate(ops) if op.buffer == buffer and op.kind == kind]
     if lock and tile:
         if side == "signal" and max(tile) > min(lock):
