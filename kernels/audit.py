@@ -3,8 +3,14 @@
 ``signal_probe`` is a producer's tail (the tile store, then the protocol's ``signal`` plan) and
 ``wait_probe`` a consumer's head (the ``wait`` plan, then the tile read), built from the same
 ``syncverify.kernels.steps`` runners as the real kernels. :func:`protocol_ops` compiles one of them and
-returns its synchronization operations (``syncverify.kernels.ptx_reader.SyncOp``); ``tests/test_ptx_audit.py``
-compares them with ``syncverify.lowering``, the model's account of the same steps.
+returns its synchronization operations (``syncverify.kernels.ptx_reader.SyncOp``); :func:`audit`
+compares them with ``syncverify.lowering``, the model's account of the same steps: the lock
+operations with ``lower_step``, the tile accesses with ``lower_tile_store``/``lower_tile_load``.
+:func:`audit_kernel` does the same for the tile accesses of a fused kernel.
+
+Lock and tile accesses are told apart by the kernel argument their address is computed from
+(``SyncOp.buffer``): ``locks``/``push_locks`` are lock accesses, the buffers a scenario's roles
+load and store (``syncverify.scenarios.ROLES``, the probes' ``tile``/``out``) tile accesses.
 """
 
 from __future__ import annotations
@@ -19,6 +25,16 @@ from syncverify.kernels.steps import run_signal, run_wait, wrap_plan
 
 AUDIT_WORLD = 2  # ranks the probes are specialized for: to=all writes two copies, to=others one
 BLOCK = 1024  # tile elements: 8 per thread at 4 warps
+
+PROBE_PARAMS = {
+    "signal": ["tile", "locks", "locks_table", "vals", "rank", "owner"],
+    "wait": ["tile", "out", "locks", "locks_table", "status", "vals", "rank", "max_polls"],
+}
+# the probes' tile accesses: the protocol's tile store (signal), its tile load and the consumer's
+# store of what it read (wait); both sides' tile pointers are 16-byte aligned, as a torch
+# allocation is at launch, so the accesses are vectorized as on the GPU
+PROBE_TILES = {"signal": (("st", "tile"),), "wait": (("ld", "tile"), ("st", "out"))}
+LOCK_BUFFERS = ("locks", "push_locks")
 
 
 @jit
@@ -66,7 +82,9 @@ def probe_ptx(protocol, side: str, *, world_size: int = AUDIT_WORLD, num_warps: 
         constexprs = {(8,): plan.tile_load_volatile, (9,): wrap_plan(plan.wait), (10,): world_size,
                       (11,): BLOCK}
         fn = wait_probe
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    aligned = {(PROBE_PARAMS[side].index(name),): [["tt.divisibility", 16]]
+               for _, name in PROBE_TILES[side]}
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=aligned)
     compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": num_warps})
     return compiled.asm["ptx"]
@@ -74,9 +92,8 @@ def probe_ptx(protocol, side: str, *, world_size: int = AUDIT_WORLD, num_warps: 
 
 def protocol_ops(protocol, side: str, *, world_size: int = AUDIT_WORLD) -> list:
     """The synchronization operations of a probe: lock accesses, tile accesses, fences, barriers."""
-    params = (["tile", "locks", "locks_table", "vals", "rank", "owner"] if side == "signal"
-              else ["tile", "out", "locks", "locks_table", "status", "vals", "rank", "max_polls"])
-    return sync_ops(parse_ptx(probe_ptx(protocol, side, world_size=world_size)), params=params)
+    return sync_ops(parse_ptx(probe_ptx(protocol, side, world_size=world_size)),
+                    params=PROBE_PARAMS[side])
 
 
 # ----- comparing with the model's lowering -----------------------------------------------------
@@ -112,13 +129,20 @@ def audit(protocol, side: str, *, world_size: int = AUDIT_WORLD, lower=None) -> 
     accesses, fences and barriers, once per static copy. A poll's operations may repeat (the
     loop's first iteration is peeled), and a ``bar.sync`` that Triton puts before a one-thread
     poll whose result it broadcasts through shared memory (the loop's write-after-read guard)
-    is accepted there. Anything left over, or missing, is a disagreement. Returns ``[]`` when
-    the PTX is what the model assumes.
+    is accepted there. Anything left over, or missing, is a disagreement.
+
+    Then the tile accesses (:func:`tile_problems`): each is the model's ``lower_tile_store`` or
+    ``lower_tile_load``, and the tile store comes before the first signal operation, the tile
+    load after the last wait operation. Returns ``[]`` when the PTX is what the model assumes.
     """
+    ops = protocol_ops(protocol, side, world_size=world_size)
+    return _lock_problems(protocol, side, ops, world_size, lower) + tile_problems(protocol, side, ops)
+
+
+def _lock_problems(protocol, side: str, ops, world_size: int, lower) -> list[str]:
     if lower is None:
         from syncverify.lowering import lower_step as lower
-    actual = [op for op in protocol_ops(protocol, side, world_size=world_size)
-              if op.buffer in (None, "locks")]
+    actual = [op for op in ops if op.buffer in (None, "locks")]
     problems: list[str] = []
     pos = 0
 
@@ -152,3 +176,151 @@ def _war_guard(actual, pos: int, lowered) -> bool:
     """A ``bar.sync`` right before a repeat of a broadcast poll (a one-thread read, then ``bar``)."""
     return (len(lowered) >= 2 and lowered[0].threads == "one" and lowered[-1].kind == "bar"
             and pos + 1 < len(actual) and actual[pos + 1].threads == "one")
+
+
+# ----- tile accesses ---------------------------------------------------------------------------
+
+_NOUN = {"st": "store", "ld": "load"}
+
+
+def _lowered_tile(kind: str, protocol):
+    """The model's tile store or load for ``protocol`` (looked up at call time: tests patch it)."""
+    from syncverify import lowering
+
+    return lowering.lower_tile_store(protocol) if kind == "st" else lowering.lower_tile_load(protocol)
+
+
+def _want(e) -> str:
+    return f"{e.kind} {e.sem} {e.scope} on {e.threads}"
+
+
+def _access_problems(where: str, kind: str, buffer: str, lowered, found, *,
+                     caches: tuple[str, ...] | None = None) -> list[str]:
+    """How the compiled accesses ``found`` (all of ``kind`` on ``buffer``) differ from ``lowered``;
+    ``caches``, for stores, the cache modifiers they may carry (``""``: none)."""
+    noun = f"tile {_NOUN[kind]} of {buffer!r}"
+    if not found:
+        return [f"{where}: the model assumes a {noun} ([{_want(lowered)}]), the PTX has none"]
+    problems = []
+    wrong = sorted({str(op) for op in found if not _same(lowered, op)})
+    if wrong:
+        problems.append(f"{where}: the model assumes the {noun} is [{_want(lowered)}], "
+                        f"the PTX has [{', '.join(wrong)}]")
+    if caches is not None:
+        bad = sorted({op.cache or "no cache modifier" for op in found if op.cache not in caches})
+        if bad:
+            allowed = " or ".join(c or "no cache modifier" for c in caches)
+            problems.append(f"{where}: the {noun} carries {', '.join(bad)}; the protocol's "
+                            f"tile_store.cache says {allowed}")
+    return problems
+
+
+def tile_problems(protocol, side: str, ops) -> list[str]:
+    """Disagreements between a probe's tile accesses (``ops``, from :func:`protocol_ops`) and the
+    model's ``lower_tile_store``/``lower_tile_load`` of ``protocol``.
+
+    Each access of a probe's tile buffer must be the lowered one (kind, sem, scope, threads); the
+    protocol's tile store carries its ``tile_store.cache``; nothing else touches the tile buffers;
+    and in program text order the tile store precedes the first signal operation (lock access,
+    fence or barrier) and the tile load follows the last wait operation.
+    """
+    problems: list[str] = []
+    declared = PROBE_TILES[side]
+    for kind, buffer in declared:
+        found = [op for op in ops if op.buffer == buffer and op.kind == kind]
+        caches = (protocol.tile_store.cache,) if (side, kind) == ("signal", "st") else None
+        problems += _access_problems(side, kind, buffer, _lowered_tile(kind, protocol), found,
+                                     caches=caches)
+    buffers = {buffer for _, buffer in declared}
+    extra = sorted({str(op) for op in ops if op.buffer in buffers and (op.kind, op.buffer) not in declared})
+    if extra:
+        problems.append(f"{side}: the PTX has tile accesses the model does not: {', '.join(extra)}")
+    lock = [i for i, op in enumerate(ops) if op.buffer in (None, "locks")]
+    kind, buffer = declared[0]  # the protocol's own tile access: signal's store, wait's load
+    tile = [i for i, op in enumerate(ops) if op.buffer == buffer and op.kind == kind]
+    if lock and tile:
+        if side == "signal" and max(tile) > min(lock):
+            problems.append(f"signal: a tile store of {buffer!r} (PTX line {ops[max(tile)].line}) comes after "
+                            f"the first signal operation ({ops[min(lock)]}, line {ops[min(lock)].line})")
+        if side == "wait" and min(tile) < max(lock):
+            problems.append(f"wait: a tile load of {buffer!r} (PTX line {ops[min(tile)].line}) comes before "
+                            f"the last wait operation ({ops[max(lock)]}, line {ops[max(lock)].line})")
+    return problems
+
+
+# ----- the fused kernels -----------------------------------------------------------------------
+
+def _kernel_module(kernel: str):
+    from syncverify.kernels import gemm_all_reduce, gemm_all_scatter
+
+    if kernel == "all-reduce":
+        return gemm_all_reduce, gemm_all_reduce.gemm_all_reduce_kernel
+    return gemm_all_scatter, gemm_all_scatter.gemm_all_scatter_kernel
+
+
+def kernel_ptx(built) -> str:
+    """PTX for sm_90 of the fused kernel ``built`` is configured for (``compile_ptx``)."""
+    from syncverify.kernels.compile import compile_ptx
+
+    module, fn = _kernel_module(built.config.kernel)
+    return compile_ptx(fn, built, module.meta_parameters(built))
+
+
+def kernel_ops(built, *, ptx: str | None = None) -> list:
+    """The synchronization operations of the fused kernel ``built`` is configured for, each
+    access named by the kernel parameter its address comes from."""
+    import inspect
+
+    _, fn = _kernel_module(built.config.kernel)
+    ptx = kernel_ptx(built) if ptx is None else ptx
+    return sync_ops(parse_ptx(ptx), params=list(inspect.signature(fn.fn).parameters))
+
+
+def tile_accesses(kernel: str) -> dict[tuple[str, str], bool]:
+    """The tile accesses of a scenario's roles (``syncverify.scenarios.ROLES``):
+    ``{(kind, buffer): published}``, ``published`` for a store a later signal of its role
+    publishes (where the protocol's cache policy is the one the protocol was checked with)."""
+    from syncverify.scenarios import ROLES, Stage
+
+    accesses: dict[tuple[str, str], bool] = {}
+    for role in ROLES[kernel]:
+        for n, step in enumerate(role.steps):
+            if isinstance(step, Stage):
+                continue
+            if step.kind in ("load", "copy"):
+                accesses.setdefault(("ld", step.buffer), False)
+            if step.kind in ("store", "copy"):
+                later = any(isinstance(s, Stage) and s.kind == "signal" for s in role.steps[n + 1:])
+                key = ("st", step.into or step.buffer)
+                accesses[key] = accesses.get(key, False) or later
+    return accesses
+
+
+def audit_kernel(built, *, ptx: str | None = None) -> list[str]:
+    """Disagreements between a fused kernel's tile accesses and the model's lowering of them.
+
+    Every store and load of a buffer the scenario's roles access (:func:`tile_accesses`) must be
+    ``lower_tile_store``/``lower_tile_load`` of ``built.protocol`` (weak on every thread; a load
+    ``volatile`` only when the protocol's ``tile_load.volatile`` says so); a published store
+    carries the protocol's ``tile_store.cache``, any other tile store that or none; and every
+    other global access outside the lock buffers (inputs, address tables, status, run-time values)
+    is weak: the kernel adds no synchronization the model does not see. Lock operations are
+    :func:`audit`'s business and are not looked at here.
+    """
+    protocol = built.protocol
+    kernel = built.config.kernel
+    ops = kernel_ops(built, ptx=ptx)
+    accesses = tile_accesses(kernel)
+    problems: list[str] = []
+    for (kind, buffer), published in accesses.items():
+        found = [op for op in ops if op.buffer == buffer and op.kind == kind]
+        cache = protocol.tile_store.cache
+        caches = None if kind == "ld" else (cache,) if published else tuple(dict.fromkeys(("", cache)))
+        problems += _access_problems(kernel, kind, buffer, _lowered_tile(kind, protocol), found, caches=caches)
+    others = sorted({str(op) for op in ops
+                     if op.kind in ("st", "ld", "atom") and op.buffer not in LOCK_BUFFERS
+                     and (op.kind, op.buffer) not in accesses and (op.kind == "atom" or op.sem != "weak")})
+    if others:
+        problems.append(f"{kernel}: synchronization outside the lock buffers that the model does not "
+                        f"have: {', '.join(others)}")
+    return problems

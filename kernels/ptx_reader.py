@@ -6,7 +6,10 @@ A deliberately small reader for what Triton 3.6 emits for sm_90, not a PTX parse
 * instructions are split at ``;`` (inline asm puts several on one line) and braces are dropped;
 * a register's *origin* is the pointer parameter its address was computed from (``ld.param`` of
   ``NAME_param_I``, then through any instruction that reads it): that tells a lock access from a
-  tile access;
+  tile access. A pointer *loaded* from an address table (a parameter ``NAME_table``: each rank's
+  address of the symmetric buffer ``NAME``, ``syncverify.kernels.steps.rank_base``) points into
+  ``NAME``, so an access through it is an access of ``NAME``, and the table read itself one of
+  ``NAME_table``;
 * a guard predicate computed from ``%tid.x`` alone is evaluated for every thread of the CTA
   (``.reqntid``): when it holds for exactly one thread the instruction is *one-thread* (how
   Triton predicates a scalar atomic or store: ``(%tid.x & 127) == 0``, or the same through
@@ -42,6 +45,8 @@ _NTID = re.compile(r"\.reqntid\s+(\d+)")
 _PRED = re.compile(r"^@(!?)(%?\w+)\s+")
 SCOPES = ("cta", "gpu", "sys")
 SEMS = ("relaxed", "acquire", "release", "acq_rel", "sc")
+CACHE = ("wt", "cg", "cs", "ca", "cv", "wb", "lu")
+TABLE_SUFFIX = "_table"
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,9 @@ class SyncOp:
     ``kind``: ``st``, ``ld``, ``atom``, ``fence`` or ``bar``; ``sem``: ``weak``, ``volatile``,
     ``relaxed``, ``acquire``, ``release``, ``acq_rel`` or (fences) ``sc``/``acq_rel``; ``threads``:
     ``one`` or ``all``; ``buffer``: the kernel argument the address comes from (``None`` for fences
-    and barriers).
+    and barriers); ``cache``: an ``st``/``ld`` cache modifier (``.wt``, ``.cv``, ...); ``width``:
+    the elements of a vector access (``st.global.v4.b32``: 4), which order nothing and so take no
+    part in comparisons.
     """
 
     kind: str
@@ -77,6 +84,7 @@ class SyncOp:
     buffer: str | None = None
     cache: str = ""
     returns: bool = True  # an atom whose result is written (``red`` has none)
+    width: int = field(default=1, compare=False)
     line: int = field(default=0, compare=False)
 
     def __str__(self) -> str:
@@ -87,6 +95,8 @@ class SyncOp:
         head = self.kind + (f".{self.op}" if self.op else "") + f".{self.sem}"
         if self.scope:
             head += f".{self.scope}"
+        if self.width > 1:
+            head += f".v{self.width}"
         return f"{head} {self.threads} {self.buffer}"
 
 
@@ -236,6 +246,8 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
                 lanes[dest[0]] = value
         if dest and parts[0] not in ("st", "red", "bar", "fence"):
             inherited = set().union(*(origin.get(s, set()) for s in srcs)) if srcs else set()
+            if parts[0] == "ld" and "global" in parts:  # a pointer read from NAME_table points into NAME
+                inherited = {b.removesuffix(TABLE_SUFFIX) for b in inherited}
             if inherited:
                 origin[dest[0]] = inherited
             else:
@@ -270,12 +282,14 @@ def _sync_op(ins: Instr, parts: list[str], ops, origin, threads) -> SyncOp | Non
     buffers = set().union(*(origin.get(r, set()) for r in _regs(address))) if address else set()
     buffer = ",".join(sorted(buffers)) if buffers else None
     sem, scope = _sem_scope(parts)
-    cache = next((f".{p}" for p in parts if p in ("wt", "cg", "cs", "ca", "cv", "wb", "lu")), "")
+    cache = next((f".{p}" for p in parts if p in CACHE), "")
+    width = next((int(p[1:]) for p in parts if re.fullmatch(r"v\d+", p)), 1)
     if kind in ("atom", "red"):
         atom_op = next((p for p in parts if p in ("add", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec")), "")
         return SyncOp("atom", threads, sem or "relaxed", scope or "gpu", atom_op, buffer,
                       returns=kind == "atom", line=ins.line)
     if "volatile" in parts:
-        return SyncOp(kind, threads, "volatile", "sys", buffer=buffer, cache=cache, line=ins.line)
+        return SyncOp(kind, threads, "volatile", "sys", buffer=buffer, cache=cache, width=width,
+                      line=ins.line)
     return SyncOp(kind, threads, sem or "weak", scope if sem else None, buffer=buffer, cache=cache,
-                  line=ins.line)
+                  width=width, line=ins.line)

@@ -1,6 +1,8 @@
 """The PTX audit: each built-in protocol's signal and wait code, compiled for sm_90 on the CPU,
 executes what the model assumes (``syncverify.lowering``): the same ld/st/atom/fence/bar.sync,
-with the same semantics and scopes, on one thread or on every thread, in the same order.
+with the same semantics and scopes, on one thread or on every thread, in the same order; and its
+tile store and tile load are the weak (or volatile) every-thread accesses the model has, on the
+right side of the lock operations. The fused kernels' tile accesses are audited the same way.
 
 This binds the model's verdicts to the instructions the hardware runs. A disagreement fails.
 """
@@ -11,12 +13,13 @@ import inspect
 
 import pytest
 
-from syncverify.kernels.audit import audit, protocol_ops
+from syncverify.kernels.audit import audit, audit_kernel, kernel_ops, protocol_ops, tile_problems
 from syncverify.kernels.build import build
 from syncverify.kernels.compile import compile_ptx, sleep_counts
 from syncverify.kernels.config import KernelConfig
 from syncverify.kernels.ptx_reader import SyncOp, parse_ptx, sync_ops
-from syncverify.protocols import builtin_names, load_protocol
+from syncverify.lowering import LoweredOp, lower_tile_load, lower_tile_store
+from syncverify.protocols import builtin_names, load_protocol, protocol_from_dict
 
 # Triton 3.6 lowers tl.atomic_add(p, 0, sem="acquire") (a constant 0) to an acquire *load* on one
 # thread (PLATFORM.md); syncverify.lowering models the step as an atom.add. The audit reports it;
@@ -145,3 +148,135 @@ def test_delays_do_not_change_the_protocols_instructions(kernel):
         counts.append(sleep_counts(ptx))
     assert sequences[0] == sequences[1]
     assert counts[0] == {} and set(counts[1]) == {"before-store", "cta", "wait-read"}
+
+
+# ----- tile stores and loads ------------------------------------------------------------------
+
+def volatile_tiles(name: str = "xchg-flag"):
+    """A built-in with ``tile_load = {volatile = true}`` (no built-in reads its tiles volatile)."""
+    data = load_protocol(name).to_dict()
+    data.update(name=f"{name}-volatile-tiles", tile_load={"volatile": True})
+    return protocol_from_dict(data)
+
+
+def _locks(ops) -> list[int]:
+    return [i for i, op in enumerate(ops) if op.buffer in (None, "locks")]
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtins_tile_store_is_weak_on_every_thread_before_the_first_signal_op(name):
+    protocol = load_protocol(name)
+    ops = protocol_ops(protocol, "signal")
+    stores = [i for i, op in enumerate(ops) if op.buffer == "tile"]
+    assert stores and tile_problems(protocol, "signal", ops) == []
+    assert lower_tile_store(protocol) == LoweredOp("st", "all", "weak", None)
+    assert {(op.kind, op.sem, op.scope, op.threads, op.cache, op.width) for op in (ops[i] for i in stores)} \
+        == {("st", "weak", None, "all", protocol.tile_store.cache, 4)}  # st.global[.wt].v4.b32
+    assert max(stores) < min(_locks(ops))
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtins_tile_load_is_as_volatile_as_the_protocol_says_after_the_last_wait_op(name):
+    protocol = load_protocol(name)
+    ops = protocol_ops(protocol, "wait")
+    loads = [i for i, op in enumerate(ops) if op.buffer == "tile"]
+    assert loads and tile_problems(protocol, "wait", ops) == []
+    sem = "volatile" if protocol.tile_load.volatile else "weak"
+    assert {(op.kind, op.sem, op.threads) for op in (ops[i] for i in loads)} == {("ld", sem, "all")}
+    assert min(loads) > max(_locks(ops))
+
+
+def test_a_volatile_tile_load_compiles_to_ld_volatile_on_every_thread_after_the_wait():
+    protocol = volatile_tiles()
+    assert lower_tile_load(protocol) == LoweredOp("ld", "all", "volatile", "sys")
+    ops = protocol_ops(protocol, "wait")
+    assert [str(op) for op in ops if op.buffer == "tile"] == ["ld.volatile.sys.v4 all tile"] * 2
+    assert audit(protocol, "wait") == [] and audit(protocol, "signal") == []
+
+
+def test_a_tile_load_lowered_differently_is_caught(monkeypatch):
+    import syncverify.lowering as lowering
+
+    monkeypatch.setattr(lowering, "lower_tile_load", lambda protocol: LoweredOp("ld", "all", "volatile", "sys"))
+    problems = audit(load_protocol("xchg-flag"), "wait")
+    assert problems == ["wait: the model assumes the tile load of 'tile' is [ld volatile sys on all], "
+                        "the PTX has [ld.weak.v4 all tile]"]
+    built = build(load_protocol("xchg-flag"), KernelConfig(kernel="all-reduce", m=256, n=256, k=256))
+    assert any("tile load of 'partial'" in p for p in audit_kernel(built))
+
+
+def test_a_tile_store_on_one_thread_or_without_the_protocols_cache_is_caught(monkeypatch):
+    import syncverify.lowering as lowering
+
+    monkeypatch.setattr(lowering, "lower_tile_store", lambda protocol: LoweredOp("st", "one", "weak", None))
+    assert "[st weak None on one]" in audit(load_protocol("epoch-flag"), "signal")[0]
+    monkeypatch.undo()
+    protocol = load_protocol("epoch-flag")  # its tile store has no cache modifier; claim .wt
+    data = protocol.to_dict()
+    data["tile_store"] = {"cache": ".wt"}
+    ops = protocol_ops(protocol, "signal")
+    assert tile_problems(protocol_from_dict(data), "signal", ops) == [
+        "signal: the tile store of 'tile' carries no cache modifier; the protocol's tile_store.cache says .wt"]
+
+
+def test_a_tile_store_after_the_signal_is_caught():
+    protocol = load_protocol("xchg-flag")
+    ops = protocol_ops(protocol, "signal")
+    late = ops[1:] + ops[:1]  # move one tile store behind the signal's atomics
+    assert any("comes after the first signal operation" in p for p in tile_problems(protocol, "signal", late))
+
+
+KERNEL_CASES = [(kernel, name, False) for kernel in ("all-reduce", "all-scatter") for name in builtin_names()]
+KERNEL_CASES += [("all-reduce", "xchg-flag", True), ("all-scatter", "epoch-flag", True)]
+
+
+@pytest.mark.parametrize("kernel, name, table", KERNEL_CASES)
+def test_the_fused_kernels_tile_accesses_are_weak_and_add_no_synchronization(kernel, name, table):
+    built = build(load_protocol(name), KernelConfig(kernel=kernel, m=256, n=256, k=256, table=table))
+    assert audit_kernel(built) == []
+
+
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
+def test_the_fused_kernels_read_tiles_volatile_when_the_protocol_says_so(kernel):
+    built = build(volatile_tiles(), KernelConfig(kernel=kernel, m=256, n=256, k=256))
+    assert audit_kernel(built) == []
+    loads = {(op.buffer, op.sem) for op in kernel_ops(built) if op.kind == "ld"}
+    tiles = {"partial"} if kernel == "all-reduce" else {"local", "out"}
+    assert {(b, "volatile") for b in tiles} <= loads and not {(b, "weak") for b in tiles} & loads
+    assert ("A", "weak") in loads and ("A", "volatile") not in loads  # GEMM inputs stay weak
+
+
+@pytest.mark.parametrize("kernel, buffers", [("all-reduce", {"partial"}), ("all-scatter", {"local", "out"})])
+def test_a_wt_protocols_published_tile_stores_carry_wt(kernel, buffers):
+    built = build(load_protocol("xchg-flag"), KernelConfig(kernel=kernel, m=256, n=256, k=256))
+    stores = [op for op in kernel_ops(built) if op.kind == "st" and op.buffer in buffers]
+    assert {op.buffer for op in stores} == buffers and {op.cache for op in stores} == {".wt"}
+
+
+HAND_WRITTEN_TILES = """
+.visible .entry k(
+\t.param .u64 .ptr .global .align 1 k_param_0,
+\t.param .u64 .ptr .global .align 1 k_param_1
+)
+.reqntid 128
+{
+\tld.param.b64 %rd1, [k_param_0];
+\tld.param.b64 %rd2, [k_param_1];
+\tld.global.b64 %rd3, [ %rd2 + 8 ];
+\tadd.s64 %rd4, %rd3, 64;
+\t@%p1 st.global.wt.v4.b32 [ %rd4 + 0 ], { %r1, %r2, %r3, %r4 };
+\tld.volatile.global.v4.b32 { %r5, %r6, %r7, %r8 }, [ %rd1 + 0 ];
+\tld.global.v2.b32 { %r9, %r10 }, [ %rd1 + 16 ];
+}
+"""
+
+
+def test_the_ptx_reader_on_vector_tile_accesses_through_an_address_table():
+    ops = sync_ops(parse_ptx(HAND_WRITTEN_TILES), params=["out", "out_table"])
+    assert [str(o) for o in ops] == [
+        "ld.weak all out_table",  # the table read: a pointer into out
+        "st.weak.v4 all out",  # through that pointer: a tile store of out, write-through
+        "ld.volatile.sys.v4 all out",
+        "ld.weak.v2 all out",
+    ]
+    assert ops[1].cache == ".wt" and ops[1] == SyncOp("st", "all", buffer="out", cache=".wt")
