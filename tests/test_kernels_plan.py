@@ -73,7 +73,7 @@ def test_int8_locks_without_atomics_are_accepted():
         (dict(m=1000), "--m=1000 is not a multiple of --block-m=128"),
         (dict(kernel="all-scatter", n=1000, world_size=3), "does not divide into --world-size=3 column blocks"),
         (dict(world_size=9), "1..8"),
-        (dict(kernel="all-gather"), "is not one of all-reduce, all-scatter"),
+        (dict(kernel="all-gather"), "--kernel='all-gather' is not one of 'all-reduce', 'all-scatter'"),
         (dict(order="consumers-first"), "interpreter schedule"),
     ],
 )
