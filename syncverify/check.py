@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from syncverify import ptx
 from syncverify.events import Execution
 from syncverify.explore import DEFAULT_MAX_EXECUTIONS, LimitHit, candidate_executions, explore
+from syncverify.ptx_choices import spin_is_real
 from syncverify.scenarios import Scenario
 
 KINDS = ("race", "unwritten-read", "stale-read", "hang")
@@ -197,11 +198,9 @@ def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None
                 raise LimitHit("timeout", "while sampling")
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
-    from syncverify.explore import _spin_is_real
-
     for skeleton, x in pool:
         result.sampled += 1  # type: ignore[operator]
-        if skeleton.stuck and not _spin_is_real(skeleton, x, scenario.program):
+        if skeleton.stuck and not spin_is_real(skeleton, x, scenario.program):
             continue
         if not ptx.is_consistent(x):
             continue
