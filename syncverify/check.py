@@ -18,11 +18,20 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from syncverify import ptx
 from syncverify.events import Execution
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS, LimitHit, candidate_executions, explore
+from syncverify.explore import (
+    DEFAULT_MAX_EXECUTIONS,
+    DEFAULT_PROGRESS_INTERVAL,
+    LimitHit,
+    Progress,
+    candidate_executions,
+    explore,
+)
 from syncverify.ptx_choices import spin_is_real
 from syncverify.scenarios import Scenario
 
@@ -55,6 +64,7 @@ class CheckResult:
     limit_hit: str | None = None
     limit_detail: str = ""
     sampled: int | None = None  # number of samples, in --sample mode
+    stopped_at_first: bool = False  # ``first=True`` stopped the search at its first violation
 
     @property
     def safe(self) -> bool | None:
@@ -150,18 +160,40 @@ def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
 
 
 def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
-          timeout: float | None = None) -> CheckResult:
-    """Explore every execution of ``scenario`` and collect one witness per violation kind."""
-    result = CheckResult(scenario)
+          timeout: float | None = None, progress: Callable[[Progress], None] | None = None,
+          progress_interval: float = DEFAULT_PROGRESS_INTERVAL, first: bool = False) -> CheckResult:
+    """Explore every execution of ``scenario`` and collect one witness per violation kind.
 
-    def judge(x: Execution) -> None:
-        for kind, sentence, evidence in classify(x):
+    Parameters
+    ----------
+    max_executions, timeout
+        Bounds: hitting one answers unknown (``safe is None``) with ``limit_hit`` set.
+    progress, progress_interval
+        Called with a :class:`~syncverify.explore.Progress` (executions, candidates, violations
+        found so far by kind, seconds) at most every ``progress_interval`` seconds.
+    first
+        Stop at the first execution that shows a violation; the result then holds that one
+        counterexample (its first kind), and ``stopped_at_first`` is set.
+    """
+    result = CheckResult(scenario)
+    seen_kinds: Counter[str] = Counter()  # executions that showed each kind, for progress
+
+    def judge(x: Execution) -> bool:
+        found = classify(x)
+        seen_kinds.update({kind for kind, _sentence, _evidence in found})
+        for kind, sentence, evidence in found[:1] if first else found:
             current = result.violations.get(kind)
             if current is None or len(x.events) < len(current.execution.events):
                 result.violations[kind] = Violation(kind, sentence, x, evidence)
+        return first and bool(found)
+
+    def report(p: Progress) -> None:
+        progress(replace(p, violations=dict(seen_kinds)))  # type: ignore[misc]
 
     explored = explore(scenario.program, max_executions=max_executions, timeout=timeout,
-                       on_execution=judge, keep=False)
+                       on_execution=judge, keep=False, progress=report if progress is not None else None,
+                       progress_interval=progress_interval)
+    result.stopped_at_first = explored.stopped_early
     result.executions = explored.complete_count + explored.hang_count
     result.candidates = explored.candidates
     result.seconds = explored.seconds

@@ -346,7 +346,7 @@ def supported_combinations(
     def descend(picks: list[tuple[int, int]], position: int, u: int) -> Iterator[tuple[int, ...]]:
         nonlocal nodes
         nodes += 1
-        if deadline is not None and nodes % 1024 == 0 and time.monotonic() > deadline:
+        if deadline is not None and nodes % 64 == 0 and time.monotonic() > deadline:
             raise LimitHit("timeout", f"while combining thread paths, after {nodes} partial combinations of thread paths")
         saved = list(pending)
         completed = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from syncverify.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_STEPS, LimitHit
+from syncverify.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_STEPS, LimitHit, check_deadline
 from syncverify.combos import PathSummary, is_supported, summarize, supported_combinations
 from syncverify.paths import Path, initial_registers, thread_paths
 from syncverify.program import Atomic, Branch, Label, Load, Program, Store
@@ -58,6 +58,7 @@ def value_domain(
                              if key[1] not in domain[key[0]] and (top.get(key[0]) is None or key[1] <= top[key[0]])})
             candidates = value_candidates(program)
             for key in wanted:
+                check_deadline(deadline, "while computing value domains")
                 if key[1] in grown[key[0]]:
                     continue
                 if key[1] in candidates.get(key[0], ()):

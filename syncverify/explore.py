@@ -58,12 +58,12 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from syncverify import ptx
 from syncverify.barriers import barrier_participants, cta_kept_lengths, not_started, settle_barriers
-from syncverify.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, LimitHit
+from syncverify.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, LimitHit, check_deadline
 from syncverify.combos import is_supported, readable_ceilings, summarize, supported_combinations
 from syncverify.domain import value_candidates, value_ceiling, value_domain
 from syncverify.events import Execution
@@ -74,10 +74,52 @@ from syncverify.skeleton import Skeleton, StaticCause, build_skeleton, host_pair
 from syncverify.symmetry import combinations
 
 __all__ = [
-    "DEFAULT_MAX_DOMAIN", "DEFAULT_MAX_EXECUTIONS", "DEFAULT_MAX_STEPS", "ExplorationResult", "LimitHit",
+    "DEFAULT_MAX_DOMAIN", "DEFAULT_MAX_EXECUTIONS", "DEFAULT_MAX_STEPS", "DEFAULT_PROGRESS_INTERVAL",
+    "ExplorationResult", "LimitHit", "Progress",
     "brute_force", "candidate_executions", "explore", "live_registers", "thread_paths", "value_candidates",
     "value_ceiling", "value_domain",
 ]
+
+
+DEFAULT_PROGRESS_INTERVAL = 0.5  # seconds between two progress reports, at least
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far an exploration is: what a progress callback receives.
+
+    ``violations`` counts, per kind, the executions that showed it (filled in by
+    :func:`syncverify.check.check`; the explorer alone knows no violations).
+    """
+
+    executions: int  # consistent executions so far (terminating or hanging)
+    candidates: int  # candidate executions checked against the axioms so far
+    seconds: float  # since the exploration started
+    violations: Mapping[str, int] = field(default_factory=dict)
+
+
+class Heartbeat:
+    """The driver's look at the clock: past the deadline it raises the ``timeout`` :class:`LimitHit`;
+    otherwise, at most every ``interval`` seconds, it reports progress.
+
+    Called wherever the explorer may spend long (each combination of paths, each reads-from choice
+    of a location, each candidate execution), so that a timeout is honoured in every phase.
+    """
+
+    def __init__(self, start: float, deadline: float | None, report: Callable[[], None] | None = None,
+                 interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
+        self.deadline = deadline
+        self.report = report
+        self.interval = interval
+        self.next_report = start + interval
+
+    def __call__(self, where: str) -> None:
+        now = time.monotonic()
+        if self.deadline is not None and now > self.deadline:
+            raise LimitHit("timeout", where)
+        if self.report is not None and now >= self.next_report:
+            self.next_report = now + self.interval
+            self.report()
 
 
 @dataclass
@@ -93,6 +135,7 @@ class ExplorationResult:
     limit_hit: str | None = None
     limit_detail: str = ""
     seconds: float = 0.0
+    stopped_early: bool = False  # on_execution asked to stop (e.g. at the first violation)
 
     @property
     def can_hang(self) -> bool:
@@ -111,8 +154,16 @@ def candidate_executions(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_domain: int = DEFAULT_MAX_DOMAIN,
     deadline: float | None = None,
+    tick: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[Skeleton, Execution]]:
-    """Yield candidate executions (not yet checked against the global axioms)."""
+    """Yield candidate executions (not yet checked against the global axioms).
+
+    ``tick``: called with where the search is, often; it raises :class:`LimitHit` to stop (a
+    :class:`Heartbeat`). By default it checks ``deadline``.
+    """
+    if tick is None:
+        def tick(where: str) -> None:
+            check_deadline(deadline, where)
     _domain, all_paths = value_domain(program, max_steps=max_steps, max_domain=max_domain, deadline=deadline,
                                       prune=prune)
     participants = barrier_participants(program)
@@ -137,8 +188,7 @@ def candidate_executions(
         combos = (combo for combo in combinations(program, all_paths)
                   if is_supported(tuple(summary[id(p)] for p in combo), program.init))
     for combo in combos:
-        if deadline is not None and time.monotonic() > deadline:
-            raise LimitHit("timeout", "while combining thread paths")
+        tick("while combining thread paths")
         lengths, stuck, instances = settle_barriers(program, combo, participants)
         stopped = not_started(program, combo, stuck)
         if stopped:
@@ -156,14 +206,14 @@ def candidate_executions(
         skeleton.static_cause = StaticCause(skeleton, program)
         per_location = []
         for loc in locations:
-            choices = location_choices(skeleton, loc, prune, program)
+            choices = location_choices(skeleton, loc, prune, program, tick=tick)
             if not choices:
                 break
             per_location.append(choices)
         else:
             skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
             static_relations(skeleton)  # fail a location above
-            fence_orders = fence_sc_orders(skeleton, prune)
+            fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
             for parts in itertools.product(*per_location):
                 rf: dict[int, int] = {}
                 co: dict[str, tuple[int, ...]] = {}
@@ -182,8 +232,10 @@ def explore(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_domain: int = DEFAULT_MAX_DOMAIN,
     prune: bool = True,
-    on_execution: Callable[[Execution], None] | None = None,
+    on_execution: Callable[[Execution], bool | None] | None = None,
     keep: bool = True,
+    progress: Callable[[Progress], None] | None = None,
+    progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
 ) -> ExplorationResult:
     """Every consistent execution of ``program`` under the PTX model.
 
@@ -194,9 +246,14 @@ def explore(
     prune
         ``False`` enumerates every reads-from and coherence choice (see :func:`brute_force`).
     on_execution
-        Called with each consistent execution (terminating or hanging) as it is found.
+        Called with each consistent execution (terminating or hanging) as it is found. When it
+        returns True the exploration stops there (``stopped_early``; not exhaustive, but no bound
+        was hit: what was found is real).
     keep
         Keep the executions in the result (turn off for large explorations counted by callback).
+    progress, progress_interval
+        Called with a :class:`Progress` at most every ``progress_interval`` seconds while the
+        search enumerates executions.
 
     Examples
     --------
@@ -208,18 +265,22 @@ def explore(
     start = time.monotonic()
     deadline = start + timeout if timeout is not None else None
     result = ExplorationResult(program, [], [])
+
+    def report() -> None:
+        progress(Progress(result.complete_count + result.hang_count, result.candidates,  # type: ignore[misc]
+                          time.monotonic() - start))
+
+    tick = Heartbeat(start, deadline, report if progress is not None else None, progress_interval)
     try:
         for skeleton, x in candidate_executions(program, prune=prune, max_steps=max_steps,
-                                                max_domain=max_domain, deadline=deadline):
+                                                max_domain=max_domain, deadline=deadline, tick=tick):
             result.candidates += 1
-            if deadline is not None and result.candidates % 256 == 0 and time.monotonic() > deadline:
-                raise LimitHit("timeout", f"after {result.candidates} candidate executions")
+            tick(f"after {result.candidates} candidate executions")
             if skeleton.stuck and not spin_is_real(skeleton, x, program):
                 continue
             if not ptx.is_consistent(x):
                 continue
-            if on_execution is not None:
-                on_execution(x)
+            stop = on_execution(x) if on_execution is not None else False
             if x.is_complete:
                 result.complete_count += 1
                 if keep:
@@ -228,6 +289,9 @@ def explore(
                 result.hang_count += 1
                 if keep:
                     result.hangs.append(x)
+            if stop:
+                result.stopped_early = True
+                break
             if result.complete_count + result.hang_count >= max_executions:
                 raise LimitHit("max-executions", f"{max_executions} consistent executions")
     except LimitHit as hit:

@@ -197,6 +197,7 @@ def thread_paths(
     value, taint_of = _operand_value, _operand_taint
     # An explicit stack of path states; the loop below works on the popped one's fields as locals.
     stack = [PathState(0, dict(registers), {}, frozenset(), (), {}, 0)]
+    work = -1  # loop iterations so far (the clock is read every 64: the first one included)
     while stack:
         state = stack.pop()
         pc, regs, taint, ctrl, events, seen, steps = (state.pc, state.regs, state.taint, state.ctrl,
@@ -208,7 +209,9 @@ def thread_paths(
             if steps > max_steps:
                 raise LimitHit("max-steps", f"thread {thread.name} ran {max_steps} instructions on one path "
                                "without terminating or repeating a state (a loop that writes every iteration?)")
-            if deadline is not None and steps % 64 == 0 and time.monotonic() > deadline:
+            work += 1
+            if deadline is not None and work % 64 == 0 and time.monotonic() > deadline:
+                # Counted over all paths, not per path: many short paths take as long as a long one.
                 raise LimitHit("timeout", f"while running thread {thread.name}")
             full = tuple(sorted(regs.items()))
             key = (pc, tuple(r for r in full if r[0] in live[pc]))

@@ -14,7 +14,7 @@ execution built from these choices is still checked against all the axioms
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from syncverify import ptx
 from syncverify.events import Event, Execution
@@ -48,9 +48,12 @@ def spin_is_real(skeleton: Skeleton, x: Execution, program: Program) -> bool:
                for phase, loc, v in _spin_needs(skeleton, program))
 
 
-def location_choices(skeleton: Skeleton, loc: str, prune: bool,
-                      program: Program) -> list[tuple[dict[int, int], tuple[int, ...]]]:
-    """Every (reads-from of this location's reads, coherence order of its writes) worth keeping."""
+def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program,
+                     tick: Callable[[str], None] | None = None) -> list[tuple[dict[int, int], tuple[int, ...]]]:
+    """Every (reads-from of this location's reads, coherence order of its writes) worth keeping.
+
+    ``tick``: called for each reads-from choice and coherence order tried (the explorer's clock:
+    a location with many reads and writes can take long; it raises to stop)."""
     events = skeleton.events
     writes = [e for e in events if e.is_write and e.loc == loc and not e.ghost]
     reads = [e for e in events if e.is_read and e.loc == loc and not e.ghost]
@@ -77,12 +80,16 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool,
     ms = frozenset(ptx.morally_strong_at([w for w in writes] + reads, skeleton.po))
     choices = []
     for picks in itertools.product(*candidates):
+        if tick is not None:
+            tick(f"while choosing what the reads of {loc} read from")
         rf = {r.eid: w for r, w in zip(reads, picks)}
         if not prune:
             choices.extend((rf, init + order) for order in itertools.permutations(others))
             continue
         for order in _coherence_orders(skeleton, others, rf, ms, before):
             co_order = init + order
+            if tick is not None:
+                tick(f"while ordering the writes of {loc}")
             if any(_last_seen(events, co_order, after.get(phase, frozenset())) != v for phase, v in spins):
                 continue  # a stuck spin is an execution only if it read the last value (spin_is_real)
             if _location_consistent(skeleton, rf, co_order, reads, ms, before):
@@ -172,14 +179,19 @@ def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co_order: tuple
     return True
 
 
-def fence_sc_orders(skeleton: Skeleton, prune: bool) -> list[tuple[int, ...]]:
-    """Total orders of the ``fence.sc`` events, one per distinct morally-strong restriction."""
+def fence_sc_orders(skeleton: Skeleton, prune: bool,
+                    tick: Callable[[str], None] | None = None) -> list[tuple[int, ...]]:
+    """Total orders of the ``fence.sc`` events, one per distinct morally-strong restriction.
+
+    ``tick``: called every 1024 orders tried (the explorer's clock; it raises to stop)."""
     fences = [e.eid for e in skeleton.events if ptx.sc_fence(e)]
     if not fences:
         return [()]
     ms = skeleton.static_memo["morally_strong"]
     seen, orders = set(), []
-    for order in itertools.permutations(fences):
+    for tried, order in enumerate(itertools.permutations(fences)):
+        if tick is not None and tried % 1024 == 0:
+            tick("while ordering fence.sc events")
         if prune and any((order[j], order[i]) in skeleton.po
                          for i in range(len(order)) for j in range(i + 1, len(order))):
             continue  # contradicts program order, hence causality: FenceSC fails
