@@ -247,7 +247,7 @@ def explore(
         ``False`` enumerates every reads-from and coherence choice (see :func:`brute_force`).
     on_execution
         Called with each consistent execution (terminating or hanging) as it is found. When it
-        returns True the exploration stops there (``stopped_early``; not exhaustive, but no bound
+        returns True (exactly) the exploration stops there (``stopped_early``; not exhaustive, but no bound
         was hit: what was found is real).
     keep
         Keep the executions in the result (turn off for large explorations counted by callback).
@@ -280,7 +280,7 @@ def explore(
                 continue
             if not ptx.is_consistent(x):
                 continue
-            stop = on_execution(x) if on_execution is not None else False
+            stop = on_execution is not None and on_execution(x) is True  # only an explicit True stops
             if x.is_complete:
                 result.complete_count += 1
                 if keep:

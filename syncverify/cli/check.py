@@ -128,8 +128,9 @@ def progress_line(progress: Progress | None, seconds: float) -> str:
     violations = progress.violations if progress is not None else {}
     found = ", ".join(f"{kind} {n}" for kind, n in sorted(violations.items())) or "none"
     rate = executions / seconds if seconds > 0 else 0.0
-    return (f"checking: {executions:,} executions, violations: {found}, "
-            f"{rate:,.0f} executions/s, {seconds:.0f}s elapsed")
+    # Violations last: on a narrow terminal they are what gets cut, not the clock.
+    return (f"checking: {executions:,} executions, {rate:,.0f}/s, {seconds:.0f}s elapsed, "
+            f"violations: {found}")
 
 
 class ProgressReport:
