@@ -77,4 +77,4 @@ def test_cli_help_states_the_default_timeout_and_sizes(capsys):
     assert main(["check", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "--timeout" in text and "default: 600" in text
-    assert "--first" in text and "about a minute" in text
+    assert "--first" in text and "minute on a 2-core machine" in text
