@@ -13,7 +13,7 @@ reduction off at a time:
   lock copies, no rank symmetry group;
 * ``no-liveness``: every register counts as live everywhere, so a failed poll iteration that read
   a new value is not cut (the plain spin-assume of GenMC/Dartagnan); done by replacing
-  ``syncverify.explore.live_registers`` in the child process;
+  ``syncverify.paths.live_registers`` (which ``thread_paths`` calls) in the child process;
 * ``brute-force``: ``explore(prune=False)``: every combination of thread paths that is merely
   supported, every reads-from and every coherence permutation (no combination search, no static
   causality, no per-location pruning).
@@ -43,13 +43,13 @@ def run_one(protocol: str, scenario: str, world: int, epochs: int, variant: str,
     built = build(load_protocol(protocol), ScenarioOptions(scenario=scenario, world_size=world, epochs=epochs,
                                                              symmetry=variant != "no-symmetry"))
     if variant == "no-liveness":
-        import syncverify.explore as explore_module
+        import syncverify.paths as paths_module
 
         def every_register(thread, observed):
             regs = frozenset(r for ins in thread.instructions for r in (getattr(ins, "dst", None),) if r)
             return [regs] * (len(thread.instructions) + 1)
 
-        explore_module.live_registers = every_register
+        paths_module.live_registers = every_register
     start = time.monotonic()
     if variant == "brute-force":
         explored = explore(built.program, timeout=timeout, keep=False, prune=False)

@@ -18,11 +18,21 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from syncverify import ptx
 from syncverify.events import Execution
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS, LimitHit, candidate_executions, explore
+from syncverify.explore import (
+    DEFAULT_MAX_EXECUTIONS,
+    DEFAULT_PROGRESS_INTERVAL,
+    LimitHit,
+    Progress,
+    candidate_executions,
+    explore,
+)
+from syncverify.ptx_choices import spin_is_real
 from syncverify.scenarios import Scenario
 
 KINDS = ("race", "unwritten-read", "stale-read", "hang")
@@ -58,6 +68,8 @@ class CheckResult:
     sampled: int | None = None  # number of samples, in --sample mode
     complete: int = 0  # executions in which no thread hangs
     stages: list[tuple[str, int, float]] = field(default_factory=list)  # (stage, executions, seconds) when split
+    stopped_at_first: bool = False  # ``first=True`` stopped the search at its first violation
+    stage_kinds: dict[str, int] = field(default_factory=dict)  # kinds found by earlier stages (progress)
 
     @property
     def safe(self) -> bool | None:
@@ -89,6 +101,9 @@ class CheckResult:
             "limit": self.limit_hit,
             "sampled": self.sampled,
             "notes": self.scenario.notes,
+            "push": getattr(self.scenario.push_protocol, "name", None),
+            "stages": [{"stage": name, "executions": n, "seconds": round(seconds, 3)}
+                       for name, n, seconds in self.stages],
         }
 
 
@@ -153,26 +168,48 @@ def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
 
 
 def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
-          timeout: float | None = None) -> CheckResult:
+          timeout: float | None = None, progress: Callable[[Progress], None] | None = None,
+          progress_interval: float = DEFAULT_PROGRESS_INTERVAL, first: bool = False) -> CheckResult:
     """Explore every execution of ``scenario`` and collect one witness per violation kind.
 
     A scenario split into stage programs (``scenario.parts``) is checked stage by stage, in stage
     order, and the verdicts are joined (:func:`syncverify.scenarios.stage_parts` says why that is
     exact); a later stage's violations count only if every earlier stage has an execution in
     which no thread hangs (else the later stage never runs).
+
+    Parameters
+    ----------
+    max_executions, timeout
+        Bounds: hitting one answers unknown (``safe is None``) with ``limit_hit`` set.
+    progress, progress_interval
+        Called with a :class:`~syncverify.explore.Progress` (executions, candidates, violations
+        found so far by kind, seconds) at most every ``progress_interval`` seconds.
+    first
+        Stop at the first execution that shows a violation; the result then holds that one
+        counterexample (its first kind), and ``stopped_at_first`` is set.
     """
     if scenario.parts:
-        return _check_parts(scenario, max_executions=max_executions, timeout=timeout)
+        return _check_parts(scenario, max_executions=max_executions, timeout=timeout, progress=progress,
+                            progress_interval=progress_interval, first=first)
     result = CheckResult(scenario)
+    seen_kinds: Counter[str] = Counter()  # executions that showed each kind, for progress
 
-    def judge(x: Execution) -> None:
-        for kind, sentence, evidence in classify(x):
+    def judge(x: Execution) -> bool:
+        found = classify(x)
+        seen_kinds.update({kind for kind, _sentence, _evidence in found})
+        for kind, sentence, evidence in found[:1] if first else found:
             current = result.violations.get(kind)
             if current is None or len(x.events) < len(current.execution.events):
                 result.violations[kind] = Violation(kind, sentence, x, evidence)
+        return first and bool(found)
+
+    def report(p: Progress) -> None:
+        progress(replace(p, violations=dict(seen_kinds)))  # type: ignore[misc]
 
     explored = explore(scenario.program, max_executions=max_executions, timeout=timeout,
-                       on_execution=judge, keep=False)
+                       on_execution=judge, keep=False, progress=report if progress is not None else None,
+                       progress_interval=progress_interval)
+    result.stopped_at_first = explored.stopped_early
     result.executions = explored.complete_count + explored.hang_count
     result.complete = explored.complete_count
     result.candidates = explored.candidates
@@ -206,13 +243,23 @@ def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 
     return check(built, max_executions=max_executions, timeout=timeout)
 
 
-def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | None) -> CheckResult:
+def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | None,
+                 progress: Callable[[Progress], None] | None, progress_interval: float, first: bool) -> CheckResult:
+    """:func:`check` of a scenario split into stage programs, joined; see :func:`check`."""
     result = CheckResult(scenario)
     start = time.monotonic()
     reachable = True
     for part in scenario.parts:
         left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
-        sub = check(part, max_executions=max_executions, timeout=left)
+        before = (result.executions, result.candidates, dict(result.stage_kinds))
+
+        def report(p: Progress, before=before) -> None:  # counts so far across the stages
+            kinds = Counter(before[2]) + Counter(p.violations)
+            progress(replace(p, executions=p.executions + before[0], candidates=p.candidates + before[1],
+                             seconds=time.monotonic() - start, violations=dict(kinds)))
+
+        sub = check(part, max_executions=max_executions, timeout=left, first=first,
+                    progress=report if progress is not None else None, progress_interval=progress_interval)
         result.executions += sub.executions
         result.candidates += sub.candidates
         result.stages.append((part.program.name.rsplit("/", 1)[-1], sub.executions, sub.seconds))
@@ -220,6 +267,7 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
             for kind, violation in sub.violations.items():
                 violation.part = part
                 result.violations.setdefault(kind, violation)
+                result.stage_kinds[kind] = result.stage_kinds.get(kind, 0) + 1
         if sub.limit_hit and not result.limit_hit:
             result.limit_hit, result.limit_detail = sub.limit_hit, sub.limit_detail
         reachable = reachable and sub.complete > 0
@@ -227,10 +275,14 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
             # a hanging launch stops the later launches of every stage: the split cannot see that
             whole = replace(scenario, parts=[])
             left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
-            result = check(whole, max_executions=max_executions, timeout=left)
+            result = check(whole, max_executions=max_executions, timeout=left, first=first, progress=progress,
+                           progress_interval=progress_interval)
             result.stages.append(("whole program: a stage can hang across epochs", result.executions,
                                   result.seconds))
             return result
+        if first and result.violations:
+            result.stopped_at_first = True
+            break
     result.seconds = time.monotonic() - start
     return result
 
@@ -259,11 +311,9 @@ def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None
                 raise LimitHit("timeout", "while sampling")
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
-    from syncverify.explore import _spin_is_real
-
     for skeleton, x in pool:
         result.sampled += 1  # type: ignore[operator]
-        if skeleton.stuck and not _spin_is_real(skeleton, x, scenario.program):
+        if skeleton.stuck and not spin_is_real(skeleton, x, scenario.program):
             continue
         if not ptx.is_consistent(x):
             continue

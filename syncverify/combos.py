@@ -25,7 +25,7 @@ the paths (the values they read and write), before any reads-from or coherence i
   cannot leave a consumer stuck at ``v``.
 
 The search assigns threads one at a time (symmetric units in non-decreasing order, as
-:func:`syncverify.explore.combinations` does) and stops a branch as soon as what is still missing
+:func:`syncverify.symmetry.combinations` does) and stops a branch as soon as what is still missing
 cannot be written by the threads not yet assigned.
 """
 
@@ -38,13 +38,10 @@ import itertools
 import time
 from dataclasses import dataclass
 
+from syncverify.bounds import LimitHit
 from syncverify.program import Program
 
 Key = tuple[str, int]  # (location, value)
-
-
-class SearchTimeout(Exception):
-    """The search passed its deadline (the explorer turns it into an UNKNOWN answer)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +61,7 @@ class PathSummary:
 
 
 def summarize(path) -> PathSummary:
-    """The summary of an :class:`syncverify.explore.Path`."""
+    """The summary of an :class:`syncverify.paths.Path`."""
     needs, writes, weak = set(), Counter(), set()
     rmw: list[tuple[int, Key]] = []
     events = path.events
@@ -220,7 +217,7 @@ def readable_ceilings(program: Program, summaries: list[list[PathSummary]],
     A read sees only the writes of the phases :class:`_Visibility` lets it see; when every
     phase among those whose threads read the location sees no more than the reader does, values
     there only ever come from those writes, and ``ceiling(phases, with_init)`` (the explorer's
-    :func:`~syncverify.explore.value_ceiling`) bounds them. A host reset thus caps epoch 1's
+    :func:`~syncverify.domain.value_ceiling`) bounds them. A host reset thus caps epoch 1's
     counter at what epoch 1 adds, where the domain (built without hiding) lets it continue from
     epoch 0's values.
     """
@@ -261,7 +258,7 @@ def supported_combinations(
     ``must_write``: only combinations in which some path writes that (location, value) (the
     value domain asks for one witness per value). Symmetric units take non-decreasing options,
     so each combination is one representative of its renamings. Past ``deadline`` (a
-    ``time.monotonic()`` value) it raises :class:`SearchTimeout`.
+    ``time.monotonic()`` value) it raises the ``timeout`` :class:`~syncverify.bounds.LimitHit`.
 
     The atomicity count only counts an atomic once every thread of its CTA has a path: a CTA
     barrier that some thread never reaches cuts the others' paths there, and what is cut must not
@@ -349,8 +346,8 @@ def supported_combinations(
     def descend(picks: list[tuple[int, int]], position: int, u: int) -> Iterator[tuple[int, ...]]:
         nonlocal nodes
         nodes += 1
-        if deadline is not None and nodes % 1024 == 0 and time.monotonic() > deadline:
-            raise SearchTimeout(f"after {nodes} partial combinations of thread paths")
+        if deadline is not None and nodes % 64 == 0 and time.monotonic() > deadline:
+            raise LimitHit("timeout", f"while combining thread paths, after {nodes} partial combinations of thread paths")
         saved = list(pending)
         completed = []
         for t, p in picks:

@@ -4,7 +4,7 @@ A graph is a ``networkx.MultiDiGraph``: one node per event (attributes ``thread`
 ``text``), one edge per related pair, keyed by the relation's name: ``po`` (immediate program
 order), ``rf``, ``co`` (immediate coherence), ``fr``, ``rmw``, ``sync`` (synchronizes-with),
 ``barrier``, ``fence_sc`` and ``dep``. Happens-before (PTX *base causality*) is the transitive
-closure of ``po | sync | barrier | fence_sc``: :func:`happens_before` computes it from the graph.
+closure of ``po | sync | barrier | fence_sc``.
 
 Pictures put each thread in a column, program order downwards (herd's layout); the initial
 writes sit in a row on top. ``highlight`` edges (a race, a stale read) are drawn thick and red.
@@ -33,7 +33,6 @@ EDGE_STYLE = {  # relation -> (colour, dot style, label)
     "fence_sc": ("#8c564b", "bold", "sc"),
     "dep": ("#bcbd22", "dotted", "dep"),
 }
-HB_RELATIONS = ("po", "sync", "barrier", "fence_sc")
 
 
 def _immediate(pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
@@ -78,17 +77,6 @@ def happens_before_graph(x: Execution) -> nx.MultiDiGraph:
         for a, b in sorted(pairs):
             g.add_edge(a, b, key=name, relation=name)
     return g
-
-
-def happens_before(graph: nx.MultiDiGraph) -> set[tuple[int, int]]:
-    """Pairs ordered by happens-before: the closure of ``po | sync | barrier | fence_sc``."""
-    simple = nx.DiGraph()
-    simple.add_nodes_from(graph.nodes)
-    simple.add_edges_from((a, b) for a, b, k in graph.edges(keys=True) if k in HB_RELATIONS)
-    closure = nx.transitive_closure(simple, reflexive=False)
-    inits = [n for n, d in graph.nodes(data=True) if d["thread"] == "init"]
-    others = [n for n, d in graph.nodes(data=True) if d["thread"] != "init"]
-    return set(closure.edges) | {(i, o) for i in inits for o in others}
 
 
 def _node_text(data: dict) -> str:

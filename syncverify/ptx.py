@@ -104,19 +104,6 @@ def sc_fence(e: Event) -> bool:
     return e.is_fence and e.sem == "sc"
 
 
-def scope_includes(e: Event, other: Event) -> bool:
-    """Whether ``e``'s scope contains the thread that executed ``other`` (ISA, "Scope")."""
-    if e.is_init or other.is_init:
-        return True
-    if e.scope == "sys":
-        return True
-    if e.scope == "gpu":
-        return e.gpu == other.gpu
-    if e.scope == "cta":
-        return e.gpu == other.gpu and e.cta == other.cta
-    return False  # weak operations have no scope
-
-
 # ----- relations ------------------------------------------------------------------------------
 
 @relation

@@ -96,11 +96,6 @@ def plus(r: frozenset) -> frozenset:
     return frozenset(out)
 
 
-def star(r: frozenset, events: Iterable) -> frozenset:
-    """``r*``: reflexive-transitive closure over ``events``."""
-    return plus(r) | identity(events)
-
-
 def find_cycle(r: Iterable[tuple]) -> list[tuple] | None:
     """One cycle of ``r`` as a list of edges (``networkx.find_cycle`` style), or None if acyclic."""
     nxt = successors(r)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -10,7 +12,11 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.cli import app, err, out
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS
+from syncverify.explore import DEFAULT_MAX_EXECUTIONS, Progress
+
+DEFAULT_TIMEOUT = 600.0  # seconds: a check answers unknown rather than run on unseen
+PROGRESS_AFTER = 2.0  # seconds before a check starts showing progress
+PLAIN_PROGRESS_EVERY = 5.0  # seconds between two plain progress lines (stderr not a terminal)
 
 
 @app.command("check")
@@ -29,13 +35,21 @@ def check_command(
     graph: Optional[Path] = typer.Option(None, "--graph", help="Draw the first violation's execution to PATH.dot or PATH.png.", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Answer unknown after this many executions."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds before answering unknown (default: none).", show_default=False),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=0.001, help="Seconds before answering unknown (exit 3).", show_default=True),
+    first: bool = typer.Option(False, "--first", help="Stop at the first violation found and print its counterexample (exit 1)."),
+    progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
     samples: Optional[int] = typer.Option(None, "--sample", min=1, help="Check N random executions instead of all (finding none is not a proof).", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
 
     Exit 0 safe, 1 violations found, 2 bad input, 3 unknown (a bound was hit, or --sample found none).
+
+    Sizes decided in under a minute on a 2-core machine (barrier-fenced-release-acquire,
+    docs/BENCHMARKS.md): all-reduce up to --world-size 12 with one epoch (8: under 1 s), 4 with
+    --epochs 2 (5 takes a minute or more); all-scatter --world-size 2 with one epoch (3 does not
+    finish in 90 s). Beyond that, --timeout answers unknown. A check that runs longer than 2 s
+    shows its progress on stderr.
     """
     from syncverify.protocols.registry import load_protocol
     from syncverify.check import check, sample
@@ -57,15 +71,19 @@ def check_command(
     else:
         if not as_json:
             err.print(f"checking {proto.name} in {scenario} (world size {world_size}) ...", markup=False)
-        result = check(built, max_executions=max_executions, timeout=timeout)
+        after = PROGRESS_AFTER if progress_every is None else progress_every
+        every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
+        with ProgressReport(after=after, plain_every=every) as report:
+            result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
+                           progress_interval=min(0.5, every), first=first)
     if as_json:  # the verdict first: a failure while drawing cannot lose it
         out.print(json.dumps(result.to_json(), indent=2), markup=False)
     else:
         _print_text(result)
     if graph is not None and result.violations:
-        first = next(iter(result.violations.values()))
-        drawn = write_or_warn(lambda: write_graph(first.execution, graph, title=f"{proto.name} / {scenario}: {first.kind}",
-                                                  highlight=first.evidence), "--graph", graph)
+        witness = next(iter(result.violations.values()))
+        drawn = write_or_warn(lambda: write_graph(witness.execution, graph, title=f"{proto.name} / {scenario}: {witness.kind}",
+                                                  highlight=witness.evidence), "--graph", graph)
         if drawn and not as_json:
             out.print(f"graph of the first counterexample: {graph}", markup=False)
     if result.violations:
@@ -91,6 +109,11 @@ def _print_text(result) -> None:
             out.print(f"  none in {result.sampled} samples: this is not a proof of safety", markup=False)
     else:
         out.print(f"  {result.executions} consistent executions ({result.candidates} candidates) in {result.seconds:.2f}s", markup=False)
+    if result.stages:
+        parts = "; ".join(f"{name} {n} executions, {seconds:.2f}s" for name, n, seconds in result.stages)
+        out.print(f"  checked stage by stage (exact; see 'docs/scenarios.md'): {parts}", markup=False)
+    if result.stopped_at_first:
+        out.print("  stopped at the first violation (--first): other kinds may exist", markup=False)
     if result.limit_hit:
         out.print(f"  unknown: limit '{result.limit_hit}' hit ({result.limit_detail}); explored so far as above", markup=False)
     if not result.violations:
@@ -108,3 +131,60 @@ def _print_text(result) -> None:
             rf = f" <- {row['reads_from']}" if row["reads_from"] else ""
             out.print(f"  {mark} rank {row['rank']} {row['cta']} t{row['thread']}: {row['event']}"
                       f"  [{row['step']}]{rf}", markup=False)
+
+
+def progress_line(progress: Progress | None, seconds: float) -> str:
+    """One line on how far a check is: executions, violations by kind, rate, elapsed."""
+    executions = progress.executions if progress is not None else 0
+    violations = progress.violations if progress is not None else {}
+    found = ", ".join(f"{kind} {n}" for kind, n in sorted(violations.items())) or "none"
+    rate = executions / seconds if seconds > 0 else 0.0
+    # Violations last: on a narrow terminal they are what gets cut, not the clock.
+    return (f"checking: {executions:,} executions, {rate:,.0f}/s, {seconds:.0f}s elapsed, "
+            f"violations: {found}")
+
+
+class ProgressReport:
+    """Shows a long check's progress on stderr from a background thread.
+
+    Nothing for the first ``after`` seconds; then on a terminal a status line rewritten in place,
+    otherwise one plain line every ``plain_every`` seconds (logs and CI keep every line). The
+    check only hands over its latest :class:`~syncverify.explore.Progress` (:meth:`update`); the
+    thread reads the clock itself, so the elapsed time moves on even in a phase with no new
+    executions.
+    """
+
+    def __init__(self, *, after: float, plain_every: float) -> None:
+        self.after = after
+        self.plain_every = plain_every
+        self.latest: Progress | None = None
+        self.start = time.monotonic()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="syncverify-progress", daemon=True)
+
+    def update(self, progress: Progress) -> None:
+        self.latest = progress
+
+    def __enter__(self) -> "ProgressReport":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _line(self) -> str:
+        return progress_line(self.latest, time.monotonic() - self.start)
+
+    def _run(self) -> None:
+        if self.done.wait(self.after):
+            return
+        if err.is_terminal:
+            with err.status(self._line()) as status:
+                while not self.done.wait(0.5):
+                    status.update(self._line())
+        else:
+            while True:
+                err.print(self._line(), markup=False)
+                if self.done.wait(self.plain_every):
+                    return

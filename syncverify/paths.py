@@ -1,0 +1,309 @@
+"""Thread paths: each thread run on its own, every read returning each value of its location's domain.
+
+Step 1 and 2 of the explorer (:mod:`syncverify.explore`): a path is the thread's events, its final
+registers, and why it never ends (if so). Spin loops are cut, not unrolled: a thread that returns
+to a program point with the same live registers (:func:`live_registers`) and made no write that
+changed memory since it was there ends as a *stuck* path whose blocking reads are those of the
+dropped iteration (the explorer's docstring says why that loses no violation).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from syncverify.bounds import DEFAULT_MAX_STEPS, LimitHit
+from syncverify.errors import UnsupportedConstruct
+from syncverify.program import (
+    Atomic,
+    Barrier,
+    Branch,
+    Fence,
+    Label,
+    Load,
+    Operand,
+    Program,
+    RegOp,
+    Store,
+    Thread,
+)
+
+
+@dataclass(frozen=True)
+class LocalEvent:
+    """An event of one thread's path, before the execution numbers it."""
+
+    kind: str
+    loc: str | None = None
+    value: int | None = None
+    sem: str = "weak"
+    scope: str | None = None
+    barrier_id: int | None = None
+    rmw_with_previous: bool = False  # the write half of an atomic
+    deps: frozenset[int] = frozenset()  # local indices of reads it depends on (data | ctrl)
+    label: str = ""
+    line: int | None = None
+    ghost: bool = False
+
+
+@dataclass(frozen=True)
+class Path:
+    """One way a thread can run: its events, final registers, and why it never ends (if so)."""
+
+    events: tuple[LocalEvent, ...]
+    registers: tuple[tuple[str, int], ...]
+    stuck: tuple | None = None  # ("spin", ((loc, value), ...)) or ("barrier", local index)
+
+
+@dataclass(frozen=True)
+class PathState:
+    """Where one path of a thread stands: what the explicit stack of :func:`thread_paths` holds.
+
+    ``taint`` maps a register to the local indices of the reads its value depends on; ``ctrl`` are
+    the reads the branches taken so far depend on. ``seen`` maps (pc, live registers) to where the
+    path last was there (its event count) and its full registers then.
+    """
+
+    pc: int
+    regs: dict[str, int]
+    taint: dict[str, frozenset[int]]
+    ctrl: frozenset[int]
+    events: tuple[LocalEvent, ...]
+    seen: dict
+    steps: int
+
+
+def _operand_value(op: Operand, regs: dict[str, int]) -> int:
+    """An operand's value: the literal, or the register's (0 if never written)."""
+    return op if isinstance(op, int) else regs.get(op, 0)
+
+
+def _operand_taint(op: Operand, taint: dict[str, frozenset[int]]) -> frozenset[int]:
+    """The reads an operand's value depends on."""
+    return frozenset() if isinstance(op, int) else taint.get(op, frozenset())
+
+
+def _atomic_result(op: str, old: int, operands: tuple[int, ...]) -> int | None:
+    """The value an atomic writes, or None when it writes nothing (a failed ``cas``)."""
+    b = operands[0]
+    if op == "add":
+        return old + b
+    if op == "sub":
+        return old - b
+    if op == "exch":
+        return b
+    if op == "cas":
+        return operands[1] if old == operands[0] else None
+    if op == "min":
+        return min(old, b)
+    if op == "max":
+        return max(old, b)
+    if op == "and":
+        return old & b
+    if op == "or":
+        return old | b
+    raise UnsupportedConstruct(f"atomic op {op!r}")
+
+
+def _text(ins: object) -> str:
+    label = getattr(ins, "label", "")
+    if label:
+        return label
+    if isinstance(ins, Load):
+        return f"ld.{ins.sem}{'.' + ins.scope if ins.scope else ''} {ins.dst}, {ins.loc}"
+    if isinstance(ins, Store):
+        return f"st.{ins.sem}{'.' + ins.scope if ins.scope else ''} {ins.loc}, {ins.value}"
+    if isinstance(ins, Atomic):
+        head = "atom" if ins.dst is not None else "red"
+        args = ", ".join(str(o) for o in ((ins.dst,) if ins.dst else ()) + (ins.loc,) + ins.operands)
+        return f"{head}.{ins.sem}.{ins.scope}.{ins.op} {args}"
+    if isinstance(ins, Fence):
+        return f"fence.{ins.kind}.{ins.scope}"
+    if isinstance(ins, Barrier):
+        return f"bar.{ins.kind} {ins.barrier_id}" + (f", {ins.count}" if ins.count else "")
+    return type(ins).__name__
+
+
+def _reads_writes(ins: object) -> tuple[set[str], set[str]]:
+    """The registers an instruction reads and the ones it writes."""
+    def regs(*ops: Operand) -> set[str]:
+        return {o for o in ops if isinstance(o, str)}
+
+    if isinstance(ins, RegOp):
+        return regs(ins.lhs, ins.rhs) if ins.op != "mov" else regs(ins.lhs), {ins.dst}
+    if isinstance(ins, Branch):
+        return (regs(ins.lhs, ins.rhs) if ins.cond is not None else set()), set()
+    if isinstance(ins, Store):
+        return regs(ins.value), set()
+    if isinstance(ins, Atomic):
+        return regs(*ins.operands), ({ins.dst} if ins.dst is not None else set())
+    if isinstance(ins, Load):
+        return set(), {ins.dst}
+    return set(), set()
+
+
+def live_registers(thread: Thread, observed: frozenset[str] | None) -> list[frozenset[str]]:
+    """For each program point, the registers whose value may still be read (or observed at the end).
+
+    The usual backward dataflow over the thread's control flow; ``observed`` (None: every
+    register) are live at the end, since a litmus condition reads them.
+    """
+    code = thread.instructions
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    every = set(observed) if observed is not None else set()
+    if observed is None:
+        for ins in code:
+            r, w = _reads_writes(ins)
+            every |= r | w
+    live: list[set[str]] = [set() for _ in range(len(code) + 1)]
+    live[len(code)] = every
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(len(code) - 1, -1, -1):
+            ins = code[pc]
+            if isinstance(ins, Branch):
+                out = set(live[labels[ins.target]])
+                if ins.cond is not None:
+                    out |= live[pc + 1]
+            else:
+                out = set(live[pc + 1])
+            reads, writes = _reads_writes(ins)
+            new = (out - writes) | reads
+            if new != live[pc]:
+                live[pc] = new
+                changed = True
+    return [frozenset(x) for x in live]
+
+
+def thread_paths(
+    thread: Thread,
+    domain: dict[str, frozenset[int]],
+    registers: dict[str, int],
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    deadline: float | None = None,
+    observed: frozenset[str] | None = None,
+) -> list[Path]:
+    """Every path of ``thread`` when each read may return any value of its location's domain.
+
+    ``observed``: the registers whose final values matter (None: all); see :func:`live_registers`.
+    """
+    code = thread.instructions
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    live = live_registers(thread, observed)
+    paths: list[Path] = []
+
+    value, taint_of = _operand_value, _operand_taint
+    # An explicit stack of path states; the loop below works on the popped one's fields as locals.
+    stack = [PathState(0, dict(registers), {}, frozenset(), (), {}, 0)]
+    work = -1  # loop iterations so far (the clock is read every 64: the first one included)
+    while stack:
+        state = stack.pop()
+        pc, regs, taint, ctrl, events, seen, steps = (state.pc, state.regs, state.taint, state.ctrl,
+                                                      state.events, state.seen, state.steps)
+        while True:
+            if pc >= len(code):
+                paths.append(Path(events, tuple(sorted(regs.items()))))
+                break
+            if steps > max_steps:
+                raise LimitHit("max-steps", f"thread {thread.name} ran {max_steps} instructions on one path "
+                               "without terminating or repeating a state (a loop that writes every iteration?)")
+            work += 1
+            if deadline is not None and work % 64 == 0 and time.monotonic() > deadline:
+                # Counted over all paths, not per path: many short paths take as long as a long one.
+                raise LimitHit("timeout", f"while running thread {thread.name}")
+            full = tuple(sorted(regs.items()))
+            key = (pc, tuple(r for r in full if r[0] in live[pc]))
+            if key in seen:
+                start, before = seen[key]
+                # Same registers: an iteration that changed no value (same-value writes allowed).
+                # Same live registers only: an iteration with no write event at all.
+                if before == full or not any(e.kind == "W" for e in events[start:]):
+                    blocking = tuple((e.loc, e.value) for e in events[start:] if e.kind == "R")
+                    paths.append(Path(events[:start], full, ("spin", blocking)))
+                    break
+            seen = {**seen, key: (len(events), full)}
+            ins = code[pc]
+            steps += 1
+            text, line = _text(ins), getattr(ins, "line", None)
+            if isinstance(ins, Label):
+                pc += 1
+            elif isinstance(ins, RegOp):
+                a, b = value(ins.lhs, regs), value(ins.rhs, regs)
+                result = a if ins.op == "mov" else a + b if ins.op == "add" else a - b
+                regs = {**regs, ins.dst: result}
+                taint = {**taint, ins.dst: taint_of(ins.lhs, taint) | (taint_of(ins.rhs, taint) if ins.op != "mov" else frozenset())}
+                pc += 1
+            elif isinstance(ins, Branch):
+                if ins.cond is None:
+                    taken = True
+                else:
+                    a, b = value(ins.lhs, regs), value(ins.rhs, regs)
+                    taken = {"eq": a == b, "ne": a != b, "ge": a >= b, "lt": a < b}[ins.cond]
+                    ctrl = ctrl | taint_of(ins.lhs, taint) | taint_of(ins.rhs, taint)
+                pc = labels[ins.target] if taken else pc + 1
+            elif isinstance(ins, Fence):
+                events = events + (LocalEvent("F", sem=ins.kind, scope=ins.scope, deps=ctrl, label=text, line=line),)
+                pc += 1
+            elif isinstance(ins, Barrier):
+                events = events + (LocalEvent("B", sem=ins.kind, barrier_id=ins.barrier_id, deps=ctrl, label=text, line=line),)
+                seen = {}  # a barrier arrival is a side effect: the loop is not a pure spin
+                pc += 1
+            elif isinstance(ins, Store):
+                v = value(ins.value, regs)
+                events = events + (LocalEvent("W", ins.loc, v, ins.sem, ins.scope,
+                                              deps=ctrl | taint_of(ins.value, taint), label=text, line=line,
+                                              ghost=ins.ghost),)
+                if not ins.ghost:
+                    seen = {}
+                pc += 1
+            elif isinstance(ins, Load) and ins.ghost:
+                # Tile data: no value choice (syncverify.program, GHOST); the register holds no value.
+                events = events + (LocalEvent("R", ins.loc, None, ins.sem, ins.scope, deps=ctrl, label=text,
+                                              line=line, ghost=True),)
+                regs = {**regs, ins.dst: 0}
+                pc += 1
+            elif isinstance(ins, (Load, Atomic)):
+                # Branch on the value read: push all but the first choice, continue with the first.
+                here = PathState(pc, regs, taint, ctrl, events, seen, steps)
+                states = [_read(ins, v, here, text, line) for v in sorted(domain[ins.loc])]
+                stack.extend(reversed(states[1:]))
+                first = states[0]
+                pc, regs, taint, ctrl, events, seen, steps = (first.pc, first.regs, first.taint, first.ctrl,
+                                                              first.events, first.seen, first.steps)
+            else:  # pragma: no cover - program.py admits no other instruction
+                raise UnsupportedConstruct(f"the explorer cannot run {type(ins).__name__}")
+    return paths
+
+
+def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | None) -> PathState:
+    """The state after ``ins`` (a load or an atomic) at ``state`` reads ``v``."""
+    idx = len(state.events)
+    if isinstance(ins, Load):
+        ev = LocalEvent("R", ins.loc, v, ins.sem, ins.scope, deps=state.ctrl, label=text, line=line)
+        return replace(state, pc=state.pc + 1, regs={**state.regs, ins.dst: v},
+                       taint={**state.taint, ins.dst: frozenset({idx})}, events=state.events + (ev,))
+    read_sem = "acquire" if ins.sem in ("acquire", "acq_rel") else "relaxed"
+    write_sem = "release" if ins.sem in ("release", "acq_rel") else "relaxed"
+    operands = tuple(_operand_value(o, state.regs) for o in ins.operands)
+    written = _atomic_result(ins.op, v, operands)
+    events = state.events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=state.ctrl, label=text,
+                                        line=line),)
+    seen = state.seen
+    if written is not None:
+        op_taint = frozenset().union(*(_operand_taint(o, state.taint) for o in ins.operands))
+        events += (LocalEvent("W", ins.loc, written, write_sem, ins.scope, rmw_with_previous=True,
+                              deps=state.ctrl | op_taint, label=text, line=line),)
+        if written != v:
+            seen = {}  # a write that changes memory: the loop is not a pure spin
+    regs, taint = state.regs, state.taint
+    if ins.dst is not None:
+        regs = {**regs, ins.dst: v}
+        taint = {**taint, ins.dst: frozenset({idx})}
+    return replace(state, pc=state.pc + 1, regs=regs, taint=taint, events=events, seen=seen)
+
+
+def initial_registers(program: Program, thread: Thread) -> dict[str, int]:
+    """The registers ``thread`` starts with (the program's initial register values)."""
+    return {reg: v for (t, reg), v in program.registers.items() if t == thread.name}

@@ -1,0 +1,137 @@
+"""The execution graph of one combination of thread paths, before reads-from and coherence are chosen.
+
+A :class:`Skeleton` numbers the events of one path per thread and holds the relations that no
+choice of rf, co or Fence-SC order changes (program order, dependencies, RMW pairs, CTA barrier
+synchronization, the host's launch order); :meth:`Skeleton.execution` completes it into an
+:class:`~syncverify.events.Execution` for one such choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from syncverify import ptx
+from syncverify.events import INIT_THREAD, Event, Execution
+from syncverify.paths import Path, initial_registers
+from syncverify.program import Program
+from syncverify.relations import plus
+
+
+@dataclass
+class Skeleton:
+    """The events of one combination of paths, before reads-from and coherence are chosen."""
+
+    events: tuple[Event, ...]
+    po: frozenset
+    rmw: frozenset
+    dep: frozenset
+    barrier_sync: frozenset
+    registers: dict[tuple[str, str], int]
+    stuck: dict[int, tuple]
+    thread_names: tuple[str, ...]
+    roles: tuple[str, ...]
+    host_order: frozenset = frozenset()
+    static_memo: dict = field(default_factory=dict)
+    # (po | bar | host)+: part of causality whatever rf, co and Fence-SC turn out to be.
+    static_cause: "StaticCause | frozenset" = frozenset()
+
+    def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...]) -> Execution:
+        return Execution(
+            events=self.events, thread_names=self.thread_names, po=self.po, rf=rf, co=co,
+            rmw=self.rmw, dep=self.dep, fence_sc=fence_sc, barrier_sync=self.barrier_sync,
+            final_registers=self.registers, stuck=self.stuck, roles=self.roles,
+            host_order=self.host_order, _memo=dict(self.static_memo),
+        )
+
+
+def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int],
+                   stuck: dict[int, tuple], instances: list,
+                   not_started: frozenset[int] = frozenset()) -> Skeleton:
+    """Number the events of a combination and compute the relations that do not depend on rf/co.
+
+    ``not_started``: threads that never run (see :func:`syncverify.barriers.not_started`): no events, their
+    registers keep their initial values, and they are not stuck."""
+    events: list[Event] = []
+    for loc in program.locations():
+        events.append(Event(len(events), INIT_THREAD, 0, "W", loc, program.init.get(loc, 0), "relaxed", "sys",
+                            label="init"))
+    po, rmw, dep, sync = set(), set(), set(), set()
+    local_to_global: dict[tuple[int, int], int] = {}
+    registers: dict[tuple[str, str], int] = {}
+    for t, (thread, path) in enumerate(zip(program.threads, combo)):
+        ids = []
+        for i, le in enumerate(path.events[:lengths[t]]):
+            eid = len(events)
+            events.append(Event(eid, t, i, le.kind, le.loc, le.value, le.sem, le.scope, thread.gpu, thread.cta,
+                                le.barrier_id, le.label, le.line, le.ghost, thread.phase))
+            local_to_global[(t, i)] = eid
+            for j in le.deps:
+                if j < i:
+                    dep.add((ids[j], eid))
+            if le.rmw_with_previous:
+                rmw.add((ids[i - 1], eid))
+            ids.append(eid)
+        po.update((ids[a], ids[b]) for a in range(len(ids)) for b in range(a + 1, len(ids)))
+        if t in not_started:
+            registers.update({(thread.name, reg): v for reg, v in initial_registers(program, thread).items()})
+        else:
+            registers.update({(thread.name, reg): v for reg, v in path.registers})
+    for instance in instances:
+        members = [(local_to_global[(t, i)]) for t, i in instance]
+        for a in members:
+            for b in members:
+                if a != b and events[b].sem == "sync":
+                    sync.add((a, b))
+    host = frozenset()  # filled in by candidate_executions once the combination passes its locations
+    # Stuck threads keep their (cut) events; a spin-stuck path is already cut at the spin.
+    full_stuck = dict(stuck)
+    for t, path in enumerate(combo):
+        if path.stuck is not None and t not in full_stuck and t not in not_started:
+            full_stuck[t] = path.stuck
+    return Skeleton(tuple(events), frozenset(po), frozenset(rmw), frozenset(dep), frozenset(sync),
+                    registers, full_stuck, tuple(t.name for t in program.threads),
+                    tuple(t.role for t in program.threads), host)
+
+
+def host_pairs(program: Program, events: list[Event]) -> frozenset:
+    """Event pairs ordered by ``program.host_order`` (closed transitively over phases)."""
+    if not program.host_order:
+        return frozenset()
+    after = program.phases_after()
+    by_phase: dict[str, list[int]] = {}
+    for e in events:
+        if not e.is_init:
+            by_phase.setdefault(e.phase, []).append(e.eid)
+    return frozenset((x, y) for a, bs in after.items() for b in bs
+                     for x in by_phase.get(a, ()) for y in by_phase.get(b, ()))
+
+
+def static_relations(skeleton: Skeleton) -> None:
+    """Compute once per combination the relations that rf/co/Fence-SC cannot change."""
+    probe = skeleton.execution({}, {}, ())
+    for name in ("po", "loc", "po_loc", "morally_strong", "release_pattern", "acquire_pattern"):
+        getattr(ptx, name)(probe)
+        skeleton.static_memo[name] = probe._memo[name]
+
+
+class StaticCause:
+    """``(po | bar | host)+`` of a skeleton, as a membership test: the part of causality that no
+    choice of rf, co or Fence-SC order can remove, used to prune those choices.
+
+    Program order and CTA barriers stay inside one phase; the host order relates whole phases
+    (and is acyclic), so a pair is in the closure if it is ordered within its phase or its phases
+    are host-ordered. Storing the host part per phase keeps it small.
+    """
+
+    def __init__(self, skeleton: "Skeleton", program: Program) -> None:
+        self.local = plus(skeleton.po | skeleton.barrier_sync)
+        self.phase = [None if e.is_init else e.phase for e in skeleton.events]
+        after = program.phases_after()
+        self.phases = frozenset((a, b) for a, bs in after.items() for b in bs)
+
+    def __contains__(self, pair: tuple[int, int]) -> bool:
+        if pair in self.local:
+            return True
+        pa, pb = self.phase[pair[0]], self.phase[pair[1]]
+        return pa is not None and pb is not None and (pa, pb) in self.phases
+
