@@ -17,19 +17,30 @@ pytestmark = [
 
 from syncverify.stress.campaign import run_campaign  # noqa: E402
 
-SMALL = dict(m=256, n=256, k=256, block_m=64, block_n=64, block_k=64, gemm_sms=4, comm_sms=2)
+SMALL = dict(m=256, n=256, k=256, block_m=64, block_n=64, block_k=64, gemm_sms=4, comm_sms=2, recv_sms=2)
 
 
+# The protocols the model calls safe, in both kernels (all-scatter with its default push protocol).
 @pytest.mark.parametrize("kernel, protocol", [
     ("all-reduce", "barrier-fenced-release-acquire"),
     ("all-reduce", "epoch-flag"),
-    ("all-scatter", "barrier-release-xchg-cas-acquire"),
+    ("all-scatter", "barrier-fenced-release-acquire"),
+    ("all-scatter", "epoch-flag"),
 ])
 @pytest.mark.parametrize("delays", ["none", "random"])
 def test_safe_protocols_leave_no_bad_tile_on_the_gpu(kernel, protocol, delays):
     result = run_campaign(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
                           iterations=64, delays=delays, **SMALL)
     assert result.clean, result.first_failure
+
+
+def test_all_scatter_runs_the_push_protocol_it_is_given():
+    # barrier-fenced-release-acquire as the push protocol: its counters are zeroed between
+    # launches by its own reset policy while epoch-flag's pub counters carry over
+    result = run_campaign(kernel="all-scatter", protocol="epoch-flag", push="barrier-fenced-release-acquire",
+                          world_size=2, virtual_ranks=True, iterations=64, delays="random", **SMALL)
+    assert result.clean, result.first_failure
+    assert result.options["push"] == "barrier-fenced-release-acquire"
 
 
 def test_address_tables_take_the_same_path_as_real_ranks():
