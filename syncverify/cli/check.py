@@ -47,8 +47,8 @@ def check_command(
 
     Sizes decided in under a minute on a 2-core machine (barrier-fenced-release-acquire,
     docs/BENCHMARKS.md): all-reduce up to --world-size 12 with one epoch (8: under 1 s), 4 with
-    --epochs 2 (5 takes a minute or more); all-scatter --world-size 2 with one epoch (3 does not
-    finish in 90 s). Beyond that, --timeout answers unknown. A check that runs longer than 2 s
+    --epochs 2 (5 takes a minute or more); all-scatter up to --world-size 8 with one epoch, 4 with
+    --epochs 2 (checked stage by stage). Beyond that, --timeout answers unknown. A check that runs longer than 2 s
     shows its progress on stderr.
     """
     from syncverify.protocols.registry import load_protocol
