@@ -31,7 +31,7 @@ from syncverify.kernels.delays import (
     sleep,
     warp_sleep_here,
 )
-from syncverify.kernels.steps import program_role, rank_base, run_wait, wrap_plan
+from syncverify.kernels.steps import program_role, rank_base, role_rank, run_wait, wrap_plan
 from syncverify.kernels.tile import gemm_tile, store_and_signal
 
 
@@ -100,12 +100,7 @@ def gemm_all_reduce_kernel(
 
     if is_producer:
         # ----- producer: partial GEMM tiles of this rank's K-slice -------------------------------
-        if VIRTUAL:
-            me = index // GEMM_SMS
-            first = index % GEMM_SMS
-        else:
-            me = rank
-            first = index
+        me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
         a_rank = A + me * stride_ar
         b_rank = B + me * stride_br
         my_partial = rank_base(partial, partial_table, partial_rank_stride, me, TABLE)
@@ -124,12 +119,7 @@ def gemm_all_reduce_kernel(
                                  NUM_WARPS, INTERPRET)
     else:
         # ----- consumer: wait, sum every rank's partial, write every rank's C --------------------
-        if VIRTUAL:
-            me = index // COMM_SMS
-            first = index % COMM_SMS
-        else:
-            me = rank
-            first = index
+        me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
         my_status = status + me * (2 * n_tiles) * 4
         budget = max_polls + 0 * me
         for j in range(first, owned_count(me, n_tiles, WORLD, DISTRIBUTION), COMM_SMS):

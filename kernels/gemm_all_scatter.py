@@ -33,7 +33,7 @@ from syncverify.kernels.delays import (
     sleep,
     warp_sleep_here,
 )
-from syncverify.kernels.steps import program_role, rank_base, run_signal, run_wait, wrap_plan
+from syncverify.kernels.steps import program_role, rank_base, role_rank, run_signal, run_wait, wrap_plan
 from syncverify.kernels.tile import gemm_tile, store_and_signal
 
 
@@ -84,12 +84,7 @@ def gemm_all_scatter_kernel(
 
     if is_producer:
         # ----- producer (GEMM programs): tiles of this rank's column block ----------------------
-        if VIRTUAL:
-            me = index // GEMM_SMS
-            first = index % GEMM_SMS
-        else:
-            me = rank
-            first = index
+        me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
         a_rank = A + me * stride_ar
         b_rank = B + me * stride_br
         my_local = rank_base(local, local_table, local_rank_stride, me, TABLE)
@@ -102,12 +97,7 @@ def gemm_all_scatter_kernel(
                              NUM_WARPS, INTERPRET)
     elif is_comm:
         # ----- comm: wait (pub), read the tile, push it to every rank, signal (push) ------------
-        if VIRTUAL:
-            me = index // COMM_SMS
-            first = index % COMM_SMS
-        else:
-            me = rank
-            first = index
+        me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
         my_status = status + me * (2 * n_tiles) * 4
         my_local = rank_base(local, local_table, local_rank_stride, me, TABLE)
         budget = max_polls + 0 * me
@@ -140,12 +130,7 @@ def gemm_all_scatter_kernel(
     else:
         # ----- receiver: wait (push), read every rank's block of the tile -----------------------
         index = index - COMM_SMS * RANKS
-        if VIRTUAL:
-            me = index // RECV_SMS
-            first = index % RECV_SMS
-        else:
-            me = rank
-            first = index
+        me, first = role_rank(index, rank, RECV_SMS, VIRTUAL)
         my_status = status + me * (2 * n_tiles) * 4
         my_out = rank_base(out, out_table, out_rank_stride, me, TABLE)
         my_received = rank_base(received, received_table, received_rank_stride, me, TABLE)

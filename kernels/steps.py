@@ -108,6 +108,19 @@ def program_role(pid, ORDER: tl.constexpr, GEMM_SMS: tl.constexpr, COMM_SMS: tl.
     return is_producer, index
 
 
+@jit
+def role_rank(index, rank, PER_RANK: tl.constexpr, VIRTUAL: tl.constexpr):
+    """``(rank, first tile)`` of the ``index``-th program of a role with ``PER_RANK`` programs per
+    rank: with virtual ranks the role's programs are rank-major; one process per GPU is ``rank``."""
+    if VIRTUAL:
+        me = index // PER_RANK
+        first = index % PER_RANK
+    else:
+        me = rank
+        first = index
+    return me, first
+
+
 # ----- polls: one await's bounded loop ---------------------------------------------------------
 
 @jit
