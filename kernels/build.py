@@ -7,6 +7,7 @@ does not divide, a grid that cannot be resident (:class:`syncverify.kernels.erro
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,21 @@ def lock_torch_dtype(name: str):
     from syncverify.kernels._deps import torch
 
     return {"int32": torch.int32, "int8": torch.int8}[name]
+
+
+def ownership_tensor(config: KernelConfig, device):
+    """:func:`syncverify.rules.ownership_table` of a configuration's tiles as an int32 tensor on
+    ``device`` (made once per size and device)."""
+    return _ownership(config.tiles, config.world_size, config.distribution, str(device))
+
+
+@functools.lru_cache(maxsize=32)
+def _ownership(tiles: int, world_size: int, distribution: str, device: str):
+    from syncverify import rules
+    from syncverify.kernels._deps import torch
+
+    table = rules.ownership_table(tiles, world_size, distribution)
+    return torch.tensor(table, dtype=torch.int32).to(device)
 
 
 VALUES_ROW = 4  # int32 per row of the run-time operand ring: 16 bytes

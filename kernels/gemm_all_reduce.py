@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, launch_values
+from syncverify.kernels.build import BuiltKernel, launch_values, ownership_tensor
 from syncverify.kernels.delays import (
     SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
@@ -35,34 +35,6 @@ from syncverify.kernels.steps import program_role, rank_base, role_rank, run_wai
 from syncverify.kernels.tile import gemm_tile, store_and_signal
 
 
-@jit
-def tile_owner(t, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
-    """The rank that reduces tile ``t``: ``t % W`` (striding) or ``t // ceil(T / W)`` (block)."""
-    if DISTRIBUTION == "striding":
-        return t % WORLD
-    else:
-        return t // tl.cdiv(n_tiles, WORLD)
-
-
-@jit
-def owned_tile(j, me, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
-    """The ``j``-th tile rank ``me`` owns."""
-    if DISTRIBUTION == "striding":
-        return me + j * WORLD
-    else:
-        return me * tl.cdiv(n_tiles, WORLD) + j
-
-
-@jit
-def owned_count(me, n_tiles, WORLD: tl.constexpr, DISTRIBUTION: tl.constexpr):
-    """How many tiles rank ``me`` owns."""
-    if DISTRIBUTION == "striding":
-        return (n_tiles - me + WORLD - 1) // WORLD
-    else:
-        per = tl.cdiv(n_tiles, WORLD)
-        return tl.maximum(tl.minimum(per, n_tiles - me * per), 0)
-
-
 @jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
                          "iteration"])
 def gemm_all_reduce_kernel(
@@ -70,6 +42,8 @@ def gemm_all_reduce_kernel(
     A, B,
     # symmetric heap: partial tiles (local_C), outputs (C), locks [L, T]: base + address table
     partial, partial_table, out, out_table, locks, locks_table,
+    # who owns which tile: syncverify.rules.ownership_table, computed on the host (one rule)
+    ownership,
     # this launch's status rows [WORLD, 2 * T, 4]: (timed out, last value, wait step, polls); rows T.. unused here
     status,
     # sizes (K is one rank's slice)
@@ -83,7 +57,7 @@ def gemm_all_reduce_kernel(
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
-    DISTRIBUTION: tl.constexpr, PRODUCTION: tl.constexpr,
+    PRODUCTION: tl.constexpr,
     SIGNAL: tl.constexpr, WAIT: tl.constexpr,
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
     DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
@@ -105,7 +79,7 @@ def gemm_all_reduce_kernel(
         b_rank = B + me * stride_br
         my_partial = rank_base(partial, partial_table, partial_rank_stride, me, TABLE)
         for t in range(first, n_tiles, GEMM_SMS):
-            owner = tile_owner(t, n_tiles, WORLD, DISTRIBUTION)
+            owner = tl.load(ownership + t)
             if PRODUCTION == "owner-only":
                 produce = owner == me
             else:
@@ -122,8 +96,8 @@ def gemm_all_reduce_kernel(
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
         my_status = status + me * (2 * n_tiles) * 4
         budget = max_polls + 0 * me
-        for j in range(first, owned_count(me, n_tiles, WORLD, DISTRIBUTION), COMM_SMS):
-            t = owned_tile(j, me, n_tiles, WORLD, DISTRIBUTION)
+        for j in range(first, tl.load(ownership + n_tiles + me), COMM_SMS):
+            t = tl.load(ownership + n_tiles + WORLD + me * tl.cdiv(n_tiles, WORLD) + j)
             tile = t
             if DELAYS:
                 tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
@@ -162,7 +136,7 @@ def meta_parameters(built: BuiltKernel) -> dict:
         WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
         BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k,
         GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms,
-        DISTRIBUTION=c.distribution, PRODUCTION=c.production,
+        PRODUCTION=c.production,
         SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
         DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order,
@@ -186,6 +160,7 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
     return gemm_all_reduce_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
         A, B,
         partial.local, partial.table, out.local, out.table, locks.local, locks.table,
+        ownership_tensor(c, A.device),
         status,
         c.m, c.n, c.k_per_rank,
         A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),

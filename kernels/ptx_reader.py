@@ -9,7 +9,8 @@ A deliberately small reader for what Triton 3.6 emits for sm_90, not a PTX parse
   tile access. A pointer *loaded* from an address table (a parameter ``NAME_table``: each rank's
   address of the symmetric buffer ``NAME``, ``syncverify.kernels.steps.rank_base``) points into
   ``NAME``, so an access through it is an access of ``NAME``, and the table read itself one of
-  ``NAME_table``;
+  ``NAME_table``; a value loaded from any other buffer (a tile index, an operand) is data and
+  carries no origin;
 * a guard predicate computed from ``%tid.x`` alone is evaluated for every thread of the CTA
   (``.reqntid``): when it holds for exactly one thread the instruction is *one-thread* (how
   Triton predicates a scalar atomic or store: ``(%tid.x & 127) == 0``, or the same through
@@ -246,8 +247,10 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
                 lanes[dest[0]] = value
         if dest and parts[0] not in ("st", "red", "bar", "fence"):
             inherited = set().union(*(origin.get(s, set()) for s in srcs)) if srcs else set()
-            if parts[0] == "ld" and "global" in parts:  # a pointer read from NAME_table points into NAME
-                inherited = {b.removesuffix(TABLE_SUFFIX) for b in inherited}
+            if parts[0] == "ld" and "global" in parts:
+                # a pointer read from NAME_table points into NAME; a value read from any other
+                # buffer is data (a tile index from the ownership table, an operand), not an address
+                inherited = {b.removesuffix(TABLE_SUFFIX) for b in inherited if b.endswith(TABLE_SUFFIX)}
             if inherited:
                 origin[dest[0]] = inherited
             else:

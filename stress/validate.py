@@ -23,7 +23,7 @@ from __future__ import annotations
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
 from syncverify.kernels.config import KernelConfig
-from syncverify.kernels.gemm_all_reduce import tile_owner
+from syncverify.kernels.build import ownership_tensor
 
 CLASSES: tuple[str, ...] = ("ok", "unwritten", "stale", "missing-ranks", "corrupt", "hang")
 OK, UNWRITTEN, STALE, MISSING, CORRUPT, HANG = (tl.constexpr(i) for i in range(6))
@@ -41,11 +41,13 @@ def classify_kernel(
     out, out_rank_stride, row_exp, col_exp, prev_row_exp, prev_col_exp,
     # this launch's status rows [WORLD, 2 * status_tiles, 4] and the summary [copies, tiles, NFIELDS]
     status, summary,
+    # all-reduce's tile owners (syncverify.rules.ownership_table: the owner of tile t at t)
+    ownership,
     # sizes
     M, NC, n_per_rank, status_tiles, first_copy,
     # meta-parameters
     WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, KIND: tl.constexpr,
-    DISTRIBUTION: tl.constexpr, NFIELDS: tl.constexpr,
+    NFIELDS: tl.constexpr,
 ):
     # ----- which tile of which copy -----------------------------------------------------------
     pid = tl.program_id(0)
@@ -101,7 +103,7 @@ def classify_kernel(
 
     # ----- the consumer's status ------------------------------------------------------------
     if KIND == "all-reduce":
-        consumer = tile_owner(t, n_tiles, WORLD, DISTRIBUTION)
+        consumer = tl.load(ownership + t)
         consumer_tile = t
     else:
         block_tiles = n_per_rank // BLOCK_N
@@ -159,9 +161,9 @@ def classify(config: KernelConfig, out: "torch.Tensor", inputs, previous, status
     prev = previous if previous is not None else inputs
     classify_kernel.launcher((copies * output_tiles(c),), interpret=c.interpret)(
         out, out[0].numel(), inputs.row_exp, inputs.col_exp, prev.row_exp, prev.col_exp,
-        status, summary,
+        status, summary, ownership_tensor(c, out.device),
         c.m, c.n, c.n_per_rank, c.tiles, first_copy,
         WORLD=c.world_size, BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=c.kernel,
-        DISTRIBUTION=c.distribution, NFIELDS=NFIELDS,
+        NFIELDS=NFIELDS,
         num_warps=4,
     )

@@ -145,3 +145,18 @@ def owner_table(tiles: int, world_size: int, distribution: str) -> list[int]:
 def owned_tiles(rank: int, tiles: int, world_size: int, distribution: str) -> list[int]:
     """The tiles ``rank`` owns, in increasing order."""
     return [t for t in range(tiles) if tile_owner(t, tiles, world_size, distribution) == rank]
+
+
+def ownership_table(tiles: int, world_size: int, distribution: str) -> list[int]:
+    """Who owns what, as the one int32 array the kernels read instead of computing it again:
+    ``[owner of each tile (T) | tiles each rank owns (W) | each rank's tiles, ceil(T / W) a row,
+    padded with -1]``.
+
+    >>> ownership_table(5, 2, "block")
+    [0, 0, 0, 1, 1, 3, 2, 0, 1, 2, 3, 4, -1]
+    """
+    per_rank = -(-tiles // world_size)
+    owned = [owned_tiles(r, tiles, world_size, distribution) for r in range(world_size)]
+    assert all(len(o) <= per_rank for o in owned)
+    rows = [t for o in owned for t in o + [-1] * (per_rank - len(o))]
+    return owner_table(tiles, world_size, distribution) + [len(o) for o in owned] + rows

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from syncverify.kernels import gemm_all_reduce, gemm_all_scatter
-from syncverify.kernels.build import build, runtime_values_tensor, torch_dtype
+from syncverify.kernels.build import build, ownership_tensor, runtime_values_tensor, torch_dtype
 from syncverify.kernels.compile import compile_like_launch, launch_specialization, sleep_counts
 from syncverify.kernels.config import KernelConfig
 from syncverify.kernels.heap import VirtualHeap
@@ -25,7 +25,7 @@ def _launch_args(built, heap, inputs, status, vals=None):
     run = (0, vals, 1 << 14, 7, 50, 4000, 0b11110, 3)  # ..., delay sites mask, iteration
     if c.kernel == "all-reduce":
         p, o, l = heap["partial"], heap["out"], heap["locks"]
-        return (A, B, p.local, p.table, o.local, o.table, l.local, l.table, status, c.m, c.n,
+        return (A, B, p.local, p.table, o.local, o.table, l.local, l.table, ownership_tensor(c, "cpu"), status, c.m, c.n,
                 c.k_per_rank, *strides, p.rank_stride, o.rank_stride, l.rank_stride, *run)
     p, o, r, l, q = heap["local"], heap["out"], heap["received"], heap["locks"], heap["push_locks"]
     return (A, B, p.local, p.table, o.local, o.table, r.local, r.table, l.local, l.table, q.local, q.table,
@@ -80,7 +80,6 @@ def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, 
     summary = torch.zeros(world, (c.m // c.block_m) * (c.n // c.block_n), NFIELDS, dtype=torch.int32)
     checked = compile_like_launch(
         classify_kernel, out, out[0].numel(), inputs.row_exp, inputs.col_exp, inputs.row_exp,
-        inputs.col_exp, status, summary, c.m, c.n, c.n_per_rank, c.tiles, 0, WORLD=world,
-        BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=kernel, DISTRIBUTION=c.distribution,
-        NFIELDS=NFIELDS)
+        inputs.col_exp, status, summary, ownership_tensor(c, "cpu"), c.m, c.n, c.n_per_rank, c.tiles, 0,
+        WORLD=world, BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=kernel, NFIELDS=NFIELDS)
     assert checked.asm["cubin"]
