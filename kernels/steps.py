@@ -13,6 +13,7 @@ hang a kernel.
 
 from __future__ import annotations
 
+from syncverify import rules
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
 from syncverify.kernels.plan import FIELDS
@@ -44,8 +45,15 @@ TARGET = tl.constexpr(FIELDS.index("target"))
 def wrap_step(step: tuple) -> tuple:
     """A step tuple (``syncverify.kernels.plan.make_step``) with every field a ``tl.constexpr``: the
     form a compiled Triton kernel accepts for a ``tl.constexpr`` tuple argument (the interpreter
-    takes either). An operand field such as ``("c", 1)`` becomes one constexpr holding the pair."""
-    return tuple(tl.constexpr(field) for field in step)
+    takes either). An operand field such as ``("c", 1)`` becomes one constexpr holding the pair.
+
+    ``to`` and ``from`` become what :mod:`syncverify.rules` says they mean, the flags
+    ``(own, others, owner)`` and ``each``, so the kernels apply the model's rule instead of
+    interpreting the names a second time."""
+    fields = list(step)
+    fields[TO] = rules.to_flags(fields[TO] or None)
+    fields[SOURCE] = rules.from_flags(fields[SOURCE] or None)
+    return tuple(tl.constexpr(field) for field in fields)
 
 
 def wrap_plan(plan: tuple) -> tuple:
@@ -165,18 +173,20 @@ def signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owne
     else:
         value = operand(S[VALUE], vals)
         offset = S[LOCK] * n_tiles + tile
-        if S[TO] == "self":
-            write_flag(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset,
-                       value, S, INTERPRET)
-        elif S[TO] == "owner":
+        OWN: tl.constexpr = S[TO][0]
+        OTHERS: tl.constexpr = S[TO][1]
+        if S[TO][2]:  # the owner's copy
             write_flag(rank_base(locks, locks_table, locks_rank_stride, owner, TABLE) + offset,
                        value, S, INTERPRET)
-        else:
+        elif OWN and not OTHERS:
+            write_flag(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset,
+                       value, S, INTERPRET)
+        else:  # every rank's copy in rank order, or every other rank's
             for d in tl.static_range(WORLD):
-                if S[TO] == "all":
+                if OWN:
                     write_flag(rank_base(locks, locks_table, locks_rank_stride, d, TABLE) + offset,
                                value, S, INTERPRET)
-                else:  # others
+                else:
                     if d != rank:
                         write_flag(rank_base(locks, locks_table, locks_rank_stride, d, TABLE)
                                    + offset, value, S, INTERPRET)
@@ -216,7 +226,7 @@ def wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, 
     elif S[OP] == "atomic_cas":  # one CAS, result unused (seed 001's acquire after the poll)
         cmp = operand(S[COMPARE], vals)
         value = operand(S[VALUE], vals)
-        if S[SOURCE] == "each":
+        if S[SOURCE]:  # every rank's copy (from = "each")
             for s in tl.static_range(WORLD):
                 atomic_cas_flag(rank_base(locks, locks_table, locks_rank_stride, s, TABLE) + offset,
                                 cmp, value, S[SEM], S[SCOPE])
@@ -225,7 +235,7 @@ def wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, 
                             cmp, value, S[SEM], S[SCOPE])
     else:  # await
         target = operand(S[TARGET], vals)
-        if S[SOURCE] == "each":
+        if S[SOURCE]:  # every rank's copy (from = "each")
             for s in tl.static_range(WORLD):
                 v, polls = bounded_poll(rank_base(locks, locks_table, locks_rank_stride, s, TABLE)
                                         + offset, S, vals, target, budget)
