@@ -282,6 +282,16 @@ def test_symmetry_reduction_explores_fewer_executions_with_the_same_verdict():
     assert reduced.executions < full.executions
 
 
+def test_an_all_scatter_check_says_its_stages_and_push_protocol(capsys):
+    assert main(["check", "xchg-flag", "--scenario", "all-scatter", "--world-size", "3", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["push"] == "epoch-flag"
+    assert [s["stage"] for s in data["stages"]] == ["pub", "push"]
+    # every counterexample is in the pub stage (producer and comm CTA of one rank)
+    assert all(row["location"].startswith(("local", "ready@pub", "local@pub"))
+               for v in data["violations"] for row in v["trace"] if row["offending"])
+
+
 def test_check_cli_exit_codes_and_json(capsys, tmp_path):
     assert main(["check", "barrier-fenced-release-acquire", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -303,6 +313,8 @@ def test_check_cli_exit_codes_and_json(capsys, tmp_path):
     (["check", "epoch-flag", "--scenario", "nope"], "scenario='nope'"),
     (["check", "epoch-flag", "--reset", "sometimes"], "reset='sometimes'"),
     (["check", "epoch-flag", "--graph", "x.svg"], ".dot or .png"),
+    (["check", "epoch-flag", "--scenario", "all-scatter", "--push", "xchg-flg"], "did you mean 'xchg-flag'"),
+    (["check", "epoch-flag", "--scenario", "all-scatter", "--push", "/nonexistent/push.toml"], "push.toml"),
     (["litmus", "/nonexistent/file.litmus"], "file.litmus"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, phrase, capsys):
