@@ -385,29 +385,42 @@ def _run_models(pairs, *, jobs: int, timeout: float, progress: ProgressFn) -> li
         for i, (argument, _name, scenario, w) in enumerate(pairs):
             done(i, model_columns(argument, scenario, w, timeout), i + 1)
         return results  # type: ignore[return-value]
-    # forkserver: workers are forked from a clean server process, not from this one (which may
-    # run a progress thread); the server imports the checker once, the workers inherit it.
+    with _pool(jobs, total) as pool:
+        futures = {pool.submit(model_columns, argument, scenario, w, timeout): i
+                   for i, (argument, _name, scenario, w) in enumerate(pairs)}
+        for count, (i, model) in enumerate(_as_done(pool, futures), 1):
+            done(i, model, count)
+    return results  # type: ignore[return-value]
+
+
+def _pool(jobs: int, tasks: int) -> ProcessPoolExecutor:
+    """Worker processes for ``tasks`` tasks, at most ``jobs``.
+
+    forkserver: workers are forked from a clean server process, not from this one (which runs a
+    progress thread, and forking a threaded process can deadlock); the server imports the checker
+    and the graphs once and every worker inherits them.
+    """
     import multiprocessing
 
     try:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["syncverify.check"])
+        context.set_forkserver_preload(["syncverify.check", "syncverify.graphs"])
     except ValueError:  # no forkserver on this platform
         context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=context) as pool:
-        futures = {pool.submit(model_columns, argument, scenario, w, timeout): i
-                   for i, (argument, _name, scenario, w) in enumerate(pairs)}
-        try:
-            pending, count = set(futures), 0
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    count += 1
-                    done(futures[future], future.result(), count)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-    return results  # type: ignore[return-value]
+    return ProcessPoolExecutor(max_workers=min(jobs, tasks), mp_context=context)
+
+
+def _as_done(pool: ProcessPoolExecutor, futures: dict) -> Iterable[tuple[Any, Any]]:
+    """``(futures[f], f.result())`` as each finishes; on any error or interrupt, cancel the rest."""
+    try:
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield futures[future], future.result()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
 
 
 # ----- reports ----------------------------------------------------------------------------------
@@ -539,56 +552,77 @@ def write_chart(rows: Sequence[Row], path: Path) -> str:
         kinds = list(dict.fromkeys(k for row in rows for k in row.model.kinds)) or ["race"]
         series = {kind: [sum(kind in r.model.kinds for r in rows if r.protocol == p) for p in protocols]
                   for kind in kinds}
-        ylabel = "(scenario, world size) pairs with the kind"
+        ylabel = "(scenario, world size) pairs showing it"
         title = "no hardware data: the model's violation kinds per protocol"
         sentence = ("No hardware data: `bad-tiles.png` shows the model's violation kinds per protocol "
                     "instead (how many (scenario, world size) pairs show each kind).")
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(protocols) + 2), 5))
-    bottom = [0] * len(protocols)
-    for name, values in series.items():
-        if any(values):
-            ax.bar(protocols, values, bottom=bottom, label=name)
-            bottom = [b + v for b, v in zip(bottom, values)]
-    for x, total in enumerate(bottom):
+    from matplotlib.ticker import MaxNLocator
+
+    # Grouped bars (one per class or kind), not stacked: each count reads off the axis. Bad tiles
+    # range from one to millions, so their axis turns logarithmic when the counts spread.
+    shown = {name: values for name, values in series.items() if any(values)}
+    width = 0.8 / max(1, len(shown))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(protocols) + 2), 5))
+    for j, (name, values) in enumerate(shown.items()):
+        ax.bar([x + (j - (len(shown) - 1) / 2) * width for x in range(len(protocols))], values, width, label=name)
+    totals = [sum(values[x] for values in series.values()) for x in range(len(protocols))]
+    for x, total in enumerate(totals):
         if not total:
-            ax.text(x, 0, "none", ha="center", va="bottom", fontsize=8, color="#2ca02c")
+            ax.text(x, 0, "clean" if has_hardware(rows) else "safe", ha="center", va="bottom",
+                    fontsize=8, color="#2ca02c")
+    if has_hardware(rows) and max(totals, default=0) > 100:
+        ax.set_yscale("symlog", linthresh=1)
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xticks(range(len(protocols)))
+    ax.set_xticklabels(protocols, rotation=45, ha="right")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.tick_params(axis="x", labelrotation=45)
-    for label in ax.get_xticklabels():
-        label.set_horizontalalignment("right")
-    if any(bottom):
-        ax.legend(fontsize=8)
+    if shown:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     fig.savefig(str(path), dpi=100)
     plt.close(fig)
     return sentence
 
 
+def _draw(execution, path: Path, title: str, evidence) -> list[Path]:
+    """One violation's happens-before graph, ``path.dot`` and ``path.png`` (in a worker process)."""
+    from syncverify.graphs import write_graph
+
+    return write_graph(execution, path, title=title, highlight=evidence)
+
+
 def write_report(rows: Sequence[Row], directory: str | Path, *, note: str | None = None,
-                 progress: ProgressFn | None = None) -> list[Path]:
+                 jobs: int | None = None, progress: ProgressFn | None = None) -> list[Path]:
     """Write report.md, report.json, bad-tiles.png and graphs/ under ``directory``; returns the files.
 
     ``directory`` is created (one level) if missing; the caller checks it can be (before the run:
-    :func:`syncverify.cli.paths.check_writable` with ``kind="dir"``).
+    :func:`syncverify.cli.paths.check_writable` with ``kind="dir"``). The graphs are drawn
+    ``jobs`` at a time in worker processes (default ``os.cpu_count()``; 1: in this process).
     """
     import json
 
-    from syncverify.graphs import write_graph
-
+    jobs = (os.cpu_count() or 1) if jobs is None else jobs
     directory = Path(directory)
     directory.mkdir(exist_ok=True)
     report = progress or (lambda *_: None)
     todo = [(i, row, kind) for i, row in enumerate(rows) for kind in row.model.witnesses]
-    graphs: dict[tuple[int, str], str] = {}
+    graphs = {(i, kind): f"{graph_name(row, kind)}.png" for i, row, kind in todo}
+    tasks = [(row.model.witnesses[kind].execution, directory / graph_name(row, kind), f"{row.label}: {kind}",
+              row.model.witnesses[kind].evidence) for _i, row, kind in todo]
     written: list[Path] = []
-    for n, (i, row, kind) in enumerate(todo):
-        report("graphs", n, len(todo), f"{row.label}: {kind}")
-        witness = row.model.witnesses[kind]
-        name = graph_name(row, kind)
-        written += write_graph(witness.execution, directory / name, title=f"{row.label}: {kind}",
-                               highlight=witness.evidence)
-        graphs[(i, kind)] = f"{name}.png"
+    report("graphs", 0, len(todo), "")
+    if jobs == 1 or len(tasks) <= 1:
+        for n, task in enumerate(tasks, 1):
+            written += _draw(*task)
+            report("graphs", n, len(todo), task[2])
+    else:  # matplotlib takes ~0.3 s a picture: draw them in parallel too
+        with _pool(jobs, len(tasks)) as pool:
+            futures = {pool.submit(_draw, *task): task[2] for task in tasks}
+            for n, (title, files) in enumerate(_as_done(pool, futures), 1):
+                written += files
+                report("graphs", n, len(todo), title)
     report("graphs", len(todo), len(todo), "chart")
     chart = directory / "bad-tiles.png"
     sentence = write_chart(rows, chart)

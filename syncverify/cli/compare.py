@@ -64,7 +64,7 @@ def compare_command(
             # The answer is computed: a failure while drawing is a warning, not exit 2.
             from syncverify.cli.paths import write_or_warn
 
-            write_or_warn(lambda: comparison.write_report(rows, out_dir, note=note, progress=report.update),
+            write_or_warn(lambda: comparison.write_report(rows, out_dir, note=note, jobs=jobs, progress=report.update),
                           "--out", out_dir)
     if as_json:
         out.print(json.dumps(comparison.report_json(rows, note=note), indent=2), markup=False)
