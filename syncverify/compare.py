@@ -171,7 +171,9 @@ def agreement(model: ModelColumns, hardware: HardwareColumns | None) -> str | No
         return "unknown"
     if model.verdict == "safe":
         return UNSOUND if hardware.failed else "agree"
-    return "agree" if hardware.failed else f"latent ({hardware.iterations:,} iterations)"
+    if hardware.failed:
+        return "agree"
+    return f"latent ({hardware.iterations:,} iteration{'' if hardware.iterations == 1 else 's'})"
 
 
 @dataclass

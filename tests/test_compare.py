@@ -236,3 +236,18 @@ def test_rows_carry_their_labels_and_json():
     row = Row(SAFE, "all-scatter", 4, ModelColumns("safe", executions=3, seconds=0.1), clean())
     assert row.label == "epoch-flag / all-scatter / W=4"
     assert row.to_json()["hardware"]["clean"] is True and row.to_json()["agreement"] == "agree"
+
+
+def test_the_campaign_options_run_for_real_in_the_interpreter():
+    """stress_pair's options are the campaign's own (names, virtual ranks, random delays), and a
+    real CampaignResult maps onto the hardware columns; the Triton interpreter stands in for the GPU."""
+    pytest.importorskip("triton")
+    from syncverify.stress.campaign import run_campaign
+
+    options = comparison._campaign_options(UNSAFE, "all-reduce", 2, 1.0)
+    assert options["virtual_ranks"] is True and options["delays"] == "random"
+    comparison.check_stress_pair(UNSAFE, "all-reduce", 2, seconds=1.0)
+    result = run_campaign(**{**options, "interpret": True, "iterations": 1, "seconds": None})
+    hardware = HardwareColumns.from_campaign(result)
+    assert hardware.iterations == 1 and set(hardware.counts) == set(comparison.CLASS_NAMES)
+    assert agreement(ModelColumns("unsafe", ("race",)), hardware) in ("agree", "latent (1 iteration)")

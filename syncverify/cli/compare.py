@@ -96,17 +96,20 @@ def _print_table(rows, note: str | None) -> None:
     for row, cells in zip(rows, comparison.table_rows(rows, hardware=hardware)):
         style = styles.get(row.agreement or "", "") if hardware else ""
         table.add_row(*cells, style=style or None)
-    # On a terminal rich fits the table to it; piped (80 columns by default), print it at its
-    # natural width rather than cut protocol names into "barrier-fenc…" (rich clamps
-    # ``print(width=...)`` to the console's width, hence a console of that width).
-    console = out
-    if not out.is_terminal:
-        from rich.console import Console
-        from rich.measure import Measurement
+    # Never cut a name into "barrier-fenc…": piped (80 columns by default) the table prints at its
+    # natural width; on a terminal narrower than the table's least width (kinds and bad tiles
+    # wrapped), at that width, and the terminal wraps the lines. rich clamps
+    # ``print(width=...)`` to the console's width, hence a console of the width needed.
+    from rich.measure import Measurement
 
-        natural = Measurement.get(out, out.options.update_width(1000), table).maximum
-        if natural > out.width:
-            console = Console(file=out.file, width=natural, highlight=False, soft_wrap=True)
+    measured = Measurement.get(out, out.options.update_width(1000), table)
+    needed = measured.minimum if out.is_terminal else measured.maximum
+    console = out
+    if needed > out.width:
+        from rich.console import Console
+
+        console = Console(file=out.file, width=needed, highlight=False, soft_wrap=True,
+                          force_terminal=out.is_terminal, color_system=out.color_system)
     console.print(table)
 
 
@@ -150,10 +153,14 @@ class CompareProgress:
             return
         if err.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.table import Column
 
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TextColumn("{task.fields[detail]}"))
-            with Progress(*columns, console=err, transient=True) as bar:
+            # Fixed widths but the detail's, which is cut to what is left: the bar does not jitter.
+            columns = (TextColumn("{task.description}", table_column=Column(width=16, no_wrap=True)),
+                       BarColumn(bar_width=24), MofNCompleteColumn(table_column=Column(width=7, no_wrap=True)),
+                       TimeElapsedColumn(),
+                       TextColumn("{task.fields[detail]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)))
+            with Progress(*columns, console=err, transient=True, expand=True) as bar:
                 task = bar.add_task("compare", total=None, detail="")
                 while True:
                     phase, done, total, detail = self.latest
