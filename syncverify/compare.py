@@ -320,6 +320,9 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
         ``None``: stress where a CUDA GPU is present; ``False``: never; ``True``: a GPU is required.
     jobs
         Model checks run at once, in worker processes (default ``os.cpu_count()``; 1: in this process).
+        The workers start from a fork server, as all of Python's will from 3.14: a script that
+        calls this with ``jobs > 1`` needs the usual ``if __name__ == "__main__":`` guard, and
+        cannot be read from stdin (``python - < script.py``).
     timeout
         Seconds per model check before it answers unknown.
     progress
