@@ -128,18 +128,13 @@ def syncverify_stress(request: pytest.FixtureRequest):
         options = _merge(call, marker, settings)
         options["protocol"] = _protocol_path(options["protocol"], request)
         given = dict(options)
-        try:
-            _check(options)
-        except SyncVerifyError as error:
-            pytest.fail(f"syncverify_stress: {error}", pytrace=False)
+        _fail_on_error(_check, options)
         _skip_unless_runnable(options["interpret"])
         from syncverify.stress.campaign import run_campaign
         from syncverify.testing import StressResult, replay_command
 
-        try:
-            campaign = run_campaign(**options)
-        except SyncVerifyError as error:  # a limit of this machine (more ranks than GPUs, ...)
-            pytest.fail(f"syncverify_stress: {error}", pytrace=False)
+        # SyncVerifyError here: a limit of this machine (more ranks than GPUs, ...)
+        campaign = _fail_on_error(run_campaign, **options)
         return StressResult(campaign, replay_command(campaign, given))
 
     stress.__signature__ = inspect.Signature(  # what help() and IDEs show
@@ -147,6 +142,15 @@ def syncverify_stress(request: pytest.FixtureRequest):
          for name in ("protocol", "kernel", "world_size", "iterations", "seconds", "delays", "seed")]
         + [inspect.Parameter("campaign_options", inspect.Parameter.VAR_KEYWORD)])
     return stress
+
+
+def _fail_on_error(function, *args, **kwargs):
+    """``function(...)``; a :class:`SyncVerifyError` fails the test with its one line."""
+    try:
+        return function(*args, **kwargs)
+    except SyncVerifyError as error:
+        message = f"syncverify_stress: {error}"
+    pytest.fail(message, pytrace=False)  # outside the except: no chained traceback
 
 
 def _marker_options(request: pytest.FixtureRequest) -> dict:

@@ -120,7 +120,7 @@ def replay_command(result, given: dict | None = None) -> str | None:
 
     cli = set(inspect.signature(stress_command).parameters) - {"json_output", "output"}
     o = result.options
-    parts = ["syncverify", "stress", "--protocol", str(o["protocol"]), "--kernel", o["kernel"],
+    parts = ["syncverify", "stress", "--protocol", _protocol_argument(result, given), "--kernel", o["kernel"],
              "--world-size", str(o["world_size"])]
     if o["interpret"]:
         parts.append("--interpret")
@@ -136,6 +136,20 @@ def replay_command(result, given: dict | None = None) -> str | None:
         flag = "--" + name.replace("_", "-")
         parts += [flag] if value is True else [flag, str(value)]
     return shlex.join(parts)
+
+
+def _protocol_argument(result, given: dict | None) -> str:
+    """A built-in name as given; a file as an absolute path (the replay may run elsewhere)."""
+    import os
+    from pathlib import Path
+
+    asked = (given or {}).get("protocol")
+    if isinstance(asked, str) and not asked.endswith(".toml") and os.sep not in asked:
+        return asked
+    if isinstance(asked, (str, os.PathLike)):
+        return str(Path(asked).resolve())
+    path = result.options["protocol"]  # a Protocol object: its file, if it has one, else its name
+    return str(Path(path).resolve()) if str(path).endswith(".toml") else str(path)
 
 
 @dataclass
@@ -158,6 +172,10 @@ class StressResult:
     @property
     def first_failure(self) -> dict | None:
         return self.campaign.first_failure
+
+    def __repr__(self) -> str:
+        found = {kind: n for kind, n in self.counts.items() if n}
+        return f"StressResult(clean={self.clean}, bad tiles={found}, replay_command={self.replay_command!r})"
 
     def __getattr__(self, name: str):
         if name == "campaign":  # not set yet (copy, pickle): no recursion
@@ -191,6 +209,7 @@ class StressResult:
 
     def assert_clean(self) -> "StressResult":
         """Raise ``AssertionError`` (:meth:`describe`) unless no tile of any iteration was bad."""
+        __tracebackhide__ = True  # pytest: the failure is the test's line, not this one
         if not self.clean:
             raise AssertionError(self.describe())
         return self
