@@ -8,6 +8,7 @@ sizes), or show the skip a machine without a GPU gets. The inner pytest loads th
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -21,8 +22,9 @@ import syncverify
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTALLED = any(ep.value == "syncverify.pytest_plugin" for ep in entry_points(group="pytest11"))
-PLUGIN = [] if INSTALLED else ["-p", "syncverify.pytest_plugin"]
+AUTOLOADED = not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") and any(
+    ep.value == "syncverify.pytest_plugin" for ep in entry_points(group="pytest11"))
+PLUGIN = [] if AUTOLOADED else ["-p", "syncverify.pytest_plugin"]
 
 
 @pytest.fixture(scope="module", autouse=True)
