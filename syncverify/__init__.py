@@ -62,7 +62,7 @@ _EXPORTS = {
     # scenarios and the model check
     "ScenarioOptions": "syncverify.scenarios", "build_scenario": ("syncverify.scenarios", "build"),
     "ROLES": "syncverify.scenarios", "check_protocol": "syncverify.check", "CheckResult": "syncverify.check",
-    "Violation": "syncverify.check",
+    "Violation": "syncverify.check", "assert_safe": "syncverify.testing",
     # litmus tests
     "parse_litmus": "syncverify.litmus.parser", "parse_litmus_file": "syncverify.litmus.parser",
     "run_litmus": "syncverify.litmus.runner",
@@ -96,6 +96,7 @@ __all__ = [
     "UnsupportedConstruct",
     "Violation",
     "__version__",
+    "assert_safe",
     "build_scenario",
     "builtin_names",
     "check_protocol",

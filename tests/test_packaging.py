@@ -39,6 +39,12 @@ def test_the_folders_install_as_subpackages_with_their_data(wheel):
     assert shipped == {p.name for p in (ROOT / "protocols").glob("*.toml")}
 
 
+def test_the_pytest_plugin_is_registered_by_the_wheel(wheel):
+    (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    text = wheel.read(name).decode()
+    assert "[pytest11]\nsyncverify = syncverify.pytest_plugin" in text
+
+
 def test_the_public_api_is_exported():
     import syncverify
 

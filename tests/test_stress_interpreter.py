@@ -5,6 +5,10 @@ The interpreter runs programs one at a time by program id (``syncverify.kernels.
 lays them out), and is sequentially consistent: what it can show is lost or missing signals
 (a bounded wait times out: ``hang``), locks that were not reset (a consumer passes early:
 ``unwritten``/``stale``), and overwritten signals (``missing-ranks``). Each test says which.
+
+The first tests use the ``syncverify_stress`` fixture, as a user's own tests would (the pytest
+plugin, ``syncverify.pytest_plugin``); the module's marker runs them in the interpreter with or
+without ``--syncverify-interpret``. The rest call ``run_campaign`` for the details they check.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ import json
 import pytest
 
 from syncverify.stress.campaign import run_campaign
+
+
+pytestmark = pytest.mark.syncverify(interpret=True, delays="none", seed=0)
 
 
 def campaign(**options):
@@ -31,9 +38,8 @@ def kinds_by_iteration(result):
     ("all-reduce", "barrier-fenced-release-acquire"),
     ("all-scatter", "barrier-release-xchg-cas-acquire"),
 ])
-def test_a_safe_protocol_leaves_every_tile_right(kernel, protocol):
-    result = campaign(kernel=kernel, protocol=protocol, iterations=2)
-    assert result.clean, result.to_dict()
+def test_a_safe_protocol_leaves_every_tile_right(syncverify_stress, kernel, protocol):
+    result = syncverify_stress(kernel=kernel, protocol=protocol, iterations=2).assert_clean()
     assert result.iterations == 2 and result.counts == {k: 0 for k in result.counts}
 
 
@@ -42,12 +48,15 @@ def test_block_distribution_and_three_ranks_are_right_too():
     assert result.clean, result.first_failure
 
 
-def test_skip_self_is_a_hang_reported_with_the_count_it_saw():
+@pytest.mark.syncverify(protocol="add-counter-skip-self", iterations=1)
+def test_skip_self_is_a_hang_reported_with_the_count_it_saw(syncverify_stress):
     # Producers never add to their own rank's counter: it reaches world_size - 1 and stays there.
-    result = campaign(protocol="add-counter-skip-self", iterations=1)
+    result = syncverify_stress()
     assert result.counts["hang"] == 8 and result.bad_iterations == 1  # 2 ranks x 4 tiles
     assert {(t["hang"]["seen"], t["hang"]["step"]) for t in result.failures} == {(1, 1)}
     assert not result.clean
+    with pytest.raises(AssertionError, match="tile 0: hang"):
+        result.assert_clean()
 
 
 def test_an_overwriting_xchg_loses_a_rank_missing_ranks_names_it():
@@ -74,12 +83,15 @@ def test_a_flag_left_set_lets_consumers_read_unwritten_partials():
     assert {t["first_bad"]["got"] for t in unwritten} == {0.0}
 
 
-def test_a_racing_host_reset_gives_stale_tiles_and_hangs():
+@pytest.mark.syncverify(protocol="add-counter", reset="host-racing", order="consumers-first",
+                        poison="outputs", iterations=3)
+def test_a_racing_host_reset_gives_stale_tiles_and_hangs(syncverify_stress):
     # The clear meant before epoch 1 lands after its kernel: epoch 1's consumers pass on epoch
     # 0's counts and read epoch 0's partials (kept: poison=outputs); epoch 2 starts cleared.
-    result = campaign(protocol="add-counter", reset="host-racing", order="consumers-first",
-                      poison="outputs", iterations=3)
+    result = syncverify_stress()
     assert kinds_by_iteration(result) == {0: {"hang"}, 1: {"stale"}, 2: {"hang"}}
+    assert result.replay_command.endswith("--interpret --seed 0 --iterations 1 --delays none "
+                                          "--reset host-racing --order consumers-first --poison outputs")
 
 
 def test_all_scatter_stale_lock_pushes_the_previous_tile():

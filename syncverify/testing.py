@@ -1,0 +1,215 @@
+"""syncverify in a user's own tests: the model check as an assertion, stress results that assert.
+
+Plain functions the pytest plugin (:mod:`syncverify.pytest_plugin`) wraps; they work without pytest
+too. Nothing here imports torch or triton: the stress campaign imports them itself, inside
+:func:`syncverify.stress.campaign.run_campaign`.
+
+* :func:`assert_safe` runs :func:`syncverify.check.check_protocol` and raises ``AssertionError``
+  with the counterexample in words when the verdict is unsafe, or the bound that was hit when it
+  is unknown.
+* :func:`check_stress_options` refuses a campaign that cannot run (unknown protocol or kernel, a
+  world size the kernels refuse, ``seconds <= 0``, ...) without torch, a GPU, or running anything.
+* :class:`StressResult` is a campaign result with :attr:`~StressResult.replay_command` (the
+  ``syncverify stress`` command line that replays the first failure) and
+  :meth:`~StressResult.assert_clean`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["StressResult", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
+
+
+# ----- the model check -------------------------------------------------------------------------
+
+def assert_safe(protocol, *, scenario: str = "all-reduce", world_size: int = 2, **options: Any):
+    """Assert that the model finds ``protocol`` safe in ``scenario``; return the ``CheckResult``.
+
+    Runs anywhere (the model needs neither torch nor a GPU) and never skips.
+
+    Parameters
+    ----------
+    protocol : str, path or Protocol
+        A built-in name, a ``.toml`` path, or a loaded protocol.
+    scenario, world_size, **options
+        As :func:`syncverify.check.check_protocol` (``epochs``, ``tiles``, ``reset``, ``push``,
+        ``timeout``, ``max_executions``, ...).
+
+    Raises
+    ------
+    AssertionError
+        Unsafe: each violation's kind, its explanation and its counterexample trace (offending
+        events marked ``>>``). Unknown (a bound was hit): the bound and why.
+    SyncVerifyError
+        Bad input (unknown protocol, scenario or option), as ``check_protocol``.
+
+    Examples
+    --------
+    >>> assert_safe("epoch-flag").safe
+    True
+    """
+    from syncverify.check import check_protocol
+
+    result = check_protocol(protocol, scenario=scenario, world_size=world_size, **options)
+    if result.safe is True:
+        return result
+    raise AssertionError(describe_check(result))
+
+
+def describe_check(result) -> str:
+    """A check that is not safe, in words: the verdict, then each counterexample."""
+    opts = result.scenario.options
+    verdict = "UNSAFE" if result.safe is False else "UNKNOWN"
+    lines = [f"{result.scenario.protocol.name} in {opts.scenario} is {verdict} "
+             f"(world size {opts.world_size}, tiles {opts.tiles}, epochs {opts.epochs}, reset {opts.reset})"]
+    if result.limit_hit:
+        lines.append(f"unknown: limit '{result.limit_hit}' hit ({result.limit_detail}); nothing was "
+                     f"proven: raise timeout= or max_executions=, or check a smaller scenario")
+    for v in result.violations.values():
+        lines.append(f"{v.kind}: {v.explanation}")
+        lines.append(f"  counterexample for {v.kind} (>> marks the offending events):")
+        for row in v.trace(result.scenario):
+            mark = ">>" if row["offending"] else "  "
+            rf = f" <- {row['reads_from']}" if row["reads_from"] else ""
+            lines.append(f"  {mark} rank {row['rank']} {row['cta']} t{row['thread']}: {row['event']}"
+                         f"  [{row['step']}]{rf}")
+    return "\n".join(lines)
+
+
+# ----- stress campaigns ------------------------------------------------------------------------
+
+def check_stress_options(**options: Any):
+    """Every check :func:`~syncverify.stress.campaign.run_campaign` makes before it needs torch or
+    a GPU; returns the filled :class:`~syncverify.stress.campaign.CampaignOptions`.
+
+    Raises
+    ------
+    SyncVerifyError
+        With one line naming the option and the fix.
+    """
+    from syncverify.kernels.build import build
+    from syncverify.stress.campaign import campaign_options, kernel_config, load
+
+    protocol = load(options.pop("protocol"))
+    o = campaign_options(protocol=getattr(protocol, "name", "?"), **options)
+    build(protocol, kernel_config(o), push=load(o.push))
+    return o
+
+
+#: Options every replay command states, whatever their value (the rest only when given).
+_ALWAYS = ("protocol", "kernel", "world_size", "seed", "iterations", "delays")
+
+
+def replay_command(result, given: dict | None = None) -> str | None:
+    """The ``syncverify stress`` command line that replays ``result``'s first failure, or None.
+
+    States the protocol, kernel, world size, mode (``--interpret`` or ``--virtual-ranks``), seed,
+    iterations up to the failing one and delays, then every other option in ``given`` (the options
+    the campaign was asked for; sizes filled by the mode's defaults are left to the replay to fill
+    the same way) that ``syncverify stress`` takes.
+    """
+    failure = result.first_failure
+    if failure is None:
+        return None
+    import inspect
+
+    from syncverify.stress.cli import stress_command
+
+    cli = set(inspect.signature(stress_command).parameters) - {"json_output", "output"}
+    o = result.options
+    parts = ["syncverify", "stress", "--protocol", _protocol_argument(result, given), "--kernel", o["kernel"],
+             "--world-size", str(o["world_size"])]
+    if o["interpret"]:
+        parts.append("--interpret")
+    elif o["virtual_ranks"]:
+        parts.append("--virtual-ranks")
+    parts += ["--seed", str(o["seed"]), "--iterations", str(failure["iteration"] + 1),
+              "--delays", o["delays"]]
+    for name, value in (given or {}).items():
+        if name in _ALWAYS or name in ("interpret", "virtual_ranks", "seconds") or name not in cli:
+            continue
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        parts += [flag] if value is True else [flag, str(value)]
+    return shlex.join(parts)
+
+
+def _protocol_argument(result, given: dict | None) -> str:
+    """A built-in name as given; a file as an absolute path (the replay may run elsewhere)."""
+    import os
+    from pathlib import Path
+
+    asked = (given or {}).get("protocol")
+    if isinstance(asked, str) and not asked.endswith(".toml") and os.sep not in asked:
+        return asked
+    if isinstance(asked, (str, os.PathLike)):
+        return str(Path(asked).resolve())
+    path = result.options["protocol"]  # a Protocol object: its file, if it has one, else its name
+    return str(Path(path).resolve()) if str(path).endswith(".toml") else str(path)
+
+
+@dataclass
+class StressResult:
+    """A stress campaign's result (:class:`~syncverify.stress.campaign.CampaignResult`, whose
+    attributes it also answers) with the command that replays its first failure."""
+
+    campaign: Any
+    replay_command: str | None = None
+
+    @property
+    def clean(self) -> bool:
+        return self.campaign.clean
+
+    @property
+    def counts(self) -> dict:
+        """Bad tiles per class: unwritten, stale, missing-ranks, corrupt, hang."""
+        return self.campaign.counts
+
+    @property
+    def first_failure(self) -> dict | None:
+        return self.campaign.first_failure
+
+    def __repr__(self) -> str:
+        found = {kind: n for kind, n in self.counts.items() if n}
+        return f"StressResult(clean={self.clean}, bad tiles={found}, replay_command={self.replay_command!r})"
+
+    def __getattr__(self, name: str):
+        if name == "campaign":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.campaign, name)
+
+    def describe(self) -> str:
+        """The result in words: what ran, the counts, and the first bad tile with its replay."""
+        r = self.campaign
+        found = ", ".join(f"{kind} {n}" for kind, n in r.counts.items() if n) or "none"
+        lines = [f"stress: {r.protocol} in {r.kernel}, world size {r.world_size}, {r.mode}: "
+                 f"{r.bad_iterations} of {r.iterations} iterations bad; bad tiles: {found}"]
+        if r.stopped:
+            lines.append(f"stopped: {r.stopped}")
+        f = r.first_failure
+        if f:
+            lines.append(f"first bad tile: iteration {f['iteration']}, rank {f['rank']}'s C, "
+                         f"tile {f['tile']}: {f['kind']}")
+            if f.get("hang"):
+                h = f["hang"]
+                lines.append(f"  its wait timed out after {h['polls']} polls; the lock read {h['seen']} "
+                             f"(wait step {h['step'] + 1})")
+            if f.get("missing_ranks"):
+                lines.append(f"  the sum is missing the partials of rank(s) {f['missing_ranks']}")
+            if f.get("element") is not None:
+                lines.append(f"  element {tuple(f['element'])}: expected {f['expected']:g}, "
+                             f"seen {f['got']:g}")
+        if self.replay_command:
+            lines.append(f"replay: {self.replay_command}")
+        return "\n".join(lines)
+
+    def assert_clean(self) -> "StressResult":
+        """Raise ``AssertionError`` (:meth:`describe`) unless no tile of any iteration was bad."""
+        __tracebackhide__ = True  # pytest: the failure is the test's line, not this one
+        if not self.clean:
+            raise AssertionError(self.describe())
+        return self
