@@ -20,7 +20,8 @@ from syncverify.stress.campaign import run_campaign  # noqa: E402
 SMALL = dict(m=256, n=256, k=256, block_m=64, block_n=64, block_k=64, gemm_sms=4, comm_sms=2, recv_sms=2)
 
 
-# The protocols the model calls safe, in both kernels (all-scatter with its default push protocol).
+# The protocols the model calls safe, in both kernels (all-scatter with its default push protocol),
+# stressed through the pytest plugin's fixture, as a user's project would.
 @pytest.mark.parametrize("kernel, protocol", [
     ("all-reduce", "barrier-fenced-release-acquire"),
     ("all-reduce", "epoch-flag"),
@@ -28,10 +29,17 @@ SMALL = dict(m=256, n=256, k=256, block_m=64, block_n=64, block_k=64, gemm_sms=4
     ("all-scatter", "epoch-flag"),
 ])
 @pytest.mark.parametrize("delays", ["none", "random"])
-def test_safe_protocols_leave_no_bad_tile_on_the_gpu(kernel, protocol, delays):
-    result = run_campaign(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
-                          iterations=64, delays=delays, **SMALL)
-    assert result.clean, result.first_failure
+def test_safe_protocols_leave_no_bad_tile_on_the_gpu(syncverify_stress, kernel, protocol, delays):
+    syncverify_stress(protocol=protocol, kernel=kernel, world_size=2, iterations=64, delays=delays,
+                      **SMALL).assert_clean()
+
+
+@pytest.mark.syncverify(world_size=2, iterations=2, delays="none", max_polls=4096, **SMALL)
+def test_an_unsafe_protocol_fails_with_its_replay_command(syncverify_stress):
+    result = syncverify_stress(protocol="add-counter-skip-self")
+    with pytest.raises(AssertionError, match="hang") as failure:
+        result.assert_clean()
+    assert "syncverify stress --protocol add-counter-skip-self" in str(failure.value)
 
 
 def test_all_scatter_runs_the_push_protocol_it_is_given():
