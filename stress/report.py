@@ -24,24 +24,25 @@ def summary_rows(result: CampaignResult) -> list[tuple[str, str]]:
     return rows
 
 
-def first_failure_lines(result: CampaignResult) -> list[str]:
-    """The first failure in words, with the options that replay it."""
+def first_failure_lines(result: CampaignResult, *, replay: str | None = None) -> list[str]:
+    """The first bad tile in words (class, expected and seen), with what replays it: ``replay``
+    (a whole command line) or else the options to add to the same command."""
     f = result.first_failure
     if not f:
         return []
-    lines = [f"first failure: iteration {f['iteration']}, rank {f['rank']}'s C, tile {f['tile']}: {f['kind']}"]
+    lines = [f"first bad tile: iteration {f['iteration']}, rank {f['rank']}'s C, tile {f['tile']}: {f['kind']}"]
     if f.get("hang"):
         h = f["hang"]
-        lines.append(f"  the wait timed out after {h['polls']} polls; the lock read {h['seen']} "
+        lines.append(f"  its wait timed out after {h['polls']} polls; the lock read {h['seen']} "
                      f"(wait step {h['step'] + 1})")
     if f.get("missing_ranks"):
         lines.append(f"  the sum is missing the partials of rank(s) {f['missing_ranks']}")
     if f.get("element") is not None:
-        lines.append(f"  element {tuple(f['element'])}: expected {f['expected']:g}, got {f['got']:g}")
+        lines.append(f"  element {tuple(f['element'])}: expected {f['expected']:g}, seen {f['got']:g}")
     if f.get("delays"):
         busy = {site: d for site, d in f["delays"].items() if d["ns"]}
         lines.append(f"  delays at its consumer: {busy if busy else 'none'}")
-    lines.append(f"  replay: {f['replay']} (same options)")
+    lines.append(f"replay: {replay}" if replay else f"  replay: {f['replay']} (same options)")
     return lines
 
 

@@ -190,21 +190,9 @@ class StressResult:
                  f"{r.bad_iterations} of {r.iterations} iterations bad; bad tiles: {found}"]
         if r.stopped:
             lines.append(f"stopped: {r.stopped}")
-        f = r.first_failure
-        if f:
-            lines.append(f"first bad tile: iteration {f['iteration']}, rank {f['rank']}'s C, "
-                         f"tile {f['tile']}: {f['kind']}")
-            if f.get("hang"):
-                h = f["hang"]
-                lines.append(f"  its wait timed out after {h['polls']} polls; the lock read {h['seen']} "
-                             f"(wait step {h['step'] + 1})")
-            if f.get("missing_ranks"):
-                lines.append(f"  the sum is missing the partials of rank(s) {f['missing_ranks']}")
-            if f.get("element") is not None:
-                lines.append(f"  element {tuple(f['element'])}: expected {f['expected']:g}, "
-                             f"seen {f['got']:g}")
-        if self.replay_command:
-            lines.append(f"replay: {self.replay_command}")
+        from syncverify.stress.report import first_failure_lines
+
+        lines += first_failure_lines(r, replay=self.replay_command)
         return "\n".join(lines)
 
     def assert_clean(self) -> "StressResult":
