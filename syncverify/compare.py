@@ -35,7 +35,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field

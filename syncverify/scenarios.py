@@ -209,10 +209,8 @@ def tile_loc(buffer: str, copy: int, tile: int, thread: int, block: int | None =
 class _Builder:
     """Turns a role's steps into instructions for one CTA thread."""
 
-    def __init__(self, protocols: dict[str, object], stage_protocol: dict[str, str], opts: ScenarioOptions,
-                 needed_locks: set[str] | None) -> None:
+    def __init__(self, protocols: dict[str, object], opts: ScenarioOptions, needed_locks: set[str] | None) -> None:
         self.protocols = protocols
-        self.stage_protocol = stage_protocol
         self.opts = opts
         self.needed = needed_locks  # None: every lock copy is kept (no slicing)
         self.labels = 0
@@ -450,7 +448,7 @@ class _Program:
 
     def build(self) -> Scenario:
         opts = self.opts
-        builder = _Builder(self.protocols, self.stage_protocol, opts, self.polled())
+        builder = _Builder(self.protocols, opts, self.polled())
         for epoch in range(opts.epochs):
             builder.epoch = epoch
             for t in self.tiles:
