@@ -298,17 +298,22 @@ class Suggestions(list):
 
     ``safe_already``: the protocol needed no fix. ``tried``: candidates re-checked.
     ``stopped``: the bound that stopped the search (``"max-checks"``, ``"timeout"``) or ``None``.
-    ``unknown``: candidates whose re-check answered unknown (timed out). ``message``: one line.
+    ``unknown``: candidates whose re-check answered unknown (timed out). ``message``: one line
+    (``note`` replaces it when the search did not run).
     """
 
     def __init__(self, fixes=(), *, max_changes: int, tried: int = 0, stopped: str | None = None,
-                 unknown: int = 0, safe_already: bool = False, seconds: float = 0.0) -> None:
+                 unknown: int = 0, safe_already: bool = False, seconds: float = 0.0,
+                 note: str = "") -> None:
         super().__init__(fixes)
+        self.note = note
         self.max_changes, self.tried, self.stopped = max_changes, tried, stopped
         self.unknown, self.safe_already, self.seconds = unknown, safe_already, seconds
 
     @property
     def message(self) -> str:
+        if self.note:
+            return self.note
         if self.safe_already:
             return "the protocol is safe: nothing to fix"
         plural = "strengthening" if self.max_changes == 1 else "strengthenings"
@@ -323,9 +328,10 @@ class Suggestions(list):
         return (f"{len(self)} fix(es) with {size} change(s), smallest first "
                 f"({self.tried} candidates tried)")
 
-    def to_json(self) -> dict[str, Any]:
-        return {"message": self.message, "tried": self.tried, "stopped": self.stopped,
-                "suggestions": [f.to_json() for f in self]}
+    def to_json(self, *, limit: int | None = None) -> dict[str, Any]:
+        """``suggestions`` (at most ``limit``), ``suggest_message``, ``suggest_tried``, ``suggest_stopped``."""
+        return {"suggestions": [f.to_json() for f in self[:limit]], "suggest_message": self.message,
+                "suggest_tried": self.tried, "suggest_stopped": self.stopped}
 
 
 def _order(changes: tuple[Change, ...], rank: dict[Change, int]) -> tuple:
