@@ -34,6 +34,9 @@ Decisions made here:
 * **Bounds**: ``max_checks`` re-checks and ``timeout`` seconds in all; each re-check has
   ``check_timeout`` seconds, and one that answers unknown is not a fix. A search stopped by a
   bound says so (``stopped``, ``tried``).
+* **A fix is proven for the scenario it was checked in, no more.** ``xchg-flag``'s fixes at world
+  size 2 (its ``xchg(1)`` to ``others`` reaches the one other rank) are unsafe at 3; check a fix
+  at the sizes that matter, or search there (``world_size=3`` finds none within 2 changes).
 * **Diffs** are unified diffs of the protocol written as TOML by :func:`protocol_toml` (the file's
   own layout with defaults filled in, as ``to_dict()`` gives it; comments are not kept).
 """
