@@ -40,6 +40,7 @@ def check_command(
     progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
     samples: Optional[int] = typer.Option(None, "--sample", min=1, help="Check N random executions instead of all (finding none is not a proof).", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings) and print at most 5 with TOML diffs."),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
 
@@ -76,10 +77,16 @@ def check_command(
         with ProgressReport(after=after, plain_every=every) as report:
             result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
                            progress_interval=min(0.5, every), first=first)
+    suggestions = _suggest(proto, built.options, result) if suggest else None
     if as_json:  # the verdict first: a failure while drawing cannot lose it
-        out.print(json.dumps(result.to_json(), indent=2), markup=False)
+        doc = result.to_json()
+        if suggestions is not None:
+            doc.update(suggestions.to_json(limit=MAX_SUGGESTIONS))
+        out.print(json.dumps(doc, indent=2), markup=False)
     else:
         _print_text(result)
+        if suggestions is not None:
+            _print_suggestions(suggestions)
     if graph is not None and result.violations:
         witness = next(iter(result.violations.values()))
         drawn = write_or_warn(lambda: write_graph(witness.execution, graph, title=f"{proto.name} / {scenario}: {witness.kind}",
@@ -131,6 +138,29 @@ def _print_text(result) -> None:
             rf = f" <- {row['reads_from']}" if row["reads_from"] else ""
             out.print(f"  {mark} rank {row['rank']} {row['cta']} t{row['thread']}: {row['event']}"
                       f"  [{row['step']}]{rf}", markup=False)
+
+
+MAX_SUGGESTIONS = 5  # fixes shown by --suggest
+
+
+def _suggest(proto, options, result):
+    """:func:`syncverify.suggest.suggest` in the checked scenario (nothing to search unless unsafe)."""
+    from syncverify.suggest import Suggestions, suggest
+
+    if result.safe is None:
+        return Suggestions(max_changes=2, note="the verdict is unknown: no fix searched (--suggest needs an unsafe verdict)")
+    if result.safe:
+        return Suggestions(max_changes=2, safe_already=True)
+    fields = {k: getattr(options, k) for k in ("tiles", "epochs", "threads_per_cta", "production",
+                                                "distribution", "reset", "symmetry", "push")}
+    return suggest(proto, scenario=options.scenario, world_size=options.world_size, **fields)
+
+
+def _print_suggestions(suggestions) -> None:
+    out.print(f"suggest: {suggestions.message}", markup=False)
+    for number, fix in enumerate(suggestions[:MAX_SUGGESTIONS], start=1):
+        out.print(f"fix {number}: {fix.description}", markup=False)
+        out.print(fix.diff.rstrip("\n"), markup=False)
 
 
 def progress_line(progress: Progress | None, seconds: float) -> str:
