@@ -18,7 +18,8 @@ try:
 except ImportError as error:  # pragma: no cover - CI always has the CPU builds
     raise MissingDependency(
         f"the GPU half of syncverify needs torch and triton ({error}); "
-        "install them with: pip install 'syncverify[gpu]' (CPU builds: torch==2.13.0 triton==3.6.0)"
+        "install them in the syncverify checkout with: python -m pip install -e '.[gpu]' "
+        "(CPU builds, no GPU: torch==2.13.0 triton==3.6.0 numpy)"
     ) from error
 
 

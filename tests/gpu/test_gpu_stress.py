@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="needs torch (pip install 'syncverify[gpu]')")
-pytest.importorskip("triton", reason="needs triton (pip install 'syncverify[gpu]')")
+torch = pytest.importorskip("torch", reason="needs torch (in the checkout: python -m pip install -e '.[gpu]')")
+pytest.importorskip("triton", reason="needs triton (in the checkout: python -m pip install -e '.[gpu]')")
 
 pytestmark = [
     pytest.mark.gpu,
