@@ -153,7 +153,7 @@ class ScenarioOptions:
         if self.production == "owner-only" and self.scenario != "all-reduce":
             raise ScenarioError("production='owner-only' applies to the all-reduce scenario only")
         if self.reset is not None:
-            one_of("reset", self.reset, RESETS, error=ScenarioError)
+            one_of("--reset", self.reset, RESETS, error=ScenarioError, where=f"default: from {rules.RESET_MAPPING}")
         return replace(self, reset=rules.reset_policy(protocol.reset, self.reset))
 
 

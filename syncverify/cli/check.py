@@ -13,6 +13,7 @@ import typer
 from syncverify import exitcodes
 from syncverify.cli import app, err, out
 from syncverify.explore import DEFAULT_MAX_EXECUTIONS, Progress
+from syncverify.rules import RESET_HELP, describe_reset
 
 DEFAULT_TIMEOUT = 600.0  # seconds: a check answers unknown rather than run on unseen
 PROGRESS_AFTER = 2.0  # seconds before a check starts showing progress
@@ -30,7 +31,7 @@ def check_command(
     production: str = typer.Option("every-rank", "--production", help="every-rank | owner-only (all-reduce)."),
     distribution: str = typer.Option("striding", "--distribution", help="striding | block (all-reduce)."),
     push: str = typer.Option("epoch-flag", "--push", help="all-scatter: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file."),
-    reset: Optional[str] = typer.Option(None, "--reset", help="none | host-between-barriers | host-racing (default: from the protocol's reset).", show_default=False),
+    reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP, show_default=False),
     no_symmetry: bool = typer.Option(False, "--no-symmetry", help="Build every tile and rank (no symmetry reduction or slicing)."),
     graph: Optional[Path] = typer.Option(None, "--graph", help="Draw the first violation's execution to PATH.dot or PATH.png.", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -100,7 +101,8 @@ def _print_text(result) -> None:
     verdict = {True: "SAFE", False: "UNSAFE", None: "UNKNOWN"}[result.safe]
     out.print(f"{result.scenario.protocol.name} in {opts.scenario}: {verdict}", markup=False)
     out.print(f"  world size {opts.world_size}, tiles {opts.tiles}, epochs {opts.epochs}, "
-              f"{opts.threads_per_cta} threads per CTA, production {opts.production}, reset {opts.reset}", markup=False)
+              f"{opts.threads_per_cta} threads per CTA, production {opts.production}, "
+              f"reset {describe_reset(opts.reset, result.scenario.protocol.reset)}", markup=False)
     for note in result.scenario.notes:
         out.print(f"  note: {note}", markup=False)
     if result.sampled is not None:
