@@ -12,7 +12,7 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.cli import app, err, out
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS, Progress
+from syncverify.explore import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
 from syncverify.rules import RESET_HELP, describe_reset
 
 DEFAULT_TIMEOUT = 600.0  # seconds: a check answers unknown rather than run on unseen
@@ -36,6 +36,7 @@ def check_command(
     graph: Optional[Path] = typer.Option(None, "--graph", help="Draw the first violation's execution to PATH.dot or PATH.png.", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Answer unknown after this many executions."),
+    max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Answer unknown when one thread runs more instructions than this on one path (a protocol with many steps needs more)."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=0.001, help="Seconds before answering unknown (exit 3).", show_default=True),
     first: bool = typer.Option(False, "--first", help="Stop at the first violation found and print its counterexample (exit 1)."),
     progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
@@ -68,7 +69,7 @@ def check_command(
                                          distribution=distribution, reset=reset, symmetry=not no_symmetry,
                                          push=push))
     if samples is not None:
-        result = sample(built, samples=samples, seed=seed, timeout=timeout)
+        result = sample(built, samples=samples, seed=seed, timeout=timeout, max_steps=max_steps)
     else:
         if not as_json:
             err.print(f"checking {proto.name} in {scenario} (world size {world_size}) ...", markup=False)
@@ -76,7 +77,7 @@ def check_command(
         every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
         with ProgressReport(after=after, plain_every=every) as report:
             result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
-                           progress_interval=min(0.5, every), first=first)
+                           progress_interval=min(0.5, every), first=first, max_steps=max_steps)
     if as_json:  # the verdict first: a failure while drawing cannot lose it
         out.print(json.dumps(result.to_json(), indent=2), markup=False)
     else:
@@ -106,17 +107,22 @@ def _print_text(result) -> None:
     for note in result.scenario.notes:
         out.print(f"  note: {note}", markup=False)
     if result.sampled is not None:
-        out.print(f"  sampled {result.sampled} candidate executions (seed given), {result.executions} consistent", markup=False)
+        out.print(f"  sampled {_count(result.sampled, 'candidate execution')} (seed {result.seed}; "
+                  f"--seed N draws others), {result.executions} consistent", markup=False)
         if not result.violations:
-            out.print(f"  none in {result.sampled} samples: this is not a proof of safety", markup=False)
+            out.print(f"  none in {_count(result.sampled, 'sample')}: this is not a proof of safety", markup=False)
     else:
-        out.print(f"  {result.executions} consistent executions ({result.candidates} candidates) in {result.seconds:.2f}s", markup=False)
+        out.print(f"  {_count(result.executions, 'consistent execution')} "
+                  f"({_count(result.candidates, 'candidate')}) in {result.seconds:.2f}s", markup=False)
     if result.stages:
-        parts = "; ".join(f"{name} {n} executions, {seconds:.2f}s" for name, n, seconds in result.stages)
+        parts = "; ".join(f"{name} {_count(n, 'execution')}, {seconds:.2f}s" for name, n, seconds in result.stages)
         out.print(f"  checked stage by stage (exact; see 'docs/scenarios.md'): {parts}", markup=False)
     if result.stopped_at_first:
         out.print("  stopped at the first violation (--first): other kinds may exist", markup=False)
-    if result.limit_hit:
+    if result.limit_hit and result.violations:
+        out.print(f"  unsafe: the violations below are real; the search stopped early (limit '{result.limit_hit}' "
+                  f"hit: {result.limit_detail}), so other kinds may exist", markup=False)
+    elif result.limit_hit:
         out.print(f"  unknown: limit '{result.limit_hit}' hit ({result.limit_detail}); explored so far as above", markup=False)
     if not result.violations:
         return
@@ -133,6 +139,11 @@ def _print_text(result) -> None:
             rf = f" <- {row['reads_from']}" if row["reads_from"] else ""
             out.print(f"  {mark} rank {row['rank']} {row['cta']} t{row['thread']}: {row['event']}"
                       f"  [{row['step']}]{rf}", markup=False)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 candidate``, ``2 candidates``: a count with its noun, plural unless it is one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def progress_line(progress: Progress | None, seconds: float) -> str:
