@@ -193,7 +193,7 @@ def _max_steps_detail(thread: Thread, max_steps: int) -> str:
                 steps[found[1]] = max(steps.get(found[1], 0), int(found[2]))
         named = "".join(f"{n} {kind} step{'' if n == 1 else 's'}, " for kind, n in steps.items())
         return (f"{who} has {named}{size} instructions in all, more than the bound of {max_steps} "
-                f"instructions per thread and path; raise it with --max-steps {2 * size}")
+                f"instructions per thread and path; raise it with --max-steps N, N above {size}")
     return (f"{who} ran more than {max_steps} instructions on one path without terminating or "
             f"repeating a state (a loop that writes every iteration?); raise the bound with --max-steps N")
 

@@ -65,7 +65,8 @@ def _safe(name: str) -> str:
 def _print_text(v) -> None:
     out.print(f"Test {v.name} {v.validation if not v.unknown else 'Unknown'}", markup=False)
     out.print(v.line(), markup=False)
-    out.print(f"Condition {v.quantifier} ({'holds' if v.validation == 'Ok' else 'fails'})"
+    judged = "unknown" if v.unknown else ("holds" if v.validation == "Ok" else "fails")
+    out.print(f"Condition {v.quantifier} ({judged})"
               f"  executions {v.executions}  can hang: {'yes' if v.can_hang else 'no'}  time {v.seconds:.3f}s",
               markup=False)
     if v.unknown:
