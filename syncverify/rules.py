@@ -125,10 +125,10 @@ RESET_HELP = f"none | host-between-barriers | host-racing (default: from {RESET_
 def describe_reset(policy: str, protocol_reset: str) -> str:
     """The reset policy as a verdict line names it, with the protocol field it comes from.
 
-    >>> describe_reset("host-between-barriers", "host")
-    'host-between-barriers (the protocol\'s reset = "host")'
-    >>> describe_reset("none", "host")
-    'none (from --reset; the protocol\'s reset = "host" gives host-between-barriers)'
+    >>> print(describe_reset("host-between-barriers", "host"))
+    host-between-barriers (the protocol's reset = "host")
+    >>> print(describe_reset("none", "host"))
+    none (from --reset; the protocol's reset = "host" gives host-between-barriers)
     """
     if policy == PROTOCOL_RESET[protocol_reset]:
         return f'{policy} (the protocol\'s reset = "{protocol_reset}")'
