@@ -121,11 +121,17 @@ class KernelPlan:
     push_signal: tuple[tuple, ...] = ()
     push_wait: tuple[tuple, ...] = ()
     push_locks: tuple[str, ...] = ()
+    #: ``(place, field, shown)`` of each of ``epoch_exprs``, for a division by zero at run time
+    epoch_places: tuple[tuple[str, str, Any], ...] = ()
 
     def runtime_values(self, *, epoch: int) -> tuple[int, ...]:
         """The run-time operand tuple for one launch: ``(epoch, slot1, slot2, ...)``."""
+        from syncverify.protocols.expressions import evaluate_at
+
+        places = self.epoch_places or tuple((f"protocol {self.protocol!r}", "value", None) for _ in self.epoch_exprs)
         values = (epoch,) + tuple(
-            e.evaluate(world_size=self.world_size, epoch=epoch) for e in self.epoch_exprs
+            evaluate_at(e, place=place, name=name, shown=shown, world_size=self.world_size, epoch=epoch)
+            for e, (place, name, shown) in zip(self.epoch_exprs, places)
         )
         for value in values:
             if not -(2**31) <= value < 2**31:
@@ -151,12 +157,16 @@ class _Operands:
     def __init__(self, world_size: int) -> None:
         self.world_size = world_size
         self.exprs: list[Any] = []
+        self.places: list[tuple[str, str, str | None]] = []  # (place, field, shown) of each of exprs
 
-    def operand(self, expr: Any, where: str) -> tuple[str, int]:
+    def operand(self, expr: Any, where: str, *, place: str = "", name: str = "", shown: str | None = None) -> tuple[str, int]:
+        from syncverify.protocols.expressions import evaluate_at
+
         if expr is None:
             return _NO_OPERAND
         if "epoch" not in expr.variables:
-            value = expr.evaluate(world_size=self.world_size, epoch=0)
+            value = evaluate_at(expr, place=place or where, name=name or "value", shown=shown,
+                                world_size=self.world_size, epoch=0)
             if not -(2**31) <= value < 2**31:
                 raise UnsupportedStep(f"{where}: {expr.source!r} = {value} does not fit in int32")
             return ("c", value)
@@ -166,15 +176,20 @@ class _Operands:
             if known == expr:
                 return ("r", index + 1)
         self.exprs.append(expr)
+        self.places.append((place or where, name or "value", shown))
         return ("r", len(self.exprs))
 
 
 def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
-                operands: _Operands, where: str) -> tuple:
+                operands: _Operands, where: str, path: str = "") -> tuple:
+    from syncverify.protocols.expressions import step_place
+
     at = f"{where}{section} step {number}"
     lock = locks.index(step.lock) if step.lock is not None else 0
     until = step.until.op if step.until is not None else ""
-    target = operands.operand(step.until.rhs if step.until is not None else None, f"{at} until")
+    place = step_place(path, section, number, step.line) if path else at
+    target = operands.operand(step.until.rhs if step.until is not None else None, f"{at} until", place=place,
+                              name="until", shown=repr(step.until.source) if step.until is not None else None)
     return make_step(
         op=step.op,
         read=step.read or "",
@@ -184,8 +199,8 @@ def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
         to=step.to or "",
         source=step.from_ or "",
         lock=lock,
-        value=operands.operand(step.value, f"{at} value"),
-        compare=operands.operand(step.compare, f"{at} compare"),
+        value=operands.operand(step.value, f"{at} value", place=place, name="value"),
+        compare=operands.operand(step.compare, f"{at} compare", place=place, name="compare"),
         until=until,
         target=target,
     )
@@ -239,6 +254,7 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32", pus
         wait=sections["wait"],
         locks=locks,
         epoch_exprs=tuple(operands.exprs),
+        epoch_places=tuple(operands.places),
         world_size=world_size,
         tile_store_cache=protocol.tile_store.cache,
         tile_load_volatile=bool(protocol.tile_load.volatile),
@@ -257,7 +273,7 @@ def _sections(protocol: Any, operands: _Operands, lock_dtype: str) -> tuple[dict
         for number, step in enumerate(steps, start=1):
             _check_step(step, section, number, lock_dtype, where)
         sections[section] = tuple(
-            _step_tuple(step, section, number, locks, operands, where)
+            _step_tuple(step, section, number, locks, operands, where, getattr(protocol, "path", "") or protocol.name)
             for number, step in enumerate(steps, start=1)
         )
     return sections, locks

@@ -26,6 +26,38 @@ _UNTIL_RE = re.compile(r"\s*(==|!=|>=|<=|>|<)(.*)\Z", re.DOTALL)
 _MAX_EXPR_CHARS = 200
 
 
+class DivisionByZero(ProtocolError):
+    """An expression divided by zero at one ``world_size`` and ``epoch`` (see :func:`evaluate_at`)."""
+
+    def __init__(self, source: str, world_size: int, epoch: int) -> None:
+        self.source, self.world_size, self.epoch = source, world_size, epoch
+        super().__init__(f"{source!r} divides by zero at world_size={world_size}, epoch={epoch}")
+
+
+def step_place(path: str, section: str, number: int, line: int | None) -> str:
+    """``PATH:LINE: signal step N``, as the loader's messages name a step (no ``:LINE`` if unknown)."""
+    at = f"{path}:{line}" if line is not None else path
+    return f"{at}: {section} step {number}"
+
+
+def evaluate_at(expr: "Expr", *, place: str, name: str, shown: str | None = None,
+                world_size: int, epoch: int) -> int:
+    """``expr.evaluate(...)``; a division by zero names the protocol field that has it.
+
+    >>> evaluate_at(parse_expr("1 // (world_size - 2)"), place="my.toml:9: signal step 1",
+    ...             name="value", world_size=2, epoch=0)
+    Traceback (most recent call last):
+    ...
+    syncverify.errors.ProtocolError: my.toml:9: signal step 1: value='1 // (world_size - 2)' divides by zero at world_size=2, epoch=0
+    """
+    try:
+        return expr.evaluate(world_size=world_size, epoch=epoch)
+    except DivisionByZero as error:
+        text = shown if shown is not None else repr(expr.source)
+        raise ProtocolError(f"{place}: {name}={text} divides by zero "
+                            f"at world_size={world_size}, epoch={epoch}") from None
+
+
 class Invalid(Exception):
     """A problem found below the loader's entry point; the entry point adds the location.
 
@@ -73,9 +105,7 @@ class Expr:
         try:
             return _evaluate(self.tree, env)
         except ZeroDivisionError:
-            raise ProtocolError(
-                f"{self.source!r} divides by zero at world_size={world_size}, epoch={epoch}"
-            ) from None
+            raise DivisionByZero(self.source, world_size, epoch) from None
 
     @property
     def variables(self) -> frozenset[str]:

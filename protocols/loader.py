@@ -211,7 +211,7 @@ def parse_protocol(text: str, *, path: str = "<string>") -> Protocol:
     ... ''', path="tiny.toml")
     Traceback (most recent call last):
     ...
-    syncverify.errors.ProtocolError: tiny.toml:5: reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?)
+    syncverify.errors.ProtocolError: tiny.toml:5: reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?) (host gives --reset host-between-barriers, consumer/none give none)
     """
     if not isinstance(text, str):
         raise ProtocolError(f"{path}: expected the protocol's TOML text, got {type(text).__name__}")
@@ -283,7 +283,8 @@ def _build_checked(data: Mapping[str, Any], path: str, lines: _Lines) -> Protoco
     origin = _text(data, "origin")
     believed = _text(data, "believed", required=False)
     notes = _text(data, "notes", required=False)
-    reset = _one_of("reset", data.get("reset", "host"), RESETS)
+    reset = one_of("reset", data.get("reset", "host"), RESETS, error=functools.partial(Invalid, key="reset"),
+                   where="host gives --reset host-between-barriers, consumer/none give none")
     cache = _table(data, "tile_store", TILE_STORE_FIELDS).get("cache", "")
     tile_store = TileStore(_one_of("tile_store.cache", cache, STORE_CACHES, key="tile_store"))
     volatile = _table(data, "tile_load", TILE_LOAD_FIELDS).get("volatile", False)

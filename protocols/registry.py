@@ -98,6 +98,9 @@ def load_protocol(name_or_path: str | os.PathLike[str]) -> Protocol:
         )
     if name_or_path in _builtin_files():
         return _load_builtin(name_or_path)
+    if name_or_path.lower().endswith(".litmus"):
+        raise ProtocolError(f"{name_or_path} is a litmus test, not a protocol: run it with "
+                            f"'syncverify litmus {name_or_path}'")
     if _looks_like_path(name_or_path):
         return _load_file(name_or_path)
     names = builtin_names()

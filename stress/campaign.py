@@ -97,7 +97,7 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
                                  ("order", o.order, ORDERS)):
         one_of(f"--{name}", value, allowed, error=StressConfigError)
     if o.reset is not None:
-        one_of("--reset", o.reset, RESETS, error=StressConfigError)
+        one_of("--reset", o.reset, RESETS, error=StressConfigError, where=f"default: from {rules.RESET_MAPPING}")
     if not 0 <= o.delay_pct <= 100:
         raise StressConfigError(f"--delay-pct={o.delay_pct} must be in 0..100")
     if o.delay_max_ns < 1 or o.delay_max_ns > 1_000_000:
@@ -120,8 +120,10 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
         chunk=1 if tiny else 64,
     )
     o = _replace(o, **{k: v for k, v in defaults.items() if getattr(o, k) is None})
-    if o.max_polls < 1 or o.chunk < 1:
-        raise StressConfigError("--max-polls and --chunk must be at least 1")
+    if o.max_polls < 1:
+        raise StressConfigError(f"--max-polls={o.max_polls} must be at least 1")
+    if o.chunk < 1:  # not a command-line option: campaign_options(chunk=...) from Python only
+        raise StressConfigError(f"campaign option chunk={o.chunk} must be at least 1")
     return o
 
 

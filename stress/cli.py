@@ -19,6 +19,7 @@ import typer
 from syncverify import exitcodes
 from syncverify.cli.paths import check_writable
 from syncverify.errors import SyncVerifyError
+from syncverify.rules import RESET_HELP
 
 
 def _consoles():
@@ -54,7 +55,7 @@ def stress_command(
     push: str = typer.Option("epoch-flag", "--push", help="all-scatter: the protocol of the cross-rank push stage, as in 'syncverify check --push' (default: epoch-flag)"),
     distribution: str = typer.Option("striding", "--distribution", help="all-reduce tile owners: striding | block (default: striding)"),
     production: str = typer.Option("every-rank", "--production", help="all-reduce partials: every-rank | owner-only (default: every-rank)"),
-    reset: Optional[str] = typer.Option(None, "--reset", help="none | host-between-barriers | host-racing (default: from the protocol's reset)"),
+    reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP),
     poison: str = typer.Option("all", "--poison", help="all | outputs: also zero the workspaces each iteration, or keep them (default: all)"),
     lock_dtype: str = typer.Option("int32", "--lock-dtype", help="int32 | int8 (default: int32)"),
     max_polls: Optional[int] = typer.Option(None, "--max-polls", help="poll budget of each consumer program (default: 65536 with virtual ranks, 4194304 with one process per GPU, 8 interpreted)"),
@@ -62,7 +63,10 @@ def stress_command(
     output: Optional[Path] = typer.Option(None, "--output", help="append JSON lines (progress, bad tiles, result) to this file (its directory must exist)"),
     json_output: bool = typer.Option(False, "--json", help="print the result as one JSON object"),
 ) -> None:
-    """Stress a protocol inside the real fused GEMM kernel; report every bad tile and why."""
+    """Stress a protocol inside the real fused GEMM kernel; report every bad tile and why.
+
+    Exit codes: 0 clean (no bad tile), 1 bad tiles found (or a stopped run), 2 bad input.
+    """
     out, err = _consoles()
     options = dict(
         protocol=protocol, kernel=kernel, world_size=world_size, virtual_ranks=virtual_ranks,

@@ -26,6 +26,7 @@ from syncverify import ptx
 from syncverify.events import Execution
 from syncverify.explore import (
     DEFAULT_MAX_EXECUTIONS,
+    DEFAULT_MAX_STEPS,
     DEFAULT_PROGRESS_INTERVAL,
     LimitHit,
     Progress,
@@ -66,6 +67,7 @@ class CheckResult:
     limit_hit: str | None = None
     limit_detail: str = ""
     sampled: int | None = None  # number of samples, in --sample mode
+    seed: int | None = None  # the seed of --sample mode
     complete: int = 0  # executions in which no thread hangs
     stages: list[tuple[str, int, float]] = field(default_factory=list)  # (stage, executions, seconds) when split
     stopped_at_first: bool = False  # ``first=True`` stopped the search at its first violation
@@ -100,6 +102,7 @@ class CheckResult:
             "seconds": round(self.seconds, 3),
             "limit": self.limit_hit,
             "sampled": self.sampled,
+            "seed": self.seed,
             "notes": self.scenario.notes,
             "push": getattr(self.scenario.push_protocol, "name", None),
             "stages": [{"stage": name, "executions": n, "seconds": round(seconds, 3)}
@@ -169,7 +172,8 @@ def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
 
 def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
           timeout: float | None = None, progress: Callable[[Progress], None] | None = None,
-          progress_interval: float = DEFAULT_PROGRESS_INTERVAL, first: bool = False) -> CheckResult:
+          progress_interval: float = DEFAULT_PROGRESS_INTERVAL, first: bool = False,
+          max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
     """Explore every execution of ``scenario`` and collect one witness per violation kind.
 
     A scenario split into stage programs (``scenario.parts``) is checked stage by stage, in stage
@@ -179,8 +183,8 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
 
     Parameters
     ----------
-    max_executions, timeout
-        Bounds: hitting one answers unknown (``safe is None``) with ``limit_hit`` set.
+    max_executions, timeout, max_steps
+        Bounds (``max_steps``: instructions one thread may run on one path): hitting one answers unknown (``safe is None``) with ``limit_hit`` set.
     progress, progress_interval
         Called with a :class:`~syncverify.explore.Progress` (executions, candidates, violations
         found so far by kind, seconds) at most every ``progress_interval`` seconds.
@@ -190,7 +194,7 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
     """
     if scenario.parts:
         return _check_parts(scenario, max_executions=max_executions, timeout=timeout, progress=progress,
-                            progress_interval=progress_interval, first=first)
+                            progress_interval=progress_interval, first=first, max_steps=max_steps)
     result = CheckResult(scenario)
     seen_kinds: Counter[str] = Counter()  # executions that showed each kind, for progress
 
@@ -206,7 +210,7 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
     def report(p: Progress) -> None:
         progress(replace(p, violations=dict(seen_kinds)))  # type: ignore[misc]
 
-    explored = explore(scenario.program, max_executions=max_executions, timeout=timeout,
+    explored = explore(scenario.program, max_executions=max_executions, timeout=timeout, max_steps=max_steps,
                        on_execution=judge, keep=False, progress=report if progress is not None else None,
                        progress_interval=progress_interval)
     result.stopped_at_first = explored.stopped_early
@@ -244,7 +248,8 @@ def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 
 
 
 def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | None,
-                 progress: Callable[[Progress], None] | None, progress_interval: float, first: bool) -> CheckResult:
+                 progress: Callable[[Progress], None] | None, progress_interval: float, first: bool,
+                 max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
     """:func:`check` of a scenario split into stage programs, joined; see :func:`check`."""
     result = CheckResult(scenario)
     start = time.monotonic()
@@ -258,7 +263,7 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
             progress(replace(p, executions=p.executions + before[0], candidates=p.candidates + before[1],
                              seconds=time.monotonic() - start, violations=dict(kinds)))
 
-        sub = check(part, max_executions=max_executions, timeout=left, first=first,
+        sub = check(part, max_executions=max_executions, timeout=left, first=first, max_steps=max_steps,
                     progress=report if progress is not None else None, progress_interval=progress_interval)
         result.executions += sub.executions
         result.candidates += sub.candidates
@@ -275,7 +280,8 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
             # a hanging launch stops the later launches of every stage: the split cannot see that
             whole = replace(scenario, parts=[])
             left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
-            result = check(whole, max_executions=max_executions, timeout=left, first=first, progress=progress,
+            result = check(whole, max_executions=max_executions, timeout=left, first=first, max_steps=max_steps,
+                           progress=progress,
                            progress_interval=progress_interval)
             result.stages.append(("whole program: a stage can hang across epochs", result.executions,
                                   result.seconds))
@@ -287,18 +293,19 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
     return result
 
 
-def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None = None) -> CheckResult:
+def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None = None,
+           max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
     """Check ``samples`` randomly chosen candidate executions (seeded, replayable).
 
     Violations found are real (their executions are consistent); finding none is not a proof.
     """
     start = time.monotonic()
     rng = random.Random(seed)
-    result = CheckResult(scenario, sampled=0)
+    result = CheckResult(scenario, sampled=0, seed=seed)
     deadline = start + timeout if timeout else None
     pool: list = []
     try:
-        for item in candidate_executions(scenario.program, deadline=deadline):
+        for item in candidate_executions(scenario.program, deadline=deadline, max_steps=max_steps):
             result.candidates += 1
             # reservoir sampling over the candidate stream
             if len(pool) < samples:

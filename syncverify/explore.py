@@ -293,7 +293,7 @@ def explore(
                 result.stopped_early = True
                 break
             if result.complete_count + result.hang_count >= max_executions:
-                raise LimitHit("max-executions", f"{max_executions} consistent executions")
+                raise LimitHit("max-executions", f"{max_executions} consistent execution{'' if max_executions == 1 else 's'}")
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
     result.seconds = time.monotonic() - start

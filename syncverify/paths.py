@@ -9,6 +9,7 @@ dropped iteration (the explorer's docstring says why that loses no violation).
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 
@@ -176,6 +177,30 @@ def live_registers(thread: Thread, observed: frozenset[str] | None) -> list[froz
     return [frozenset(x) for x in live]
 
 
+def _max_steps_detail(thread: Thread, max_steps: int) -> str:
+    """Which bound ``max-steps`` is, in the protocol's terms, and the option that raises it.
+
+    A thread whose code alone is longer than the bound (a protocol with thousands of steps) is told
+    its size and its protocol steps; a shorter one must be looping without repeating a state.
+    """
+    who = f"{thread.role} (thread {thread.name})" if thread.role else f"thread {thread.name}"
+    size = len(thread.instructions)
+    if size > max_steps:
+        steps: dict[str, int] = {}
+        for ins in thread.instructions:
+            found = _STEP_RE.match(getattr(ins, "label", "") or "")
+            if found:
+                steps[found[1]] = max(steps.get(found[1], 0), int(found[2]))
+        named = "".join(f"{n} {kind} step{'' if n == 1 else 's'}, " for kind, n in steps.items())
+        return (f"{who} has {named}{size} instructions in all, more than the bound of {max_steps} "
+                f"instructions per thread and path; raise it with --max-steps N, N above {size}")
+    return (f"{who} ran more than {max_steps} instructions on one path without terminating or "
+            f"repeating a state (a loop that writes every iteration?); raise the bound with --max-steps N")
+
+
+_STEP_RE = re.compile(r"(signal|wait) step (\d+)\b")
+
+
 def thread_paths(
     thread: Thread,
     domain: dict[str, frozenset[int]],
@@ -207,8 +232,7 @@ def thread_paths(
                 paths.append(Path(events, tuple(sorted(regs.items()))))
                 break
             if steps > max_steps:
-                raise LimitHit("max-steps", f"thread {thread.name} ran {max_steps} instructions on one path "
-                               "without terminating or repeating a state (a loop that writes every iteration?)")
+                raise LimitHit("max-steps", _max_steps_detail(thread, max_steps))
             work += 1
             if deadline is not None and work % 64 == 0 and time.monotonic() > deadline:
                 # Counted over all paths, not per path: many short paths take as long as a long one.

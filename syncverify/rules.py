@@ -115,6 +115,26 @@ RESET_POLICIES: tuple[str, ...] = ("none", "host-between-barriers", "host-racing
 PROTOCOL_RESET: dict[str, str] = {"host": "host-between-barriers", "consumer": "none", "none": "none"}
 
 
+#: The mapping above in words, for ``--help`` and messages that name one side of it.
+RESET_MAPPING = "the protocol's reset field: host -> host-between-barriers, consumer/none -> none"
+
+#: ``--reset``'s help text (check and stress).
+RESET_HELP = f"none | host-between-barriers | host-racing (default: from {RESET_MAPPING})."
+
+
+def describe_reset(policy: str, protocol_reset: str) -> str:
+    """The reset policy as a verdict line names it, with the protocol field it comes from.
+
+    >>> print(describe_reset("host-between-barriers", "host"))
+    host-between-barriers (the protocol's reset = "host")
+    >>> print(describe_reset("none", "host"))
+    none (from --reset; the protocol's reset = "host" gives host-between-barriers)
+    """
+    if policy == PROTOCOL_RESET[protocol_reset]:
+        return f'{policy} (the protocol\'s reset = "{protocol_reset}")'
+    return f'{policy} (from --reset; the protocol\'s reset = "{protocol_reset}" gives {PROTOCOL_RESET[protocol_reset]})'
+
+
 def reset_policy(protocol_reset: str, override: str | None = None) -> str:
     """The reset policy for a protocol's locks: ``override`` if given, else its own field's."""
     return override if override is not None else PROTOCOL_RESET[protocol_reset]

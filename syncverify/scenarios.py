@@ -153,7 +153,7 @@ class ScenarioOptions:
         if self.production == "owner-only" and self.scenario != "all-reduce":
             raise ScenarioError("production='owner-only' applies to the all-reduce scenario only")
         if self.reset is not None:
-            one_of("reset", self.reset, RESETS, error=ScenarioError)
+            one_of("--reset", self.reset, RESETS, error=ScenarioError, where=f"default: from {rules.RESET_MAPPING}")
         return replace(self, reset=rules.reset_policy(protocol.reset, self.reset))
 
 
@@ -260,6 +260,16 @@ class _Builder:
         return Load(f"r{buffer}{copy}{'' if block is None else f'b{block}'}", tile_loc(buffer, copy, tile, thread, block),
                     sem, low.scope if sem != "weak" else None, ghost=True, label=f"tile load: {whose}")
 
+    def operand(self, protocol, section: str, n: int, step, name: str) -> int:
+        """Step ``n``'s ``name`` field (value, compare, until) at this world size and epoch; a
+        division by zero is a one-line ``PATH:LINE: section step N: field=...`` error."""
+        from syncverify.protocols.expressions import evaluate_at, step_place
+
+        expr = step.until.rhs if name == "until" else getattr(step, name)
+        shown = repr(step.until.source) if name == "until" else None
+        return evaluate_at(expr, place=step_place(protocol.path, section, n, step.line), name=name, shown=shown,
+                           **self.env())
+
     def signal(self, protocol, rank: int, tile: int, thread: int, stage: str) -> list:
         out: list = []
         for n, step in enumerate(protocol.signal, 1):
@@ -272,7 +282,7 @@ class _Builder:
                 elif low.kind == "fence":
                     out.append(Fence(low.sem, low.scope, label=where))
                 elif low.kind in ("st", "atom"):
-                    value = step.value.evaluate(**self.env())
+                    value = self.operand(protocol, "signal", n, step, "value")
                     for q in rules.signal_targets(step.to, rank, signal_owner(rank, tile, self.opts), self.opts.world_size):
                         loc = lock_loc(step.lock, stage, q, tile)
                         if self.needed is not None and loc not in self.needed:
@@ -307,10 +317,11 @@ class _Builder:
                         sem = "relaxed" if poll.sem == "volatile" else poll.sem
                         out.append(Load(reg, loc, sem, poll.scope if sem != "weak" else None, label=text))
                     else:
-                        operands = ((step.compare.evaluate(**self.env()), step.value.evaluate(**self.env()))
-                                    if poll.op == "cas" else (step.value.evaluate(**self.env()),))
+                        operands = ((self.operand(protocol, "wait", n, step, "compare"),
+                                     self.operand(protocol, "wait", n, step, "value"))
+                                    if poll.op == "cas" else (self.operand(protocol, "wait", n, step, "value"),))
                         out.append(Atomic(poll.op, reg, loc, operands, poll.sem, poll.scope, label=text))
-                    cond, value = rules.loop_back(step.until.op, step.until.target(**self.env()))
+                    cond, value = rules.loop_back(step.until.op, self.operand(protocol, "wait", n, step, "until"))
                     out.append(Branch(label, cond, reg, value))
                 for _low in lowered[1:]:  # the bar.sync that broadcasts a one-thread poll
                     out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
@@ -325,7 +336,8 @@ class _Builder:
                 elif low.kind == "atom" and step.op == "atomic_cas":
                     for src in sources:
                         out.append(Atomic("cas", "rc", lock_loc(step.lock, stage, src, tile),
-                                          (step.compare.evaluate(**self.env()), step.value.evaluate(**self.env())),
+                                          (self.operand(protocol, "wait", n, step, "compare"),
+                                           self.operand(protocol, "wait", n, step, "value")),
                                           low.sem, low.scope, label=where))
                 else:
                     raise UnsupportedConstruct(f"{where}: the model cannot place a '{low.kind}' in a wait")

@@ -330,7 +330,7 @@ def test_bad_enum_value_in_a_file_keeps_file_and_line_and_suggests_the_closest()
         f"{PATH}:4: tile_store.cache='.wtt' is not one of '', '.wt', '.cg', '.cs' (did you mean '.wt'?)"
     )
     message = error_of(edit("tile_store", 'reset = "hostt"\ntile_store'))
-    assert message == f"{PATH}:4: reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?)"
+    assert message == f"{PATH}:4: reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?) (host gives --reset host-between-barriers, consumer/none give none)"
 
 
 def test_enum_value_that_is_not_a_string_is_told_so():

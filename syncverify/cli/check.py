@@ -12,7 +12,8 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.cli import app, err, out
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS, Progress
+from syncverify.explore import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
+from syncverify.rules import RESET_HELP, describe_reset
 
 DEFAULT_TIMEOUT = 600.0  # seconds: a check answers unknown rather than run on unseen
 PROGRESS_AFTER = 2.0  # seconds before a check starts showing progress
@@ -30,11 +31,12 @@ def check_command(
     production: str = typer.Option("every-rank", "--production", help="every-rank | owner-only (all-reduce)."),
     distribution: str = typer.Option("striding", "--distribution", help="striding | block (all-reduce)."),
     push: str = typer.Option("epoch-flag", "--push", help="all-scatter: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file."),
-    reset: Optional[str] = typer.Option(None, "--reset", help="none | host-between-barriers | host-racing (default: from the protocol's reset).", show_default=False),
+    reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP, show_default=False),
     no_symmetry: bool = typer.Option(False, "--no-symmetry", help="Build every tile and rank (no symmetry reduction or slicing)."),
     graph: Optional[Path] = typer.Option(None, "--graph", help="Draw the first violation's execution to PATH.dot or PATH.png.", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Answer unknown after this many executions."),
+    max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Answer unknown when one thread runs more instructions than this on one path (a protocol with many steps needs more)."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=0.001, help="Seconds before answering unknown (exit 3).", show_default=True),
     first: bool = typer.Option(False, "--first", help="Stop at the first violation found and print its counterexample (exit 1)."),
     progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
@@ -68,7 +70,7 @@ def check_command(
                                          distribution=distribution, reset=reset, symmetry=not no_symmetry,
                                          push=push))
     if samples is not None:
-        result = sample(built, samples=samples, seed=seed, timeout=timeout)
+        result = sample(built, samples=samples, seed=seed, timeout=timeout, max_steps=max_steps)
     else:
         if not as_json:
             err.print(f"checking {proto.name} in {scenario} (world size {world_size}) ...", markup=False)
@@ -76,7 +78,7 @@ def check_command(
         every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
         with ProgressReport(after=after, plain_every=every) as report:
             result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
-                           progress_interval=min(0.5, every), first=first)
+                           progress_interval=min(0.5, every), first=first, max_steps=max_steps)
     suggestions = _suggest(proto, built.options, result) if suggest else None
     if as_json:  # the verdict first: a failure while drawing cannot lose it
         doc = result.to_json()
@@ -107,21 +109,27 @@ def _print_text(result) -> None:
     verdict = {True: "SAFE", False: "UNSAFE", None: "UNKNOWN"}[result.safe]
     out.print(f"{result.scenario.protocol.name} in {opts.scenario}: {verdict}", markup=False)
     out.print(f"  world size {opts.world_size}, tiles {opts.tiles}, epochs {opts.epochs}, "
-              f"{opts.threads_per_cta} threads per CTA, production {opts.production}, reset {opts.reset}", markup=False)
+              f"{opts.threads_per_cta} threads per CTA, production {opts.production}, "
+              f"reset {describe_reset(opts.reset, result.scenario.protocol.reset)}", markup=False)
     for note in result.scenario.notes:
         out.print(f"  note: {note}", markup=False)
     if result.sampled is not None:
-        out.print(f"  sampled {result.sampled} candidate executions (seed given), {result.executions} consistent", markup=False)
+        out.print(f"  sampled {_count(result.sampled, 'candidate execution')} (seed {result.seed}; "
+                  f"--seed N draws others), {result.executions} consistent", markup=False)
         if not result.violations:
-            out.print(f"  none in {result.sampled} samples: this is not a proof of safety", markup=False)
+            out.print(f"  none in {_count(result.sampled, 'sample')}: this is not a proof of safety", markup=False)
     else:
-        out.print(f"  {result.executions} consistent executions ({result.candidates} candidates) in {result.seconds:.2f}s", markup=False)
+        out.print(f"  {_count(result.executions, 'consistent execution')} "
+                  f"({_count(result.candidates, 'candidate')}) in {result.seconds:.2f}s", markup=False)
     if result.stages:
-        parts = "; ".join(f"{name} {n} executions, {seconds:.2f}s" for name, n, seconds in result.stages)
+        parts = "; ".join(f"{name} {_count(n, 'execution')}, {seconds:.2f}s" for name, n, seconds in result.stages)
         out.print(f"  checked stage by stage (exact; see 'docs/scenarios.md'): {parts}", markup=False)
     if result.stopped_at_first:
         out.print("  stopped at the first violation (--first): other kinds may exist", markup=False)
-    if result.limit_hit:
+    if result.limit_hit and result.violations:
+        out.print(f"  unsafe: the violations below are real; the search stopped early (limit '{result.limit_hit}' "
+                  f"hit: {result.limit_detail}), so other kinds may exist", markup=False)
+    elif result.limit_hit:
         out.print(f"  unknown: limit '{result.limit_hit}' hit ({result.limit_detail}); explored so far as above", markup=False)
     if not result.violations:
         return
@@ -161,6 +169,11 @@ def _print_suggestions(suggestions) -> None:
     for number, fix in enumerate(suggestions[:MAX_SUGGESTIONS], start=1):
         out.print(f"fix {number}: {fix.description}", markup=False)
         out.print(fix.diff.rstrip("\n"), markup=False)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 candidate``, ``2 candidates``: a count with its noun, plural unless it is one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def progress_line(progress: Progress | None, seconds: float) -> str:

@@ -10,7 +10,7 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.cli import app, err, out
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS
+from syncverify.explore import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS
 
 
 @app.command("litmus")
@@ -19,6 +19,7 @@ def litmus_command(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of verdicts instead of text."),
     graph: Optional[Path] = typer.Option(None, "--graph", help="Write DOT and PNG of one witnessing execution per test into this folder (created if missing; its parent must exist).", show_default=False),
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Stop and answer Unknown after this many executions."),
+    max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Answer Unknown when one thread runs more instructions than this on one path."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per test before answering Unknown (default: none).", show_default=False),
 ) -> int:
     """Explore every execution the PTX model allows and print herd7-style observations.
@@ -38,7 +39,7 @@ def litmus_command(
     for program, path in zip(programs, files):
         if not as_json and len(programs) > 1:
             err.print(f"running {path} ...", markup=False)
-        verdict = run_litmus(program, max_executions=max_executions, timeout=timeout)
+        verdict = run_litmus(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps)
         verdicts.append(verdict)
         if not as_json:
             _print_text(verdict)
@@ -64,7 +65,8 @@ def _safe(name: str) -> str:
 def _print_text(v) -> None:
     out.print(f"Test {v.name} {v.validation if not v.unknown else 'Unknown'}", markup=False)
     out.print(v.line(), markup=False)
-    out.print(f"Condition {v.quantifier} ({'holds' if v.validation == 'Ok' else 'fails'})"
+    judged = "unknown" if v.unknown else ("holds" if v.validation == "Ok" else "fails")
+    out.print(f"Condition {v.quantifier} ({judged})"
               f"  executions {v.executions}  can hang: {'yes' if v.can_hang else 'no'}  time {v.seconds:.3f}s",
               markup=False)
     if v.unknown:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from syncverify.events import Execution
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS, explore
+from syncverify.explore import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, explore
 from syncverify.program import Program, TrueProp, evaluate
 
 
@@ -55,7 +55,7 @@ class LitmusVerdict:
 
 
 def run_litmus(program: Program, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
-               timeout: float | None = None) -> LitmusVerdict:
+               timeout: float | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> LitmusVerdict:
     """Explore ``program`` and count the executions that satisfy its final condition."""
     condition = program.condition
     prop = condition.prop if condition is not None else TrueProp()
@@ -73,7 +73,7 @@ def run_litmus(program: Program, *, max_executions: int = DEFAULT_MAX_EXECUTIONS
         else:
             counts["neg"] += 1
 
-    result = explore(program, max_executions=max_executions, timeout=timeout, on_execution=judge, keep=False)
+    result = explore(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps, on_execution=judge, keep=False)
     pos, neg = counts["pos"], counts["neg"]
     if result.limit_hit:
         observation = "Unknown"
