@@ -141,3 +141,13 @@ def test_stress_help_lists_its_exit_codes(monkeypatch):
     assert result.exit_code == 0
     assert "Exit codes: 0 clean (no bad tile), 1 bad tiles found (or a stopped run), 2 bad input." in unwrapped(
         result.output)
+
+
+def test_graph_of_a_safe_result_says_there_is_nothing_to_draw(tmp_path, capsys):
+    from syncverify.cli import main
+
+    png = tmp_path / "safe.png"
+    assert main(["check", "epoch-flag", "--graph", str(png)]) == 0
+    err = capsys.readouterr().err
+    assert "nothing drawn: no violation was found" in err
+    assert not png.exists()

@@ -95,6 +95,9 @@ def check_command(
                                                   highlight=witness.evidence), "--graph", graph)
         if drawn and not as_json:
             out.print(f"graph of the first counterexample: {graph}", markup=False)
+    elif graph is not None:  # say so rather than leave the user looking for a file
+        err.print(f"--graph {graph}: nothing drawn: no violation was found (--graph draws a counterexample)",
+                  markup=False)
     if result.violations:
         return exitcodes.FOUND
     if result.safe is None:
