@@ -195,10 +195,16 @@ def _not_strong(names: _Names, w: Event, r: Event, link: str) -> Cause:
         if not weak.is_init and not ptx.strong_operation(weak):
             other = r if weak is w else w
             access = "store" if weak.is_write else "load"
+            fix = ("a release write (or a relaxed one after a release fence)" if weak.is_write
+                   else "an acquire read (or a relaxed one followed by an acquire fence)")
+            also = ""
+            if other.is_read and not ptx.acquire_read(other) and ptx.strong_read(other):
+                also = (f"; and {getattr(names.step(other), 'name', 'the poll')}, {_strength(other)}, is no "
+                        f"acquire either: an acquire read or fence must follow it")
             text = (f"{names.what(weak)} by {names.who(weak)} is a weak {access} (sem weak): a weak access is "
                     f"morally strong with no access of another thread, so {names.what(other)} by "
-                    f"{names.who(other)} cannot observe or synchronize with it; the step must be a strong "
-                    f"{'release write' if weak.is_write else 'acquire read'} (or relaxed with a fence)")
+                    f"{names.who(other)} ({_strength(other)}) cannot observe or synchronize with it; make the "
+                    f"step {fix}{also}")
             return Cause("not-morally-strong", text, _refs(names, weak, other), link, ((w.eid, r.eid),),
                          {"weak_step": getattr(names.step(weak), "name", None), "sem": weak.sem})
     for narrow, other in ((w, r), (r, w)):
@@ -405,14 +411,19 @@ def _hang_cause(names: _Names, violation) -> Cause:
     writes = [e for e in x.events if e.is_write and e.loc == loc and not e.is_init]
     signals = [e for e in writes if "signal step" in e.label]
     resets = [e for e in writes if _is_reset(names, e)]
-    last_write = x.events[x.co[loc][-1]] if loc in x.co and x.co[loc] else None
-    if resets and last_write is not None and _is_reset(names, last_write):
-        text = (f"a host reset races with a signal: {names.who(last_write)} "
-                f"zeroes {loc} after the signals of epoch {info.epoch} reached it (reset policy "
-                f"{names.scenario.options.reset}: unordered with the launch), so {ref.name if ref else 'the poll'} "
-                f"needs {loc} {needed} ({step.until.source if step else ''}) and last reads {seen}")
+    who = f"rank {info.rank}'s {info.cta.split(' of ')[0]} (thread {info.thread}, epoch {info.epoch})"
+    until = step.until.source if step is not None and step.until else "?"
+    co = ptx.co(x)
+    this_epoch = [e for e in signals if e.phase == f"e{info.epoch}"]
+    late = [r for r in resets if any((sig.eid, r.eid) in co for sig in this_epoch)]
+    if late:
+        reset = late[0]
+        text = (f"a host reset races with a signal: {names.who(reset)} zeroes {loc} after signals of epoch "
+                f"{info.epoch} reached it (reset policy {names.scenario.options.reset}: on another stream, "
+                f"unordered with the launch), erasing them; {ref.name if ref else 'the poll'} of {who} needs "
+                f"{loc} {needed} (until {until}) and the last value it reads is {seen}")
         return Cause("reset-race", text, ((ref,) if ref else ()) + _refs(names, *signals), "reset",
-                     ((last_write.eid, last.eid),) if last else (),
+                     tuple((sig.eid, reset.eid) for sig in this_epoch if (sig.eid, reset.eid) in co),
                      {"needed": needed, "last_value": seen, "location": loc,
                       "reset_policy": names.scenario.options.reset})
     writers = sorted({(names.rank(e), getattr(names.step(e), "name", e.label)) for e in signals})
@@ -422,13 +433,23 @@ def _hang_cause(names: _Names, violation) -> Cause:
     missing = sorted(ranks - {q for q, _ in writers})
     why = (f"; rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} never "
            f"write{'s' if len(missing) == 1 else ''} to it (look at the signal step's `to`)" if missing else "")
+    ms = ptx.morally_strong(x)
+    lost = [(u, v) for i, u in enumerate(signals) for v in signals[i + 1:]
+            if u.thread != v.thread and (u.eid, v.eid) not in ms]
+    if lost and not missing:
+        u, v = lost[0]
+        narrow, other = (u, v) if not _scope_includes(u, v) else (v, u)
+        why = (f"; every producer writes it, but {names.what(narrow)} is {_strength(narrow)}, a scope that "
+               f"does not include {names.who(other)} on GPU {other.gpu}: the two read-modify-writes are not "
+               f"morally strong, so they are not atomic with each other and an increment is lost "
+               f"(scope sys is needed)")
     poller = f"{ref.name} ({ref.op}), polling {loc}" if ref else f"the poll of {loc}"
-    text = (f"the poll's target is unreachable: {poller}, by {names.who(x.events[polls[-1].eid]) if polls else info.role} "
-            f"needs {loc} {needed} (until {step.until.source if step else '?'}), but the last value it reads is "
-            f"{seen}: the writes that reach {loc} come from {by}{why}")
+    text = (f"the poll's target is unreachable: {poller}, by {who} needs {loc} {needed} (until {until}), but "
+            f"the last value it reads is {seen}: the writes that reach {loc} come from {by}{why}")
     return Cause("unreachable-target", text, ((ref,) if ref else ()) + _refs(names, *signals), "target",
                  tuple((e.eid, last.eid) for e in signals) if last else (),
-                 {"needed": needed, "last_value": seen, "location": loc, "missing_ranks": missing})
+                 {"needed": needed, "last_value": seen, "location": loc, "missing_ranks": missing,
+                  "lost_update": bool(lost and not missing)})
 
 
 def _await_step(names: _Names, loc: str | None):
