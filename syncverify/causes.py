@@ -177,7 +177,7 @@ def _comm(x: Execution) -> frozenset:
 
 def _strength(e: Event) -> str:
     if e.is_read and e.sem == "relaxed" and e.scope == "sys":
-        return "relaxed at sys scope (a volatile load is one)"
+        return "relaxed at sys scope, as a volatile load is"
     return _SEM.get(e.sem, e.sem) + (f" at {e.scope} scope" if e.scope else "")
 
 
