@@ -49,10 +49,24 @@ class Violation:
     evidence: list[tuple[int, int]]
     #: The stage program the witness is an execution of, when the scenario was checked by stage.
     part: Scenario | None = None
+    _cause: object = field(default=None, repr=False, compare=False)
 
     def trace(self, scenario: Scenario) -> list[dict]:
         """The witness's events in a causality-respecting order, as plain dicts."""
         return execution_trace(self.execution, self.part or scenario, self.evidence)
+
+    def cause(self, scenario: Scenario):
+        """Why it happens: the first missing link of the protocol's intended chain
+        (:func:`syncverify.causes.cause`), computed once. A failure there is reported as an
+        ``unexplained`` cause rather than raised: it must not hide the verdict."""
+        from syncverify.causes import Cause, cause
+
+        if self._cause is None:
+            try:
+                self._cause = cause(self, scenario)
+            except Exception as error:  # noqa: BLE001 -- the verdict stands without its cause
+                self._cause = Cause("unexplained", f"no cause could be computed ({type(error).__name__}: {error})")
+        return self._cause
 
 
 @dataclass
@@ -95,7 +109,8 @@ class CheckResult:
             "reset": opts.reset,
             "safe": self.safe,
             "violations": [
-                {"kind": v.kind, "explanation": v.explanation, "trace": v.trace(self.scenario)}
+                {"kind": v.kind, "explanation": v.explanation, "cause": v.cause(self.scenario).to_json(),
+                 "trace": v.trace(self.scenario)}
                 for v in self.violations.values()
             ],
             "executions": self.executions,

@@ -144,6 +144,7 @@ def _print_text(result) -> None:
     out.print(table)
     for v in result.violations.values():
         out.print(f"counterexample for {v.kind}:", markup=False)
+        out.print(f"  cause: {v.cause(result.scenario).text}", markup=False)
         for row in v.trace(result.scenario):
             mark = ">>" if row["offending"] else "  "
             rf = f" <- {row['reads_from']}" if row["reads_from"] else ""

@@ -1,0 +1,125 @@
+"""Causes: each unsafe built-in's violations are explained by the first missing link of its chain."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from syncverify.causes import CAUSE_KINDS, cause
+from syncverify.check import check_protocol
+from syncverify.protocols import builtin_names, load_protocol, protocol_from_dict
+
+GENERIC = {"unexplained"}
+
+
+def _causes(protocol, scenario="all-reduce", **options):
+    result = check_protocol(protocol, scenario=scenario, world_size=2, **options)
+    assert result.safe is False
+    return result, {kind: cause(v, result.scenario) for kind, v in result.violations.items()}
+
+
+def _names(c):
+    return [s.name for s in c.steps]
+
+
+@pytest.mark.parametrize("scenario", ["all-reduce", "all-scatter"])
+def test_fenced_release_acquire_lacks_the_cta_barrier_before_its_signal(scenario):
+    _result, causes = _causes("fenced-release-acquire", scenario)
+    for c in causes.values():
+        assert c.kind == "no-cta-barrier"
+        assert any(name.endswith("signal step 2") for name in _names(c))
+        assert "thread 0 only" in c.text and "barrier" in c.text
+        assert c.steps[0].where.endswith("fenced-release-acquire.toml:17")
+
+
+def test_barrier_release_xchg_cas_acquire_acquires_on_one_thread_only():
+    for scenario in ("all-reduce", "all-scatter"):
+        _result, causes = _causes("barrier-release-xchg-cas-acquire", scenario)
+        assert causes["race"].kind == "consumer-not-ordered"
+        assert any(name.endswith("wait step 2") for name in _names(causes["race"]))
+        assert causes["race"].details == {"acquire_thread": 0, "load_thread": 1}
+    # all-scatter's unwritten read is the same cause; all-reduce's reads a rank the wait never polls
+    assert _causes("barrier-release-xchg-cas-acquire", "all-scatter")[1]["unwritten-read"].kind == "consumer-not-ordered"
+    assert _causes("barrier-release-xchg-cas-acquire")[1]["unwritten-read"].kind == "wait-without-signal"
+
+
+def test_release_xchg_cas_acquire_without_a_barrier_fails_first_at_the_producer():
+    _result, causes = _causes("release-xchg-cas-acquire", "all-scatter")
+    assert {c.kind for c in causes.values()} == {"no-cta-barrier"}
+
+
+@pytest.mark.parametrize("scenario", ["all-reduce", "all-scatter"])
+def test_wt_cv_flag_weak_flag_store_is_not_morally_strong_with_the_volatile_poll(scenario):
+    _result, causes = _causes("wt-cv-flag", scenario)
+    for c in causes.values():
+        assert c.kind == "not-morally-strong"
+        assert c.details == {"weak_step": _names(c)[0], "sem": "weak"}
+        assert _names(c)[0].endswith("signal step 2")
+        assert "weak store" in c.text and "volatile" in c.text
+
+
+def _gpu_scoped(name="epoch-flag"):
+    data = load_protocol(name).to_dict()
+    for step in data["signal"] + data["wait"]:
+        if "scope" in step:
+            step["scope"] = "gpu"
+    data["name"] = f"{name}-gpu"
+    return protocol_from_dict(data)
+
+
+def test_release_acquire_at_gpu_scope_across_ranks_is_a_scope_cause():
+    _result, causes = _causes(_gpu_scoped())
+    for kind in ("race", "unwritten-read"):
+        c = causes[kind]
+        assert c.kind == "scope"
+        assert c.details["scope"] == "gpu" and c.details["needed"] == "sys"
+        assert c.steps[0].name == "signal step 2" and c.steps[0].where is None  # not from a file
+    hang = causes["hang"]
+    assert hang.kind == "unreachable-target" and hang.details["lost_update"]
+    assert "scope sys is needed" in hang.text
+
+
+def test_add_counter_skip_self_hangs_on_an_unreachable_target():
+    for scenario in ("all-reduce", "all-scatter"):
+        _result, causes = _causes("add-counter-skip-self", scenario)
+        c = causes["hang"]
+        assert c.kind == "unreachable-target"
+        assert c.details["needed"] == ">= 2" and c.details["last_value"] == 1
+        assert c.details["missing_ranks"] == [0]
+        assert _names(c)[0].endswith("wait step 2")
+        assert "needs" in c.text and "last value it reads is 1" in c.text
+
+
+@pytest.mark.parametrize("protocol", ["epoch-flag", "barrier-fenced-release-acquire"])
+def test_a_racing_host_reset_is_named_as_the_cause(protocol):
+    _result, causes = _causes(protocol, epochs=2, reset="host-racing")
+    assert causes["race"].kind == "reset-race"
+    assert causes["hang"].kind == "reset-race"
+    assert causes["hang"].details["reset_policy"] == "host-racing"
+    if "stale-read" in causes:
+        assert causes["stale-read"].kind == "reset-race"
+
+
+@pytest.mark.parametrize("scenario", ["all-reduce", "all-scatter"])
+def test_every_unsafe_builtin_violation_gets_a_specific_cause(scenario):
+    for name in builtin_names():
+        result = check_protocol(name, scenario=scenario, world_size=2)
+        for kind, v in result.violations.items():
+            c = v.cause(result.scenario)
+            assert c.kind in CAUSE_KINDS and c.kind not in GENERIC, (name, kind, c.text)
+            assert c.steps, (name, kind)
+            assert c.text
+
+
+def test_the_json_verdict_and_the_text_output_carry_the_cause(capsys):
+    from syncverify.cli import main
+
+    assert main(["check", "wt-cv-flag", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    for v in data["violations"]:
+        assert v["explanation"] and v["cause"]["kind"] == "not-morally-strong"
+        assert v["cause"]["steps"][0]["where"].endswith("wt-cv-flag.toml:16")
+    assert main(["check", "fenced-release-acquire"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("cause: only the signalling thread is ordered") == 2
