@@ -239,7 +239,7 @@ def _skip_unless_runnable(interpret: bool) -> None:
         import triton  # noqa: F401
     except ImportError as error:
         pytest.skip(f"syncverify_stress needs torch and triton ({error}); "
-                    "install them in the syncverify checkout with: python -m pip install -e '.[gpu]'")
+                    "install them with: pip install 'syncverify[gpu]' (in a checkout: python -m pip install -e '.[gpu]')")
     if not interpret and not torch.cuda.is_available():
         pytest.skip("syncverify_stress needs a CUDA GPU and none is visible; pass "
                     "--syncverify-interpret to run the kernels through Triton's interpreter on the CPU")

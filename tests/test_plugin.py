@@ -173,7 +173,7 @@ def test_without_torch_the_test_is_skipped_with_the_reason(pytester):
     """)
     result = run(pytester, "--syncverify-interpret")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*SKIPPED*syncverify_stress needs torch and triton*syncverify[[]gpu[]]*"])
+    result.stdout.fnmatch_lines(["*SKIPPED*syncverify_stress needs torch and triton*syncverify[[]gpu[]]*pip install -e*"])
 
 
 def test_loading_the_plugin_imports_neither_torch_nor_triton():
