@@ -92,7 +92,7 @@ def check_command(
     if graph is not None and result.violations:
         witness = next(iter(result.violations.values()))
         drawn = write_or_warn(lambda: write_graph(witness.execution, graph, title=f"{proto.name} / {scenario}: {witness.kind}",
-                                                  highlight=witness.evidence), "--graph", graph)
+                                                  highlight=witness.evidence, needed=getattr(witness.cause(result.scenario), "evidence", ())), "--graph", graph)
         if drawn and not as_json:
             out.print(f"graph of the first counterexample: {graph}", markup=False)
     elif graph is not None:  # say so rather than leave the user looking for a file
