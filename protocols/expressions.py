@@ -52,7 +52,7 @@ def evaluate_at(expr: "Expr", *, place: str, name: str, shown: str | None = None
     """
     try:
         return expr.evaluate(world_size=world_size, epoch=epoch)
-    except DivisionByZero as error:
+    except DivisionByZero:
         text = shown if shown is not None else repr(expr.source)
         raise ProtocolError(f"{place}: {name}={text} divides by zero "
                             f"at world_size={world_size}, epoch={epoch}") from None

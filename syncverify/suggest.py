@@ -46,7 +46,7 @@ from __future__ import annotations
 import difflib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from syncverify.errors import SyncVerifyError
