@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -12,6 +10,7 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.cli import app, err, out
+from syncverify.cli.progress import StderrProgress
 from syncverify.explore import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
 from syncverify.rules import RESET_HELP, describe_reset
 
@@ -191,47 +190,16 @@ def progress_line(progress: Progress | None, seconds: float) -> str:
             f"violations: {found}")
 
 
-class ProgressReport:
-    """Shows a long check's progress on stderr from a background thread.
-
-    Nothing for the first ``after`` seconds; then on a terminal a status line rewritten in place,
-    otherwise one plain line every ``plain_every`` seconds (logs and CI keep every line). The
-    check only hands over its latest :class:`~syncverify.explore.Progress` (:meth:`update`); the
-    thread reads the clock itself, so the elapsed time moves on even in a phase with no new
-    executions.
-    """
+class ProgressReport(StderrProgress):
+    """A long check's progress (:mod:`syncverify.cli.progress`): the check hands over its latest
+    :class:`~syncverify.explore.Progress` (:meth:`update`)."""
 
     def __init__(self, *, after: float, plain_every: float) -> None:
-        self.after = after
-        self.plain_every = plain_every
+        super().__init__(after=after, plain_every=plain_every)
         self.latest: Progress | None = None
-        self.start = time.monotonic()
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="syncverify-progress", daemon=True)
 
     def update(self, progress: Progress) -> None:
         self.latest = progress
 
-    def __enter__(self) -> "ProgressReport":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.thread.join()
-
-    def _line(self) -> str:
-        return progress_line(self.latest, time.monotonic() - self.start)
-
-    def _run(self) -> None:
-        if self.done.wait(self.after):
-            return
-        if err.is_terminal:
-            with err.status(self._line()) as status:
-                while not self.done.wait(0.5):
-                    status.update(self._line())
-        else:
-            while True:
-                err.print(self._line(), markup=False)
-                if self.done.wait(self.plain_every):
-                    return
+    def line(self) -> str:
+        return progress_line(self.latest, self.elapsed())

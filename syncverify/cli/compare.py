@@ -8,8 +8,6 @@ prints the table (or ``--json``) and writes ``--out DIR``. Exit 0 when no row is
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 from typing import List, Optional
 
@@ -17,6 +15,7 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.cli import app, err, out
+from syncverify.cli.progress import StderrProgress
 from syncverify.compare import DEFAULT_SECONDS, DEFAULT_TIMEOUT
 
 PROGRESS_AFTER = 2.0  # seconds before progress shows
@@ -113,63 +112,40 @@ def _print_table(rows, note: str | None) -> None:
     console.print(table)
 
 
-class CompareProgress:
-    """Shows where a comparison is, on stderr, from a background thread.
-
-    Nothing for the first ``after`` seconds; then on a terminal a rich progress bar for the current
-    phase (model checks, stress campaigns, graphs), otherwise one plain line every ``plain_every``
-    seconds. :meth:`update` is :func:`syncverify.compare.compare`'s ``progress`` callback.
+class CompareProgress(StderrProgress):
+    """Where a comparison is (:mod:`syncverify.cli.progress`): on a terminal a rich progress bar
+    for the current phase (model checks, stress campaigns, graphs). :meth:`update` is
+    :func:`syncverify.compare.compare`'s ``progress`` callback.
     """
 
     PHASES = {"model": "model checks", "hardware": "stress campaigns", "graphs": "graphs"}
 
     def __init__(self, *, after: float, plain_every: float) -> None:
-        self.after = after
-        self.plain_every = plain_every
+        super().__init__(after=after, plain_every=plain_every, name="syncverify-compare-progress")
         self.latest: tuple[str, int, int, str] = ("model", 0, 0, "")
-        self.start = time.monotonic()
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="syncverify-compare-progress", daemon=True)
 
     def update(self, phase: str, done: int, total: int, detail: str) -> None:
         self.latest = (phase, done, total, detail)
 
-    def __enter__(self) -> "CompareProgress":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.thread.join()
-
     def line(self) -> str:
         phase, done, total, detail = self.latest
-        elapsed = time.monotonic() - self.start
-        return (f"compare: {self.PHASES.get(phase, phase)} {done}/{total}, {elapsed:.0f}s elapsed"
+        return (f"compare: {self.PHASES.get(phase, phase)} {done}/{total}, {self.elapsed():.0f}s elapsed"
                 + (f" ({detail})" if detail else ""))
 
-    def _run(self) -> None:
-        if self.done.wait(self.after):
-            return
-        if err.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            from rich.table import Column
+    def terminal(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Column
 
-            # Fixed widths but the detail's, which is cut to what is left: the bar does not jitter.
-            columns = (TextColumn("{task.description}", table_column=Column(width=16, no_wrap=True)),
-                       BarColumn(bar_width=24), MofNCompleteColumn(table_column=Column(width=7, no_wrap=True)),
-                       TimeElapsedColumn(),
-                       TextColumn("{task.fields[detail]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)))
-            with Progress(*columns, console=err, transient=True, expand=True) as bar:
-                task = bar.add_task("compare", total=None, detail="")
-                while True:
-                    phase, done, total, detail = self.latest
-                    bar.update(task, description=self.PHASES.get(phase, phase), completed=done,
-                               total=total or None, detail=detail)
-                    if self.done.wait(0.25):
-                        return
-        else:
+        # Fixed widths but the detail's, which is cut to what is left: the bar does not jitter.
+        columns = (TextColumn("{task.description}", table_column=Column(width=16, no_wrap=True)),
+                   BarColumn(bar_width=24), MofNCompleteColumn(table_column=Column(width=7, no_wrap=True)),
+                   TimeElapsedColumn(),
+                   TextColumn("{task.fields[detail]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)))
+        with Progress(*columns, console=err, transient=True, expand=True) as bar:
+            task = bar.add_task("compare", total=None, detail="")
             while True:
-                err.print(self.line(), markup=False)
-                if self.done.wait(self.plain_every):
+                phase, done, total, detail = self.latest
+                bar.update(task, description=self.PHASES.get(phase, phase), completed=done,
+                           total=total or None, detail=detail)
+                if self.done.wait(0.25):
                     return
