@@ -14,14 +14,34 @@ from typing import Any
 from syncverify.kernels.config import KernelConfig, check_config
 from syncverify.kernels.plan import KernelPlan, build_plan
 
+#: ``--protocol none``: signal and wait compiled out. Not a protocol (the model has nothing to
+#: check and would call it unsafe): the cost baseline ``syncverify bench`` measures others against.
+NO_SYNC = "none"
+NO_SYNC_NOTE = "UNSAFE: no synchronization (signal and wait compiled out; output not validated; cost baseline only)"
+
+
+def no_sync_plan(*, world_size: int, lock_dtype: str = "int32", push: bool = False) -> KernelPlan:
+    """The plan of :data:`NO_SYNC`: no signal or wait steps (all-scatter's push stage too), no
+    cache modifier on tile stores, plain tile loads. One lock row stays allocated, never touched."""
+    return KernelPlan(protocol=NO_SYNC, signal=(), wait=(), locks=("unused",), epoch_exprs=(),
+                      world_size=world_size, tile_store_cache="", tile_load_volatile=False,
+                      lock_dtype=lock_dtype,
+                      **(dict(push_protocol=NO_SYNC, push_locks=("unused",)) if push else {}))
+
 
 @dataclass(frozen=True)
 class BuiltKernel:
-    """A checked configuration and the compile-time plan of one protocol."""
+    """A checked configuration and the compile-time plan of one protocol (``protocol`` is None
+    for :data:`NO_SYNC`)."""
 
     config: KernelConfig
     plan: KernelPlan
     protocol: Any = field(compare=False)
+
+    @property
+    def synchronized(self) -> bool:
+        """False for the :data:`NO_SYNC` build: its outputs are races, never results."""
+        return self.plan.protocol != NO_SYNC
 
     @property
     def lock_count(self) -> int:
@@ -38,7 +58,8 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
 
     Parameters
     ----------
-    protocol : syncverify.protocols.model.Protocol
+    protocol : syncverify.protocols.model.Protocol, or None
+        None (or :data:`NO_SYNC`) builds the unsynchronized cost baseline (:func:`no_sync_plan`).
     config : KernelConfig
     sms, gpus : int, optional
         Limits of the machine (see :func:`syncverify.kernels.config.check_config`).
@@ -51,6 +72,10 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
         With one line naming what to change.
     """
     check_config(config, sms=sms, gpus=gpus)
+    if protocol is None or protocol == NO_SYNC:
+        plan = no_sync_plan(world_size=config.world_size, lock_dtype=config.lock_dtype,
+                            push=config.kernel == "all-scatter")
+        return BuiltKernel(config, plan, None)
     if config.kernel == "all-scatter" and push is None:
         from syncverify.protocols.registry import load_protocol
         from syncverify.scenarios import DEFAULT_PUSH
