@@ -48,49 +48,70 @@ MAX_POLLS = 1 << 20
 
 @dataclass
 class Timer:
-    """How things are timed: CUDA graphs on a GPU, the host clock in the interpreter."""
+    """How things are timed: CUDA graphs on a GPU, the host clock in the interpreter.
+
+    :meth:`capture` turns one timed thing into a replay function; :meth:`interleaved` replays
+    several of them round-robin (``repeats`` rounds after ``warmup``), so that clock and power
+    drift during a case falls on every variant alike instead of on whichever ran last."""
 
     device: "torch.device"
     launches: int = 20
-    repeats: int = 5
+    repeats: int = 10
     warmup: int = 2
 
     @property
     def interpret(self) -> bool:
         return self.device.type != "cuda"
 
-    def per_launch(self, prologue: Callable[[], None], launch: Callable[[int], None]) -> tuple[float, float, float]:
-        """``(median, min, max)`` seconds per launch of ``prologue(); launch(0); ...; launch(L-1)``."""
-        if self.interpret:
-            samples = []
-            for _ in range(self.repeats):
-                start = time.perf_counter()
-                prologue()
-                for i in range(self.launches):
-                    launch(i)
-                samples.append((time.perf_counter() - start) / self.launches)
-            return statistics.median(samples), min(samples), max(samples)
-        prologue()  # compile and warm the allocator outside the capture
-        for i in range(self.launches):
-            launch(i)
-        torch.cuda.synchronize(self.device)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+    def capture(self, prologue: Callable[[], None], launch: Callable[[int], None]) -> Callable[[], object]:
+        """A function that runs ``prologue(); launch(0); ...; launch(L-1)`` once and returns what
+        :meth:`interleaved` reads its time from (host seconds, or a pair of CUDA events)."""
+        def body() -> None:
             prologue()
             for i in range(self.launches):
                 launch(i)
-        for _ in range(self.warmup):
-            graph.replay()
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(self.repeats)]
-        for start, end in events:
+
+        if self.interpret:
+            def host() -> float:
+                start = time.perf_counter()
+                body()
+                return time.perf_counter() - start
+            return host
+        body()  # compile, load and warm the allocator outside the capture
+        torch.cuda.synchronize(self.device)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            body()
+
+        def replay():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             graph.replay()
             end.record()
-        torch.cuda.synchronize(self.device)
-        samples = [start.elapsed_time(end) / 1e3 / self.launches for start, end in events]
-        del graph
-        return statistics.median(samples), min(samples), max(samples)
+            return start, end, graph, body  # what the graph reads (operand rings) stays alive with it
+        return replay
+
+    def interleaved(self, replays: list[Callable[[], object]]) -> list[tuple[float, float, float]]:
+        """``(median, min, max)`` seconds per launch of each replay function, timed round-robin."""
+        for _ in range(0 if self.interpret else self.warmup):
+            for replay in replays:
+                replay()
+        marks: list[list] = [[] for _ in replays]
+        for _ in range(self.repeats):
+            for slot, replay in enumerate(replays):
+                marks[slot].append(replay())
+        if not self.interpret:
+            torch.cuda.synchronize(self.device)
+        out = []
+        for slot in marks:
+            samples = [m / self.launches if isinstance(m, float) else m[0].elapsed_time(m[1]) / 1e3 / self.launches
+                       for m in slot]
+            out.append((statistics.median(samples), min(samples), max(samples)))
+        return out
+
+    def per_launch(self, prologue: Callable[[], None], launch: Callable[[int], None]) -> tuple[float, float, float]:
+        """``(median, min, max)`` seconds per launch of one timed thing on its own."""
+        return self.interleaved([self.capture(prologue, launch)])[0]
 
 
 # ----- operands ----------------------------------------------------------------------------------
@@ -178,15 +199,18 @@ class FusedRun:
         self.launch_fn(self.built, self.heap, A, B, self.status, epoch=epoch, iteration=epoch,
                        max_polls=MAX_POLLS, vals=self.vals[epoch])
 
-    def time(self, timer: Timer, sets: list) -> tuple[float, float, float]:
-        self.vals = runtime_values_tensor(self.built, range(timer.launches), self.device)
+    def capture(self, timer: Timer, sets: list) -> Callable[[], object]:
+        """The timed replay: zero the locks, then ``launches`` launches on rotating input sets,
+        epochs 0, 1, ..., with the protocol's own reset between launches."""
+        ring = runtime_values_tensor(self.built, range(timer.launches), self.device)
 
         def one(i: int) -> None:
             if i:
                 self.zero_locks(between=True)
+            self.vals = ring
             self.launch(sets[i % len(sets)], i)
 
-        return timer.per_launch(self.zero_locks, one)
+        return timer.capture(self.zero_locks, one)
 
     def validate(self, inputs) -> str:
         """One launch on ``inputs`` from zeroed locks; ``"ok"`` or what was wrong."""
@@ -229,10 +253,12 @@ def measure_ceilings(timer: Timer) -> Ceilings:
     pairs = [(torch.randn(n, n, generator=generator, device=device).to(dtype),
               torch.randn(n, n, generator=generator, device=device).to(dtype)) for _ in range(2)]
     c = torch.empty(n, n, device=device, dtype=dtype)
-    matmul, _, _ = timer.per_launch(lambda: None, lambda i: torch.matmul(*pairs[i % 2], out=c))
-    src = torch.empty(copy_bytes // 2, dtype=torch.int16, device=device).random_(generator=generator)
+    src = torch.randn(copy_bytes // 4, generator=generator, device=device)
     dst = torch.empty_like(src)
-    copy, _, _ = timer.per_launch(lambda: None, lambda i: dst.copy_(src))
+    warm = replace(timer, warmup=timer.warmup * 5)  # the clocks ramp up from idle on the first work
+    (matmul, _, _), (copy, _, _) = warm.interleaved([
+        warm.capture(lambda: None, lambda i: torch.matmul(*pairs[i % 2], out=c)),
+        warm.capture(lambda: None, lambda i: dst.copy_(src))])
     return Ceilings(machine=machine_kind(name, count), peak_tflops=2 * n**3 / matmul / 1e12,
                     bandwidth_tbs=2 * copy_bytes / copy / 1e12, sms=sms)
 
@@ -257,27 +283,24 @@ def measure_case(case: Case, protocols: dict, *, world_size: int, timer: Timer, 
     generator = torch.Generator(device=device).manual_seed(seed)
     sets = input_sets(case, world_size, device, generator=generator)
     fresh = input_sets(case, world_size, device, generator=generator, count=1)[0]
-    out: list[Measurement] = []
-
-    progress(f"{case.key}: cuBLAS")
     c_shape = (world_size, case.m, case.n // world_size if case.kernel == "all-scatter" else case.n)
     c = torch.empty(c_shape, device=device, dtype=torch_dtype(case.dtype))
-    t = timer.per_launch(lambda: None, lambda i: torch.matmul(*sets[i % len(sets)], out=c))
-    out.append(Measurement(case, "cublas", t[0], spread=(t[1], t[2])))
-
-    progress(f"{case.key}: GEMM part")
-    run = FusedRun(part, device)
-    t = run.time(timer, sets)
-    out.append(Measurement(case, "gemm-part", t[0], spread=(t[1], t[2]), validated=run.validate(fresh)))
-    del run
-
-    for name, built in fused.items():
-        progress(f"{case.key}: {name}")
-        run = FusedRun(built, device)
-        t = run.time(timer, sets)
-        validated = "not validated (UNSAFE: no synchronization)" if name == NO_SYNC else run.validate(fresh)
-        out.append(Measurement(case, "fused", t[0], protocol=name, spread=(t[1], t[2]), validated=validated))
-        del run
+    runs = {"gemm-part": FusedRun(part, device), **{name: FusedRun(b, device) for name, b in fused.items()}}
+    progress(f"{case.key}: compile and capture")
+    replays = [timer.capture(lambda: None, lambda i: torch.matmul(*sets[i % len(sets)], out=c))]
+    replays += [run.capture(timer, sets) for run in runs.values()]
+    progress(f"{case.key}: time cuBLAS, GEMM part, {', '.join(fused)} interleaved")
+    times = timer.interleaved(replays)
+    del replays
+    progress(f"{case.key}: validate")
+    out = [Measurement(case, "cublas", times[0][0], spread=times[0][1:])]
+    for (name, run), t in zip(runs.items(), times[1:]):
+        if name == "gemm-part":
+            out.append(Measurement(case, "gemm-part", t[0], spread=t[1:], validated=run.validate(fresh)))
+        else:
+            validated = "not validated (UNSAFE: no synchronization)" if name == NO_SYNC else run.validate(fresh)
+            out.append(Measurement(case, "fused", t[0], protocol=name, spread=t[1:], validated=validated))
+    del runs
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return out
@@ -302,7 +325,7 @@ def run_sweep(sweep: Sweep, *, device, progress: Callable[[int, int, str], None]
         resolved = resolve(case, sms=sms, world_size=sweep.world_size)
         build(None, resolved.kernel_config(world_size=sweep.world_size, interpret=timer.interpret),
               sms=None if timer.interpret else sms)
-    total = len(sweep.cases) * (2 + len(protocols)) + 1
+    total = len(sweep.cases) * 3 + 1
     done = 0
 
     def step(label: str) -> None:

@@ -49,7 +49,7 @@ TOP_KEYS = {
     "protocols": "protocol names or files; 'none' is always added (default: --protocol)",
     "world_size": "ranks (default: --world-size)",
     "launches": "fused-kernel launches per timed CUDA graph (default: 20)",
-    "repeats": "timed replays of each graph; the median is reported (default: 5)",
+    "repeats": "timed replays of each graph; the median is reported (default: 10)",
     "defaults": "a table of case keys every [[case]] starts from",
     "case": "[[case]] tables, one per group of configurations",
 }
@@ -282,7 +282,7 @@ def parse_sweep(text: str, *, path: str = "<sweep>", kernels: tuple[str, ...] = 
     return Sweep(name=str(data.get("name", Path(path).stem)), protocols=with_baseline_protocol(names),
                  world_size=_integer(data.get("world_size", world_size), "world_size", path),
                  launches=_integer(data.get("launches", 20), "launches", path),
-                 repeats=_integer(data.get("repeats", 5), "repeats", path),
+                 repeats=_integer(data.get("repeats", 10), "repeats", path),
                  cases=tuple(dict.fromkeys(cases)), note=str(data.get("note", "")))
 
 

@@ -95,7 +95,7 @@ def bench_command(
     group_m: int = typer.Option(8, "--group-m", help="tile rows per group of the producers' order (default: 8)"),
     loads: str = typer.Option("descriptor", "--loads", help="descriptor | pointer: how producers read A and B (default: descriptor)"),
     launches: int = typer.Option(20, "--launches", help="launches per timed CUDA graph (default: 20)"),
-    repeats: int = typer.Option(5, "--repeats", help="timed graph replays; the median is reported (default: 5)"),
+    repeats: int = typer.Option(10, "--repeats", help="timed graph replays; the median is reported (default: 10)"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="write bench.csv, bench.md, roofline.png, bench.json, baseline.json here"),
     json_output: bool = typer.Option(False, "--json", help="print the rows as one JSON object"),
     check: Optional[Path] = typer.Option(None, "--check", help="a baseline JSON (from --out): exit 1 if a configuration is under --tolerance x its recorded TFLOP/s"),
