@@ -15,6 +15,7 @@ torch and triton are imported inside the command only.
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 from pathlib import Path
@@ -194,7 +195,8 @@ def _write_outputs(out_dir: Path, rows, ceilings, document, markdown: str, sweep
     (out_dir / "bench.md").write_text(markdown, encoding="utf-8")
     (out_dir / "bench.json").write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     command = "syncverify " + " ".join(sys.argv[1:]) if sys.argv else ""
-    baseline = make_baseline(rows, machine=ceilings.machine, command=command)
+    baseline = make_baseline(rows, machine=ceilings.machine, command=command,
+                             date=datetime.date.today().isoformat())
     (out_dir / "baseline.json").write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     write_or_warn(lambda: draw_roofline(rows, ceilings, out_dir / "roofline.png", title=sweep.name),
                   "--out", out_dir / "roofline.png")
