@@ -222,6 +222,11 @@ def test_a_baseline_for_another_machine_kind_is_refused_before_anything_runs(tmp
     assert "recorded on 'nvidia-h200', this machine is 'cpu-interpreter'" in line
 
 
+def test_stress_refuses_the_unsynchronized_build_in_one_line(capsys):
+    assert main(["stress", "--protocol", NO_SYNC, "--interpret", "--iterations", "1"]) == 2
+    assert "cost baseline of 'syncverify bench'" in _one_error_line(capsys)
+
+
 def test_real_ranks_are_refused_with_the_flag_that_fixes_it(capsys):
     assert main(["bench", "--world-size", "2"]) == 2
     assert "add --virtual-ranks" in _one_error_line(capsys)
