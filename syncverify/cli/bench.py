@@ -25,7 +25,6 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.bench import (
-    NO_SYNC,
     BenchInputError,
     Case,
     Sweep,
@@ -202,4 +201,4 @@ def _write_outputs(out_dir: Path, rows, ceilings, document, markdown: str, sweep
                   "--out", out_dir / "roofline.png")
 
 
-__all__ = ["bench_command", "NO_SYNC"]
+__all__ = ["bench_command"]
