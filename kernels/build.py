@@ -14,14 +14,34 @@ from typing import Any
 from syncverify.kernels.config import KernelConfig, check_config
 from syncverify.kernels.plan import KernelPlan, build_plan
 
+#: ``--protocol none``: signal and wait compiled out. Not a protocol (the model has nothing to
+#: check and would call it unsafe): the cost baseline ``syncverify bench`` measures others against.
+NO_SYNC = "none"
+NO_SYNC_NOTE = "UNSAFE: no synchronization (signal and wait compiled out; output not validated; cost baseline only)"
+
+
+def no_sync_plan(*, world_size: int, lock_dtype: str = "int32", push: bool = False) -> KernelPlan:
+    """The plan of :data:`NO_SYNC`: no signal or wait steps (all-scatter's push stage too), no
+    cache modifier on tile stores, plain tile loads. One lock row stays allocated, never touched."""
+    return KernelPlan(protocol=NO_SYNC, signal=(), wait=(), locks=("unused",), epoch_exprs=(),
+                      world_size=world_size, tile_store_cache="", tile_load_volatile=False,
+                      lock_dtype=lock_dtype,
+                      **(dict(push_protocol=NO_SYNC, push_locks=("unused",)) if push else {}))
+
 
 @dataclass(frozen=True)
 class BuiltKernel:
-    """A checked configuration and the compile-time plan of one protocol."""
+    """A checked configuration and the compile-time plan of one protocol (``protocol`` is None
+    for :data:`NO_SYNC`)."""
 
     config: KernelConfig
     plan: KernelPlan
     protocol: Any = field(compare=False)
+
+    @property
+    def synchronized(self) -> bool:
+        """False for the :data:`NO_SYNC` build: its outputs are races, never results."""
+        return self.plan.protocol != NO_SYNC
 
     @property
     def lock_count(self) -> int:
@@ -38,7 +58,8 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
 
     Parameters
     ----------
-    protocol : syncverify.protocols.model.Protocol
+    protocol : syncverify.protocols.model.Protocol, or None
+        None (or :data:`NO_SYNC`) builds the unsynchronized cost baseline (:func:`no_sync_plan`).
     config : KernelConfig
     sms, gpus : int, optional
         Limits of the machine (see :func:`syncverify.kernels.config.check_config`).
@@ -51,6 +72,10 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
         With one line naming what to change.
     """
     check_config(config, sms=sms, gpus=gpus)
+    if protocol is None or protocol == NO_SYNC:
+        plan = no_sync_plan(world_size=config.world_size, lock_dtype=config.lock_dtype,
+                            push=config.kernel == "all-scatter")
+        return BuiltKernel(config, plan, None)
     if config.kernel == "all-scatter" and push is None:
         from syncverify.protocols.registry import load_protocol
         from syncverify.scenarios import DEFAULT_PUSH
@@ -76,16 +101,46 @@ def lock_torch_dtype(name: str):
 
 def ownership_tensor(config: KernelConfig, device):
     """:func:`syncverify.rules.ownership_table` of a configuration's tiles as an int32 tensor on
-    ``device`` (made once per size and device)."""
-    return _ownership(config.tiles, config.world_size, config.distribution, str(device))
+    ``device`` (made once per size and device), each rank's list of owned tiles in the order the
+    producers make them (:func:`visit_order`), so a consumer waits for tiles as they arrive. Who
+    owns which tile is the model's rule, unchanged; only the order of each list is the kernel's."""
+    tiles_n = config.n_per_rank // config.block_n
+    return _ownership(config.m // config.block_m, tiles_n, config.world_size, config.distribution,
+                      config.group_m, str(device))
+
+
+def visit_order(tiles_m: int, tiles_n: int, group_m: int) -> list[int]:
+    """The row-major tile indices in the producers' visiting order: the host's copy of
+    ``syncverify.kernels.tile.tile_of`` (a test runs both and compares).
+
+    >>> visit_order(3, 2, 2)
+    [0, 2, 1, 3, 4, 5]
+    """
+    order = []
+    per_group = group_m * tiles_n
+    for i in range(tiles_m * tiles_n):
+        first_m = (i // per_group) * group_m
+        rows = min(tiles_m - first_m, group_m)
+        pm = first_m + (i % per_group) % rows
+        pn = (i % per_group) // rows
+        order.append(pm * tiles_n + pn)
+    return order
 
 
 @functools.lru_cache(maxsize=32)
-def _ownership(tiles: int, world_size: int, distribution: str, device: str):
+def _ownership(tiles_m: int, tiles_n: int, world_size: int, distribution: str, group_m: int, device: str):
     from syncverify import rules
     from syncverify.kernels._deps import torch
 
+    tiles = tiles_m * tiles_n
     table = rules.ownership_table(tiles, world_size, distribution)
+    position = {t: i for i, t in enumerate(visit_order(tiles_m, tiles_n, group_m))}
+    per_rank = -(-tiles // world_size)
+    lists = tiles + world_size
+    for r in range(world_size):
+        row = table[lists + r * per_rank: lists + (r + 1) * per_rank]
+        owned = sorted((t for t in row if t >= 0), key=position.__getitem__)
+        table[lists + r * per_rank: lists + (r + 1) * per_rank] = owned + [-1] * (per_rank - len(owned))
     return torch.tensor(table, dtype=torch.int32).to(device)
 
 

@@ -16,6 +16,8 @@ DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
 DISTRIBUTIONS: tuple[str, ...] = rules.DISTRIBUTIONS
 PRODUCTIONS: tuple[str, ...] = ("every-rank", "owner-only")
 ORDERS: tuple[str, ...] = ("producers-first", "consumers-first", "last-rank-late")
+LOADS: tuple[str, ...] = ("descriptor", "pointer")  # syncverify.kernels.tile.operand_descriptors
+TMA_BOX_MAX = 256  # elements per dimension of a tensor-descriptor box (sm_90)
 MAX_WORLD = rules.KERNEL_MAX_WORLD
 
 
@@ -34,6 +36,11 @@ class KernelConfig:
     ``gemm_sms``/``comm_sms``/``recv_sms`` are programs per rank (producers / consumers or comm
     programs / all-scatter's receivers); with ``virtual``
     all ranks' programs share one launch on one GPU, each rank with its own heap region.
+
+    ``loads``: how producers read A and B (``descriptor``: ``tl.make_tensor_descriptor``, TMA;
+    ``pointer``: plain loads); ``group_m``: tile rows per group of the producers' visiting order
+    (``syncverify.kernels.tile.tile_of``; 1 is row-major); ``gemm_only``: launch the producers
+    alone (the grid has no consumer programs: the GEMM part of the kernel, timed by ``bench``).
     """
 
     kernel: str = "all-reduce"
@@ -58,6 +65,9 @@ class KernelConfig:
     table: bool = False  # address tables instead of one strided tensor (always with real ranks)
     interpret: bool = False
     order: str = "producers-first"  # program-id layout (syncverify.kernels.steps.program_role)
+    loads: str = "descriptor"
+    group_m: int = 1
+    gemm_only: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -77,6 +87,8 @@ class KernelConfig:
 
     @property
     def programs_per_rank(self) -> int:
+        if self.gemm_only:
+            return self.gemm_sms
         return self.gemm_sms + self.comm_sms + (self.recv_sms if self.kernel == "all-scatter" else 0)
 
     @property
@@ -117,6 +129,9 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
     _one_of("production", c.production, PRODUCTIONS)
     _one_of("lock-dtype", c.lock_dtype, ("int32", "int8"))
     _one_of("order", c.order, ORDERS)
+    _one_of("loads", c.loads, LOADS)
+    if c.group_m < 1:
+        raise StressConfigError(f"--group-m={c.group_m} must be at least 1")
     if c.order != "producers-first" and not c.interpret:
         raise StressConfigError(
             f"--order={c.order} is an interpreter schedule (the GPU runs programs concurrently); "
@@ -154,6 +169,8 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
     if c.n_per_rank % c.block_n:
         what = f"each rank's column block ({c.n} / {W} = {c.n_per_rank})" if c.kernel == "all-scatter" else f"--n={c.n}"
         raise StressConfigError(f"{what} is not a multiple of --block-n={c.block_n}")
+    if c.loads == "descriptor":
+        _check_descriptor_boxes(c)
     if c.virtual and c.table and c.interpret:
         raise StressConfigError("address tables do not run in the interpreter; drop --table")
     if not c.virtual and c.interpret:
@@ -164,6 +181,9 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
             f"all ranks on one GPU"
         )
     if sms is not None and not c.interpret and c.grid > sms:
+        if c.gemm_only:
+            raise StressConfigError(f"{c.gemm_sms} producer programs per rank x {W} = {c.grid} exceeds "
+                                    f"the {sms} SMs; lower --gemm-sms")
         per = f" x {W} virtual ranks" if c.virtual else ""
         recv = f" + {c.recv_sms}" if c.kernel == "all-scatter" else ""
         raise StressConfigError(
@@ -172,3 +192,14 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
             f"the SM its producer needs); lower --gemm-sms/--comm-sms/--recv-sms"
         )
     return c
+
+
+def _check_descriptor_boxes(c: KernelConfig) -> None:
+    """Tensor-descriptor (TMA) limits: a box dimension is at most 256 elements. (Rows of A and B
+    also start 16-byte aligned: each rank's K and N are multiples of a power-of-two tile of at
+    least 16 elements, so that always holds here.)"""
+    for name in ("block-m", "block-n", "block-k"):
+        value = getattr(c, name.replace("-", "_"))
+        if value > TMA_BOX_MAX:
+            raise StressConfigError(f"--{name}={value} exceeds the {TMA_BOX_MAX} elements a tensor-descriptor "
+                                    f"box may span; use a smaller tile or --loads pointer")

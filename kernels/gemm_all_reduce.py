@@ -32,7 +32,13 @@ from syncverify.kernels.delays import (
     warp_sleep_here,
 )
 from syncverify.kernels.steps import program_role, rank_base, role_rank, run_wait, wrap_plan
-from syncverify.kernels.tile import gemm_tile, store_and_signal
+from syncverify.kernels.tile import (
+    gemm_tile,
+    operand_descriptors,
+    store_and_signal,
+    tile_of,
+    use_scratch_allocator,
+)
 
 
 @jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
@@ -57,6 +63,7 @@ def gemm_all_reduce_kernel(
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
+    LOADS: tl.constexpr, GROUP_M: tl.constexpr,
     PRODUCTION: tl.constexpr,
     SIGNAL: tl.constexpr, WAIT: tl.constexpr,
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
@@ -67,26 +74,29 @@ def gemm_all_reduce_kernel(
     pid = tl.program_id(0)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
     is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    n_tiles = tl.cdiv(M, BLOCK_M) * num_pid_n
+    n_tiles = num_pid_m * num_pid_n
     rm = tl.arange(0, BLOCK_M)
     rn = tl.arange(0, BLOCK_N)
 
     if is_producer:
         # ----- producer: partial GEMM tiles of this rank's K-slice -------------------------------
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
-        a_rank = A + me * stride_ar
-        b_rank = B + me * stride_br
+        a_ops, b_ops = operand_descriptors(A + me * stride_ar, B + me * stride_br, M, N, K,
+                                           stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, LOADS)
         my_partial = rank_base(partial, partial_table, partial_rank_stride, me, TABLE)
-        for t in range(first, n_tiles, GEMM_SMS):
+        for i in range(first, n_tiles, GEMM_SMS):  # persistent: this program's share, grouped order
+            t = tile_of(i, num_pid_m, num_pid_n, GROUP_M)
             owner = tl.load(ownership + t)
             if PRODUCTION == "owner-only":
                 produce = owner == me
             else:
                 produce = owner >= 0
             if produce:
-                acc, offs_m, offs_n = gemm_tile(a_rank, b_rank, t, num_pid_n, K, stride_am, stride_ak,
-                                                stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, INTERPRET)
+                acc, offs_m, offs_n = gemm_tile(a_ops, b_ops, t, num_pid_n, K, stride_am, stride_ak,
+                                                stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, LOADS,
+                                                INTERPRET)
                 store_and_signal(my_partial, acc, offs_m, offs_n, N, t, me, owner, locks, locks_table,
                                  locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
                                  delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
@@ -136,6 +146,7 @@ def meta_parameters(built: BuiltKernel) -> dict:
         WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
         BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k,
         GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms,
+        LOADS=c.loads, GROUP_M=c.group_m,
         PRODUCTION=c.production,
         SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
@@ -157,6 +168,8 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
     c = built.config
     partial, out, locks = heap["partial"], heap["out"], heap["locks"]
     virtual_inputs = A.shape[0] > 1
+    if not c.interpret:
+        use_scratch_allocator()
     return gemm_all_reduce_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
         A, B,
         partial.local, partial.table, out.local, out.table, locks.local, locks.table,

@@ -34,7 +34,13 @@ from syncverify.kernels.delays import (
     warp_sleep_here,
 )
 from syncverify.kernels.steps import program_role, rank_base, role_rank, run_signal, run_wait, wrap_plan
-from syncverify.kernels.tile import gemm_tile, store_and_signal
+from syncverify.kernels.tile import (
+    gemm_tile,
+    operand_descriptors,
+    store_and_signal,
+    tile_of,
+    use_scratch_allocator,
+)
 
 
 @jit
@@ -67,6 +73,7 @@ def gemm_all_scatter_kernel(
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr, RECV_SMS: tl.constexpr,
+    LOADS: tl.constexpr, GROUP_M: tl.constexpr,
     SIGNAL: tl.constexpr, WAIT: tl.constexpr, PUSH_SIGNAL: tl.constexpr, PUSH_WAIT: tl.constexpr,
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
     DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
@@ -77,20 +84,23 @@ def gemm_all_scatter_kernel(
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
     is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS + RECV_SMS, RANKS)
     is_comm = index < COMM_SMS * RANKS
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
-    n_tiles = ((M + BLOCK_M - 1) // BLOCK_M) * num_pid_n
+    n_tiles = num_pid_m * num_pid_n
     rm = tl.arange(0, BLOCK_M)
     rn = tl.arange(0, BLOCK_N)
 
     if is_producer:
         # ----- producer (GEMM programs): tiles of this rank's column block ----------------------
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
-        a_rank = A + me * stride_ar
-        b_rank = B + me * stride_br
+        a_ops, b_ops = operand_descriptors(A + me * stride_ar, B + me * stride_br, M, N, K,
+                                           stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, LOADS)
         my_local = rank_base(local, local_table, local_rank_stride, me, TABLE)
-        for t in range(first, n_tiles, GEMM_SMS):
-            acc, offs_m, offs_n = gemm_tile(a_rank, b_rank, t, num_pid_n, K, stride_am, stride_ak,
-                                            stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, INTERPRET)
+        for i in range(first, n_tiles, GEMM_SMS):  # persistent: this program's share, grouped order
+            t = tile_of(i, num_pid_m, num_pid_n, GROUP_M)
+            acc, offs_m, offs_n = gemm_tile(a_ops, b_ops, t, num_pid_n, K, stride_am, stride_ak,
+                                            stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, LOADS,
+                                            INTERPRET)
             store_and_signal(my_local, acc, offs_m, offs_n, N, t, me, me, locks, locks_table,
                              locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
                              delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
@@ -101,7 +111,8 @@ def gemm_all_scatter_kernel(
         my_status = status + me * (2 * n_tiles) * 4
         my_local = rank_base(local, local_table, local_rank_stride, me, TABLE)
         budget = max_polls + 0 * me
-        for t in range(first, n_tiles, COMM_SMS):
+        for j in range(first, n_tiles, COMM_SMS):  # the producers' order: tiles arrive in it
+            t = tile_of(j, num_pid_m, num_pid_n, GROUP_M)
             tile = t
             if DELAYS:
                 tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
@@ -135,7 +146,8 @@ def gemm_all_scatter_kernel(
         my_out = rank_base(out, out_table, out_rank_stride, me, TABLE)
         my_received = rank_base(received, received_table, received_rank_stride, me, TABLE)
         budget = max_polls + 0 * me
-        for t in range(first, n_tiles, RECV_SMS):
+        for j in range(first, n_tiles, RECV_SMS):
+            t = tile_of(j, num_pid_m, num_pid_n, GROUP_M)
             ok, last, step, budget = run_wait(push_locks, push_locks_table, push_locks_rank_stride, n_tiles,
                                               t, me, vals, budget, PUSH_WAIT, WORLD, TABLE, INTERPRET)
             if ok != 0:
@@ -156,6 +168,7 @@ def meta_parameters(built: BuiltKernel) -> dict:
         WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
         BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k,
         GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms, RECV_SMS=c.recv_sms,
+        LOADS=c.loads, GROUP_M=c.group_m,
         SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
         PUSH_SIGNAL=wrap_plan(plan.push_signal), PUSH_WAIT=wrap_plan(plan.push_wait),
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
@@ -177,6 +190,8 @@ def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0,
     local, out, received = heap["local"], heap["out"], heap["received"]
     locks, push_locks = heap["locks"], heap["push_locks"]
     virtual_inputs = A.shape[0] > 1
+    if not c.interpret:
+        use_scratch_allocator()
     return gemm_all_scatter_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
         A, B,
         local.local, local.table, out.local, out.table, received.local, received.table,

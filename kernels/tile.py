@@ -1,8 +1,20 @@
 """The producer's tile: both kernels compute, store and signal a C tile the same way.
 
-:func:`gemm_tile` computes one tile of ``A @ B``; :func:`store_and_signal` stores it (some warps
-late when delays are on) and runs the protocol's ``signal`` plan for it
-(``syncverify.kernels.steps.run_signal``).
+The GEMM part, fast on sm_90 (the measured good configuration on this stack: 128x256x64 tiles,
+3 stages, 8 warps, a persistent grid and tensor-descriptor loads; docs/RESULTS.md, issue 14):
+
+* :func:`operand_descriptors` makes, once per program, the tensor descriptors of one rank's A and
+  B (``tl.make_tensor_descriptor``: TMA loads into shared memory, ``wgmma`` from there). Triton
+  3.6's interpreter runs the same descriptors, so the CPU path is this code too.
+  ``LOADS="pointer"`` keeps the plain pointer-load loop, for comparison (``--loads pointer``).
+* :func:`tile_of` is the order a persistent program visits its tiles in: groups of ``GROUP_M``
+  tile rows, column by column (A's rows and B's columns stay in L2 while they are reused). It
+  changes only the *order*: tile ``t`` is always the row-major tile ``t`` of C, so locks, owners,
+  consumers and validation keep one numbering.
+* :func:`gemm_tile` computes one tile of ``A @ B`` (fp32 accumulator).
+* :func:`store_and_signal` stores it with plain generic-proxy ``st.global`` stores (some warps
+  late when delays are on; never a TMA store, which would need the async proxy in the model) and
+  runs the protocol's ``signal`` plan for it (``syncverify.kernels.steps.run_signal``).
 """
 
 from __future__ import annotations
@@ -20,26 +32,90 @@ from syncverify.kernels.delays import (
 )
 from syncverify.kernels.steps import run_signal
 
+LOADS = ("descriptor", "pointer")
+
+
+def scratch_allocator(size: int, alignment: int, stream):
+    """Global scratch for in-kernel tensor descriptors (Triton asks for it at launch time)."""
+    from syncverify.kernels._deps import torch
+
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def use_scratch_allocator() -> None:
+    """Give Triton :func:`scratch_allocator` for this context (``tl.make_tensor_descriptor``
+    writes each program's descriptors there). Cheap; called before every compiled launch, since
+    Triton keeps the allocator in a context variable (each thread, process, graph capture)."""
+    from syncverify.kernels._deps import triton
+
+    triton.set_allocator(scratch_allocator)
+
+
+@jit
+def operand_descriptors(a_rank, b_rank, M, N, K, stride_am, stride_bk,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        LOADS: tl.constexpr):
+    """One rank's A (``M x K``) and B (``K x N``) as tensor descriptors of ``BLOCK_M x BLOCK_K``
+    and ``BLOCK_K x BLOCK_N`` boxes (rows contiguous: the host checks), or, with
+    ``LOADS="pointer"``, the two base pointers unchanged."""
+    if LOADS == "descriptor":
+        a = tl.make_tensor_descriptor(a_rank, shape=[M, K], strides=[stride_am, 1],
+                                      block_shape=[BLOCK_M, BLOCK_K])
+        b = tl.make_tensor_descriptor(b_rank, shape=[K, N], strides=[stride_bk, 1],
+                                      block_shape=[BLOCK_K, BLOCK_N])
+        return a, b
+    else:
+        return a_rank, b_rank
+
+
+@jit
+def tile_of(i, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """The row-major index of the ``i``-th tile in grouped order: ``GROUP_M`` tile rows at a
+    time, down each column of the group, then the next column (``GROUP_M=1``: row-major)."""
+    if GROUP_M == 1:
+        t = i
+    else:
+        per_group = GROUP_M * num_pid_n
+        first_m = (i // per_group) * GROUP_M
+        rows = tl.minimum(num_pid_m - first_m, GROUP_M)
+        pm = first_m + (i % per_group) % rows
+        pn = (i % per_group) // rows
+        t = pm * num_pid_n + pn
+    return t
+
 
 @jit
 def gemm_tile(a_rank, b_rank, t, num_pid_n, K, stride_am, stride_ak, stride_bk, stride_bn,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INTERPRET: tl.constexpr):
-    """Tile ``t`` of ``A @ B`` (fp32 accumulator) with its row and column offsets."""
-    offs_m = (t // num_pid_n) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = (t % num_pid_n) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    a_ptrs = a_rank + offs_m[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_rank + rk[:, None] * stride_bk + offs_n[None, :] * stride_bn
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              LOADS: tl.constexpr, INTERPRET: tl.constexpr):
+    """Tile ``t`` of ``A @ B`` (fp32 accumulator) with its row and column offsets. ``a_rank`` and
+    ``b_rank`` are what :func:`operand_descriptors` returned (descriptors or base pointers)."""
+    pm = t // num_pid_n
+    pn = t % num_pid_n
+    offs_m = pm * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pn * BLOCK_N + tl.arange(0, BLOCK_N)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs)
-        b = tl.load(b_ptrs)
-        if INTERPRET:  # the interpreter's dot mishandles bf16: multiply in fp32
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
+    if LOADS == "descriptor":
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            a = a_rank.load([pm * BLOCK_M, k * BLOCK_K])
+            b = b_rank.load([k * BLOCK_K, pn * BLOCK_N])
+            if INTERPRET:  # the interpreter's dot mishandles bf16: multiply in fp32
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+    else:
+        rk = tl.arange(0, BLOCK_K)
+        a_ptrs = a_rank + offs_m[:, None] * stride_am + rk[None, :] * stride_ak
+        b_ptrs = b_rank + rk[:, None] * stride_bk + offs_n[None, :] * stride_bn
+        for _ in range(0, tl.cdiv(K, BLOCK_K)):
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+            if INTERPRET:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
     return acc, offs_m, offs_n
 
 

@@ -194,9 +194,10 @@ def recording(recorder: Recorder):
         out = outer(saved["create_load"])(self, ptr, cache, eviction, is_volatile)
         return _log_load(ptr, cache, is_volatile, out)
 
-    def create_masked_load(self, ptrs, mask, other, cache, eviction, is_volatile):
-        out = saved["create_masked_load"](self, ptrs, mask, other, cache, eviction, is_volatile)
-        return out if rec._depth else _log_load(ptrs, cache, is_volatile, out)
+    # the interpreter's own parameter names: its descriptor loads call this one by keyword
+    def create_masked_load(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
+        out = saved["create_masked_load"](self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+        return out if rec._depth else _log_load(ptrs, cache_modifier, is_volatile, out)
 
     def _log_load(ptrs, cache, is_volatile, out):
         access = rec.memory("ld", ptrs, sem="volatile" if is_volatile else "weak", cache=_cache(cache))
@@ -210,10 +211,11 @@ def recording(recorder: Recorder):
                    constant=_is_constant(val))
         return outer(saved["create_store"])(self, ptr, val, cache, eviction)
 
-    def create_masked_store(self, ptrs, value, mask, cache, eviction):
+    def create_masked_store(self, ptrs, value, mask, cache_modifier, eviction_policy):
         if not rec._depth:
-            rec.memory("st", ptrs, cache=_cache(cache), operands=_value(value) if value.data.size == 1 else ())
-        return saved["create_masked_store"](self, ptrs, value, mask, cache, eviction)
+            rec.memory("st", ptrs, cache=_cache(cache_modifier),
+                       operands=_value(value) if value.data.size == 1 else ())
+        return saved["create_masked_store"](self, ptrs, value, mask, cache_modifier, eviction_policy)
 
     def create_atomic_rmw(self, rmw, ptr, val, mask, sem, scope):
         out = saved["create_atomic_rmw"](self, rmw, ptr, val, mask, sem, scope)

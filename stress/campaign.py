@@ -270,6 +270,13 @@ def load(protocol):
     """A protocol object from a name, a path, or a protocol object."""
     if hasattr(protocol, "signal"):
         return protocol
+    from syncverify.kernels.build import NO_SYNC
+
+    if protocol == NO_SYNC:  # bench's cost baseline: every tile would be a race, nothing to classify
+        from syncverify.kernels.errors import StressConfigError
+
+        raise StressConfigError(f"--protocol {NO_SYNC} has no synchronization (signal and wait compiled out, "
+                                "UNSAFE); it is the cost baseline of 'syncverify bench', not a protocol to stress")
     from syncverify.protocols import load_protocol
 
     return load_protocol(protocol)

@@ -47,7 +47,7 @@ def fail(message: str) -> "typer.Exit":
 
 
 def _register() -> None:
-    from syncverify.cli import check, compare, listing, litmus, stress  # noqa: F401  (registers commands)
+    from syncverify.cli import bench, check, compare, listing, litmus, stress  # noqa: F401  (registers commands)
 
 
 def main(argv: list[str] | None = None) -> int:

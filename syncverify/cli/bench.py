@@ -1,0 +1,204 @@
+"""``syncverify bench``: what each protocol costs inside the fused kernels, against ``none`` and cuBLAS.
+
+Device-timed (CUDA graphs of many launches, inputs rotated past the L2, the same run's measured
+ceilings; ``syncverify.kernels.bench``), reported per configuration as time, TFLOP/s, arithmetic
+intensity, efficiency against the measured bf16 peak, each protocol's overhead against ``none``
+and the GEMM part's share of cuBLAS (``syncverify.bench``). ``--out DIR`` writes ``bench.csv``,
+``bench.md``, ``roofline.png``, ``bench.json`` and ``baseline.json``; ``--check BASELINE.json``
+exits 1 when a configuration falls under ``--tolerance`` times its recorded TFLOP/s.
+
+Exit codes: 0 done (and the gate passed), 1 a regression against ``--check`` or a synchronized
+build that computed a wrong result, 2 bad input (one line: sizes that do not divide the tiles, a
+sweep with unknown keys, a baseline for another machine kind, no GPU without ``--interpret``).
+torch and triton are imported inside the command only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from syncverify import exitcodes
+from syncverify.bench import (
+    BenchInputError,
+    Case,
+    Sweep,
+    check_machine,
+    check_rows,
+    draw_roofline,
+    load_baseline,
+    load_sweep,
+    make_baseline,
+    report_rows,
+    to_csv,
+    to_markdown,
+    with_baseline_protocol,
+)
+from syncverify.cli import app, err, fail, out
+from syncverify.cli.paths import check_writable, write_or_warn
+from syncverify.cli.progress import StderrProgress
+from syncverify.errors import SyncVerifyError
+
+DEFAULT_PROTOCOLS = "barrier-fenced-release-acquire,epoch-flag"
+NCCL_UNAVAILABLE = ("cuBLAS + NCCL (torch.matmul then all_reduce / all_gather_into_tensor on real ranks): "
+                    "not measured: this command times virtual ranks on one GPU (real ranks need "
+                    "nvidia-h200-x2 and are not implemented in bench yet)")
+
+
+class SweepProgress(StderrProgress):
+    """``bench: 3/17 all-reduce 8192x4608x8192 ...: epoch-flag, 12.0 s``."""
+
+    def __init__(self) -> None:
+        super().__init__(after=0.5, plain_every=10.0, name="syncverify-bench-progress")
+        self.state = (0, 1, "starting")
+
+    def update(self, done: int, total: int, label: str) -> None:
+        self.state = (done, total, label)
+
+    def line(self) -> str:
+        done, total, label = self.state
+        return f"bench: {done}/{total} {label}, {self.elapsed():.1f} s"
+
+
+def _cli_sweep(kernel: str, protocols: tuple[str, ...], world_size: int, case: dict, launches: int,
+               repeats: int) -> Sweep:
+    split = tuple(v for v in case.pop("split") if v is not None)
+    return Sweep(name="syncverify bench", protocols=protocols, world_size=world_size, launches=launches,
+                 repeats=repeats, cases=(Case(kernel=kernel, split=split, **case),))
+
+
+@app.command("bench")
+def bench_command(
+    kernel: str = typer.Option("all-reduce", "--kernel", help="all-reduce | all-scatter (default: all-reduce; a sweep file may name both)"),
+    protocol: str = typer.Option(DEFAULT_PROTOCOLS, "--protocol", help=f"comma-separated protocol names or files; 'none' (no synchronization, UNSAFE, the cost baseline) is always added (default: {DEFAULT_PROTOCOLS})"),
+    world_size: int = typer.Option(2, "--world-size", help="ranks (default: 2)"),
+    virtual_ranks: bool = typer.Option(False, "--virtual-ranks", help="every rank on one GPU (needed: bench times virtual ranks)"),
+    interpret: bool = typer.Option(False, "--interpret", help="run in Triton's CPU interpreter at tiny sizes (checks the pipeline; host-timed numbers mean nothing)"),
+    sweep_file: Optional[Path] = typer.Option(None, "--sweep", help="a sweep TOML file (docs/bench.md); instead of --m/--n/--k and the tile options"),
+    m: int = typer.Option(8192, "--m", help="rows of C (default: 8192)"),
+    n: int = typer.Option(4608, "--n", help="columns of C (default: 4608)"),
+    k: int = typer.Option(8192, "--k", help="inner dimension (default: 8192)"),
+    dtype: str = typer.Option("bf16", "--dtype", help="bf16 | fp16 (default: bf16)"),
+    block_m: int = typer.Option(128, "--block-m", help="tile rows (default: 128)"),
+    block_n: int = typer.Option(256, "--block-n", help="tile columns (default: 256)"),
+    block_k: int = typer.Option(64, "--block-k", help="K step (default: 64)"),
+    stages: int = typer.Option(3, "--stages", help="software-pipelining stages (default: 3)"),
+    warps: int = typer.Option(8, "--warps", help="warps per program (default: 8)"),
+    gemm_sms: Optional[int] = typer.Option(None, "--gemm-sms", help="producer programs per rank (default: from the SMs, e.g. 60 of 66 at W=2)"),
+    comm_sms: Optional[int] = typer.Option(None, "--comm-sms", help="consumer (all-scatter: comm) programs per rank"),
+    recv_sms: Optional[int] = typer.Option(None, "--recv-sms", help="all-scatter receiver programs per rank"),
+    group_m: int = typer.Option(8, "--group-m", help="tile rows per group of the producers' order (default: 8)"),
+    loads: str = typer.Option("descriptor", "--loads", help="descriptor | pointer: how producers read A and B (default: descriptor)"),
+    launches: int = typer.Option(20, "--launches", help="launches per timed CUDA graph (default: 20)"),
+    repeats: int = typer.Option(10, "--repeats", help="timed graph replays; the median is reported (default: 10)"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="write bench.csv, bench.md, roofline.png, bench.json, baseline.json here"),
+    json_output: bool = typer.Option(False, "--json", help="print the rows as one JSON object"),
+    check: Optional[Path] = typer.Option(None, "--check", help="a baseline JSON (from --out): exit 1 if a configuration is under --tolerance x its recorded TFLOP/s"),
+    tolerance: float = typer.Option(0.8, "--tolerance", help="share of the recorded TFLOP/s --check requires (default: 0.8)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the random inputs (default: 0)"),
+) -> None:
+    """Time the fused kernels per protocol against 'none' and cuBLAS; tables, roofline, regression gate.
+
+    Exit codes: 0 done, 1 a regression (--check) or a wrong result, 2 bad input.
+    """
+    try:
+        if not 0 < tolerance <= 1:
+            raise BenchInputError(f"--tolerance={tolerance} must be in (0, 1]: the share of the recorded TFLOPS to keep")
+        baseline = load_baseline(check) if check is not None else None
+        if out_dir is not None:
+            check_writable(out_dir, "--out", kind="dir")
+        names = tuple(p.strip() for p in protocol.split(",") if p.strip())
+        kernels = tuple(x.strip() for x in kernel.split(",") if x.strip())
+        if sweep_file is not None:
+            sweep = load_sweep(sweep_file, kernels=kernels, protocols=names, world_size=world_size)
+        else:
+            case = dict(m=m, n=n, k=k, dtype=dtype, block=(block_m, block_n, block_k), stages=stages,
+                        warps=warps, split=(gemm_sms, comm_sms, recv_sms if kernels[0] == "all-scatter" else None),
+                        group_m=group_m, loads=loads)
+            sweep = _cli_sweep(kernels[0], with_baseline_protocol(names), world_size, case, launches, repeats)
+        if sweep.world_size > 1 and not virtual_ranks and not interpret:
+            raise BenchInputError(f"--world-size={sweep.world_size} without --virtual-ranks asks for real ranks, "
+                                  "which bench does not time yet; add --virtual-ranks")
+        rows, ceilings, bad = _measure(sweep, interpret=interpret, seed=seed, baseline=baseline, check=check)
+    except SyncVerifyError as error:
+        raise fail(str(error))
+    gate = check_rows(rows, baseline, tolerance=tolerance) if baseline is not None else None
+    document = {"machine": ceilings.machine, "peak_tflops": round(ceilings.peak_tflops, 1),
+                "bandwidth_tbs": round(ceilings.bandwidth_tbs, 3), "world_size": sweep.world_size,
+                "virtual_ranks": True, "unavailable": [NCCL_UNAVAILABLE], "rows": rows,
+                "gate": None if gate is None else {"tolerance": tolerance, "passed": gate.passed,
+                                                   "regressions": [list(r) for r in gate.regressions],
+                                                   "checked": len(gate.checked), "missing": list(gate.missing)}}
+    markdown = to_markdown(rows, ceilings, title=sweep.name, note=sweep.note, unavailable=[NCCL_UNAVAILABLE])
+    if out_dir is not None:
+        _write_outputs(out_dir, rows, ceilings, document, markdown, sweep)
+    if json_output:
+        out.print(json.dumps(document, sort_keys=True), markup=False)
+    else:
+        out.print(markdown, markup=False)
+        if gate is not None:
+            for key, got, recorded in gate.regressions:
+                out.print(f"REGRESSION {key}: {got:.1f} TFLOP/s < {tolerance:g} x {recorded:.1f}", markup=False)
+            out.print(f"gate: {len(gate.checked)} checked, {len(gate.regressions)} under {tolerance:g} x baseline, "
+                      f"{len(gate.missing)} without a baseline figure", markup=False)
+    for row in bad:
+        err.print(f"syncverify: wrong result: {row['key']}: {row['validated']}", markup=False)
+    if bad or (gate is not None and not gate.passed):
+        raise typer.Exit(exitcodes.FOUND)
+    raise typer.Exit(exitcodes.OK)
+
+
+def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check):
+    """Run the sweep (torch and triton imported here); the baseline's machine is checked first."""
+    import os
+
+    if interpret:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    from syncverify.kernels._deps import require_cuda, torch
+    from syncverify.kernels.bench import run_sweep
+
+    if interpret:
+        device, machine = "cpu", "cpu-interpreter"
+    else:
+        require_cuda("syncverify bench")
+        from syncverify.bench import machine_kind
+
+        device = "cuda"
+        machine = machine_kind(torch.cuda.get_device_name(0), torch.cuda.device_count())
+    if baseline is not None:
+        check_machine(baseline, machine, path=str(check))
+    if interpret:
+        sweep = _interpreted(sweep)
+    with SweepProgress() as progress:
+        ceilings, measurements = run_sweep(sweep, device=device, progress=progress.update, seed=seed)
+    rows = report_rows(measurements, ceilings, world_size=sweep.world_size)
+    bad = [r for r in rows if r["validated"] not in ("", "ok") and not r["unsafe"]]
+    return rows, ceilings, bad
+
+
+def _interpreted(sweep: Sweep) -> Sweep:
+    """The interpreter times nothing real: one launch per graph, one repeat."""
+    from dataclasses import replace
+
+    return replace(sweep, launches=1, repeats=1)
+
+
+def _write_outputs(out_dir: Path, rows, ceilings, document, markdown: str, sweep: Sweep) -> None:
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "bench.csv").write_text(to_csv(rows), encoding="utf-8")
+    (out_dir / "bench.md").write_text(markdown, encoding="utf-8")
+    (out_dir / "bench.json").write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    command = "syncverify " + " ".join(sys.argv[1:]) if sys.argv else ""
+    baseline = make_baseline(rows, machine=ceilings.machine, command=command,
+                             date=datetime.date.today().isoformat())
+    (out_dir / "baseline.json").write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_or_warn(lambda: draw_roofline(rows, ceilings, out_dir / "roofline.png", title=sweep.name),
+                  "--out", out_dir / "roofline.png")
+
+
+__all__ = ["bench_command"]
