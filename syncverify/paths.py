@@ -40,6 +40,9 @@ class LocalEvent:
     sem: str = "weak"
     scope: str | None = None
     barrier_id: int | None = None
+    count: int | None = None  # barrier arrivals: the phase's thread count (None: every user)
+    red_op: str = ""  # bar.red: popc | and | or
+    predicate: int | None = None  # bar.red: this thread's predicate, 0 or 1
     rmw_with_previous: bool = False  # the write half of an atomic
     deps: frozenset[int] = frozenset()  # local indices of reads it depends on (data | ctrl)
     label: str = ""
@@ -53,7 +56,7 @@ class Path:
 
     events: tuple[LocalEvent, ...]
     registers: tuple[tuple[str, int], ...]
-    stuck: tuple | None = None  # ("spin", ((loc, value), ...)) or ("barrier", local index)
+    stuck: tuple | None = None  # ("spin", ((loc, value), ...)); barriers: syncverify.barriers
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,11 @@ def _text(ins: object) -> str:
     if isinstance(ins, Fence):
         return f"fence.{ins.kind}.{ins.scope}"
     if isinstance(ins, Barrier):
-        return f"bar.{ins.kind} {ins.barrier_id}" + (f", {ins.count}" if ins.count else "")
+        count = f", {ins.count}" if ins.count is not None else ""
+        if ins.kind == "red":
+            pred = ("!" if ins.negate else "") + str(ins.predicate)
+            return f"bar.red.{ins.op} {ins.dst}, {ins.barrier_id}{count}, {pred}"
+        return f"bar.{ins.kind} {ins.barrier_id}{count}"
     return type(ins).__name__
 
 
@@ -140,6 +147,9 @@ def _reads_writes(ins: object) -> tuple[set[str], set[str]]:
         return regs(*ins.operands), ({ins.dst} if ins.dst is not None else set())
     if isinstance(ins, Load):
         return set(), {ins.dst}
+    if isinstance(ins, Barrier):
+        return regs(ins.barrier_id, *(o for o in (ins.count, ins.predicate) if o is not None)), (
+            {ins.dst} if ins.dst is not None else set())
     return set(), set()
 
 
@@ -209,10 +219,14 @@ def thread_paths(
     max_steps: int = DEFAULT_MAX_STEPS,
     deadline: float | None = None,
     observed: frozenset[str] | None = None,
+    cta_threads: int = 1,
 ) -> list[Path]:
     """Every path of ``thread`` when each read may return any value of its location's domain.
 
     ``observed``: the registers whose final values matter (None: all); see :func:`live_registers`.
+    ``cta_threads``: how many threads its CTA has, the most a ``bar.red.popc`` can count (a
+    ``bar.red`` result is guessed here, like a read's value, and checked when the barrier's
+    phases are formed: :mod:`syncverify.barriers`).
     """
     code = thread.instructions
     labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
@@ -271,9 +285,13 @@ def thread_paths(
                 events = events + (LocalEvent("F", sem=ins.kind, scope=ins.scope, deps=ctrl, label=text, line=line),)
                 pc += 1
             elif isinstance(ins, Barrier):
-                events = events + (LocalEvent("B", sem=ins.kind, barrier_id=ins.barrier_id, deps=ctrl, label=text, line=line),)
-                seen = {}  # a barrier arrival is a side effect: the loop is not a pure spin
-                pc += 1
+                # A barrier arrival is a side effect: the loop is not a pure spin.
+                here = PathState(pc, regs, taint, ctrl, events, {}, steps)
+                states = _arrive(ins, here, text, line, thread, cta_threads)
+                stack.extend(reversed(states[1:]))
+                first = states[0]
+                pc, regs, taint, ctrl, events, seen, steps = (first.pc, first.regs, first.taint, first.ctrl,
+                                                              first.events, first.seen, first.steps)
             elif isinstance(ins, Store):
                 v = value(ins.value, regs)
                 events = events + (LocalEvent("W", ins.loc, v, ins.sem, ins.scope,
@@ -299,6 +317,42 @@ def thread_paths(
             else:  # pragma: no cover - program.py admits no other instruction
                 raise UnsupportedConstruct(f"the explorer cannot run {type(ins).__name__}")
     return paths
+
+
+def _arrive(ins: Barrier, state: PathState, text: str, line: int | None, thread: Thread,
+            cta_threads: int) -> list[PathState]:
+    """The states after a barrier arrival: one, or for ``bar.red`` one per result it may receive.
+
+    The id and count are read from their registers here (PTX ISA, ``bar``: "Source operand a
+    specifies a logical barrier resource as an immediate constant or register with value 0
+    through 15"); a value outside that range, or a count that is not positive, is refused."""
+    regs = state.regs
+    barrier_id = _operand_value(ins.barrier_id, regs)
+    count = None if ins.count is None else _operand_value(ins.count, regs)
+    who = f"thread {thread.name}" + (f" (line {line})" if line else "")
+    if barrier_id not in range(16):
+        raise UnsupportedConstruct(f"{who}: barrier id {ins.barrier_id} is {barrier_id} on some execution; "
+                                   f"PTX has barriers 0 to 15")
+    if count is not None and count <= 0:
+        raise UnsupportedConstruct(f"{who}: barrier thread count {ins.count} is {count} on some execution; "
+                                   f"it must be positive")
+    deps = state.ctrl | _operand_taint(ins.barrier_id, state.taint) | (
+        frozenset() if ins.count is None else _operand_taint(ins.count, state.taint))
+    pred = None
+    if ins.kind == "red":
+        pred = int(_operand_value(ins.predicate, regs) != 0) ^ int(ins.negate)  # type: ignore[arg-type]
+        deps |= _operand_taint(ins.predicate, state.taint)  # type: ignore[arg-type]
+    results = [None] if ins.kind != "red" else list(range(cta_threads + 1)) if ins.op == "popc" else [0, 1]
+    out = []
+    for result in results:
+        ev = LocalEvent("B", value=result, sem=ins.kind, barrier_id=barrier_id, count=count, red_op=ins.op,
+                        predicate=pred, deps=deps, label=text, line=line)
+        new = replace(state, pc=state.pc + 1, events=state.events + (ev,))
+        if ins.dst is not None:
+            # The result depends on every participant's predicate, not on a read of this thread.
+            new = replace(new, regs={**regs, ins.dst: result}, taint={**state.taint, ins.dst: deps})
+        out.append(new)
+    return out
 
 
 def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | None) -> PathState:

@@ -128,25 +128,46 @@ class Fence:
         _check(self.scope, SCOPES, "scope")
 
 
+#: The 16 named barriers of a CTA (PTX ISA, ``bar``: "Each CTA instance has sixteen barriers
+#: numbered 0..15").
+BARRIER_IDS = range(16)
+BARRIER_KINDS = ("sync", "arrive", "red")
+RED_OPS = ("popc", "and", "or")
+
+
 @dataclass(frozen=True)
 class Barrier:
-    """A CTA barrier: ``bar.sync id{, count}`` (``kind='sync'``) or ``bar.cta.arrive id, count``.
+    """A named CTA barrier: ``bar.sync a{, b}``, ``bar.arrive a{, b}`` or ``bar.red.OP d, a{, b}, {!}c``.
 
-    The k-th barrier operation of a thread on barrier ``barrier_id`` joins the k-th instance of
-    that barrier in its CTA. ``count`` (threads) must equal the number of the CTA's threads that
-    use the barrier: partial participation is refused, not approximated.
+    ``barrier_id`` (``a``) and ``count`` (``b``, in threads) are constants or registers. Without
+    a count the barrier's participants are the threads of the CTA that use that barrier (see
+    :mod:`syncverify.barriers`). Arrivals are grouped into *phases*: a phase completes when as
+    many threads as its count have arrived, and the barrier is then reused (PTX ISA, ``bar``).
+    ``sync`` and ``red`` wait for their phase to complete; ``arrive`` does not. ``red`` also
+    reduces ``predicate`` (its complement with ``negate``) over the phase's ``red`` arrivals into
+    ``dst``: ``popc`` counts the true ones, ``and``/``or`` give 1 or 0.
     """
 
     kind: str
-    barrier_id: int = 0
-    count: int | None = None
+    barrier_id: Operand = 0
+    count: Operand | None = None
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    op: str = ""  # red: popc | and | or
+    dst: str | None = None  # red: the result register
+    predicate: Operand | None = None  # red: the predicate register (or a constant 0/1)
+    negate: bool = False  # red: {!}c
 
     def __post_init__(self) -> None:
-        _check(self.kind, ("sync", "arrive"), "barrier kind")
-        if self.kind == "arrive" and self.count is None:
-            raise UnsupportedConstruct("bar.arrive needs a thread count (PTX ISA, bar.arrive)")
+        _check(self.kind, BARRIER_KINDS, "barrier kind")
+        if isinstance(self.barrier_id, int) and self.barrier_id not in BARRIER_IDS:
+            raise UnsupportedConstruct(f"barrier id {self.barrier_id} is out of range: PTX has barriers 0 to 15")
+        if isinstance(self.count, int) and self.count <= 0:
+            raise UnsupportedConstruct(f"barrier thread count {self.count} must be positive")
+        if self.kind == "red":
+            _check(self.op, RED_OPS, "bar.red operation")
+            if self.dst is None or self.predicate is None:
+                raise UnsupportedConstruct("bar.red needs a destination register and a predicate")
 
 
 @dataclass(frozen=True)
@@ -330,6 +351,10 @@ class Program:
                     after[a] |= extra
                     changed = True
         return {a: frozenset(bs) for a, bs in after.items()}
+
+    def cta_size(self, thread: Thread) -> int:
+        """How many threads of the program share ``thread``'s CTA."""
+        return sum(1 for u in self.threads if (u.gpu, u.cta) == (thread.gpu, thread.cta))
 
     def locations(self) -> tuple[str, ...]:
         """Every location the program touches or initialises, in first-seen order."""
