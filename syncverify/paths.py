@@ -87,26 +87,69 @@ def _operand_taint(op: Operand, taint: dict[str, frozenset[int]]) -> frozenset[i
     return frozenset() if isinstance(op, int) else taint.get(op, frozenset())
 
 
-def _atomic_result(op: str, old: int, operands: tuple[int, ...]) -> int | None:
-    """The value an atomic writes, or None when it writes nothing (a failed ``cas``)."""
+_U32 = 0xFFFFFFFF
+
+
+def _unsigned(v: int) -> int:
+    """``v`` read as a ``.u32`` (two's complement)."""
+    return v & _U32
+
+
+def _division(a: int, b: int) -> int:
+    """``div.s32``: truncates toward zero; a division by zero is refused (PTX leaves it unspecified)."""
+    if b == 0:
+        raise UnsupportedConstruct("division by zero on some execution (PTX leaves its result unspecified)")
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def atomic_result(op: str, old: int, operands: tuple[int, ...], unsigned: bool = False) -> int | None:
+    """The value an atomic writes, or None when it writes nothing (a failed ``cas``).
+
+    PTX ISA, ``atom``: ``inc``: "(old >= b) ? 0 : old+1" and ``dec``: "((old == 0) || (old > b)) ?
+    b : old-1", both on ``.u32``; ``min``/``max`` compare as signed unless ``unsigned`` (``.u32``);
+    ``exch`` writes ``b``; ``cas`` writes its second operand when ``old`` equals the first.
+    ``sub``, ``mul``, ``div`` are Dartagnan's (``div`` truncates).
+
+    >>> atomic_result("inc", 3, (3,)), atomic_result("dec", 0, (5,)), atomic_result("dec", 7, (5,))
+    (0, 5, 5)
+    >>> atomic_result("max", -1, (1,)), atomic_result("max", -1, (1,), unsigned=True)
+    (1, -1)
+    """
     b = operands[0]
     if op == "add":
         return old + b
     if op == "sub":
         return old - b
+    if op == "mul":
+        return old * b
+    if op == "div":
+        return _division(old, b)
     if op == "exch":
         return b
     if op == "cas":
         return operands[1] if old == operands[0] else None
-    if op == "min":
-        return min(old, b)
-    if op == "max":
-        return max(old, b)
+    if op in ("min", "max"):
+        key = _unsigned if unsigned else (lambda v: v)
+        pick = min if op == "min" else max
+        return pick(old, b, key=key)
     if op == "and":
         return old & b
     if op == "or":
         return old | b
+    if op == "xor":
+        return old ^ b
+    if op == "inc":
+        return 0 if _unsigned(old) >= _unsigned(b) else old + 1
+    if op == "dec":
+        return b if old == 0 or _unsigned(old) > _unsigned(b) else old - 1
     raise UnsupportedConstruct(f"atomic op {op!r}")
+
+
+_REG_OPS = {"mov": lambda a, b: a, "add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+            "mul": lambda a, b: a * b, "div": _division}
+_BRANCHES = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "ge": lambda a, b: a >= b,
+             "lt": lambda a, b: a < b, "gt": lambda a, b: a > b, "le": lambda a, b: a <= b}
 
 
 def _text(ins: object) -> str:
@@ -269,7 +312,7 @@ def thread_paths(
                 pc += 1
             elif isinstance(ins, RegOp):
                 a, b = value(ins.lhs, regs), value(ins.rhs, regs)
-                result = a if ins.op == "mov" else a + b if ins.op == "add" else a - b
+                result = _REG_OPS[ins.op](a, b)
                 regs = {**regs, ins.dst: result}
                 taint = {**taint, ins.dst: taint_of(ins.lhs, taint) | (taint_of(ins.rhs, taint) if ins.op != "mov" else frozenset())}
                 pc += 1
@@ -278,7 +321,7 @@ def thread_paths(
                     taken = True
                 else:
                     a, b = value(ins.lhs, regs), value(ins.rhs, regs)
-                    taken = {"eq": a == b, "ne": a != b, "ge": a >= b, "lt": a < b}[ins.cond]
+                    taken = _BRANCHES[ins.cond](a, b)
                     ctrl = ctrl | taint_of(ins.lhs, taint) | taint_of(ins.rhs, taint)
                 pc = labels[ins.target] if taken else pc + 1
             elif isinstance(ins, Fence):
@@ -365,7 +408,7 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
     read_sem = "acquire" if ins.sem in ("acquire", "acq_rel") else "relaxed"
     write_sem = "release" if ins.sem in ("release", "acq_rel") else "relaxed"
     operands = tuple(_operand_value(o, state.regs) for o in ins.operands)
-    written = _atomic_result(ins.op, v, operands)
+    written = atomic_result(ins.op, v, operands, ins.unsigned)
     events = state.events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=state.ctrl, label=text,
                                         line=line),)
     seen = state.seen

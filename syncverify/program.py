@@ -42,7 +42,9 @@ LOAD_SEMS = ("weak", "relaxed", "acquire")
 STORE_SEMS = ("weak", "relaxed", "release")
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
 FENCE_KINDS = ("sc", "acq_rel")
-ATOMIC_OPS = ("add", "sub", "exch", "cas", "min", "max", "and", "or")
+ATOMIC_OPS = ("add", "sub", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec", "mul", "div")
+#: The ``atom``/``red`` operations of the PTX ISA (``sub``, ``mul``, ``div`` are Dartagnan's).
+ISA_ATOMIC_OPS = ("add", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec")
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
@@ -90,6 +92,8 @@ class Atomic:
     ``operands`` is ``(b,)`` for every op except ``cas``, which takes ``(compare, value)``.
     The read and the write of one atomic form an ``rmw`` pair; a ``cas`` whose compare fails
     writes nothing (PTX ISA: "atom.cas ... stores ... only if the comparison succeeds").
+    ``unsigned``: ``min``/``max`` compare as ``.u32`` (``inc``/``dec`` always do, as the ISA
+    defines them); the value semantics are in :func:`syncverify.paths.atomic_result`.
     """
 
     op: str
@@ -100,6 +104,7 @@ class Atomic:
     scope: str = "gpu"
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    unsigned: bool = False
 
     def __post_init__(self) -> None:
         _check(self.op, ATOMIC_OPS, "atomic op")
@@ -108,8 +113,6 @@ class Atomic:
         want = 2 if self.op == "cas" else 1
         if len(self.operands) != want:
             raise UnsupportedConstruct(f"atom.{self.op} takes {want} operand(s), got {len(self.operands)}")
-        if self.dst is None and self.sem in ("acquire", "acq_rel"):
-            raise UnsupportedConstruct(f"red has no result, so .{self.sem} is not allowed (PTX ISA, red)")
         if self.dst is None and self.op == "cas":
             raise UnsupportedConstruct("red.cas does not exist; use atom.cas")
 
@@ -172,7 +175,8 @@ class Barrier:
 
 @dataclass(frozen=True)
 class RegOp:
-    """Register arithmetic: ``mov dst, a`` (``op='mov'``, ``rhs`` ignored) or ``add``/``sub``."""
+    """Register arithmetic: ``mov dst, a`` (``op='mov'``, ``rhs`` ignored), ``add``, ``sub``,
+    ``mul`` or ``div`` (truncating, as PTX's ``div.s32``)."""
 
     op: str
     dst: str
@@ -182,12 +186,13 @@ class RegOp:
     label: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        _check(self.op, ("mov", "add", "sub"), "register op")
+        _check(self.op, ("mov", "add", "sub", "mul", "div"), "register op")
 
 
 @dataclass(frozen=True)
 class Branch:
-    """``beq a, b, L`` (``cond='eq'``), ``bne a, b, L`` (``'ne'``), ``bge``/``blt``, or ``goto L`` (``None``)."""
+    """``beq a, b, L`` (``cond='eq'``), ``bne a, b, L`` (``'ne'``), ``bge``/``blt``/``bgt``/``ble``,
+    or ``goto L`` (``None``)."""
 
     target: str
     cond: str | None = None
@@ -198,7 +203,7 @@ class Branch:
 
     def __post_init__(self) -> None:
         if self.cond is not None:
-            _check(self.cond, ("eq", "ne", "ge", "lt"), "branch condition")
+            _check(self.cond, ("eq", "ne", "ge", "lt", "gt", "le"), "branch condition")
 
 
 @dataclass(frozen=True)
@@ -257,7 +262,7 @@ Term = Union[RegRef, LocRef, int]
 @dataclass(frozen=True)
 class Compare:
     lhs: Term
-    op: str  # "==" or "!="
+    op: str  # "==", "!=", "<", "<=", ">" or ">="
     rhs: Term
 
 
@@ -313,8 +318,12 @@ def evaluate(prop: Prop, registers: dict[tuple[str, str], int], memory: dict[str
             return registers.get((term.thread, term.reg), 0)
         return memory[term.loc]
 
-    lhs, rhs = value(prop.lhs), value(prop.rhs)
-    return lhs == rhs if prop.op == "==" else lhs != rhs
+    return COMPARISONS[prop.op](value(prop.lhs), value(prop.rhs))
+
+
+#: What each comparison of a final condition means.
+COMPARISONS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+               "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
 
 @dataclass(frozen=True)
@@ -336,6 +345,10 @@ class Program:
     # A scenario observes none: its verdicts come from events, so a poll register is dead after
     # its branch, which lets the explorer drop failed poll iterations (explore.live_registers).
     observed_registers: frozenset[str] | None = None
+    # A litmus test's ``filter``: executions whose final state fails it are not counted.
+    filter: Prop | None = None
+    # Constructs accepted where the PTX ISA is stricter than the reference syntax (one line each).
+    warnings: tuple[str, ...] = ()
 
     def phases_after(self) -> dict[str, frozenset[str]]:
         """For each phase, the phases the host orders after it (``host_order`` closed transitively)."""
