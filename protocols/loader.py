@@ -412,8 +412,9 @@ def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
     """``bar.sync id{, count}``: a named barrier (PTX ISA: "Each CTA instance has sixteen barriers
     numbered 0..15"; "When specifying a thread count, the value must be a multiple of the warp
     size"). Without ``id`` it is barrier 0; without ``count`` every thread of the CTA takes part."""
-    barrier_id = table.get("id", 0)
-    if isinstance(barrier_id, bool) or not isinstance(barrier_id, int) or not 0 <= barrier_id <= 15:
+    barrier_id = table.get("id")
+    if barrier_id is not None and (isinstance(barrier_id, bool) or not isinstance(barrier_id, int)
+                                   or not 0 <= barrier_id <= 15):
         raise Invalid(f"id={barrier_id!r} must be a named barrier, an integer 0 to 15", key="id")
     count = table.get("count")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count <= 0 or count % 32):

@@ -86,7 +86,7 @@ class Step:
         for key, attr in (
             ("read", "read"), ("lock", "lock"), ("to", "to"), ("from", "from_"),
             ("compare", "compare"), ("value", "value"), ("cache", "cache"), ("sem", "sem"),
-            ("scope", "scope"), ("until", "until"),
+            ("scope", "scope"), ("until", "until"), ("id", "barrier_id"), ("count", "count"),
         ):
             item = getattr(self, attr)
             if item is None:

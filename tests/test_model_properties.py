@@ -40,6 +40,7 @@ from tests.strategies import (
     program_and_strengthened,
     programs,
     programs_with_a_spin,
+    programs_with_barriers,
 )
 
 MAX_EXECUTIONS = 20_000
@@ -106,6 +107,19 @@ def test_explorer_and_brute_force_agree(program):
     assert len(fast.executions) == len(slow.executions), (
         f"{len(fast.executions)} executions from the explorer, {len(slow.executions)} from brute force"
     )
+
+
+@few_limit_hits
+@settings(max_examples=60, deadline=None)
+@given(programs_with_barriers(max_instructions=3, max_accesses=5))
+def test_explorer_and_brute_force_agree_on_programs_with_named_barriers_including_hangs(program):
+    fast = explored(program)
+    slow = explored(program, brute=True)
+    assert outcomes(fast) == outcomes(slow), (
+        f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
+        f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
+    )
+    assert (len(fast.executions), len(fast.hangs)) == (len(slow.executions), len(slow.hangs))
 
 
 @few_limit_hits
