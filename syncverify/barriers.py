@@ -90,9 +90,8 @@ def _cta_outcomes(threads: list[int], arrivals: dict[int, list[tuple[int, LocalE
     def event(member: tuple[int, int]) -> tuple[int, LocalEvent]:
         return arrivals[threads[member[0]]][member[1]]
 
-    def need(members: tuple[tuple[int, int], ...]) -> int:
-        first = event(members[0])[1]  # a phase waits for the count of its first arrival
-        return first.count if first.count is not None else len(users[first.barrier_id])
+    def need_of(ev: LocalEvent) -> int:
+        return ev.count if ev.count is not None else len(users[ev.barrier_id])
 
     results: dict[tuple, tuple[dict[int, tuple[int, int, int]], frozenset]] = {}
     seen: set = set()
@@ -110,24 +109,27 @@ def _cta_outcomes(threads: list[int], arrivals: dict[int, list[tuple[int, LocalE
             moved = True
             ev = arrivals[t][pos[k]][1]
             phases = dict(open_phases)
-            members = phases.get(ev.barrier_id, ()) + ((k, pos[k]),)
+            # An open phase: the count of its first arrival, and its arrivals in a canonical order
+            # (the order they came in does not matter, and keeping it would multiply the states).
+            need, before = phases.get(ev.barrier_id, (need_of(ev), ()))
+            members = tuple(sorted(before + ((k, pos[k]),)))
             new_pos = pos[:k] + (pos[k] + 1,) + pos[k + 1:]
             new_wait = waiting[:k] + (ev.sem != "arrive",) + waiting[k + 1:]
             new_done = done
-            if len(members) >= need(members):
+            if len(members) >= need:
                 reds = [event(m)[1] for m in members if event(m)[1].sem == "red"]
                 if reds and any(e.value != _reduce(reds[0].red_op, [e.predicate for e in reds]) for e in reds):  # type: ignore[misc]
                     continue  # a guessed bar.red result this grouping does not give
                 phases.pop(ev.barrier_id, None)
                 released = {m[0] for m in members}
                 new_wait = tuple(w and j not in released for j, w in enumerate(new_wait))
-                new_done = done | {tuple((threads[m[0]], event(m)[0]) for m in members)}
+                new_done = done | {tuple(sorted((threads[m[0]], event(m)[0]) for m in members))}
             else:
-                phases[ev.barrier_id] = members
+                phases[ev.barrier_id] = (need, members)
             stack.append((new_pos, new_wait, tuple(sorted(phases.items())), new_done))
         if not moved:
-            open_of = {m[0]: members for _b, members in open_phases for m in members}
-            blocked = {threads[k]: (pos[k], need(open_of[k]), len(open_of[k]))
+            open_of = {m[0]: phase for _b, phase in open_phases for m in phase[1]}
+            blocked = {threads[k]: (pos[k], open_of[k][0], len(open_of[k][1]))
                        for k in range(len(threads)) if waiting[k]}
             results[(tuple(sorted(blocked.items())), done)] = (blocked, done)
     return list(results.values())
