@@ -38,6 +38,7 @@ A launch that hangs never ends, so the launches the host orders after it never s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -80,8 +81,26 @@ def _reduce(op: str, predicates: list[int]) -> int:
     return int(any(predicates))
 
 
+def _signature(arrival: LocalEvent) -> tuple:
+    """What of an arrival decides how the barriers resolve."""
+    return (arrival.barrier_id, arrival.count, arrival.sem, arrival.red_op, arrival.predicate, arrival.value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolutions(signatures: tuple[tuple[tuple, ...], ...], users: tuple[tuple[int, int], ...],
+                 ) -> tuple[tuple[tuple[tuple[int, tuple[int, int, int]], ...], frozenset], ...]:
+    """:func:`_cta_outcomes` over arrival signatures only (thread slots and arrival numbers), so
+    the many combinations of paths that arrive alike share one search."""
+    threads = list(range(len(signatures)))
+    arrivals = {k: [(n, LocalEvent("B", value=sig[5], sem=sig[2], barrier_id=sig[0], count=sig[1],
+                                   red_op=sig[3], predicate=sig[4])) for n, sig in enumerate(sigs)]
+                for k, sigs in enumerate(signatures)}
+    return tuple((tuple(sorted(blocked.items())), done)
+                 for blocked, done in _cta_outcomes(threads, arrivals, dict(users)))
+
+
 def _cta_outcomes(threads: list[int], arrivals: dict[int, list[tuple[int, LocalEvent]]],
-                  users: dict[int, frozenset[int]]) -> list[tuple[dict[int, tuple[int, int, int]], frozenset]]:
+                  users: dict[int, int]) -> list[tuple[dict[int, tuple[int, int, int]], frozenset]]:
     """Every distinct resolution of one CTA's barriers: the blocked threads, each with (arrivals
     made, the count its phase waits for, arrivals that phase got), and the completed phases.
 
@@ -91,7 +110,7 @@ def _cta_outcomes(threads: list[int], arrivals: dict[int, list[tuple[int, LocalE
         return arrivals[threads[member[0]]][member[1]]
 
     def need_of(ev: LocalEvent) -> int:
-        return ev.count if ev.count is not None else len(users[ev.barrier_id])
+        return ev.count if ev.count is not None else users[ev.barrier_id]
 
     results: dict[tuple, tuple[dict[int, tuple[int, int, int]], frozenset]] = {}
     seen: set = set()
@@ -152,19 +171,25 @@ def settle_barriers(program: Program, combo: tuple[Path | None, ...],
                     for t in threads}
         if not any(arrivals.values()):
             continue
-        ids = {e.barrier_id for arr in arrivals.values() for _i, e in arr}
-        users_here = {b: users.get((gpu, cta, b), frozenset())  # type: ignore[operator]
-                      | {t for t in threads if any(e.barrier_id == b for _i, e in arrivals[t])} for b in ids}
+        ids = sorted({e.barrier_id for arr in arrivals.values() for _i, e in arr})
+        users_here = tuple((b, len(users.get((gpu, cta, b), frozenset())  # type: ignore[operator]
+                                   | {t for t in threads if any(e.barrier_id == b for _i, e in arrivals[t])}))
+                           for b in ids)
+        signatures = tuple(tuple(_signature(e) for _i, e in arrivals[t]) for t in threads)
         grown = []
-        for blocked, done in _cta_outcomes(threads, arrivals, users_here):  # type: ignore[arg-type]
+        for blocked, done in _resolutions(signatures, users_here):
+            # Back from thread slots and arrival numbers to threads and local event indices.
+            phases = tuple(sorted(tuple(sorted((threads[k], arrivals[threads[k]][n][0]) for k, n in phase))
+                                  for phase in done))
             for base in outcomes:
                 cut = list(base.lengths)
                 stuck = dict(base.stuck)
-                for t, (made, need, arrived) in blocked.items():
+                for k, (made, need, arrived) in blocked:
+                    t = threads[k]
                     i, ev = arrivals[t][made - 1]
                     cut[t] = i  # blocked here: the arrival and nothing after it happens
                     stuck[t] = ("barrier", i, ev.barrier_id, need, arrived)
-                grown.append(Outcome(tuple(cut), stuck, base.instances + tuple(sorted(done))))
+                grown.append(Outcome(tuple(cut), stuck, base.instances + phases))
         outcomes = grown
     return outcomes
 
