@@ -15,6 +15,9 @@ Modeling choices made here (the model itself is in ``syncverify.ptx``):
 * An ``atom``/``red`` with no semantics is ``.relaxed``; with no scope, ``.gpu`` (PTX ISA defaults).
 * A ``fence.sc`` is also an acquire-release fence (PTX ISA: "fence.sc ... is a fence.acq_rel that
   additionally ...").
+* Named barriers (``Barrier``): 16 per CTA, ids and counts constants or registers, ``sync``,
+  ``arrive`` and ``red``; which arrivals form which phase, and when a barrier hangs, is
+  :mod:`syncverify.barriers`.
 
 GHOST accesses (``Load(ghost=True)`` / ``Store(ghost=True)``) are the tile data of a protocol
 scenario. They take part in program order, causality and race detection, but the explorer makes no
