@@ -73,6 +73,17 @@ def show(outcome_set) -> list:
     return sorted((sorted(regs), sorted(mem)) for regs, mem in outcome_set)
 
 
+def agree_including_hangs(program: Program) -> None:
+    """The explorer and brute force find the same outcomes, executions and hanging executions."""
+    fast = explored(program)
+    slow = explored(program, brute=True)
+    assert outcomes(fast) == outcomes(slow), (
+        f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
+        f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
+    )
+    assert (len(fast.executions), len(fast.hangs)) == (len(slow.executions), len(slow.hangs))
+
+
 # ----- properties ------------------------------------------------------------------------------
 
 @few_limit_hits
@@ -113,26 +124,14 @@ def test_explorer_and_brute_force_agree(program):
 @settings(max_examples=60, deadline=None)
 @given(programs_with_barriers(max_instructions=3, max_accesses=5))
 def test_explorer_and_brute_force_agree_on_programs_with_named_barriers_including_hangs(program):
-    fast = explored(program)
-    slow = explored(program, brute=True)
-    assert outcomes(fast) == outcomes(slow), (
-        f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
-        f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
-    )
-    assert (len(fast.executions), len(fast.hangs)) == (len(slow.executions), len(slow.hangs))
+    agree_including_hangs(program)
 
 
 @few_limit_hits
 @settings(max_examples=50, deadline=None)
 @given(programs_with_a_spin(max_instructions=3, max_accesses=4))
 def test_explorer_and_brute_force_agree_on_spinning_programs_including_hangs(program):
-    fast = explored(program)
-    slow = explored(program, brute=True)
-    assert outcomes(fast) == outcomes(slow), (
-        f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
-        f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
-    )
-    assert (len(fast.executions), len(fast.hangs)) == (len(slow.executions), len(slow.hangs))
+    agree_including_hangs(program)
 
 
 @few_limit_hits
