@@ -312,6 +312,8 @@ def test_instruction_and_condition_errors_name_file_and_line(text, prefix, phras
         ("PTX a\n{ x=0;\n P0@cta 0,gpu 0 ;\n", "mp.litmus:2: ", "init block is never closed with '}'"),
         ("PTX a\n{ x=0; } junk\n", "mp.litmus:2: ", "unexpected text after the init block"),
         ("PTX a\n{ x=y; }\n", "mp.litmus:2: ", "pointer initial value 'x=y' is not supported"),
+        ("PTX a\n{ P0:r0=&x; }\n", "mp.litmus:2: ", "pointer initial value 'P0:r0=&x' is not supported"),
+        ("PTX a\n{ x@texture aliases y; }\n", "mp.litmus:2: ", "proxies are out of scope"),
         ("PTX a\n{ x=0; x=1; }\n", "mp.litmus:2: ", "location 'x' is initialised twice"),
         ("PTX a\n{ *x=0; }\n", "mp.litmus:2: ", "is not 'loc=int' or 'Pn:reg=int'"),
         ("PTX a\n{\nP3:r0=1;\n}\n P0@cta 0,gpu 0 ;\n", "mp.litmus:3: ", "the test has no thread P3"),

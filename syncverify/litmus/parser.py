@@ -995,14 +995,14 @@ def _warn_partial_barriers(src: _Source, threads: tuple[Thread, ...]) -> None:
     for members in ctas.values():
         for thread in members:
             for ins in thread.instructions:
-                if not isinstance(ins, Barrier) or ins.count is not None:
-                    continue
+                if not isinstance(ins, Barrier) or ins.count is not None or not isinstance(ins.barrier_id, int):
+                    continue  # a register id is only known on a path: syncverify.barriers counts its users there
                 users = [u for u in members if any(isinstance(j, Barrier) and j.barrier_id == ins.barrier_id
                                                    for j in u.instructions)]
                 if len(users) < len(members):
                     src.warn(_ALL_THREADS_RULE,
                              f"{_text_of(ins)} has no thread count and {len(users)} of the {len(members)} threads "
-                             f"of its CTA use barrier {ins.barrier_id}; read as a barrier of those {len(users)} "
+                             f"of its CTA name barrier {ins.barrier_id}; read as a barrier of the threads that use it "
                              f"threads, as Dartagnan reads it", ins.line)
 
 
