@@ -190,8 +190,20 @@ def settle_barriers(program: Program, combo: tuple[Path | None, ...],
                     cut[t] = i  # blocked here: the arrival and nothing after it happens
                     stuck[t] = ("barrier", i, ev.barrier_id, need, arrived)
                 grown.append(Outcome(tuple(cut), stuck, base.instances + phases))
-        outcomes = grown
+        outcomes = _distinct(grown, combo)
     return outcomes
+
+
+def _distinct(outcomes: list[Outcome], combo: tuple[Path | None, ...]) -> list[Outcome]:
+    """One outcome per execution skeleton: groupings that differ only in which ``bar.arrive`` s
+    share a phase no ``bar.sync``/``bar.red`` waits in give the same synchronization, so the same
+    candidate executions."""
+    seen: dict[tuple, Outcome] = {}
+    for o in outcomes:
+        waits = frozenset((a, b) for phase in o.instances for a in phase for b in phase
+                          if a != b and combo[b[0]].events[b[1]].sem != "arrive")  # type: ignore[union-attr]
+        seen.setdefault((o.lengths, tuple(sorted(o.stuck.items())), waits), o)
+    return list(seen.values())
 
 
 def cta_kept_lengths(program: Program, all_paths: list[list[Path]],
