@@ -112,7 +112,7 @@ def _same(expected, actual) -> bool:
     if expected.kind != actual.kind or expected.threads != actual.threads:
         return False
     if expected.kind == "bar":
-        return True
+        return getattr(expected, "bar_operands", expected.op) == actual.op  # the barrier id and count
     if expected.kind == "fence":
         return (expected.sem, expected.scope) == (actual.sem, actual.scope)
     if expected.kind == "atom":

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncverify import rules
+from syncverify.lowering import barrier_ptx
 from syncverify.choices import one_of
 from syncverify.kernels.errors import UnsupportedStep
 
@@ -51,6 +52,7 @@ FIELDS: tuple[str, ...] = (
     "compare",  # operand (CAS compare)
     "until",  # await exit comparison: == != >= > <= <
     "target",  # operand: the until right-hand side
+    "barrier",  # barrier: its inline PTX (syncverify.lowering.barrier_ptx); "" is tl.debug_barrier()
 )
 
 #: Lock element types the kernels can allocate, and which of them atomics accept.
@@ -62,6 +64,7 @@ _NO_OPERAND = ("c", 0)
 STEP_DEFAULTS: dict[str, Any] = {
     "read": "", "sem": "", "scope": "", "cache": "", "to": "", "source": "", "lock": 0,
     "value": _NO_OPERAND, "compare": _NO_OPERAND, "until": "", "target": _NO_OPERAND,
+    "barrier": "",
 }
 
 
@@ -77,7 +80,7 @@ def make_step(*, op: str, **fields: Any) -> tuple:
     Examples
     --------
     >>> make_step(op="fence", sem="acq_rel", scope="gpu")
-    ('fence', '', 'acq_rel', 'gpu', '', '', '', 0, ('c', 0), ('c', 0), '', ('c', 0))
+    ('fence', '', 'acq_rel', 'gpu', '', '', '', 0, ('c', 0), ('c', 0), '', ('c', 0), '')
     """
     unknown = sorted(set(fields) - set(STEP_DEFAULTS))
     if unknown:
@@ -203,6 +206,7 @@ def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
         compare=operands.operand(step.compare, f"{at} compare", place=place, name="compare"),
         until=until,
         target=target,
+        barrier=barrier_ptx(step.barrier_id or 0, step.count) if step.op == "barrier" else "",
     )
 
 

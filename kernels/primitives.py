@@ -12,7 +12,8 @@ Where each primitive runs inside a CTA (Triton 3.6, sm_90; the PTX audit checks 
 * a scalar ``tl.load(volatile=True)`` and every inline-PTX helper (fences here, delays in
   ``syncverify.kernels.delays``) run on **every** thread; a non-weak store (inline PTX) is
   predicated to thread 0 like ``tl.store``;
-* ``tl.debug_barrier()`` is ``bar.sync 0``.
+* ``tl.debug_barrier()`` is ``bar.sync 0``; :func:`named_barrier` is ``bar.sync ID{, COUNT}``
+  (inline PTX) on every thread.
 
 The interpreter path (``INTERPRET=True``, ``TRITON_INTERPRET=1``): inline PTX cannot run there,
 so fences (and delays) are skipped. Nothing is lost: the interpreter runs one program at a time,
@@ -68,6 +69,28 @@ def store_flag(ptr, value, SEM: tl.constexpr, SCOPE: tl.constexpr, CACHE: tl.con
             "{ .reg .pred p; .reg .u32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
             "@p st." + SEM + "." + SCOPE + ".global.b32 [$1], $2; mov.u32 $0, 0; }",
             "=r,l,r", [ptr, value], dtype=tl.int32, is_pure=False, pack=1)
+
+
+# ----- barriers --------------------------------------------------------------------------------
+
+@jit
+def named_barrier(PTX: tl.constexpr, INTERPRET: tl.constexpr):
+    """A protocol ``barrier`` on every thread: ``tl.debug_barrier()`` (``bar.sync 0``) when
+    ``PTX`` is empty, else the inline PTX ``bar.sync ID{, COUNT};`` (``syncverify.lowering.barrier_ptx``).
+
+    Ordering: the arrivals of one phase of the barrier synchronize with each other (PTX ISA:
+    "A bar{.cta}.sync ... operation synchronizes with a bar{.cta}.sync ... executed on the same
+    barrier"), so a warp's earlier accesses (its tile stores) happen before the other
+    participants' later ones. With a ``COUNT`` below the CTA's threads, a phase completes once
+    ``COUNT`` threads (whole warps) arrive: it orders nothing with the warps of the other phases.
+    The interpreter runs one program at a time, so there is nothing to wait for there (the trace
+    recorder logs the barrier from this helper's parameters).
+    """
+    if not INTERPRET:
+        if PTX == "":
+            tl.debug_barrier()
+        else:
+            tl.inline_asm_elementwise(PTX + " mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 
 
 # ----- atomics ---------------------------------------------------------------------------------

@@ -276,7 +276,7 @@ def _sem_scope(parts: list[str]) -> tuple[str | None, str | None]:
 def _sync_op(ins: Instr, parts: list[str], ops, origin, threads) -> SyncOp | None:
     kind = parts[0]
     if kind == "bar" and parts[1:2] == ["sync"]:
-        return SyncOp("bar", "all", line=ins.line)
+        return SyncOp("bar", "all", op=",".join(o.strip() for o in ops), line=ins.line)
     if kind == "fence" and len(parts) >= 3 and parts[1] in ("sc", "acq_rel"):
         return SyncOp("fence", "all", parts[1], parts[2], line=ins.line)
     if kind not in ("st", "ld", "atom", "red") or "global" not in parts:

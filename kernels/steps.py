@@ -22,6 +22,7 @@ from syncverify.kernels.primitives import (
     atomic_cas_flag,
     atomic_xchg_flag,
     fence,
+    named_barrier,
     read_flag,
     store_flag,
     until_holds,
@@ -40,6 +41,7 @@ VALUE = tl.constexpr(FIELDS.index("value"))
 COMPARE = tl.constexpr(FIELDS.index("compare"))
 UNTIL = tl.constexpr(FIELDS.index("until"))
 TARGET = tl.constexpr(FIELDS.index("target"))
+BARRIER = tl.constexpr(FIELDS.index("barrier"))
 
 
 def wrap_step(step: tuple) -> tuple:
@@ -167,7 +169,7 @@ def signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owne
     """Step ``S`` of a producer's signal for ``tile``: a barrier, a fence, or one write per
     target rank (``to``: all/others in rank order, self, owner) into lock ``S[LOCK]``."""
     if S[OP] == "barrier":
-        tl.debug_barrier()
+        named_barrier(S[BARRIER], INTERPRET)
     elif S[OP] == "fence":
         fence(S[SEM], S[SCOPE], INTERPRET)
     else:
@@ -220,7 +222,7 @@ def wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, 
     per source rank, or one bounded poll loop per source rank (``from``: self, or each rank)."""
     offset = S[LOCK] * n_tiles + tile
     if S[OP] == "barrier":
-        tl.debug_barrier()
+        named_barrier(S[BARRIER], INTERPRET)
     elif S[OP] == "fence":
         fence(S[SEM], S[SCOPE], INTERPRET)
     elif S[OP] == "atomic_cas":  # one CAS, result unused (seed 001's acquire after the poll)

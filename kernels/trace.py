@@ -10,6 +10,8 @@ working when helpers move between modules:
   cache modifier or volatility, and ``sem``/``scope``; ``tl.debug_barrier()`` calls
   ``create_barrier``. Each call is recorded once (``create_load`` calls ``create_masked_load``:
   only the outer call counts).
+* a protocol barrier: ``named_barrier`` (its ``PTX`` and ``INTERPRET`` parameters) is logged as a
+  ``bar`` with its operands; its interpreter form does nothing.
 * inline PTX the interpreter skips: a jit helper with ``SEM``, ``SCOPE`` and ``INTERPRET``
   parameters is one whose compiled form is inline PTX (``fence``, a non-weak ``store_flag``) and
   whose interpreter form is not. Called with ``INTERPRET`` true, such a helper is recorded as a
@@ -136,8 +138,10 @@ class Recorder:
     def fence(self, sem: str, scope: str) -> None:
         self.log.append(Access(self._pid(), "fence", sem=sem, scope=scope))
 
-    def barrier(self) -> None:
-        self.log.append(Access(self._pid(), "bar", sem="", scope="cta"))
+    def barrier(self, ptx: str = "") -> None:
+        """A ``bar.sync``; ``op`` holds its operands as PTX writes them (``"0"``, ``"1,256"``)."""
+        operands = ptx.removeprefix("bar.sync").strip(" ;").replace(" ", "") or "0"
+        self.log.append(Access(self._pid(), "bar", op=operands, sem="", scope="cta"))
 
 
 def _value(handle) -> tuple:
@@ -245,6 +249,11 @@ def recording(recorder: Recorder):
 
     def call_interpreted(self, *args, **kwargs):
         params = inspect.signature(self.fn).parameters
+        if {"PTX", "INTERPRET"} <= set(params):  # named_barrier: inline bar.sync, none interpreted
+            bound = inspect.signature(self.fn).bind(*args, **kwargs).arguments
+            if _constexpr(bound["INTERPRET"]):
+                rec.barrier(str(_constexpr(bound["PTX"])))
+            return saved_call(self, *args, **kwargs)
         if not {"SEM", "SCOPE", "INTERPRET"} <= set(params):
             return saved_call(self, *args, **kwargs)
         bound = inspect.signature(self.fn).bind(*args, **kwargs).arguments

@@ -83,7 +83,7 @@ TILE_LOAD_FIELDS: tuple[str, ...] = ("volatile",)
 # The fields each op takes (besides ``op``); an ``await`` takes ``_AWAIT_COMMON`` plus the
 # fields of its ``read``.
 _OP_FIELDS: dict[str, tuple[str, ...]] = {
-    "barrier": (),
+    "barrier": ("id", "count"),
     "fence": ("sem", "scope"),
     "store": ("value", "sem", "scope", "cache", "to", "lock"),
     "atomic_xchg": ("value", "sem", "scope", "to", "lock"),
@@ -98,7 +98,7 @@ _READ_FIELDS: dict[str, tuple[str, ...]] = {
     "atomic_add": ("value", "sem", "scope"),
 }
 _ALL_STEP_FIELDS: tuple[str, ...] = (
-    "op", "read", "sem", "scope", "value", "compare", "cache", "to", "from", "lock", "until",
+    "op", "read", "sem", "scope", "value", "compare", "cache", "to", "from", "lock", "until", "id", "count",
 )
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
@@ -409,7 +409,18 @@ def _atomic_sem_scope(table: Mapping[str, Any], sems: tuple[str, ...]) -> tuple[
 
 
 def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
-    return Step("barrier")
+    """``bar.sync id{, count}``: a named barrier (PTX ISA: "Each CTA instance has sixteen barriers
+    numbered 0..15"; "When specifying a thread count, the value must be a multiple of the warp
+    size"). Without ``id`` it is barrier 0; without ``count`` every thread of the CTA takes part."""
+    barrier_id = table.get("id")
+    if barrier_id is not None and (isinstance(barrier_id, bool) or not isinstance(barrier_id, int)
+                                   or not 0 <= barrier_id <= 15):
+        raise Invalid(f"id={barrier_id!r} must be a named barrier, an integer 0 to 15", key="id")
+    count = table.get("count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count <= 0 or count % 32):
+        raise Invalid(f"count={count!r} must be a positive multiple of 32 (the warp size), in threads",
+                      key="count")
+    return Step("barrier", barrier_id=barrier_id, count=count)
 
 
 def _fence(table: Mapping[str, Any], read: str | None) -> Step:

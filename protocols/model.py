@@ -43,6 +43,9 @@ class Step:
         How an ``await`` polls: ``load``, ``volatile_load``, ``atomic_cas``, ``atomic_add``.
     until : Until or None
         An ``await``'s exit condition.
+    barrier_id, count : int or None
+        A ``barrier``'s named barrier (0 to 15; ``id`` in the file, default 0) and how many
+        threads of the CTA take part (``count``, a multiple of 32; None: every thread).
     line : int or None
         The step's line in its TOML file, when known (not part of equality).
     """
@@ -59,6 +62,8 @@ class Step:
     read: str | None = None
     until: Until | None = None
     line: int | None = field(default=None, compare=False)
+    barrier_id: int | None = None
+    count: int | None = None
 
     @property
     def changes_lock(self) -> bool:
@@ -81,7 +86,7 @@ class Step:
         for key, attr in (
             ("read", "read"), ("lock", "lock"), ("to", "to"), ("from", "from_"),
             ("compare", "compare"), ("value", "value"), ("cache", "cache"), ("sem", "sem"),
-            ("scope", "scope"), ("until", "until"),
+            ("scope", "scope"), ("until", "until"), ("id", "barrier_id"), ("count", "count"),
         ):
             item = getattr(self, attr)
             if item is None:

@@ -75,7 +75,7 @@ class Op:
         return None if self.where is None else self.where.tile
 
     def __str__(self) -> str:
-        head = self.kind + (f".{self.op}" if self.op else "")
+        head = f"bar.sync {self.op}" if self.kind == "bar" else self.kind + (f".{self.op}" if self.op else "")
         sem = ".".join(s for s in (self.sem, self.scope) if s)
         text = f"{head} {sem}".rstrip()
         if self.where is not None:
@@ -137,7 +137,8 @@ def _model_seq(instructions) -> list[Op]:
         elif isinstance(ins, Fence):
             out.append(Op("fence", "", ins.kind, ins.scope))
         elif isinstance(ins, Barrier):
-            out.append(Op("bar", "", "", "cta"))
+            # The barrier's id; its count is in the model's threads, checked by the PTX audit.
+            out.append(Op("bar", str(ins.barrier_id), "", "cta"))
         else:
             raise ValueError(f"no normal form for model instruction {ins!r}")
     return out
@@ -218,7 +219,7 @@ class KernelSide:
 
 def _kernel_op(a, side: KernelSide) -> list[Op]:
     if a.kind == "bar":
-        return [Op("bar", "", "", "cta")]
+        return [Op("bar", a.op.split(",")[0] or "0", "", "cta")]
     if a.kind == "fence":
         return [Op("fence", "", fence_kind(a.sem), a.scope)]
     where = side.where(a.buffer, a.copy, a.index)
@@ -239,7 +240,7 @@ def _kernel_op(a, side: KernelSide) -> list[Op]:
         op = Op("st", "", sem, scope, where, threads, a.operands if where.lock else ())
     else:
         op = Op("ld", "", sem, scope, where, threads, seen=a.seen)
-    return [op, Op("bar", "", "", "cta")] if a.kind == "atom" and a.used else [op]
+    return [op, Op("bar", "0", "", "cta")] if a.kind == "atom" and a.used else [op]
 
 
 def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, list[Op]]:

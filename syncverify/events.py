@@ -38,6 +38,12 @@ class Event:
     line: int | None = None
     ghost: bool = False  # tile data: no rf/co choice (see syncverify.program, GHOST)
     phase: str = ""
+    # Barrier arrivals only: the thread count the phase waits for (None: every thread of the
+    # CTA that uses the barrier), and for bar.red the operation and this thread's predicate
+    # (``value`` holds the reduced result the thread received).
+    count: int | None = None
+    red_op: str = ""
+    predicate: int | None = None
 
     @property
     def is_read(self) -> bool:
@@ -66,13 +72,15 @@ class Event:
     def describe(self) -> str:
         """Short herd-like text: ``W.rel.sys y=1``, ``R.acq.gpu x=0``, ``F.sc.cta``, ``B.sync 0``."""
         short = {"weak": "", "relaxed": ".rlx", "acquire": ".acq", "release": ".rel",
-                 "acq_rel": ".acq_rel", "sc": ".sc", "sync": ".sync", "arrive": ".arrive"}
+                 "acq_rel": ".acq_rel", "sc": ".sc", "sync": ".sync", "arrive": ".arrive", "red": ".red"}
         tag = short.get(self.sem, "." + self.sem)
         scope = f".{self.scope}" if self.scope else ""
         if self.kind == "F":
             return f"F{tag}{scope}"
         if self.kind == "B":
-            return f"B{tag} {self.barrier_id}"
+            count = "" if self.count is None else f", {self.count}"
+            red = f".{self.red_op} pred={self.predicate} -> {self.value}" if self.red_op else ""
+            return f"B{tag}{red} {self.barrier_id}{count}"
         if self.is_init:
             return f"init {self.loc}={self.value}"
         if self.value is None:  # a ghost read: which write it sees is decided by syncverify.check
@@ -85,8 +93,9 @@ class Execution:
     """A candidate execution. Relations over event ids; see :mod:`syncverify.ptx` for the model.
 
     ``stuck`` maps a thread index to why it never terminates: ``("spin", ((loc, value), ...))``
-    for a spin loop whose iteration reads those values and cannot exit, or ``("barrier", eid)``
-    for a thread blocked at a CTA barrier whose other participants never arrive.
+    for a spin loop whose iteration reads those values and cannot exit, or ``("barrier", index,
+    barrier id, count, arrived)`` for a thread blocked at a CTA barrier (its local ``index``)
+    whose phase never gets the ``count`` arrivals it waits for (``arrived`` came).
     """
 
     events: tuple[Event, ...]

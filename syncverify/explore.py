@@ -62,7 +62,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from syncverify import ptx
-from syncverify.barriers import barrier_participants, cta_kept_lengths, not_started, settle_barriers
+from syncverify.barriers import barrier_users, cta_kept_lengths, iter_outcomes, not_started
 from syncverify.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, LimitHit, check_deadline
 from syncverify.combos import is_supported, readable_ceilings, summarize, supported_combinations
 from syncverify.domain import value_candidates, value_ceiling, value_domain
@@ -166,7 +166,7 @@ def candidate_executions(
             check_deadline(deadline, where)
     _domain, all_paths = value_domain(program, max_steps=max_steps, max_domain=max_domain, deadline=deadline,
                                       prune=prune)
-    participants = barrier_participants(program)
+    participants = barrier_users(program)
     locations = program.locations()
     seen_cut: set = set()
     if prune:
@@ -187,9 +187,9 @@ def candidate_executions(
         summary = {id(p): summarize(p) for paths in all_paths for p in paths}
         combos = (combo for combo in combinations(program, all_paths)
                   if is_supported(tuple(summary[id(p)] for p in combo), program.init))
-    for combo in combos:
+    for combo, outcome in iter_outcomes(program, combos, participants):  # each way its barriers resolve
         tick("while combining thread paths")
-        lengths, stuck, instances = settle_barriers(program, combo, participants)
+        lengths, stuck, instances = list(outcome.lengths), outcome.stuck, outcome.instances
         stopped = not_started(program, combo, stuck)
         if stopped:
             lengths = [0 if t in stopped else n for t, n in enumerate(lengths)]

@@ -9,7 +9,9 @@ it against the compiler):
   (predicated); Triton adds a ``bar.sync`` after it only when its result is used (a poll);
 * a scalar ``tl.store`` of a flag is executed by one thread;
 * inline-PTX fences and ``tl.load(volatile=True)`` polls run on every thread;
-* ``tl.debug_barrier()`` is ``bar.sync 0`` on every thread.
+* ``tl.debug_barrier()`` is ``bar.sync 0`` on every thread; a ``barrier`` step with an ``id`` or a
+  ``count`` is inline PTX ``bar.sync id{, count}`` on every thread (``count`` threads of the CTA
+  take part: a count below the CTA's size synchronizes only part of it).
 
 Fences: Triton has no ``tl.atomic_fence`` (PLATFORM.md); our kernels emit inline PTX
 ``fence.acq_rel.SCOPE`` for ``sem`` release, acquire or acq_rel (PTX has no release-only or
@@ -45,6 +47,25 @@ class LoweredOp:
     scope: str | None = None
     op: str = ""  # atom op: add, exch, cas
     poll: bool = False  # part of a poll loop (repeated until the step's condition holds)
+    barrier_id: int = 0  # bar: the named barrier (Triton's own bar.sync is barrier 0)
+    count: int | None = None  # bar: threads taking part (None: the whole CTA)
+
+    @property
+    def bar_operands(self) -> str:
+        """A ``bar.sync``'s operands as PTX writes them: ``"1"`` or ``"1,256"``."""
+        return str(self.barrier_id) if self.count is None else f"{self.barrier_id},{self.count}"
+
+
+def barrier_ptx(barrier_id: int, count: int | None) -> str:
+    """The inline PTX of a ``barrier`` step, ``""`` for barrier 0 of the whole CTA (which the
+    kernels emit as ``tl.debug_barrier()``, itself ``bar.sync 0``).
+
+    >>> barrier_ptx(0, None), barrier_ptx(1, 256), barrier_ptx(2, None)
+    ('', 'bar.sync 1, 256;', 'bar.sync 2;')
+    """
+    if barrier_id == 0 and count is None:
+        return ""
+    return f"bar.sync {barrier_id}" + ("" if count is None else f", {count}") + ";"
 
 
 def fence_kind(sem: str) -> str:
@@ -57,7 +78,8 @@ def lower_step(step) -> tuple[LoweredOp, ...]:
     """The operations one protocol step (``syncverify.protocols.model.Step``) lowers to, in order."""
     op = step.op
     if op == "barrier":
-        return (LoweredOp("bar", ALL),)
+        # Barrier 0 with no count is tl.debug_barrier(); any other is inline PTX bar.sync id, count.
+        return (LoweredOp("bar", ALL, barrier_id=step.barrier_id or 0, count=step.count),)
     if op == "fence":
         return (LoweredOp("fence", ALL, fence_kind(step.sem), step.scope),)
     if op == "store":

@@ -40,6 +40,9 @@ class LocalEvent:
     sem: str = "weak"
     scope: str | None = None
     barrier_id: int | None = None
+    count: int | None = None  # barrier arrivals: the phase's thread count (None: every user)
+    red_op: str = ""  # bar.red: popc | and | or
+    predicate: int | None = None  # bar.red: this thread's predicate, 0 or 1
     rmw_with_previous: bool = False  # the write half of an atomic
     deps: frozenset[int] = frozenset()  # local indices of reads it depends on (data | ctrl)
     label: str = ""
@@ -53,7 +56,7 @@ class Path:
 
     events: tuple[LocalEvent, ...]
     registers: tuple[tuple[str, int], ...]
-    stuck: tuple | None = None  # ("spin", ((loc, value), ...)) or ("barrier", local index)
+    stuck: tuple | None = None  # ("spin", ((loc, value), ...)); barriers: syncverify.barriers
 
 
 @dataclass(frozen=True)
@@ -84,26 +87,69 @@ def _operand_taint(op: Operand, taint: dict[str, frozenset[int]]) -> frozenset[i
     return frozenset() if isinstance(op, int) else taint.get(op, frozenset())
 
 
-def _atomic_result(op: str, old: int, operands: tuple[int, ...]) -> int | None:
-    """The value an atomic writes, or None when it writes nothing (a failed ``cas``)."""
+_U32 = 0xFFFFFFFF
+
+
+def _unsigned(v: int) -> int:
+    """``v`` read as a ``.u32`` (two's complement)."""
+    return v & _U32
+
+
+def _division(a: int, b: int) -> int:
+    """``div.s32``: truncates toward zero; a division by zero is refused (PTX leaves it unspecified)."""
+    if b == 0:
+        raise UnsupportedConstruct("division by zero on some execution (PTX leaves its result unspecified)")
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def atomic_result(op: str, old: int, operands: tuple[int, ...], unsigned: bool = False) -> int | None:
+    """The value an atomic writes, or None when it writes nothing (a failed ``cas``).
+
+    PTX ISA, ``atom``: ``inc``: "(old >= b) ? 0 : old+1" and ``dec``: "((old == 0) || (old > b)) ?
+    b : old-1", both on ``.u32``; ``min``/``max`` compare as signed unless ``unsigned`` (``.u32``);
+    ``exch`` writes ``b``; ``cas`` writes its second operand when ``old`` equals the first.
+    ``sub``, ``mul``, ``div`` are Dartagnan's (``div`` truncates).
+
+    >>> atomic_result("inc", 3, (3,)), atomic_result("dec", 0, (5,)), atomic_result("dec", 7, (5,))
+    (0, 5, 5)
+    >>> atomic_result("max", -1, (1,)), atomic_result("max", -1, (1,), unsigned=True)
+    (1, -1)
+    """
     b = operands[0]
     if op == "add":
         return old + b
     if op == "sub":
         return old - b
+    if op == "mul":
+        return old * b
+    if op == "div":
+        return _division(old, b)
     if op == "exch":
         return b
     if op == "cas":
         return operands[1] if old == operands[0] else None
-    if op == "min":
-        return min(old, b)
-    if op == "max":
-        return max(old, b)
+    if op in ("min", "max"):
+        key = _unsigned if unsigned else (lambda v: v)
+        pick = min if op == "min" else max
+        return pick(old, b, key=key)
     if op == "and":
         return old & b
     if op == "or":
         return old | b
+    if op == "xor":
+        return old ^ b
+    if op == "inc":
+        return 0 if _unsigned(old) >= _unsigned(b) else old + 1
+    if op == "dec":
+        return b if old == 0 or _unsigned(old) > _unsigned(b) else old - 1
     raise UnsupportedConstruct(f"atomic op {op!r}")
+
+
+_REG_OPS = {"mov": lambda a, b: a, "add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+            "mul": lambda a, b: a * b, "div": _division}
+_BRANCHES = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "ge": lambda a, b: a >= b,
+             "lt": lambda a, b: a < b, "gt": lambda a, b: a > b, "le": lambda a, b: a <= b}
 
 
 def _text(ins: object) -> str:
@@ -121,7 +167,11 @@ def _text(ins: object) -> str:
     if isinstance(ins, Fence):
         return f"fence.{ins.kind}.{ins.scope}"
     if isinstance(ins, Barrier):
-        return f"bar.{ins.kind} {ins.barrier_id}" + (f", {ins.count}" if ins.count else "")
+        count = f", {ins.count}" if ins.count is not None else ""
+        if ins.kind == "red":
+            pred = ("!" if ins.negate else "") + str(ins.predicate)
+            return f"bar.red.{ins.op} {ins.dst}, {ins.barrier_id}{count}, {pred}"
+        return f"bar.{ins.kind} {ins.barrier_id}{count}"
     return type(ins).__name__
 
 
@@ -140,6 +190,9 @@ def _reads_writes(ins: object) -> tuple[set[str], set[str]]:
         return regs(*ins.operands), ({ins.dst} if ins.dst is not None else set())
     if isinstance(ins, Load):
         return set(), {ins.dst}
+    if isinstance(ins, Barrier):
+        return regs(ins.barrier_id, *(o for o in (ins.count, ins.predicate) if o is not None)), (
+            {ins.dst} if ins.dst is not None else set())
     return set(), set()
 
 
@@ -209,10 +262,14 @@ def thread_paths(
     max_steps: int = DEFAULT_MAX_STEPS,
     deadline: float | None = None,
     observed: frozenset[str] | None = None,
+    cta_threads: int = 1,
 ) -> list[Path]:
     """Every path of ``thread`` when each read may return any value of its location's domain.
 
     ``observed``: the registers whose final values matter (None: all); see :func:`live_registers`.
+    ``cta_threads``: how many threads its CTA has, the most a ``bar.red.popc`` can count (a
+    ``bar.red`` result is guessed here, like a read's value, and checked when the barrier's
+    phases are formed: :mod:`syncverify.barriers`).
     """
     code = thread.instructions
     labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
@@ -255,7 +312,7 @@ def thread_paths(
                 pc += 1
             elif isinstance(ins, RegOp):
                 a, b = value(ins.lhs, regs), value(ins.rhs, regs)
-                result = a if ins.op == "mov" else a + b if ins.op == "add" else a - b
+                result = _REG_OPS[ins.op](a, b)
                 regs = {**regs, ins.dst: result}
                 taint = {**taint, ins.dst: taint_of(ins.lhs, taint) | (taint_of(ins.rhs, taint) if ins.op != "mov" else frozenset())}
                 pc += 1
@@ -264,16 +321,20 @@ def thread_paths(
                     taken = True
                 else:
                     a, b = value(ins.lhs, regs), value(ins.rhs, regs)
-                    taken = {"eq": a == b, "ne": a != b, "ge": a >= b, "lt": a < b}[ins.cond]
+                    taken = _BRANCHES[ins.cond](a, b)
                     ctrl = ctrl | taint_of(ins.lhs, taint) | taint_of(ins.rhs, taint)
                 pc = labels[ins.target] if taken else pc + 1
             elif isinstance(ins, Fence):
                 events = events + (LocalEvent("F", sem=ins.kind, scope=ins.scope, deps=ctrl, label=text, line=line),)
                 pc += 1
             elif isinstance(ins, Barrier):
-                events = events + (LocalEvent("B", sem=ins.kind, barrier_id=ins.barrier_id, deps=ctrl, label=text, line=line),)
-                seen = {}  # a barrier arrival is a side effect: the loop is not a pure spin
-                pc += 1
+                # A barrier arrival is a side effect: the loop is not a pure spin.
+                here = PathState(pc, regs, taint, ctrl, events, {}, steps)
+                states = _arrive(ins, here, text, line, thread, cta_threads)
+                stack.extend(reversed(states[1:]))
+                first = states[0]
+                pc, regs, taint, ctrl, events, seen, steps = (first.pc, first.regs, first.taint, first.ctrl,
+                                                              first.events, first.seen, first.steps)
             elif isinstance(ins, Store):
                 v = value(ins.value, regs)
                 events = events + (LocalEvent("W", ins.loc, v, ins.sem, ins.scope,
@@ -301,6 +362,42 @@ def thread_paths(
     return paths
 
 
+def _arrive(ins: Barrier, state: PathState, text: str, line: int | None, thread: Thread,
+            cta_threads: int) -> list[PathState]:
+    """The states after a barrier arrival: one, or for ``bar.red`` one per result it may receive.
+
+    The id and count are read from their registers here (PTX ISA, ``bar``: "Source operand a
+    specifies a logical barrier resource as an immediate constant or register with value 0
+    through 15"); a value outside that range, or a count that is not positive, is refused."""
+    regs = state.regs
+    barrier_id = _operand_value(ins.barrier_id, regs)
+    count = None if ins.count is None else _operand_value(ins.count, regs)
+    who = f"thread {thread.name}" + (f" (line {line})" if line else "")
+    if barrier_id not in range(16):
+        raise UnsupportedConstruct(f"{who}: barrier id {ins.barrier_id} is {barrier_id} on some execution; "
+                                   f"PTX has barriers 0 to 15")
+    if count is not None and count <= 0:
+        raise UnsupportedConstruct(f"{who}: barrier thread count {ins.count} is {count} on some execution; "
+                                   f"it must be positive")
+    deps = state.ctrl | _operand_taint(ins.barrier_id, state.taint) | (
+        frozenset() if ins.count is None else _operand_taint(ins.count, state.taint))
+    pred = None
+    if ins.kind == "red":
+        pred = int(_operand_value(ins.predicate, regs) != 0) ^ int(ins.negate)  # type: ignore[arg-type]
+        deps |= _operand_taint(ins.predicate, state.taint)  # type: ignore[arg-type]
+    results = [None] if ins.kind != "red" else list(range(cta_threads + 1)) if ins.op == "popc" else [0, 1]
+    out = []
+    for result in results:
+        ev = LocalEvent("B", value=result, sem=ins.kind, barrier_id=barrier_id, count=count, red_op=ins.op,
+                        predicate=pred, deps=deps, label=text, line=line)
+        new = replace(state, pc=state.pc + 1, events=state.events + (ev,))
+        if ins.dst is not None:
+            # The result depends on every participant's predicate, not on a read of this thread.
+            new = replace(new, regs={**regs, ins.dst: result}, taint={**state.taint, ins.dst: deps})
+        out.append(new)
+    return out
+
+
 def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | None) -> PathState:
     """The state after ``ins`` (a load or an atomic) at ``state`` reads ``v``."""
     idx = len(state.events)
@@ -311,7 +408,7 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
     read_sem = "acquire" if ins.sem in ("acquire", "acq_rel") else "relaxed"
     write_sem = "release" if ins.sem in ("release", "acq_rel") else "relaxed"
     operands = tuple(_operand_value(o, state.regs) for o in ins.operands)
-    written = _atomic_result(ins.op, v, operands)
+    written = atomic_result(ins.op, v, operands, ins.unsigned)
     events = state.events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=state.ctrl, label=text,
                                         line=line),)
     seen = state.seen

@@ -15,6 +15,9 @@ Modeling choices made here (the model itself is in ``syncverify.ptx``):
 * An ``atom``/``red`` with no semantics is ``.relaxed``; with no scope, ``.gpu`` (PTX ISA defaults).
 * A ``fence.sc`` is also an acquire-release fence (PTX ISA: "fence.sc ... is a fence.acq_rel that
   additionally ...").
+* Named barriers (``Barrier``): 16 per CTA, ids and counts constants or registers, ``sync``,
+  ``arrive`` and ``red``; which arrivals form which phase, and when a barrier hangs, is
+  :mod:`syncverify.barriers`.
 
 GHOST accesses (``Load(ghost=True)`` / ``Store(ghost=True)``) are the tile data of a protocol
 scenario. They take part in program order, causality and race detection, but the explorer makes no
@@ -42,7 +45,9 @@ LOAD_SEMS = ("weak", "relaxed", "acquire")
 STORE_SEMS = ("weak", "relaxed", "release")
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
 FENCE_KINDS = ("sc", "acq_rel")
-ATOMIC_OPS = ("add", "sub", "exch", "cas", "min", "max", "and", "or")
+ATOMIC_OPS = ("add", "sub", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec", "mul", "div")
+#: The ``atom``/``red`` operations of the PTX ISA (``sub``, ``mul``, ``div`` are Dartagnan's).
+ISA_ATOMIC_OPS = ("add", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec")
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
@@ -90,6 +95,8 @@ class Atomic:
     ``operands`` is ``(b,)`` for every op except ``cas``, which takes ``(compare, value)``.
     The read and the write of one atomic form an ``rmw`` pair; a ``cas`` whose compare fails
     writes nothing (PTX ISA: "atom.cas ... stores ... only if the comparison succeeds").
+    ``unsigned``: ``min``/``max`` compare as ``.u32`` (``inc``/``dec`` always do, as the ISA
+    defines them); the value semantics are in :func:`syncverify.paths.atomic_result`.
     """
 
     op: str
@@ -100,6 +107,7 @@ class Atomic:
     scope: str = "gpu"
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    unsigned: bool = False
 
     def __post_init__(self) -> None:
         _check(self.op, ATOMIC_OPS, "atomic op")
@@ -108,8 +116,6 @@ class Atomic:
         want = 2 if self.op == "cas" else 1
         if len(self.operands) != want:
             raise UnsupportedConstruct(f"atom.{self.op} takes {want} operand(s), got {len(self.operands)}")
-        if self.dst is None and self.sem in ("acquire", "acq_rel"):
-            raise UnsupportedConstruct(f"red has no result, so .{self.sem} is not allowed (PTX ISA, red)")
         if self.dst is None and self.op == "cas":
             raise UnsupportedConstruct("red.cas does not exist; use atom.cas")
 
@@ -128,30 +134,52 @@ class Fence:
         _check(self.scope, SCOPES, "scope")
 
 
+#: The 16 named barriers of a CTA (PTX ISA, ``bar``: "Each CTA instance has sixteen barriers
+#: numbered 0..15").
+BARRIER_IDS = range(16)
+BARRIER_KINDS = ("sync", "arrive", "red")
+RED_OPS = ("popc", "and", "or")
+
+
 @dataclass(frozen=True)
 class Barrier:
-    """A CTA barrier: ``bar.sync id{, count}`` (``kind='sync'``) or ``bar.cta.arrive id, count``.
+    """A named CTA barrier: ``bar.sync a{, b}``, ``bar.arrive a{, b}`` or ``bar.red.OP d, a{, b}, {!}c``.
 
-    The k-th barrier operation of a thread on barrier ``barrier_id`` joins the k-th instance of
-    that barrier in its CTA. ``count`` (threads) must equal the number of the CTA's threads that
-    use the barrier: partial participation is refused, not approximated.
+    ``barrier_id`` (``a``) and ``count`` (``b``, in threads) are constants or registers. Without
+    a count the barrier's participants are the threads of the CTA that use that barrier (see
+    :mod:`syncverify.barriers`). Arrivals are grouped into *phases*: a phase completes when as
+    many threads as its count have arrived, and the barrier is then reused (PTX ISA, ``bar``).
+    ``sync`` and ``red`` wait for their phase to complete; ``arrive`` does not. ``red`` also
+    reduces ``predicate`` (its complement with ``negate``) over the phase's ``red`` arrivals into
+    ``dst``: ``popc`` counts the true ones, ``and``/``or`` give 1 or 0.
     """
 
     kind: str
-    barrier_id: int = 0
-    count: int | None = None
+    barrier_id: Operand = 0
+    count: Operand | None = None
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    op: str = ""  # red: popc | and | or
+    dst: str | None = None  # red: the result register
+    predicate: Operand | None = None  # red: the predicate register (or a constant 0/1)
+    negate: bool = False  # red: {!}c
 
     def __post_init__(self) -> None:
-        _check(self.kind, ("sync", "arrive"), "barrier kind")
-        if self.kind == "arrive" and self.count is None:
-            raise UnsupportedConstruct("bar.arrive needs a thread count (PTX ISA, bar.arrive)")
+        _check(self.kind, BARRIER_KINDS, "barrier kind")
+        if isinstance(self.barrier_id, int) and self.barrier_id not in BARRIER_IDS:
+            raise UnsupportedConstruct(f"barrier id {self.barrier_id} is out of range: PTX has barriers 0 to 15")
+        if isinstance(self.count, int) and self.count <= 0:
+            raise UnsupportedConstruct(f"barrier thread count {self.count} must be positive")
+        if self.kind == "red":
+            _check(self.op, RED_OPS, "bar.red operation")
+            if self.dst is None or self.predicate is None:
+                raise UnsupportedConstruct("bar.red needs a destination register and a predicate")
 
 
 @dataclass(frozen=True)
 class RegOp:
-    """Register arithmetic: ``mov dst, a`` (``op='mov'``, ``rhs`` ignored) or ``add``/``sub``."""
+    """Register arithmetic: ``mov dst, a`` (``op='mov'``, ``rhs`` ignored), ``add``, ``sub``,
+    ``mul`` or ``div`` (truncating, as PTX's ``div.s32``)."""
 
     op: str
     dst: str
@@ -161,12 +189,13 @@ class RegOp:
     label: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        _check(self.op, ("mov", "add", "sub"), "register op")
+        _check(self.op, ("mov", "add", "sub", "mul", "div"), "register op")
 
 
 @dataclass(frozen=True)
 class Branch:
-    """``beq a, b, L`` (``cond='eq'``), ``bne a, b, L`` (``'ne'``), ``bge``/``blt``, or ``goto L`` (``None``)."""
+    """``beq a, b, L`` (``cond='eq'``), ``bne a, b, L`` (``'ne'``), ``bge``/``blt``/``bgt``/``ble``,
+    or ``goto L`` (``None``)."""
 
     target: str
     cond: str | None = None
@@ -177,7 +206,7 @@ class Branch:
 
     def __post_init__(self) -> None:
         if self.cond is not None:
-            _check(self.cond, ("eq", "ne", "ge", "lt"), "branch condition")
+            _check(self.cond, ("eq", "ne", "ge", "lt", "gt", "le"), "branch condition")
 
 
 @dataclass(frozen=True)
@@ -236,7 +265,7 @@ Term = Union[RegRef, LocRef, int]
 @dataclass(frozen=True)
 class Compare:
     lhs: Term
-    op: str  # "==" or "!="
+    op: str  # "==", "!=", "<", "<=", ">" or ">="
     rhs: Term
 
 
@@ -292,8 +321,12 @@ def evaluate(prop: Prop, registers: dict[tuple[str, str], int], memory: dict[str
             return registers.get((term.thread, term.reg), 0)
         return memory[term.loc]
 
-    lhs, rhs = value(prop.lhs), value(prop.rhs)
-    return lhs == rhs if prop.op == "==" else lhs != rhs
+    return COMPARISONS[prop.op](value(prop.lhs), value(prop.rhs))
+
+
+#: What each comparison of a final condition means.
+COMPARISONS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+               "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
 
 @dataclass(frozen=True)
@@ -315,6 +348,10 @@ class Program:
     # A scenario observes none: its verdicts come from events, so a poll register is dead after
     # its branch, which lets the explorer drop failed poll iterations (explore.live_registers).
     observed_registers: frozenset[str] | None = None
+    # A litmus test's ``filter``: executions whose final state fails it are not counted.
+    filter: Prop | None = None
+    # Constructs accepted where the PTX ISA is stricter than the reference syntax (one line each).
+    warnings: tuple[str, ...] = ()
 
     def phases_after(self) -> dict[str, frozenset[str]]:
         """For each phase, the phases the host orders after it (``host_order`` closed transitively)."""
@@ -330,6 +367,10 @@ class Program:
                     after[a] |= extra
                     changed = True
         return {a: frozenset(bs) for a, bs in after.items()}
+
+    def cta_size(self, thread: Thread) -> int:
+        """How many threads of the program share ``thread``'s CTA."""
+        return sum(1 for u in self.threads if (u.gpu, u.cta) == (thread.gpu, thread.cta))
 
     def locations(self) -> tuple[str, ...]:
         """Every location the program touches or initialises, in first-seen order."""

@@ -17,9 +17,14 @@ Modeling choices (each one interprets or deviates from the sources; everything e
    they are a data race, which :func:`data_races` reports on its own.
 2. *Initial writes* are strong, system-scoped, and precede every event in causality (herd's
    convention: the initial state is established before the kernel starts).
-3. *CTA barriers*: ``bar.sync``/``bar.arrive`` of one barrier instance synchronize with the
-   ``bar.sync`` operations of that instance (ISA, "Memory synchronization ... bar{.cta}"), as
-   ``sync_barrier`` in ``ptx-v6.0.cat``. ``barrier`` enters base causality beside ``sw``.
+3. *CTA barriers*: the arrivals of one *phase* of a named barrier (16 per CTA; which arrivals
+   form a phase: :mod:`syncverify.barriers`) synchronize with the ``bar.sync`` and ``bar.red``
+   of that phase (ISA, "A bar{.cta}.sync or bar{.cta}.red or bar{.cta}.arrive operation
+   synchronizes with a bar{.cta}.sync or bar{.cta}.red operation executed on the same
+   barrier"); a ``bar.arrive`` waits for nothing, so nothing synchronizes with it. Dartagnan's
+   ``sync_barrier = syncbar & scta`` relates every pair of barriers with the same id in a CTA;
+   we relate the arrivals of one phase only, since a phase completes before the barrier is
+   reused. ``barrier`` enters base causality beside ``sw``.
 4. *Fence-SC order* relates every pair of morally strong ``fence.sc`` (ISA, "Fence-SC order");
    the explorer enumerates total orders of all ``fence.sc`` events and we keep the morally strong
    pairs. ``fence.sc`` is also a ``fence.acq_rel`` (ISA, ``fence``).
@@ -272,6 +277,13 @@ def fence_sc_order(x: Execution) -> frozenset:
         (order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))
         if (order[i], order[j]) in ms
     )
+
+
+def barrier_phase_sync(phase: list[Event]) -> frozenset:
+    """``sync_barrier`` within one phase: every arrival -> every other ``bar.sync``/``bar.red``
+    of the phase (choice 3); ``bar.arrive`` is a source only."""
+    return frozenset((a.eid, b.eid) for a in phase for b in phase
+                     if a.eid != b.eid and b.sem in ("sync", "red"))
 
 
 @relation

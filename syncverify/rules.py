@@ -27,6 +27,37 @@ MODEL_MAX_WORLD = 64
 KERNEL_MAX_WORLD = 8
 
 
+# ----- named barriers ------------------------------------------------------------------------
+
+#: Threads of one CTA of the kernels (``KernelConfig.num_warps`` = 8 warps of 32): what a
+#: protocol barrier's ``count`` is measured against.
+KERNEL_CTA_THREADS = 8 * 32
+
+
+def barrier_model_count(count: int | None, threads_per_cta: int) -> int | None:
+    """A protocol barrier's ``count`` (threads of the kernel's CTA) in the model's threads.
+
+    The model's ``threads_per_cta`` threads each stand for an equal share of the kernel's
+    :data:`KERNEL_CTA_THREADS`; a barrier for ``count`` threads completes a phase once that many
+    shares have arrived. Every thread of a CTA runs every step, so a count below the CTA's size
+    synchronizes the CTA in separate groups (and orders nothing between them). None (the whole
+    CTA) stays None; a count that is not a whole number of shares, or exceeds the CTA, is refused.
+
+    >>> barrier_model_count(128, 2), barrier_model_count(256, 2), barrier_model_count(None, 2)
+    (1, None, None)
+    """
+    if count is None or count == KERNEL_CTA_THREADS:
+        return None
+    share = KERNEL_CTA_THREADS // threads_per_cta
+    if count > KERNEL_CTA_THREADS or count % share:
+        from syncverify.errors import ScenarioError
+
+        raise ScenarioError(f"barrier count {count} is not a whole number of the model's {threads_per_cta} "
+                            f"threads per CTA (each stands for {share} of the kernels' {KERNEL_CTA_THREADS}); "
+                            f"use a multiple of {share} up to {KERNEL_CTA_THREADS}, or change --threads-per-cta")
+    return count // share
+
+
 # ----- to: whose lock copy a signal write goes to ---------------------------------------------
 
 @dataclass(frozen=True)

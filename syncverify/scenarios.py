@@ -278,7 +278,8 @@ class _Builder:
                 if low.threads == ONE and thread != 0:
                     continue
                 if low.kind == "bar":
-                    out.append(Barrier("sync", 0, label=where))
+                    out.append(Barrier("sync", low.barrier_id,
+                                       rules.barrier_model_count(low.count, self.opts.threads_per_cta), label=where))
                 elif low.kind == "fence":
                     out.append(Fence(low.sem, low.scope, label=where))
                 elif low.kind in ("st", "atom"):
@@ -330,7 +331,8 @@ class _Builder:
                 if low.threads == ONE and thread != 0:
                     continue
                 if low.kind == "bar":
-                    out.append(Barrier("sync", 0, label=where))
+                    out.append(Barrier("sync", low.barrier_id,
+                                       rules.barrier_model_count(low.count, self.opts.threads_per_cta), label=where))
                 elif low.kind == "fence":
                     out.append(Fence(low.sem, low.scope, label=where))
                 elif low.kind == "atom" and step.op == "atomic_cas":

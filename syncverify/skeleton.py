@@ -63,7 +63,8 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
         for i, le in enumerate(path.events[:lengths[t]]):
             eid = len(events)
             events.append(Event(eid, t, i, le.kind, le.loc, le.value, le.sem, le.scope, thread.gpu, thread.cta,
-                                le.barrier_id, le.label, le.line, le.ghost, thread.phase))
+                                le.barrier_id, le.label, le.line, le.ghost, thread.phase,
+                                count=le.count, red_op=le.red_op, predicate=le.predicate))
             local_to_global[(t, i)] = eid
             for j in le.deps:
                 if j < i:
@@ -78,10 +79,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             registers.update({(thread.name, reg): v for reg, v in path.registers})
     for instance in instances:
         members = [(local_to_global[(t, i)]) for t, i in instance]
-        for a in members:
-            for b in members:
-                if a != b and events[b].sem == "sync":
-                    sync.add((a, b))
+        sync |= ptx.barrier_phase_sync([events[m] for m in members])
     host = frozenset()  # filled in by candidate_executions once the combination passes its locations
     # Stuck threads keep their (cut) events; a spin-stuck path is already cut at the spin.
     full_stuck = dict(stuck)

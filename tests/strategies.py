@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from syncverify.program import (
     SCOPES,
     Atomic,
+    Barrier,
     Branch,
     Fence,
     Label,
@@ -137,6 +138,31 @@ def programs_with_a_spin(draw, **kwargs) -> Program:
     return replace(program, threads=threads, name="random-spin")
 
 
+@st.composite
+def barriers(draw) -> Barrier:
+    """``bar.sync`` or ``bar.arrive`` on named barrier 0 or 1, with no count (every thread of
+    the CTA that uses the barrier) or a count of 1 to 3, so that phases fill, overfill (the
+    barrier is reused) or never complete (a hang)."""
+    return Barrier(draw(st.sampled_from(("sync", "arrive"))), draw(st.sampled_from((0, 1))),
+                   draw(st.sampled_from((None, 1, 2, 3))))
+
+
+@st.composite
+def programs_with_barriers(draw, *, max_barriers: int = 3, **kwargs) -> Program:
+    """A loop-free program with 1..max_barriers named-barrier operations inserted anywhere, its
+    threads in one CTA more often than not (barriers only match within a CTA)."""
+    program = draw(programs(**kwargs))
+    threads = list(program.threads)
+    if draw(st.booleans()):
+        threads = [replace(th, gpu=0, cta=0) for th in threads]
+    for _ in range(draw(st.integers(1, max_barriers))):
+        t = draw(st.integers(0, len(threads) - 1))
+        code = threads[t].instructions
+        i = draw(st.integers(0, len(code)))
+        threads[t] = replace(threads[t], instructions=code[:i] + (draw(barriers()),) + code[i:])
+    return replace(program, threads=tuple(threads), name="random-barriers")
+
+
 # ----- transformations -----------------------------------------------------------------------
 
 _WIDER = {"cta": ("gpu", "sys"), "gpu": ("sys",), "sys": ()}
@@ -235,6 +261,8 @@ def listing(program: Program) -> str:
             if ins.cond is None:
                 return f"bra {ins.target}"
             return f"b{ins.cond} {ins.lhs}, {ins.rhs}, {ins.target}"
+        if isinstance(ins, Barrier):
+            return f"bar.{ins.kind} {ins.barrier_id}" + ("" if ins.count is None else f", {ins.count}")
         return repr(ins)
 
     lines = [f"PTX {program.name}"]

@@ -79,11 +79,11 @@ def test_a_barrier_dropped_from_the_model_is_a_drift():
     ops, timed_out = kernel("epoch-flag", "all-reduce", 2)
     found = drift.compare(drift.model_ops(scenario), {k: v for k, v in ops.items() if k[3] == 0})
     assert found[0].startswith("rank 0 producer, tile 0, epoch 0, step 2:")
-    assert "kernel: bar cta (all threads)" in found[0]
+    assert "kernel: bar.sync 0 cta (all threads)" in found[0]
 
 
 def test_polls_collapse_to_one_read_with_its_barrier():
     read = drift.Op("atom", "cas", "acquire", "sys", None, "one", (1, 1))
-    bar = drift.Op("bar", "", "", "cta")
+    bar = drift.Op("bar", "0", "", "cta")
     assert drift.collapse_polls([read, bar, read, bar, read, bar]) == [read, bar]
     assert drift.collapse_polls([read, read, bar]) == [read, bar]

@@ -40,6 +40,7 @@ from tests.strategies import (
     program_and_strengthened,
     programs,
     programs_with_a_spin,
+    programs_with_barriers,
 )
 
 MAX_EXECUTIONS = 20_000
@@ -70,6 +71,17 @@ def explored(program: Program, *, brute: bool = False):
 def show(outcome_set) -> list:
     """Outcomes sorted and readable, for assertion messages."""
     return sorted((sorted(regs), sorted(mem)) for regs, mem in outcome_set)
+
+
+def agree_including_hangs(program: Program) -> None:
+    """The explorer and brute force find the same outcomes, executions and hanging executions."""
+    fast = explored(program)
+    slow = explored(program, brute=True)
+    assert outcomes(fast) == outcomes(slow), (
+        f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
+        f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
+    )
+    assert (len(fast.executions), len(fast.hangs)) == (len(slow.executions), len(slow.hangs))
 
 
 # ----- properties ------------------------------------------------------------------------------
@@ -109,16 +121,17 @@ def test_explorer_and_brute_force_agree(program):
 
 
 @few_limit_hits
+@settings(max_examples=60, deadline=None)
+@given(programs_with_barriers(max_instructions=3, max_accesses=5))
+def test_explorer_and_brute_force_agree_on_programs_with_named_barriers_including_hangs(program):
+    agree_including_hangs(program)
+
+
+@few_limit_hits
 @settings(max_examples=50, deadline=None)
 @given(programs_with_a_spin(max_instructions=3, max_accesses=4))
 def test_explorer_and_brute_force_agree_on_spinning_programs_including_hangs(program):
-    fast = explored(program)
-    slow = explored(program, brute=True)
-    assert outcomes(fast) == outcomes(slow), (
-        f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
-        f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
-    )
-    assert (len(fast.executions), len(fast.hangs)) == (len(slow.executions), len(slow.hangs))
+    agree_including_hangs(program)
 
 
 @few_limit_hits

@@ -35,6 +35,9 @@ def litmus_command(
     if graph is not None:
         check_writable(graph, "--graph", kind="dir")  # bad input fails before work, as below
     programs = [parse_litmus_file(f) for f in files]  # parse all first: bad input fails before work
+    for program in programs:
+        for warning in program.warnings:  # accepted where the ISA is stricter: one line per rule
+            err.print(warning, markup=False)
     verdicts = []
     for program, path in zip(programs, files):
         if not as_json and len(programs) > 1:
@@ -58,6 +61,16 @@ def litmus_command(
     return exitcodes.OK
 
 
+def _describe_hang(hang: dict) -> str:
+    """One hang reason in words (see ``syncverify.litmus.runner.hang_reasons``)."""
+    if hang["on"] == "barrier":
+        count = "every thread that uses it" if hang["count"] is None else f"{hang['count']} threads"
+        return (f"{hang['thread']} waits at barrier {hang['barrier']} for {count}; "
+                f"its phase got {hang['arrived']} and can never complete")
+    reads = ", ".join(f"{r['location']} == {r['value']}" for r in hang["reads"]) or "nothing"
+    return f"{hang['thread']} spins forever reading {reads} (the last values written)"
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "test"
 
@@ -69,6 +82,8 @@ def _print_text(v) -> None:
     out.print(f"Condition {v.quantifier} ({judged})"
               f"  executions {v.executions}  can hang: {'yes' if v.can_hang else 'no'}  time {v.seconds:.3f}s",
               markup=False)
+    for hang in v.hangs:
+        out.print(f"Hang: {_describe_hang(hang)}", markup=False)
     if v.unknown:
         out.print(f"Unknown: limit '{v.unknown}' hit ({v.unknown_detail}); counts are lower bounds", markup=False)
     out.print("", markup=False)

@@ -38,20 +38,32 @@ Reading choices (each one refuses rather than guesses):
   state spaces (``.shared``, ...) and scopes (``.cluster``) are refused.
 * A location referred to only by the final condition is added to the init block with value 0, as
   herd does.
-* ``bge`` / ``blt`` branches are read as well as ``beq`` / ``bne``: the program IR has them.
+* ``bge`` / ``blt`` / ``bgt`` / ``ble`` branches are read as well as ``beq`` / ``bne``.
+* Dartagnan's forms (``LitmusPTX.g4`` and its visitor, PTX v6.0/v7.5 without proxies) are read
+  with Dartagnan's meaning: ``bar.cta.sync A, B{, C}`` is barrier ``B`` with ``C`` threads (``A``,
+  which Dartagnan's tests always set to 1, is ignored), ``bar.cta.arrive A`` has no count,
+  ``ld r1, 5`` / ``ld r1, r2`` set a register, ``atom``/``red`` take ``sub``, ``mul``, ``div``,
+  ``red`` takes ``.acquire``/``.acq_rel``, a ``locations [...]`` clause is ignored and a
+  ``filter`` keeps only the executions that satisfy it. The ISA forms keep the ISA's meaning:
+  ``bar.sync A, B`` / ``barrier.sync A, B`` are barrier ``A`` with ``B`` threads. Where the ISA
+  is stricter than what is accepted, the program carries one warning per rule
+  (:attr:`~syncverify.program.Program.warnings`), naming the ISA sentence; nothing is refused for it.
+* Barrier counts are numbers of litmus threads (each thread of a test is one thread).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, NoReturn
 
 from syncverify.errors import LitmusSyntaxError, SyncVerifyError, UnsupportedConstruct
 from syncverify.program import (
     ATOMIC_OPS,
+    ISA_ATOMIC_OPS,
+    RED_OPS,
     SCOPES,
     And,
     Atomic,
@@ -92,7 +104,7 @@ _LOC_RE = re.compile(rf"\[\s*({_NAME})\s*\]\Z|({_NAME})\Z")
 _TYPE_RE = re.compile(r"[usbf](?:8|16|32|64)\Z")
 _LABEL_RE = re.compile(rf"({_NAME})\s*:(.*)\Z", re.S)
 _PLACEMENT_RE = re.compile(r"P([0-9]+)\s*(?:@(.*))?\Z", re.S)
-_CONDITION_START = re.compile(r"~|(?:exists|forall)(?![A-Za-z0-9_])")
+_CONDITION_START = re.compile(r"~|(?:exists|forall|locations|filter|not|final)(?![A-Za-z0-9_])")
 _METADATA_RE = re.compile(rf"{_NAME}\s*=")
 
 # herd's C-style type words that may prefix an init entry: `int x=0;`, `uint32_t x = 0;`
@@ -104,10 +116,11 @@ _MAX_NESTING = 100  # parentheses and ~ in a condition: deeper input is refused,
 # Real PTX instructions outside the model: named as unsupported rather than unknown.
 _UNSUPPORTED = frozenset(
     """
+    tld suld sust suatom sured cold
     wgmma mma wmma cp mbarrier ldmatrix stmatrix ldu tex tld4 txq suld sust sured suq prefetch
     prefetchu nanosleep bra call ret exit trap brkpt vote shfl match activemask redux elect
     griddepcontrol setmaxnreg multimem tensormap cvta isspacep discard applypriority createpolicy
-    mul mad div rem xor not shl shr setp selp cvt abs neg getctarank clusterlaunchcontrol
+    mad rem xor not shl shr setp selp cvt abs neg getctarank clusterlaunchcontrol
     tcgen05 cp.async st.async red.async alloca stackrestore stacksave pmevent
     """.split()
 )
@@ -118,15 +131,16 @@ _HINTS = {
     "atom": "atom takes {.SEM}{.SCOPE}.OP{.TYPE} with OP one of " + ", ".join(ATOMIC_OPS),
     "red": "red takes {.relaxed|.release}{.SCOPE}.OP{.TYPE} with OP one of "
     + ", ".join(op for op in ATOMIC_OPS if op not in ("exch", "cas")),
+    "bar.red": "write bar{.cta}.red.popc.u32 D, ID{, COUNT}, {!}P or bar{.cta}.red.{and,or}.pred D, ID{, COUNT}, {!}P",
     "fence": "write fence.sc.SCOPE or fence.acq_rel.SCOPE",
     "membar": "write membar.cta, membar.gl or membar.sys",
-    "bar": "write bar{.cta}.sync ID{, COUNT} or bar{.cta}.arrive ID, COUNT",
-    "barrier": "write barrier{.cta}.sync ID{, COUNT} or barrier{.cta}.arrive ID, COUNT",
+    "bar": "write bar{.cta}.sync ID{, COUNT}, bar{.cta}.arrive ID, COUNT or bar{.cta}.red.OP D, ID{, COUNT}, {!}P",
+    "barrier": "write barrier{.cta}.sync ID{, COUNT}, barrier{.cta}.arrive ID, COUNT or barrier{.cta}.red.OP ...",
 }
 
 _KNOWN = (
     "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier",
-    "add", "sub", "mov", "beq", "bne", "bge", "blt", "goto",
+    "add", "sub", "mul", "div", "mov", "beq", "bne", "bge", "blt", "bgt", "ble", "goto",
 )  # fmt: skip
 
 
@@ -139,9 +153,14 @@ class _Source:
 
     path: str
     lines: list[str]
+    warnings: dict[str, str] = field(default_factory=dict)  # ISA rule -> its one warning
 
     def fail(self, message: str, line: int | None) -> NoReturn:
         raise LitmusSyntaxError(message, path=self.path, line=line)
+
+    def warn(self, rule: str, message: str, line: int | None) -> None:
+        """Accept a construct the PTX ISA forbids or reads otherwise: one warning per ``rule``."""
+        self.warnings.setdefault(rule, f"{self.path}:{line}: warning: {message} (PTX ISA: {rule})")
 
 
 def _is_skipped(text: str) -> bool:
@@ -263,7 +282,12 @@ def _init_entries(
         entry = raw.strip()
         if not entry:
             continue
+        if " aliases " in f" {entry} ":
+            src.fail(f"proxy alias {_show(entry)} is not supported: proxies are out of scope", line)
         target, eq, value = (part.strip() for part in entry.partition("="))
+        if eq and (value.startswith("&") or (_NAME_RE.match(value) and not _INT_RE.match(value))):
+            src.fail(f"pointer initial value {_show(entry)} is not supported: no instruction of the PTX litmus "
+                     f"language dereferences a register", line)
         if not eq:
             src.fail(f"init entry {_show(entry)} is not 'loc=int' or 'Pn:reg=int'", line)
         if not _INT_RE.match(value):
@@ -343,8 +367,6 @@ def _table(src: _Source, index: int) -> tuple[list[tuple[str, int, int]], list[l
         stripped = src.lines[row].strip()
         if _CONDITION_START.match(stripped):
             return threads, code, row
-        if stripped.startswith(("locations", "filter")):
-            src.fail(f"herd's {stripped.split()[0]!r} clause is not supported", row + 1)
         cells = _cells(src, row)
         if len(cells) != len(threads):
             names = ", ".join(name for name, _, _ in threads)
@@ -510,9 +532,16 @@ def _read_ld(ins: _Ins, quals: list[str]) -> Instruction:
     for q in quals:
         if q in ("release", "acq_rel", "sc"):
             ins.fail(f"ld cannot be .{q}", _HINTS["ld"])
+    if not quals and len(ins.operands) == 2 and _LOCAL_VALUE_RE.match(ins.operands[1]):
+        # Dartagnan's ``ld r1, 5`` / ``ld r1, r2``: a register set from a value, no memory access.
+        return RegOp("mov", ins.register(0), ins.value(1), line=ins.line)
     sem, scope = _memory_quals(ins, quals, ("weak", "relaxed", "acquire", "volatile"))
     ins.arity(2)
     return Load(ins.register(0), ins.location(1), sem=sem, scope=scope, line=ins.line)
+
+
+# Dartagnan's registers are r0, r1, ...; a constant or such a register after a bare ``ld`` is a value.
+_LOCAL_VALUE_RE = re.compile(rf"{_INT}\Z|r[0-9]+\Z")
 
 
 def _read_st(ins: _Ins, quals: list[str]) -> Instruction:
@@ -524,13 +553,13 @@ def _read_st(ins: _Ins, quals: list[str]) -> Instruction:
     return Store(ins.location(0), ins.value(1), sem=sem, scope=scope, line=ins.line)
 
 
-def _atomic_quals(ins: _Ins, quals: list[str]) -> tuple[str, str, str]:
-    """``{.SEM}{.SCOPE}.OP{.TYPE}`` in any order -> ``(op, sem, scope)`` with PTX's defaults."""
+def _atomic_quals(ins: _Ins, quals: list[str]) -> tuple[str, str, str, bool]:
+    """``{.SEM}{.SCOPE}.OP{.TYPE}`` in any order -> ``(op, sem, scope, unsigned)`` with PTX's defaults."""
     base = ins.mnemonic.split(".")[0]
     found, left = _sorted_quals(ins, quals, {"semantics": ("relaxed", "acquire", "release", "acq_rel"),
                                              "scopes": SCOPES, "operations": ATOMIC_OPS})
     for q in left:
-        if q in ("inc", "dec", "xor", "cas2", "add_noftz"):
+        if q in ("cas2", "add_noftz"):
             ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS[base])
         elif q in ("weak", "volatile", "sc"):
             ins.fail(f"{base} cannot be .{q}", _HINTS[base])
@@ -539,22 +568,32 @@ def _atomic_quals(ins: _Ins, quals: list[str]) -> tuple[str, str, str]:
     op, sem, scope = found.get("operations"), found.get("semantics"), found.get("scopes")
     if op is None:
         ins.fail(f"{ins.mnemonic!r} names no operation", _HINTS[base])
-    return op, sem or "relaxed", scope or "gpu"
+    if op not in ISA_ATOMIC_OPS:
+        ins.src.warn(f'{base} operations are {", ".join("." + o for o in ISA_ATOMIC_OPS if base == "atom" or o not in ("exch", "cas"))}',
+                     f"{base}.{op} is Dartagnan's; read as its value semantics", ins.line)
+    unsigned = op in ("min", "max") and any(re.fullmatch(r"[ub](?:8|16|32|64)", q) for q in quals)
+    return op, sem or "relaxed", scope or "gpu", unsigned
 
 
 def _read_atom(ins: _Ins, quals: list[str]) -> Instruction:
-    op, sem, scope = _atomic_quals(ins, quals)
+    op, sem, scope, unsigned = _atomic_quals(ins, quals)
     ins.arity(4 if op == "cas" else 3)
     operands = tuple(ins.value(i) for i in range(2, len(ins.operands)))
-    return Atomic(op, ins.register(0), ins.location(1), operands, sem=sem, scope=scope, line=ins.line)
+    return Atomic(op, ins.register(0), ins.location(1), operands, sem=sem, scope=scope, line=ins.line,
+                  unsigned=unsigned)
 
 
 def _read_red(ins: _Ins, quals: list[str]) -> Instruction:
-    op, sem, scope = _atomic_quals(ins, quals)
+    op, sem, scope, unsigned = _atomic_quals(ins, quals)
     if op in ("exch", "cas"):
         ins.fail(f"red.{op} does not exist", f"use atom.{op}")
+    if sem in ("acquire", "acq_rel"):
+        # Dartagnan's visitor takes red.acquire and red.acq_rel (its read half acquires).
+        ins.src.warn('"red{.sem}: .sem = { .relaxed, .release }"',
+                     f"red.{sem} is accepted as the reference accepts it (an acquiring read half)", ins.line)
     ins.arity(2)
-    return Atomic(op, None, ins.location(0), (ins.value(1),), sem=sem, scope=scope, line=ins.line)
+    return Atomic(op, None, ins.location(0), (ins.value(1),), sem=sem, scope=scope, line=ins.line,
+                  unsigned=unsigned)
 
 
 def _read_fence(ins: _Ins, quals: list[str]) -> Instruction:
@@ -587,22 +626,56 @@ def _read_membar(ins: _Ins, quals: list[str]) -> Instruction:
 
 
 def _read_barrier(ins: _Ins, quals: list[str]) -> Instruction:
+    """Every barrier form of the ISA and of Dartagnan (see the module's reading choices)."""
     base = ins.mnemonic.split(".")[0]
     rest = [q for q in quals if q != "aligned"]
+    dartagnan = base == "bar" and rest[:1] == ["cta"]  # Dartagnan's grammar spells bar.cta.MODE
     if rest[:1] == ["cta"]:
         rest = rest[1:]
-    if rest[:1] in (["red"], ["cluster"]):
-        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS[base])
+    if rest[:1] == ["cluster"]:
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", "cluster barriers are not modelled")
+    if rest[:1] == ["red"]:
+        return _read_bar_red(ins, rest[1:])
     if rest not in (["sync"], ["arrive"]):
         ins.unknown(_HINTS[base])
-    ins.arity(1, 2)
-    barrier_id = ins.integer(0, "the barrier id")
-    if not 0 <= barrier_id <= 15:
-        ins.fail(f"barrier id {barrier_id} is out of range", "PTX has barriers 0 to 15")
-    count = ins.integer(1, "the thread count") if len(ins.operands) == 2 else None
-    if count is not None and count <= 0:
-        ins.fail(f"thread count of {ins.mnemonic} must be positive, got {count}")
+    ins.arity(1, 2, 3)
+    ops = [ins.value(i) for i in range(len(ins.operands))]
+    if len(ops) == 3 or (len(ops) == 2 and dartagnan):
+        # Dartagnan: bar.cta.MODE A, ID{, COUNT}; its tests always set A to 1.
+        ins.src.warn('"bar{.cta}.sync a{, b}": a is the barrier, b the thread count',
+                     f"{ins.mnemonic} with {len(ops)} operands is read as Dartagnan reads it: barrier "
+                     f"{ops[1]}{'' if len(ops) == 2 else f' with {ops[2]} threads'} (the first operand is ignored); "
+                     f"write bar.{rest[0]} ID, COUNT for the ISA's form", ins.line)
+        barrier_id, count = ops[1], (ops[2] if len(ops) == 3 else None)
+    else:
+        barrier_id, count = ops[0], (ops[1] if len(ops) == 2 else None)
+    if rest[0] == "arrive" and count is None:
+        ins.src.warn('"a non-zero thread count is required for barrier{.cta}.arrive"',
+                     f"{ins.mnemonic} without a thread count is read as Dartagnan reads it: every thread "
+                     f"that uses the barrier takes part", ins.line)
+    _check_count(ins, count)
     return Barrier(rest[0], barrier_id, count, line=ins.line)
+
+
+def _check_count(ins: _Ins, count: Operand | None) -> None:
+    if isinstance(count, int) and count > 0 and count % 32:
+        ins.src.warn('"When specifying a thread count, the value must be a multiple of the warp size"',
+                     f"thread count {count} is read as {count} litmus threads", ins.line)
+
+
+def _read_bar_red(ins: _Ins, quals: list[str]) -> Instruction:
+    """``bar{.cta}.red.popc.u32 d, a{, b}, {!}c`` and ``bar{.cta}.red.{and,or}.pred p, a{, b}, {!}c``."""
+    ops = [q for q in quals if q not in ("u32", "pred")]
+    if len(ops) != 1 or ops[0] not in RED_OPS:
+        ins.unknown(_HINTS["bar.red"])
+    ins.arity(3, 4)
+    negate = ins.operands[-1].startswith("!")
+    if negate:
+        ins.operands[-1] = ins.operands[-1][1:].strip()
+    count = ins.value(2) if len(ins.operands) == 4 else None
+    _check_count(ins, count)
+    return Barrier("red", ins.value(1), count, line=ins.line, op=ops[0], dst=ins.register(0),
+                   predicate=ins.value(len(ins.operands) - 1), negate=negate)
 
 
 def _read_regop(ins: _Ins, quals: list[str]) -> Instruction:
@@ -638,11 +711,15 @@ _READERS: dict[str, Callable[[_Ins, list[str]], Instruction]] = {
     "barrier": _read_barrier,
     "add": _read_regop,
     "sub": _read_regop,
+    "mul": _read_regop,
+    "div": _read_regop,
     "mov": _read_regop,
     "beq": _read_branch,
     "bne": _read_branch,
     "bge": _read_branch,
     "blt": _read_branch,
+    "bgt": _read_branch,
+    "ble": _read_branch,
     "goto": _read_branch,
 }
 
@@ -654,7 +731,7 @@ _TOKEN_RE = re.compile(
     (?P<space>\s+)
     | (?P<and>/\\)
     | (?P<or>\\/)
-    | (?P<op>==|!=|=)
+    | (?P<op>==|!=|<=|>=|=|<|>)
     | (?P<not>~)
     | (?P<lpar>\()
     | (?P<rpar>\))
@@ -668,6 +745,11 @@ _TOKEN_RE = re.compile(
 )
 
 
+# Skipped in the trailer: Dartagnan's block comments and herd's ``locations [...]`` clause (it
+# only says what to print).
+_SKIPPED_RE = re.compile(r"\(\*.*?\*\)|locations\s*\[[^\]]*\]\s*;?")
+
+
 @dataclass(frozen=True)
 class _Token:
     kind: str
@@ -679,7 +761,7 @@ def _tokens(src: _Source, start: int) -> list[_Token]:
     """The condition's tokens, from line index ``start`` to the end (comment lines skipped)."""
     tokens: list[_Token] = []
     for index in _significant(src, start):
-        text = src.lines[index]
+        text = _SKIPPED_RE.sub(lambda m: " " * len(m.group()), src.lines[index])
         position = 0
         while position < len(text):
             match = _TOKEN_RE.match(text, position)
@@ -717,9 +799,21 @@ class _ConditionParser:
         line = token.line if token else (self.tokens[-1].line if self.tokens else None)
         self.src.fail(message, line)
 
-    def condition(self) -> Condition:
+    def condition(self) -> Condition | None:
+        """The trailer: ``{filter PROP} {exists|~exists|forall PROP}``; returns the condition
+        (``self.filter`` holds the filter)."""
+        self.filter: Prop | None = None
+        if self.peek() is not None and self.peek().text == "filter":
+            self.take()
+            self.filter = self.disjunction()
+            if self.peek() is not None and self.peek().kind == "semi":
+                self.take()
+            if self.peek() is None:
+                return None
         first = self.take()
-        if first.kind == "not":
+        if first.text == "final":
+            self.fail("herd's 'final ... with' condition is not supported; write exists, ~exists or forall", first)
+        if first.kind == "not" or first.text == "not":
             word = self.take()
             if word.text != "exists":
                 self.fail(f"expected 'exists' after '~', found {word.text!r}", word)
@@ -758,7 +852,7 @@ class _ConditionParser:
         if self.depth > _MAX_NESTING:
             self.fail(f"the final condition nests deeper than {_MAX_NESTING} levels", token)
         try:
-            if token.kind == "not":
+            if token.kind == "not" or token.text == "not":
                 return Not(self.unary())
             if token.kind == "lpar":
                 prop = self.disjunction()
@@ -774,9 +868,9 @@ class _ConditionParser:
             lhs = self.term(token)
             op = self.take()
             if op.kind != "op":
-                self.fail(f"expected '==' or '!=' after {token.text!r}, found {op.text!r}", op)
+                self.fail(f"expected a comparison (==, !=, <, <=, >, >=) after {token.text!r}, found {op.text!r}", op)
             rhs = self.term(self.take())
-            return Compare(lhs, "==" if op.text in ("==", "=") else "!=", rhs)
+            return Compare(lhs, "==" if op.text == "=" else op.text, rhs)
         finally:
             self.depth -= 1
 
@@ -790,7 +884,7 @@ class _ConditionParser:
                 known = ", ".join(sorted(self.threads, key=lambda t: int(t[1:])))
                 self.fail(f"the final condition names thread {thread}, but the test has {known}", token)
             return RegRef(thread, reg.strip())
-        if token.kind in ("name", "loc") and token.text not in ("exists", "forall", "true", "false"):
+        if token.kind in ("name", "loc") and token.text not in ("exists", "forall", "true", "false", "filter", "not"):
             loc = token.text.strip("[] \t")
             self.locations.append(loc)
             return LocRef(loc)
@@ -862,10 +956,15 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
             src.fail(f"init block sets {thread}:{reg}, but the test has no thread {thread}", line)
     for (thread, _, _), instructions in zip(placements, code):
         _check_labels(src, thread, instructions)
-    condition = None
-    if condition_line is not None:
-        parser = _ConditionParser(src, _tokens(src, condition_line), names)
+    condition = filter_prop = None
+    if condition_line is not None and re.match(r"final\b", src.lines[condition_line].strip()):
+        src.fail("herd's 'final ... with' condition is not supported; write exists, ~exists or forall",
+                 condition_line + 1)
+    tokens = _tokens(src, condition_line) if condition_line is not None else []
+    if tokens:
+        parser = _ConditionParser(src, tokens, names)
         condition = parser.condition()
+        filter_prop = parser.filter
         touched = {getattr(ins, "loc", None) for instructions in code for ins in instructions}
         for loc in parser.locations:
             if loc not in memory and loc not in touched:
@@ -874,6 +973,7 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
         Thread(thread, gpu, cta, tuple(instructions))
         for (thread, cta, gpu), instructions in zip(placements, code)
     )
+    _warn_partial_barriers(src, threads)
     return Program(
         name=name,
         threads=threads,
@@ -881,7 +981,36 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
         registers={key: value for key, (value, _) in registers.items()},
         condition=condition,
         comment=comment,
+        filter=filter_prop,
+        warnings=tuple(src.warnings.values()),
     )
+
+
+def _warn_partial_barriers(src: _Source, threads: tuple[Thread, ...]) -> None:
+    """A barrier without a count that some threads of its CTA never use: the ISA would make it
+    wait for them; read, as Dartagnan does, as a barrier of the threads that use it."""
+    ctas: dict[tuple[int, int], list[Thread]] = {}
+    for thread in threads:
+        ctas.setdefault((thread.gpu, thread.cta), []).append(thread)
+    for members in ctas.values():
+        for thread in members:
+            for ins in thread.instructions:
+                if not isinstance(ins, Barrier) or ins.count is not None or not isinstance(ins.barrier_id, int):
+                    continue  # a register id is only known on a path: syncverify.barriers counts its users there
+                users = [u for u in members if any(isinstance(j, Barrier) and j.barrier_id == ins.barrier_id
+                                                   for j in u.instructions)]
+                if len(users) < len(members):
+                    src.warn(_ALL_THREADS_RULE,
+                             f"{_text_of(ins)} has no thread count and {len(users)} of the {len(members)} threads "
+                             f"of its CTA name barrier {ins.barrier_id}; read as a barrier of the threads that use it "
+                             f"threads, as Dartagnan reads it", ins.line)
+
+
+_ALL_THREADS_RULE = '"If no thread count is specified, all threads in the CTA participate in the barrier"'
+
+
+def _text_of(ins: Barrier) -> str:
+    return f"bar.{ins.kind} {ins.barrier_id}"
 
 
 def parse_litmus_file(path: str | Path) -> Program:

@@ -33,6 +33,8 @@ class LitmusVerdict:
     unknown_detail: str = ""
     witness: Execution | None = field(default=None, repr=False)  # satisfies the proposition
     hang_witness: Execution | None = field(default=None, repr=False)
+    hangs: list[dict] = field(default_factory=list)  # who waits forever, and on what (hang_reasons)
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         """The ``--json`` object (issue contract keys first)."""
@@ -47,11 +49,35 @@ class LitmusVerdict:
             "validation": self.validation,
             "executions": self.executions,
             "limit": self.unknown,
+            "hangs": self.hangs,
+            "warnings": list(self.warnings),
         }
 
     def line(self) -> str:
         """The herd7 observation line."""
         return f"Observation {self.name} {self.observation} {self.positive} {self.negative}"
+
+
+MAX_HANG_REASONS = 20  # distinct (thread, what) pairs kept for --json
+
+
+def hang_reasons(x: Execution) -> list[dict]:
+    """Who waits forever in the hanging execution ``x``, and on what.
+
+    A barrier: the thread, the barrier id, the count its phase waits for and how many arrived
+    (the count can never be met). A spin: the locations and values its last iteration read, each
+    the location's coherence-last value, so under any fair schedule it spins forever."""
+    out = []
+    for t, why in sorted(x.stuck.items()):
+        name = x.thread_names[t]
+        if why[0] == "barrier":
+            _tag, _index, barrier_id, count, arrived = why
+            out.append({"thread": name, "on": "barrier", "barrier": barrier_id, "count": count,
+                        "arrived": arrived})
+        else:
+            out.append({"thread": name, "on": "spin",
+                        "reads": [{"location": loc, "value": v} for loc, v in why[1]]})
+    return out
 
 
 def run_litmus(program: Program, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
@@ -63,10 +89,17 @@ def run_litmus(program: Program, *, max_executions: int = DEFAULT_MAX_EXECUTIONS
     counts = {"pos": 0, "neg": 0}
     witnesses: dict[str, Execution] = {}
 
+    hangs: dict[str, dict] = {}
+
     def judge(x: Execution) -> None:
         if not x.is_complete:
             witnesses.setdefault("hang", x)
+            for reason in hang_reasons(x):
+                if len(hangs) < MAX_HANG_REASONS:
+                    hangs.setdefault(repr(sorted(reason.items())), reason)
             return
+        if program.filter is not None and not evaluate(program.filter, x.final_registers, x.final_memory):
+            return  # the litmus filter: not counted
         if evaluate(prop, x.final_registers, x.final_memory):
             counts["pos"] += 1
             witnesses.setdefault("pos", x)
@@ -89,4 +122,5 @@ def run_litmus(program: Program, *, max_executions: int = DEFAULT_MAX_EXECUTIONS
         can_hang=result.can_hang, seconds=result.seconds, validation="Ok" if holds else "No",
         executions=result.complete_count, candidates=result.candidates, unknown=result.limit_hit,
         unknown_detail=result.limit_detail, witness=witnesses.get("pos"), hang_witness=witnesses.get("hang"),
+        hangs=list(hangs.values()), warnings=program.warnings,
     )
