@@ -113,6 +113,22 @@ ROLES: dict[str, tuple[Role, ...]] = {
 }
 
 
+def published_buffers(scenario: str) -> frozenset[str]:
+    """The buffers a role stores and then publishes with a ``signal`` of its own: the ones that
+    rotate with a protocol's ``slots`` (the staging buffers; a scenario's output does not).
+
+    >>> sorted(published_buffers("all-reduce"))
+    ['partial']
+    """
+    out = set()
+    for role in ROLES[scenario]:
+        for n, step in enumerate(role.steps):
+            if isinstance(step, TileAccess) and step.kind in ("store", "copy") and any(
+                    isinstance(s, Stage) and s.kind == "signal" for s in role.steps[n + 1:]):
+                out.add(step.into or step.buffer)
+    return frozenset(out)
+
+
 def stages(scenario: str) -> dict[str, str]:
     """Lock stage -> which protocol runs it (``protocol`` or ``push``), in first-use order."""
     out: dict[str, str] = {}
@@ -252,7 +268,8 @@ class _Builder:
             if isinstance(step, Stage):
                 code += self.steps(self.protocols[step.protocol], step.kind, rank, tile, thread, step.stage)
                 continue
-            slot = self.slot(self.protocols[_data_protocol(step)])
+            published = (step.into or step.buffer) in published_buffers(self.opts.scenario)
+            slot = self.slot(self.protocols[_data_protocol(step)]) if published else None
             copies = [rank] if step.copies == "self" else list(range(W))
             blocks = [None] if not step.block else [rank] if step.block == "self" else list(range(W))
             for q in copies:
@@ -320,36 +337,42 @@ class _Builder:
                 polls = first.poll
                 if not polls and step.to is not None and self.needed is not None and loc not in self.needed:
                     continue  # sliced: no poll of the built program reads that copy
-                if first.threads == ONE and thread != 0:
-                    continue
-                text = f"{where} -> rank {q}" if step.to is not None else f"{where}: {loc}"
-                label = None
-                if polls:
-                    label = self.fresh("L")
-                    out.append(Label(label))
-                    text = f"{where}: poll {loc} until {step.until}"
-                if first.kind == "ld":
-                    sem = "relaxed" if first.sem == "volatile" else first.sem
-                    out.append(Load("rw", loc, sem, first.scope if sem != "weak" else None, label=text))
-                elif first.kind == "st":
-                    sem = first.sem if first.sem in ("relaxed", "release") else "weak"
-                    value = self.operand(protocol, section, n, step, "value")
-                    out.append(Store(loc, value, sem, first.scope if sem != "weak" else None, label=text))
-                elif first.kind == "atom":
-                    if first.op == "cas":
-                        operands = (self.operand(protocol, section, n, step, "compare"),
-                                    self.operand(protocol, section, n, step, "value"))
-                    else:
-                        operands = (self.operand(protocol, section, n, step, "value"),)
-                    reg = "rw" if polls else ("rc" if step.op == "atomic_cas" and step.to is None else "rs")
-                    out.append(Atomic(first.op, reg, loc, operands, first.sem, first.scope, label=text))
-                else:
-                    raise UnsupportedConstruct(f"{where}: the model cannot place a '{first.kind}' here")
-                if polls:
-                    cond, value = rules.loop_back(step.until.op, self.operand(protocol, section, n, step, "until"))
-                    out.append(Branch(label, cond, "rw", value))
-            for _low in lowered[1:]:  # the bar.sync that broadcasts a one-thread poll's value
-                out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
+                if first.threads != ONE or thread == 0:
+                    out += self.access(protocol, section, n, step, first, loc, q, where)
+                for _low in lowered[1:]:  # the bar.sync after each copy's one-thread poll (its broadcast)
+                    out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
+        return out
+
+    def access(self, protocol, section: str, n: int, step, first, loc: str, q: int, where: str) -> list:
+        """One lock copy's access of step ``n``: a write, a one-off CAS, or a poll loop
+        (``Label``, the read, a ``Branch`` back while ``until`` fails)."""
+        out: list = []
+        text = f"{where} -> rank {q}" if step.to is not None else where
+        label = None
+        if first.poll:
+            label = self.fresh("L")
+            out.append(Label(label))
+            text = f"{where}: poll {loc} until {step.until}"
+        if first.kind == "ld":
+            sem = "relaxed" if first.sem == "volatile" else first.sem
+            out.append(Load("rw", loc, sem, first.scope if sem != "weak" else None, label=text))
+        elif first.kind == "st":
+            sem = first.sem if first.sem in ("relaxed", "release") else "weak"
+            value = self.operand(protocol, section, n, step, "value")
+            out.append(Store(loc, value, sem, first.scope if sem != "weak" else None, label=text))
+        elif first.kind == "atom":
+            if first.op == "cas":
+                operands = (self.operand(protocol, section, n, step, "compare"),
+                            self.operand(protocol, section, n, step, "value"))
+            else:
+                operands = (self.operand(protocol, section, n, step, "value"),)
+            reg = "rw" if first.poll else ("rc" if step.op == "atomic_cas" and step.to is None else "rs")
+            out.append(Atomic(first.op, reg, loc, operands, first.sem, first.scope, label=text))
+        else:
+            raise UnsupportedConstruct(f"{where}: the model cannot place a '{first.kind}' here")
+        if first.poll:
+            cond, value = rules.loop_back(step.until.op, self.operand(protocol, section, n, step, "until"))
+            out.append(Branch(label, cond, "rw", value))
         return out
 
 
@@ -522,7 +545,7 @@ class _Program:
                                        f"host reset of rank {rank}'s locks after epoch {epoch}", phase))
             self.info.append(ThreadInfo(rank, "host reset", 0, f"host reset after epoch {epoch}", None))
         symmetry = ()
-        if len(self.units) > 1 and opts.launches == "host-barrier":  # per-rank phases are not renamings
+        if len(self.units) > 1:  # per-rank phases and their host order rename with the ranks too
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
         protocol = self.protocols["protocol"]
         name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")
