@@ -44,7 +44,9 @@ from syncverify.errors import ScenarioError, UnsupportedConstruct
 from syncverify.lowering import ONE, lower_step, lower_tile_load, lower_tile_store
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
 
-SCENARIOS = ("all-reduce", "all-scatter")
+SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
+#: Scenarios the Triton kernels run (``syncverify stress``, the drift test); the others are model-only so far.
+KERNEL_SCENARIOS = ("all-reduce", "all-scatter")
 PRODUCTIONS = ("every-rank", "owner-only")
 DISTRIBUTIONS = rules.DISTRIBUTIONS
 RESETS = rules.RESET_POLICIES
@@ -67,7 +69,7 @@ class TileAccess:
 
     kind: str  # "store" | "load" | "copy" (per copy and block: load ``buffer``, store it into ``into``)
     buffer: str
-    copies: str = "self"
+    copies: str = "self"  # "self" | "each" | "owner" (the copy of the rank that consumes the tile)
     block: str = ""
     stage: str = ""  # the lock stage that orders this buffer's stores before its loads
     into: str = ""  # a copy's destination buffer (the role's own copy, same block)
@@ -109,6 +111,26 @@ ROLES: dict[str, tuple[Role, ...]] = {
         Role("receiver", "every rank", (Stage("wait", "push", "push"),
                                         TileAccess("copy", "out", block="each", stage="push", into="received"),
                                         Stage("after_load", "push", "push"))),
+    ),
+    # AllGather + GEMM: every rank's sender pushes its shard of A into every rank's `gathered` (its
+    # own block) and signals; every rank's GEMM CTA waits for each remote shard before its K-loop,
+    # reads every block and stores its C tile.
+    "all-gather-gemm": (
+        Role("sender", "every rank", (Stage("before_store", ""),
+                                      TileAccess("store", "gathered", copies="each", block="self"),
+                                      Stage("signal", ""))),
+        Role("gemm", "every rank", (Stage("wait", ""), TileAccess("load", "gathered", block="each"),
+                                    Stage("after_load", ""), TileAccess("store", "out"))),
+    ),
+    # GEMM + ReduceScatter: every rank's producer pushes its partial of the tile into the owner's
+    # `inbox` (its own block) and signals; the owner's consumer waits until all have arrived, reads
+    # every block and stores the reduced tile into its `out`.
+    "gemm-reduce-scatter": (
+        Role("producer", "producers", (Stage("before_store", ""),
+                                       TileAccess("store", "inbox", copies="owner", block="self"),
+                                       Stage("signal", ""))),
+        Role("consumer", "owner", (Stage("wait", ""), TileAccess("load", "inbox", block="each"),
+                                   Stage("after_load", ""), TileAccess("store", "out"))),
     ),
 }
 
@@ -217,9 +239,10 @@ def owner(tile: int, opts: ScenarioOptions) -> int:
 
 
 def signal_owner(rank: int, tile: int, opts: ScenarioOptions) -> int:
-    """The rank a signal ``to = "owner"`` goes to: in all-reduce the tile's owner; in all-scatter
-    the signalling rank itself, whose column block the tile is (its own comm CTA consumes it)."""
-    return owner(tile, opts) if opts.scenario == "all-reduce" else rank
+    """The rank a signal ``to = "owner"`` goes to: in all-reduce and gemm-reduce-scatter the tile's
+    owner; in all-scatter (and all-gather-gemm) the signalling rank itself, whose column block the
+    tile is (its own comm CTA, its own GEMM, consumes it)."""
+    return owner(tile, opts) if opts.scenario in ("all-reduce", "gemm-reduce-scatter") else rank
 
 
 def lock_loc(lock: str | None, stage: str, rank: int, tile: int, slot: int | None = None) -> str:
@@ -270,7 +293,8 @@ class _Builder:
                 continue
             published = (step.into or step.buffer) in published_buffers(self.opts.scenario)
             slot = self.slot(self.protocols[_data_protocol(step)]) if published else None
-            copies = [rank] if step.copies == "self" else list(range(W))
+            copies = ([rank] if step.copies == "self" else [owner(tile, self.opts)] if step.copies == "owner"
+                      else list(range(W)))
             blocks = [None] if not step.block else [rank] if step.block == "self" else list(range(W))
             for q in copies:
                 for b in blocks:
@@ -459,8 +483,8 @@ class _Program:
         W, opts = self.opts.world_size, self.opts
         if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
             return [owner(tile, opts)]
-        if role.name == "receiver" and opts.symmetry:
-            return [0]  # every receiver is a renaming of rank 0's
+        if role.name in ("receiver", "gemm") and opts.symmetry:
+            return [0]  # every receiver (all-gather-gemm: every GEMM CTA) is a renaming of rank 0's
         if self.part == "pub" and role.name == "comm" and self._waits_touch_own_copy_only("pub"):
             return [0]  # the other comm CTAs touch only their own rank's pub locks: renamings of rank 0's
         return list(range(W))
@@ -474,7 +498,7 @@ class _Program:
         """The rank whose reads the other ranks are symmetric around (None: no symmetry group)."""
         if not self.opts.symmetry or len(self.tiles) != 1:
             return None
-        if self.opts.scenario == "all-reduce":
+        if self.opts.scenario in ("all-reduce", "gemm-reduce-scatter"):
             return owner(tile, self.opts) if self.opts.production == "every-rank" else None
         return 0
 
