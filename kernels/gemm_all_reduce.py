@@ -122,7 +122,7 @@ def gemm_all_reduce_kernel(
             lock_tile = t + slot * NLOCKS * n_tiles
             tile = lock_tile
             if DELAYS:
-                tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
+                tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
                                           delay_pct, delay_max_ns, delay_sites), INTERPRET)
             ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
                                               me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)

@@ -118,3 +118,16 @@ def test_a_dropped_back_signal_is_a_drift(monkeypatch):
     opts = ScenarioOptions(world_size=2, symmetry=False)
     found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
     assert found and "model:  atom.exch release.sys lock done of rank 0 [1] (one thread)" in found[0]
+
+
+def test_slots_hold_with_delays_on():
+    """With delays compiled in, the consumer's wait still polls this launch's slot (a delay once
+    replaced the slot's lock offset with the bare tile: slot 1's consumer polled slot 0's flag,
+    passed early and read poisoned tiles on the GPU)."""
+    import dataclasses
+
+    p = load_protocol("two-slot-early-reuse")
+    config = dataclasses.replace(drift.small_config("all-reduce", 2), delays=True)
+    ops, timed_out = drift.trace_kernel(p, "all-reduce", 2, epochs=2, config=config)
+    opts = ScenarioOptions(world_size=2, symmetry=False, epochs=2)
+    assert not drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
