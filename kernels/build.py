@@ -45,7 +45,13 @@ class BuiltKernel:
 
     @property
     def lock_count(self) -> int:
-        return len(self.plan.locks)
+        """Lock arrays to allocate: one per lock and slot (``slot * len(locks) + lock``)."""
+        return len(self.plan.locks) * self.plan.slots
+
+    @property
+    def data_rows(self) -> int:
+        """Rows of the producer's tile buffer (``partial``/``local``): ``M`` per slot."""
+        return self.config.m * self.plan.slots
 
     @property
     def push_lock_count(self) -> int:
@@ -76,6 +82,11 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
         plan = no_sync_plan(world_size=config.world_size, lock_dtype=config.lock_dtype,
                             push=config.kernel == "all-scatter")
         return BuiltKernel(config, plan, None)
+    if config.kernel == "all-scatter" and getattr(protocol, "slots", 1) != 1:
+        from syncverify.kernels.errors import UnsupportedStep
+
+        raise UnsupportedStep(f"protocol {protocol.name!r}: slots = {protocol.slots} is run by the all-reduce kernel "
+                              "only; the all-scatter kernel keeps one slot of local tiles and locks")
     if config.kernel == "all-scatter" and push is None:
         from syncverify.protocols.registry import load_protocol
         from syncverify.scenarios import DEFAULT_PUSH

@@ -31,7 +31,7 @@ from syncverify.kernels.delays import (
     sleep,
     warp_sleep_here,
 )
-from syncverify.kernels.steps import program_role, rank_base, role_rank, run_wait, wrap_plan
+from syncverify.kernels.steps import program_role, rank_base, role_rank, run_steps, run_wait, wrap_plan
 from syncverify.kernels.tile import (
     gemm_tile,
     operand_descriptors,
@@ -50,7 +50,8 @@ def gemm_all_reduce_kernel(
     partial, partial_table, out, out_table, locks, locks_table,
     # who owns which tile: syncverify.rules.ownership_table, computed on the host (one rule)
     ownership,
-    # this launch's status rows [WORLD, 2 * T, 4]: (timed out, last value, wait step, polls); rows T.. unused here
+    # this launch's status rows [WORLD, 2 * T, 4]: (timed out, last value, step, polls); consumers row t,
+    # producers whose before_store wait timed out row T + t
     status,
     # sizes (K is one rank's slice)
     M, N, K,
@@ -69,6 +70,9 @@ def gemm_all_reduce_kernel(
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
     DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
     INTERPRET: tl.constexpr,
+    # the producer's steps before its store, the consumer's after its loads; slots (epoch mod SLOTS)
+    BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
+    HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
 ):
     # ----- role and rank ---------------------------------------------------------------------
     pid = tl.program_id(0)
@@ -85,7 +89,10 @@ def gemm_all_reduce_kernel(
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
         a_ops, b_ops = operand_descriptors(A + me * stride_ar, B + me * stride_br, M, N, K,
                                            stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, LOADS)
-        my_partial = rank_base(partial, partial_table, partial_rank_stride, me, TABLE)
+        slot = tl.load(vals) % SLOTS  # vals[0] is the epoch: this launch's slot of tiles and locks
+        my_partial = rank_base(partial, partial_table, partial_rank_stride, me, TABLE) + slot * M * N
+        my_status = status + me * (2 * n_tiles) * 4
+        budget = max_polls + 0 * me
         for i in range(first, n_tiles, GEMM_SMS):  # persistent: this program's share, grouped order
             t = tile_of(i, num_pid_m, num_pid_n, GROUP_M)
             owner = tl.load(ownership + t)
@@ -97,20 +104,35 @@ def gemm_all_reduce_kernel(
                 acc, offs_m, offs_n = gemm_tile(a_ops, b_ops, t, num_pid_n, K, stride_am, stride_ak,
                                                 stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, LOADS,
                                                 INTERPRET)
-                store_and_signal(my_partial, acc, offs_m, offs_n, N, t, me, owner, locks, locks_table,
-                                 locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
-                                 delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
-                                 NUM_WARPS, INTERPRET)
+                lock_tile = t + slot * NLOCKS * n_tiles  # the tile's locks in this slot
+                free = 1
+                if HAS_BEFORE:  # wait until the buffer's readers are done (row T + t on a timeout)
+                    free, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, lock_tile,
+                                                         me, owner, vals, budget, BEFORE_STORE, WORLD, TABLE,
+                                                         INTERPRET)
+                    if free == 0:
+                        row = my_status + (n_tiles + t) * 4
+                        tl.store(row, 1)
+                        tl.store(row + 1, last)
+                        tl.store(row + 2, step)
+                        tl.store(row + 3, max_polls - budget)
+                if free != 0:
+                    store_and_signal(my_partial, acc, offs_m, offs_n, N, lock_tile, me, owner, locks, locks_table,
+                                     locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
+                                     delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
+                                     NUM_WARPS, INTERPRET)
     else:
         # ----- consumer: wait, sum every rank's partial, write every rank's C --------------------
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
         my_status = status + me * (2 * n_tiles) * 4
         budget = max_polls + 0 * me
+        slot = tl.load(vals) % SLOTS
         for j in range(first, tl.load(ownership + n_tiles + me), COMM_SMS):
             t = tl.load(ownership + n_tiles + WORLD + me * tl.cdiv(n_tiles, WORLD) + j)
-            tile = t
+            lock_tile = t + slot * NLOCKS * n_tiles
+            tile = lock_tile
             if DELAYS:
-                tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
+                tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
                                           delay_pct, delay_max_ns, delay_sites), INTERPRET)
             ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
                                               me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
@@ -126,12 +148,16 @@ def gemm_all_reduce_kernel(
                     late = warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
                 for s in tl.static_range(WORLD):
-                    src = rank_base(partial, partial_table, partial_rank_stride, s, TABLE) + late
+                    src = rank_base(partial, partial_table, partial_rank_stride, s, TABLE) + slot * M * N + late
                     total += tl.load(src + c_offs, volatile=TILE_LOAD_VOLATILE).to(tl.float32)
+                if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the loads
+                    ok, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, lock_tile,
+                                                       me, me, vals, budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
+                    step = tl.where(ok != 0, step, step + len(WAIT))
                 for d in tl.static_range(WORLD):
                     dst = rank_base(out, out_table, out_rank_stride, d, TABLE)
                     tl.store(dst + c_offs, total.to(out.dtype.element_ty))
-            else:
+            if ok == 0:
                 row = my_status + t * 4
                 tl.store(row, 1)
                 tl.store(row + 1, last)
@@ -152,6 +178,9 @@ def meta_parameters(built: BuiltKernel) -> dict:
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
         DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order,
         INTERPRET=c.interpret,
+        BEFORE_STORE=wrap_plan(plan.before_store), AFTER_LOAD=wrap_plan(plan.after_load),
+        HAS_BEFORE=bool(plan.before_store), HAS_AFTER=bool(plan.after_load),
+        SLOTS=plan.slots, NLOCKS=len(plan.locks),
     )
 
 

@@ -33,7 +33,7 @@ from syncverify.kernels.delays import (
     sleep,
     warp_sleep_here,
 )
-from syncverify.kernels.steps import program_role, rank_base, role_rank, run_signal, run_wait, wrap_plan
+from syncverify.kernels.steps import program_role, rank_base, role_rank, run_signal, run_steps, run_wait, wrap_plan
 from syncverify.kernels.tile import (
     gemm_tile,
     operand_descriptors,
@@ -78,6 +78,9 @@ def gemm_all_scatter_kernel(
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
     DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
     INTERPRET: tl.constexpr,
+    # the pub stage's producer steps before its store and comm steps after its load
+    BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
+    HAS_AFTER: tl.constexpr = False,
 ):
     # ----- role and rank: producers, then comm programs, then receivers ------------------------
     pid = tl.program_id(0)
@@ -96,15 +99,21 @@ def gemm_all_scatter_kernel(
         a_ops, b_ops = operand_descriptors(A + me * stride_ar, B + me * stride_br, M, N, K,
                                            stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, LOADS)
         my_local = rank_base(local, local_table, local_rank_stride, me, TABLE)
+        budget = max_polls + 0 * me
         for i in range(first, n_tiles, GEMM_SMS):  # persistent: this program's share, grouped order
             t = tile_of(i, num_pid_m, num_pid_n, GROUP_M)
             acc, offs_m, offs_n = gemm_tile(a_ops, b_ops, t, num_pid_n, K, stride_am, stride_ak,
                                             stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, LOADS,
                                             INTERPRET)
-            store_and_signal(my_local, acc, offs_m, offs_n, N, t, me, me, locks, locks_table,
-                             locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
-                             delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
-                             NUM_WARPS, INTERPRET)
+            free = 1
+            if HAS_BEFORE:  # a timeout leaves the tile unsignalled: the comm CTA's wait reports it
+                free, _last, _step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, t, me, me,
+                                                       vals, budget, BEFORE_STORE, WORLD, TABLE, INTERPRET)
+            if free != 0:
+                store_and_signal(my_local, acc, offs_m, offs_n, N, t, me, me, locks, locks_table,
+                                 locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
+                                 delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
+                                 NUM_WARPS, INTERPRET)
     elif is_comm:
         # ----- comm: wait (pub), read the tile, push it to every rank, signal (push) ------------
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
@@ -130,6 +139,11 @@ def gemm_all_scatter_kernel(
                     warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
                     src = my_local + warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 c = tl.load(src + c_offs, volatile=TILE_LOAD_VOLATILE)
+                if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the load
+                    ok, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, tile, me, me,
+                                                       vals, budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
+                    if ok == 0:
+                        timed_out(my_status + t * 4, last, step + len(WAIT), max_polls - budget)
                 g_offs = offs_m[:, None] * (N * WORLD) + me * N + offs_n[None, :]
                 for d in tl.static_range(WORLD):
                     dst = rank_base(out, out_table, out_rank_stride, d, TABLE)
@@ -174,6 +188,8 @@ def meta_parameters(built: BuiltKernel) -> dict:
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
         DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order,
         INTERPRET=c.interpret,
+        BEFORE_STORE=wrap_plan(plan.before_store), AFTER_LOAD=wrap_plan(plan.after_load),
+        HAS_BEFORE=bool(plan.before_store), HAS_AFTER=bool(plan.after_load),
     )
 
 

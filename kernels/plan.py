@@ -53,6 +53,7 @@ FIELDS: tuple[str, ...] = (
     "until",  # await exit comparison: == != >= > <= <
     "target",  # operand: the until right-hand side
     "barrier",  # barrier: its inline PTX (syncverify.lowering.barrier_ptx); "" is tl.debug_barrier()
+    "writes",  # True: the step writes the copies `to` names (a signal, or a consumer's back-signal)
 )
 
 #: Lock element types the kernels can allocate, and which of them atomics accept.
@@ -64,7 +65,7 @@ _NO_OPERAND = ("c", 0)
 STEP_DEFAULTS: dict[str, Any] = {
     "read": "", "sem": "", "scope": "", "cache": "", "to": "", "source": "", "lock": 0,
     "value": _NO_OPERAND, "compare": _NO_OPERAND, "until": "", "target": _NO_OPERAND,
-    "barrier": "",
+    "barrier": "", "writes": False,
 }
 
 
@@ -80,7 +81,7 @@ def make_step(*, op: str, **fields: Any) -> tuple:
     Examples
     --------
     >>> make_step(op="fence", sem="acq_rel", scope="gpu")
-    ('fence', '', 'acq_rel', 'gpu', '', '', '', 0, ('c', 0), ('c', 0), '', ('c', 0), '')
+    ('fence', '', 'acq_rel', 'gpu', '', '', '', 0, ('c', 0), ('c', 0), '', ('c', 0), '', False)
     """
     unknown = sorted(set(fields) - set(STEP_DEFAULTS))
     if unknown:
@@ -126,6 +127,13 @@ class KernelPlan:
     push_locks: tuple[str, ...] = ()
     #: ``(place, field, shown)`` of each of ``epoch_exprs``, for a division by zero at run time
     epoch_places: tuple[tuple[str, str, Any], ...] = ()
+    #: the producer's steps before its tile store and the consumer's after its tile loads
+    #: (``syncverify.rules.section_steps``: the owner's device reset included)
+    before_store: tuple[tuple, ...] = ()
+    after_load: tuple[tuple, ...] = ()
+    #: tiles and locks rotate over ``slots`` slots, launch ``epoch`` using ``epoch mod slots``:
+    #: lock array ``slot * len(locks) + lock``, data rows ``slot * M ..``
+    slots: int = 1
 
     def runtime_values(self, *, epoch: int) -> tuple[int, ...]:
         """The run-time operand tuple for one launch: ``(epoch, slot1, slot2, ...)``."""
@@ -147,7 +155,7 @@ class KernelPlan:
     @property
     def uses_atomics(self) -> bool:
         """Whether any step is an atomic (or a non-weak store, which is inline PTX on 32 bits)."""
-        steps = self.signal + self.wait + self.push_signal + self.push_wait
+        steps = self.before_store + self.signal + self.wait + self.after_load + self.push_signal + self.push_wait
         return any(
             s[0].startswith("atomic") or s[1].startswith("atomic") or (s[0] == "store" and s[2] != "weak")
             for s in steps
@@ -190,12 +198,15 @@ def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
     at = f"{where}{section} step {number}"
     lock = locks.index(step.lock) if step.lock is not None else 0
     until = step.until.op if step.until is not None else ""
+    # a CAS repeated `until` polls like an await whose read is that CAS
+    read = step.read or ("atomic_cas" if step.op == "atomic_cas" and step.until is not None else "")
+    writes = step.op in ("store", "atomic_xchg", "atomic_add") or (step.op == "atomic_cas" and step.to is not None)
     place = step_place(path, section, number, step.line) if path else at
     target = operands.operand(step.until.rhs if step.until is not None else None, f"{at} until", place=place,
                               name="until", shown=repr(step.until.source) if step.until is not None else None)
     return make_step(
         op=step.op,
-        read=step.read or "",
+        read=read,
         sem=step.sem or "",
         scope=step.scope or "",
         cache=step.cache or "",
@@ -207,6 +218,7 @@ def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
         until=until,
         target=target,
         barrier=barrier_ptx(step.barrier_id or 0, step.count) if step.op == "barrier" else "",
+        writes=writes,
     )
 
 
@@ -250,6 +262,9 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32", pus
     extra = {}
     if push is not None:
         push_sections, push_locks = _sections(push, operands, lock_dtype)
+        if push_sections["before_store"] or push_sections["after_load"] or push.slots != 1:
+            raise UnsupportedStep(f"push protocol {push.name!r}: before_store, after_load and slots are run by "
+                                  "the kernels in the protocol's own stage only, not in all-scatter's push stage")
         extra = dict(push_protocol=push.name, push_signal=push_sections["signal"],
                      push_wait=push_sections["wait"], push_locks=push_locks)
     return KernelPlan(
@@ -263,6 +278,9 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32", pus
         tile_store_cache=protocol.tile_store.cache,
         tile_load_volatile=bool(protocol.tile_load.volatile),
         lock_dtype=lock_dtype,
+        before_store=sections["before_store"],
+        after_load=sections["after_load"],
+        slots=protocol.slots,
         **extra,
     )
 
@@ -272,8 +290,8 @@ def _sections(protocol: Any, operands: _Operands, lock_dtype: str) -> tuple[dict
     where = f"{protocol.path}: " if getattr(protocol, "path", "") not in ("", "<string>") else ""
     locks = tuple(protocol.locks) or ("ready",)
     sections = {}
-    for section in ("signal", "wait"):
-        steps = getattr(protocol, section)
+    for section in rules.SECTIONS:
+        steps = rules.section_steps(protocol, section)
         for number, step in enumerate(steps, start=1):
             _check_step(step, section, number, lock_dtype, where)
         sections[section] = tuple(

@@ -132,6 +132,18 @@ def atomic_cas_flag(ptr, cmp, value, SEM: tl.constexpr, SCOPE: tl.constexpr):
 # ----- polls -----------------------------------------------------------------------------------
 
 @jit
+def load_flag(ptr, SEM: tl.constexpr, SCOPE: tl.constexpr):
+    """``ld.SEM.SCOPE`` (``ld.acquire.sys``, ``ld.relaxed.gpu``) on one thread, then ``bar.sync``.
+
+    Written as ``tl.atomic_add(ptr, 0, sem=SEM, scope=SCOPE)`` with a literal 0: Triton 3.6 has no
+    load with a memory order, and lowers exactly this add to the load (the PTX audit checks it).
+    Ordering: an acquire load that reads a release write (or its release sequence) at a scope
+    that includes both threads orders this thread's later accesses after the writer's earlier ones.
+    """
+    return tl.atomic_add(ptr, 0, sem=SEM, scope=SCOPE)
+
+
+@jit
 def volatile_load(ptr, CACHE: tl.constexpr):
     """``ld.volatile.global`` on every thread (Triton 3.6 drops ``CACHE``, e.g. ``.cv``).
 
@@ -151,7 +163,8 @@ def plain_load(ptr, CACHE: tl.constexpr):
 @jit
 def read_flag(ptr, cmp, value, READ: tl.constexpr, SEM: tl.constexpr, SCOPE: tl.constexpr,
               CACHE: tl.constexpr):
-    """One poll of an ``await``, as int32: ``load``, ``volatile_load``, ``atomic_cas`` or ``atomic_add``.
+    """One poll of an ``await``, as int32: ``load`` (weak, or with ``SEM`` ``ld.SEM.SCOPE``),
+    ``volatile_load``, ``atomic_cas`` or ``atomic_add``.
 
     Ordering: that of the primitive it calls (see each one).
     """
@@ -161,6 +174,8 @@ def read_flag(ptr, cmp, value, READ: tl.constexpr, SEM: tl.constexpr, SCOPE: tl.
         v = atomic_add_flag(ptr, value, SEM, SCOPE)
     elif READ == "volatile_load":
         v = volatile_load(ptr, CACHE)
+    elif SEM != "":  # a load with sem and scope: ld.acquire.SCOPE / ld.relaxed.SCOPE
+        v = load_flag(ptr, SEM, SCOPE)
     else:
         v = plain_load(ptr, CACHE)
     return v.to(tl.int32)

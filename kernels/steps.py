@@ -42,6 +42,12 @@ COMPARE = tl.constexpr(FIELDS.index("compare"))
 UNTIL = tl.constexpr(FIELDS.index("until"))
 TARGET = tl.constexpr(FIELDS.index("target"))
 BARRIER = tl.constexpr(FIELDS.index("barrier"))
+WRITES = tl.constexpr(FIELDS.index("writes"))
+
+#: Polls a producer-side spin (a CAS repeated ``until``, an ``await`` in ``signal``) may make in
+#: ``run_signal``: a spin that gives up leaves its signal unwritten, so the consumer's own bounded
+#: wait times out and reports it.
+SIGNAL_POLL_BUDGET = tl.constexpr(1 << 16)
 
 
 def wrap_step(step: tuple) -> tuple:
@@ -153,55 +159,74 @@ def bounded_poll(ptr, S: tl.constexpr, vals, target, budget):
 # ----- protocol runners ------------------------------------------------------------------------
 
 @jit
-def write_flag(ptr, value, S: tl.constexpr, INTERPRET: tl.constexpr):
-    """One signal write (``store``, ``atomic_xchg`` or ``atomic_add``) of step ``S`` to ``ptr``."""
+def write_flag(ptr, cmp, value, S: tl.constexpr, INTERPRET: tl.constexpr):
+    """One write of step ``S`` to ``ptr``: ``store``, ``atomic_xchg``, ``atomic_add`` or a one-off
+    ``atomic_cas`` (writes ``value`` if the copy holds ``cmp``)."""
     if S[OP] == "store":
         store_flag(ptr, value, S[SEM], S[SCOPE], S[CACHE], INTERPRET)
     elif S[OP] == "atomic_xchg":
         atomic_xchg_flag(ptr, value, S[SEM], S[SCOPE])
+    elif S[OP] == "atomic_cas":
+        atomic_cas_flag(ptr, cmp, value, S[SEM], S[SCOPE])
     else:
         atomic_add_flag(ptr, value, S[SEM], S[SCOPE])
 
 
 @jit
-def signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
-                S: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr, INTERPRET: tl.constexpr):
-    """Step ``S`` of a producer's signal for ``tile``: a barrier, a fence, or one write per
-    target rank (``to``: all/others in rank order, self, owner) into lock ``S[LOCK]``."""
-    if S[OP] == "barrier":
-        named_barrier(S[BARRIER], INTERPRET)
-    elif S[OP] == "fence":
-        fence(S[SEM], S[SCOPE], INTERPRET)
+def write_or_spin(ptr, vals, budget, ok, last, step, S: tl.constexpr, I: tl.constexpr,
+                  INTERPRET: tl.constexpr):
+    """One target copy of a writing step: a write, or (a CAS with ``until``, PyTorch's
+    ``put_signal``) a CAS repeated until the value it read satisfies ``until``, bounded."""
+    if S[UNTIL] == "":
+        write_flag(ptr, operand(S[COMPARE], vals), operand(S[VALUE], vals), S, INTERPRET)
     else:
-        value = operand(S[VALUE], vals)
-        offset = S[LOCK] * n_tiles + tile
-        OWN: tl.constexpr = S[TO][0]
-        OTHERS: tl.constexpr = S[TO][1]
-        if S[TO][2]:  # the owner's copy
-            write_flag(rank_base(locks, locks_table, locks_rank_stride, owner, TABLE) + offset,
-                       value, S, INTERPRET)
-        elif OWN and not OTHERS:
-            write_flag(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset,
-                       value, S, INTERPRET)
-        else:  # every rank's copy in rank order, or every other rank's
-            for d in tl.static_range(WORLD):
-                if OWN:
-                    write_flag(rank_base(locks, locks_table, locks_rank_stride, d, TABLE) + offset,
-                               value, S, INTERPRET)
-                else:
-                    if d != rank:
-                        write_flag(rank_base(locks, locks_table, locks_rank_stride, d, TABLE)
-                                   + offset, value, S, INTERPRET)
+        target = operand(S[TARGET], vals)
+        v, polls = bounded_poll(ptr, S, vals, target, budget)
+        budget = budget - polls
+        ok, last, step = _record(ok, last, step, v, until_holds(v, S[UNTIL], target), I)
+    return budget, ok, last, step
+
+
+@jit
+def signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals, budget,
+                ok, last, step, S: tl.constexpr, I: tl.constexpr, WORLD: tl.constexpr,
+                TABLE: tl.constexpr, INTERPRET: tl.constexpr):
+    """A writing step ``S`` for ``tile``: one write (or bounded CAS spin) per target rank
+    (``to``: all/others in rank order, self, owner) into lock ``S[LOCK]``."""
+    offset = S[LOCK] * n_tiles + tile
+    OWN: tl.constexpr = S[TO][0]
+    OTHERS: tl.constexpr = S[TO][1]
+    if S[TO][2]:  # the owner's copy
+        budget, ok, last, step = write_or_spin(
+            rank_base(locks, locks_table, locks_rank_stride, owner, TABLE) + offset, vals, budget, ok, last,
+            step, S, I, INTERPRET)
+    elif OWN and not OTHERS:
+        budget, ok, last, step = write_or_spin(
+            rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset, vals, budget, ok, last,
+            step, S, I, INTERPRET)
+    else:  # every rank's copy in rank order, or every other rank's
+        for d in tl.static_range(WORLD):
+            if OWN:
+                budget, ok, last, step = write_or_spin(
+                    rank_base(locks, locks_table, locks_rank_stride, d, TABLE) + offset, vals, budget, ok,
+                    last, step, S, I, INTERPRET)
+            else:
+                if d != rank:
+                    budget, ok, last, step = write_or_spin(
+                        rank_base(locks, locks_table, locks_rank_stride, d, TABLE) + offset, vals, budget,
+                        ok, last, step, S, I, INTERPRET)
+    return budget, ok, last, step
 
 
 @jit
 def run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
                PLAN: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
                INTERPRET: tl.constexpr):
-    """A producer's whole ``signal`` plan for ``tile``, steps in order (after its tile store)."""
-    for i in tl.static_range(len(PLAN)):
-        signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals,
-                    PLAN[i], WORLD, TABLE, INTERPRET)
+    """A producer's whole ``signal`` plan for ``tile``, steps in order (after its tile store).
+    Its spins, if any, share :data:`SIGNAL_POLL_BUDGET` polls; returns ``(ok, last, step)``."""
+    ok, last, step, _budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner,
+                                        vals, rank * 0 + SIGNAL_POLL_BUDGET, PLAN, WORLD, TABLE, INTERPRET)
+    return ok, last, step
 
 
 @jit
@@ -215,17 +240,22 @@ def _record(ok, last, step, v, held, I: tl.constexpr):
 
 
 @jit
-def wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, budget,
+def lock_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals, budget,
               ok, last, step, S: tl.constexpr, I: tl.constexpr, WORLD: tl.constexpr,
               TABLE: tl.constexpr, INTERPRET: tl.constexpr):
-    """Step ``S`` (number ``I``) of a consumer's wait for ``tile``: a barrier, a fence, one CAS
-    per source rank, or one bounded poll loop per source rank (``from``: self, or each rank)."""
+    """Step ``S`` (number ``I``) of any section for ``tile``: a barrier, a fence, a write (or CAS
+    spin) to the copies ``to`` names, one CAS per source rank, or one bounded poll loop per source
+    rank (``from``: self, or each rank). Any op may be on either side (a producer waiting for
+    "done", a consumer signalling back)."""
     offset = S[LOCK] * n_tiles + tile
     if S[OP] == "barrier":
         named_barrier(S[BARRIER], INTERPRET)
     elif S[OP] == "fence":
         fence(S[SEM], S[SCOPE], INTERPRET)
-    elif S[OP] == "atomic_cas":  # one CAS, result unused (seed 001's acquire after the poll)
+    elif S[WRITES]:
+        budget, ok, last, step = signal_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner,
+                                             vals, budget, ok, last, step, S, I, WORLD, TABLE, INTERPRET)
+    elif S[OP] == "atomic_cas" and S[UNTIL] == "":  # one CAS, result unused (seed 001's acquire after the poll)
         cmp = operand(S[COMPARE], vals)
         value = operand(S[VALUE], vals)
         if S[SOURCE]:  # every rank's copy (from = "each")
@@ -235,7 +265,7 @@ def wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, 
         else:
             atomic_cas_flag(rank_base(locks, locks_table, locks_rank_stride, rank, TABLE) + offset,
                             cmp, value, S[SEM], S[SCOPE])
-    else:  # await
+    else:  # await, or a CAS reading `from` repeated until `until` holds
         target = operand(S[TARGET], vals)
         if S[SOURCE]:  # every rank's copy (from = "each")
             for s in tl.static_range(WORLD):
@@ -252,23 +282,29 @@ def wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, 
 
 
 @jit
-def run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, budget,
-             PLAN: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
-             INTERPRET: tl.constexpr):
-    """A consumer's whole ``wait`` plan for ``tile``, steps in order (before its tile reads).
+def run_steps(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner, vals, budget,
+              PLAN: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr, INTERPRET: tl.constexpr):
+    """Every step of ``PLAN`` (any section) for ``tile``, in order (:func:`lock_step`).
 
-    Every ``await`` polls at most ``budget`` times in total across the steps (at least once
-    each), so a consumer that times out on one tile spends little on the next.
-
-    Returns ``(ok, last, step, budget)``: ``ok`` is 1 if every ``await`` saw its condition,
-    else 0 with ``last`` the value the first failing poll loop read last and ``step`` its index
-    in the plan (-1 when ok); ``budget`` is what is left.
+    Every poll polls at most ``budget`` times in total across the steps (at least once each).
+    Returns ``(ok, last, step, budget)``: ``ok`` is 1 if every poll saw its condition, else 0
+    with ``last`` the value the first failing poll loop read last and ``step`` its index in the
+    plan (-1 when ok); ``budget`` is what is left.
     """
     ok = (budget * 0 + 1).to(tl.int32)
     last = ok * 0
     step = ok * 0 - 1
     for i in tl.static_range(len(PLAN)):
-        ok, last, step, budget = wait_step(locks, locks_table, locks_rank_stride, n_tiles, tile,
-                                           rank, vals, budget, ok, last, step, PLAN[i], i,
-                                           WORLD, TABLE, INTERPRET)
+        ok, last, step, budget = lock_step(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, owner,
+                                           vals, budget, ok, last, step, PLAN[i], i, WORLD, TABLE, INTERPRET)
     return ok, last, step, budget
+
+
+@jit
+def run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, vals, budget,
+             PLAN: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
+             INTERPRET: tl.constexpr):
+    """A consumer's whole ``wait`` plan for ``tile``, steps in order (before its tile reads):
+    :func:`run_steps` with the consumer as the owner of what it signals back."""
+    return run_steps(locks, locks_table, locks_rank_stride, n_tiles, tile, rank, rank, vals, budget,
+                     PLAN, WORLD, TABLE, INTERPRET)

@@ -58,23 +58,40 @@ FENCE_SEMS: tuple[str, ...] = ("release", "acquire", "acq_rel", "sc")
 STORE_SEMS: tuple[str, ...] = ("weak", "relaxed", "release")
 ATOMIC_SEMS: tuple[str, ...] = ("relaxed", "acquire", "release", "acq_rel")
 READ_SEMS: tuple[str, ...] = ("relaxed", "acquire", "acq_rel")
+#: A ``load`` poll with ``sem`` is PTX ``ld.SEM.SCOPE`` (``ld.acquire.sys``, ``ld.relaxed.gpu``).
+LOAD_SEMS: tuple[str, ...] = ("relaxed", "acquire")
 STORE_CACHES: tuple[str, ...] = ("", ".wt", ".cg", ".cs")
 LOAD_CACHES: tuple[str, ...] = ("", ".ca", ".cg", ".cv")
 TARGETS: tuple[str, ...] = ("all", "others", "self", "owner")
 SOURCES: tuple[str, ...] = ("self", "each")
 READS: tuple[str, ...] = ("load", "volatile_load", "atomic_cas", "atomic_add")
-RESETS: tuple[str, ...] = ("host", "consumer", "none")
-SIGNAL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add")
+RESETS: tuple[str, ...] = ("host", "consumer", "owner", "none")
+SIGNAL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas")
 WAIT_OPS: tuple[str, ...] = ("await", "atomic_cas", "fence", "barrier")
-SECTIONS: tuple[str, ...] = ("signal", "wait")
+#: Every op, in every section: a producer may wait (for a consumer's "done") and a consumer may
+#: signal back; each section runs its steps in the order it lists them.
+ALL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await")
+#: Sections in the order a tile meets them: the producer's ``before_store`` (before its tile store:
+#: may I overwrite?) and ``signal`` (after it), the consumer's ``wait`` (before its tile loads) and
+#: ``after_load`` (after them: the back-signal, "done").
+SECTIONS: tuple[str, ...] = ("before_store", "signal", "wait", "after_load")
+PRODUCER_SECTIONS: tuple[str, ...] = ("before_store", "signal")
+CONSUMER_SECTIONS: tuple[str, ...] = ("wait", "after_load")
+#: Ops that write a lock copy chosen by ``to`` (a CAS on the consumer side reads ``from`` unless ``to`` is given).
+WRITE_OPS: tuple[str, ...] = ("store", "atomic_xchg", "atomic_add")
+MAX_SLOTS = 8
+ZOO_FIELDS: tuple[str, ...] = ("scenario", "epochs", "launches", "push", "expected", "users_saw", "model_shows",
+                               "source")
+#: ``zoo.expected``: ``safe``, or the violation kinds the model finds, comma-separated.
+ZOO_VERDICTS: tuple[str, ...] = ("race", "unwritten-read", "stale-read", "hang")
 
 DEFAULT_LOCK = "ready"
 TRITON_ATOMIC_SEM = "acq_rel"  # tl.atomic_* default sem
 TRITON_ATOMIC_SCOPE = "gpu"  # tl.atomic_* default scope
 
 TOP_FIELDS: tuple[str, ...] = (
-    "name", "summary", "origin", "believed", "notes", "reset", "tile_store", "tile_load",
-    "signal", "wait",
+    "name", "summary", "origin", "believed", "notes", "reset", "slots", "tile_store", "tile_load",
+    "before_store", "signal", "wait", "after_load", "zoo",
 )
 REQUIRED_TOP_FIELDS: tuple[str, ...] = ("name", "summary", "origin", "signal", "wait")
 TILE_STORE_FIELDS: tuple[str, ...] = ("cache",)
@@ -88,11 +105,11 @@ _OP_FIELDS: dict[str, tuple[str, ...]] = {
     "store": ("value", "sem", "scope", "cache", "to", "lock"),
     "atomic_xchg": ("value", "sem", "scope", "to", "lock"),
     "atomic_add": ("value", "sem", "scope", "to", "lock"),
-    "atomic_cas": ("compare", "value", "sem", "scope", "from", "lock"),
+    "atomic_cas": ("compare", "value", "sem", "scope", "to", "from", "lock", "until"),
 }
 _AWAIT_COMMON: tuple[str, ...] = ("read", "until", "from", "lock")
 _READ_FIELDS: dict[str, tuple[str, ...]] = {
-    "load": ("cache",),
+    "load": ("cache", "sem", "scope"),
     "volatile_load": ("cache",),
     "atomic_cas": ("compare", "value", "sem", "scope"),
     "atomic_add": ("value", "sem", "scope"),
@@ -125,12 +142,12 @@ def _quoted(names: tuple[str, ...] | list[str]) -> str:
 class _Lines:
     """Cheap line lookup in the TOML text: ``[[signal]]``/``[[wait]]`` headers and ``key =``."""
 
-    _HEADER = re.compile(r"\s*\[\[\s*(signal|wait)\s*\]\]\s*(#.*)?\Z")
+    _HEADER = re.compile(r"\s*\[\[\s*(before_store|signal|wait|after_load)\s*\]\]\s*(#.*)?\Z")
     _ANY_HEADER = re.compile(r"\s*\[")
 
     def __init__(self, text: str | None) -> None:
         self.lines = text.splitlines() if text is not None else []
-        self.headers: dict[str, list[int]] = {"signal": [], "wait": []}
+        self.headers: dict[str, list[int]] = {section: [] for section in SECTIONS}
         self.first_header = len(self.lines) + 1
         for number, line in enumerate(self.lines, start=1):
             match = self._HEADER.match(line)
@@ -211,7 +228,7 @@ def parse_protocol(text: str, *, path: str = "<string>") -> Protocol:
     ... ''', path="tiny.toml")
     Traceback (most recent call last):
     ...
-    syncverify.errors.ProtocolError: tiny.toml:5: reset='hostt' is not one of 'host', 'consumer', 'none' (did you mean 'host'?) (host gives --reset host-between-barriers, consumer/none give none)
+    syncverify.errors.ProtocolError: tiny.toml:5: reset='hostt' is not one of 'host', 'consumer', 'owner', 'none' (did you mean 'host'?) (host gives --reset host-between-barriers, consumer/owner/none give none)
     """
     if not isinstance(text, str):
         raise ProtocolError(f"{path}: expected the protocol's TOML text, got {type(text).__name__}")
@@ -284,21 +301,31 @@ def _build_checked(data: Mapping[str, Any], path: str, lines: _Lines) -> Protoco
     believed = _text(data, "believed", required=False)
     notes = _text(data, "notes", required=False)
     reset = one_of("reset", data.get("reset", "host"), RESETS, error=functools.partial(Invalid, key="reset"),
-                   where="host gives --reset host-between-barriers, consumer/none give none")
+                   where="host gives --reset host-between-barriers, consumer/owner/none give none")
     cache = _table(data, "tile_store", TILE_STORE_FIELDS).get("cache", "")
     tile_store = TileStore(_one_of("tile_store.cache", cache, STORE_CACHES, key="tile_store"))
     volatile = _table(data, "tile_load", TILE_LOAD_FIELDS).get("volatile", False)
     if not isinstance(volatile, bool):
         raise Invalid(f"tile_load.volatile={volatile!r} must be true or false", key="tile_load")
+    slots = data.get("slots", 1)
+    if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= MAX_SLOTS:
+        raise Invalid(f"slots={slots!r} must be an integer from 1 to {MAX_SLOTS} (epoch e uses slot e mod slots)",
+                      key="slots")
     signal = _steps(data, "signal", path, lines)
     wait = _steps(data, "wait", path, lines)
+    before_store = _steps(data, "before_store", path, lines, required=False)
+    after_load = _steps(data, "after_load", path, lines, required=False)
     protocol = Protocol(
         name=name, summary=summary, origin=origin, signal=signal, wait=wait, reset=reset,
         tile_store=tile_store, tile_load=TileLoad(volatile), believed=believed,
-        notes=notes, path=path,
+        notes=notes, path=path, before_store=before_store, after_load=after_load, slots=slots,
+        zoo=_zoo(data),
     )
     _check_locks(protocol, path, lines)
-    if reset == "consumer" and not any(step.changes_lock for step in wait):
+    if reset == "owner" and not any(s.op == "await" and (s.from_ or "self") == "self" for s in wait):
+        raise Invalid("reset='owner' resets the consumer's own copy of each lock it polls, but no wait step "
+                      "polls its own copy (an await with from = 'self')", key="reset")
+    if reset == "consumer" and not any(step.changes_lock for step in wait + after_load):
         raise Invalid(
             "reset='consumer' but no wait step can change its lock; reset with an atomic_cas "
             "whose value differs from compare, or say reset = 'host' or 'none'",
@@ -330,13 +357,16 @@ def _table(data: Mapping[str, Any], key: str, fields: tuple[str, ...]) -> Mappin
     return value
 
 
-def _steps(data: Mapping[str, Any], section: str, path: str, lines: _Lines) -> tuple[Step, ...]:
+def _steps(data: Mapping[str, Any], section: str, path: str, lines: _Lines, *,
+           required: bool = True) -> tuple[Step, ...]:
+    if not required and section not in data:
+        return ()
     raw = data[section]
     if not isinstance(raw, list) or not all(isinstance(item, Mapping) for item in raw):
         raise Invalid(
             f"{section!r} must be an array of tables ([[{section}]] entries)", key=section
         )
-    if not raw:
+    if not raw and required:
         raise Invalid(
             f"{section!r} is empty; a protocol needs at least one {section} step", key=section
         )
@@ -352,16 +382,11 @@ def _steps(data: Mapping[str, Any], section: str, path: str, lines: _Lines) -> t
 
 
 def _step(table: Mapping[str, Any], section: str) -> Step:
-    ops = SIGNAL_OPS if section == "signal" else WAIT_OPS
+    ops = ALL_OPS
     if "op" not in table:
         raise Invalid(f"missing field 'op' (one of {_quoted(ops)})")
     op = table["op"]
     if not isinstance(op, str) or op not in ops:
-        other = "wait" if section == "signal" else "signal"
-        if isinstance(op, str) and op in (WAIT_OPS if section == "signal" else SIGNAL_OPS):
-            raise Invalid(
-                f"op {op!r} belongs in [[{other}]]; {section} ops are {_quoted(ops)}", key="op"
-            )
         hint = did_you_mean(op, ops) if isinstance(op, str) else ""
         raise Invalid(f"unknown op {op!r}{hint}; {section} ops are {_quoted(ops)}", key="op")
     if op == "await":
@@ -384,6 +409,8 @@ def _step(table: Mapping[str, Any], section: str) -> Step:
             f"unknown field {key!r}{did_you_mean(str(key), allowed or _ALL_STEP_FIELDS)}; {takes}",
             key=str(key),
         )
+    if op == "atomic_cas":
+        return _cas(table, section in PRODUCER_SECTIONS)
     return _STEP_BUILDERS[op](table, read)
 
 
@@ -461,14 +488,28 @@ def _rmw(op: str) -> Any:
     return build
 
 
-def _cas(table: Mapping[str, Any], read: str | None) -> Step:
+def _cas(table: Mapping[str, Any], producer_side: bool) -> Step:
+    """A one-off CAS, or with ``until`` a CAS repeated until the value it read satisfies it.
+
+    It writes the copies ``to`` names (the producer side's default, ``to = "self"``: PyTorch's
+    signal pad, CAS 0 -> 1 with release) or reads and writes the copies ``from`` names (the
+    consumer side's default, ``from = "self"``: seed 001's acquire CAS(1, 1)); not both.
+    """
     compare = parse_expr_field(_require(table, "compare", "atomic_cas"), "compare")
     value = parse_expr_field(_require(table, "value", "atomic_cas"), "value")
-    sem, scope = _atomic_sem_scope(table, READ_SEMS)
+    sem, scope = _atomic_sem_scope(table, ATOMIC_SEMS)
+    if "to" in table and "from" in table:
+        raise Invalid("atomic_cas takes 'to' (whose copies it signals) or 'from' (whose copies it reads), "
+                      "not both", key="from")
+    until = parse_until_field(table["until"]) if "until" in table else None
+    if "to" in table or ("from" not in table and producer_side):
+        to = _one_of("to", table.get("to", "self"), TARGETS)
+        return Step("atomic_cas", sem=sem, scope=scope, value=value, compare=compare, to=to,
+                    lock=_lock(table), until=until)
     source = _one_of("from", table.get("from", "self"), SOURCES)
     return Step(
         "atomic_cas", sem=sem, scope=scope, value=value, compare=compare, from_=source,
-        lock=_lock(table),
+        lock=_lock(table), until=until,
     )
 
 
@@ -476,11 +517,21 @@ def _await(table: Mapping[str, Any], read: str | None) -> Step:
     until = parse_until_field(_require(table, "until", "await"))
     source = _one_of("from", table.get("from", "self"), SOURCES)
     lock = _lock(table)
+    if read == "load" and "sem" in table:  # ld.acquire.SCOPE / ld.relaxed.SCOPE: the poll signal libraries use
+        sem = _one_of("sem", table["sem"], LOAD_SEMS)
+        scope = _one_of("scope", _require(table, "scope", f"a load with sem={sem!r}"), SCOPES)
+        if table.get("cache", ""):
+            raise Invalid(f"cache={table['cache']!r} applies to weak loads only (PTX ld.{sem} takes no "
+                          f"cache operator)", key="cache")
+        return Step("await", read=read, sem=sem, scope=scope, cache="", until=until, from_=source, lock=lock)
+    if read == "load" and "scope" in table:
+        raise Invalid("a weak load takes no scope; give sem = 'acquire' or 'relaxed' (ld.acquire.SCOPE)",
+                      key="scope")
     if read in ("load", "volatile_load"):
         default = ".cv" if read == "volatile_load" else ""
         cache = _one_of("cache", table.get("cache", default), LOAD_CACHES)
         return Step("await", read=read, cache=cache, until=until, from_=source, lock=lock)
-    sem, scope = _atomic_sem_scope(table, READ_SEMS)
+    sem, scope = _atomic_sem_scope(table, ATOMIC_SEMS)
     if read == "atomic_cas":
         owner = "await with read='atomic_cas'"
         compare = parse_expr_field(_require(table, "compare", owner), "compare")
@@ -500,20 +551,81 @@ _STEP_BUILDERS = {
     "store": _store,
     "atomic_xchg": _rmw("atomic_xchg"),
     "atomic_add": _rmw("atomic_add"),
-    "atomic_cas": _cas,
     "await": _await,
 }
 
 
 def _check_locks(protocol: Protocol, path: str, lines: _Lines) -> None:
-    written = [s.lock for s in protocol.signal if s.lock is not None]
-    for index, step in enumerate(protocol.wait):
-        if step.lock is not None and step.lock not in written:
-            known = tuple(dict.fromkeys(written))
+    """Every poll has a writer on the other side, and every back-signal has a poll.
+
+    A lock polled (an ``await``, or a CAS reading ``from``) by the consumer must be written by some
+    producer step, and one polled by the producer (waiting for "done") by some consumer step. A
+    consumer's write to a lock that neither side polls (a back-signal no step waits for) is
+    refused: it orders nothing. Each message names the step.
+    """
+    sides = {"producer": PRODUCER_SECTIONS, "consumer": CONSUMER_SECTIONS}
+    other = {"producer": "consumer", "consumer": "producer"}
+    steps = {side: [(section, index, step) for section in sections
+                    for index, step in enumerate(getattr(protocol, section))]
+             for side, sections in sides.items()}
+    written = {side: [s.lock for _sec, _i, s in found if s.lock is not None and _writes(s)]
+               for side, found in steps.items()}
+    polled = {s.lock for found in steps.values() for _sec, _i, s in found if _polls(s)}
+    for side, found in steps.items():
+        for section, index, step in found:
+            if step.lock is None or not _polls(step) or step.lock in written[other[side]]:
+                continue
+            known = tuple(dict.fromkeys(written[other[side]]))
             hint = did_you_mean(step.lock, known)
-            line = lines.step("wait", index, len(protocol.wait), "lock")
+            line = lines.step(section, index, len(getattr(protocol, section)), "lock")
+            writers = "signal step" if side == "consumer" else "consumer step (wait or after_load)"
             raise _fail(
-                path, line, f"wait step {index + 1}: ",
-                f"lock={step.lock!r} is never written by a signal step{hint}; signal steps write "
+                path, line, f"{section} step {index + 1}: ",
+                f"lock={step.lock!r} is never written by a {writers}{hint}; those steps write "
                 f"{_quoted(known) if known else 'no lock'}",
             )
+    for section in CONSUMER_SECTIONS:
+        for index, step in enumerate(getattr(protocol, section)):
+            if step.op in WRITE_OPS + ("atomic_cas",) and step.to is not None and step.lock not in polled:
+                line = lines.step(section, index, len(getattr(protocol, section)), "lock")
+                raise _fail(path, line, f"{section} step {index + 1}: ",
+                            f"back-signal to lock={step.lock!r} that no step waits for: add a producer "
+                            f"step that polls it (an await in before_store), or drop the step")
+
+
+def _polls(step: Step) -> bool:
+    """Whether a step reads a lock copy to decide something: an ``await``, a CAS repeated ``until``
+    something holds, or a CAS reading ``from`` (an acquire after a poll)."""
+    return step.op == "await" or (step.op == "atomic_cas" and (step.from_ is not None or step.until is not None))
+
+
+def _writes(step: Step) -> bool:
+    """Whether a step can write a lock for the other side to see: a store, xchg or add, a CAS
+    signalling ``to``, or a CAS (step or poll) whose value differs from its compare."""
+    return step.op in WRITE_OPS or (step.op == "atomic_cas" and step.to is not None) or (
+        step.op in ("atomic_cas", "await") and step.changes_lock)
+
+
+def _zoo(data: Mapping[str, Any]):
+    """The ``[zoo]`` table of a reported bug: how to check it, what users saw, what the model shows."""
+    from syncverify.protocols.model import Zoo
+
+    if "zoo" not in data:
+        return None
+    table = _table(data, "zoo", ZOO_FIELDS)
+    for key in ("scenario", "expected", "users_saw", "model_shows", "source"):
+        if key not in table:
+            raise Invalid(f"zoo: missing field {key!r}", key="zoo")
+    for key in ZOO_FIELDS:
+        if key in table and key not in ("epochs",) and not isinstance(table[key], str):
+            raise Invalid(f"zoo.{key}={table[key]!r} must be a string", key="zoo")
+    epochs = table.get("epochs", 1)
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= 4:
+        raise Invalid(f"zoo.epochs={epochs!r} must be an integer from 1 to 4", key="zoo")
+    expected = table["expected"]
+    kinds = [k.strip() for k in expected.split(",")] if expected != "safe" else []
+    for kind in kinds:
+        _one_of("zoo.expected", kind, ZOO_VERDICTS, key="zoo")
+    return Zoo(scenario=table["scenario"], epochs=epochs, launches=table.get("launches", "host-barrier"),
+               expected=expected, users_saw=table["users_saw"], model_shows=table["model_shows"],
+               source=table["source"], push=table.get("push", ""))

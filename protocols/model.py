@@ -14,7 +14,7 @@ from typing import Any
 
 from syncverify.protocols.expressions import Expr, Until
 
-__all__ = ["Protocol", "Step", "TileLoad", "TileStore"]
+__all__ = ["Protocol", "Step", "TileLoad", "TileStore", "Zoo"]
 
 
 @dataclass(frozen=True)
@@ -24,8 +24,8 @@ class Step:
     Attributes
     ----------
     op : str
-        ``barrier``, ``fence``, ``store``, ``atomic_xchg``, ``atomic_add`` (signal side);
-        ``await``, ``atomic_cas``, ``fence``, ``barrier`` (wait side).
+        ``barrier``, ``fence``, ``store``, ``atomic_xchg``, ``atomic_add``, ``atomic_cas``,
+        ``await``; any op may appear in any section.
     sem, scope : str or None
         Memory semantics and scope, with defaults already applied. A weak store has
         ``sem="weak"`` and ``scope=None``; load/volatile_load awaits have neither.
@@ -42,7 +42,7 @@ class Step:
     read : str or None
         How an ``await`` polls: ``load``, ``volatile_load``, ``atomic_cas``, ``atomic_add``.
     until : Until or None
-        An ``await``'s exit condition.
+        An ``await``'s exit condition, or an ``atomic_cas`` repeated until the value it read satisfies it.
     barrier_id, count : int or None
         A ``barrier``'s named barrier (0 to 15; ``id`` in the file, default 0) and how many
         threads of the CTA take part (``count``, a multiple of 32; None: every thread).
@@ -114,6 +114,34 @@ class TileLoad:
 
 
 @dataclass(frozen=True)
+class Zoo:
+    """A reported bug's record (the ``[zoo]`` table of a file in ``protocols/zoo/``).
+
+    ``scenario``/``epochs``/``launches``/``push``: how the bug is checked; ``expected``: ``safe`` or
+    the violation kinds the model finds, comma-separated (pinned by ``tests/test_zoo.py``);
+    ``users_saw``: the symptom reported; ``model_shows``: what the counterexample shows;
+    ``source``: the public issue or code it comes from.
+    """
+
+    scenario: str
+    epochs: int
+    launches: str
+    expected: str
+    users_saw: str
+    model_shows: str
+    source: str
+    push: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The table as the file says it."""
+        out = dict(scenario=self.scenario, epochs=self.epochs, launches=self.launches, expected=self.expected,
+                   users_saw=self.users_saw, model_shows=self.model_shows, source=self.source)
+        if self.push:
+            out["push"] = self.push
+        return out
+
+
+@dataclass(frozen=True)
 class Protocol:
     """A lock protocol: a producer's ``signal`` steps and a consumer's ``wait`` steps.
 
@@ -156,11 +184,19 @@ class Protocol:
     believed: str = ""
     notes: str = ""
     path: str = field(default="<string>", compare=False)
+    #: the producer's steps before its tile store (waiting until consumers are done with the buffer)
+    before_store: tuple[Step, ...] = ()
+    #: the consumer's steps after its tile loads (the back-signal, "done")
+    after_load: tuple[Step, ...] = ()
+    #: tiles and locks rotate over this many slots: epoch e uses slot e mod slots
+    slots: int = 1
+    zoo: Zoo | None = None
 
     @property
     def locks(self) -> tuple[str, ...]:
         """Every lock array the protocol uses, in first-seen order."""
-        seen = dict.fromkeys(s.lock for s in self.signal + self.wait if s.lock is not None)
+        seen = dict.fromkeys(s.lock for s in self.before_store + self.signal + self.wait + self.after_load
+                             if s.lock is not None)
         return tuple(seen)
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,8 +211,26 @@ class Protocol:
         if self.notes:
             out["notes"] = self.notes
         out["reset"] = self.reset
+        if self.slots != 1:
+            out["slots"] = self.slots
         out["tile_store"] = {"cache": self.tile_store.cache}
         out["tile_load"] = {"volatile": self.tile_load.volatile}
+        if self.before_store:
+            out["before_store"] = [s.to_dict() for s in self.before_store]
         out["signal"] = [s.to_dict() for s in self.signal]
         out["wait"] = [s.to_dict() for s in self.wait]
+        if self.after_load:
+            out["after_load"] = [s.to_dict() for s in self.after_load]
+        if self.zoo is not None:
+            out["zoo"] = self.zoo.to_dict()
         return out
+
+    @property
+    def producer_steps(self) -> tuple[Step, ...]:
+        """Every step a producer runs, in order: ``before_store`` then ``signal``."""
+        return self.before_store + self.signal
+
+    @property
+    def consumer_steps(self) -> tuple[Step, ...]:
+        """Every step a consumer runs, in order: ``wait`` then ``after_load``."""
+        return self.wait + self.after_load

@@ -15,10 +15,12 @@ from syncverify.errors import ProtocolError
 from syncverify.protocols.loader import parse_protocol
 from syncverify.protocols.model import Protocol
 
-__all__ = ["builtin_names", "builtin_protocols", "load_protocol"]
+__all__ = ["builtin_names", "builtin_protocols", "load_protocol", "zoo_names", "zoo_protocols"]
 
 _PACKAGE = "syncverify.protocols"
 _SUFFIX = ".toml"
+#: The zoo of reported bugs: protocol files with a ``[zoo]`` record, loadable by name like built-ins.
+_ZOO = "zoo"
 
 
 @functools.lru_cache(maxsize=None)
@@ -34,8 +36,35 @@ def _builtin_files() -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=None)
+def _zoo_files() -> dict[str, str]:
+    """Zoo name -> file name (``zoo/NAME.toml``), read once from the package data."""
+    root = resources.files(_PACKAGE).joinpath(_ZOO)
+    names = {
+        entry.name[: -len(_SUFFIX)]: f"{_ZOO}/{entry.name}"
+        for entry in root.iterdir()
+        if entry.name.endswith(_SUFFIX) and entry.is_file()
+    }
+    return dict(sorted(names.items()))
+
+
+def zoo_names() -> list[str]:
+    """Names of the protocols in the zoo of reported bugs (``protocols/zoo/``), sorted."""
+    return list(_zoo_files())
+
+
+def zoo_protocols() -> list[Protocol]:
+    """Every zoo protocol, in :func:`zoo_names` order; each has a ``zoo`` record."""
+    protocols = [_load_builtin(name) for name in _zoo_files()]
+    for protocol in protocols:
+        if protocol.zoo is None:
+            raise ProtocolError(f"{protocol.path}: a zoo file needs a [zoo] table (scenario, expected, users_saw, "
+                                f"model_shows, source)")
+    return protocols
+
+
+@functools.lru_cache(maxsize=None)
 def _load_builtin(name: str) -> Protocol:
-    file_name = _builtin_files()[name]
+    file_name = _builtin_files().get(name) or _zoo_files()[name]
     shown = f"protocols/{file_name}"  # where it lives in the repository
     text = resources.files(_PACKAGE).joinpath(file_name).read_text(encoding="utf-8")
     protocol = parse_protocol(text, path=shown)
@@ -96,7 +125,7 @@ def load_protocol(name_or_path: str | os.PathLike[str]) -> Protocol:
         raise ProtocolError(
             f"expected a protocol name or a path to a .toml file, got {name_or_path!r}"
         )
-    if name_or_path in _builtin_files():
+    if name_or_path in _builtin_files() or name_or_path in _zoo_files():
         return _load_builtin(name_or_path)
     if name_or_path.lower().endswith(".litmus"):
         raise ProtocolError(f"{name_or_path} is a litmus test, not a protocol: run it with "
@@ -107,6 +136,7 @@ def load_protocol(name_or_path: str | os.PathLike[str]) -> Protocol:
     raise ProtocolError(
         f"unknown protocol {name_or_path!r}{did_you_mean(name_or_path, names)}; "
         f"built-in protocols are {', '.join(names)}, "
+        f"zoo protocols ('syncverify list --zoo') are {', '.join(zoo_names())}, "
         f"or give a path to a .toml file"
     )
 

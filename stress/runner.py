@@ -77,7 +77,7 @@ class Runner:
         data, lock = torch_dtype(c.dtype), lock_torch_dtype(c.lock_dtype)
         T, W = c.tiles, c.world_size
         work = "partial" if c.kernel == "all-reduce" else "local"
-        heap.allocate(work, (c.m, c.n_per_rank), data)
+        heap.allocate(work, (built.data_rows, c.n_per_rank), data)  # M rows per protocol slot
         heap.allocate("out", (c.m, c.n), data)
         heap.allocate("locks", (built.lock_count, T), lock)
         # The arrays a reset policy zeroes: the protocol's locks by ``reset``, all-scatter's push

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from syncverify import ptx
+from syncverify import ptx, rules
 from syncverify.events import Event, Execution
 from syncverify.relations import plus
 
@@ -414,7 +414,7 @@ def _hang_cause(names: _Names, violation) -> Cause:
     who = f"rank {info.rank}'s {info.cta.split(' of ')[0]} (thread {info.thread}, epoch {info.epoch})"
     until = step.until.source if step is not None and step.until else "?"
     co = ptx.co(x)
-    this_epoch = [e for e in signals if e.phase == f"e{info.epoch}"]
+    this_epoch = [e for e in signals if rules.phase_epoch(e.phase) == info.epoch]
     late = [r for r in resets if any((sig.eid, r.eid) in co for sig in this_epoch)]
     if late:
         reset = late[0]
@@ -486,7 +486,7 @@ def cause(violation, scenario) -> Cause:
     if violation.kind == "race":
         return _race_cause(names, a, b)
     r = b
-    epoch = int(r.phase[1:]) if r.phase.startswith("e") else 0
+    epoch = rules.phase_epoch(r.phase) or 0
     intended = [e for e in x.events if e.is_write and e.ghost and e.loc == r.loc and e.value == epoch + 1]
     if not intended:
         text = (f"no thread of the scenario writes {r.loc} in epoch {epoch}: {names.who(r)} reads a tile "

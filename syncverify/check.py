@@ -127,7 +127,9 @@ class CheckResult:
 
 def _epoch_of(x: Execution, eid: int) -> int | None:
     phase = x.events[eid].phase
-    return int(phase[1:]) if phase.startswith("e") else None
+    from syncverify.rules import phase_epoch
+
+    return phase_epoch(phase)
 
 
 def _role(x: Execution, eid: int) -> str:

@@ -188,6 +188,9 @@ class KernelSide:
     block_columns: int  # columns of one rank's block (wide buffers)
     wide: frozenset = frozenset()
     tiles: int = 1
+    slots: int = 1  # protocol slots: lock array slot * len(names) + lock, data rows slot * rows ..
+    rows: int = 0  # rows of one slot of a slotted data buffer (``slotted``)
+    slotted: frozenset = frozenset()
 
     def role_of(self, pid: int, world: int) -> tuple[str, int]:
         first = 0
@@ -202,11 +205,16 @@ class KernelSide:
             stage, names = self.locks[buffer]
             places = {(int(i) // self.tiles, int(i) % self.tiles) for i in index}
             (lock, tile), = places
-            return Where(True, names[lock], stage, copy, None, tile)
+            name = names[lock % len(names)] + (f"#{lock // len(names)}" if self.slots > 1 else "")
+            return Where(True, name, stage, copy, None, tile)
         cols = self.columns[buffer]
         places = set()
+        slots = set()
         for i in index:
             row, col = divmod(int(i), cols)
+            if buffer in self.slotted and self.slots > 1:
+                slots.add(row // self.rows)
+                row %= self.rows
             block = col // self.block_columns if buffer in self.wide else None
             col = col % self.block_columns if buffer in self.wide else col
             per_row = (self.block_columns if buffer in self.wide else cols) // self.block_n
@@ -214,7 +222,8 @@ class KernelSide:
         if len(places) != 1:
             raise ValueError(f"one access to {buffer} spans tiles/blocks {sorted(places, key=str)}")
         (block, tile), = places
-        return Where(False, self.data[buffer], "", copy, block, tile)
+        name = self.data[buffer] + (f"#{slots.pop()}" if len(slots) == 1 else "")
+        return Where(False, name, "", copy, block, tile)
 
 
 def _kernel_op(a, side: KernelSide) -> list[Op]:
@@ -321,7 +330,8 @@ def kernel_side(built) -> KernelSide:
         return KernelSide(roles=(("producer", c.gemm_sms), ("consumer", c.comm_sms)),
                           locks={"locks": ("", plan.locks)}, data={"partial": "partial", "out": "out"},
                           block_m=c.block_m, block_n=c.block_n, columns={"partial": c.n, "out": c.n},
-                          block_columns=c.n, tiles=c.tiles)
+                          block_columns=c.n, tiles=c.tiles, slots=plan.slots, rows=c.m,
+                          slotted=frozenset({"partial"}))
     return KernelSide(roles=(("producer", c.gemm_sms), ("comm", c.comm_sms), ("receiver", c.recv_sms)),
                       locks={"locks": ("pub", plan.locks), "push_locks": ("push", plan.push_locks)},
                       data={"local": "local", "out": "out", "received": "received"},
@@ -367,7 +377,7 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
     c = built.config
     W = c.world_size
     heap = VirtualHeap(W, "cpu")
-    heap.allocate("partial" if kernel == "all-reduce" else "local", (c.m, c.n_per_rank), torch.float32)
+    heap.allocate("partial" if kernel == "all-reduce" else "local", (built.data_rows, c.n_per_rank), torch.float32)
     heap.allocate("out", (c.m, c.n), torch.float32)
     heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
     resets = {"locks": rules.reset_policy(protocol.reset)}
@@ -382,7 +392,8 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
     side = kernel_side(built)
     ops: dict[Key, list[Op]] = {}
     timed_out: set[Key] = set()
-    waiters = [role for role, _n in side.roles[1:]]  # rows 0..T-1, then T..2T-1 (receivers)
+    # rows 0..T-1, then T..2T-1 (all-scatter's receivers; all-reduce's producers' before_store waits)
+    waiters = [role for role, _n in side.roles[1:]] + (["producer"] if kernel == "all-reduce" else [])
     for epoch in range(epochs):
         for name, policy in resets.items():
             if epoch and policy != "none":

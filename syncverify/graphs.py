@@ -138,9 +138,9 @@ def column_label(name: str, role: str, e) -> str:
 
 def _phase_words(phase: str) -> str:
     """``e0`` -> ``kernel launch, epoch 0``; ``reset0`` -> ``host reset after epoch 0``."""
-    m = re.fullmatch(r"e(\d+)", phase)
+    m = re.fullmatch(r"e(\d+)(\.r(\d+))?", phase)
     if m:
-        return f"kernel launch, epoch {m[1]}"
+        return f"kernel launch, epoch {m[1]}" + (f" (rank {m[3]}'s stream)" if m[3] else "")
     m = re.fullmatch(r"reset(\d+)", phase)
     if m:
         return f"host reset after epoch {m[1]}"

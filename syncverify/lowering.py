@@ -87,9 +87,15 @@ def lower_step(step) -> tuple[LoweredOp, ...]:
         return (LoweredOp("st", ONE, sem, step.scope if sem != "weak" else None),)
     if op in ("atomic_xchg", "atomic_add"):
         return (LoweredOp("atom", ONE, step.sem, step.scope, "exch" if op == "atomic_xchg" else "add"),)
-    if op == "atomic_cas":  # a one-off CAS whose result is unused: no bar.sync after it
-        return (LoweredOp("atom", ONE, step.sem, step.scope, "cas"),)
+    if op == "atomic_cas":
+        if step.until is not None:  # repeated until the value it read holds: used, so bar.sync after it
+            return (LoweredOp("atom", ONE, step.sem, step.scope, "cas", poll=True), LoweredOp("bar", ALL))
+        return (LoweredOp("atom", ONE, step.sem, step.scope, "cas"),)  # one-off, result unused: no bar.sync
     if op == "await":
+        if step.read == "load" and step.sem in ("relaxed", "acquire"):
+            # ld.acquire.SCOPE / ld.relaxed.SCOPE: the kernels emit it as tl.atomic_add(p, 0, sem, scope)
+            # with a literal 0, which Triton 3.6 lowers to that load on one thread, then bar.sync
+            return (LoweredOp("ld", ONE, step.sem, step.scope, poll=True), LoweredOp("bar", ALL))
         if step.read == "load":
             return (LoweredOp("ld", ALL, "weak", None, poll=True),)
         if step.read == "volatile_load":

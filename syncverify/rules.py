@@ -143,11 +143,62 @@ def loop_back(op: str, target: int) -> tuple[str, int]:
 RESET_POLICIES: tuple[str, ...] = ("none", "host-between-barriers", "host-racing")
 
 #: A protocol's own ``reset`` field -> its default policy.
-PROTOCOL_RESET: dict[str, str] = {"host": "host-between-barriers", "consumer": "none", "none": "none"}
+PROTOCOL_RESET: dict[str, str] = {"host": "host-between-barriers", "consumer": "none", "owner": "none",
+                                  "none": "none"}
 
 
 #: The mapping above in words, for ``--help`` and messages that name one side of it.
-RESET_MAPPING = "the protocol's reset field: host -> host-between-barriers, consumer/none -> none"
+RESET_MAPPING = "the protocol's reset field: host -> host-between-barriers, consumer/owner/none -> none"
+
+#: ``reset = "owner"``: the device resets, not the host. After its tile loads, the consumer (the
+#: owner of the lock copies it polls) stores 0 into its own copy of each lock it polled with
+#: ``from = "self"``, one ``st.relaxed.sys`` per lock (producers on other GPUs write that copy, so
+#: the store must be strong at system scope to be ordered with their atomics in coherence).
+OWNER_RESET_SEM = "relaxed"
+OWNER_RESET_SCOPE = "sys"
+
+
+def owner_resets(protocol) -> tuple:
+    """The steps of a ``reset = "owner"`` protocol's device-side reset, run after ``after_load``
+    (empty for the other policies). Both the model and the kernel plans run them as steps."""
+    from syncverify.protocols.expressions import parse_expr_field
+    from syncverify.protocols.model import Step
+
+    if protocol.reset != "owner":
+        return ()
+    locks = dict.fromkeys(s.lock for s in protocol.wait if s.op == "await" and (s.from_ or "self") == "self")
+    zero = parse_expr_field(0, "value")
+    return tuple(Step("store", sem=OWNER_RESET_SEM, scope=OWNER_RESET_SCOPE, value=zero, to="self", lock=lock)
+                 for lock in locks)
+
+
+#: The protocol's step lists in the order a tile meets them; ``after_load`` ends with the owner's
+#: reset (:func:`owner_resets`). The one place both sides read a protocol's sections from.
+SECTIONS: tuple[str, ...] = ("before_store", "signal", "wait", "after_load")
+
+
+def section_steps(protocol, section: str) -> tuple:
+    """The steps of ``section`` as the model and the kernels run them (the owner reset included)."""
+    steps = tuple(getattr(protocol, section, ()))
+    return steps + owner_resets(protocol) if section == "after_load" else steps
+
+
+# ----- slots and launches ----------------------------------------------------------------------
+
+def slot(epoch: int, slots: int) -> int:
+    """The slot of tiles and locks that launch ``epoch`` uses: ``epoch mod slots``.
+
+    >>> [slot(e, 2) for e in range(4)]
+    [0, 1, 0, 1]
+    """
+    return epoch % slots
+
+
+#: How launches (epochs) are ordered: ``host-barrier``: every rank's launch ``k`` finishes before
+#: any rank's launch ``k + 1`` starts (a host barrier between calls); ``per-rank-stream``: only each
+#: GPU's own stream orders its launches, so rank 0's call ``k + 1`` may run while rank 1 is still
+#: in call ``k`` (what a library call without a barrier gives; buffer reuse bugs need it).
+LAUNCH_ORDERS: tuple[str, ...] = ("host-barrier", "per-rank-stream")
 
 #: ``--reset``'s help text (check and stress).
 RESET_HELP = f"none | host-between-barriers | host-racing (default: from {RESET_MAPPING})."
@@ -211,3 +262,21 @@ def ownership_table(tiles: int, world_size: int, distribution: str) -> list[int]
     assert all(len(o) <= per_rank for o in owned)
     rows = [t for o in owned for t in o + [-1] * (per_rank - len(o))]
     return owner_table(tiles, world_size, distribution) + [len(o) for o in owned] + rows
+
+
+def launch_phase(epoch: int, rank: int, launches: str) -> str:
+    """The host phase of ``rank``'s launch ``epoch``: ``e1`` for every rank with a host barrier
+    between launches, ``e1.r0`` per rank when only each rank's stream orders them."""
+    return f"e{epoch}" if launches == "host-barrier" else f"e{epoch}.r{rank}"
+
+
+def phase_epoch(phase: str) -> int | None:
+    """The epoch of a launch phase (:func:`launch_phase`), None for a host reset phase.
+
+    >>> phase_epoch("e1"), phase_epoch("e2.r0"), phase_epoch("reset0")
+    (1, 2, None)
+    """
+    import re
+
+    m = re.fullmatch(r"e(\d+)(\.r\d+)?", phase)
+    return int(m[1]) if m else None

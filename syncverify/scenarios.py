@@ -44,7 +44,9 @@ from syncverify.errors import ScenarioError, UnsupportedConstruct
 from syncverify.lowering import ONE, lower_step, lower_tile_load, lower_tile_store
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
 
-SCENARIOS = ("all-reduce", "all-scatter")
+SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
+#: Scenarios the Triton kernels run (``syncverify stress``, the drift test); the others are model-only so far.
+KERNEL_SCENARIOS = ("all-reduce", "all-scatter")
 PRODUCTIONS = ("every-rank", "owner-only")
 DISTRIBUTIONS = rules.DISTRIBUTIONS
 RESETS = rules.RESET_POLICIES
@@ -67,7 +69,7 @@ class TileAccess:
 
     kind: str  # "store" | "load" | "copy" (per copy and block: load ``buffer``, store it into ``into``)
     buffer: str
-    copies: str = "self"
+    copies: str = "self"  # "self" | "each" | "owner" (the copy of the rank that consumes the tile)
     block: str = ""
     stage: str = ""  # the lock stage that orders this buffer's stores before its loads
     into: str = ""  # a copy's destination buffer (the role's own copy, same block)
@@ -75,9 +77,11 @@ class TileAccess:
 
 @dataclass(frozen=True)
 class Stage:
-    """A role's run of one protocol's ``signal`` or ``wait`` steps on the locks of ``stage``."""
+    """A role's run of one protocol section's steps on the locks of ``stage``: the producer's
+    ``before_store`` (before its tile store) and ``signal``, the consumer's ``wait`` and
+    ``after_load`` (after its tile loads: the back-signal). An empty section runs nothing."""
 
-    kind: str  # "signal" | "wait"
+    kind: str  # a section: "before_store" | "signal" | "wait" | "after_load"
     stage: str  # lock stage: "" (all-reduce) | "pub" | "push"
     protocol: str = "protocol"  # "protocol" (the one under test) | "push"
 
@@ -93,19 +97,58 @@ class Role:
 
 ROLES: dict[str, tuple[Role, ...]] = {
     "all-reduce": (
-        Role("producer", "producers", (TileAccess("store", "partial"), Stage("signal", ""))),
+        Role("producer", "producers", (Stage("before_store", ""), TileAccess("store", "partial"), Stage("signal", ""))),
         Role("consumer", "owner", (Stage("wait", ""), TileAccess("load", "partial", copies="each"),
-                                   TileAccess("store", "out", copies="each"))),
+                                   Stage("after_load", ""), TileAccess("store", "out", copies="each"))),
     ),
     "all-scatter": (
-        Role("producer", "every rank", (TileAccess("store", "local", stage="pub"), Stage("signal", "pub"))),
+        Role("producer", "every rank", (Stage("before_store", "pub"), TileAccess("store", "local", stage="pub"),
+                                        Stage("signal", "pub"))),
         Role("comm", "every rank", (Stage("wait", "pub"), TileAccess("load", "local", stage="pub"),
+                                    Stage("after_load", "pub"), Stage("before_store", "push", "push"),
                                     TileAccess("store", "out", copies="each", block="self", stage="push"),
                                     Stage("signal", "push", "push"))),
         Role("receiver", "every rank", (Stage("wait", "push", "push"),
-                                        TileAccess("copy", "out", block="each", stage="push", into="received"))),
+                                        TileAccess("copy", "out", block="each", stage="push", into="received"),
+                                        Stage("after_load", "push", "push"))),
+    ),
+    # AllGather + GEMM: every rank's sender pushes its shard of A into every rank's `gathered` (its
+    # own block) and signals; every rank's GEMM CTA waits for each remote shard before its K-loop,
+    # reads every block and stores its C tile.
+    "all-gather-gemm": (
+        Role("sender", "every rank", (Stage("before_store", ""),
+                                      TileAccess("store", "gathered", copies="each", block="self"),
+                                      Stage("signal", ""))),
+        Role("gemm", "every rank", (Stage("wait", ""), TileAccess("load", "gathered", block="each"),
+                                    Stage("after_load", ""), TileAccess("store", "out"))),
+    ),
+    # GEMM + ReduceScatter: every rank's producer pushes its partial of the tile into the owner's
+    # `inbox` (its own block) and signals; the owner's consumer waits until all have arrived, reads
+    # every block and stores the reduced tile into its `out`.
+    "gemm-reduce-scatter": (
+        Role("producer", "producers", (Stage("before_store", ""),
+                                       TileAccess("store", "inbox", copies="owner", block="self"),
+                                       Stage("signal", ""))),
+        Role("consumer", "owner", (Stage("wait", ""), TileAccess("load", "inbox", block="each"),
+                                   Stage("after_load", ""), TileAccess("store", "out"))),
     ),
 }
+
+
+def published_buffers(scenario: str) -> frozenset[str]:
+    """The buffers a role stores and then publishes with a ``signal`` of its own: the ones that
+    rotate with a protocol's ``slots`` (the staging buffers; a scenario's output does not).
+
+    >>> sorted(published_buffers("all-reduce"))
+    ['partial']
+    """
+    out = set()
+    for role in ROLES[scenario]:
+        for n, step in enumerate(role.steps):
+            if isinstance(step, TileAccess) and step.kind in ("store", "copy") and any(
+                    isinstance(s, Stage) and s.kind == "signal" for s in role.steps[n + 1:]):
+                out.add(step.into or step.buffer)
+    return frozenset(out)
 
 
 def stages(scenario: str) -> dict[str, str]:
@@ -134,6 +177,7 @@ class ScenarioOptions:
     reset: str | None = None
     symmetry: bool = True
     push: str = DEFAULT_PUSH  # all-scatter's push protocol: a built-in name or a .toml path
+    launches: str = "host-barrier"  # rules.LAUNCH_ORDERS: how epochs are ordered across ranks
 
     def validated(self, protocol) -> "ScenarioOptions":
         """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
@@ -154,7 +198,13 @@ class ScenarioOptions:
             raise ScenarioError("production='owner-only' applies to the all-reduce scenario only")
         if self.reset is not None:
             one_of("--reset", self.reset, RESETS, error=ScenarioError, where=f"default: from {rules.RESET_MAPPING}")
-        return replace(self, reset=rules.reset_policy(protocol.reset, self.reset))
+        one_of("--launches", self.launches, rules.LAUNCH_ORDERS, error=ScenarioError)
+        reset = rules.reset_policy(protocol.reset, self.reset)
+        if self.launches == "per-rank-stream" and reset != "none" and self.epochs > 1:
+            raise ScenarioError(f"--launches per-rank-stream has no host barrier between launches, so the host "
+                                f"cannot reset locks ({reset}); use --reset none or a protocol whose reset is "
+                                f"consumer, owner or none")
+        return replace(self, reset=reset)
 
 
 @dataclass
@@ -189,19 +239,25 @@ def owner(tile: int, opts: ScenarioOptions) -> int:
 
 
 def signal_owner(rank: int, tile: int, opts: ScenarioOptions) -> int:
-    """The rank a signal ``to = "owner"`` goes to: in all-reduce the tile's owner; in all-scatter
-    the signalling rank itself, whose column block the tile is (its own comm CTA consumes it)."""
-    return owner(tile, opts) if opts.scenario == "all-reduce" else rank
+    """The rank a signal ``to = "owner"`` goes to: in all-reduce and gemm-reduce-scatter the tile's
+    owner; in all-scatter (and all-gather-gemm) the signalling rank itself, whose column block the
+    tile is (its own comm CTA, its own GEMM, consumes it)."""
+    return owner(tile, opts) if opts.scenario in ("all-reduce", "gemm-reduce-scatter") else rank
 
 
-def lock_loc(lock: str | None, stage: str, rank: int, tile: int) -> str:
-    """The model location of ``rank``'s copy of a lock of ``stage`` for ``tile``."""
-    return f"{lock or 'ready'}{'@' + stage if stage else ''}.r{rank}.t{tile}"
+def lock_loc(lock: str | None, stage: str, rank: int, tile: int, slot: int | None = None) -> str:
+    """The model location of ``rank``'s copy of a lock of ``stage`` for ``tile`` (``ready#1``: slot 1
+    of a protocol with ``slots`` > 1)."""
+    return f"{lock or 'ready'}{_slot(slot)}{'@' + stage if stage else ''}.r{rank}.t{tile}"
 
 
-def tile_loc(buffer: str, copy: int, tile: int, thread: int, block: int | None = None) -> str:
+def tile_loc(buffer: str, copy: int, tile: int, thread: int, block: int | None = None, slot: int | None = None) -> str:
     """The model location of one thread's slice of a tile in ``copy``'s ``buffer`` (ghost data)."""
-    return f"{buffer}.r{copy}{'' if block is None else f'.b{block}'}.t{tile}.s{thread}"
+    return f"{buffer}{_slot(slot)}.r{copy}{'' if block is None else f'.b{block}'}.t{tile}.s{thread}"
+
+
+def _slot(slot: int | None) -> str:
+    return "" if slot is None else f"#{slot}"
 
 
 # ----- turning protocol steps into instructions ------------------------------------------------
@@ -223,41 +279,46 @@ class _Builder:
     def env(self) -> dict:
         return dict(world_size=self.opts.world_size, epoch=self.epoch)
 
+    def slot(self, protocol) -> int | None:
+        """The slot this epoch uses (``rules.slot``), or None for a protocol with one slot."""
+        return rules.slot(self.epoch, protocol.slots) if protocol.slots > 1 else None
+
     def role_code(self, role: Role, rank: int, tile: int, thread: int) -> list:
         """One thread's instructions for ``role`` on ``rank`` and ``tile``, in the role's order."""
         code: list = []
         W = self.opts.world_size
         for step in role.steps:
             if isinstance(step, Stage):
-                protocol = self.protocols[step.protocol]
-                if step.kind == "signal":
-                    code += self.signal(protocol, rank, tile, thread, step.stage)
-                else:
-                    code += self.wait(protocol, rank, tile, thread, step.stage)
+                code += self.steps(self.protocols[step.protocol], step.kind, rank, tile, thread, step.stage)
                 continue
-            copies = [rank] if step.copies == "self" else list(range(W))
+            published = (step.into or step.buffer) in published_buffers(self.opts.scenario)
+            slot = self.slot(self.protocols[_data_protocol(step)]) if published else None
+            copies = ([rank] if step.copies == "self" else [owner(tile, self.opts)] if step.copies == "owner"
+                      else list(range(W)))
             blocks = [None] if not step.block else [rank] if step.block == "self" else list(range(W))
             for q in copies:
                 for b in blocks:
                     if step.kind in ("load", "copy"):
-                        code.append(self.tile_load(step.buffer, q, tile, thread, b))
+                        code.append(self.tile_load(step.buffer, q, tile, thread, b, slot))
                     if step.kind in ("store", "copy"):
-                        code.append(self.tile_store(step.into or step.buffer, q, tile, thread, b))
+                        code.append(self.tile_store(step.into or step.buffer, q, tile, thread, b, slot))
         return code
 
-    def tile_store(self, buffer: str, copy: int, tile: int, thread: int, block: int | None) -> Store:
+    def tile_store(self, buffer: str, copy: int, tile: int, thread: int, block: int | None,
+                   slot: int | None = None) -> Store:
         """One thread's slice of a tile store: weak, every thread (:func:`lower_tile_store`)."""
         lower_tile_store(self.protocols["protocol"])
-        whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block")
-        return Store(tile_loc(buffer, copy, tile, thread, block), self.epoch + 1, ghost=True,
+        whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block") + _slot_words(slot)
+        return Store(tile_loc(buffer, copy, tile, thread, block, slot), self.epoch + 1, ghost=True,
                      label=f"tile store: {whose}")
 
-    def tile_load(self, buffer: str, copy: int, tile: int, thread: int, block: int | None) -> Load:
+    def tile_load(self, buffer: str, copy: int, tile: int, thread: int, block: int | None,
+                  slot: int | None = None) -> Load:
         """One thread's slice of a tile load: weak, or volatile (relaxed.sys) with ``tile_load.volatile``."""
         low = lower_tile_load(self.protocols["protocol"])
         sem = "relaxed" if low.sem == "volatile" else "weak"
-        whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block")
-        return Load(f"r{buffer}{copy}{'' if block is None else f'b{block}'}", tile_loc(buffer, copy, tile, thread, block),
+        whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block") + _slot_words(slot)
+        return Load(f"r{buffer}{copy}{'' if block is None else f'b{block}'}", tile_loc(buffer, copy, tile, thread, block, slot),
                     sem, low.scope if sem != "weak" else None, ghost=True, label=f"tile load: {whose}")
 
     def operand(self, protocol, section: str, n: int, step, name: str) -> int:
@@ -270,80 +331,83 @@ class _Builder:
         return evaluate_at(expr, place=step_place(protocol.path, section, n, step.line), name=name, shown=shown,
                            **self.env())
 
-    def signal(self, protocol, rank: int, tile: int, thread: int, stage: str) -> list:
+    def steps(self, protocol, section: str, rank: int, tile: int, thread: int, stage: str) -> list:
+        """One thread's instructions for ``section``'s steps (``rules.section_steps``), in order.
+
+        Any op may be in any section: a write goes to the copies ``to`` names, a poll (an
+        ``await``, or an ``atomic_cas`` with ``until``) loops on the copies ``from`` (or ``to``)
+        names until its ``until`` holds, a one-off CAS reads ``from`` or writes ``to``.
+        """
         out: list = []
-        for n, step in enumerate(protocol.signal, 1):
-            where = f"{_stage_name(stage)}signal step {n} ({step.op})"
-            for low in lower_step(step):
-                if low.threads == ONE and thread != 0:
-                    continue
-                if low.kind == "bar":
-                    out.append(Barrier("sync", low.barrier_id,
-                                       rules.barrier_model_count(low.count, self.opts.threads_per_cta), label=where))
-                elif low.kind == "fence":
-                    out.append(Fence(low.sem, low.scope, label=where))
-                elif low.kind in ("st", "atom"):
-                    value = self.operand(protocol, "signal", n, step, "value")
-                    for q in rules.signal_targets(step.to, rank, signal_owner(rank, tile, self.opts), self.opts.world_size):
-                        loc = lock_loc(step.lock, stage, q, tile)
-                        if self.needed is not None and loc not in self.needed:
-                            continue  # sliced: no waiter in this program polls that copy
-                        text = f"{where} -> rank {q}"
-                        if low.kind == "st":
-                            sem = low.sem if low.sem in ("relaxed", "release") else "weak"
-                            out.append(Store(loc, value, sem, low.scope if sem != "weak" else None, label=text))
-                        else:
-                            out.append(Atomic(low.op, "rs", loc, (value,), low.sem, low.scope, label=text))
+        slot = self.slot(protocol)
+        owner = signal_owner(rank, tile, self.opts)
+        W = self.opts.world_size
+        for n, step in enumerate(rules.section_steps(protocol, section), 1):
+            where = f"{_stage_name(stage)}{section} step {n} ({step.op})"
+            lowered = lower_step(step)
+            first = lowered[0]
+            if first.kind in ("bar", "fence"):
+                if first.kind == "bar":
+                    out.append(Barrier("sync", first.barrier_id,
+                                       rules.barrier_model_count(first.count, self.opts.threads_per_cta), label=where))
                 else:
-                    raise UnsupportedConstruct(f"{where}: the model cannot place a '{low.kind}' in a signal")
+                    out.append(Fence(first.sem, first.scope, label=where))
+                continue
+            if step.to is not None:
+                copies = rules.signal_targets(step.to, rank, owner, W)
+            else:
+                copies = rules.wait_sources(step.from_, rank, W)
+            for q in copies:
+                loc = lock_loc(step.lock, stage, q, tile, slot)
+                polls = first.poll
+                if not polls and step.to is not None and self.needed is not None and loc not in self.needed:
+                    continue  # sliced: no poll of the built program reads that copy
+                if first.threads != ONE or thread == 0:
+                    out += self.access(protocol, section, n, step, first, loc, q, where)
+                for _low in lowered[1:]:  # the bar.sync after each copy's one-thread poll (its broadcast)
+                    out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
         return out
 
-    def wait(self, protocol, rank: int, tile: int, thread: int, stage: str) -> list:
+    def access(self, protocol, section: str, n: int, step, first, loc: str, q: int, where: str) -> list:
+        """One lock copy's access of step ``n``: a write, a one-off CAS, or a poll loop
+        (``Label``, the read, a ``Branch`` back while ``until`` fails)."""
         out: list = []
-        for n, step in enumerate(protocol.wait, 1):
-            where = f"{_stage_name(stage)}wait step {n} ({step.op})"
-            lowered = lower_step(step)
-            sources = rules.wait_sources(step.from_, rank, self.opts.world_size)
-            if step.op == "await":
-                poll = lowered[0]
-                for src in sources:
-                    loc = lock_loc(step.lock, stage, src, tile)
-                    if poll.threads == ONE and thread != 0:
-                        continue
-                    label = self.fresh("L")
-                    reg = "rw"
-                    out.append(Label(label))
-                    text = f"{where}: poll {loc} until {step.until}"
-                    if poll.kind == "ld":
-                        sem = "relaxed" if poll.sem == "volatile" else poll.sem
-                        out.append(Load(reg, loc, sem, poll.scope if sem != "weak" else None, label=text))
-                    else:
-                        operands = ((self.operand(protocol, "wait", n, step, "compare"),
-                                     self.operand(protocol, "wait", n, step, "value"))
-                                    if poll.op == "cas" else (self.operand(protocol, "wait", n, step, "value"),))
-                        out.append(Atomic(poll.op, reg, loc, operands, poll.sem, poll.scope, label=text))
-                    cond, value = rules.loop_back(step.until.op, self.operand(protocol, "wait", n, step, "until"))
-                    out.append(Branch(label, cond, reg, value))
-                for _low in lowered[1:]:  # the bar.sync that broadcasts a one-thread poll
-                    out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
-                continue
-            for low in lowered:
-                if low.threads == ONE and thread != 0:
-                    continue
-                if low.kind == "bar":
-                    out.append(Barrier("sync", low.barrier_id,
-                                       rules.barrier_model_count(low.count, self.opts.threads_per_cta), label=where))
-                elif low.kind == "fence":
-                    out.append(Fence(low.sem, low.scope, label=where))
-                elif low.kind == "atom" and step.op == "atomic_cas":
-                    for src in sources:
-                        out.append(Atomic("cas", "rc", lock_loc(step.lock, stage, src, tile),
-                                          (self.operand(protocol, "wait", n, step, "compare"),
-                                           self.operand(protocol, "wait", n, step, "value")),
-                                          low.sem, low.scope, label=where))
-                else:
-                    raise UnsupportedConstruct(f"{where}: the model cannot place a '{low.kind}' in a wait")
+        text = f"{where} -> rank {q}" if step.to is not None else where
+        label = None
+        if first.poll:
+            label = self.fresh("L")
+            out.append(Label(label))
+            text = f"{where}: poll {loc} until {step.until}"
+        if first.kind == "ld":
+            sem = "relaxed" if first.sem == "volatile" else first.sem
+            out.append(Load("rw", loc, sem, first.scope if sem != "weak" else None, label=text))
+        elif first.kind == "st":
+            sem = first.sem if first.sem in ("relaxed", "release") else "weak"
+            value = self.operand(protocol, section, n, step, "value")
+            out.append(Store(loc, value, sem, first.scope if sem != "weak" else None, label=text))
+        elif first.kind == "atom":
+            if first.op == "cas":
+                operands = (self.operand(protocol, section, n, step, "compare"),
+                            self.operand(protocol, section, n, step, "value"))
+            else:
+                operands = (self.operand(protocol, section, n, step, "value"),)
+            reg = "rw" if first.poll else ("rc" if step.op == "atomic_cas" and step.to is None else "rs")
+            out.append(Atomic(first.op, reg, loc, operands, first.sem, first.scope, label=text))
+        else:
+            raise UnsupportedConstruct(f"{where}: the model cannot place a '{first.kind}' here")
+        if first.poll:
+            cond, value = rules.loop_back(step.until.op, self.operand(protocol, section, n, step, "until"))
+            out.append(Branch(label, cond, "rw", value))
         return out
+
+
+def _data_protocol(access: TileAccess) -> str:
+    """Which protocol's ``slots`` a tile buffer rotates with: the one that runs its lock stage."""
+    return "push" if access.stage == "push" else "protocol"
+
+
+def _slot_words(slot: int | None) -> str:
+    return "" if slot is None else f", slot {slot}"
 
 
 def _stage_name(stage: str) -> str:
@@ -420,39 +484,46 @@ class _Program:
         W, opts = self.opts.world_size, self.opts
         if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
             return [owner(tile, opts)]
-        if role.name == "receiver" and opts.symmetry:
-            return [0]  # every receiver is a renaming of rank 0's
+        if role.name in ("receiver", "gemm") and opts.symmetry:
+            return [0]  # every receiver (all-gather-gemm: every GEMM CTA) is a renaming of rank 0's
         if self.part == "pub" and role.name == "comm" and self._waits_touch_own_copy_only("pub"):
             return [0]  # the other comm CTAs touch only their own rank's pub locks: renamings of rank 0's
         return list(range(W))
 
     def _waits_touch_own_copy_only(self, stage: str) -> bool:
         protocol = self.protocols[self.stage_protocol[stage]]
-        return all((s.from_ or "self") == "self" for s in protocol.wait)
+        return (all((s.from_ or "self") == "self" for s in protocol.wait)
+                and not protocol.before_store and not rules.section_steps(protocol, "after_load"))
 
     def checked_rank(self, tile: int) -> int | None:
         """The rank whose reads the other ranks are symmetric around (None: no symmetry group)."""
         if not self.opts.symmetry or len(self.tiles) != 1:
             return None
-        if self.opts.scenario == "all-reduce":
+        if self.opts.scenario in ("all-reduce", "gemm-reduce-scatter"):
             return owner(tile, self.opts) if self.opts.production == "every-rank" else None
         return 0
 
     def polled(self) -> set[str] | None:
-        """Every lock copy some waiter of the built program polls or CASes (for slicing)."""
+        """Every lock copy some poll of the built program reads (an ``await``, a CAS reading
+        ``from``, a CAS repeated ``until``), in every slot: writes to other copies are sliced."""
         if not self.opts.symmetry:
             return None
         out: set[str] = set()
+        W = self.opts.world_size
         for role in self.roles:
             for step in role.steps:
-                if isinstance(step, Stage) and step.kind == "wait":
-                    for s in self.protocols[step.protocol].wait:
-                        if s.op not in ("await", "atomic_cas"):
-                            continue
-                        for t in self.tiles:
-                            for r in self.ranks_of(role, t):
-                                for src in rules.wait_sources(s.from_, r, self.opts.world_size):
-                                    out.add(lock_loc(s.lock, step.stage, src, t))
+                if not isinstance(step, Stage):
+                    continue
+                protocol = self.protocols[step.protocol]
+                slots = [None] if protocol.slots == 1 else list(range(protocol.slots))
+                for s in rules.section_steps(protocol, step.kind):
+                    if not (s.op == "await" or (s.op == "atomic_cas" and (s.from_ is not None or s.until is not None))):
+                        continue
+                    for t in self.tiles:
+                        for r in self.ranks_of(role, t):
+                            copies = (rules.signal_targets(s.to, r, signal_owner(r, t, self.opts), W)
+                                      if s.to is not None else rules.wait_sources(s.from_, r, W))
+                            out.update(lock_loc(s.lock, step.stage, q, t, k) for q in copies for k in slots)
         return out
 
     def cta(self, rank: int, name: str, epoch: int) -> int:
@@ -474,7 +545,7 @@ class _Program:
                             code = builder.role_code(role, r, t, i)
                             name = f"rank {r} {role.name} tile {t} epoch {epoch} thread {i}"
                             self.threads.append(Thread(f"P{len(self.threads)}", r, self.cta(r, f"{role.name}{t}", epoch),
-                                                       tuple(code), name, f"e{epoch}"))
+                                                       tuple(code), name, rules.launch_phase(epoch, r, opts.launches)))
                             self.info.append(ThreadInfo(r, f"{role.name} of tile {t}", i, name, epoch))
                             if unit is not None:
                                 self.units.setdefault(unit, []).append(len(self.threads) - 1)
@@ -489,13 +560,17 @@ class _Program:
         lock_locs = sorted({ins.loc for th in self.threads for ins in th.instructions
                             if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
         host_order, resets = _resets(opts.epochs, lock_locs, policies)
+        if opts.launches == "per-rank-stream":  # only each rank's stream orders its launches
+            ranks = sorted({th.gpu for th in self.threads})
+            host_order = tuple((rules.launch_phase(e, r, opts.launches), rules.launch_phase(e + 1, r, opts.launches))
+                               for e in range(opts.epochs - 1) for r in ranks)
         for rank, locs, phase, epoch in resets:
             code = tuple(Store(loc, 0, label="host reset (memset)") for loc in locs)
             self.threads.append(Thread(f"P{len(self.threads)}", rank, self.cta(rank, f"reset-{phase}", epoch), code,
                                        f"host reset of rank {rank}'s locks after epoch {epoch}", phase))
             self.info.append(ThreadInfo(rank, "host reset", 0, f"host reset after epoch {epoch}", None))
         symmetry = ()
-        if len(self.units) > 1:
+        if len(self.units) > 1:  # per-rank phases and their host order rename with the ranks too
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
         protocol = self.protocols["protocol"]
         name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")

@@ -331,7 +331,7 @@ def test_unknown_when_a_bound_is_hit(capsys):
 def test_list_json_names_every_builtin(capsys):
     assert main(["list", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data["protocols"]) == 10 and data["scenarios"] == ["all-reduce", "all-scatter"]
+    assert len(data["protocols"]) == 10 and data["scenarios"] == ["all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter"]
 
 
 def test_litmus_json_on_shipped_examples(capsys, tmp_path):

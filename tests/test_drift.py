@@ -87,3 +87,47 @@ def test_polls_collapse_to_one_read_with_its_barrier():
     bar = drift.Op("bar", "0", "", "cta")
     assert drift.collapse_polls([read, bar, read, bar, read, bar]) == [read, bar]
     assert drift.collapse_polls([read, read, bar]) == [read, bar]
+
+
+@pytest.mark.parametrize("protocol", __import__("syncverify.protocols.registry", fromlist=["zoo_names"]).zoo_names())
+def test_the_kernel_runs_the_steps_of_each_zoo_protocol(protocol):
+    """The zoo's constructs on both sides: loads with sem/scope, CAS signals with until, the
+    producer's before_store wait, the consumer's after_load back-signal, slots (three epochs for
+    two slots, so that a slot comes back)."""
+    p = load_protocol(protocol)
+    epochs = max(EPOCHS, p.zoo.epochs)
+    ops, timed_out = drift.trace_kernel(p, p.zoo.scenario, 2, epochs=epochs)
+    opts = ScenarioOptions(scenario=p.zoo.scenario, world_size=2, symmetry=False, epochs=epochs)
+    found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
+    assert not found, f"{protocol}:\n" + "\n\n".join(found)
+    assert not timed_out  # the interpreter's producers-first order satisfies every wait
+
+
+def test_a_dropped_back_signal_is_a_drift(monkeypatch):
+    from syncverify.kernels import plan
+
+    original = plan.build_plan
+
+    def no_done(protocol, **kw):
+        p = original(protocol, **kw)
+        return p.__class__(**{**p.__dict__, "after_load": p.after_load[:1]})
+
+    monkeypatch.setattr("syncverify.kernels.build.build_plan", no_done)
+    p = load_protocol("done-flag")
+    ops, timed_out = drift.trace_kernel(p, "all-reduce", 2, epochs=1)
+    opts = ScenarioOptions(world_size=2, symmetry=False)
+    found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
+    assert found and "model:  atom.exch release.sys lock done of rank 0 [1] (one thread)" in found[0]
+
+
+def test_slots_hold_with_delays_on():
+    """With delays compiled in, the consumer's wait still polls this launch's slot (a delay once
+    replaced the slot's lock offset with the bare tile: slot 1's consumer polled slot 0's flag,
+    passed early and read poisoned tiles on the GPU)."""
+    import dataclasses
+
+    p = load_protocol("two-slot-early-reuse")
+    config = dataclasses.replace(drift.small_config("all-reduce", 2), delays=True)
+    ops, timed_out = drift.trace_kernel(p, "all-reduce", 2, epochs=2, config=config)
+    opts = ScenarioOptions(world_size=2, symmetry=False, epochs=2)
+    assert not drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)

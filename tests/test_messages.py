@@ -125,7 +125,7 @@ def test_counts_of_one_are_singular(capsys):
 
 def test_reset_option_and_reset_field_name_each_other(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "300")
-    mapping = "default: from the protocol's reset field: host -> host-between-barriers, consumer/none -> none"
+    mapping = "default: from the protocol's reset field: host -> host-between-barriers, consumer/owner/none -> none"
     for command in ("check", "stress"):
         result = CliRunner().invoke(app, [command, "--help"])
         assert mapping in unwrapped(result.output), command

@@ -35,8 +35,10 @@ def test_the_folders_install_as_subpackages_with_their_data(wheel):
                    "syncverify/protocols/registry.py", "syncverify/protocols/epoch-flag.toml",
                    "syncverify/litmus/examples/mp-cta.litmus"):
         assert module in names, module
-    shipped = {Path(n).name for n in names if n.startswith("syncverify/protocols/") and n.endswith(".toml")}
-    assert shipped == {p.name for p in (ROOT / "protocols").glob("*.toml")}
+    shipped = {n[len("syncverify/protocols/"):] for n in names
+               if n.startswith("syncverify/protocols/") and n.endswith(".toml")}
+    assert shipped == {str(p.relative_to(ROOT / "protocols")) for p in (ROOT / "protocols").glob("**/*.toml")}
+    assert any(n.startswith("zoo/") for n in shipped)  # the zoo of reported bugs ships too
 
 
 def test_the_pytest_plugin_is_registered_by_the_wheel(wheel):

@@ -285,3 +285,16 @@ def test_the_ptx_reader_on_vector_tile_accesses_through_an_address_table():
         "ld.weak.v2 all out",
     ]
     assert ops[1].cache == ".wt" and ops[1] == SyncOp("st", "all", buffer="out", cache=".wt")
+
+
+@pytest.mark.parametrize("side", ["signal", "wait"])
+@pytest.mark.parametrize("name", __import__("syncverify.protocols.registry", fromlist=["zoo_names"]).zoo_names())
+def test_every_zoo_protocol_compiles_to_what_the_model_assumes(name, side):
+    """Loads with sem and scope (ld.acquire.sys on one thread, bar.sync), CAS signals repeated
+    until they succeed (atom.cas.release.sys, bar.sync), polls of each rank's copy."""
+    assert audit(load_protocol(name), side) == []
+
+
+def test_a_load_with_sem_compiles_to_ld_acquire_sys_on_one_thread():
+    ops = [op for op in protocol_ops(load_protocol("iris-465-call-number"), "wait") if op.buffer == "locks"]
+    assert ops and all((op.kind, op.sem, op.scope, op.threads) == ("ld", "acquire", "sys", "one") for op in ops)

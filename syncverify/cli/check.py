@@ -22,7 +22,7 @@ PLAIN_PROGRESS_EVERY = 5.0  # seconds between two plain progress lines (stderr n
 @app.command("check")
 def check_command(
     protocol: str = typer.Argument(..., help="A built-in protocol name (see 'syncverify list') or a .toml file.", show_default=False),
-    scenario: str = typer.Option("all-reduce", "--scenario", help="all-reduce | all-scatter."),
+    scenario: str = typer.Option("all-reduce", "--scenario", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter (the last two: model only, no kernels yet)."),
     world_size: int = typer.Option(2, "--world-size", help="Ranks (1 to 64)."),
     tiles: int = typer.Option(1, "--tiles", help="Tiles (>= 1)."),
     epochs: int = typer.Option(1, "--epochs", help="Kernel iterations, counted from 0."),
@@ -31,6 +31,7 @@ def check_command(
     distribution: str = typer.Option("striding", "--distribution", help="striding | block (all-reduce)."),
     push: str = typer.Option("epoch-flag", "--push", help="all-scatter: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file."),
     reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP, show_default=False),
+    launches: str = typer.Option("host-barrier", "--launches", help="host-barrier (every rank's launch k before any rank's launch k+1) | per-rank-stream (only each GPU's stream orders its launches: buffer-reuse bugs)."),
     no_symmetry: bool = typer.Option(False, "--no-symmetry", help="Build every tile and rank (no symmetry reduction or slicing)."),
     graph: Optional[Path] = typer.Option(None, "--graph", help="Draw the first violation's execution to PATH.dot or PATH.png.", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -67,7 +68,7 @@ def check_command(
     built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, epochs=epochs,
                                          threads_per_cta=threads_per_cta, production=production,
                                          distribution=distribution, reset=reset, symmetry=not no_symmetry,
-                                         push=push))
+                                         push=push, launches=launches))
     if samples is not None:
         result = sample(built, samples=samples, seed=seed, timeout=timeout, max_steps=max_steps)
     else:

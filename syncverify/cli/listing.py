@@ -11,8 +11,12 @@ from syncverify.cli import app, out
 
 
 @app.command("list")
-def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
-    """List the built-in protocols and the scenarios they can be checked in."""
+def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+                 zoo: bool = typer.Option(False, "--zoo", help="List the zoo of reported bugs (protocols/zoo/): "
+                                                               "source, what users saw, the model's verdict.")) -> int:
+    """List the built-in protocols and the scenarios they can be checked in (--zoo: the reported bugs)."""
+    if zoo:
+        return _list_zoo(as_json)
     from syncverify.protocols.registry import builtin_protocols
     from syncverify.scenarios import DEFAULT_PUSH, ROLES, SCENARIOS
 
@@ -60,3 +64,26 @@ def _step_text(step) -> str:
 
 def _role_json(role) -> dict:
     return {"name": role.name, "runs_on": role.runs_on, "steps": [_step_text(s) for s in role.steps]}
+
+
+def _list_zoo(as_json: bool) -> int:
+    """``list --zoo``: each zoo protocol with how it is checked, the verdict the model gives
+    (pinned by ``tests/test_zoo.py``), what users saw and its source."""
+    from syncverify.protocols.registry import zoo_protocols
+
+    protocols = zoo_protocols()
+    if as_json:
+        out.print(json.dumps({"zoo": [{"name": p.name, "summary": p.summary, "origin": p.origin, **p.zoo.to_dict()}
+                                      for p in protocols]}, indent=2), markup=False)
+        return exitcodes.OK
+    from rich.table import Table
+
+    table = Table(title="zoo of reported bugs (syncverify check NAME --scenario S --epochs E --launches L)")
+    for column in ("name", "checked in", "model verdict", "users saw", "source"):
+        table.add_column(column, no_wrap=column == "name")
+    for p in protocols:
+        z = p.zoo
+        table.add_row(p.name, f"{z.scenario}, {z.epochs} epoch{'s' if z.epochs > 1 else ''}, {z.launches}",
+                      z.expected, z.users_saw, z.source)
+    out.print(table)
+    return exitcodes.OK

@@ -1,0 +1,54 @@
+"""all-gather-gemm and gemm-reduce-scatter in the model (``syncverify.scenarios.ROLES``): known
+verdicts, the reductions (one GEMM CTA, one symmetry group) agree with the whole program, and the
+roles run their steps in the documented order. No kernels run these scenarios yet."""
+
+from __future__ import annotations
+
+import pytest
+
+from syncverify.check import check
+from syncverify.protocols import load_protocol
+from syncverify.scenarios import ROLES, ScenarioOptions, Stage, build
+
+NEW = ("all-gather-gemm", "gemm-reduce-scatter")
+
+
+def verdict(protocol: str, scenario: str, world_size: int = 2, **kw) -> str:
+    result = check(build(load_protocol(protocol), ScenarioOptions(scenario=scenario, world_size=world_size, **kw)),
+                   timeout=120)
+    assert result.safe is not None
+    return "safe" if result.safe else ", ".join(sorted(result.violations))
+
+
+@pytest.mark.parametrize("scenario", NEW)
+@pytest.mark.parametrize("protocol, safe", [("barrier-fenced-release-acquire", True), ("epoch-flag", True),
+                                            ("fenced-release-acquire", False), ("wt-cv-flag", False)])
+def test_known_verdicts_and_the_reductions_agree_with_the_whole_program(scenario, protocol, safe):
+    reduced = verdict(protocol, scenario)
+    assert (reduced == "safe") is safe
+    assert verdict(protocol, scenario, symmetry=False) == reduced
+
+
+def test_a_missing_cta_barrier_races_in_both_new_scenarios():
+    for scenario in NEW:
+        assert "race" in verdict("fenced-release-acquire", scenario)
+
+
+def test_the_gemm_waits_for_every_shard_before_reading_and_the_owner_reduces_every_block():
+    sender, gemm = ROLES["all-gather-gemm"]
+    assert [type(s).__name__ for s in gemm.steps][:2] == ["Stage", "TileAccess"] and gemm.steps[1].block == "each"
+    producer, consumer = ROLES["gemm-reduce-scatter"]
+    assert producer.steps[1].copies == "owner" and consumer.runs_on == "owner"
+    scenario = build(load_protocol("epoch-flag"), ScenarioOptions(scenario="gemm-reduce-scatter", world_size=3,
+                                                                   symmetry=False))
+    owner_reads = {i.loc for t in scenario.program.threads if "consumer" in t.role for i in t.instructions
+                   if getattr(i, "ghost", False) and i.loc.startswith("inbox")}
+    assert owner_reads == {f"inbox.r0.b{b}.t0.s{s}" for b in range(3) for s in range(2)}
+
+
+@pytest.mark.parametrize("scenario", NEW)
+def test_world_sizes_2_to_8_build(scenario):
+    for world_size in (2, 8):
+        program = build(load_protocol("epoch-flag"), ScenarioOptions(scenario=scenario, world_size=world_size)).program
+        assert {t.gpu for t in program.threads} == set(range(world_size))
+    assert isinstance(ROLES[scenario][0].steps[0], Stage)
