@@ -6,7 +6,9 @@ Per element (``syncverify.stress.inputs`` says why each test is exact):
 ``ok``              the exact expected value
 ``unwritten``       the output sentinel (NaN: no consumer wrote it), or 0: the consumer summed or
                     pushed workspace that no producer had written (seed 000's ``C=0.0``)
-``stale``           the previous iteration's expected value
+``stale``           the previous iteration's expected value; in the all-reduce kernel (W <= 4)
+                    also a sum in which some ranks' partials were the previous iteration's
+                    (``(2**W - 1 - b) * U + b * U_prev``: the tile records ``b`` as the stale ranks)
 ``missing-ranks``   (all-reduce) ``q * U`` with ``0 < q < 2**W - 1``: the sum added exactly the
                     ranks in bitmask ``q``; the tile records the union of the missing ranks
 ``corrupt``         anything else (a mix of iterations, a wrong tile, a torn value)
@@ -14,8 +16,11 @@ Per element (``syncverify.stress.inputs`` says why each test is exact):
 
 A tile's class is ``hang`` when its consumer's wait timed out (status row), else ``ok`` when no
 element is bad, else the most common bad class (ties: corrupt, stale, missing-ranks, unwritten).
-Each tile's summary row (int32, :data:`FIELDS`) keeps the counts, the missing-rank mask, the first
-bad element with its value and the expected value (float32 bits), and the hang's last seen value.
+Each tile's summary row (int32, :data:`FIELDS`) keeps the counts, the missing-rank mask (for a
+stale tile: the ranks whose partial was stale), the first bad element with its value and the
+expected value (float32 bits), the hang's last seen value, and the device clock
+(``%globaltimer`` ns, two halves) when the validation ran: time to first failure is measured on
+the device, not when the host queued the iteration.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ OK, UNWRITTEN, STALE, MISSING, CORRUPT, HANG = (tl.constexpr(i) for i in range(6
 FIELDS: tuple[str, ...] = (
     "class", "n_unwritten", "n_stale", "n_missing", "n_corrupt", "missing_mask", "first_bad",
     "got_bits", "expected_bits", "hang", "hang_value", "hang_step", "hang_polls",
-    "consumer_rank", "consumer_tile", "n_bad",
+    "consumer_rank", "consumer_tile", "n_bad", "time_lo", "time_hi",
 )
 NFIELDS = len(FIELDS)
 
@@ -47,7 +52,7 @@ def classify_kernel(
     M, NC, n_per_rank, status_tiles, first_copy,
     # meta-parameters
     WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, KIND: tl.constexpr,
-    NFIELDS: tl.constexpr,
+    NFIELDS: tl.constexpr, INTERPRET: tl.constexpr,
 ):
     # ----- which tile of which copy -----------------------------------------------------------
     pid = tl.program_id(0)
@@ -80,6 +85,14 @@ def classify_kernel(
     U_prev = (1 << (tl.load(prev_row_exp + rows)[:, None]
                      + tl.load(prev_col_exp + cols)[None, :])).to(tl.float32)
     stale = (~ok) & (~unwritten) & (got == U_prev * scale)
+    stale_mask = n_rows_zero(got)
+    if KIND == "all-reduce":
+        stale_mask = tl.where(tl.max(stale.to(tl.int32)) > 0, FULL, stale_mask)
+        if WORLD <= 4:  # a sum with some ranks' partials left from the previous iteration
+            for b in tl.static_range(1, FULL):
+                mix = (~ok) & (~unwritten) & (~stale) & (got == (FULL - b) * U + b * U_prev)
+                stale = stale | mix
+                stale_mask = stale_mask | tl.where(tl.max(mix.to(tl.int32)) > 0, b, 0)
     q = tl.where(got == got, got / U, 0.0)  # NaN (the sentinel) never decodes as a rank mask
     qi = q.to(tl.int32)
     if KIND == "all-reduce":
@@ -97,6 +110,7 @@ def classify_kernel(
     for r in tl.static_range(WORLD):
         absent = missing & (((qi >> r) & 1) == 0)
         mask = mask | (tl.max(absent.to(tl.int32)) << r)
+    mask = tl.where(n_stale > n_missing, stale_mask, mask)
     first = tl.min(tl.where(bad, idx, 2147483647))
     got_bits = tl.sum(tl.where(idx == first, got.to(tl.int32, bitcast=True), 0))
     expected_bits = tl.sum(tl.where(idx == first, expected.to(tl.int32, bitcast=True), 0))
@@ -145,6 +159,25 @@ def classify_kernel(
     tl.store(row + 13, consumer)
     tl.store(row + 14, consumer_tile)
     tl.store(row + 15, n_bad)
+    now = device_clock(INTERPRET)
+    tl.store(row + 16, (now & 0xFFFFFFFF).to(tl.int32))
+    tl.store(row + 17, (now >> 32).to(tl.int32))
+
+
+@jit
+def n_rows_zero(x):
+    """An int32 0 (a scalar of the kernel's integer type, to fold masks into)."""
+    return tl.sum((x != x).to(tl.int32)) * 0
+
+
+@jit
+def device_clock(INTERPRET: tl.constexpr):
+    """``%globaltimer`` (ns) on the GPU; 0 in the interpreter (the host clock stands in there)."""
+    if INTERPRET:
+        return tl.zeros((), dtype=tl.int64)
+    else:
+        return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
+                                         is_pure=False, pack=1)
 
 
 def output_tiles(config: KernelConfig) -> int:
@@ -164,6 +197,6 @@ def classify(config: KernelConfig, out: "torch.Tensor", inputs, previous, status
         status, summary, ownership_tensor(c, out.device),
         c.m, c.n, c.n_per_rank, c.tiles, first_copy,
         WORLD=c.world_size, BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=c.kernel,
-        NFIELDS=NFIELDS,
+        NFIELDS=NFIELDS, INTERPRET=c.interpret,
         num_warps=4,
     )
