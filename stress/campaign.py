@@ -84,6 +84,7 @@ class CampaignOptions:
     max_records: int = 1000
     watchdog_seconds: float | None = None
     graphs: bool | None = None  # replay each block as a CUDA graph (None: on a GPU with virtual ranks)
+    stop_on_failure: bool = False  # end at the first block with a bad tile (time to first failure)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -337,7 +338,7 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     """
     protocol_object = load(options.pop("protocol", CampaignOptions.protocol))
     options["protocol"] = getattr(protocol_object, "path", None) or protocol_object.name
-    if options["protocol"] in ("<string>", "<dict>"):
+    if options["protocol"].startswith("<"):  # built in memory (a string, a dict, a positive control)
         options["protocol"] = protocol_object.name
     o = campaign_options(**options)
     config = kernel_config(o)
@@ -445,6 +446,7 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
                 progress(i, o.iterations, elapsed, recorder.bad_iterations if recorder is not None else 0)
             done = o.iterations is not None and i >= o.iterations
             stop = done or (o.seconds is not None and elapsed >= o.seconds)
+            stop = stop or (o.stop_on_failure and recorder is not None and recorder.bad_iterations > 0)
             if should_stop is not None:
                 stop = should_stop(stop)
             if stop:
