@@ -308,7 +308,7 @@ def search_realizable(protocol: Any, *, kernel: str, world_size: int, kinds: set
 
 
 def guided_plan(protocol: Any, *, kernel: str, world_size: int, num_warps: int = 8,
-                timeout: float = 120.0, search_seconds: float = 30.0, **scenario_options: Any) -> GuidedPlan:
+                timeout: float = 120.0, search_seconds: float = 10.0, **scenario_options: Any) -> GuidedPlan:
     """Check ``protocol`` in ``kernel``'s scenario at ``world_size`` and build one schedule per
     violation kind (the same scenario options as ``syncverify check``). When the model's witness
     cannot be forced by delays, the other counterexamples of that kind (one launch, then two) are
