@@ -204,6 +204,8 @@ class CampaignResult:
     options: dict = field(default_factory=dict)
     stopped: str | None = None  # why the run ended early ("watchdog: ..."), if it did
     compile_seconds: float = 0.0  # the first launch (compiling the kernels); not in ``seconds``
+    graphs: bool = False  # whether blocks ran as CUDA graph replays
+    graph_error: str | None = None  # why a graph capture failed (the run went on eagerly)
 
     @property
     def clean(self) -> bool:
@@ -385,6 +387,8 @@ def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
     result = CampaignResult(protocol.name, o.kernel, o.world_size, mode,
                             device if o.interpret else _device_name(), options=o.to_dict())
     drive(runner, o, Recorder(result, o, config.num_warps), progress)
+    result.graphs = runner.graphs and runner.graph is not None
+    result.graph_error = runner.graph_error
     return result
 
 

@@ -28,6 +28,7 @@ graph per block, and the kernels read their iteration from the operand ring on t
 from __future__ import annotations
 
 import math
+import sys
 
 from syncverify import rules
 from syncverify.kernels._deps import torch
@@ -112,6 +113,7 @@ class Runner:
         self.graphs = bool(graphs and self.device.type == "cuda" and self.virtual
                            and "host-racing" not in policies and chunk % POOL == 0)
         self.graph = None
+        self.graph_error: str | None = None
         self.t0_ns: int | None = None  # device clock at iteration 0's validation
 
     # ----- a block's inputs and operands (host, before the block) --------------------------------
@@ -225,10 +227,20 @@ class Runner:
         if self.graph is None:
             # slot 0 is captured with i > 0, so it reads the carried exponents as "previous"
             torch.cuda.synchronize(self.device)
-            self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph):
-                for slot in range(self.chunk):
-                    self._queue(i + slot, slot)
+            graph = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(graph):
+                    for slot in range(self.chunk):
+                        self._queue(i + slot, slot)
+            except Exception as error:  # noqa: BLE001 -- the eager path validates the same way
+                self.graphs, self.graph_error = False, f"{type(error).__name__}: {error}"
+                print(f"syncverify stress: CUDA graph capture failed ({self.graph_error}); running eagerly",
+                      file=sys.stderr, flush=True)
+                torch.cuda.synchronize(self.device)
+                for j in range(i, i + self.chunk):
+                    self.iteration(j)
+                return
+            self.graph = graph
         self.graph.replay()
         self.pending.extend(range(i, i + self.chunk))
 
