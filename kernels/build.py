@@ -107,8 +107,7 @@ def runtime_values_tensor(built: BuiltKernel, epochs, device):
 
 
 def delay_table_tensor(table, device):
-    """A launch's guided delay table (``syncverify.kernels.delays.TABLE_SITES`` x ``TABLE_RANKS``
-    x 4 int32): ``table`` if the caller prepared one, else an all-zero table (made once per
+    """A launch's guided delay table (``syncverify.kernels.delays.TABLE_SHAPE``, int32): ``table`` if the caller prepared one, else an all-zero table (made once per
     device; the kernels read it only when ``delay_pct < 0``)."""
     return table if table is not None else _zero_delay_table(str(device))
 
@@ -116,9 +115,9 @@ def delay_table_tensor(table, device):
 @functools.lru_cache(maxsize=8)
 def _zero_delay_table(device: str):
     from syncverify.kernels._deps import torch
-    from syncverify.kernels.delays import TABLE_RANKS, TABLE_SITES
+    from syncverify.kernels.delays import TABLE_SHAPE
 
-    return torch.zeros((TABLE_SITES, TABLE_RANKS, 4), dtype=torch.int32).to(device)
+    return torch.zeros(TABLE_SHAPE, dtype=torch.int32).to(device)
 
 
 def launch_values(built: BuiltKernel, epoch: int, vals, device):

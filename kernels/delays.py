@@ -19,10 +19,10 @@ SITE_BEFORE_WAIT = tl.constexpr(3)  # whole CTA, before the wait
 SITE_WAIT_READ = tl.constexpr(4)  # per warp, between the wait and the tile reads
 
 # A guided schedule (``syncverify.stress.guided``) is a table the kernels read instead of drawing:
-# int32 ``[TABLE_SITES, TABLE_RANKS, 4]``, one ``(ns_lo, ns_hi, warp_mask, pct)`` entry per (site,
+# int32 ``TABLE_SHAPE`` = ``[sites, ranks, 4]``, one ``(ns_lo, ns_hi, warp_mask, pct)`` entry per (site,
 # rank); the launch passes ``delay_pct < 0`` to select it (one compiled kernel serves both).
-TABLE_SITES = 8
-TABLE_RANKS = 64
+TABLE_SHAPE = (8, 64, 4)  # the host's view (syncverify.stress.delays.delay_table)
+TABLE_RANKS = tl.constexpr(TABLE_SHAPE[1])
 
 
 @jit

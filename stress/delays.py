@@ -142,7 +142,7 @@ class DelayConfig:
 
     def table_rows(self) -> list[tuple[int, int, int, int, int, int]]:
         """``(site number, rank, ns_lo, ns_hi, warps, pct)`` of every guided entry: the kernels'
-        table (``syncverify.kernels.delays.TABLE_SITES`` x ``TABLE_RANKS`` x 4)."""
+        table (``syncverify.kernels.delays.TABLE_SHAPE``)."""
         return [(SITES[e.site], e.rank, e.ns_lo, e.ns_hi, e.warps, e.pct) for e in self.table]
 
 
@@ -165,12 +165,13 @@ def delays_at(config: DelayConfig, *, rank: int, tile: int, iteration: int, num_
 
 
 def delay_table(config: DelayConfig, device):
-    """The kernels' guided table for ``config`` (int32 ``[TABLE_SITES, TABLE_RANKS, 4]`` on
+    """The kernels' guided table for ``config`` (int32 ``syncverify.kernels.delays.TABLE_SHAPE`` on
     ``device``; all zero unless ``config`` is guided). Imports torch: GPU and interpreter only."""
     from syncverify.kernels._deps import torch
-    from syncverify.kernels.delays import TABLE_RANKS, TABLE_SITES
+    from syncverify.kernels.delays import TABLE_SHAPE
 
-    table = torch.zeros((TABLE_SITES, TABLE_RANKS, 4), dtype=torch.int32)
+    table = torch.zeros(TABLE_SHAPE, dtype=torch.int32)
+    TABLE_RANKS = TABLE_SHAPE[1]
     for site, rank, lo, hi, warps, pct in config.table_rows() if config.mode == "guided" else ():
         if rank >= TABLE_RANKS:
             raise ValueError(f"guided delay for rank {rank}: the kernels' table holds ranks 0..{TABLE_RANKS - 1}")
