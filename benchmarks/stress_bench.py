@@ -287,8 +287,7 @@ def section_kernel(args, rows):
     torch.cuda.synchronize()
     refill()
     eager = _events_us(launches, n)  # host-bound: the launch path between kernels
-    refill()
-    graph = torch.cuda.CUDAGraph()
+    graph = torch.cuda.CUDAGraph()  # captured, not run: the epochs advance only at the refills below
     with torch.cuda.graph(graph):
         launches()
     times = []
@@ -314,6 +313,52 @@ def section_kernel(args, rows):
           f"per-rank GEMMs in a graph: median {cublas[2]:.1f} us; hang flags {hang}", flush=True)
 
 
+def section_profile(args, rows):
+    """Where a stress block's device time goes: the profiler's kernel times over one CUDA graph
+    replay of a block (1024^3 bf16, W=2 virtual ranks, no delays), per kernel."""
+    if _needs_gpu(args, "profile"):
+        return
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from syncverify.kernels.build import build
+    from syncverify.kernels.heap import VirtualHeap
+    from syncverify.stress.campaign import _reset_policy, campaign_options, delay_config, kernel_config, load
+    from syncverify.stress.runner import Runner
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for kernel, protocol in BENCH_PAIRS:
+        o = campaign_options(sms=sms, kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
+                             m=1024, n=1024, k=1024, dtype="bf16")
+        p = load(protocol)
+        built = build(p, kernel_config(o), push=load(o.push))
+        runner = Runner(built, VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
+                        reset=_reset_policy(o, p), poison=o.poison, max_polls=o.max_polls, seed=o.seed,
+                        chunk=o.chunk, push_reset=load(o.push).reset, graphs=True)
+        runner.compile()
+        for start in (0, o.chunk, 2 * o.chunk):
+            runner.run_block(start)
+            runner.drain()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        runner._begin_block(3 * o.chunk)
+        torch.cuda.synchronize()
+        host_begin = time.perf_counter() - t0
+        replay_us = _events_us(runner.graph.replay, o.chunk)
+        runner.pending = []
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            runner.run_block(4 * o.chunk)
+            runner.drain()
+        averages = prof.key_averages()
+        key = "self_device_time_total" if hasattr(averages[0], "self_device_time_total") else "self_cuda_time_total"
+        table = averages.table(sort_by=key, row_limit=10, max_name_column_width=60)
+        print(f"profile {kernel} {protocol}: graph replay {replay_us:.1f} us of device time per iteration "
+              f"(CUDA events over one block of {o.chunk}); host work before a block {host_begin * 1e3:.1f} ms\n{table}",
+              flush=True)
+        _log(args.out, {"type": "profile", "kernel": kernel, "protocol": protocol, "replay_us_per_iteration": replay_us,
+                        "host_begin_ms": host_begin * 1e3, "table": table})
+
+
 def section_guided(args, rows):
     """The guided table: every pair, model verdict, guided and random time to first failure."""
     from syncverify.check import check_protocol
@@ -323,8 +368,8 @@ def section_guided(args, rows):
     from syncverify.stress.replay import replay
 
     for W, seconds in args.worlds:
-        for kernel in ("all-reduce", "all-scatter"):
-            for name in builtin_names():
+        for kernel in args.kernels:
+            for name in [n for n in builtin_names() if not args.protocols or n in args.protocols]:
                 where = f"guided W={W} {kernel} {name}"
                 if time.perf_counter() - args.started > args.budget_seconds:
                     print(f"{where}: skipped (--budget-seconds={args.budget_seconds:g} spent)", flush=True)
@@ -349,8 +394,12 @@ def section_guided(args, rows):
                                   "control_rows": sibling["rows"]}
                     else:
                         plan = guided_plan(name, kernel=kernel, world_size=W)
-                        report = run_guided(name, plan=plan, seconds=seconds, **common)
+                        report = run_guided(name, plan=plan, seconds=seconds, compare_random=args.guided_random,
+                                            **common)
                         record = {}
+                    if model.safe is False and not any(r["guided_reproduced"] for r in report["rows"]):
+                        record["ablation"] = _ablation(name, plan, seconds=min(seconds, args.control_seconds),
+                                                       **common)
                     first = next((r for r in report["guided"] if r.first_failure), None)
                     if first is not None and args.replay_times and model.safe is False and W <= args.replay_max_world:
                         f = first.first_failure
@@ -373,6 +422,24 @@ def section_guided(args, rows):
                     args.failed.append(where)
 
 
+def _ablation(name, plan, *, seconds: float, **common) -> dict:
+    """A pair the guided schedules did not break: the same protocol with its CTA barrier taken
+    away (one instruction, ``bar.sync``), under the schedules of its own counterexamples. If that
+    fails at once, the delays reach the code and the barrier is what orders the stores on this
+    GPU (``plan``: the pair's own schedules, for the record)."""
+    from syncverify.protocols import load_protocol
+    from syncverify.stress.controls import sibling_candidates
+    from syncverify.stress.guided import run_guided
+
+    change, sibling = next(((c, p) for c, p in sibling_candidates(load_protocol(name)) if "barrier" in c),
+                           (None, None))
+    if sibling is None:
+        return {"change": None}
+    report = run_guided(sibling, seconds=seconds, compare_random=False, **common)
+    return {"change": change, "protocol": sibling.name, "rows": report["rows"], "plan": report["plan"].to_dict(),
+            "iterations": [r.iterations for r in report["guided"]], "counts": [r.counts for r in report["guided"]]}
+
+
 def _guided_line(record: dict) -> str:
     """One compact line of a guided record."""
     def ttf(row, prefix):
@@ -390,6 +457,9 @@ def _guided_line(record: dict) -> str:
             f"{row['kind']} {ttf(row, 'guided')}" for row in record["control_rows"]))
     if "replay" in record:
         parts.append(record["replay"]["summary"])
+    if record.get("ablation", {}).get("rows"):
+        a = record["ablation"]
+        parts.append(f"ablation {a['change']}: " + ", ".join(f"{row['kind']} {ttf(row, 'guided')}" for row in a["rows"]))
     return "; ".join(parts)
 
 
@@ -524,7 +594,7 @@ def section_processes(args, rows):
 SECTIONS = {"env": section_env, "processes": section_processes, "bench": section_bench, "delays": section_delays,
             "overwrite": section_overwrite, "racing": section_racing, "table": section_table,
             "long": section_long, "throughput": section_throughput, "kernel": section_kernel,
-            "guided": section_guided}
+            "guided": section_guided, "profile": section_profile}
 
 
 def _table(rows) -> str:
@@ -573,6 +643,10 @@ def main(argv=None) -> int:
     parser.add_argument("--racing-seconds", type=float, default=1.5, help="per racing run")
     parser.add_argument("--budget-seconds", type=float, default=float("inf"),
                         help="start no campaign after this many seconds")
+    parser.add_argument("--protocols", default="", help="guided: only these built-ins (comma-separated; default all)")
+    parser.add_argument("--kernels", default="all-reduce,all-scatter", help="guided: the kernels")
+    parser.add_argument("--no-guided-random", dest="guided_random", action="store_false",
+                        help="guided: skip the random-delay run next to each schedule")
     parser.add_argument("--poisons", default="all", help="table: poison modes, comma-separated (all, outputs, previous)")
     parser.add_argument("--throughput-iterations", type=int, default=20480, help="throughput: iterations per graph run")
     parser.add_argument("--control-seconds", type=float, default=2.0, help="guided: budget of a safe pair and its control")
@@ -585,6 +659,8 @@ def main(argv=None) -> int:
     args.safe = [s for s in args.safe.split(",") if s]
     args.worlds = _worlds(args.worlds, args.seconds)
     args.poisons = [p for p in args.poisons.split(",") if p]
+    args.protocols = [p for p in args.protocols.split(",") if p]
+    args.kernels = [k for k in args.kernels.split(",") if k]
     args.failed = []  # sections (or guided pairs) that raised: the exit status says so
     unknown = [name for name in args.sections.split(",") if name not in SECTIONS]
     if unknown:

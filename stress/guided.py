@@ -191,10 +191,12 @@ def late_and_ahead(trace: list[dict]) -> tuple[Actor | None, Actor | None, set[A
     if not reads:
         return None, None, set(), ""
     read = reads[0]
-    stores = [e for e in trace if _is_tile_store(e) and e["location"] == read["location"]]
-    offending = [e for e in stores if e["offending"]]
-    writer = _actor((offending or stores)[0]) if stores else None
     reader = _actor(read)
+    stores = [e for e in trace if _is_tile_store(e) and e["location"] == read["location"]]
+    # the late store is the one of the reader's own launch (a stale read saw an earlier one)
+    this_launch = [e for e in stores if _actor(e).epoch == reader.epoch]
+    offending = [e for e in stores if e["offending"]]
+    writer = _actor((this_launch or offending or stores)[0]) if stores else None
     signallers: set[Actor] = set()
     polled = [e for e in trace if _actor(e).same_cta(reader) and e["event"].startswith("R")
               and " wait step " in f" {e['step']}"]
