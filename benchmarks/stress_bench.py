@@ -397,7 +397,8 @@ def section_guided(args, rows):
                         report = run_guided(name, plan=plan, seconds=seconds, compare_random=args.guided_random,
                                             **common)
                         record = {}
-                    if model.safe is False and not any(r["guided_reproduced"] for r in report["rows"]):
+                    if (args.ablation and model.safe is False
+                            and not any(r["guided_reproduced"] for r in report["rows"])):
                         record["ablation"] = _ablation(name, plan, seconds=min(seconds, args.control_seconds),
                                                        **common)
                     first = next((r for r in report["guided"] if r.first_failure), None)
@@ -647,6 +648,8 @@ def main(argv=None) -> int:
     parser.add_argument("--kernels", default="all-reduce,all-scatter", help="guided: the kernels")
     parser.add_argument("--no-guided-random", dest="guided_random", action="store_false",
                         help="guided: skip the random-delay run next to each schedule")
+    parser.add_argument("--no-ablation", dest="ablation", action="store_false",
+                        help="guided: skip the CTA-barrier ablation of pairs the schedules do not break")
     parser.add_argument("--poisons", default="all", help="table: poison modes, comma-separated (all, outputs, previous)")
     parser.add_argument("--throughput-iterations", type=int, default=20480, help="throughput: iterations per graph run")
     parser.add_argument("--control-seconds", type=float, default=2.0, help="guided: budget of a safe pair and its control")
