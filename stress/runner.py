@@ -206,7 +206,7 @@ class Runner:
         if not self.virtual and self.group is not None:
             torch.distributed.all_reduce(self.status[slot], group=self.group)
         classify(c, self.validated.local, inputs, previous, self.status[slot], self.summary[slot],
-                 first_copy=self.first_copy)
+                 first_copy=self.first_copy, stale_sums=self.poison != "all")
 
     def iteration(self, i: int) -> None:
         """Queue iteration ``i`` (poison, reset, kernel, validation) without synchronizing."""
