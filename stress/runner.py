@@ -40,7 +40,11 @@ from syncverify.stress.delays import DelayConfig, delay_table
 from syncverify.stress.inputs import InputSet, make_inputs
 from syncverify.stress.validate import FIELDS, NFIELDS, classify, output_tiles
 
-POOL = 4  # input sets in rotation (even: consecutive iterations alternate parity); redrawn every block
+POOL = 4  # input sets in rotation (even: consecutive iterations alternate parity)
+#: Iterations between redraws of the pool (at a block start): a redraw is ~120 small launches and
+#: host work the GPU waits for (4-8 ms per block on an H200, the profiler), and consecutive
+#: iterations differ by parity whatever the draw.
+REDRAW = 2048
 
 
 class SideStream:
@@ -119,8 +123,9 @@ class Runner:
     # ----- a block's inputs and operands (host, before the block) --------------------------------
     def _begin_block(self, i: int) -> None:
         """Put the block starting at iteration ``i`` in place: the previous iteration's exponents
-        (for ``stale``), a redrawn input pool (in place: a captured graph reads the same memory),
-        and the operands of epochs ``i .. i + chunk - 1``. Idempotent per block."""
+        (for ``stale``), every :data:`REDRAW` iterations a redrawn input pool (in place: a captured
+        graph reads the same memory), and the operands of epochs ``i .. i + chunk - 1``.
+        Idempotent per block."""
         if self.block == i:
             return
         self.block = i
@@ -129,16 +134,17 @@ class Runner:
             self.carry.row_exp.copy_(last.row_exp)
             self.carry.col_exp.copy_(last.col_exp)
         ranks = None if self.virtual else [self.rank]
-        drawn = [make_inputs(self.config, parity=p % 2, generator=self.generator, device=self.device,
-                             ranks=ranks) for p in range(POOL)]
-        if not self.pool:
-            self.pool = drawn
-            first = drawn[0]
-            self.carry = InputSet(first.A[:0], first.B[:0], first.row_exp.clone(), first.col_exp.clone(), 0)
-        else:
-            for old, new in zip(self.pool, drawn):
-                for name in ("A", "B", "row_exp", "col_exp"):
-                    getattr(old, name).copy_(getattr(new, name))
+        if not self.pool or (i // self.chunk) % max(1, REDRAW // self.chunk) == 0:
+            drawn = [make_inputs(self.config, parity=p % 2, generator=self.generator, device=self.device,
+                                 ranks=ranks) for p in range(POOL)]
+            if not self.pool:
+                self.pool = drawn
+                first = drawn[0]
+                self.carry = InputSet(first.A[:0], first.B[:0], first.row_exp.clone(), first.col_exp.clone(), 0)
+            else:
+                for old, new in zip(self.pool, drawn):
+                    for name in ("A", "B", "row_exp", "col_exp"):
+                        getattr(old, name).copy_(getattr(new, name))
         values = runtime_values_tensor(self.built, range(i, i + self.chunk), self.device)
         if self.vals is None or self.vals.shape != values.shape:
             self.vals = values
