@@ -15,8 +15,8 @@ budget) and ``--replay I`` (iteration ``I`` again with its exact delays, ``--rep
 
 from __future__ import annotations
 
+import contextlib
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -236,13 +236,15 @@ def _guided(options: dict, out, json_output: bool, *, schedule: Path | None, com
     if control is not None:
         lines.insert(1, f"the model calls {plan.protocol} safe: its schedules aim at the counterexamples of its "
                         f"{control.describe()[len('positive control: '):]}")
-    report = run_guided(options["protocol"], seconds=seconds, compare_random=compare_random, plan=plan,
-                        progress=_progress_line("guided"), **o)
+    with _progress("guided") as progress:
+        report = run_guided(options["protocol"], seconds=seconds, compare_random=compare_random, plan=plan,
+                            progress=progress, **o)
     rows = report["rows"]
     code = exitcodes.FOUND if any(r["guided_reproduced"] for r in rows) else exitcodes.OK
     if control is not None:
-        sibling = run_guided(control.protocol, seconds=seconds, compare_random=False, plan=plan,
-                             progress=_progress_line("control"), **o)
+        with _progress("control") as progress:
+            sibling = run_guided(control.protocol, seconds=seconds, compare_random=False, plan=plan,
+                                 progress=progress, **o)
         effective = any(r["guided_reproduced"] for r in sibling["rows"])
         lines.append(f"positive control {control.protocol.name} under the same schedules: "
                      + ("failed as it must (the schedules are effective)" if effective else
@@ -270,8 +272,9 @@ def _replay(options: dict, out, json_output: bool, *, iteration: int, times: int
 
     if times < 1:
         raise SyncVerifyError(f"--replay-times={times} must be at least 1")
-    result = replay(options, iteration=iteration, rank=rank, tile=tile, kind=kind, times=times,
-                    progress=_progress_line("replay"))
+    with _progress("replay") as progress:
+        result = replay(options, iteration=iteration, rank=rank, tile=tile, kind=kind, times=times,
+                        progress=progress)
     if json_output:
         out.print(json.dumps(result.to_dict(), sort_keys=True), markup=False)
     else:
@@ -295,21 +298,25 @@ class _StressProgress:
         return f"{self.label}: {self.done} iterations, {self.bad} bad, {self.seconds:.1f} s"
 
 
-def _progress_line(label: str) -> _StressProgress:
-    return _StressProgress(label)
-
-
-def _run(options: dict, *, json_output: bool):
-    """One campaign with a progress display on stderr (a status on a terminal, a plain line every
-    5 s otherwise: logs and CI see it too)."""
+@contextlib.contextmanager
+def _progress(label: str):
+    """A progress display on stderr while the body runs (a status on a terminal, a plain line
+    every 5 s otherwise: logs and CI see it too); yields the callback campaigns report to."""
     from syncverify.cli.progress import StderrProgress
-    from syncverify.stress.campaign import run_campaign
 
-    state = _StressProgress("stress")
+    state = _StressProgress(label)
 
     class Display(StderrProgress):
         def line(self) -> str:
             return state.line()
 
     with Display(after=1.0, plain_every=5.0, name="syncverify-stress-progress"):
-        return run_campaign(progress=state, **options)
+        yield state
+
+
+def _run(options: dict, *, json_output: bool):
+    """One campaign with its progress display."""
+    from syncverify.stress.campaign import run_campaign
+
+    with _progress("stress") as progress:
+        return run_campaign(progress=progress, **options)
