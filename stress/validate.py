@@ -128,10 +128,12 @@ def classify_bad(got, expected, U, ok, idx, rows, cols, prev_row_exp, prev_col_e
         stale_mask = tl.where(tl.max(stale.to(tl.int32)) > 0, FULL, stale_mask)
         if STALE_SUMS:
             # (FULL - b) * U + b * U_prev: ranks b's partials left from the previous iteration.
-            # U_prev != U (consecutive iterations differ in parity), so b decodes in one step
-            bq = (got - FULL * U) / (U_prev - U)
+            # U_prev != U (consecutive iterations differ in parity), so b decodes in one step;
+            # iteration 0 passes its own exponents as the previous ones: nothing decodes there
+            differ = U_prev != U
+            bq = tl.where(differ & (got == got), (got - FULL * U) / tl.where(differ, U_prev - U, 1.0), 0.5)
             bi = bq.to(tl.int32)
-            mix = (~ok) & (~unwritten) & (~stale) & (got == got) & (bi.to(tl.float32) == bq) & (bi > 0) & (bi < FULL)
+            mix = (~ok) & (~unwritten) & (~stale) & differ & (bi.to(tl.float32) == bq) & (bi > 0) & (bi < FULL)
             stale = stale | mix
             for r in tl.static_range(WORLD):
                 stale_mask = stale_mask | (tl.max((mix & (((bi >> r) & 1) != 0)).to(tl.int32)) << r)
