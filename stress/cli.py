@@ -134,7 +134,9 @@ def _model_verdict(options: dict):
     from syncverify.check import check_protocol
 
     return check_protocol(options["protocol"], scenario=options["kernel"], world_size=options["world_size"],
-                          timeout=120.0, push=options.get("push") or "epoch-flag")
+                          timeout=120.0, push=options.get("push") or "epoch-flag", reset=options.get("reset"),
+                          production=options.get("production") or "every-rank",
+                          distribution=options.get("distribution") or "striding")
 
 
 def _verdict_words(model) -> str:
