@@ -196,7 +196,7 @@ class FusedRun:
 
     def launch(self, inputs, epoch: int) -> None:
         A, B = inputs
-        self.launch_fn(self.built, self.heap, A, B, self.status, epoch=epoch, iteration=epoch,
+        self.launch_fn(self.built, self.heap, A, B, self.status, epoch=epoch,
                        max_polls=MAX_POLLS, vals=self.vals[epoch])
 
     def capture(self, timer: Timer, sets: list) -> Callable[[], object]:

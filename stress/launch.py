@@ -157,9 +157,9 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
                                     torch.cuda.get_device_name(device), options=o.to_dict())
             recorder = Recorder(result, o, config.num_warps) if rank == 0 else None
 
-            def progress(done, total, seconds, index=index):
+            def progress(done, total, seconds, bad=0, index=index):
                 if q is not None:
-                    q.put((rank, "progress", (index, done, total, seconds)))
+                    q.put((rank, "progress", (index, done, total, seconds, bad)))
 
             drive(runner, o, recorder, progress, should_stop=should_stop)
             if rank == 0:
