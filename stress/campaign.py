@@ -305,17 +305,22 @@ def suspect_producers(tile, kernel: str, world_size: int) -> list[int]:
 
 # ----- the campaign ----------------------------------------------------------------------------
 
-def load(protocol):
-    """A protocol object from a name, a path, or a protocol object."""
-    if hasattr(protocol, "signal"):
-        return protocol
+def refuse_unsynchronized(protocol) -> None:
+    """Refuse ``--protocol none`` in one line: it is bench's cost baseline, not a protocol."""
     from syncverify.kernels.build import NO_SYNC
 
-    if protocol == NO_SYNC:  # bench's cost baseline: every tile would be a race, nothing to classify
+    if protocol == NO_SYNC:  # every tile would be a race, nothing to classify
         from syncverify.kernels.errors import StressConfigError
 
         raise StressConfigError(f"--protocol {NO_SYNC} has no synchronization (signal and wait compiled out, "
                                 "UNSAFE); it is the cost baseline of 'syncverify bench', not a protocol to stress")
+
+
+def load(protocol):
+    """A protocol object from a name, a path, or a protocol object."""
+    if hasattr(protocol, "signal"):
+        return protocol
+    refuse_unsynchronized(protocol)
     from syncverify.protocols import load_protocol
 
     return load_protocol(protocol)

@@ -114,6 +114,9 @@ def stress_command(
         err.print("syncverify: error: give --iterations or --seconds, not both", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
     try:
+        from syncverify.stress.campaign import refuse_unsynchronized
+
+        refuse_unsynchronized(protocol)  # before the model is asked about it
         if output is not None:  # before the run: an unwritable path is bad input, not a late traceback
             check_writable(output, "--output")
         if replay_iteration is not None:
