@@ -187,6 +187,7 @@ def measure_case_ranks(case: Case, protocols: dict, *, ctx: RankContext, timer, 
     fresh = rank_slice(fresh_everyone, rank)
     baseline = CollectiveBaseline(case, world_size=W, dist=ctx.dist, device=device)
     runs: dict[str, FusedRun] = {}
+    progress(f"{case.key}: compile and capture")
     if fused:
         from syncverify.kernels.heap import SymmetricHeap
 
@@ -197,7 +198,6 @@ def measure_case_ranks(case: Case, protocols: dict, *, ctx: RankContext, timer, 
             runs[name] = FusedRun(built, device, heap=SymmetricHeap(W, rank, device), rank=rank,
                                   device_barrier=ctx.device_barrier, host_barrier=ctx.host_barrier)
             runs[name].compile(sets[0])
-    progress(f"{case.key}: compile and capture")
     replays = [timer.capture(lambda: None, lambda i: baseline.matmul(sets[i % len(sets)])),
                timer.capture(lambda: None, lambda i: baseline.matmul_then_collective(sets[i % len(sets)]))]
     replays += [run.capture(timer, sets) for run in runs.values()]
