@@ -201,6 +201,39 @@ def test_a_protocol_that_resets_between_launches_zeroes_between_two_barriers_on_
     assert events == [("barrier", 0), ("launch", 0), *between, ("launch", 1)]
 
 
+@pytest.mark.parametrize("kernel, protocol, which", [("all-reduce", None, "gemm-part"),
+                                                     ("all-scatter", "epoch-flag", "fused")])
+def test_the_launches_only_real_ranks_make_compile_for_sm90(kernel, protocol, which):
+    """The GEMM part and the descriptor-load fused kernel with address tables and no virtual ranks
+    (one program per SM of the whole GPU) are launched by real ranks only: they build here."""
+    import types
+
+    import torch
+
+    from syncverify.kernels import gemm_all_reduce, gemm_all_scatter
+    from syncverify.kernels.bench import FusedRun, input_sets, rank_slice
+    from syncverify.kernels.bench_ranks import real_configs
+    from syncverify.kernels.build import build
+    from syncverify.kernels.compile import compile_like_launch
+    from syncverify.kernels.heap import VirtualHeap
+    from syncverify.protocols import load_protocol
+    from tests.test_kernels_compile import _launch_args
+
+    case, part, fused = real_configs(Case(kernel=kernel, m=256, n=512, k=256), world_size=2, sms=132)
+    config = part if which == "gemm-part" else fused
+    assert (config.virtual, config.table, config.grid) == (False, True, 132)
+    built = build(load_protocol(protocol) if protocol else None, config, sms=132, gpus=2)
+    run = FusedRun(built, torch.device("cpu"), heap=VirtualHeap(2, "cpu", table=True), rank=1)
+    A, B = rank_slice(input_sets(case, 2, torch.device("cpu"), generator=torch.Generator().manual_seed(0),
+                                 count=1)[0], 1)
+    module = gemm_all_reduce if kernel == "all-reduce" else gemm_all_scatter
+    fn = module.gemm_all_reduce_kernel if kernel == "all-reduce" else module.gemm_all_scatter_kernel
+    compiled = compile_like_launch(fn, *_launch_args(built, run.heap, types.SimpleNamespace(A=A, B=B), run.status),
+                                   num_warps=config.num_warps, num_stages=config.num_stages,
+                                   **module.meta_parameters(built))
+    assert compiled.asm["cubin"]
+
+
 class FakeDist:
     """The collectives :class:`CollectiveBaseline` calls, as one rank of two would see them when
     the peer's contribution is ``peer`` (or missing, when ``peer`` is None)."""

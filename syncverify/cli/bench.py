@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -226,8 +227,6 @@ def _measure_ranks(sweep: Sweep, *, seed: int, baseline, check, graphs: bool, wa
         partial = out_dir / PARTIAL
     else:
         handle, where = tempfile.mkstemp(prefix="syncverify-bench-", suffix=".jsonl")
-        import os
-
         os.close(handle)
         partial = Path(where)
     with SweepProgress() as progress:
@@ -244,8 +243,6 @@ def _measure_ranks(sweep: Sweep, *, seed: int, baseline, check, graphs: bool, wa
 
 def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graphs: bool = True):
     """Run the sweep (torch and triton imported here); the baseline's machine is checked first."""
-    import os
-
     if interpret:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from syncverify.kernels._deps import require_cuda, torch
