@@ -546,7 +546,8 @@ def to_markdown(rows: list[dict], ceilings: Ceilings, *, title: str = "syncverif
 
 def draw_roofline(rows: list[dict], ceilings: Ceilings, path: str | Path, *, title: str = "") -> None:
     """A roofline PNG: arithmetic intensity (x, log) against achieved TFLOP/s (y, log), one marker
-    per row kind, the measured matmul peak and ``bandwidth x intensity`` drawn as the ceilings."""
+    per row kind, the measured matmul peak and ``bandwidth x intensity`` drawn as the ceilings
+    (times the GPUs for real-rank rows)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -556,9 +557,13 @@ def draw_roofline(rows: list[dict], ceilings: Ceilings, path: str | Path, *, tit
     xs = [r["intensity"] for r in rows] or [1.0]
     lo, hi = min(xs) / 4, max(xs) * 4
     grid = [lo * (hi / lo) ** (i / 100) for i in range(101)]
-    roof = [min(ceilings.peak_tflops, ceilings.bandwidth_tbs * x) for x in grid]
+    # real ranks: W GPUs share the problem, so the roof is W times one GPU's
+    gpus = rows[0]["world_size"] if rows and rows[0].get("ranks") == PROCESSES else 1
+    peak, bandwidth = ceilings.peak_tflops * gpus, ceilings.bandwidth_tbs * gpus
+    roof = [min(peak, bandwidth * x) for x in grid]
     ax.plot(grid, roof, color="black", linewidth=1.5,
-            label=f"measured ceilings: {ceilings.peak_tflops:.0f} TFLOP/s, {ceilings.bandwidth_tbs:.2f} TB/s")
+            label=f"measured ceilings: {peak:.0f} TFLOP/s, {bandwidth:.2f} TB/s"
+                  + (f" ({gpus} GPUs x one GPU's)" if gpus > 1 else ""))
     styles = {"cublas": ("s", "tab:gray"), "gemm-part": ("D", "tab:blue"), "cublas+nccl": ("v", "tab:brown")}
     series: dict[str, list[dict]] = {}
     for r in rows:
