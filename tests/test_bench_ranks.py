@@ -346,7 +346,8 @@ def two_gpus(monkeypatch):
         case = replace(sweep.cases[0], split=(120, 12))
         measured = real_run(case)
         bench_ranks.PartialRecord(options["partial"]).write({"type": "start"})  # as the real one does first
-        return bench_ranks.RanksOutcome(CEILINGS, measured if not state.get("stop") else [], cases_total=1,
+        return bench_ranks.RanksOutcome(None if state.get("no ceilings") else CEILINGS,
+                                        measured if not state.get("stop") else [], cases_total=1,
                                         cases_reported=0 if state.get("stop") else 1,
                                         stopped=state.get("stop"), partial=options["partial"])
 
@@ -384,6 +385,12 @@ def test_a_stopped_real_rank_run_is_unknown_and_names_its_partial_results(two_gp
     captured = capsys.readouterr()
     assert "bench stopped, verdict unknown: watchdog" in captured.err and "bench-partial.jsonl" in captured.err
     assert "(0 of 1 cases reported)" in captured.err and "**Stopped early, verdict unknown**" in captured.out
+    two_gpus["no ceilings"] = True  # stopped before any rank measured anything
+    assert main(["bench", "--world-size", "2", "--json"]) == 3
+    document = json.loads(capsys.readouterr().out)
+    assert document["rows"] == [] and document["stopped"].startswith("watchdog")
+    assert document["partial"].endswith(".jsonl") and Path(document["partial"]).exists()  # a temporary file
+    Path(document["partial"]).unlink()
 
 
 @pytest.mark.parametrize("argv, says", [

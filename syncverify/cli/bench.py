@@ -161,7 +161,10 @@ def bench_command(
         raise fail(str(error))
     if stopped is not None:
         err.print(f"syncverify: bench stopped, verdict unknown: {stopped}; partial results: {partial}", markup=False)
-    if ceilings is None:  # stopped before the first measurement
+    if ceilings is None:  # stopped before the first measurement: nothing to report but why
+        if json_output:
+            out.print(json.dumps({"ranks": PROCESSES, "world_size": sweep.world_size, "stopped": stopped,
+                                  "partial": str(partial), "rows": []}, sort_keys=True), markup=False)
         raise typer.Exit(exitcodes.UNKNOWN)
     gate = check_rows(rows, baseline, tolerance=tolerance) if baseline is not None else None
     slow = check_speedup(rows, minimum=min_speedup) if min_speedup is not None else ()
