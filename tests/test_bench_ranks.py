@@ -155,6 +155,16 @@ def test_ranks_that_timed_different_things_are_an_error_not_a_mixed_row():
         combine_ranks([[a], [a, a]])
 
 
+def test_the_shipped_two_gpu_sweep_is_the_issues_target_and_builds_for_real_ranks():
+    from syncverify.kernels.bench_ranks import check_cases
+
+    sweep = parse_sweep(Path("benchmarks/sweeps/target-2gpu.toml").read_text(), path="target-2gpu.toml")
+    assert sweep.world_size == 2 and sweep.protocols == (NO_SYNC, "barrier-fenced-release-acquire", "epoch-flag")
+    assert {(c.kernel, c.shape) for c in sweep.cases} == {
+        (k, s) for k in ("all-reduce", "all-scatter") for s in ("8192x4608x36864", "8192x4608x8192")}
+    check_cases(sweep, sms=132, gpus=2)  # every configuration fits one H200 per rank
+
+
 def test_more_ranks_than_gpus_is_refused_with_the_flag_that_fixes_it():
     check_world(2, 2)
     with pytest.raises(BenchInputError, match=r"--world-size=4 runs one process per GPU and 2 GPUs are visible; "
