@@ -113,13 +113,16 @@ def scripted_worker(rank: int, world_size: int, port: int, q, script: tuple[str,
     q.put((rank, "done", None))
 
 
-def _init(rank: int, world_size: int, port: int | None):
+def _init(rank: int, world_size: int, port: int | None, backend: str = "nccl"):
     import torch
     import torch.distributed as dist
 
     os.environ.update(MULTICAST_OFF)
     if port is not None:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if backend == "gloo":  # CPU tensors: the launch path of bench's baselines, checked without GPUs
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+        return torch, dist, "cpu"
     local = int(os.environ.get("LOCAL_RANK", rank))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", rank=rank, world_size=world_size,
