@@ -136,13 +136,24 @@ def rf(x: Execution) -> frozenset:
     return frozenset((w, r) for r, w in x.rf.items())
 
 
-@relation
-def co(x: Execution) -> frozenset:
-    """``co``: coherence order, transitive, total per location (choice 1)."""
+def memory_order_pairs(orders: dict[str, tuple[int, ...]]) -> frozenset:
+    """The pairs of each location's memory order (a total order per location)."""
     return frozenset(
-        (order[i], order[j]) for order in x.co.values()
+        (order[i], order[j]) for order in orders.values()
         for i in range(len(order)) for j in range(i + 1, len(order))
     )
+
+
+@relation
+def co(x: Execution) -> frozenset:
+    """``let co = co+``: coherence order, a partial order per location (choice 1).
+
+    ``ptx-v6.0.cat``: "Explicitly add transitivity for coherence since the co in PTX is not total".
+    An execution built with a total order only (``co_rel`` None) has that order as its coherence.
+    """
+    if x.co_rel is None:
+        return memory_order_pairs(x.co)
+    return plus(x.co_rel)
 
 
 @relation
@@ -331,6 +342,14 @@ def coherence(x: Execution) -> frozenset:
     return inter(restrict(causality(x), _writes(x), _writes(x)), loc(x)) - co(x)
 
 
+def coherence2(x: Execution) -> frozenset:
+    """``(([W]; morally-strong; [W]) & loc) \\ (co | co^-1)``: morally strong writes to one location
+    are coherence-ordered (one way or the other); other pairs may stay unordered."""
+    ms_writes = inter(restrict(morally_strong(x), _writes(x), _writes(x)), loc(x))
+    ordered = co(x)
+    return frozenset((a, b) for a, b in ms_writes if (a, b) not in ordered and (b, a) not in ordered)
+
+
 def fence_sc(x: Execution) -> frozenset:
     """``fence_sc ; cause``, which must be irreflexive: Fence-SC order cannot contradict causality."""
     return seq(fence_sc_order(x), causality(x))
@@ -360,6 +379,8 @@ def causality_axiom(x: Execution) -> frozenset:
 AXIOMS: tuple[Axiom, ...] = (
     Axiom("Coherence", "empty", coherence,
           "ISA: if a write W precedes an overlapping write W' in causality order, then W must precede W' in coherence order"),
+    Axiom("Coherence2", "empty", coherence2,
+          "ISA: coherence order ... relates every pair of morally strong overlapping writes (ptx-v6.0.cat axiom-Coherence2)"),
     Axiom("FenceSC", "irreflexive", fence_sc,
           "ISA: Fence-SC order cannot contradict causality order"),
     Axiom("Atomicity", "empty", atomicity,

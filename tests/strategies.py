@@ -137,6 +137,19 @@ def programs_with_a_spin(draw, **kwargs) -> Program:
     return replace(program, threads=threads, name="random-spin")
 
 
+@st.composite
+def programs_with_racing_weak_writes(draw, **kwargs) -> Program:
+    """A loop-free program in which two threads each start with a weak store to ``x`` (values 1
+    and 2): racing writes that coherence may leave unordered, so readers may see them in
+    different orders (ptx-v6.0.cat's partial co)."""
+    program = draw(programs(min_threads=2, **kwargs))
+    first, second = draw(st.lists(st.integers(0, len(program.threads) - 1), min_size=2, max_size=2, unique=True))
+    threads = list(program.threads)
+    for t, value in ((first, 1), (second, 2)):
+        threads[t] = replace(threads[t], instructions=(Store("x", value, "weak", None),) + threads[t].instructions)
+    return replace(program, threads=tuple(threads), name="random-racing-weak")
+
+
 # ----- transformations -----------------------------------------------------------------------
 
 _WIDER = {"cta": ("gpu", "sys"), "gpu": ("sys",), "sys": ()}
