@@ -9,29 +9,66 @@ Base relations (from the candidate execution, :class:`syncverify.events.Executio
 ``dep`` = addr | data | ctrl, ``fence_sc`` a total order of the ``fence.sc`` events, ``bar`` the
 CTA-barrier instances. Scopes: a thread sits in a CTA, the CTA in a GPU, the GPUs in the system.
 
-Modeling choices (each one interprets or deviates from the sources; everything else is as cited):
+The reference is ``ptx-v6.0.cat`` (the ISA's model without proxies); every relation and axiom
+below is one of its ``let`` lines or axioms, under the same name. Where ``ptx-v7.5.cat`` words a
+relation differently without changing what it allows, the ISA's wording is followed and the
+docstring says so.
 
-1. *Coherence is total per location*, initial write first (herd, Dartagnan's ``ptx.cat``). The ISA
-   makes ``co`` a partial order that need only relate morally strong writes; writes it leaves
-   unordered are conflicting and not morally strong, so if they are also unordered by causality
-   they are a data race, which :func:`data_races` reports on its own.
+Modeling choices (each one interprets or deviates from the sources; everything else is as cited;
+the known-answer test that shows each one is named in brackets, under ``tests/litmus/known/``):
+
+1. *Coherence is a partial order*, as in the ISA: "There exists a partial transitive order that
+   relates overlapping write operations, determined at runtime, called the coherence order. Two
+   overlapping write operations are related in coherence order if they are morally strong or if
+   they are related in causality order" (ISA, "Coherence"), which ``ptx-v6.0.cat`` states as
+   ``let co = co+`` with the axioms Coherence and Coherence2. Racing weak writes may stay
+   unordered, and readers may then see them in different orders [coherence-weak-two-readers,
+   cowr-weak-2threads; morally strong writes stay ordered: coherence-relaxed-two-readers].
+   Interpretation: the ISA defines no final state; a location's final value is the value of a
+   coherence-*maximal* write (herd's "coherence-last", which a partial order may give several of),
+   carried by the execution's *memory order*, one linear extension of coherence
+   (:attr:`syncverify.events.Execution.co`) [coww-weak-racing-final-value]. The explorer builds
+   the least coherence the two axioms allow (:mod:`syncverify.ptx_choices`): every other axiom only
+   gets harder to pass with more coherence.
 2. *Initial writes* are strong, system-scoped, and precede every event in causality (herd's
-   convention: the initial state is established before the kernel starts).
+   convention: the initial state is established before the kernel starts)
+   [cowr-read-init-after-own-write].
 3. *CTA barriers*: ``bar.sync``/``bar.arrive`` of one barrier instance synchronize with the
    ``bar.sync`` operations of that instance (ISA, "Memory synchronization ... bar{.cta}"), as
-   ``sync_barrier`` in ``ptx-v6.0.cat``. ``barrier`` enters base causality beside ``sw``.
-4. *Fence-SC order* relates every pair of morally strong ``fence.sc`` (ISA, "Fence-SC order");
-   the explorer enumerates total orders of all ``fence.sc`` events and we keep the morally strong
-   pairs. ``fence.sc`` is also a ``fence.acq_rel`` (ISA, ``fence``).
-5. *Base causality* is ``(po | sw)+`` (ISA, "Base causality order", and ``ptx.cat``'s
-   ``cause-base``); causality adds ``observation ; base_causality`` (``ptx-v6.0.cat``, ``cause``).
-   Proxies (``ptx.cat`` v7.5) are out of scope: every access here is a generic-proxy access.
-6. *Volatile* accesses are relaxed at system scope (ISA, "Volatile operations").
-7. *Host order*: everything before a host-side barrier (or earlier on the same stream) happens
-   before everything after it: kernel boundaries order all memory operations of a launch before
-   the next (CUDA programming guide, stream semantics). ``host`` enters base causality.
+   ``sync_barrier`` in ``ptx-v6.0.cat``. ``barrier`` enters base causality beside ``sw``
+   [bar-sync-same-cta, bar-arrive-sync].
+4. *Fence-SC*: "Fence-SC order is an acyclic partial order, determined at runtime, that relates
+   every pair of morally strong fence.sc operations", and the axiom FenceSC: "For a pair of
+   morally strong fence.sc operations F1 and F2, if F1 precedes F2 in causality order, then F1
+   must precede F2 in Fence-SC order" (ISA). We check ``irreflexive (sync_fence ; cause)``, which is
+   that sentence. Deliberate difference: ``ptx-v6.0.cat`` writes the axiom as
+   ``empty (([F & SC]; cause; [F & SC]) \\ sync_fence)``, which, read literally, also rejects two
+   fence.sc that are *not* morally strong (``.cta`` fences of two CTAs) whenever causality orders
+   them; the ISA constrains morally strong pairs only [fence-sc-cta-not-morally-strong-mp]. The
+   explorer enumerates total orders of the ``fence.sc`` events and keeps their morally strong pairs.
+   ``fence.sc`` is also a ``fence.acq_rel`` (ISA, ``fence``).
+5. *Base causality* is ``(po | sync | sync_fence | sync_barrier | host)+``: "X precedes Y in
+   program order, or X synchronizes with Y, or ..." (ISA, "Base causality order"), i.e.
+   ``ptx-v7.5.cat``'s ``cause-base | po``; causality adds ``observation ; base_causality`` (ISA,
+   "Causality order"). ``ptx-v6.0.cat`` leaves plain ``po`` out of ``cause-base`` and adds
+   ``observation ; po-loc`` instead; the verdicts agree, since a pair ordered by program order
+   alone is in one thread, and there the axioms that use ``cause`` reduce to SC-per-Location
+   (``po-loc``, with same-thread accesses morally strong) [sb-fence-sc-gpu, iriw-fence-sc-gpu].
+   Observation is the ISA's recursive definition ("For some atomic operation Z, W precedes Z and
+   Z precedes R in observation order"), as in ``ptx-v6.0.cat`` [mp-release-sequence-rmw].
+   Proxies (``ptx-v7.5.cat``) are out of scope: every access here is a generic-proxy access.
+6. *Volatile* accesses are relaxed at system scope (ISA, "Volatile operations")
+   [mp-membar-gl-volatile].
+7. *Host order* (beyond the ISA, which stops at one kernel): everything before a host-side barrier
+   (or earlier on the same stream) happens before everything after it: kernel boundaries order
+   all memory operations of a launch before the next (CUDA programming guide, stream semantics).
+   ``host`` enters base causality (protocol tests, ``tests/test_causes.py``).
 8. *Ghost* data accesses (``syncverify.program``, GHOST) carry no rf/co choice, so they are left
-   out of ``rf``, ``co`` and the Coherence axiom; everything else treats them as memory events.
+   out of ``rf``, ``co`` and the coherence axioms; everything else treats them as memory events.
+9. *Values are 32-bit*: every value a store writes or an atomic computes wraps to a two's
+   complement ``int32``, as the GPU's ``.s32``/``.u32``/``.b32`` arithmetic does (ISA, "Integer
+   Arithmetic Instructions": "add ... performs addition ... and writes the result", modulo 2^32);
+   a counter that overflows does not reach a target above 2^31 - 1 [atom-add-wraps-int32].
 """
 
 from __future__ import annotations
