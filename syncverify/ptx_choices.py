@@ -112,7 +112,7 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
                 yield LocationChoice(loc, rf, order | init_first)
             continue
         seen: set[frozenset] = set()
-        for order in _coherence_orders(skeleton, others, rf, ms, before):
+        for order in _coherence_orders(skeleton, others, rf, ms, before, one_per_orientation=not spins):
             if tick is not None:
                 tick(f"while ordering the writes of {loc}")
             oriented = frozenset((a, b) for i, a in enumerate(order) for b in order[i + 1:] if (a, b) in ms)
@@ -228,21 +228,33 @@ def linear_extensions(writes: list[int], co: frozenset,
 
 
 def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int], ms: frozenset,
-                      before: dict[int, frozenset]) -> Iterator[tuple[int, ...]]:
-    """Coherence orders of ``writes`` that respect program order and the atomicity of RMWs.
+                      before: dict[int, frozenset], *, one_per_orientation: bool = False) -> Iterator[tuple[int, ...]]:
+    """Linear orders of ``writes`` that respect causality and the atomicity of RMWs.
 
     Built one write at a time, so that an atomic's write is placed only after the write its read
     reads from, with no morally strong write in between (the Atomicity axiom): for chains of
     atomics this yields the one order the chain allows instead of every permutation.
     ``before``: the writes that causally precede each write (Coherence keeps them co-before).
+
+    Only the order of *dependent* pairs (morally strong, or causally ordered) matters to the
+    model; the rest stay unordered in coherence. With ``one_per_orientation``, orders that differ
+    only by swapping adjacent independent writes are one (Mazurkiewicz traces): a write is never
+    placed right after an independent write with a larger id, which keeps the lexicographically
+    least order of each orientation. Every rule below depends on dependent pairs only, so it
+    passes or fails all orders of an orientation alike, and the least one stands for them.
     """
     source_of = {w: rf.get(r) for r, w in skeleton.rmw}
     read_of = {w: r for r, w in skeleton.rmw}
     pending = set(writes)
 
+    def dependent(a: int, b: int) -> bool:
+        return (a, b) in ms or a in before[b] or b in before[a]
+
     def placeable(w: int, placed: list[int]) -> bool:
         if before[w] & pending:
             return False  # Coherence: causally ordered writes are in coherence order
+        if one_per_orientation and placed and w < placed[-1] and not dependent(placed[-1], w):
+            return False  # the same orientation as placing w first: already tried
         r = read_of.get(w)
         src = source_of.get(w)
         if r is None or src is None:
@@ -253,7 +265,7 @@ def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int],
             if src not in placed and not skeleton.events[src].is_init:
                 return False
         if src in placed or skeleton.events[src].is_init:
-            after_src = placed[placed.index(src) + 1:] if src in placed else placed
+            after_src = [m for m in placed[placed.index(src) + 1:] if dependent(src, m)] if src in placed else placed
             if any((r, m) in ms and (m, w) in ms for m in after_src):
                 return False  # Atomicity: a morally strong write between the read and the write
         return True
