@@ -35,11 +35,17 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    after it never start: their threads have no events in that execution (:func:`~syncverify.barriers.not_started`).
 4. **Choices.** For each location independently, the explorer enumerates which write each read
    reads from (same value, not from its own thread's future, not hidden behind a write that
-   causally precedes the read) and the coherence order (causally ordered writes in that order),
-   and keeps only choices that pass the per-location axioms (SC-per-Location, Atomicity). Only
-   ``(po | bar | host)+`` and moral strength within the location are needed for that, so the
-   costlier relations are computed only for combinations that pass every location. The product
-   over locations, and over Fence-SC orders, is checked against the remaining axioms.
+   causally precedes the read) and how its morally strong writes are ordered (Coherence2), and
+   keeps only choices that pass the per-location axioms (SC-per-Location, Atomicity) with the
+   coherence they force at least. Only ``(po | bar | host)+`` and moral strength within the
+   location are needed for that, so the costlier relations are computed only for combinations
+   that pass every location. The choices are produced lazily (a bound stops the listing). For
+   each product over locations and each Fence-SC order, causality is computed (it does not depend
+   on coherence), and coherence is the chosen orientation closed with the causal order of the
+   writes: the least one Coherence and Coherence2 allow, since every other axiom only gets harder
+   to pass with more coherence. Writes neither orders stay unordered (the ISA's partial
+   coherence). One execution is built per distinct final value (a coherence-maximal write) and
+   per last value a stuck spin needs, and checked against the remaining axioms.
 
 Where each step lives (GenMC keeps the driver, the execution graph and each model's consistency
 checks apart): thread paths in :mod:`syncverify.paths`, the value domain in
@@ -362,5 +368,6 @@ def explore(
 
 
 def brute_force(program: Program, **options) -> ExplorationResult:
-    """:func:`explore` with no pruning: every candidate execution, checked against every axiom."""
+    """:func:`explore` with no pruning: every reads-from choice, every strict partial order of each
+    location's writes as coherence, every memory order of it, checked against every axiom."""
     return explore(program, prune=False, **options)

@@ -254,6 +254,14 @@ def morally_strong(x: Execution) -> frozenset:
     return frozenset(pairs)
 
 
+@relation
+def morally_strong_writes(x: Execution) -> frozenset:
+    """``([W]; morally-strong; [W]) & loc``: the write pairs Coherence2 requires to be ordered."""
+    writes = {e.eid for e in x.events if e.is_write and not e.ghost}
+    same_loc = loc(x)
+    return frozenset(p for p in morally_strong(x) if p[0] in writes and p[1] in writes and p in same_loc)
+
+
 @functools.lru_cache(maxsize=65536)
 def _scope_key(scope: str | None, gpu: int, cta: int, init: bool, other_gpu: int, other_cta: int, other_init: bool) -> bool:
     if init or other_init or scope == "sys":
@@ -382,9 +390,8 @@ def coherence(x: Execution) -> frozenset:
 def coherence2(x: Execution) -> frozenset:
     """``(([W]; morally-strong; [W]) & loc) \\ (co | co^-1)``: morally strong writes to one location
     are coherence-ordered (one way or the other); other pairs may stay unordered."""
-    ms_writes = inter(restrict(morally_strong(x), _writes(x), _writes(x)), loc(x))
     ordered = co(x)
-    return frozenset((a, b) for a, b in ms_writes if (a, b) not in ordered and (b, a) not in ordered)
+    return frozenset((a, b) for a, b in morally_strong_writes(x) if (a, b) not in ordered and (b, a) not in ordered)
 
 
 def fence_sc(x: Execution) -> frozenset:

@@ -61,6 +61,7 @@ class LocationChoice:
     loc: str
     rf: dict[int, int]
     ordered: frozenset
+    least: frozenset  # ordered closed with (po | bar | host)+ on the writes: coherence at least
 
 
 def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program,
@@ -109,7 +110,7 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
         rf = {r.eid: w for r, w in zip(reads, picks)}
         if not prune:
             for order in strict_partial_orders(others, tick):
-                yield LocationChoice(loc, rf, order | init_first)
+                yield LocationChoice(loc, rf, order | init_first, order | init_first)
             continue
         seen: set[frozenset] = set()
         for order in _coherence_orders(skeleton, others, rf, ms, before, one_per_orientation=not spins):
@@ -121,8 +122,25 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
             if any(_last_seen(events, init + order, after.get(phase, frozenset())) != v for phase, v in spins):
                 continue  # a stuck spin is an execution only if it read the last value (spin_is_real)
             seen.add(oriented)
-            if _location_consistent(skeleton, rf, plus(oriented | static_order), reads, ms, before):
-                yield LocationChoice(loc, rf, oriented | init_first)
+            least = _closure_along(order, oriented | static_order)
+            if _location_consistent(skeleton, rf, least, reads, ms, before):
+                yield LocationChoice(loc, rf, oriented | init_first, least)
+
+
+def _closure_along(order: tuple[int, ...], pairs: frozenset) -> frozenset:
+    """``(pairs)+`` over the non-initial writes plus the initial-write pairs, for ``pairs`` that
+    ``order`` (a linear order of those writes) extends: each write's predecessors are
+    gathered in one pass along the order instead of a general transitive closure."""
+    below: dict[int, set[int]] = {}
+    for i, b in enumerate(order):
+        below[b] = set()
+        for a in order[:i]:
+            if (a, b) in pairs:
+                below[b].add(a)
+                below[b] |= below[a]
+    inits = {a for a, _b in pairs if a not in below}
+    return frozenset((a, b) for b, preds in below.items() for a in preds) | frozenset(
+        (a, b) for a, b in pairs if a in inits)
 
 
 def strict_partial_orders(items: list[int], tick: Callable[[str], None] | None = None) -> Iterator[frozenset]:
@@ -146,13 +164,15 @@ def coherence_of(x: Execution, choices: tuple[LocationChoice, ...], prune: bool)
     coherence that passes Coherence and Coherence2); None when that has a cycle. Brute force: the
     chosen orders as they are (the axioms then judge them).
     """
-    ordered = frozenset().union(*(c.ordered for c in choices))
+    least = frozenset().union(*(c.least for c in choices))
     if not prune:
-        return ordered
+        return least
     is_write = {e.eid for e in x.events if e.is_write and not e.ghost}
     same_loc = ptx.loc(x)
     causal = frozenset(p for p in ptx.causality(x) if p[0] in is_write and p[1] in is_write and p in same_loc)
-    co = plus(ordered | causal)
+    if causal <= least:
+        return least  # already closed, and acyclic (each location's order extends it)
+    co = plus(least | causal)
     if any(a == b for a, b in co):
         return None
     return co
