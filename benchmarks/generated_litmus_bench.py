@@ -1,8 +1,10 @@
 """Benchmark the explorer on generated four-thread litmus tests (issue 10, performance).
 
-    python -m benchmarks.generated_litmus_bench [--count 100] [--seed 10] [--timeout 30] [--json FILE]
+    python -m benchmarks.generated_litmus_bench [--count 100] [--seed 10] [--timeout 30]
+                                                [--instructions 1,2] [--json FILE]
 
-Each test: four threads (placed on one or two GPUs and CTAs), two or three instructions each,
+Each test: four threads (placed on one or two GPUs and CTAs), one or two instructions each (the
+shape of the classic litmus tests: IRIW, WRC, SB, MP with a fourth thread),
 drawn from weak/relaxed/acquire loads, weak/relaxed/release stores, atomics (add, exch, cas, red)
 and fences, over two locations, with racing weak stores common (every location is written by
 several threads). A seeded ``random.Random`` draws them, so the same command gives the same tests.
@@ -45,12 +47,13 @@ def _instruction(rng: random.Random, reg: str):
     return Fence(rng.choice(("sc", "acq_rel")), rng.choice(SCOPES))
 
 
-def generated(seed: int, index: int) -> Program:
-    """The ``index``-th generated four-thread test of ``seed``."""
+def generated(seed: int, index: int, instructions: tuple[int, int] = (1, 2)) -> Program:
+    """The ``index``-th generated four-thread test of ``seed``, each thread with between
+    ``instructions[0]`` and ``instructions[1]`` instructions."""
     rng = random.Random(f"{seed}:{index}")
     threads = []
     for t in range(4):
-        body = tuple(_instruction(rng, f"r{i}") for i in range(rng.randint(2, 3)))
+        body = tuple(_instruction(rng, f"r{i}") for i in range(rng.randint(*instructions)))
         threads.append(Thread(f"P{t}", rng.randint(0, 1), rng.randint(0, 1), body))
     return Program(f"gen-{seed}-{index}", tuple(threads))
 
@@ -60,11 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--instructions", default="1,2", help="fewest,most instructions per thread")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     rows = []
     for i in range(args.count):
-        program = generated(args.seed, i)
+        low, high = (int(n) for n in args.instructions.split(","))
+        program = generated(args.seed, i, (low, high))
         start = time.perf_counter()
         result = explore(program, keep=False, timeout=args.timeout)
         seconds = time.perf_counter() - start

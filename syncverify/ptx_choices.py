@@ -167,9 +167,7 @@ def coherence_of(x: Execution, choices: tuple[LocationChoice, ...], prune: bool)
     least = frozenset().union(*(c.least for c in choices))
     if not prune:
         return least
-    is_write = {e.eid for e in x.events if e.is_write and not e.ghost}
-    same_loc = ptx.loc(x)
-    causal = frozenset(p for p in ptx.causality(x) if p[0] in is_write and p[1] in is_write and p in same_loc)
+    causal = ptx.causal_writes(x)
     if causal <= least:
         return least  # already closed, and acyclic (each location's order extends it)
     co = plus(least | causal)
@@ -191,9 +189,16 @@ def memory_orders(x: Execution, co: frozenset, program: Program, skeleton: Skele
     needs = _spin_needs(skeleton, program)
     after = program.phases_after() if needs else {}
     locations = program.locations()
+    writes_of: dict[str, list[int]] = {loc: [] for loc in locations}
+    for e in events:
+        if e.is_write and not e.ghost:
+            writes_of[e.loc].append(e.eid)  # type: ignore[index]
     per_location: list[list[tuple[int, ...]]] = []
     for loc in locations:
-        writes = [e.eid for e in events if e.is_write and e.loc == loc and not e.ghost]
+        writes = writes_of[loc]
+        if len(writes) == 1:
+            per_location.append([tuple(writes)])
+            continue
         phases = sorted({phase for phase, where, _v in needs if where == loc})
         if phases:
             keyed: dict[tuple, tuple[int, ...]] = {}
