@@ -109,7 +109,7 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
             tick(f"while choosing what the reads of {loc} read from")
         rf = {r.eid: w for r, w in zip(reads, picks)}
         if not prune:
-            for order in strict_partial_orders(others, tick):
+            for order in strict_partial_orders(others, tick, must_order=ms):
                 yield LocationChoice(loc, rf, order | init_first, order | init_first)
             continue
         seen: set[frozenset] = set()
@@ -143,13 +143,17 @@ def _closure_along(order: tuple[int, ...], pairs: frozenset) -> frozenset:
         (a, b) for a, b in pairs if a in inits)
 
 
-def strict_partial_orders(items: list[int], tick: Callable[[str], None] | None = None) -> Iterator[frozenset]:
-    """Every strict partial order of ``items`` (transitive, irreflexive sets of pairs): brute force.
+def strict_partial_orders(items: list[int], tick: Callable[[str], None] | None = None,
+                          must_order: frozenset = frozenset()) -> Iterator[frozenset]:
+    """Every strict partial order of ``items`` (transitive, irreflexive sets of pairs) that orders
+    each pair of ``must_order`` one way or the other: brute force (``must_order``: the morally
+    strong pairs, which Coherence2 rejects unordered; leaving them out early only saves time).
 
-    Each unordered pair is left unordered or ordered one way or the other (3 ** pairs tries),
-    and the transitive ones are kept."""
+    Each pair is left unordered (unless it must be ordered) or ordered one way or the other, and
+    the transitive ones are kept."""
     pairs = list(itertools.combinations(items, 2))
-    for tried, ways in enumerate(itertools.product((0, 1, 2), repeat=len(pairs))):
+    ways_of = [(1, 2) if pair in must_order else (0, 1, 2) for pair in pairs]
+    for tried, ways in enumerate(itertools.product(*ways_of)):
         if tick is not None and tried % 256 == 0:
             tick("while listing the coherence orders of a location")
         chosen = frozenset((a, b) if way == 1 else (b, a) for (a, b), way in zip(pairs, ways) if way)

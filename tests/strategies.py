@@ -257,3 +257,14 @@ def listing(program: Program) -> str:
         lines.append(f"{th.name} (gpu {th.gpu}, cta {th.cta}):")
         lines.extend(f"    {show(ins)}" for ins in th.instructions)
     return "\n".join(lines)
+
+
+def observable_executions(executions) -> frozenset:
+    """What tells executions apart once coherence is a partial order: each one's reads-from,
+    final registers and final memory. The explorer builds one execution per observable
+    difference (the least coherence the axioms allow, one memory order per final value); brute
+    force builds one per partial order and linear extension, so raw counts differ."""
+    return frozenset(
+        (frozenset(e.rf.items()), frozenset(e.final_registers.items()), frozenset(e.final_memory.items()))
+        for e in executions
+    )

@@ -42,6 +42,7 @@ from tests.strategies import (
     programs_with_a_spin,
     programs_with_racing_weak_writes,
 )
+from tests.strategies import observable_executions as observable
 
 MAX_EXECUTIONS = 20_000
 TIMEOUT_S = 2.0
@@ -66,17 +67,6 @@ def explored(program: Program, *, brute: bool = False):
     result = run(program, max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S)
     budget.discard_if_hit(result.limit_hit)
     return result
-
-
-def observable(executions) -> frozenset:
-    """What tells executions apart once coherence is a partial order: each one's reads-from,
-    final registers and final memory. The explorer builds one execution per observable
-    difference (the least coherence the axioms allow, one memory order per final value); brute
-    force builds one per partial order and linear extension, so the raw counts differ."""
-    return frozenset(
-        (frozenset(e.rf.items()), frozenset(e.final_registers.items()), frozenset(e.final_memory.items()))
-        for e in executions
-    )
 
 
 def show(outcome_set) -> list:
