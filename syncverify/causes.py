@@ -413,7 +413,9 @@ def _hang_cause(names: _Names, violation) -> Cause:
     resets = [e for e in writes if _is_reset(names, e)]
     who = f"rank {info.rank}'s {info.cta.split(' of ')[0]} (thread {info.thread}, epoch {info.epoch})"
     until = step.until.source if step is not None and step.until else "?"
-    co = ptx.co(x)
+    # A racing weak reset and a signal may be unordered in coherence (a partial order); what makes
+    # the spin read the reset's value forever is that the reset is last in the memory order.
+    co = ptx.co(x) | ptx.memory_order_pairs(x.co)
     this_epoch = [e for e in signals if rules.phase_epoch(e.phase) == info.epoch]
     late = [r for r in resets if any((sig.eid, r.eid) in co for sig in this_epoch)]
     if late:

@@ -17,6 +17,7 @@ from syncverify.combos import PathSummary, is_supported, summarize, supported_co
 from syncverify.paths import Path, initial_registers, thread_paths
 from syncverify.program import Atomic, Branch, Label, Load, Program, Store
 from syncverify.symmetry import combinations
+from syncverify.values import INT32_MAX, wrap_int32
 
 
 def value_domain(
@@ -127,7 +128,7 @@ def _literal_writes(program: Program, phases: frozenset[str] | None = None,
             if literal is None:
                 literals[loc] = None
             else:
-                literals[loc].add(literal)  # type: ignore[union-attr]
+                literals[loc].add(wrap_int32(literal))  # type: ignore[union-attr]
     return {loc: (None if lits is None else (frozenset(lits), tuple(increments[loc])))
             for loc, lits in literals.items()}
 
@@ -144,8 +145,10 @@ def value_ceiling(program: Program, phases: frozenset[str] | None = None,
     ``phases``: count only the writes of threads of those phases (and the initial values only
     ``with_init``); see :func:`_literal_writes`.
     """
-    return {loc: (None if w is None else max(w[0]) + sum(w[1]))
+    tops = {loc: (None if w is None else max(w[0]) + sum(w[1]))
             for loc, w in _literal_writes(program, phases, with_init).items()}
+    # A sum past INT32_MAX wraps to negative values (syncverify.values): no upper bound then.
+    return {loc: (None if top is None or top > INT32_MAX else top) for loc, top in tops.items()}
 
 
 def value_candidates(program: Program) -> dict[str, frozenset[int]]:
@@ -171,5 +174,5 @@ def value_candidates(program: Program) -> dict[str, frozenset[int]]:
         sums = {0}
         for b in w[1]:
             sums |= {s + b for s in sums}
-        out[loc] = frozenset(lit + s for lit in w[0] for s in sums)
+        out[loc] = frozenset(wrap_int32(lit + s) for lit in w[0] for s in sums)
     return out

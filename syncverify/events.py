@@ -102,7 +102,9 @@ class Execution:
     thread_names: tuple[str, ...]
     po: frozenset  # immediate-and-transitive program order, pairs of eids
     rf: dict[int, int]  # read eid -> write eid
-    co: dict[str, tuple[int, ...]]  # loc -> write eids in coherence order (init first)
+    # loc -> write eids in *memory order*: one linear extension of coherence (init first). Its last
+    # write is the location's final value; when ``co_rel`` is None it is the coherence order itself.
+    co: dict[str, tuple[int, ...]]
     rmw: frozenset  # (read eid, write eid) of one atomic
     dep: frozenset  # addr | data | ctrl, pairs (read eid, later eid)
     fence_sc: tuple[int, ...] = ()  # a total order of the fence.sc events (restricted by ms in ptx)
@@ -111,6 +113,9 @@ class Execution:
     final_registers: dict[tuple[str, str], int] = field(default_factory=dict)
     stuck: dict[int, tuple] = field(default_factory=dict)
     roles: tuple[str, ...] = ()
+    # The ISA's coherence order as a relation (transitively closed, pairs of write eids): a partial
+    # order per location (syncverify.ptx, modeling choice 1). None: total, as listed in ``co``.
+    co_rel: frozenset | None = None
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def event(self, eid: int) -> Event:
@@ -118,7 +123,7 @@ class Execution:
 
     @property
     def final_memory(self) -> dict[str, int]:
-        """Each location's coherence-last value."""
+        """Each location's final value: the last write of its memory order (a coherence-maximal write)."""
         return {loc: self.events[order[-1]].value for loc, order in self.co.items() if order}  # type: ignore[misc]
 
     @property
@@ -132,5 +137,6 @@ class Execution:
             tuple((e.thread, e.kind, e.loc, e.value, e.sem) for e in self.events),
             tuple(sorted(self.rf.items())),
             tuple(sorted(self.co.items())),
+            tuple(sorted(self.co_rel)) if self.co_rel is not None else None,
             self.fence_sc,
         )

@@ -35,11 +35,17 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    after it never start: their threads have no events in that execution (:func:`~syncverify.barriers.not_started`).
 4. **Choices.** For each location independently, the explorer enumerates which write each read
    reads from (same value, not from its own thread's future, not hidden behind a write that
-   causally precedes the read) and the coherence order (causally ordered writes in that order),
-   and keeps only choices that pass the per-location axioms (SC-per-Location, Atomicity). Only
-   ``(po | bar | host)+`` and moral strength within the location are needed for that, so the
-   costlier relations are computed only for combinations that pass every location. The product
-   over locations, and over Fence-SC orders, is checked against the remaining axioms.
+   causally precedes the read) and how its morally strong writes are ordered (Coherence2), and
+   keeps only choices that pass the per-location axioms (SC-per-Location, Atomicity) with the
+   coherence they force at least. Only ``(po | bar | host)+`` and moral strength within the
+   location are needed for that, so the costlier relations are computed only for combinations
+   that pass every location. The choices are produced lazily (a bound stops the listing). For
+   each product over locations and each Fence-SC order, causality is computed (it does not depend
+   on coherence), and coherence is the chosen orientation closed with the causal order of the
+   writes: the least one Coherence and Coherence2 allow, since every other axiom only gets harder
+   to pass with more coherence. Writes neither orders stay unordered (the ISA's partial
+   coherence). One execution is built per distinct final value (a coherence-maximal write) and
+   per last value a stuck spin needs, and checked against the remaining axioms.
 
 Where each step lives (GenMC keeps the driver, the execution graph and each model's consistency
 checks apart): thread paths in :mod:`syncverify.paths`, the value domain in
@@ -69,7 +75,14 @@ from syncverify.domain import value_candidates, value_ceiling, value_domain
 from syncverify.events import Execution
 from syncverify.paths import Path, live_registers, thread_paths
 from syncverify.program import Program
-from syncverify.ptx_choices import fence_sc_orders, location_choices, spin_is_real
+from syncverify.ptx_choices import (
+    LocationChoice,
+    coherence_of,
+    fence_sc_orders,
+    location_choices,
+    memory_orders,
+    spin_is_real,
+)
 from syncverify.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
 from syncverify.symmetry import combinations
 
@@ -204,24 +217,78 @@ def candidate_executions(
             seen_cut.add(key)
         skeleton = build_skeleton(program, combo, lengths, stuck, instances, stopped)
         skeleton.static_cause = StaticCause(skeleton, program)
-        per_location = []
-        for loc in locations:
-            choices = location_choices(skeleton, loc, prune, program, tick=tick)
-            if not choices:
-                break
-            per_location.append(choices)
-        else:
-            skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
-            static_relations(skeleton)  # fail a location above
-            fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
-            for parts in itertools.product(*per_location):
-                rf: dict[int, int] = {}
-                co: dict[str, tuple[int, ...]] = {}
-                for loc, (loc_rf, loc_co) in zip(locations, parts):
-                    rf.update(loc_rf)
-                    co[loc] = loc_co
-                for order in fence_orders:
-                    yield skeleton, skeleton.execution(rf, co, order)
+        per_location = [Replayable(location_choices(skeleton, loc, prune, program, tick=tick)) for loc in locations]
+        if not all(choices.nonempty() for choices in per_location):
+            continue  # some location has no consistent choice: the costlier relations are never needed
+        skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
+        static_relations(skeleton)  # fail a location above
+        fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
+        for parts in lazy_product(per_location):
+            rf: dict[int, int] = {}
+            for part in parts:
+                rf.update(part.rf)
+            for order in fence_orders:
+                yield from _with_coherence(skeleton, program, rf, parts, order, prune, tick)
+
+
+def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], parts: tuple[LocationChoice, ...],
+                    fence_order: tuple[int, ...], prune: bool,
+                    tick: Callable[[str], None]) -> Iterator[tuple[Skeleton, Execution]]:
+    """The candidate executions of one reads-from and Fence-SC choice: coherence as the locations'
+    orders and causality make it (:func:`~syncverify.ptx_choices.coherence_of`), and each memory
+    order that makes a different final value or stuck spin observable."""
+    probe = skeleton.execution(rf, {}, fence_order)  # causality does not depend on coherence
+    co = coherence_of(probe, parts, prune)
+    if co is None:
+        return  # causality orders two writes against the chosen orientation: Coherence fails
+    memo = {k: v for k, v in probe._memo.items() if k not in _COHERENCE_DEPENDENT}
+    for memory in memory_orders(probe, co, program, skeleton, tick):
+        yield skeleton, skeleton.execution(rf, memory, fence_order, co_rel=co, memo=memo)
+
+
+# Relations of syncverify.ptx whose value depends on coherence: never reused across coherence choices.
+_COHERENCE_DEPENDENT = frozenset({"co", "fr"})
+
+
+class Replayable:
+    """An iterator whose items are kept as they come, so that it can be walked again (each
+    location's choices are walked once per choice of the locations before it) without listing
+    them all before the first execution is checked (a bound must be able to stop the listing)."""
+
+    def __init__(self, items: Iterator) -> None:
+        self.items = items
+        self.kept: list = []
+        self.done = False
+
+    def nonempty(self) -> bool:
+        """Whether there is at least one item (fetches at most one)."""
+        return bool(self.kept) or self._fetch()
+
+    def _fetch(self) -> bool:
+        if self.done:
+            return False
+        try:
+            self.kept.append(next(self.items))
+        except StopIteration:
+            self.done = True
+            return False
+        return True
+
+    def __iter__(self) -> Iterator:
+        i = 0
+        while i < len(self.kept) or self._fetch():
+            yield self.kept[i]
+            i += 1
+
+
+def lazy_product(factors: list[Replayable]) -> Iterator[tuple]:
+    """``itertools.product`` over :class:`Replayable` factors, without listing any factor first."""
+    if not factors:
+        yield ()
+        return
+    for head in factors[0]:
+        for rest in lazy_product(factors[1:]):
+            yield (head,) + rest
 
 
 def explore(
@@ -301,5 +368,6 @@ def explore(
 
 
 def brute_force(program: Program, **options) -> ExplorationResult:
-    """:func:`explore` with no pruning: every candidate execution, checked against every axiom."""
+    """:func:`explore` with no pruning: every reads-from choice, every strict partial order of each
+    location's writes as coherence, every memory order of it, checked against every axiom."""
     return explore(program, prune=False, **options)

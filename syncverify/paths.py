@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from syncverify.bounds import DEFAULT_MAX_STEPS, LimitHit
 from syncverify.errors import UnsupportedConstruct
+from syncverify.values import wrap_int32
 from syncverify.program import (
     Atomic,
     Barrier,
@@ -78,8 +79,9 @@ class PathState:
 
 
 def _operand_value(op: Operand, regs: dict[str, int]) -> int:
-    """An operand's value: the literal, or the register's (0 if never written)."""
-    return op if isinstance(op, int) else regs.get(op, 0)
+    """An operand's value: the literal (as a 32-bit register holds it), or the register's (0 if
+    never written)."""
+    return wrap_int32(op) if isinstance(op, int) else regs.get(op, 0)
 
 
 def _operand_taint(op: Operand, taint: dict[str, frozenset[int]]) -> frozenset[int]:
@@ -312,7 +314,7 @@ def thread_paths(
                 pc += 1
             elif isinstance(ins, RegOp):
                 a, b = value(ins.lhs, regs), value(ins.rhs, regs)
-                result = _REG_OPS[ins.op](a, b)
+                result = wrap_int32(_REG_OPS[ins.op](a, b))
                 regs = {**regs, ins.dst: result}
                 taint = {**taint, ins.dst: taint_of(ins.lhs, taint) | (taint_of(ins.rhs, taint) if ins.op != "mov" else frozenset())}
                 pc += 1
@@ -409,6 +411,8 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
     write_sem = "release" if ins.sem in ("release", "acq_rel") else "relaxed"
     operands = tuple(_operand_value(o, state.regs) for o in ins.operands)
     written = atomic_result(ins.op, v, operands, ins.unsigned)
+    if written is not None:
+        written = wrap_int32(written)  # the GPU's int32 arithmetic wraps (syncverify.values)
     events = state.events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=state.ctrl, label=text,
                                         line=line),)
     seen = state.seen
@@ -427,4 +431,4 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
 
 def initial_registers(program: Program, thread: Thread) -> dict[str, int]:
     """The registers ``thread`` starts with (the program's initial register values)."""
-    return {reg: v for (t, reg), v in program.registers.items() if t == thread.name}
+    return {reg: wrap_int32(v) for (t, reg), v in program.registers.items() if t == thread.name}

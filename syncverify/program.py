@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from syncverify.values import wrap_int32
 from syncverify.choices import one_of
 from syncverify.errors import UnsupportedConstruct
 
@@ -316,7 +317,7 @@ def evaluate(prop: Prop, registers: dict[tuple[str, str], int], memory: dict[str
 
     def value(term: Term) -> int:
         if isinstance(term, int):
-            return term
+            return wrap_int32(term)  # compared as the 32-bit value it denotes (syncverify.values)
         if isinstance(term, RegRef):
             return registers.get((term.thread, term.reg), 0)
         return memory[term.loc]
@@ -352,6 +353,11 @@ class Program:
     filter: Prop | None = None
     # Constructs accepted where the PTX ISA is stricter than the reference syntax (one line each).
     warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Memory and registers are 32-bit (syncverify.values): an initial value is held wrapped.
+        object.__setattr__(self, "init", {loc: wrap_int32(v) for loc, v in self.init.items()})
+        object.__setattr__(self, "registers", {key: wrap_int32(v) for key, v in self.registers.items()})
 
     def phases_after(self) -> dict[str, frozenset[str]]:
         """For each phase, the phases the host orders after it (``host_order`` closed transitively)."""

@@ -9,14 +9,30 @@ Base relations (from the candidate execution, :class:`syncverify.events.Executio
 ``dep`` = addr | data | ctrl, ``fence_sc`` a total order of the ``fence.sc`` events, ``bar`` the
 CTA-barrier instances. Scopes: a thread sits in a CTA, the CTA in a GPU, the GPUs in the system.
 
-Modeling choices (each one interprets or deviates from the sources; everything else is as cited):
+The reference is ``ptx-v6.0.cat`` (the ISA's model without proxies); every relation and axiom
+below is one of its ``let`` lines or axioms, under the same name. Where ``ptx-v7.5.cat`` words a
+relation differently without changing what it allows, the ISA's wording is followed and the
+docstring says so.
 
-1. *Coherence is total per location*, initial write first (herd, Dartagnan's ``ptx.cat``). The ISA
-   makes ``co`` a partial order that need only relate morally strong writes; writes it leaves
-   unordered are conflicting and not morally strong, so if they are also unordered by causality
-   they are a data race, which :func:`data_races` reports on its own.
+Modeling choices (each one interprets or deviates from the sources; everything else is as cited;
+the known-answer test that shows each one is named in brackets, under ``tests/litmus/known/``):
+
+1. *Coherence is a partial order*, as in the ISA: "There exists a partial transitive order that
+   relates overlapping write operations, determined at runtime, called the coherence order. Two
+   overlapping write operations are related in coherence order if they are morally strong or if
+   they are related in causality order" (ISA, "Coherence"), which ``ptx-v6.0.cat`` states as
+   ``let co = co+`` with the axioms Coherence and Coherence2. Racing weak writes may stay
+   unordered, and readers may then see them in different orders [coherence-weak-two-readers,
+   cowr-weak-2threads; morally strong writes stay ordered: coherence-relaxed-two-readers].
+   Interpretation: the ISA defines no final state; a location's final value is the value of a
+   coherence-*maximal* write (herd's "coherence-last", which a partial order may give several of),
+   carried by the execution's *memory order*, one linear extension of coherence
+   (:attr:`syncverify.events.Execution.co`) [coww-weak-racing-final-value]. The explorer builds
+   the least coherence the two axioms allow (:mod:`syncverify.ptx_choices`): every other axiom only
+   gets harder to pass with more coherence.
 2. *Initial writes* are strong, system-scoped, and precede every event in causality (herd's
-   convention: the initial state is established before the kernel starts).
+   convention: the initial state is established before the kernel starts)
+   [cowr-read-init-after-own-write].
 3. *CTA barriers*: the arrivals of one *phase* of a named barrier (16 per CTA; which arrivals
    form a phase: :mod:`syncverify.barriers`) synchronize with the ``bar.sync`` and ``bar.red``
    of that phase (ISA, "A bar{.cta}.sync or bar{.cta}.red or bar{.cta}.arrive operation
@@ -24,19 +40,40 @@ Modeling choices (each one interprets or deviates from the sources; everything e
    barrier"); a ``bar.arrive`` waits for nothing, so nothing synchronizes with it. Dartagnan's
    ``sync_barrier = syncbar & scta`` relates every pair of barriers with the same id in a CTA;
    we relate the arrivals of one phase only, since a phase completes before the barrier is
-   reused. ``barrier`` enters base causality beside ``sw``.
-4. *Fence-SC order* relates every pair of morally strong ``fence.sc`` (ISA, "Fence-SC order");
-   the explorer enumerates total orders of all ``fence.sc`` events and we keep the morally strong
-   pairs. ``fence.sc`` is also a ``fence.acq_rel`` (ISA, ``fence``).
-5. *Base causality* is ``(po | sw)+`` (ISA, "Base causality order", and ``ptx.cat``'s
-   ``cause-base``); causality adds ``observation ; base_causality`` (``ptx-v6.0.cat``, ``cause``).
-   Proxies (``ptx.cat`` v7.5) are out of scope: every access here is a generic-proxy access.
-6. *Volatile* accesses are relaxed at system scope (ISA, "Volatile operations").
-7. *Host order*: everything before a host-side barrier (or earlier on the same stream) happens
-   before everything after it: kernel boundaries order all memory operations of a launch before
-   the next (CUDA programming guide, stream semantics). ``host`` enters base causality.
+   reused. ``barrier`` enters base causality beside ``sw``
+   [bar-sync-same-cta, bar-arrive-sync].
+4. *Fence-SC*: "Fence-SC order is an acyclic partial order, determined at runtime, that relates
+   every pair of morally strong fence.sc operations", and the axiom FenceSC: "For a pair of
+   morally strong fence.sc operations F1 and F2, if F1 precedes F2 in causality order, then F1
+   must precede F2 in Fence-SC order" (ISA). We check ``irreflexive (sync_fence ; cause)``, which is
+   that sentence. Deliberate difference: ``ptx-v6.0.cat`` writes the axiom as
+   ``empty (([F & SC]; cause; [F & SC]) \\ sync_fence)``, which, read literally, also rejects two
+   fence.sc that are *not* morally strong (``.cta`` fences of two CTAs) whenever causality orders
+   them; the ISA constrains morally strong pairs only [fence-sc-cta-not-morally-strong-mp]. The
+   explorer enumerates total orders of the ``fence.sc`` events and keeps their morally strong pairs.
+   ``fence.sc`` is also a ``fence.acq_rel`` (ISA, ``fence``).
+5. *Base causality* is ``(po | sync | sync_fence | sync_barrier | host)+``: "X precedes Y in
+   program order, or X synchronizes with Y, or ..." (ISA, "Base causality order"), i.e.
+   ``ptx-v7.5.cat``'s ``cause-base | po``; causality adds ``observation ; base_causality`` (ISA,
+   "Causality order"). ``ptx-v6.0.cat`` leaves plain ``po`` out of ``cause-base`` and adds
+   ``observation ; po-loc`` instead; the verdicts agree, since a pair ordered by program order
+   alone is in one thread, and there the axioms that use ``cause`` reduce to SC-per-Location
+   (``po-loc``, with same-thread accesses morally strong) [sb-fence-sc-gpu, iriw-fence-sc-gpu].
+   Observation is the ISA's recursive definition ("For some atomic operation Z, W precedes Z and
+   Z precedes R in observation order"), as in ``ptx-v6.0.cat`` [mp-release-sequence-rmw].
+   Proxies (``ptx-v7.5.cat``) are out of scope: every access here is a generic-proxy access.
+6. *Volatile* accesses are relaxed at system scope (ISA, "Volatile operations")
+   [mp-membar-gl-volatile].
+7. *Host order* (beyond the ISA, which stops at one kernel): everything before a host-side barrier
+   (or earlier on the same stream) happens before everything after it: kernel boundaries order
+   all memory operations of a launch before the next (CUDA programming guide, stream semantics).
+   ``host`` enters base causality (protocol tests, ``tests/test_causes.py``).
 8. *Ghost* data accesses (``syncverify.program``, GHOST) carry no rf/co choice, so they are left
-   out of ``rf``, ``co`` and the Coherence axiom; everything else treats them as memory events.
+   out of ``rf``, ``co`` and the coherence axioms; everything else treats them as memory events.
+9. *Values are 32-bit*: every value a store writes or an atomic computes wraps to a two's
+   complement ``int32``, as the GPU's ``.s32``/``.u32``/``.b32`` arithmetic does (ISA, "Integer
+   Arithmetic Instructions": "add ... performs addition ... and writes the result", modulo 2^32);
+   a counter that overflows does not reach a target above 2^31 - 1 [atom-add-wraps-int32].
 """
 
 from __future__ import annotations
@@ -141,13 +178,24 @@ def rf(x: Execution) -> frozenset:
     return frozenset((w, r) for r, w in x.rf.items())
 
 
-@relation
-def co(x: Execution) -> frozenset:
-    """``co``: coherence order, transitive, total per location (choice 1)."""
+def memory_order_pairs(orders: dict[str, tuple[int, ...]]) -> frozenset:
+    """The pairs of each location's memory order (a total order per location)."""
     return frozenset(
-        (order[i], order[j]) for order in x.co.values()
+        (order[i], order[j]) for order in orders.values()
         for i in range(len(order)) for j in range(i + 1, len(order))
     )
+
+
+@relation
+def co(x: Execution) -> frozenset:
+    """``let co = co+``: coherence order, a partial order per location (choice 1).
+
+    ``ptx-v6.0.cat``: "Explicitly add transitivity for coherence since the co in PTX is not total".
+    An execution built with a total order only (``co_rel`` None) has that order as its coherence.
+    """
+    if x.co_rel is None:
+        return memory_order_pairs(x.co)
+    return x.co_rel  # transitively closed by construction (syncverify.ptx_choices.coherence_of): co+ = co
 
 
 @relation
@@ -209,6 +257,14 @@ def morally_strong(x: Execution) -> frozenset:
                 pairs.add((f.eid, b.eid))
                 pairs.add((b.eid, f.eid))
     return frozenset(pairs)
+
+
+@relation
+def morally_strong_writes(x: Execution) -> frozenset:
+    """``([W]; morally-strong; [W]) & loc``: the write pairs Coherence2 requires to be ordered."""
+    writes = {e.eid for e in x.events if e.is_write and not e.ghost}
+    same_loc = loc(x)
+    return frozenset(p for p in morally_strong(x) if p[0] in writes and p[1] in writes and p in same_loc)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -338,9 +394,33 @@ def _writes(x: Execution) -> Callable[[int], bool]:
     return lambda e: x.events[e].is_write and not x.events[e].ghost
 
 
+def same_location_writes(x: Execution) -> list[list[int]]:
+    """The (non-ghost) writes of each location, initial write included."""
+    by_loc: dict[str, list[int]] = {}
+    for e in x.events:
+        if e.is_write and not e.ghost:
+            by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
+    return list(by_loc.values())
+
+
+def causal_writes(x: Execution) -> frozenset:
+    """``([W]; cause; [W]) & loc``, looked up pair by pair (a location has few writes; ``cause``
+    has many pairs)."""
+    cause = causality(x)
+    return frozenset((a, b) for group in same_location_writes(x) for a in group for b in group
+                     if a != b and (a, b) in cause)
+
+
 def coherence(x: Execution) -> frozenset:
     """``([W]; cause; [W]) & loc \\ co``: causally ordered writes to one location are in co order."""
-    return inter(restrict(causality(x), _writes(x), _writes(x)), loc(x)) - co(x)
+    return causal_writes(x) - co(x)
+
+
+def coherence2(x: Execution) -> frozenset:
+    """``(([W]; morally-strong; [W]) & loc) \\ (co | co^-1)``: morally strong writes to one location
+    are coherence-ordered (one way or the other); other pairs may stay unordered."""
+    ordered = co(x)
+    return frozenset((a, b) for a, b in morally_strong_writes(x) if (a, b) not in ordered and (b, a) not in ordered)
 
 
 def fence_sc(x: Execution) -> frozenset:
@@ -372,6 +452,8 @@ def causality_axiom(x: Execution) -> frozenset:
 AXIOMS: tuple[Axiom, ...] = (
     Axiom("Coherence", "empty", coherence,
           "ISA: if a write W precedes an overlapping write W' in causality order, then W must precede W' in coherence order"),
+    Axiom("Coherence2", "empty", coherence2,
+          "ISA: coherence order ... relates every pair of morally strong overlapping writes (ptx-v6.0.cat axiom-Coherence2)"),
     Axiom("FenceSC", "irreflexive", fence_sc,
           "ISA: Fence-SC order cannot contradict causality order"),
     Axiom("Atomicity", "empty", atomicity,

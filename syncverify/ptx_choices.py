@@ -14,12 +14,13 @@ execution built from these choices is still checked against all the axioms
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from collections.abc import Callable, Iterator
 
 from syncverify import ptx
 from syncverify.events import Event, Execution
 from syncverify.program import Program
-from syncverify.relations import is_acyclic
+from syncverify.relations import is_acyclic, plus, successors
 from syncverify.skeleton import Skeleton
 
 
@@ -48,9 +49,32 @@ def spin_is_real(skeleton: Skeleton, x: Execution, program: Program) -> bool:
                for phase, loc, v in _spin_needs(skeleton, program))
 
 
+@dataclass(frozen=True)
+class LocationChoice:
+    """One location's choice: what its reads read from, and how its writes are ordered
+    (``ordered``: pairs of write eids, initial write first; the morally strong pairs when pruning).
+    Coherence is the transitive closure of ``ordered`` and the causal order of the writes, fixed
+    once the whole execution's causality is known (:func:`coherence_of`); pairs that neither
+    relates stay unordered (choice 1 of :mod:`syncverify.ptx`).
+    """
+
+    loc: str
+    rf: dict[int, int]
+    ordered: frozenset
+    least: frozenset  # ordered closed with (po | bar | host)+ on the writes: coherence at least
+
+
 def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program,
-                     tick: Callable[[str], None] | None = None) -> list[tuple[dict[int, int], tuple[int, ...]]]:
-    """Every (reads-from of this location's reads, coherence order of its writes) worth keeping.
+                     tick: Callable[[str], None] | None = None) -> Iterator[LocationChoice]:
+    """Every (reads-from of this location's reads, orientation of its morally strong write pairs)
+    worth keeping, lazily.
+
+    The axioms other than Coherence and Coherence2 only get harder to pass as coherence grows, so
+    the explorer uses the least coherence those two allow: an orientation of the morally strong
+    pairs (Coherence2) closed with causality (Coherence). Here, before causality is known, each
+    choice is checked with the part of causality every execution has (``(po | bar | host)+``):
+    what fails with less coherence fails with more. With ``prune=False`` (brute force) every
+    reads-from choice is paired with every strict partial order of the writes instead.
 
     ``tick``: called for each reads-from choice and coherence order tried (the explorer's clock:
     a location with many reads and writes can take long; it raises to stop)."""
@@ -59,6 +83,7 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
     reads = [e for e in events if e.is_read and e.loc == loc and not e.ghost]
     init = tuple(w.eid for w in writes if w.is_init)
     others = [w.eid for w in writes if not w.is_init]
+    init_first = frozenset((i, w) for i in init for w in others)
     cause = skeleton.static_cause
     # The writes that causally precede each write and each read (init writes precede everything).
     before = {e.eid: frozenset(w for w in others if (w, e.eid) in cause) if prune else frozenset()
@@ -75,44 +100,190 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
             cands = [w for w in cands if (r.eid, w) not in cause and rmw_write_of.get(r.eid) != w
                      and not any(w2 != w and (w in init or (w, w2) in cause) for w2 in before[r.eid])]
         if not cands:
-            return []
+            return
         candidates.append(cands)
     ms = frozenset(ptx.morally_strong_at([w for w in writes] + reads, skeleton.po))
-    choices = []
+    static_order = frozenset((a, w) for w in others for a in before[w]) | init_first
     for picks in itertools.product(*candidates):
         if tick is not None:
             tick(f"while choosing what the reads of {loc} read from")
         rf = {r.eid: w for r, w in zip(reads, picks)}
         if not prune:
-            choices.extend((rf, init + order) for order in itertools.permutations(others))
+            for order in strict_partial_orders(others, tick, must_order=ms):
+                yield LocationChoice(loc, rf, order | init_first, order | init_first)
             continue
-        for order in _coherence_orders(skeleton, others, rf, ms, before):
-            co_order = init + order
+        seen: set[frozenset] = set()
+        for order in _coherence_orders(skeleton, others, rf, ms, before, one_per_orientation=not spins):
             if tick is not None:
                 tick(f"while ordering the writes of {loc}")
-            if any(_last_seen(events, co_order, after.get(phase, frozenset())) != v for phase, v in spins):
+            oriented = frozenset((a, b) for i, a in enumerate(order) for b in order[i + 1:] if (a, b) in ms)
+            if oriented in seen:
+                continue  # another linear extension of an orientation already tried
+            if any(_last_seen(events, init + order, after.get(phase, frozenset())) != v for phase, v in spins):
                 continue  # a stuck spin is an execution only if it read the last value (spin_is_real)
-            if _location_consistent(skeleton, rf, co_order, reads, ms, before):
-                choices.append((rf, co_order))
-    return choices
+            seen.add(oriented)
+            least = _closure_along(order, oriented | static_order)
+            if _location_consistent(skeleton, rf, least, reads, ms, before):
+                yield LocationChoice(loc, rf, oriented | init_first, least)
+
+
+def _closure_along(order: tuple[int, ...], pairs: frozenset) -> frozenset:
+    """``(pairs)+`` over the non-initial writes plus the initial-write pairs, for ``pairs`` that
+    ``order`` (a linear order of those writes) extends: each write's predecessors are
+    gathered in one pass along the order instead of a general transitive closure."""
+    below: dict[int, set[int]] = {}
+    for i, b in enumerate(order):
+        below[b] = set()
+        for a in order[:i]:
+            if (a, b) in pairs:
+                below[b].add(a)
+                below[b] |= below[a]
+    inits = {a for a, _b in pairs if a not in below}
+    return frozenset((a, b) for b, preds in below.items() for a in preds) | frozenset(
+        (a, b) for a, b in pairs if a in inits)
+
+
+def strict_partial_orders(items: list[int], tick: Callable[[str], None] | None = None,
+                          must_order: frozenset = frozenset()) -> Iterator[frozenset]:
+    """Every strict partial order of ``items`` (transitive, irreflexive sets of pairs) that orders
+    each pair of ``must_order`` one way or the other: brute force (``must_order``: the morally
+    strong pairs, which Coherence2 rejects unordered; leaving them out early only saves time).
+
+    Each pair is left unordered (unless it must be ordered) or ordered one way or the other, and
+    the transitive ones are kept."""
+    pairs = list(itertools.combinations(items, 2))
+    ways_of = [(1, 2) if pair in must_order else (0, 1, 2) for pair in pairs]
+    for tried, ways in enumerate(itertools.product(*ways_of)):
+        if tick is not None and tried % 256 == 0:
+            tick("while listing the coherence orders of a location")
+        chosen = frozenset((a, b) if way == 1 else (b, a) for (a, b), way in zip(pairs, ways) if way)
+        if plus(chosen) == chosen:
+            yield chosen
+
+
+def coherence_of(x: Execution, choices: tuple[LocationChoice, ...], prune: bool) -> frozenset | None:
+    """The coherence order of an execution whose reads-from and Fence-SC order are chosen.
+
+    Pruned: each location's oriented pairs closed with the causal order of its writes (the least
+    coherence that passes Coherence and Coherence2); None when that has a cycle. Brute force: the
+    chosen orders as they are (the axioms then judge them).
+    """
+    least = frozenset().union(*(c.least for c in choices))
+    if not prune:
+        return least
+    causal = ptx.causal_writes(x)
+    if causal <= least:
+        return least  # already closed, and acyclic (each location's order extends it)
+    co = plus(least | causal)
+    if any(a == b for a, b in co):
+        return None
+    return co
+
+
+def memory_orders(x: Execution, co: frozenset, program: Program, skeleton: Skeleton,
+                  tick: Callable[[str], None] | None = None) -> Iterator[dict[str, tuple[int, ...]]]:
+    """Linear extensions of coherence, one per location, that differ in what they make observable.
+
+    The final value of a location is its memory order's last write (choice 1: a coherence-maximal
+    write), and a stuck spin needs the last value its launch sees (:func:`spin_is_real`); two
+    memory orders that agree on those are one execution. A location without a stuck spin needs
+    one order per distinct final value; one with a stuck spin lists its linear extensions.
+    """
+    events = x.events
+    needs = _spin_needs(skeleton, program)
+    after = program.phases_after() if needs else {}
+    locations = program.locations()
+    writes_of: dict[str, list[int]] = {loc: [] for loc in locations}
+    for e in events:
+        if e.is_write and not e.ghost:
+            writes_of[e.loc].append(e.eid)  # type: ignore[index]
+    per_location: list[list[tuple[int, ...]]] = []
+    for loc in locations:
+        writes = writes_of[loc]
+        if len(writes) == 1:
+            per_location.append([tuple(writes)])
+            continue
+        phases = sorted({phase for phase, where, _v in needs if where == loc})
+        if phases:
+            keyed: dict[tuple, tuple[int, ...]] = {}
+            for order in linear_extensions(writes, co, tick):
+                key = (events[order[-1]].value,
+                       tuple(_last_seen(events, order, after.get(p, frozenset())) for p in phases))
+                keyed.setdefault(key, order)
+            per_location.append(list(keyed.values()))
+            continue
+        maximal = [w for w in writes if not any((w, o) in co for o in writes)]
+        by_value: dict[int | None, int] = {}
+        for w in maximal:
+            by_value.setdefault(events[w].value, w)
+        per_location.append([_extension_ending_in(writes, co, last) for last in by_value.values()])
+    for orders in itertools.product(*per_location):
+        yield dict(zip(locations, orders))
+
+
+def _extension_ending_in(writes: list[int], co: frozenset, last: int) -> tuple[int, ...]:
+    """A linear extension of ``co`` over ``writes`` whose last element is ``last`` (co-maximal)."""
+    rest = [w for w in writes if w != last]
+    order: list[int] = []
+    while rest:
+        first = next(w for w in rest if not any((o, w) in co for o in rest if o != w))
+        order.append(first)
+        rest.remove(first)
+    return tuple(order) + (last,)
+
+
+def linear_extensions(writes: list[int], co: frozenset,
+                      tick: Callable[[str], None] | None = None) -> Iterator[tuple[int, ...]]:
+    """Every linear extension of ``co`` over ``writes``, built one minimal write at a time."""
+    pending = list(writes)
+    placed: list[int] = []
+
+    def extend() -> Iterator[tuple[int, ...]]:
+        if tick is not None:
+            tick("while listing memory orders")
+        if not pending:
+            yield tuple(placed)
+            return
+        for w in list(pending):
+            if any((o, w) in co for o in pending if o != w):
+                continue
+            pending.remove(w)
+            placed.append(w)
+            yield from extend()
+            placed.pop()
+            pending.append(w)
+
+    yield from extend()
 
 
 def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int], ms: frozenset,
-                      before: dict[int, frozenset]) -> Iterator[tuple[int, ...]]:
-    """Coherence orders of ``writes`` that respect program order and the atomicity of RMWs.
+                      before: dict[int, frozenset], *, one_per_orientation: bool = False) -> Iterator[tuple[int, ...]]:
+    """Linear orders of ``writes`` that respect causality and the atomicity of RMWs.
 
     Built one write at a time, so that an atomic's write is placed only after the write its read
     reads from, with no morally strong write in between (the Atomicity axiom): for chains of
     atomics this yields the one order the chain allows instead of every permutation.
     ``before``: the writes that causally precede each write (Coherence keeps them co-before).
+
+    Only the order of *dependent* pairs (morally strong, or causally ordered) matters to the
+    model; the rest stay unordered in coherence. With ``one_per_orientation``, orders that differ
+    only by swapping adjacent independent writes are one (Mazurkiewicz traces): a write is never
+    placed right after an independent write with a larger id, which keeps the lexicographically
+    least order of each orientation. Every rule below depends on dependent pairs only, so it
+    passes or fails all orders of an orientation alike, and the least one stands for them.
     """
     source_of = {w: rf.get(r) for r, w in skeleton.rmw}
     read_of = {w: r for r, w in skeleton.rmw}
     pending = set(writes)
 
+    def dependent(a: int, b: int) -> bool:
+        return (a, b) in ms or a in before[b] or b in before[a]
+
     def placeable(w: int, placed: list[int]) -> bool:
         if before[w] & pending:
             return False  # Coherence: causally ordered writes are in coherence order
+        if one_per_orientation and placed and w < placed[-1] and not dependent(placed[-1], w):
+            return False  # the same orientation as placing w first: already tried
         r = read_of.get(w)
         src = source_of.get(w)
         if r is None or src is None:
@@ -123,7 +294,7 @@ def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int],
             if src not in placed and not skeleton.events[src].is_init:
                 return False
         if src in placed or skeleton.events[src].is_init:
-            after_src = placed[placed.index(src) + 1:] if src in placed else placed
+            after_src = [m for m in placed[placed.index(src) + 1:] if dependent(src, m)] if src in placed else placed
             if any((r, m) in ms and (m, w) in ms for m in after_src):
                 return False  # Atomicity: a morally strong write between the read and the write
         return True
@@ -143,38 +314,33 @@ def _coherence_orders(skeleton: Skeleton, writes: list[int], rf: dict[int, int],
     yield from extend([])
 
 
-def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co_order: tuple[int, ...],
+def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co: frozenset,
                          reads: list[Event], ms: frozenset, before: dict[int, frozenset]) -> bool:
-    """SC-per-Location and Atomicity on one location (both only relate events of that location)."""
-    position = {w: i for i, w in enumerate(co_order)}
-    edges = set()
-    for i, a in enumerate(co_order):
-        for b in co_order[i + 1:]:
-            if (a, b) in ms:
-                edges.add((a, b))
+    """SC-per-Location, Atomicity and Causality (``fr ; (po | bar | host)+``) on one location,
+    with coherence ``co`` (a relation over its writes; more coherence only adds violations)."""
+    later = successors(co)
+    edges = {(a, b) for a, b in co if (a, b) in ms}
     for r, w in rf.items():
         if (w, r) in ms:
             edges.add((w, r))
-        for later in co_order[position[w] + 1:]:
-            if (r, later) in ms:
-                edges.add((r, later))  # fr
-    ids = set(co_order) | {r.eid for r in reads}
+        for overwriter in later.get(w, ()):
+            if (r, overwriter) in ms:
+                edges.add((r, overwriter))  # fr
+    ids = {w for pair in co for w in pair} | set(rf.values()) | {r.eid for r in reads}
     edges |= {(a, b) for a, b in skeleton.po if a in ids and b in ids}
     if not is_acyclic(edges):
         return False
     for r, w in rf.items():
         # Causality axiom (fr ; cause): a write that causally precedes the read is not
         # coherence-after the write the read reads from.
-        if any(position[other] > position[w] for other in before[r]):
+        if any((w, other) in co for other in before[r]):
             return False
     for r, w in skeleton.rmw:
         if r not in rf:
             continue
         src = rf[r]
-        if src not in position or w not in position or position[src] >= position[w]:
-            continue  # an atomic written before its source is SC-per-Location's business (above)
-        between = co_order[position[src] + 1:position[w]]
-        if any((r, m) in ms and (m, w) in ms for m in between):
+        # Atomicity: no morally strong write coherence-between an atomic's source and its write.
+        if any((r, m) in ms and (m, w) in ms and (m, w) in co for m in later.get(src, ())):
             return False
     return True
 

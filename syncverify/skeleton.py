@@ -35,12 +35,15 @@ class Skeleton:
     # (po | bar | host)+: part of causality whatever rf, co and Fence-SC turn out to be.
     static_cause: "StaticCause | frozenset" = frozenset()
 
-    def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...]) -> Execution:
+    def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...],
+                  co_rel: frozenset | None = None, memo: dict | None = None) -> Execution:
+        """The candidate execution of these events for one choice; ``memo``: relations already
+        computed for the same rf and Fence-SC order (none of which may depend on coherence)."""
         return Execution(
             events=self.events, thread_names=self.thread_names, po=self.po, rf=rf, co=co,
             rmw=self.rmw, dep=self.dep, fence_sc=fence_sc, barrier_sync=self.barrier_sync,
             final_registers=self.registers, stuck=self.stuck, roles=self.roles,
-            host_order=self.host_order, _memo=dict(self.static_memo),
+            host_order=self.host_order, co_rel=co_rel, _memo=dict(self.static_memo if memo is None else memo),
         )
 
 
@@ -107,7 +110,7 @@ def host_pairs(program: Program, events: list[Event]) -> frozenset:
 def static_relations(skeleton: Skeleton) -> None:
     """Compute once per combination the relations that rf/co/Fence-SC cannot change."""
     probe = skeleton.execution({}, {}, ())
-    for name in ("po", "loc", "po_loc", "morally_strong", "release_pattern", "acquire_pattern"):
+    for name in ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern", "acquire_pattern"):
         getattr(ptx, name)(probe)
         skeleton.static_memo[name] = probe._memo[name]
 

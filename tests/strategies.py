@@ -163,6 +163,19 @@ def programs_with_barriers(draw, *, max_barriers: int = 3, **kwargs) -> Program:
     return replace(program, threads=tuple(threads), name="random-barriers")
 
 
+@st.composite
+def programs_with_racing_weak_writes(draw, **kwargs) -> Program:
+    """A loop-free program in which two threads each start with a weak store to ``x`` (values 1
+    and 2): racing writes that coherence may leave unordered, so readers may see them in
+    different orders (ptx-v6.0.cat's partial co)."""
+    program = draw(programs(min_threads=2, **kwargs))
+    first, second = draw(st.lists(st.integers(0, len(program.threads) - 1), min_size=2, max_size=2, unique=True))
+    threads = list(program.threads)
+    for t, value in ((first, 1), (second, 2)):
+        threads[t] = replace(threads[t], instructions=(Store("x", value, "weak", None),) + threads[t].instructions)
+    return replace(program, threads=tuple(threads), name="random-racing-weak")
+
+
 # ----- transformations -----------------------------------------------------------------------
 
 _WIDER = {"cta": ("gpu", "sys"), "gpu": ("sys",), "sys": ()}
@@ -272,3 +285,14 @@ def listing(program: Program) -> str:
         lines.append(f"{th.name} (gpu {th.gpu}, cta {th.cta}):")
         lines.extend(f"    {show(ins)}" for ins in th.instructions)
     return "\n".join(lines)
+
+
+def observable_executions(executions) -> frozenset:
+    """What tells executions apart once coherence is a partial order: each one's reads-from,
+    final registers and final memory. The explorer builds one execution per observable
+    difference (the least coherence the axioms allow, one memory order per final value); brute
+    force builds one per partial order and linear extension, so raw counts differ."""
+    return frozenset(
+        (frozenset(e.rf.items()), frozenset(e.final_registers.items()), frozenset(e.final_memory.items()))
+        for e in executions
+    )

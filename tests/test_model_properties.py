@@ -41,10 +41,12 @@ from tests.strategies import (
     programs,
     programs_with_a_spin,
     programs_with_barriers,
+    programs_with_racing_weak_writes,
 )
+from tests.strategies import observable_executions as observable
 
 MAX_EXECUTIONS = 20_000
-TIMEOUT_S = 2.0
+TIMEOUT_S = 6.0  # generous: a loaded machine must not make examples hit it (tests/limits.py)
 MAX_LIMIT_HITS = 3
 MAX_ACCESSES = 7
 
@@ -81,7 +83,10 @@ def agree_including_hangs(program: Program) -> None:
         f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
         f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
     )
-    assert (len(fast.executions), len(fast.hangs)) == (len(slow.executions), len(slow.hangs))
+    # Execution counts differ legitimately under partial coherence (one memory order per final
+    # value, against every partial order): compare what can be observed.
+    assert observable(fast.executions) == observable(slow.executions)
+    assert observable(fast.hangs) == observable(slow.hangs)
 
 
 # ----- properties ------------------------------------------------------------------------------
@@ -115,8 +120,9 @@ def test_explorer_and_brute_force_agree(program):
         f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
         f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
     )
-    assert len(fast.executions) == len(slow.executions), (
-        f"{len(fast.executions)} executions from the explorer, {len(slow.executions)} from brute force"
+    assert observable(fast.executions) == observable(slow.executions), (
+        f"{len(observable(fast.executions))} observably different executions from the explorer, "
+        f"{len(observable(slow.executions))} from brute force"
     )
 
 
@@ -125,6 +131,22 @@ def test_explorer_and_brute_force_agree(program):
 @given(programs_with_barriers(max_instructions=3, max_accesses=5))
 def test_explorer_and_brute_force_agree_on_programs_with_named_barriers_including_hangs(program):
     agree_including_hangs(program)
+
+
+@few_limit_hits
+@settings(max_examples=60, deadline=None)
+@given(programs_with_racing_weak_writes(max_instructions=2, max_accesses=1))
+def test_explorer_and_brute_force_agree_when_weak_writes_race(program):
+    agree_including_hangs(program)
+
+
+@few_limit_hits
+@settings(max_examples=60, deadline=None)
+@given(programs_with_racing_weak_writes(max_instructions=3, max_accesses=MAX_ACCESSES - 2))
+def test_every_sequentially_consistent_outcome_with_racing_weak_writes_is_allowed(program):
+    result = explored(program)
+    missing = sc_outcomes(program).outcomes - outcomes(result)
+    assert not missing, f"SC outcomes the explorer forbids: {show(missing)}"
 
 
 @few_limit_hits

@@ -26,28 +26,42 @@ def litmus_command(
 
     Observations are results, not failures (as in herd7): exit 0 when every test was explored,
     2 on bad input, 3 when a bound was hit (Unknown). Each test's Ok/No validation is printed.
+    With several files, each is reported (a bad one does not stop the others) and the exit code
+    is the most severe one (bad input, then Unknown, then 0).
     """
     from syncverify.cli.paths import check_writable, write_or_warn
+    from syncverify.errors import SyncVerifyError
     from syncverify.graphs import write_graph
     from syncverify.litmus.parser import parse_litmus_file
     from syncverify.litmus.runner import run_litmus
 
     if graph is not None:
         check_writable(graph, "--graph", kind="dir")  # bad input fails before work, as below
-    programs = [parse_litmus_file(f) for f in files]  # parse all first: bad input fails before work
-    for program in programs:
-        for warning in program.warnings:  # accepted where the ISA is stricter: one line per rule
-            err.print(warning, markup=False)
-    verdicts = []
-    for program, path in zip(programs, files):
-        if not as_json and len(programs) > 1:
+    # Each file is parsed and run on its own: a bad file is reported (one line, exit 2 in the
+    # end) and the others still run; the exit code is the most severe of all files'.
+    programs, verdicts, codes, reports = [], [], [], []
+    for path in files:
+        if not as_json and len(files) > 1:
             err.print(f"running {path} ...", markup=False)
-        verdict = run_litmus(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps)
+        try:
+            program = parse_litmus_file(path)
+            for warning in program.warnings:  # accepted where the ISA is stricter: one line per rule
+                err.print(warning, markup=False)
+            verdict = run_litmus(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps)
+        except SyncVerifyError as error:
+            codes.append(exitcodes.INPUT_ERROR)
+            reports.append({"file": str(path), "error": str(error), "exit_code": exitcodes.INPUT_ERROR})
+            if not as_json:
+                err.print(f"error: {error}", markup=False)
+            continue
+        programs.append(program)
         verdicts.append(verdict)
+        codes.append(exitcodes.UNKNOWN if verdict.unknown else exitcodes.OK)
+        reports.append(dict(verdict.to_json(), file=str(path)))
         if not as_json:
             _print_text(verdict)
     if as_json:
-        out.print(json.dumps([v.to_json() for v in verdicts], indent=2), markup=False)
+        out.print(json.dumps(reports, indent=2), markup=False)
     # Graphs only once every verdict is out: a failure while drawing warns and keeps the exit code.
     for program, verdict in zip(programs, verdicts):
         witness = verdict.witness or verdict.hang_witness
@@ -56,9 +70,7 @@ def litmus_command(
             what = "satisfies the condition" if verdict.witness is not None else "hangs"
             write_or_warn(lambda: write_graph(witness, stem, title=f"{program.name}: an execution that {what}"),
                           "--graph", stem)
-    if any(v.unknown for v in verdicts):
-        return exitcodes.UNKNOWN
-    return exitcodes.OK
+    return exitcodes.worst(codes)
 
 
 def _describe_hang(hang: dict) -> str:
