@@ -109,9 +109,11 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
     tiny = o.interpret
     gemm_sms, comm_sms, recv_sms = default_programs(o, sms)
     defaults = dict(
-        m=32 if tiny else 1024, n=32 * (o.world_size if o.kernel == "all-scatter" else 1) if tiny else 1024,
+        m=(32 * (o.world_size if o.kernel == "all-gather-gemm" else 1)) if tiny else 1024,
+        n=32 * (o.world_size if o.kernel == "all-scatter" else 1) if tiny else 1024,
         k=16 * o.world_size if tiny else 1024,
-        block_m=16 if tiny else 128, block_n=16 if tiny else 128, block_k=16 if tiny else 64,
+        # all-gather-gemm's GEMM holds one row tile of every shard: W * block_m rows of accumulator
+        block_m=16 if tiny else (max(16, 128 // o.world_size) if o.kernel == "all-gather-gemm" else 128), block_n=16 if tiny else 128, block_k=16 if tiny else 64,
         gemm_sms=gemm_sms, comm_sms=comm_sms, recv_sms=recv_sms, num_warps=4 if tiny else 8,
         # Real ranks launch independently: the peer's kernel can start milliseconds late (measured
         # on nvidia-h200-x2: 16,384 polls timed out in 25 of 70,656 iterations of a safe protocol,

@@ -7,13 +7,16 @@ Per element (``syncverify.stress.inputs`` says why each test is exact):
 ``unwritten``       the output sentinel (NaN: no consumer wrote it), or 0: the consumer summed or
                     pushed workspace that no producer had written (seed 000's ``C=0.0``)
 ``stale``           the previous iteration's expected value
-``missing-ranks``   (all-reduce) ``q * U`` with ``0 < q < 2**W - 1``: the sum added exactly the
+``missing-ranks``   (all-reduce, gemm-reduce-scatter) ``q * U`` with ``0 < q < 2**W - 1``: the sum added exactly the
                     ranks in bitmask ``q``; the tile records the union of the missing ranks
 ``corrupt``         anything else (a mix of iterations, a wrong tile, a torn value)
 ==================  ============================================================================
 
 A tile's class is ``hang`` when its consumer's wait timed out (status row), else ``ok`` when no
 element is bad, else the most common bad class (ties: corrupt, stale, missing-ranks, unwritten).
+gemm-reduce-scatter's rank holds only its slice of C (the tiles it owns): its other tiles are
+``ok`` by definition. all-gather-gemm's consumer of a C tile is the copy's own GEMM program
+(status row: the tile's row tile within its shard).
 Each tile's summary row (int32, :data:`FIELDS`) keeps the counts, the missing-rank mask, the first
 bad element with its value and the expected value (float32 bits), and the hang's last seen value.
 """
@@ -65,11 +68,15 @@ def classify_kernel(
     # ----- expected values -------------------------------------------------------------------
     U = (1 << (tl.load(row_exp + rows)[:, None] + tl.load(col_exp + cols)[None, :])).to(tl.float32)
     FULL: tl.constexpr = (1 << WORLD) - 1
-    if KIND == "all-reduce":
+    if KIND == "all-reduce" or KIND == "gemm-reduce-scatter":
         scale = FULL * 1.0
+    elif KIND == "all-gather-gemm":  # the rows of rank s's shard of A carry 2**s
+        scale = (1 << (rows // (M // WORLD))).to(tl.float32)[:, None]
     else:
         scale = (1 << (cols // n_per_rank)).to(tl.float32)[None, :]
     expected = U * scale
+    if KIND == "gemm-reduce-scatter":  # a rank's C holds its own slice only: other tiles are not checked
+        got = tl.where(tl.load(ownership + t) == first_copy + copy, got, expected)
 
     # ----- per-element classes ---------------------------------------------------------------
     ok = got == expected
@@ -82,7 +89,7 @@ def classify_kernel(
     stale = (~ok) & (~unwritten) & (got == U_prev * scale)
     q = tl.where(got == got, got / U, 0.0)  # NaN (the sentinel) never decodes as a rank mask
     qi = q.to(tl.int32)
-    if KIND == "all-reduce":
+    if KIND == "all-reduce" or KIND == "gemm-reduce-scatter":
         missing = (~ok) & (~unwritten) & (~stale) & (qi.to(tl.float32) == q) & (qi > 0) & (qi < FULL)
     else:
         missing = ok & (~ok)
@@ -102,15 +109,18 @@ def classify_kernel(
     expected_bits = tl.sum(tl.where(idx == first, expected.to(tl.int32, bitcast=True), 0))
 
     # ----- the consumer's status ------------------------------------------------------------
-    if KIND == "all-reduce":
+    if KIND == "all-reduce" or KIND == "gemm-reduce-scatter":
         consumer = tl.load(ownership + t)
         consumer_tile = t
+    elif KIND == "all-gather-gemm":  # this copy's GEMM program, tile t of the shard
+        consumer = first_copy + copy
+        consumer_tile = tm % ((M // WORLD) // BLOCK_M)
     else:
         block_tiles = n_per_rank // BLOCK_N
         consumer = tn // block_tiles
         consumer_tile = tm * block_tiles + tn % block_tiles
     srow = status + (consumer * (2 * status_tiles) + consumer_tile) * 4
-    if KIND != "all-reduce":
+    if KIND == "all-scatter":
         # the block's comm program gave up (nothing pushed), or this copy's receiver did (it
         # copied nothing into ``received``): report the first that hung
         recv_row = status + ((first_copy + copy) * (2 * status_tiles) + status_tiles + consumer_tile) * 4

@@ -45,8 +45,8 @@ from syncverify.lowering import ONE, lower_step, lower_tile_load, lower_tile_sto
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
 
 SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
-#: Scenarios the Triton kernels run (``syncverify stress``, the drift test); the others are model-only so far.
-KERNEL_SCENARIOS = ("all-reduce", "all-scatter")
+#: Scenarios the Triton kernels run (``syncverify stress``, the drift test): all of them.
+KERNEL_SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
 PRODUCTIONS = ("every-rank", "owner-only")
 DISTRIBUTIONS = rules.DISTRIBUTIONS
 RESETS = rules.RESET_POLICIES
