@@ -82,7 +82,7 @@ def send_tile(A_shard, gathered, gathered_table, gathered_rank_stride, t, me, sl
         offs = (slot_rows + rows)[:, None] * WIDE + me * K + (k * BLOCK_K + rk)[None, :]
         for d in tl.static_range(WORLD):
             dst = rank_base(gathered, gathered_table, gathered_rank_stride, d, TABLE)
-            tl.store(dst + offs, a.to(dst.dtype.element_ty), cache_modifier=TILE_STORE_CACHE)
+            tl.store(dst + offs, a, cache_modifier=TILE_STORE_CACHE)  # A and gathered share the data dtype
 
 
 @jit
