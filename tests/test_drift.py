@@ -1,6 +1,7 @@
 """The model's program and the Triton kernel run the same steps (``syncverify.drift``).
 
-For every built-in protocol, every kernel scenario (``KERNEL_SCENARIOS``: all four), W = 2 and 3 and every reset policy: for each
+For every built-in protocol, every kernel scenario (``KERNEL_SCENARIOS``: all four), W = 2 and 3
+and every reset policy: for each
 (role, rank, tile, epoch), the ordered operations of the model's threads equal those the kernel
 executes in Triton's interpreter (kind, atomic op, sem, scope, lock or buffer, whose copy, whose
 block, tile, one thread or all, the values written), and every kernel poll left its loop on a

@@ -145,3 +145,12 @@ def test_sizes_that_do_not_divide_exit_2_with_one_line(args, message):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_a_consumed_signal_pad_leaves_the_other_ranks_gemm_waiting():
+    """pytorch-signal-pad in all-gather-gemm: rank 0's GEMM runs first and CASes both senders'
+    pads back to 0; rank 1's GEMM then finds no signal and times out (the model: ``hang``)."""
+    result = campaign(kernel="all-gather-gemm", protocol="pytorch-signal-pad", iterations=1)
+    assert bad(result) == {"hang": 8}
+    assert {t["rank"] for t in result.failures} == {1}
+    assert {t["hang"]["seen"] for t in result.failures} == {0}
