@@ -147,3 +147,16 @@ def test_a_tile_load_moved_before_the_wait_is_a_drift(scenario, monkeypatch):
     monkeypatch.setitem(scenarios.ROLES, scenario, tuple(roles))
     found = problems("epoch-flag", scenario, 2, None)
     assert found and f"rank 0 {consumer.name}, tile 0, epoch 0, step 1:" in found[0]
+
+
+@pytest.mark.parametrize("scenario", ["all-gather-gemm", "gemm-reduce-scatter"])
+@pytest.mark.parametrize("protocol", __import__("syncverify.protocols.registry", fromlist=["zoo_names"]).zoo_names())
+def test_the_newer_kernels_run_the_steps_of_each_zoo_protocol(protocol, scenario):
+    """before_store waits, after_load back-signals, slots and CAS signals in all-gather-gemm and
+    gemm-reduce-scatter (the zoo's own scenario is all-reduce; the steps are the same)."""
+    p = load_protocol(protocol)
+    epochs = max(EPOCHS, p.zoo.epochs)
+    ops, timed_out = drift.trace_kernel(p, scenario, 2, epochs=epochs)
+    opts = ScenarioOptions(scenario=scenario, world_size=2, symmetry=False, epochs=epochs)
+    found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
+    assert not found, f"{protocol} / {scenario}:\n" + "\n\n".join(found)
