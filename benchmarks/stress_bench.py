@@ -22,7 +22,21 @@ Sections (each one guarded: a failure is printed and the next section runs):
   failure (compilation excluded: the first launch is not timed);
 * ``long``: ``--long-iterations`` iterations of each named safe protocol, both kernels, W=2;
 * ``processes``: real ranks, one process per GPU (needs 2 GPUs): the it/s benchmark, the long
-  runs and the per-protocol table at W=2, all in one launch (:func:`section_processes`).
+  runs and the per-protocol table at W=2, all in one launch (:func:`section_processes`);
+* ``throughput``: validated iterations per second with each block of 256 iterations replayed as
+  one CUDA graph against the eager path (one host launch sequence per iteration), both kernels,
+  W=2 virtual ranks, no delays and random delays;
+* ``kernel``: device times from CUDA events around a CUDA graph of many launches: the fused
+  all-reduce kernel, cuBLAS for the same per-rank GEMMs, and one whole stress iteration (poison,
+  kernel, validation);
+* ``guided``: every built-in x both kernels x ``--worlds``: the model's verdict; for a pair it
+  calls unsafe, each guided schedule (``syncverify.stress.guided``) until its first failure or
+  ``W:seconds``, random delays under the same budget, and (``--replay-times``) the honest replay of
+  the guided first failure; for a safe pair, the positive control's schedules on the pair and on
+  its sibling (``syncverify.stress.controls``), which must fail.
+
+``table`` runs once per ``--poisons`` mode (``all``: a read of the previous iteration's tile is
+``unwritten``; ``previous``: the previous iteration's values stay, so it is ``stale``).
 
 Every campaign appends its result to ``OUT/bench.jsonl``; no new campaign starts once
 ``--budget-seconds`` have passed since :func:`main` started (it says which it skipped). Importing
@@ -83,6 +97,7 @@ def _row(args, rows, section: str, label: str, **options) -> None:
         print(f"{where}: ERROR {type(error).__name__}: {error}", flush=True)
         _log(args.out, {"type": "error", "section": section, "label": label, "options": options,
                         "error": traceback.format_exc()})
+        args.failed.append(where)
         return
     rows.append((section, label, record))
     print(f"{where}: {result.iterations} it in {result.seconds:.1f} s (+{result.compile_seconds:.1f} s "
@@ -106,7 +121,7 @@ def section_env(args, rows):
     _log(args.out, {"type": "env", "line": line})
 
 
-def _all_reduce_alone(cfg, **launch_options):
+def _all_reduce_alone(cfg, *, with_parts: bool = False, **launch_options):
     """The all-reduce kernel alone on virtual ranks, with epoch-flag (no reset needed between
     launches): a ``launch()`` to time, its status rows, and the inputs."""
     import torch
@@ -132,6 +147,8 @@ def _all_reduce_alone(cfg, **launch_options):
                           **launch_options)
         epoch[0] += 1
 
+    if with_parts:
+        return launch, status, inputs, built, heap
     return launch, status, inputs
 
 
@@ -197,12 +214,254 @@ def section_delays(args, rows):
 def section_table(args, rows):
     from syncverify.protocols import builtin_names
 
+    for poison in args.poisons:
+        for W, seconds in args.worlds:
+            for kernel in ("all-reduce", "all-scatter"):
+                for name in builtin_names():
+                    _row(args, rows, "table", f"random,poison={poison}", kernel=kernel, protocol=name, world_size=W,
+                         virtual_ranks=True, seconds=seconds, max_polls=args.max_polls, poison=poison,
+                         **_random_delays(args))
+
+
+def _needs_gpu(args, name: str) -> bool:
+    if args.dry_run:
+        print(f"{name}: skipped in a dry run (CUDA graphs and events need a GPU)", flush=True)
+    return args.dry_run
+
+
+def section_throughput(args, rows):
+    """Validated iterations per second: CUDA-graph blocks against the eager path."""
+    if _needs_gpu(args, "throughput"):
+        return
+    variants = (("graphs", dict(graphs=True)),
+                ("eager", dict(graphs=False, chunk=64)),
+                ("graphs,random-delays", dict(graphs=True, **_random_delays(args))))
+    for kernel, protocol in BENCH_PAIRS:
+        for label, variant in variants:
+            iterations = args.throughput_iterations if variant["graphs"] else args.bench_iterations
+            _row(args, rows, "throughput", label, kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
+                 m=1024, n=1024, k=1024, dtype="bf16", iterations=iterations, **variant)
+
+
+def _events_us(fn, repeats: int) -> float:
+    """Device time of ``fn()`` per repeat (CUDA events around the calls), in microseconds."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3 / repeats
+
+
+def section_kernel(args, rows):
+    """Device times: a CUDA graph of ``n`` launches timed by CUDA events (no host in between)."""
+    if _needs_gpu(args, "kernel"):
+        return
+    import torch
+
+    from syncverify.kernels.build import runtime_values_tensor
+    from syncverify.kernels.config import KernelConfig
+    from syncverify.kernels.gemm_all_reduce import launch_all_reduce
+    from syncverify.stress.campaign import campaign_options, default_programs
+
+    W, size, n = 2, 1024, 200
+    gemm, comm = default_programs(campaign_options(world_size=W, virtual_ranks=True),
+                                  torch.cuda.get_device_properties(0).multi_processor_count)[:2]
+    cfg = KernelConfig(world_size=W, m=size, n=size, k=size, gemm_sms=gemm, comm_sms=comm)
+    _fused, status, inputs, built, heap = _all_reduce_alone(cfg, with_parts=True)
+    ring = runtime_values_tensor(built, range(n), "cuda")
+    epoch = [0]
+
+    def launches():
+        for j in range(n):
+            launch_all_reduce(built, heap, inputs.A, inputs.B, status, max_polls=1 << 16, vals=ring[j])
+
+    def refill():  # epoch-flag's counters grow: the next n launches wait for the next n epochs
+        ring.copy_(runtime_values_tensor(built, range(epoch[0], epoch[0] + n), "cuda"))
+        epoch[0] += n
+
+    refill()
+    launches()  # compiles, warms up
+    torch.cuda.synchronize()
+    refill()
+    eager = _events_us(launches, n)  # host-bound: the launch path between kernels
+    graph = torch.cuda.CUDAGraph()  # captured, not run: the epochs advance only at the refills below
+    with torch.cuda.graph(graph):
+        launches()
+    times = []
+    for _ in range(5):
+        refill()
+        times.append(_events_us(graph.replay, n))
+    hang = int(status[:, :, 0].sum().item())
+    a = [inputs.A[r] for r in range(W)]
+    b = [inputs.B[r] for r in range(W)]
+    mm = torch.cuda.CUDAGraph()
+    [torch.matmul(a[r], b[r]) for r in range(W)]
+    torch.cuda.synchronize()
+    with torch.cuda.graph(mm):
+        for _ in range(n):
+            [torch.matmul(a[r], b[r]) for r in range(W)]
+    cublas = sorted(_events_us(mm.replay, n) for _ in range(5))
+    record = {"type": "kernel-time", "fused_graph_us": sorted(times), "fused_eager_events_us": eager,
+              "cublas_graph_us": cublas, "launches": n, "programs": [gemm, comm], "hang_flags": hang}
+    _log(args.out, record)
+    print(f"kernel (device, CUDA events over a graph of {n} launches): fused all-reduce epoch-flag {size}^3 bf16 W={W} "
+          f"virtual {gemm}+{comm} programs/rank: median {sorted(times)[2]:.1f} us (runs {[round(t, 1) for t in sorted(times)]}); "
+          f"the same launched eagerly, events around {n} launches: {eager:.1f} us per launch; cuBLAS for the {W} "
+          f"per-rank GEMMs in a graph: median {cublas[2]:.1f} us; hang flags {hang}", flush=True)
+
+
+def section_profile(args, rows):
+    """Where a stress block's device time goes: the profiler's kernel times over one CUDA graph
+    replay of a block (1024^3 bf16, W=2 virtual ranks, no delays), per kernel."""
+    if _needs_gpu(args, "profile"):
+        return
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from syncverify.kernels.build import build
+    from syncverify.kernels.heap import VirtualHeap
+    from syncverify.stress.campaign import _reset_policy, campaign_options, delay_config, kernel_config, load
+    from syncverify.stress.runner import Runner
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for kernel, protocol in BENCH_PAIRS:
+        o = campaign_options(sms=sms, kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
+                             m=1024, n=1024, k=1024, dtype="bf16")
+        p = load(protocol)
+        built = build(p, kernel_config(o), push=load(o.push))
+        runner = Runner(built, VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
+                        reset=_reset_policy(o, p), poison=o.poison, max_polls=o.max_polls, seed=o.seed,
+                        chunk=o.chunk, push_reset=load(o.push).reset, graphs=True)
+        runner.compile()
+        for start in (0, o.chunk, 2 * o.chunk):
+            runner.run_block(start)
+            runner.drain()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        runner._begin_block(3 * o.chunk)
+        torch.cuda.synchronize()
+        host_begin = time.perf_counter() - t0
+        replay_us = _events_us(runner.graph.replay, o.chunk)
+        runner.pending = []
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            runner.run_block(4 * o.chunk)
+            runner.drain()
+        averages = prof.key_averages()
+        key = "self_device_time_total" if hasattr(averages[0], "self_device_time_total") else "self_cuda_time_total"
+        table = averages.table(sort_by=key, row_limit=10, max_name_column_width=60)
+        print(f"profile {kernel} {protocol}: graph replay {replay_us:.1f} us of device time per iteration "
+              f"(CUDA events over one block of {o.chunk}); host work before a block {host_begin * 1e3:.1f} ms\n{table}",
+              flush=True)
+        _log(args.out, {"type": "profile", "kernel": kernel, "protocol": protocol, "replay_us_per_iteration": replay_us,
+                        "host_begin_ms": host_begin * 1e3, "table": table})
+
+
+def section_guided(args, rows):
+    """The guided table: every pair, model verdict, guided and random time to first failure."""
+    from syncverify.check import check_protocol
+    from syncverify.protocols import builtin_names
+    from syncverify.stress.controls import positive_control
+    from syncverify.stress.guided import guided_plan, run_guided
+    from syncverify.stress.replay import replay
+
     for W, seconds in args.worlds:
-        for kernel in ("all-reduce", "all-scatter"):
-            for name in builtin_names():
-                _row(args, rows, "table", "random", kernel=kernel, protocol=name, world_size=W,
-                     virtual_ranks=True, seconds=seconds, max_polls=args.max_polls,
-                     **_random_delays(args))
+        for kernel in args.kernels:
+            for name in [n for n in builtin_names() if not args.protocols or n in args.protocols]:
+                where = f"guided W={W} {kernel} {name}"
+                if time.perf_counter() - args.started > args.budget_seconds:
+                    print(f"{where}: skipped (--budget-seconds={args.budget_seconds:g} spent)", flush=True)
+                    continue
+                try:
+                    common = dict(kernel=kernel, world_size=W, virtual_ranks=True, seed=args.seed,
+                                  delay_pct=args.delay_pct, delay_max_ns=args.delay_max_ns, max_polls=args.max_polls)
+                    if args.dry_run:  # once through the interpreter: one block per run
+                        common.update(interpret=True, max_polls=8, virtual_ranks=False)
+                        seconds = 0.01
+                    model = check_protocol(name, scenario=kernel, world_size=W, timeout=120)
+                    control = None
+                    if model.safe:
+                        control = positive_control(name, kernel=kernel, world_size=W)
+                        plan = guided_plan(control.protocol, kernel=kernel, world_size=W)
+                        plan.protocol = name
+                        report = run_guided(name, plan=plan, seconds=min(seconds, args.control_seconds),
+                                            compare_random=False, **common)
+                        sibling = run_guided(control.protocol, plan=plan, seconds=min(seconds, args.control_seconds),
+                                             compare_random=False, **common)
+                        record = {"control": control.protocol.name, "control_change": control.change,
+                                  "control_rows": sibling["rows"]}
+                    else:
+                        plan = guided_plan(name, kernel=kernel, world_size=W)
+                        report = run_guided(name, plan=plan, seconds=seconds, compare_random=args.guided_random,
+                                            **common)
+                        record = {}
+                    if (args.ablation and model.safe is False
+                            and not any(r["guided_reproduced"] for r in report["rows"])):
+                        record["ablation"] = _ablation(name, plan, seconds=min(seconds, args.control_seconds),
+                                                       **common)
+                    first = next((r for r in report["guided"] if r.first_failure), None)
+                    if first is not None and args.replay_times and model.safe is False and W <= args.replay_max_world:
+                        f = first.first_failure
+                        again = replay(first.options, iteration=f["iteration"], rank=f["rank"], tile=f["tile"],
+                                       kind=f["kind"], times=1 if args.dry_run else args.replay_times)
+                        record["replay"] = again.to_dict()
+                    record.update({"type": "guided", "kernel": kernel, "protocol": name, "world_size": W,
+                                   "model_safe": model.safe, "model_violations": list(model.violations),
+                                   "plan": plan.to_dict(), "rows": report["rows"],
+                                   "guided_iterations": [r.iterations for r in report["guided"]],
+                                   "guided_seconds": [round(r.seconds, 3) for r in report["guided"]],
+                                   "compile_seconds": [r.compile_seconds for r in report["guided"]]})
+                    _log(args.out, record)
+                    rows.append(("guided", "", record))
+                    print(f"{where}: {_guided_line(record)}", flush=True)
+                except Exception as error:  # keep going: one broken pair must not hide the rest
+                    print(f"{where}: ERROR {type(error).__name__}: {error}", flush=True)
+                    _log(args.out, {"type": "error", "section": "guided", "where": where,
+                                    "error": traceback.format_exc()})
+                    args.failed.append(where)
+
+
+def _ablation(name, plan, *, seconds: float, **common) -> dict:
+    """A pair the guided schedules did not break: the same protocol with its CTA barrier taken
+    away (one instruction, ``bar.sync``), under the schedules of its own counterexamples. If that
+    fails at once, the delays reach the code and the barrier is what orders the stores on this
+    GPU (``plan``: the pair's own schedules, for the record)."""
+    from syncverify.protocols import load_protocol
+    from syncverify.stress.controls import sibling_candidates
+    from syncverify.stress.guided import run_guided
+
+    change, sibling = next(((c, p) for c, p in sibling_candidates(load_protocol(name)) if "barrier" in c),
+                           (None, None))
+    if sibling is None:
+        return {"change": None}
+    report = run_guided(sibling, seconds=seconds, compare_random=False, **common)
+    return {"change": change, "protocol": sibling.name, "rows": report["rows"], "plan": report["plan"].to_dict(),
+            "iterations": [r.iterations for r in report["guided"]], "counts": [r.counts for r in report["guided"]]}
+
+
+def _guided_line(record: dict) -> str:
+    """One compact line of a guided record."""
+    def ttf(row, prefix):
+        if not row.get(f"{prefix}_reproduced"):
+            return f"no ({row.get(f'{prefix}_iterations')} it)" if f"{prefix}_reproduced" in row else "-"
+        return f"it {row[f'{prefix}_first_failure_iteration']} {row[f'{prefix}_ttf_s']}s"
+
+    verdict = {True: "safe", False: "unsafe", None: "unknown"}[record["model_safe"]]
+    parts = [f"model {verdict}"]
+    for row in record["rows"]:
+        parts.append(f"{row['kind']}[{'realizable' if row['realizable'] else 'unforceable'}] guided {ttf(row, 'guided')} "
+                     f"random {ttf(row, 'random')}")
+    if "control_rows" in record:
+        parts.append(f"control {record['control']}: " + ", ".join(
+            f"{row['kind']} {ttf(row, 'guided')}" for row in record["control_rows"]))
+    if "replay" in record:
+        parts.append(record["replay"]["summary"])
+    if record.get("ablation", {}).get("rows"):
+        a = record["ablation"]
+        parts.append(f"ablation {a['change']}: " + ", ".join(f"{row['kind']} {ttf(row, 'guided')}" for row in a["rows"]))
+    return "; ".join(parts)
 
 
 #: (label, options) of the ``overwrite`` section: xchg-flag in the all-reduce kernel. The
@@ -335,7 +594,8 @@ def section_processes(args, rows):
 
 SECTIONS = {"env": section_env, "processes": section_processes, "bench": section_bench, "delays": section_delays,
             "overwrite": section_overwrite, "racing": section_racing, "table": section_table,
-            "long": section_long}
+            "long": section_long, "throughput": section_throughput, "kernel": section_kernel,
+            "guided": section_guided, "profile": section_profile}
 
 
 def _table(rows) -> str:
@@ -343,6 +603,9 @@ def _table(rows) -> str:
             f"{'unwr':>6} {'stale':>5} {'miss':>6} {'corr':>5} {'hang':>6} {'ttf_s':>7} {'it/s':>6}")
     lines = [head]
     for section, label, r in rows:
+        if section == "guided":
+            lines.append(f"guided W={r['world_size']} {r['kernel']:11} {r['protocol']:32} {_guided_line(r)}")
+            continue
         c = r["counts"]
         ttf = "-" if r["time_to_first_failure"] is None else f"{r['time_to_first_failure']:.3f}"
         lines.append(f"{section:9} {label:36} {r['kernel']:11} {r['protocol']:32} {r['world_size']:>1} "
@@ -381,12 +644,30 @@ def main(argv=None) -> int:
     parser.add_argument("--racing-seconds", type=float, default=1.5, help="per racing run")
     parser.add_argument("--budget-seconds", type=float, default=float("inf"),
                         help="start no campaign after this many seconds")
+    parser.add_argument("--protocols", default="", help="guided: only these built-ins (comma-separated; default all)")
+    parser.add_argument("--kernels", default="all-reduce,all-scatter", help="guided: the kernels")
+    parser.add_argument("--no-guided-random", dest="guided_random", action="store_false",
+                        help="guided: skip the random-delay run next to each schedule")
+    parser.add_argument("--no-ablation", dest="ablation", action="store_false",
+                        help="guided: skip the CTA-barrier ablation of pairs the schedules do not break")
+    parser.add_argument("--poisons", default="all", help="table: poison modes, comma-separated (all, outputs, previous)")
+    parser.add_argument("--throughput-iterations", type=int, default=20480, help="throughput: iterations per graph run")
+    parser.add_argument("--control-seconds", type=float, default=2.0, help="guided: budget of a safe pair and its control")
+    parser.add_argument("--replay-times", type=int, default=10, help="guided: replays of each first failure (0: none)")
+    parser.add_argument("--replay-max-world", type=int, default=2, help="guided: replay only at world sizes up to this")
     parser.add_argument("--dry-run", action="store_true",
                         help="run every campaign of the sections once in the CPU interpreter (check the options)")
     args = parser.parse_args(argv)
     args.started = time.perf_counter()  # --budget-seconds counts from here
     args.safe = [s for s in args.safe.split(",") if s]
     args.worlds = _worlds(args.worlds, args.seconds)
+    args.poisons = [p for p in args.poisons.split(",") if p]
+    args.protocols = [p for p in args.protocols.split(",") if p]
+    args.kernels = [k for k in args.kernels.split(",") if k]
+    args.failed = []  # sections (or guided pairs) that raised: the exit status says so
+    unknown = [name for name in args.sections.split(",") if name not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
     os.makedirs(args.out, exist_ok=True)
     rows: list = []
     for name in args.sections.split(","):
@@ -395,8 +676,12 @@ def main(argv=None) -> int:
             SECTIONS[name](args, rows)
         except Exception:
             print(f"section {name} FAILED:\n{traceback.format_exc()}", flush=True)
+            args.failed.append(f"section {name}")
         print(f"[section {name}: {time.perf_counter() - t0:.1f} s]", flush=True)
     print(_table(rows), flush=True)
+    if args.failed:
+        print(f"FAILED: {', '.join(args.failed)} (exit 1)", flush=True)
+        return 1
     return 0
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, launch_values
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values
 from syncverify.kernels.delays import (
     SITE_BEFORE_STORE,
     SITE_BEFORE_WAIT,
@@ -64,7 +64,7 @@ def stacked_rows(world_size: int, block_m: int) -> int:
 
 @jit
 def send_tile(A_shard, gathered, gathered_table, gathered_rank_stride, t, me, slot_rows, MR, K, stride_am, stride_ak,
-              delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+              delay_seed, delay_pct, delay_max_ns, delay_sites, iteration, delay_table,
               WORLD: tl.constexpr, TABLE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
               TILE_STORE_CACHE: tl.constexpr, DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr,
               INTERPRET: tl.constexpr):
@@ -76,8 +76,10 @@ def send_tile(A_shard, gathered, gathered_table, gathered_rank_stride, t, me, sl
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(A_shard + rows[:, None] * stride_am + (k * BLOCK_K + rk)[None, :] * stride_ak)
         if DELAYS:
-            ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns, delay_sites)
-            warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS)
+            ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns, delay_sites,
+                          delay_table)
+            warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS, delay_pct,
+                                    delay_table)
             a = wait_tile(a, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
         offs = (slot_rows + rows)[:, None] * WIDE + me * K + (k * BLOCK_K + rk)[None, :]
         for d in tl.static_range(WORLD):
@@ -113,8 +115,7 @@ def gathered_gemm(src, B_rank, t, pn, slot_rows, K, stride_bk, stride_bn, late,
     return acc, offs_n
 
 
-@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
-                         "iteration"])
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites"])
 def all_gather_gemm_kernel(
     # inputs: rank r's shard of A (M / W x K) and its B (K x N)
     A, B,
@@ -128,7 +129,7 @@ def all_gather_gemm_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     gathered_rank_stride, out_rank_stride, locks_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, delay_table,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ROWS: tl.constexpr,
@@ -142,6 +143,9 @@ def all_gather_gemm_kernel(
 ):
     # ----- role and rank: senders, then GEMM programs ------------------------------------------
     pid = tl.program_id(0)
+    # the delays' iteration is the launch's epoch, read from the device-side operand ring (slot 0),
+    # so a captured CUDA graph replays launches whose iteration advances (syncverify.stress.runner)
+    iteration = tl.load(vals)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
     is_sender, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
     MR = M // WORLD  # rows of one shard
@@ -165,12 +169,12 @@ def all_gather_gemm_kernel(
                     timed_out(my_status + (n_tiles + t) * 4, last, step, max_polls - budget)
             if free != 0:
                 send_tile(A + me * stride_ar, gathered, gathered_table, gathered_rank_stride, t, me, slot_rows, MR,
-                          K, stride_am, stride_ak, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+                          K, stride_am, stride_ak, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration, delay_table,
                           WORLD, TABLE, BLOCK_M, BLOCK_K, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
                 tile = lock_tile
                 if DELAYS:
                     tile = lock_tile + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
-                                                      delay_pct, delay_max_ns, delay_sites), INTERPRET)
+                                                      delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
                 run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, me, vals,
                            SIGNAL, WORLD, TABLE, INTERPRET)
     else:
@@ -188,15 +192,16 @@ def all_gather_gemm_kernel(
             tile = lock_tile
             if DELAYS:
                 tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                                  delay_pct, delay_max_ns, delay_sites), INTERPRET)
+                                                  delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
             ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
                                               me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
             if ok != 0:
                 late = 0
                 if DELAYS:
                     ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns,
-                                  delay_sites)
-                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
+                                  delay_sites, delay_table)
+                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS, delay_pct,
+                                            delay_table)
                     late = warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 # C row of stacked row r: row r % BLOCK_M of tile t of shard r // BLOCK_M (padding
                 # rows point at shard 0's and are masked off)
@@ -234,9 +239,9 @@ def meta_parameters(built: BuiltKernel) -> dict:
 
 
 def launch_all_gather_gemm(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
-                           iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
+                           max_polls: int = 1 << 20, delay_seed: int = 0,
                            delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
-                           vals=None, compile_only: bool = False):
+                           delay_table=None, vals=None, compile_only: bool = False):
     """Launch one iteration: ``heap`` holds :func:`buffers` (``gathered``, ``out``, ``locks``).
 
     ``A``/``B`` are ``[world, M/W, K]``/``[world, K, N]`` (virtual ranks) or this rank's
@@ -254,7 +259,7 @@ def launch_all_gather_gemm(built: BuiltKernel, heap, A, B, status, *, rank: int 
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         gathered.rank_stride, out.rank_stride, locks.rank_stride,
         rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
-        max(delay_max_ns, 1), delay_sites, iteration,
+        max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )

@@ -20,8 +20,9 @@ Method (``/work/.library/device/METHOD.md``; docs/bench.md):
 
 Baselines in the same run: ``torch.matmul`` alone on the same per-rank operands (one batched
 call), and the fused kernel's producers alone (``gemm_only``: the GEMM part, every SM a
-producer). cuBLAS followed by NCCL needs real ranks (one process per GPU); this module times
-virtual ranks only and says so.
+producer). cuBLAS followed by NCCL needs real ranks (one process per GPU):
+``syncverify.kernels.bench_ranks`` times those with the same :class:`Timer` and :class:`FusedRun`,
+a barrier across ranks before every replay (:attr:`Timer.sync`).
 """
 
 from __future__ import annotations
@@ -58,10 +59,20 @@ class Timer:
     launches: int = 20
     repeats: int = 10
     warmup: int = 2
+    #: Called before every warm-up body and every replay (real ranks: a barrier across ranks, so
+    #: every rank starts a replay together and none zeroes locks a peer still signals into).
+    sync: Callable[[], None] | None = None
+    #: False: replay the launches eagerly between the CUDA events instead of as a CUDA graph (for
+    #: a stack whose NCCL cannot be captured; the launches' host time may then show).
+    graphs: bool = True
 
     @property
     def interpret(self) -> bool:
         return self.device.type != "cuda"
+
+    def _sync(self) -> None:
+        if self.sync is not None:
+            self.sync()
 
     def capture(self, prologue: Callable[[], None], launch: Callable[[int], None]) -> Callable[[], object]:
         """A function that runs ``prologue(); launch(0); ...; launch(L-1)`` once and returns what
@@ -77,8 +88,17 @@ class Timer:
                 body()
                 return time.perf_counter() - start
             return host
+        self._sync()
         body()  # compile, load and warm the allocator outside the capture
         torch.cuda.synchronize(self.device)
+        if not self.graphs:
+            def eager():
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                body()
+                end.record()
+                return start, end
+            return eager
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             body()
@@ -95,10 +115,12 @@ class Timer:
         """``(median, min, max)`` seconds per launch of each replay function, timed round-robin."""
         for _ in range(0 if self.interpret else self.warmup):
             for replay in replays:
+                self._sync()
                 replay()
         marks: list[list] = [[] for _ in replays]
         for _ in range(self.repeats):
             for slot, replay in enumerate(replays):
+                self._sync()
                 marks[slot].append(replay())
         if not self.interpret:
             torch.cuda.synchronize(self.device)
@@ -124,13 +146,17 @@ def operand_shapes(case: Case, world_size: int) -> tuple[tuple[int, ...], tuple[
     return (W, case.m, case.k), (W, case.k, case.n // W)
 
 
-def input_sets(case: Case, world_size: int, device, *, generator, count: int | None = None) -> list[tuple]:
-    """``count`` random ``(A, B)`` sets; by default enough to be together at least 3x the L2 (1
-    in the interpreter). Random normal values: never zeros, which run faster than real data
-    (METHOD.md)."""
+def input_sets(case: Case, world_size: int, device, *, generator, count: int | None = None,
+               per_rank: bool = False) -> list[tuple]:
+    """``count`` random ``(A, B)`` sets of every rank's operands; by default enough to be
+    together at least 3x the L2 (1 in the interpreter), counting one rank's share when
+    ``per_rank`` (real ranks: each GPU keeps only its own, :func:`rank_slice`). Random normal
+    values: never zeros, which run faster than real data (METHOD.md). The same generator seed
+    gives the same sets on every rank."""
     a_shape, b_shape = operand_shapes(case, world_size)
     dtype = torch_dtype(case.dtype)
     size = (math.prod(a_shape) + math.prod(b_shape)) * torch.tensor([], dtype=dtype).element_size()
+    size //= world_size if per_rank else 1
     sets = 1 if device.type != "cuda" else min(MAX_SETS, max(2, math.ceil(3 * L2_BYTES / size)))
     sets = count or sets
     out = []
@@ -141,6 +167,11 @@ def input_sets(case: Case, world_size: int, device, *, generator, count: int | N
             A = A[:1].expand(a_shape).contiguous()
         out.append((A, B))
     return out
+
+
+def rank_slice(inputs: tuple, rank: int) -> tuple:
+    """One rank's ``([1, ...] A, [1, ...] B)`` of a set of every rank's operands, as its own tensors."""
+    return tuple(t[rank:rank + 1].contiguous() for t in inputs)
 
 
 def reference(case: Case, A, B) -> "torch.Tensor":
@@ -161,12 +192,21 @@ def relative_error(got, want) -> float:
 # ----- one fused build ---------------------------------------------------------------------------
 
 class FusedRun:
-    """A built fused kernel with its heap, ready to time and to validate."""
+    """A built fused kernel with its heap, ready to time and to validate.
 
-    def __init__(self, built: BuiltKernel, device) -> None:
+    Virtual ranks (default): a :class:`VirtualHeap` holding every rank. Real ranks: ``heap`` is
+    this process's ``SymmetricHeap``, ``rank`` its rank, ``device_barrier`` a barrier across
+    ranks queued on the stream (it is captured in the graph: a protocol that zeroes its locks
+    between launches does barrier, zero, barrier, as ``syncverify stress`` does) and
+    ``host_barrier`` one that also waits on the host (before a validation launch)."""
+
+    def __init__(self, built: BuiltKernel, device, *, heap=None, rank: int = 0,
+                 device_barrier: Callable[[], None] | None = None,
+                 host_barrier: Callable[[], None] | None = None) -> None:
         c = built.config
         self.built, self.config, self.device = built, c, device
-        self.heap = VirtualHeap(c.world_size, device)
+        self.rank, self.device_barrier, self.host_barrier = rank, device_barrier, host_barrier
+        self.heap = heap if heap is not None else VirtualHeap(c.world_size, device)
         data = torch_dtype(c.dtype)
         self.work = "partial" if c.kernel == "all-reduce" else "local"
         self.heap.allocate(self.work, (c.m, c.n_per_rank), data)
@@ -189,20 +229,39 @@ class FusedRun:
         self.vals = None
 
     def zero_locks(self, *, between: bool = False) -> None:
-        """Zero every lock array (``between``: only those whose policy resets between launches)."""
-        for name, policy in zip(self.lock_names, self.resets):
-            if not between or policy != "none":
-                self.heap[name].local.zero_()
+        """Zero every lock array (``between``: only those whose policy resets between launches;
+        real ranks put a barrier on either side, so no peer still signals into them or reads
+        them half-zeroed)."""
+        zeroed = [name for name, policy in zip(self.lock_names, self.resets) if not between or policy != "none"]
+        if between and zeroed and self.device_barrier is not None:
+            self.device_barrier()
+        for name in zeroed:
+            self.heap[name].local.zero_()
+        if between and zeroed and self.device_barrier is not None:
+            self.device_barrier()
 
-    def launch(self, inputs, epoch: int) -> None:
+    def launch(self, inputs, epoch: int, *, compile_only: bool = False) -> None:
         A, B = inputs
-        self.launch_fn(self.built, self.heap, A, B, self.status, epoch=epoch, iteration=epoch,
-                       max_polls=MAX_POLLS, vals=self.vals[epoch])
+        self.launch_fn(self.built, self.heap, A, B, self.status, rank=self.rank, epoch=epoch,
+                       max_polls=MAX_POLLS, vals=self.vals[epoch], compile_only=compile_only)
+
+    def compile(self, inputs) -> None:
+        """Compile (and load) the kernel without launching it: real ranks compile at their own
+        speed, and a rank whose first launch waited for a peer still compiling would time out."""
+        self.vals = runtime_values_tensor(self.built, [0], self.device)
+        self.launch(inputs, 0, compile_only=True)
 
     def capture(self, timer: Timer, sets: list) -> Callable[[], object]:
         """The timed replay: zero the locks, then ``launches`` launches on rotating input sets,
-        epochs 0, 1, ..., with the protocol's own reset between launches."""
+        epochs 0, 1, ..., with the protocol's own reset between launches. Real ranks queue a
+        barrier after the first zeroing: no rank's first launch signals into a peer's locks
+        before that peer has zeroed them."""
         ring = runtime_values_tensor(self.built, range(timer.launches), self.device)
+
+        def first() -> None:
+            self.zero_locks()
+            if self.device_barrier is not None:
+                self.device_barrier()
 
         def one(i: int) -> None:
             if i:
@@ -210,10 +269,11 @@ class FusedRun:
             self.vals = ring
             self.launch(sets[i % len(sets)], i)
 
-        return timer.capture(self.zero_locks, one)
+        return timer.capture(first, one)
 
-    def validate(self, inputs) -> str:
-        """One launch on ``inputs`` from zeroed locks; ``"ok"`` or what was wrong."""
+    def validate(self, inputs, *, everyone=None) -> str:
+        """One launch on ``inputs`` from zeroed locks; ``"ok"`` or what was wrong. Real ranks
+        pass ``everyone``, every rank's operands, to compute what this rank's C must be."""
         c = self.config
         self.vals = runtime_values_tensor(self.built, [0], self.device)
         self.zero_locks()
@@ -221,6 +281,8 @@ class FusedRun:
         for name in ("out", "received", self.work):
             if name in self.heap.buffers:
                 self.heap[name].local.fill_(math.nan)
+        if self.host_barrier is not None:  # every rank's locks zeroed before any rank launches
+            self.host_barrier()
         self.launch(inputs, 0)
         A, B = inputs
         if c.gemm_only:
@@ -228,7 +290,7 @@ class FusedRun:
             want = torch.matmul(A.float(), B.float())
         else:
             got = self.heap["out" if c.kernel == "all-reduce" else "received"].local
-            want = reference(Case(kernel=c.kernel), A, B).expand(c.world_size, -1, -1)
+            want = reference(Case(kernel=c.kernel), *(everyone or inputs)).expand(got.shape[0], -1, -1)
         timeouts = int(self.status[..., 0].sum().item())
         if timeouts:
             return f"{timeouts} waits timed out"
@@ -314,10 +376,11 @@ def load_protocols(names) -> dict:
 
 
 def run_sweep(sweep: Sweep, *, device, progress: Callable[[int, int, str], None] = lambda d, t, s: None,
-              seed: int = 0) -> tuple[Ceilings, list[Measurement]]:
-    """Measure the ceilings, then every case of ``sweep``; ``progress(done, total, label)``."""
+              seed: int = 0, graphs: bool = True) -> tuple[Ceilings, list[Measurement]]:
+    """Measure the ceilings, then every case of ``sweep``; ``progress(done, total, label)``
+    (``graphs``: :attr:`Timer.graphs`)."""
     device = torch.device(device)
-    timer = Timer(device, launches=sweep.launches, repeats=sweep.repeats)
+    timer = Timer(device, launches=sweep.launches, repeats=sweep.repeats, graphs=graphs)
     protocols = load_protocols(sweep.protocols)
     sms = 2 if timer.interpret else torch.cuda.get_device_properties(device).multi_processor_count
     # refuse every bad case before the first timing

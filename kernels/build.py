@@ -172,6 +172,20 @@ def runtime_values_tensor(built: BuiltKernel, epochs, device):
     return torch.tensor([r + (0,) * (width - len(r)) for r in rows], dtype=torch.int32).to(device)
 
 
+def delay_table_tensor(table, device):
+    """A launch's guided delay table (``syncverify.kernels.delays.TABLE_SHAPE``, int32): ``table`` if the caller prepared one, else an all-zero table (made once per
+    device; the kernels read it only when ``delay_pct < 0``)."""
+    return table if table is not None else _zero_delay_table(str(device))
+
+
+@functools.lru_cache(maxsize=8)
+def _zero_delay_table(device: str):
+    from syncverify.kernels._deps import torch
+    from syncverify.kernels.delays import TABLE_SHAPE
+
+    return torch.zeros(TABLE_SHAPE, dtype=torch.int32).to(device)
+
+
 def launch_values(built: BuiltKernel, epoch: int, vals, device):
     """One launch's run-time operands: ``vals`` if the caller prepared them, else built now."""
     return vals if vals is not None else runtime_values_tensor(built, [epoch], device)[0]

@@ -18,6 +18,12 @@ SITE_STORE_SIGNAL = tl.constexpr(2)  # whole CTA, between the tile store and the
 SITE_BEFORE_WAIT = tl.constexpr(3)  # whole CTA, before the wait
 SITE_WAIT_READ = tl.constexpr(4)  # per warp, between the wait and the tile reads
 
+# A guided schedule (``syncverify.stress.guided``) is a table the kernels read instead of drawing:
+# int32 ``TABLE_SHAPE`` = ``[sites, ranks, 4]``, one ``(ns_lo, ns_hi, warp_mask, pct)`` entry per (site,
+# rank); the launch passes ``delay_pct < 0`` to select it (one compiled kernel serves both).
+TABLE_SHAPE = (8, 64, 4)  # the host's view (syncverify.stress.delays.delay_table)
+TABLE_RANKS = tl.constexpr(TABLE_SHAPE[1])
+
 
 @jit
 def mix32(h):
@@ -40,18 +46,29 @@ def delay_hash(seed, SITE: tl.constexpr, rank, tile, iteration):
 
 
 @jit
-def delay_ns(seed, SITE: tl.constexpr, rank, tile, iteration, pct, max_ns, sites):
+def delay_ns(seed, SITE: tl.constexpr, rank, tile, iteration, pct, max_ns, sites, table):
     """Nanoseconds to sleep at a site: ``pct`` % of (rank, tile, iteration) get ``[0, max_ns)``;
-    0 when bit ``SITE`` of ``sites`` is clear (``syncverify.stress.delays.DelayConfig.site_mask``; -1: all)."""
+    0 when bit ``SITE`` of ``sites`` is clear (``syncverify.stress.delays.DelayConfig.site_mask``; -1: all).
+
+    ``pct < 0``: a guided schedule; the (site, rank) entry of ``table`` gives the percentage of
+    keys that sleep and the range ``[ns_lo, ns_hi]`` they sleep, drawn by the same hash."""
     h = delay_hash(seed, SITE, rank, tile, iteration)
-    on = ((h % 100) < pct) & (((sites >> SITE) & 1) != 0)
-    return tl.where(on, (h >> 8) % max_ns, 0).to(tl.int32)
+    entry = table + (SITE * TABLE_RANKS + rank) * 4
+    guided = pct < 0
+    lo = tl.load(entry)
+    span = tl.where(guided, tl.load(entry + 1) - lo + 1, max_ns)
+    chance = tl.where(guided, tl.load(entry + 3), pct)
+    on = ((h % 100) < chance) & (((sites >> SITE) & 1) != 0)
+    return tl.where(on, tl.where(guided, lo, 0) + (h >> 8) % tl.maximum(span, 1), 0).to(tl.int32)
 
 
 @jit
-def delay_warp_mask(seed, SITE: tl.constexpr, rank, tile, iteration, NUM_WARPS: tl.constexpr):
-    """Which warps sleep at a per-warp site (bit w = warp w); another hash of the same key."""
+def delay_warp_mask(seed, SITE: tl.constexpr, rank, tile, iteration, NUM_WARPS: tl.constexpr, pct, table):
+    """Which warps sleep at a per-warp site (bit w = warp w); another hash of the same key, or
+    the guided entry's mask (``pct < 0`` and a non-zero mask in ``table``)."""
     h = delay_hash(seed, SITE + 16, rank, tile, iteration)
+    fixed = tl.load(table + (SITE * TABLE_RANKS + rank) * 4 + 2)
+    h = tl.where((pct < 0) & (fixed != 0), fixed, h)
     return (h & ((1 << NUM_WARPS) - 1)).to(tl.int32)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, launch_values, ownership_tensor
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, ownership_tensor
 from syncverify.kernels.delays import (
     SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
@@ -41,8 +41,7 @@ from syncverify.kernels.tile import (
 )
 
 
-@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
-                         "iteration"])
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites"])
 def gemm_all_reduce_kernel(
     # inputs: rank r's K-slice of A (M x K) and B (K x N)
     A, B,
@@ -59,7 +58,7 @@ def gemm_all_reduce_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     partial_rank_stride, out_rank_stride, locks_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, delay_table,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -76,6 +75,9 @@ def gemm_all_reduce_kernel(
 ):
     # ----- role and rank ---------------------------------------------------------------------
     pid = tl.program_id(0)
+    # the delays' iteration is the launch's epoch, read from the device-side operand ring (slot 0),
+    # so a captured CUDA graph replays launches whose iteration advances (syncverify.stress.runner)
+    iteration = tl.load(vals)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
     is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -119,7 +121,7 @@ def gemm_all_reduce_kernel(
                 if free != 0:
                     store_and_signal(my_partial, acc, offs_m, offs_n, N, lock_tile, me, owner, locks, locks_table,
                                      locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
-                                     delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
+                                     delay_sites, iteration, delay_table, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
                                      NUM_WARPS, INTERPRET)
     else:
         # ----- consumer: wait, sum every rank's partial, write every rank's C --------------------
@@ -133,7 +135,7 @@ def gemm_all_reduce_kernel(
             tile = lock_tile
             if DELAYS:
                 tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                          delay_pct, delay_max_ns, delay_sites), INTERPRET)
+                                          delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
             ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
                                               me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
             if ok != 0:
@@ -143,8 +145,9 @@ def gemm_all_reduce_kernel(
                 late = 0
                 if DELAYS:
                     ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns,
-                                  delay_sites)
-                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
+                                  delay_sites, delay_table)
+                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS, delay_pct,
+                                            delay_table)
                     late = warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
                 for s in tl.static_range(WORLD):
@@ -185,9 +188,9 @@ def meta_parameters(built: BuiltKernel) -> dict:
 
 
 def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
-                      iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
+                      max_polls: int = 1 << 20, delay_seed: int = 0,
                       delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
-                      vals=None, compile_only: bool = False):
+                      delay_table=None, vals=None, compile_only: bool = False):
     """Launch one iteration: ``heap`` holds ``partial``, ``out`` and ``locks``.
 
     ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
@@ -209,7 +212,7 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         partial.rank_stride, out.rank_stride, locks.rank_stride,
         rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
-        max(delay_max_ns, 1), delay_sites, iteration,
+        max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )

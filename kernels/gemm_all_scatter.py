@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, launch_values
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values
 from syncverify.kernels.delays import (
     SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
@@ -52,8 +52,7 @@ def timed_out(row, last, step, polls):
     tl.store(row + 3, polls)
 
 
-@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
-                         "iteration"])
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites"])
 def gemm_all_scatter_kernel(
     # inputs: A (M x K, the same on every rank) and this rank's column block of B (K x N/W)
     A, B,
@@ -68,7 +67,7 @@ def gemm_all_scatter_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     local_rank_stride, out_rank_stride, received_rank_stride, locks_rank_stride, push_locks_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, delay_table,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -84,6 +83,9 @@ def gemm_all_scatter_kernel(
 ):
     # ----- role and rank: producers, then comm programs, then receivers ------------------------
     pid = tl.program_id(0)
+    # the delays' iteration is the launch's epoch, read from the device-side operand ring (slot 0),
+    # so a captured CUDA graph replays launches whose iteration advances (syncverify.stress.runner)
+    iteration = tl.load(vals)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
     is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS + RECV_SMS, RANKS)
     is_comm = index < COMM_SMS * RANKS
@@ -112,7 +114,7 @@ def gemm_all_scatter_kernel(
             if free != 0:
                 store_and_signal(my_local, acc, offs_m, offs_n, N, t, me, me, locks, locks_table,
                                  locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
-                                 delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
+                                 delay_sites, iteration, delay_table, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
                                  NUM_WARPS, INTERPRET)
     elif is_comm:
         # ----- comm: wait (pub), read the tile, push it to every rank, signal (push) ------------
@@ -125,7 +127,7 @@ def gemm_all_scatter_kernel(
             tile = t
             if DELAYS:
                 tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                          delay_pct, delay_max_ns, delay_sites), INTERPRET)
+                                          delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
             ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
                                               me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
             if ok != 0:
@@ -135,8 +137,9 @@ def gemm_all_scatter_kernel(
                 src = my_local
                 if DELAYS:
                     ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns,
-                                  delay_sites)
-                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
+                                  delay_sites, delay_table)
+                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS, delay_pct,
+                                            delay_table)
                     src = my_local + warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 c = tl.load(src + c_offs, volatile=TILE_LOAD_VOLATILE)
                 if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the load
@@ -194,9 +197,9 @@ def meta_parameters(built: BuiltKernel) -> dict:
 
 
 def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
-                       iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
+                       max_polls: int = 1 << 20, delay_seed: int = 0,
                        delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
-                       vals=None, compile_only: bool = False):
+                       delay_table=None, vals=None, compile_only: bool = False):
     """Launch one iteration: ``heap`` holds ``local``, ``out``, ``received``, ``locks`` and ``push_locks``.
 
     ``A``/``B`` are ``[world, M, K]``/``[world, K, N/W]`` (virtual ranks) or this rank's
@@ -218,7 +221,7 @@ def launch_all_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0,
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         local.rank_stride, out.rank_stride, received.rank_stride, locks.rank_stride, push_locks.rank_stride,
         rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
-        max(delay_max_ns, 1), delay_sites, iteration,
+        max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )

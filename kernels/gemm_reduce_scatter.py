@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, launch_values, ownership_tensor
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, ownership_tensor
 from syncverify.kernels.delays import SITE_BEFORE_WAIT, SITE_WAIT_READ, delay_ns, delay_warp_mask, sleep, warp_sleep_here
 from syncverify.kernels.gemm_all_scatter import timed_out
 from syncverify.kernels.steps import program_role, rank_base, role_rank, run_steps, run_wait, wrap_plan
@@ -39,8 +39,7 @@ def buffers(built: BuiltKernel) -> dict[str, tuple[tuple[int, ...], str]]:
             "locks": ((built.lock_count, c.tiles), "lock")}
 
 
-@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites",
-                         "iteration"])
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites"])
 def gemm_reduce_scatter_kernel(
     # inputs: rank r's K-slice of A (M x K) and B (K x N)
     A, B,
@@ -56,7 +55,7 @@ def gemm_reduce_scatter_kernel(
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
     inbox_rank_stride, out_rank_stride, locks_rank_stride,
     # run-time parameters
-    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, delay_table,
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -71,6 +70,9 @@ def gemm_reduce_scatter_kernel(
 ):
     # ----- role and rank ---------------------------------------------------------------------
     pid = tl.program_id(0)
+    # the delays' iteration is the launch's epoch, read from the device-side operand ring (slot 0),
+    # so a captured CUDA graph replays launches whose iteration advances (syncverify.stress.runner)
+    iteration = tl.load(vals)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
     is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -105,7 +107,7 @@ def gemm_reduce_scatter_kernel(
                 dst = rank_base(inbox, inbox_table, inbox_rank_stride, owner, TABLE) + slot * M * WIDE + me * N
                 store_and_signal(dst, acc, offs_m, offs_n, WIDE, lock_tile, me, owner, locks, locks_table,
                                  locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
-                                 delay_sites, iteration, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
+                                 delay_sites, iteration, delay_table, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
                                  NUM_WARPS, INTERPRET)
     else:
         # ----- consumer: wait, sum every block of its inbox, write its own slice of C ------------
@@ -121,7 +123,7 @@ def gemm_reduce_scatter_kernel(
             tile = lock_tile
             if DELAYS:
                 tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                                  delay_pct, delay_max_ns, delay_sites), INTERPRET)
+                                                  delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
             ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
                                               me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
             if ok != 0:
@@ -130,8 +132,9 @@ def gemm_reduce_scatter_kernel(
                 late = 0
                 if DELAYS:
                     ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns,
-                                  delay_sites)
-                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS)
+                                  delay_sites, delay_table)
+                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS, delay_pct,
+                                            delay_table)
                     late = warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
                 for b in tl.static_range(WORLD):
@@ -164,9 +167,9 @@ def meta_parameters(built: BuiltKernel) -> dict:
 
 
 def launch_reduce_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
-                          iteration: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
+                          max_polls: int = 1 << 20, delay_seed: int = 0,
                           delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
-                          vals=None, compile_only: bool = False):
+                          delay_table=None, vals=None, compile_only: bool = False):
     """Launch one iteration: ``heap`` holds :func:`buffers` (``inbox``, ``out``, ``locks``).
 
     ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
@@ -187,7 +190,7 @@ def launch_reduce_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int =
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
         inbox.rank_stride, out.rank_stride, locks.rank_stride,
         rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
-        max(delay_max_ns, 1), delay_sites, iteration,
+        max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
         num_warps=c.num_warps, num_stages=c.num_stages,
         **meta_parameters(built),
     )

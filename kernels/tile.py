@@ -121,7 +121,7 @@ def gemm_tile(a_rank, b_rank, t, num_pid_n, K, stride_am, stride_ak, stride_bk, 
 
 @jit
 def store_and_signal(dst, acc, offs_m, offs_n, N, t, me, owner, locks, locks_table, locks_rank_stride,
-                     n_tiles, vals, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+                     n_tiles, vals, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration, delay_table,
                      SIGNAL: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
                      TILE_STORE_CACHE: tl.constexpr, DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr,
                      INTERPRET: tl.constexpr):
@@ -130,13 +130,14 @@ def store_and_signal(dst, acc, offs_m, offs_n, N, t, me, owner, locks, locks_tab
     c_offs = offs_m[:, None] * N + offs_n[None, :]
     c = acc.to(dst.dtype.element_ty)
     if DELAYS:
-        ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns, delay_sites)
-        warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS)
+        ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns, delay_sites,
+                      delay_table)
+        warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS, delay_pct, delay_table)
         c = wait_tile(c, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
     tl.store(dst + c_offs, c, cache_modifier=TILE_STORE_CACHE)
     tile = t
     if DELAYS:
         tile = t + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
-                                  delay_pct, delay_max_ns, delay_sites), INTERPRET)
+                                  delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
     run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, owner, vals,
                SIGNAL, WORLD, TABLE, INTERPRET)

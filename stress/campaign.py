@@ -25,10 +25,18 @@ from syncverify import rules
 from syncverify.choices import one_of
 from syncverify.kernels.config import ORDERS, KernelConfig
 from syncverify.kernels.errors import StressConfigError
-from syncverify.stress.delays import MODES, DelayConfig, delays_at, parse_sites
+from syncverify.stress.delays import (
+    CONSUMER_SITES,
+    MODES,
+    PRODUCER_SITES,
+    DelayConfig,
+    GuidedDelay,
+    delays_at,
+    parse_sites,
+)
 
 RESETS: tuple[str, ...] = rules.RESET_POLICIES
-POISONS: tuple[str, ...] = ("all", "outputs")
+POISONS: tuple[str, ...] = ("all", "outputs", "previous")
 CLASS_NAMES: tuple[str, ...] = ("unwritten", "stale", "missing-ranks", "corrupt", "hang")
 
 
@@ -49,6 +57,7 @@ class CampaignOptions:
     delay_pct: int = 50
     delay_max_ns: int = 4000
     delay_sites: str = "all"  # "all" or comma-separated syncverify.stress.delays.SITES names
+    delay_table: tuple = ()  # delays="guided": GuidedDelay dicts (syncverify.stress.guided builds them)
     m: int | None = None
     n: int | None = None
     k: int | None = None
@@ -74,6 +83,8 @@ class CampaignOptions:
     output: str | None = None
     max_records: int = 1000
     watchdog_seconds: float | None = None
+    graphs: bool | None = None  # replay each block as a CUDA graph (None: on a GPU with virtual ranks)
+    stop_on_failure: bool = False  # end at the first block with a bad tile (time to first failure)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -98,6 +109,9 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
         one_of(f"--{name}", value, allowed, error=StressConfigError)
     if o.reset is not None:
         one_of("--reset", o.reset, RESETS, error=StressConfigError, where=f"default: from {rules.RESET_MAPPING}")
+    if o.delays == "guided" and not o.delay_table:
+        raise StressConfigError("--delays guided needs a schedule: use --guided (built from the model's "
+                                "counterexamples) or campaign option delay_table")
     if not 0 <= o.delay_pct <= 100:
         raise StressConfigError(f"--delay-pct={o.delay_pct} must be in 0..100")
     if o.delay_max_ns < 1 or o.delay_max_ns > 1_000_000:
@@ -119,7 +133,8 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
         # on nvidia-h200-x2: 16,384 polls timed out in 25 of 70,656 iterations of a safe protocol,
         # 4,194,304 in none of 100,000; docs/RESULTS.md), so their bounded waits are longer.
         max_polls=8 if tiny else (1 << 16 if (o.virtual_ranks or o.world_size == 1) else 1 << 22),
-        chunk=1 if tiny else 64,
+        # a block: the iterations between two host synchronizations (one CUDA graph replay)
+        chunk=1 if tiny else (256 if (o.virtual_ranks or o.world_size == 1) else 64),
     )
     o = _replace(o, **{k: v for k, v in defaults.items() if getattr(o, k) is None})
     if o.max_polls < 1:
@@ -152,7 +167,8 @@ def _replace(o: CampaignOptions, **changes) -> CampaignOptions:
 
 def delay_config(o: CampaignOptions) -> DelayConfig:
     """The delays a campaign draws (host and kernels alike)."""
-    return DelayConfig(o.delays, o.seed, o.delay_pct, o.delay_max_ns, parse_sites(o.delay_sites))
+    table = tuple(e if isinstance(e, GuidedDelay) else GuidedDelay(**e) for e in o.delay_table)
+    return DelayConfig(o.delays, o.seed, o.delay_pct, o.delay_max_ns, parse_sites(o.delay_sites), table)
 
 
 def kernel_config(o: CampaignOptions) -> KernelConfig:
@@ -164,7 +180,7 @@ def kernel_config(o: CampaignOptions) -> KernelConfig:
         recv_sms=o.recv_sms,
         dtype=o.dtype, distribution=o.distribution, production=o.production,
         lock_dtype=o.lock_dtype, num_warps=o.num_warps, num_stages=o.num_stages,
-        delays=o.delays == "random", virtual=virtual, table=o.table or not virtual,
+        delays=o.delays != "none", virtual=virtual, table=o.table or not virtual,
         interpret=o.interpret, order=o.order,
     )
 
@@ -190,6 +206,8 @@ class CampaignResult:
     options: dict = field(default_factory=dict)
     stopped: str | None = None  # why the run ended early ("watchdog: ..."), if it did
     compile_seconds: float = 0.0  # the first launch (compiling the kernels); not in ``seconds``
+    graphs: bool = False  # whether blocks ran as CUDA graph replays
+    graph_error: str | None = None  # why a graph capture failed (the run went on eagerly)
 
     @property
     def clean(self) -> bool:
@@ -224,7 +242,9 @@ class Recorder:
             self.file.write(json.dumps(record, sort_keys=True) + "\n")
             self.file.flush()
 
-    def add(self, tiles, bad_iterations, times: dict[int, float], done: int, elapsed: float) -> None:
+    def add(self, tiles, bad_iterations, when: Callable[[Any], float], done: int, elapsed: float) -> None:
+        """Fold one drained block in; ``when(tile)`` is the seconds from the start of the timed
+        run to the tile's validation (the device clock on a GPU)."""
         r = self.result
         r.iterations = done
         r.seconds = elapsed
@@ -234,7 +254,7 @@ class Recorder:
             record = tile.to_dict()
             if r.first_failure is None:
                 r.first_failure = self.first_failure(tile)
-                r.time_to_first_failure = round(times.get(tile.iteration, elapsed), 6)
+                r.time_to_first_failure = round(when(tile), 6)
             # A cap per class, so a rare class (one hang) is not crowded out by a common one.
             if self.kept[tile.kind] < self.options.max_records:
                 self.kept[tile.kind] += 1
@@ -248,7 +268,8 @@ class Recorder:
         o = self.options
         out = {
             "iteration": tile.iteration, "rank": tile.rank, "tile": tile.tile, "kind": tile.kind,
-            "missing_ranks": list(tile.missing_ranks), "hang": tile.hang,
+            "missing_ranks": list(tile.missing_ranks), "stale_ranks": list(tile.stale_ranks), "hang": tile.hang,
+            "consumer": tile.consumer, "consumer_tile": tile.consumer_tile,
             "expected": tile.first_bad["expected"] if tile.first_bad else None,
             "got": tile.first_bad["got"] if tile.first_bad else None,
             "element": [tile.first_bad["row"], tile.first_bad["col"]] if tile.first_bad else None,
@@ -257,8 +278,16 @@ class Recorder:
         }
         if self.delays.enabled:
             out["delays"] = delays_at(self.delays, rank=tile.consumer, tile=tile.consumer_tile,
-                                      iteration=tile.iteration, num_warps=self.num_warps)
+                                      iteration=tile.iteration, num_warps=self.num_warps, sites=CONSUMER_SITES)
+            out["producer_delays"] = {
+                str(rank): delays_at(self.delays, rank=rank, tile=tile.consumer_tile, iteration=tile.iteration,
+                                     num_warps=self.num_warps, sites=PRODUCER_SITES)
+                for rank in suspect_producers(tile, o.kernel, o.world_size)}
         return out
+
+    @property
+    def bad_iterations(self) -> int:
+        return self.result.bad_iterations
 
     def close(self) -> None:
         self._write({"type": "result", **self.result.to_dict()})
@@ -266,19 +295,34 @@ class Recorder:
             self.file.close()
 
 
+def suspect_producers(tile, kernel: str, world_size: int) -> list[int]:
+    """The ranks whose producers a bad tile points at: in the all-reduce kernel the ranks whose
+    partial was missing or stale (every rank when nothing was written); in all-scatter the
+    consumer's own rank (its comm program reads only its own producers' tiles)."""
+    if kernel != "all-reduce":
+        return [tile.consumer]
+    named = list(tile.missing_ranks) or list(tile.stale_ranks)
+    return named or list(range(world_size))
+
+
 # ----- the campaign ----------------------------------------------------------------------------
+
+def refuse_unsynchronized(protocol) -> None:
+    """Refuse ``--protocol none`` in one line: it is bench's cost baseline, not a protocol."""
+    from syncverify.kernels.build import NO_SYNC
+
+    if protocol == NO_SYNC:  # every tile would be a race, nothing to classify
+        from syncverify.kernels.errors import StressConfigError
+
+        raise StressConfigError(f"--protocol {NO_SYNC} has no synchronization (signal and wait compiled out, "
+                                "UNSAFE); it is the cost baseline of 'syncverify bench', not a protocol to stress")
+
 
 def load(protocol):
     """A protocol object from a name, a path, or a protocol object."""
     if hasattr(protocol, "signal"):
         return protocol
-    from syncverify.kernels.build import NO_SYNC
-
-    if protocol == NO_SYNC:  # bench's cost baseline: every tile would be a race, nothing to classify
-        from syncverify.kernels.errors import StressConfigError
-
-        raise StressConfigError(f"--protocol {NO_SYNC} has no synchronization (signal and wait compiled out, "
-                                "UNSAFE); it is the cost baseline of 'syncverify bench', not a protocol to stress")
+    refuse_unsynchronized(protocol)
     from syncverify.protocols import load_protocol
 
     return load_protocol(protocol)
@@ -310,7 +354,7 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     """
     protocol_object = load(options.pop("protocol", CampaignOptions.protocol))
     options["protocol"] = getattr(protocol_object, "path", None) or protocol_object.name
-    if options["protocol"] in ("<string>", "<dict>"):
+    if options["protocol"].startswith("<"):  # built in memory (a string, a dict, a positive control)
         options["protocol"] = protocol_object.name
     o = campaign_options(**options)
     config = kernel_config(o)
@@ -351,11 +395,14 @@ def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
     heap = VirtualHeap(config.world_size, device, table=config.table)
     runner = Runner(built, heap, device=device, delays=delay_config(o),
                     reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
-                    seed=o.seed, chunk=o.chunk, push_reset=push.reset)
+                    seed=o.seed, chunk=o.chunk, push_reset=push.reset,
+                    graphs=o.graphs if o.graphs is not None else not o.interpret)
     mode = "interpreter" if o.interpret else "virtual-ranks"
     result = CampaignResult(protocol.name, o.kernel, o.world_size, mode,
                             device if o.interpret else _device_name(), options=o.to_dict())
     drive(runner, o, Recorder(result, o, config.num_warps), progress)
+    result.graphs = runner.graphs and runner.graph is not None
+    result.graph_error = runner.graph_error
     return result
 
 
@@ -367,39 +414,61 @@ def _device_name() -> str:
 
 def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
           should_stop: Callable[[bool], bool] | None = None) -> None:
-    """The iteration loop: queue iterations, drain every ``chunk``, stop on count or time.
+    """The iteration loop: iteration 0 alone (it compiles the kernels: not timed), then blocks of
+    ``chunk`` iterations, each drained with one synchronization; stop on count or time.
 
+    Time to first failure is the device clock of the failing tile's validation minus iteration
+    0's (on a GPU; the host clock when the iteration was queued in the interpreter).
     ``should_stop(local_decision)`` lets a multi-process run agree on stopping (rank 0 decides).
     ``recorder`` is None on ranks other than 0.
     """
     start = time.perf_counter()
-    times: dict[int, float] = {}
-    i = 0
-    if not runner.config.interpret:
+    queued: dict[int, float] = {}
+    interpret = runner.config.interpret
+
+    def when(tile) -> float:
+        if tile.device_ns and runner.t0_ns:
+            return max(tile.device_ns - runner.t0_ns, 0) / 1e9
+        return queued.get(tile.iteration, time.perf_counter() - start)
+
+    if not interpret:
         runner.compile()
+    i = 0
     try:
         while True:
-            runner.iteration(i)
-            if i == 0 and not runner.config.interpret:  # it compiled the kernels: not timed
+            if i == 0 and not interpret:
+                n = 1
+            elif o.iterations is None:
+                n = runner.chunk - i % runner.chunk
+            else:
+                n = min(runner.chunk - i % runner.chunk, o.iterations - i)
+            queued[i] = time.perf_counter() - start
+            if n == runner.chunk and i % runner.chunk == 0:
+                runner.run_block(i)
+            else:
+                for j in range(i, i + n):
+                    queued[j] = time.perf_counter() - start
+                    runner.iteration(j)
+            i += n
+            tiles, bad = runner.drain()
+            if i == 1 and not interpret:  # it compiled the kernels: not timed
                 if recorder is not None:
                     recorder.result.compile_seconds = round(time.perf_counter() - start, 3)
                 start = time.perf_counter()
-            times[i] = time.perf_counter() - start
-            i += 1
+                queued = {0: 0.0}
+            elapsed = time.perf_counter() - start
+            if recorder is not None:
+                recorder.add(tiles, bad, when, i, elapsed)
+            queued.clear()
+            if progress is not None:
+                progress(i, o.iterations, elapsed, recorder.bad_iterations if recorder is not None else 0)
             done = o.iterations is not None and i >= o.iterations
-            if len(runner.pending) >= runner.chunk or done:
-                tiles, bad = runner.drain()
-                elapsed = time.perf_counter() - start
-                if recorder is not None:
-                    recorder.add(tiles, bad, times, i, elapsed)
-                times.clear()
-                if progress is not None:
-                    progress(i, o.iterations, elapsed)
-                stop = done or (o.seconds is not None and elapsed >= o.seconds)
-                if should_stop is not None:
-                    stop = should_stop(stop)
-                if stop:
-                    break
+            stop = done or (o.seconds is not None and elapsed >= o.seconds)
+            stop = stop or (o.stop_on_failure and recorder is not None and recorder.bad_iterations > 0)
+            if should_stop is not None:
+                stop = should_stop(stop)
+            if stop:
+                break
     finally:
         if recorder is not None:
             recorder.close()

@@ -17,6 +17,10 @@ site                who       what it exposes
 ``before-reset``    host      the racing lock reset landing late (``--reset host-racing``)
 ==================  ========  ============================================================
 
+``mode="guided"``: no draw of ranks and warps; each (site, rank) of a :class:`GuidedDelay` table
+(built from a model counterexample by ``syncverify.stress.guided``) says which warps sleep, how
+long (a range) and how often; the kernels read the same table (``syncverify.kernels.delays``).
+
 ``sites`` restricts the delays to some of these (``--delay-sites before-store,store-signal``):
 the kernels receive them as a bit mask (bit ``SITES[name]``) and skip the others' sleeps.
 """
@@ -34,7 +38,7 @@ SITES: dict[str, int] = {
 }
 PER_WARP_SITES = ("before-store", "wait-read")
 ALL_SITES: tuple[str, ...] = tuple(SITES)
-MODES = ("none", "random")
+MODES = ("none", "random", "guided")
 _MASK = 0xFFFFFFFF
 
 
@@ -67,15 +71,42 @@ def delay_hash(seed: int, site: int, rank: int, tile: int, iteration: int) -> in
 
 
 @dataclass(frozen=True)
+class GuidedDelay:
+    """One entry of a guided schedule: at ``site``, rank ``rank``'s programs sleep
+    ``[ns_lo, ns_hi]`` ns in ``pct`` % of (tile, iteration) keys; at a per-warp site only the
+    warps in ``warps`` (bit w = warp w; 0 = a hashed subset, as random delays)."""
+
+    site: str
+    rank: int
+    ns_lo: int
+    ns_hi: int
+    warps: int = 0
+    pct: int = 100
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class DelayConfig:
     """``pct`` % of (site, rank, tile, iteration) keys sleep a uniform ``[0, max_ns)``, at the
-    sites in ``sites`` only."""
+    sites in ``sites`` only; ``mode="guided"``: what ``table`` says per (site, rank) instead."""
 
     mode: str = "none"
     seed: int = 0
     pct: int = 50
     max_ns: int = 4000
     sites: tuple[str, ...] = ALL_SITES
+    table: tuple[GuidedDelay, ...] = ()
+
+    def entry(self, site: str, rank: int) -> GuidedDelay | None:
+        """The guided entry of (site, rank), if the table has one."""
+        return next((e for e in self.table if e.site == site and e.rank == rank), None)
+
+    @property
+    def kernel_pct(self) -> int:
+        """The kernels' ``delay_pct``: -1 selects the guided table, 0 disables."""
+        return -1 if self.mode == "guided" else (self.pct if self.enabled else 0)
 
     @property
     def site_mask(self) -> int:
@@ -84,7 +115,7 @@ class DelayConfig:
 
     @property
     def enabled(self) -> bool:
-        return self.mode == "random"
+        return self.mode in ("random", "guided")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -94,18 +125,36 @@ class DelayConfig:
         if not self.enabled or site not in self.sites:
             return 0
         h = delay_hash(self.seed, SITES[site], rank, tile, iteration)
+        if self.mode == "guided":
+            e = self.entry(site, rank)
+            if e is None:
+                return 0
+            return e.ns_lo + (h >> 8) % max(e.ns_hi - e.ns_lo + 1, 1) if h % 100 < e.pct else 0
         return (h >> 8) % max(self.max_ns, 1) if h % 100 < self.pct else 0
 
     def warp_mask(self, site: str, rank: int, tile: int, iteration: int, num_warps: int) -> int:
         """Which warps sleep at a per-warp site (bit w = warp w)."""
         h = delay_hash(self.seed, SITES[site] + 16, rank, tile, iteration)
+        e = self.entry(site, rank) if self.mode == "guided" else None
+        if e is not None and e.warps:
+            h = e.warps
         return h & ((1 << num_warps) - 1)
 
+    def table_rows(self) -> list[tuple[int, int, int, int, int, int]]:
+        """``(site number, rank, ns_lo, ns_hi, warps, pct)`` of every guided entry: the kernels'
+        table (``syncverify.kernels.delays.TABLE_SHAPE``)."""
+        return [(SITES[e.site], e.rank, e.ns_lo, e.ns_hi, e.warps, e.pct) for e in self.table]
 
-def delays_at(config: DelayConfig, *, rank: int, tile: int, iteration: int, num_warps: int) -> dict:
-    """Every site's delay for one (rank, tile, iteration), for a failure report."""
+
+PRODUCER_SITES = ("before-store", "store-signal")
+CONSUMER_SITES = ("before-wait", "wait-read")
+
+
+def delays_at(config: DelayConfig, *, rank: int, tile: int, iteration: int, num_warps: int,
+              sites: tuple[str, ...] = PRODUCER_SITES + CONSUMER_SITES) -> dict:
+    """Every site's delay (of ``sites``) for one (rank, tile, iteration), for a failure report."""
     out = {}
-    for site in SITES:
+    for site in sites:
         if site == "before-reset":
             continue
         entry = {"ns": config.ns(site, rank, tile, iteration)}
@@ -113,3 +162,19 @@ def delays_at(config: DelayConfig, *, rank: int, tile: int, iteration: int, num_
             entry["warps"] = config.warp_mask(site, rank, tile, iteration, num_warps)
         out[site] = entry
     return out
+
+
+def delay_table(config: DelayConfig, device):
+    """The kernels' guided table for ``config`` (int32 ``syncverify.kernels.delays.TABLE_SHAPE`` on
+    ``device``; all zero unless ``config`` is guided). Imports torch: GPU and interpreter only."""
+    from syncverify.kernels._deps import torch
+    from syncverify.kernels.delays import TABLE_SHAPE
+
+    table = torch.zeros(TABLE_SHAPE, dtype=torch.int32)
+    TABLE_RANKS = TABLE_SHAPE[1]
+    for site, rank, lo, hi, warps, pct in config.table_rows() if config.mode == "guided" else ():
+        if rank >= TABLE_RANKS:
+            raise ValueError(f"guided delay for rank {rank}: the kernels' table holds ranks 0..{TABLE_RANKS - 1}")
+        # int32 two's complement for a full 32-warp mask
+        table[site, rank] = torch.tensor([lo, hi, warps - (1 << 32) if warps >= 1 << 31 else warps, pct])
+    return table.to(device)

@@ -113,13 +113,16 @@ def scripted_worker(rank: int, world_size: int, port: int, q, script: tuple[str,
     q.put((rank, "done", None))
 
 
-def _init(rank: int, world_size: int, port: int | None):
+def _init(rank: int, world_size: int, port: int | None, backend: str = "nccl"):
     import torch
     import torch.distributed as dist
 
     os.environ.update(MULTICAST_OFF)
     if port is not None:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if backend == "gloo":  # CPU tensors: the launch path of bench's baselines, checked without GPUs
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+        return torch, dist, "cpu"
     local = int(os.environ.get("LOCAL_RANK", rank))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", rank=rank, world_size=world_size,
@@ -157,9 +160,9 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
                                     torch.cuda.get_device_name(device), options=o.to_dict())
             recorder = Recorder(result, o, config.num_warps) if rank == 0 else None
 
-            def progress(done, total, seconds, index=index):
+            def progress(done, total, seconds, bad=0, index=index):
                 if q is not None:
-                    q.put((rank, "progress", (index, done, total, seconds)))
+                    q.put((rank, "progress", (index, done, total, seconds, bad)))
 
             drive(runner, o, recorder, progress, should_stop=should_stop)
             if rank == 0:

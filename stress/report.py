@@ -5,8 +5,8 @@ from __future__ import annotations
 from syncverify.stress.campaign import CLASS_NAMES, CampaignResult
 
 
-def summary_rows(result: CampaignResult) -> list[tuple[str, str]]:
-    """``(label, value)`` rows of the result table."""
+def summary_rows(result: CampaignResult, *, model: str | None = None) -> list[tuple[str, str]]:
+    """``(label, value)`` rows of the result table (``model``: the model's verdict in words)."""
     r = result
     rows = [
         ("protocol", r.protocol),
@@ -20,7 +20,12 @@ def summary_rows(result: CampaignResult) -> list[tuple[str, str]]:
     rows.append(("time to first failure", ttf))
     if r.stopped:
         rows.append(("stopped", r.stopped))
-    rows.append(("verdict", "clean" if r.clean else "FAILURES FOUND"))
+    verdict = "clean" if r.clean else "FAILURES FOUND"
+    if r.mode == "interpreter":
+        verdict += " (interpreter: sequential, no weak-memory behaviour)"
+    rows.append(("verdict", verdict))
+    if model is not None:
+        rows.append(("model verdict", model))
     return rows
 
 
@@ -39,16 +44,42 @@ def first_failure_lines(result: CampaignResult, *, replay: str | None = None) ->
         lines.append(f"  the sum is missing the partials of rank(s) {f['missing_ranks']}")
     if f.get("element") is not None:
         lines.append(f"  element {tuple(f['element'])}: expected {f['expected']:g}, seen {f['got']:g}")
+    if f.get("stale_ranks"):
+        lines.append(f"  the sum holds the previous iteration's partials of rank(s) {f['stale_ranks']}")
     if f.get("delays"):
         busy = {site: d for site, d in f["delays"].items() if d["ns"]}
-        lines.append(f"  delays at its consumer: {busy if busy else 'none'}")
+        lines.append(f"  delays at its consumer (rank {f.get('consumer', f['rank'])}): {busy if busy else 'none'}")
+    for rank, delays in (f.get("producer_delays") or {}).items():
+        busy = {site: d for site, d in delays.items() if d["ns"]}
+        lines.append(f"  delays at rank {rank}'s producer of the tile: {busy if busy else 'none'}")
     lines.append(f"replay: {replay}" if replay else f"  replay: {f['replay']} (same options)")
+    lines.append(f"  replay honestly: add --replay {f['iteration']} --replay-rank {f['rank']} --replay-tile "
+                 f"{f['tile']} --replay-kind {f['kind']} (runs it 10 times and prints reproduced k/10: the "
+                 "hardware's timing does not come back with the delays)")
     return lines
 
 
-def render_text(result: CampaignResult) -> str:
+def interpreter_lines(result: CampaignResult, model) -> list[str]:
+    """What an interpreted run can and cannot show, every time, beside the model's verdict
+    (``model``: a ``CheckResult``)."""
+    from syncverify.stress.cli import INTERPRETER_NOTE
+
+    lines = [INTERPRETER_NOTE]
+    if model.safe is False and result.clean:
+        lines.append("the model finds violations (" + ", ".join(model.violations) + "): trust the model here; run on "
+                     "a GPU (or --guided there) to look for them on the hardware")
+    if (result.options.get("order") == "consumers-first" and result.counts.get("hang", 0)
+            and "hang" not in model.violations):
+        lines.append(f"the {result.counts['hang']} hang tiles are an artifact of --order consumers-first: every "
+                     "consumer ran, and timed out, before any producer started (the interpreter runs programs one "
+                     "at a time); on a GPU they run together. Not a failure of the protocol, which the model finds "
+                     "no hang in")
+    return lines
+
+
+def render_text(result: CampaignResult, *, model: str | None = None) -> str:
     """The whole report as plain text."""
-    rows = summary_rows(result)
+    rows = summary_rows(result, model=model)
     width = max(len(label) for label, _ in rows)
     out = [f"{label:<{width}}  {value}" for label, value in rows]
     out += first_failure_lines(result)

@@ -68,6 +68,8 @@ _EXPORTS = {
     "run_litmus": "syncverify.litmus.runner",
     # stress on the GPU (or the Triton interpreter)
     "run_campaign": "syncverify.stress.campaign",
+    "guided_plan": "syncverify.stress.guided", "run_guided": "syncverify.stress.guided",
+    "positive_control": "syncverify.stress.controls", "replay": "syncverify.stress.replay",
 }
 
 
@@ -105,6 +107,10 @@ __all__ = [
     "parse_litmus_file",
     "parse_protocol",
     "protocol_from_dict",
+    "guided_plan",
+    "positive_control",
+    "replay",
     "run_campaign",
+    "run_guided",
     "run_litmus",
 ]

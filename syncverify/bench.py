@@ -13,7 +13,11 @@ plain Python on numbers (no torch, no triton), so CI tests it on synthetic timin
 * **outputs**: CSV (:func:`to_csv`), markdown (:func:`to_markdown`), a roofline PNG
   (:func:`draw_roofline`: intensity against achieved TFLOPS with the measured ceilings);
 * the **gate** (:func:`check_rows`): a row under ``tolerance x`` its recorded TFLOPS is a
-  regression (exit 1); a baseline recorded on another machine kind is bad input (exit 2).
+  regression (exit 1); a baseline recorded on another machine kind is bad input (exit 2);
+* **real ranks** (one process per GPU, ``syncverify.kernels.bench_ranks``): every rank times the
+  same things; :func:`combine_ranks` keeps the slowest rank's time of each, the rows gain the
+  same case's cuBLAS + NCCL time and the fused kernel's speedup against it
+  (:func:`speedup_lines` against the issue's 1.1x target, :func:`check_speedup` as a gate).
 
 The ``none`` protocol (``syncverify.kernels.build.NO_SYNC``) has no synchronization at all: its
 rows are marked unsafe in every output and exist only as the cost baseline.
@@ -33,6 +37,10 @@ from syncverify.errors import SyncVerifyError
 
 NO_SYNC = "none"  # syncverify.kernels.build.NO_SYNC (that module needs no GPU either; kept equal by a test)
 UNSAFE_NOTE = "UNSAFE: no synchronization, output not validated; cost baseline only"
+#: How the ranks ran: every rank's programs in one launch on one GPU, or one process per GPU.
+VIRTUAL, PROCESSES = "virtual", "processes"
+#: The issue's target on two GPUs: the fused kernel at least 1.1x as fast as cuBLAS + NCCL.
+SPEEDUP_TARGET = 1.1
 BASELINE_FORMAT = "syncverify-bench-baseline/1"
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2}
 KERNELS = ("all-reduce", "all-scatter")
@@ -124,6 +132,7 @@ class Case:
                             block_m=self.block[0], block_n=self.block[1], block_k=self.block[2],
                             gemm_sms=gemm, comm_sms=comm, recv_sms=recv, dtype=self.dtype,
                             num_warps=self.warps, num_stages=self.stages, virtual=virtual,
+                            table=not virtual,  # real ranks reach each other through address tables
                             interpret=interpret, loads=self.loads, group_m=self.group_m,
                             gemm_only=gemm_only)
 
@@ -308,6 +317,7 @@ class Measurement:
     protocol: str = ""
     spread: tuple[float, float] = (0.0, 0.0)
     validated: str = ""  # "ok", "not validated (none)", or what was wrong
+    per_rank: tuple[float, ...] = ()  # real ranks: each rank's own median, rank order
 
 
 @dataclass(frozen=True)
@@ -325,13 +335,20 @@ def tflops(flops: float, seconds: float) -> float:
     return flops / seconds / 1e12
 
 
-def report_rows(measurements: list[Measurement], ceilings: Ceilings, *, world_size: int) -> list[dict]:
+def report_rows(measurements: list[Measurement], ceilings: Ceilings, *, world_size: int,
+                ranks: str = VIRTUAL) -> list[dict]:
     """One row per measurement, with the figures derived from the same run's other rows.
 
-    * ``tflops``: ``2 M N K / time``; ``efficiency_pct``: of the measured bf16 peak;
+    * ``tflops``: ``2 M N K / time``; ``efficiency_pct``: of the measured bf16 peak (times the
+      number of GPUs with real ranks: ``world_size`` GPUs share the problem);
     * ``overhead_pct`` (fused rows): time over the same case's ``none`` time, minus 1;
-    * ``of_cublas_pct`` (fused and gemm-part rows): cuBLAS time over this time (100: as fast).
+    * ``of_cublas_pct`` (fused and gemm-part rows): cuBLAS time over this time (100: as fast);
+    * ``cublas_nccl_us`` and ``speedup_vs_cublas_nccl`` (fused rows, real ranks): the same case's
+      ``torch.matmul`` + NCCL time, and that time over this one (1.1: 1.1x as fast).
     """
+    if ranks not in (VIRTUAL, PROCESSES):
+        raise ValueError(f"ranks={ranks!r} is not one of {VIRTUAL!r}, {PROCESSES!r}")
+    peak = ceilings.peak_tflops * (world_size if ranks == PROCESSES else 1)
     by_case: dict[Case, dict[tuple[str, str], Measurement]] = {}
     for m in measurements:
         by_case.setdefault(m.case, {})[(m.what, m.protocol)] = m
@@ -340,6 +357,7 @@ def report_rows(measurements: list[Measurement], ceilings: Ceilings, *, world_si
         same = by_case[m.case]
         none = same.get(("fused", NO_SYNC))
         cublas = same.get(("cublas", ""))
+        nccl = same.get(("cublas+nccl", ""))
         rate = tflops(m.case.flops, m.seconds)
         unsafe = m.protocol == NO_SYNC
         rows.append({
@@ -350,27 +368,120 @@ def report_rows(measurements: list[Measurement], ceilings: Ceilings, *, world_si
             "time_us": round(m.seconds * 1e6, 2),
             "min_us": round(m.spread[0] * 1e6, 2), "max_us": round(m.spread[1] * 1e6, 2),
             "tflops": round(rate, 1), "intensity": round(m.case.intensity, 1),
-            "efficiency_pct": round(100 * rate / ceilings.peak_tflops, 1) if ceilings.peak_tflops else None,
+            "efficiency_pct": round(100 * rate / peak, 1) if peak else None,
             "overhead_pct": (round(100 * (m.seconds / none.seconds - 1), 2)
                              if m.what == "fused" and none is not None and not unsafe else None),
             "of_cublas_pct": (round(100 * cublas.seconds / m.seconds, 1)
                               if m.what in ("fused", "gemm-part") and cublas is not None else None),
+            "cublas_nccl_us": (round(nccl.seconds * 1e6, 2) if m.what == "fused" and nccl is not None else None),
+            "speedup_vs_cublas_nccl": (round(nccl.seconds / m.seconds, 3)
+                                       if m.what == "fused" and nccl is not None else None),
             "unsafe": unsafe,
             "validated": m.validated,
             "note": UNSAFE_NOTE if unsafe else "",
-            "key": row_key(m.case, m.what, m.protocol),
+            "ranks": ranks,
+            "per_rank_us": " ".join(f"{t * 1e6:.2f}" for t in m.per_rank),
+            "key": row_key(m.case, m.what, m.protocol, ranks=ranks, world_size=world_size),
         })
     return rows
 
 
-def row_key(case: Case, what: str, protocol: str) -> str:
-    """The gate's key of a row: the configuration, what was timed, and the protocol."""
-    return f"{case.key} | {what}" + (f" | {protocol}" if protocol else "")
+def row_key(case: Case, what: str, protocol: str, *, ranks: str = VIRTUAL, world_size: int = 0) -> str:
+    """The gate's key of a row: the configuration, what was timed, and the protocol; real-rank
+    rows end in ``| W processes`` (on one machine kind the two ways of running differ).
+
+    >>> row_key(Case(split=(60, 6)), "fused", "epoch-flag", ranks="processes", world_size=2)
+    'all-reduce 8192x4608x8192 bf16 128x256x64 s3 w8 60+6 g8 descriptor | fused | epoch-flag | 2 processes'
+    """
+    key = f"{case.key} | {what}" + (f" | {protocol}" if protocol else "")
+    return key + (f" | {world_size} {PROCESSES}" if ranks == PROCESSES else "")
+
+
+def combine_ranks(per_rank: list[list[Measurement]]) -> list[Measurement]:
+    """One measurement per timed thing from every rank's own list (the same things, in the same
+    order, on every rank): the slowest rank's median (a collective, and a fused kernel that
+    waits for its peers, is done when its last rank is), the spread over every rank's replays,
+    each rank's median in ``per_rank``, and ``ok`` only when every rank validated.
+
+    >>> case = Case()
+    >>> a = Measurement(case, "cublas+nccl", 2.0, spread=(1.9, 2.2), validated="ok")
+    >>> b = Measurement(case, "cublas+nccl", 2.5, spread=(2.4, 2.6), validated="ok")
+    >>> m, = combine_ranks([[a], [b]])
+    >>> m.seconds, m.spread, m.per_rank, m.validated
+    (2.5, (1.9, 2.6), (2.0, 2.5), 'ok')
+    """
+    if not per_rank or len({len(mine) for mine in per_rank}) != 1:
+        raise ValueError(f"every rank must report the same things, got {[len(m) for m in per_rank]}")
+    combined = []
+    for same in zip(*per_rank):
+        first = same[0]
+        if any((m.case, m.what, m.protocol) != (first.case, first.what, first.protocol) for m in same):
+            raise ValueError(f"ranks timed different things at {first.what} {first.protocol}")
+        verdicts = [m.validated for m in same]
+        validated = first.validated if len(set(verdicts)) == 1 else "; ".join(
+            f"rank {rank}: {v or 'not validated'}" for rank, v in enumerate(verdicts) if v != "ok")
+        combined.append(replace(first, seconds=max(m.seconds for m in same),
+                                spread=(min(m.spread[0] for m in same), max(m.spread[1] for m in same)),
+                                validated=validated, per_rank=tuple(m.seconds for m in same)))
+    return combined
+
+
+def check_world(world_size: int, gpus: int) -> None:
+    """Refuse real ranks without a GPU each (one process per GPU).
+
+    >>> check_world(2, 1)
+    Traceback (most recent call last):
+    ...
+    syncverify.bench.BenchInputError: --world-size=2 runs one process per GPU and 1 GPU is visible; add --virtual-ranks to run every rank on one GPU
+    """
+    if world_size > gpus:
+        visible = f"{gpus} GPU is" if gpus == 1 else f"{gpus} GPUs are"
+        raise BenchInputError(f"--world-size={world_size} runs one process per GPU and {visible} visible; "
+                              "add --virtual-ranks to run every rank on one GPU")
+
+
+def _speedups(rows: list[dict]) -> list[dict]:
+    """The synchronized fused rows that have a cuBLAS + NCCL time to compare with."""
+    return [r for r in rows if r["what"] == "fused" and not r["unsafe"]
+            and r.get("speedup_vs_cublas_nccl") is not None]
+
+
+def speedup_lines(rows: list[dict], *, target: float = SPEEDUP_TARGET) -> list[str]:
+    """Each synchronized fused row against cuBLAS + NCCL in one line: met, or short by how much.
+
+    >>> rows = [{"what": "fused", "unsafe": False, "kernel": "all-reduce", "m": 8192, "n": 4608, "k": 36864,
+    ...          "protocol": "epoch-flag", "time_us": 2000.0, "cublas_nccl_us": 2130.0,
+    ...          "speedup_vs_cublas_nccl": 1.065}]
+    >>> speedup_lines(rows)
+    ['all-reduce 8192x4608x36864 epoch-flag: 1.065x cuBLAS+NCCL (2000.0 vs 2130.0 µs): target 1.1x missed by 3.2 %']
+    """
+    lines = []
+    for r in _speedups(rows):
+        speedup = r["speedup_vs_cublas_nccl"]
+        verdict = ("met" if speedup >= target
+                   else f"missed by {100 * (target - speedup) / target:.1f} %")
+        lines.append(f"{r['kernel']} {r['m']}x{r['n']}x{r['k']} {r['protocol']}: {speedup:.3f}x cuBLAS+NCCL "
+                     f"({r['time_us']:.1f} vs {r['cublas_nccl_us']:.1f} µs): target {target:g}x {verdict}")
+    return lines
+
+
+def check_speedup(rows: list[dict], *, minimum: float) -> tuple[tuple[str, float], ...]:
+    """The synchronized fused rows under ``minimum`` x as fast as cuBLAS + NCCL: ``(key, speedup)``.
+
+    >>> check_speedup([{"what": "fused", "unsafe": False, "key": "a", "speedup_vs_cublas_nccl": 1.05},
+    ...                {"what": "fused", "unsafe": False, "key": "b", "speedup_vs_cublas_nccl": 1.2}], minimum=1.1)
+    (('a', 1.05),)
+    """
+    if minimum <= 0:
+        raise BenchInputError(f"--min-speedup={minimum} must be positive (1.1: 1.1x as fast as cuBLAS + NCCL)")
+    return tuple((r["key"], r["speedup_vs_cublas_nccl"]) for r in _speedups(rows)
+                 if r["speedup_vs_cublas_nccl"] < minimum)
 
 
 CSV_FIELDS = ("kernel", "what", "protocol", "unsafe", "world_size", "m", "n", "k", "dtype", "tile",
               "stages", "warps", "split", "group_m", "loads", "time_us", "min_us", "max_us", "tflops",
-              "intensity", "efficiency_pct", "overhead_pct", "of_cublas_pct", "validated", "note")
+              "intensity", "efficiency_pct", "overhead_pct", "of_cublas_pct", "validated", "note",
+              "ranks", "cublas_nccl_us", "speedup_vs_cublas_nccl", "per_rank_us")
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -388,28 +499,46 @@ def _cell(value: Any, suffix: str = "") -> str:
 
 
 def to_markdown(rows: list[dict], ceilings: Ceilings, *, title: str = "syncverify bench", note: str = "",
-                unavailable: Iterable[str] = ()) -> str:
-    """The rows as a markdown document: the ceilings, then one table per kernel, then what could
-    not be measured here (``unavailable``, one line each)."""
+                unavailable: Iterable[str] = (), stopped: str | None = None) -> str:
+    """The rows as a markdown document: the ceilings, then one table per kernel (with the
+    cuBLAS + NCCL columns and the speedup against the 1.1x target when the run had real ranks),
+    then what could not be measured here (``unavailable``, one line each) and why the run
+    stopped early (``stopped``: its verdict is unknown)."""
     lines = [f"# {title}", "",
              f"Machine `{ceilings.machine}`: measured bf16 matmul peak **{ceilings.peak_tflops:.0f} TFLOP/s**, "
              f"device copy **{ceilings.bandwidth_tbs:.2f} TB/s** (bytes read + written), same run.", ""]
+    real = [r for r in rows if r.get("ranks") == PROCESSES]
+    if real:
+        lines += [f"Real ranks: {real[0]['world_size']} processes, one GPU each; each time is the slowest "
+                  "rank's; efficiency is against the peak times the GPUs.", ""]
     if note:
         lines += [note, ""]
     lines += [f"`none` rows: {UNSAFE_NOTE}.", ""]
+    nccl = any(r["what"] == "cublas+nccl" for r in rows)
     header = ("| shape | tile | s | w | split | what | protocol | µs | TFLOP/s | AI | eff % | "
-              "overhead vs none | % of cuBLAS |")
+              "overhead vs none | % of cuBLAS |" + (" cuBLAS+NCCL µs | speedup vs cuBLAS+NCCL |" if nccl else ""))
+    rule = "| --- | --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |" + (
+        " ---: | ---: |" if nccl else "")
     for kernel in dict.fromkeys(r["kernel"] for r in rows):
-        lines += [f"## {kernel}", "", header,
-                  "| --- | --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [f"## {kernel}", "", header, rule]
         for r in (r for r in rows if r["kernel"] == kernel):
             protocol = f"{r['protocol']} (UNSAFE)" if r["unsafe"] else (r["protocol"] or "-")
+            speedup = r.get("speedup_vs_cublas_nccl")
+            extra = (f" {_cell(r.get('cublas_nccl_us'))} | {_cell(speedup and f'{speedup:.3f}', 'x')} |"
+                     if nccl else "")
             lines.append(
                 f"| {r['m']}x{r['n']}x{r['k']} {r['dtype']} | {r['tile']} {r['loads'][:4]} g{r['group_m']} | "
                 f"{r['stages']} | {r['warps']} | {r['split']} | {r['what']} | {protocol} | {r['time_us']:.1f} | "
                 f"{r['tflops']:.1f} | {r['intensity']:.0f} | {_cell(r['efficiency_pct'])} | "
-                f"{_cell(r['overhead_pct'], ' %')} | {_cell(r['of_cublas_pct'], ' %')} |")
+                f"{_cell(r['overhead_pct'], ' %')} | {_cell(r['of_cublas_pct'], ' %')} |" + extra)
         lines.append("")
+    verdicts = speedup_lines(rows)
+    if verdicts:
+        lines += [f"## Against cuBLAS + NCCL (target: {SPEEDUP_TARGET:g}x)", ""]
+        lines += [f"* {line}" for line in verdicts] + [""]
+    if stopped:
+        lines += [f"**Stopped early, verdict unknown**: {stopped}. The rows above are the cases that "
+                  "reported before it.", ""]
     for line in unavailable:
         lines.append(f"Not measured here: {line}")
     return "\n".join(lines).rstrip() + "\n"
@@ -417,7 +546,8 @@ def to_markdown(rows: list[dict], ceilings: Ceilings, *, title: str = "syncverif
 
 def draw_roofline(rows: list[dict], ceilings: Ceilings, path: str | Path, *, title: str = "") -> None:
     """A roofline PNG: arithmetic intensity (x, log) against achieved TFLOP/s (y, log), one marker
-    per row kind, the measured matmul peak and ``bandwidth x intensity`` drawn as the ceilings."""
+    per row kind, the measured matmul peak and ``bandwidth x intensity`` drawn as the ceilings
+    (times the GPUs for real-rank rows)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -427,9 +557,13 @@ def draw_roofline(rows: list[dict], ceilings: Ceilings, path: str | Path, *, tit
     xs = [r["intensity"] for r in rows] or [1.0]
     lo, hi = min(xs) / 4, max(xs) * 4
     grid = [lo * (hi / lo) ** (i / 100) for i in range(101)]
-    roof = [min(ceilings.peak_tflops, ceilings.bandwidth_tbs * x) for x in grid]
+    # real ranks: W GPUs share the problem, so the roof is W times one GPU's
+    gpus = rows[0]["world_size"] if rows and rows[0].get("ranks") == PROCESSES else 1
+    peak, bandwidth = ceilings.peak_tflops * gpus, ceilings.bandwidth_tbs * gpus
+    roof = [min(peak, bandwidth * x) for x in grid]
     ax.plot(grid, roof, color="black", linewidth=1.5,
-            label=f"measured ceilings: {ceilings.peak_tflops:.0f} TFLOP/s, {ceilings.bandwidth_tbs:.2f} TB/s")
+            label=f"measured ceilings: {peak:.0f} TFLOP/s, {bandwidth:.2f} TB/s"
+                  + (f" ({gpus} GPUs x one GPU's)" if gpus > 1 else ""))
     styles = {"cublas": ("s", "tab:gray"), "gemm-part": ("D", "tab:blue"), "cublas+nccl": ("v", "tab:brown")}
     series: dict[str, list[dict]] = {}
     for r in rows:
@@ -533,5 +667,6 @@ def machine_kind(device_name: str, count: int) -> str:
 
 
 __all__ = ["Case", "Ceilings", "GateResult", "Measurement", "Sweep", "BenchInputError", "check_rows",
-           "check_machine", "default_split", "draw_roofline", "load_baseline", "load_sweep", "machine_kind",
-           "make_baseline", "parse_sweep", "report_rows", "resolve", "to_csv", "to_markdown"]
+           "check_machine", "check_speedup", "check_world", "combine_ranks", "default_split", "draw_roofline",
+           "load_baseline", "load_sweep", "machine_kind", "make_baseline", "parse_sweep", "report_rows",
+           "resolve", "speedup_lines", "to_csv", "to_markdown"]

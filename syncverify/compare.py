@@ -251,7 +251,7 @@ def stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float
     """
     from syncverify.stress.campaign import run_campaign
 
-    def report(done: int, _total: int | None, elapsed: float) -> None:
+    def report(done: int, _total: int | None, elapsed: float, _bad: int = 0) -> None:
         if progress is not None:
             progress(done, elapsed)
 

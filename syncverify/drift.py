@@ -427,7 +427,7 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
             recorder.watch(name, buffer.local, rank_stride=buffer.rank_stride)
         status = torch.zeros(W, 2 * c.tiles, 4, dtype=torch.int32)
         with recording(recorder):
-            launch(built, heap, A, B, status, epoch=epoch, iteration=epoch, max_polls=max_polls)
+            launch(built, heap, A, B, status, epoch=epoch, max_polls=max_polls)
         timed_out |= {(waiter, r, t, epoch) for n, waiter in enumerate(waiters) for r in range(W)
                       for t in range(c.tiles) if status[r, n * c.tiles + t, 0]}
         ops.update(kernel_ops(recorder.log, side, world=W, epoch=epoch))

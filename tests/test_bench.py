@@ -227,9 +227,10 @@ def test_stress_refuses_the_unsynchronized_build_in_one_line(capsys):
     assert "cost baseline of 'syncverify bench'" in _one_error_line(capsys)
 
 
-def test_real_ranks_are_refused_with_the_flag_that_fixes_it(capsys):
+def test_real_ranks_without_a_gpu_are_refused_with_the_flag_that_fixes_it(capsys):
+    """Real ranks (no --virtual-ranks) need a GPU each (tests/test_bench_ranks.py: more ranks than GPUs)."""
     assert main(["bench", "--world-size", "2"]) == 2
-    assert "add --virtual-ranks" in _one_error_line(capsys)
+    assert "needs a CUDA GPU and none is visible; use --interpret" in _one_error_line(capsys)
 
 
 @pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])

@@ -12,6 +12,7 @@ from syncverify.kernels.build import build, ownership_tensor, runtime_values_ten
 from syncverify.kernels.compile import compile_like_launch, launch_specialization, sleep_counts
 from syncverify.kernels.config import KernelConfig
 from syncverify.kernels.heap import VirtualHeap
+from syncverify.kernels.build import delay_table_tensor
 from syncverify.protocols import load_protocol
 from syncverify.stress.inputs import make_inputs
 from syncverify.stress.validate import NFIELDS, classify_kernel
@@ -22,7 +23,7 @@ def _launch_args(built, heap, inputs, status, vals=None):
     vals = runtime_values_tensor(built, [3], "cpu")[0] if vals is None else vals
     A, B = inputs.A, inputs.B
     strides = (A.stride(0), A.stride(1), A.stride(2), B.stride(0), B.stride(1), B.stride(2))
-    run = (0, vals, 1 << 14, 7, 50, 4000, 0b11110, 3)  # ..., delay sites mask, iteration
+    run = (0, vals, 1 << 14, 7, 50, 4000, 0b11110, delay_table_tensor(None, "cpu"))  # ..., sites mask, table
     if c.kernel == "all-reduce":
         p, o, l = heap["partial"], heap["out"], heap["locks"]
         return (A, B, p.local, p.table, o.local, o.table, l.local, l.table, ownership_tensor(c, "cpu"), status, c.m, c.n,
@@ -81,5 +82,6 @@ def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, 
     checked = compile_like_launch(
         classify_kernel, out, out[0].numel(), inputs.row_exp, inputs.col_exp, inputs.row_exp,
         inputs.col_exp, status, summary, ownership_tensor(c, "cpu"), c.m, c.n, c.n_per_rank, c.tiles, 0,
-        WORLD=world, BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=kernel, NFIELDS=NFIELDS)
+        WORLD=world, BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=kernel, NFIELDS=NFIELDS, INTERPRET=False)
+    assert "globaltimer" in checked.asm["ptx"]  # the device clock of time to first failure
     assert checked.asm["cubin"]

@@ -130,7 +130,8 @@ def test_the_replay_command_replays_the_first_failure_on_the_command_line(capsys
     from syncverify.stress.campaign import run_campaign
     from syncverify.testing import StressResult, replay_command
 
-    given = dict(protocol="xchg-flag", reset="none", order="consumers-first", iterations=2,
+    # (not --order consumers-first: its hangs are reported as an artifact of that order, exit 0)
+    given = dict(protocol="xchg-flag", world_size=3, order="last-rank-late", iterations=2,
                  interpret=True, seed=4, delays="random")
     campaign = run_campaign(**given)
     result = StressResult(campaign, replay_command(campaign, given))

@@ -43,3 +43,27 @@ def test_no_campaign_starts_once_the_budget_is_spent(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("skipped (--budget-seconds=0 spent)") == 3 * 2 * len(bench.RACING_VARIANTS)
     assert not (tmp_path / "bench.jsonl").exists()
+
+
+def test_a_section_that_crashes_makes_the_bench_exit_1(tmp_path, capsys, monkeypatch):
+    def crash(args, rows):
+        raise RuntimeError("a broken section")
+
+    monkeypatch.setitem(bench.SECTIONS, "overwrite", crash)
+    assert bench.main(["--out", str(tmp_path), "--sections", "overwrite", "--dry-run"]) == 1
+    out = capsys.readouterr().out
+    assert "section overwrite FAILED" in out and "RuntimeError: a broken section" in out
+    assert out.rstrip().endswith("FAILED: section overwrite (exit 1)")
+
+
+def test_a_dry_run_of_the_guided_section_logs_the_model_verdict_and_the_schedule(tmp_path, capsys, monkeypatch):
+    import syncverify.protocols
+
+    monkeypatch.setattr(syncverify.protocols, "builtin_names", lambda: ["fenced-release-acquire"])
+    assert bench.main(["--out", str(tmp_path), "--sections", "guided", "--dry-run", "--worlds", "2"]) == 0
+    records = [json.loads(line) for line in (tmp_path / "bench.jsonl").read_text().splitlines()]
+    assert [(r["kernel"], r["model_safe"]) for r in records] == [("all-reduce", False), ("all-scatter", False)]
+    entries = records[0]["plan"]["schedules"][0]["entries"]
+    assert entries and entries[0]["site"] == "before-store"  # the producer's warps late: no CTA barrier
+    assert {row["kind"] for row in records[0]["rows"]} == {"unwritten-read", "race"}
+    assert "guided W=2 all-reduce  fenced-release-acquire" in capsys.readouterr().out

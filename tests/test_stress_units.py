@@ -14,7 +14,7 @@ from syncverify.kernels.config import KernelConfig
 from syncverify.kernels.delays import delay_hash as device_hash
 from syncverify.kernels.delays import delay_ns as device_delay_ns
 from syncverify.stress.classify import bad_tiles
-from syncverify.stress.delays import SITES, DelayConfig, delay_hash, delays_at, parse_sites
+from syncverify.stress.delays import SITES, DelayConfig, GuidedDelay, delay_hash, delay_table, delays_at, parse_sites
 from syncverify.stress.inputs import expected_output, make_inputs
 from syncverify.stress.launch import MULTICAST_OFF, free_port, run_processes, run_workers, scripted_worker
 from syncverify.stress.validate import CLASSES, FIELDS, NFIELDS
@@ -75,9 +75,9 @@ def test_delays_are_seeded_and_reproducible():
 
 
 @jit
-def _delays(out, seed, pct, max_ns, sites, SITE: tl.constexpr):
+def _delays(out, seed, pct, max_ns, sites, table, SITE: tl.constexpr):
     t = tl.program_id(0)
-    tl.store(out + t, device_delay_ns(seed, SITE, t % 3, t, t // 3 + 5, pct, max_ns, sites))
+    tl.store(out + t, device_delay_ns(seed, SITE, t % 3, t, t // 3 + 5, pct, max_ns, sites, table))
 
 
 @pytest.mark.parametrize("sites", ["all", "before-store,wait-read", "store-signal"])
@@ -85,7 +85,7 @@ def test_the_kernels_draw_the_hosts_delays_at_the_chosen_sites_only(sites):
     d = DelayConfig("random", seed=99, pct=60, max_ns=5000, sites=parse_sites(sites))
     for site in ("before-store", "wait-read"):
         out = torch.zeros(40, dtype=torch.int32)
-        _delays.launcher((40,), interpret=True)(out, d.seed, d.pct, d.max_ns, d.site_mask, SITE=SITES[site])
+        _delays.launcher((40,), interpret=True)(out, d.seed, d.pct, d.max_ns, d.site_mask, delay_table(d, "cpu"), SITE=SITES[site])
         expected = [d.ns(site, t % 3, t, t // 3 + 5) for t in range(40)]
         assert out.tolist() == expected
         assert any(expected) == (site in d.sites)
@@ -211,3 +211,30 @@ def test_real_ranks_wait_longer_than_virtual_ones():
     assert campaign_options(protocol="epoch-flag", world_size=2, virtual_ranks=True).max_polls == 1 << 16
     assert campaign_options(protocol="epoch-flag", world_size=2).max_polls == 1 << 22
     assert campaign_options(protocol="epoch-flag", world_size=2, max_polls=99).max_polls == 99
+
+
+@jit
+def _guided(out, masks, seed, sites, table, SITE: tl.constexpr):
+    from syncverify.kernels.delays import delay_warp_mask as device_warp_mask
+
+    t = tl.program_id(0)
+    tl.store(out + t, device_delay_ns(seed, SITE, t % 3, t, t // 3 + 5, -1, 1, sites, table))
+    tl.store(masks + t, device_warp_mask(seed, SITE, t % 3, t, t // 3 + 5, 8, -1, table))
+
+
+def test_the_kernels_read_a_guided_table_as_the_host_does():
+    # rank 1 sleeps 3000-3100 ns on warps 1..7 at before-store, every key; rank 2 half the keys
+    d = DelayConfig("guided", seed=5, table=(GuidedDelay("before-store", 1, 3000, 3100, 0b11111110, 100),
+                                             GuidedDelay("before-store", 2, 500, 500, 0, 50)))
+    out = torch.zeros(60, dtype=torch.int32)
+    masks = torch.zeros(60, dtype=torch.int32)
+    _guided.launcher((60,), interpret=True)(out, masks, d.seed, d.site_mask, delay_table(d, "cpu"),
+                                           SITE=SITES["before-store"])
+    expected = [d.ns("before-store", t % 3, t, t // 3 + 5) for t in range(60)]
+    assert out.tolist() == expected
+    assert all(3000 <= expected[t] <= 3100 for t in range(1, 60, 3))  # rank 1: every key
+    assert {expected[t] for t in range(0, 60, 3)} == {0}  # rank 0: not in the table
+    assert {expected[t] for t in range(2, 60, 3)} == {0, 500}  # rank 2: half the keys, exactly 500
+    assert [masks[t].item() for t in range(1, 60, 3)] == [0b11111110] * 20
+    assert [masks[t].item() for t in range(1, 60, 3)] == [d.warp_mask("before-store", 1, t, t // 3 + 5, 8)
+                                                           for t in range(1, 60, 3)]

@@ -1,4 +1,5 @@
-"""``syncverify bench``: what each protocol costs inside the fused kernels, against ``none`` and cuBLAS.
+"""``syncverify bench``: what each protocol costs inside the fused kernels, against ``none``, cuBLAS
+and (real ranks) cuBLAS + NCCL.
 
 Device-timed (CUDA graphs of many launches, inputs rotated past the L2, the same run's measured
 ceilings; ``syncverify.kernels.bench``), reported per configuration as time, TFLOP/s, arithmetic
@@ -7,17 +8,28 @@ and the GEMM part's share of cuBLAS (``syncverify.bench``). ``--out DIR`` writes
 ``bench.md``, ``roofline.png``, ``bench.json`` and ``baseline.json``; ``--check BASELINE.json``
 exits 1 when a configuration falls under ``--tolerance`` times its recorded TFLOP/s.
 
-Exit codes: 0 done (and the gate passed), 1 a regression against ``--check`` or a synchronized
-build that computed a wrong result, 2 bad input (one line: sizes that do not divide the tiles, a
-sweep with unknown keys, a baseline for another machine kind, no GPU without ``--interpret``).
-torch and triton are imported inside the command only.
+Ranks: ``--virtual-ranks`` runs every rank's programs in one launch on one GPU; without it, a
+world size above 1 runs one process per GPU (``syncverify.kernels.bench_ranks``, stress's
+launcher and watchdog), with ``torch.matmul`` + NCCL ``all_reduce`` / ``all_gather_into_tensor``
+timed in the same run and each fused kernel's speedup against it (``--min-speedup`` gates it).
+Such a run writes each case to ``bench-partial.jsonl`` as it arrives (in ``--out``, or a
+temporary file it names), and a run the watchdog stopped reports the cases it has, exit 3.
+
+Exit codes: 0 done (and the gates passed), 1 a regression against ``--check``, a fused kernel
+under ``--min-speedup``, or a synchronized build that computed a wrong result, 2 bad input (one
+line: sizes that do not divide the tiles, a sweep with unknown keys, a baseline for another
+machine kind, more ranks than GPUs, no GPU without ``--interpret``), 3 a real-rank run stopped
+(watchdog, a rank that failed) before every case reported. torch and triton are imported inside
+the command only.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -25,11 +37,15 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.bench import (
+    PROCESSES,
+    VIRTUAL,
     BenchInputError,
     Case,
     Sweep,
     check_machine,
     check_rows,
+    check_speedup,
+    check_world,
     draw_roofline,
     load_baseline,
     load_sweep,
@@ -46,8 +62,9 @@ from syncverify.errors import SyncVerifyError
 
 DEFAULT_PROTOCOLS = "barrier-fenced-release-acquire,epoch-flag"
 NCCL_UNAVAILABLE = ("cuBLAS + NCCL (torch.matmul then all_reduce / all_gather_into_tensor on real ranks): "
-                    "not measured: this command times virtual ranks on one GPU (real ranks need "
-                    "nvidia-h200-x2 and are not implemented in bench yet)")
+                    "not measured: --virtual-ranks runs every rank on one GPU; without it, a world size "
+                    "above 1 runs one process per GPU and times it")
+PARTIAL = "bench-partial.jsonl"
 
 
 class SweepProgress(StderrProgress):
@@ -77,7 +94,7 @@ def bench_command(
     kernel: str = typer.Option("all-reduce", "--kernel", help="all-reduce | all-scatter (default: all-reduce; a sweep file may name both)"),
     protocol: str = typer.Option(DEFAULT_PROTOCOLS, "--protocol", help=f"comma-separated protocol names or files; 'none' (no synchronization, UNSAFE, the cost baseline) is always added (default: {DEFAULT_PROTOCOLS})"),
     world_size: int = typer.Option(2, "--world-size", help="ranks (default: 2)"),
-    virtual_ranks: bool = typer.Option(False, "--virtual-ranks", help="every rank on one GPU (needed: bench times virtual ranks)"),
+    virtual_ranks: bool = typer.Option(False, "--virtual-ranks", help="every rank on one GPU (default at --world-size > 1: one process per GPU, with cuBLAS + NCCL timed beside)"),
     interpret: bool = typer.Option(False, "--interpret", help="run in Triton's CPU interpreter at tiny sizes (checks the pipeline; host-timed numbers mean nothing)"),
     sweep_file: Optional[Path] = typer.Option(None, "--sweep", help="a sweep TOML file (docs/bench.md); instead of --m/--n/--k and the tile options"),
     m: int = typer.Option(8192, "--m", help="rows of C (default: 8192)"),
@@ -89,7 +106,7 @@ def bench_command(
     block_k: int = typer.Option(64, "--block-k", help="K step (default: 64)"),
     stages: int = typer.Option(3, "--stages", help="software-pipelining stages (default: 3)"),
     warps: int = typer.Option(8, "--warps", help="warps per program (default: 8)"),
-    gemm_sms: Optional[int] = typer.Option(None, "--gemm-sms", help="producer programs per rank (default: from the SMs, e.g. 60 of 66 at W=2)"),
+    gemm_sms: Optional[int] = typer.Option(None, "--gemm-sms", help="producer programs per rank (default: from the SMs, e.g. 60 of 66 at W=2 virtual ranks, 120 of 132 on real ranks)"),
     comm_sms: Optional[int] = typer.Option(None, "--comm-sms", help="consumer (all-scatter: comm) programs per rank"),
     recv_sms: Optional[int] = typer.Option(None, "--recv-sms", help="all-scatter receiver programs per rank"),
     group_m: int = typer.Option(8, "--group-m", help="tile rows per group of the producers' order (default: 8)"),
@@ -101,10 +118,14 @@ def bench_command(
     check: Optional[Path] = typer.Option(None, "--check", help="a baseline JSON (from --out): exit 1 if a configuration is under --tolerance x its recorded TFLOP/s"),
     tolerance: float = typer.Option(0.8, "--tolerance", help="share of the recorded TFLOP/s --check requires (default: 0.8)"),
     seed: int = typer.Option(0, "--seed", help="seed of the random inputs (default: 0)"),
+    min_speedup: Optional[float] = typer.Option(None, "--min-speedup", help="real ranks: exit 1 if a synchronized fused kernel is under this many times as fast as cuBLAS + NCCL (the issue's target: 1.1)"),
+    watchdog: float = typer.Option(300.0, "--watchdog", help="real ranks: stop the run (exit 3, partial results kept) when no rank has reported for this many seconds (default: 300)"),
+    graphs: bool = typer.Option(True, "--graphs/--no-graphs", help="replay the timed launches as CUDA graphs (default), or launch them eagerly between the same CUDA events"),
 ) -> None:
-    """Time the fused kernels per protocol against 'none' and cuBLAS; tables, roofline, regression gate.
+    """Time the fused kernels per protocol against 'none', cuBLAS and (real ranks) cuBLAS + NCCL; tables, roofline, gates.
 
-    Exit codes: 0 done, 1 a regression (--check) or a wrong result, 2 bad input.
+    Exit codes: 0 done, 1 a regression (--check), a kernel under --min-speedup or a wrong result,
+    2 bad input, 3 a real-rank run stopped before every case reported.
     """
     try:
         if not 0 < tolerance <= 1:
@@ -121,20 +142,45 @@ def bench_command(
                         warps=warps, split=(gemm_sms, comm_sms, recv_sms if kernels[0] == "all-scatter" else None),
                         group_m=group_m, loads=loads)
             sweep = _cli_sweep(kernels[0], with_baseline_protocol(names), world_size, case, launches, repeats)
-        if sweep.world_size > 1 and not virtual_ranks and not interpret:
-            raise BenchInputError(f"--world-size={sweep.world_size} without --virtual-ranks asks for real ranks, "
-                                  "which bench does not time yet; add --virtual-ranks")
-        rows, ceilings, bad = _measure(sweep, interpret=interpret, seed=seed, baseline=baseline, check=check)
+        real = sweep.world_size > 1 and not virtual_ranks and not interpret
+        if min_speedup is not None and not real:
+            raise BenchInputError("--min-speedup compares with cuBLAS + NCCL, which runs on real ranks only: "
+                                  "drop --virtual-ranks/--interpret and give --world-size > 1")
+        if min_speedup is not None:
+            check_speedup([], minimum=min_speedup)  # a value that cannot be a speedup is bad input now
+        if watchdog <= 0:
+            raise BenchInputError(f"--watchdog={watchdog} must be positive (seconds without a report)")
+        stopped = partial = None
+        if real:
+            rows, ceilings, bad, stopped, partial = _measure_ranks(
+                sweep, seed=seed, baseline=baseline, check=check, graphs=graphs, watchdog=watchdog, out_dir=out_dir)
+        else:
+            rows, ceilings, bad = _measure(sweep, interpret=interpret, seed=seed, baseline=baseline, check=check,
+                                           graphs=graphs)
     except SyncVerifyError as error:
         raise fail(str(error))
+    if stopped is not None:
+        err.print(f"syncverify: bench stopped, verdict unknown: {stopped}; partial results: {partial}", markup=False)
+    if ceilings is None:  # stopped before the first measurement: nothing to report but why
+        if json_output:
+            out.print(json.dumps({"ranks": PROCESSES, "world_size": sweep.world_size, "stopped": stopped,
+                                  "partial": str(partial), "rows": []}, sort_keys=True), markup=False)
+        raise typer.Exit(exitcodes.UNKNOWN)
     gate = check_rows(rows, baseline, tolerance=tolerance) if baseline is not None else None
+    slow = check_speedup(rows, minimum=min_speedup) if min_speedup is not None else ()
+    unavailable = [] if real else [NCCL_UNAVAILABLE]
     document = {"machine": ceilings.machine, "peak_tflops": round(ceilings.peak_tflops, 1),
                 "bandwidth_tbs": round(ceilings.bandwidth_tbs, 3), "world_size": sweep.world_size,
-                "virtual_ranks": True, "unavailable": [NCCL_UNAVAILABLE], "rows": rows,
+                "virtual_ranks": not real, "ranks": PROCESSES if real else VIRTUAL,
+                "unavailable": unavailable, "stopped": stopped, "partial": None if partial is None else str(partial),
+                "rows": rows,
                 "gate": None if gate is None else {"tolerance": tolerance, "passed": gate.passed,
                                                    "regressions": [list(r) for r in gate.regressions],
-                                                   "checked": len(gate.checked), "missing": list(gate.missing)}}
-    markdown = to_markdown(rows, ceilings, title=sweep.name, note=sweep.note, unavailable=[NCCL_UNAVAILABLE])
+                                                   "checked": len(gate.checked), "missing": list(gate.missing)},
+                "speedup_gate": None if min_speedup is None else {"minimum": min_speedup, "passed": not slow,
+                                                                  "under": [list(s) for s in slow]}}
+    markdown = to_markdown(rows, ceilings, title=sweep.name, note=sweep.note, unavailable=unavailable,
+                           stopped=stopped)
     if out_dir is not None:
         _write_outputs(out_dir, rows, ceilings, document, markdown, sweep)
     if json_output:
@@ -146,17 +192,60 @@ def bench_command(
                 out.print(f"REGRESSION {key}: {got:.1f} TFLOP/s < {tolerance:g} x {recorded:.1f}", markup=False)
             out.print(f"gate: {len(gate.checked)} checked, {len(gate.regressions)} under {tolerance:g} x baseline, "
                       f"{len(gate.missing)} without a baseline figure", markup=False)
+        for key, speedup in slow:
+            out.print(f"TOO SLOW {key}: {speedup:.3f}x cuBLAS+NCCL < {min_speedup:g}x", markup=False)
     for row in bad:
         err.print(f"syncverify: wrong result: {row['key']}: {row['validated']}", markup=False)
-    if bad or (gate is not None and not gate.passed):
+    if bad or (gate is not None and not gate.passed) or slow:
         raise typer.Exit(exitcodes.FOUND)
-    raise typer.Exit(exitcodes.OK)
+    raise typer.Exit(exitcodes.UNKNOWN if stopped is not None else exitcodes.OK)
 
 
-def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check):
+def _wrong_results(rows: list[dict]) -> list[dict]:
+    """Synchronized rows whose validation failed (``none`` is never validated; cuBLAS is not ours)."""
+    return [r for r in rows if r["validated"] not in ("", "ok") and not r["unsafe"]]
+
+
+def _gpus() -> tuple[int, str, int]:
+    """``(visible GPUs, the first one's name, its SMs)``; no GPU is bad input (torch imported here)."""
+    from syncverify.kernels._deps import require_cuda, torch
+
+    require_cuda("syncverify bench")
+    props = torch.cuda.get_device_properties(0)
+    return torch.cuda.device_count(), props.name, props.multi_processor_count
+
+
+def _measure_ranks(sweep: Sweep, *, seed: int, baseline, check, graphs: bool, watchdog: float, out_dir):
+    """One process per GPU (``syncverify.kernels.bench_ranks``): GPUs, sizes and the baseline's
+    machine are checked before any process starts."""
+    from syncverify.bench import machine_kind
+    from syncverify.kernels.bench_ranks import check_cases, run_sweep_ranks
+
+    gpus, name, sms = _gpus()
+    check_world(sweep.world_size, gpus)
+    if baseline is not None:
+        check_machine(baseline, machine_kind(name, gpus), path=str(check))
+    check_cases(sweep, sms=sms, gpus=gpus)
+    if out_dir is not None:
+        partial = out_dir / PARTIAL
+    else:
+        handle, where = tempfile.mkstemp(prefix="syncverify-bench-", suffix=".jsonl")
+        os.close(handle)
+        partial = Path(where)
+    with SweepProgress() as progress:
+        outcome = run_sweep_ranks(sweep, seed=seed, graphs=graphs, watchdog_seconds=watchdog, partial=partial,
+                                  progress=progress.update)
+    if outcome.ceilings is None:
+        return [], None, [], outcome.stopped or "no rank reported", partial
+    rows = report_rows(outcome.measurements, outcome.ceilings, world_size=sweep.world_size, ranks=PROCESSES)
+    stopped = outcome.stopped
+    if stopped is not None:
+        stopped = f"{stopped} ({outcome.cases_reported} of {outcome.cases_total} cases reported)"
+    return rows, outcome.ceilings, _wrong_results(rows), stopped, partial
+
+
+def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graphs: bool = True):
     """Run the sweep (torch and triton imported here); the baseline's machine is checked first."""
-    import os
-
     if interpret:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from syncverify.kernels._deps import require_cuda, torch
@@ -175,10 +264,10 @@ def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check):
     if interpret:
         sweep = _interpreted(sweep)
     with SweepProgress() as progress:
-        ceilings, measurements = run_sweep(sweep, device=device, progress=progress.update, seed=seed)
+        ceilings, measurements = run_sweep(sweep, device=device, progress=progress.update, seed=seed,
+                                           graphs=graphs)
     rows = report_rows(measurements, ceilings, world_size=sweep.world_size)
-    bad = [r for r in rows if r["validated"] not in ("", "ok") and not r["unsafe"]]
-    return rows, ceilings, bad
+    return rows, ceilings, _wrong_results(rows)
 
 
 def _interpreted(sweep: Sweep) -> Sweep:

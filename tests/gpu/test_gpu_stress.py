@@ -34,6 +34,37 @@ def test_safe_protocols_leave_no_bad_tile_on_the_gpu(syncverify_stress, kernel, 
                       **SMALL).assert_clean()
 
 
+@pytest.mark.parametrize("kernel, protocol", [
+    ("all-reduce", "barrier-fenced-release-acquire"),
+    ("all-reduce", "epoch-flag"),
+    ("all-scatter", "barrier-fenced-release-acquire"),
+    ("all-scatter", "epoch-flag"),
+])
+def test_the_positive_control_of_each_safe_protocol_fails_under_the_same_delays(kernel, protocol):
+    # without it, the clean runs above would also pass if the delays had silently stopped working
+    from syncverify.stress.controls import control_verdict, positive_control
+
+    control = positive_control(protocol, kernel=kernel, world_size=2)
+    common = dict(kernel=kernel, world_size=2, virtual_ranks=True, iterations=64, delays="random", seed=3, **SMALL)
+    assert run_campaign(protocol=protocol, **common).clean
+    sibling = run_campaign(protocol=control.protocol, **common)
+    effective, sentence = control_verdict(control, sibling)
+    assert effective, sentence
+
+
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
+def test_cuda_graph_blocks_validate_like_the_eager_path(kernel):
+    # the same seeded run, block by block as CUDA graphs or launch by launch: the same bad tiles
+    common = dict(protocol="fenced-release-acquire", kernel=kernel, world_size=2, virtual_ranks=True,
+                  iterations=96, chunk=32, delays="random", seed=5, **SMALL)
+    graphs = run_campaign(graphs=True, **common)
+    eager = run_campaign(graphs=False, **common)
+    assert graphs.iterations == eager.iterations == 96
+    safe = run_campaign(**dict(common, protocol="barrier-fenced-release-acquire", graphs=True))
+    assert safe.clean, safe.first_failure
+    assert graphs.bad_iterations > 0 and eager.bad_iterations > 0  # hardware timing differs; both must fail
+
+
 @pytest.mark.syncverify(world_size=2, iterations=2, delays="none", max_polls=4096, **SMALL)
 def test_an_unsafe_protocol_fails_with_its_replay_command(syncverify_stress):
     result = syncverify_stress(protocol="add-counter-skip-self")
