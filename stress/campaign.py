@@ -298,8 +298,10 @@ class Recorder:
 def suspect_producers(tile, kernel: str, world_size: int) -> list[int]:
     """The ranks whose producers a bad tile points at: in the all-reduce kernel the ranks whose
     partial was missing or stale (every rank when nothing was written); in all-scatter the
-    consumer's own rank (its comm program reads only its own producers' tiles)."""
-    if kernel != "all-reduce":
+    consumer's own rank (its comm program reads only its own producers' tiles). gemm-reduce-scatter
+    sums partials as all-reduce does; all-gather-gemm names the consumer's rank too (its shard's
+    sender is not recorded in the tile)."""
+    if kernel not in ("all-reduce", "gemm-reduce-scatter"):
         return [tile.consumer]
     named = list(tile.missing_ranks) or list(tile.stale_ranks)
     return named or list(range(world_size))
