@@ -264,7 +264,11 @@ def _kernel_module(kernel: str):
 
     if kernel == "all-reduce":
         return gemm_all_reduce, gemm_all_reduce.gemm_all_reduce_kernel
-    return gemm_all_scatter, gemm_all_scatter.gemm_all_scatter_kernel
+    if kernel == "all-scatter":
+        return gemm_all_scatter, gemm_all_scatter.gemm_all_scatter_kernel
+    from syncverify.kernels.registry import kernel_function
+
+    return kernel_function(kernel)
 
 
 def kernel_ptx(built) -> str:

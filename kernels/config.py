@@ -11,7 +11,9 @@ from syncverify import rules
 from syncverify.choices import one_of
 from syncverify.kernels.errors import StressConfigError
 
-KERNELS: tuple[str, ...] = ("all-reduce", "all-scatter")
+KERNELS: tuple[str, ...] = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
+#: Kernels whose ranks each hold a K-slice of A and B (the partial products are summed).
+K_SLICED: tuple[str, ...] = ("all-reduce", "gemm-reduce-scatter")
 DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
 DISTRIBUTIONS: tuple[str, ...] = rules.DISTRIBUTIONS
 PRODUCTIONS: tuple[str, ...] = ("every-rank", "owner-only")
@@ -32,6 +34,10 @@ class KernelConfig:
       the partials of all ranks and writes the sum into every rank's C.
     * ``all-scatter``: C is ``m x n``; each rank computes the column block ``n / world_size`` of C
       (its slice of B) and pushes each finished tile into every rank's copy of C.
+    * ``all-gather-gemm``: C is ``m x n``; each rank owns ``m / world_size`` rows of A, sends them
+      to every rank, and every rank computes all of C once each shard's tile has arrived.
+    * ``gemm-reduce-scatter``: C is ``m x n``; each rank owns a ``k / world_size`` slice of K and
+      pushes its partial of each tile to the tile's owner, which sums them into its own C.
 
     ``gemm_sms``/``comm_sms``/``recv_sms`` are programs per rank (producers / consumers or comm
     programs / all-scatter's receivers); with ``virtual``
@@ -74,15 +80,23 @@ class KernelConfig:
 
     @property
     def k_per_rank(self) -> int:
-        return self.k // self.world_size if self.kernel == "all-reduce" else self.k
+        return self.k // self.world_size if self.kernel in K_SLICED else self.k
 
     @property
     def n_per_rank(self) -> int:
         return self.n // self.world_size if self.kernel == "all-scatter" else self.n
 
     @property
+    def m_per_rank(self) -> int:
+        """Rows of A one rank owns (all-gather-gemm's shard; the others: all of ``m``)."""
+        return self.m // self.world_size if self.kernel == "all-gather-gemm" else self.m
+
+    @property
     def tiles(self) -> int:
-        """Tiles each rank produces (all-reduce: tiles of C; all-scatter: of its column block)."""
+        """Tiles each rank produces (all-reduce, gemm-reduce-scatter: tiles of C; all-scatter: of
+        its column block; all-gather-gemm: ``block_m``-row tiles of its shard of A)."""
+        if self.kernel == "all-gather-gemm":
+            return self.m_per_rank // self.block_m
         return (self.m // self.block_m) * (self.n_per_rank // self.block_n)
 
     @property
@@ -149,7 +163,9 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
         if getattr(c, name.replace("-", "_")) < 1:
             raise StressConfigError(f"--{name} must be at least 1")
     W = c.world_size
-    if c.kernel == "all-reduce":
+    if c.kernel != "all-reduce" and c.production != "every-rank":
+        raise StressConfigError("--production applies to --kernel all-reduce only")
+    if c.kernel in K_SLICED:
         if c.k % W:
             raise StressConfigError(f"--k={c.k} does not divide into --world-size={W} slices")
         if c.k_per_rank % c.block_k:
@@ -157,9 +173,15 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
                 f"each rank's K slice ({c.k} / {W} = {c.k_per_rank}) is not a multiple of "
                 f"--block-k={c.block_k}"
             )
+    elif c.kernel == "all-gather-gemm":
+        if c.m % W:
+            raise StressConfigError(f"--m={c.m} does not divide into --world-size={W} row shards of A")
+        if c.m_per_rank % c.block_m:
+            raise StressConfigError(f"each rank's shard of A ({c.m} / {W} = {c.m_per_rank} rows) is not a "
+                                    f"multiple of --block-m={c.block_m}")
+        if c.k % c.block_k:
+            raise StressConfigError(f"--k={c.k} is not a multiple of --block-k={c.block_k}")
     else:
-        if c.production != "every-rank":
-            raise StressConfigError("--production applies to --kernel all-reduce only")
         if c.n % W:
             raise StressConfigError(f"--n={c.n} does not divide into --world-size={W} column blocks")
         if c.k % c.block_k:

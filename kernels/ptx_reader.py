@@ -224,6 +224,7 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
         index = int(sym.rsplit("_", 1)[1])
         names[sym] = params[index] if params is not None and index < len(params) else sym
     out: list[SyncOp] = []
+    single = _single_definitions(instrs, ntid)
     for ins in instrs:
         ops = ins.operands
         dest = _regs(ops[0]) if ops else []
@@ -257,14 +258,42 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
                 origin.pop(dest[0], None)
         # ----- synchronization -------------------------------------------------------------
         threads = "all"
-        if ins.pred is not None and ins.pred in lanes:
-            holds = [bool(v) != ins.negated for v in lanes[ins.pred]]
+        guard = lanes.get(ins.pred) if ins.pred is not None else None
+        if guard is None and ins.pred is not None:
+            guard = single.get(ins.pred)
+        if guard is not None:
+            holds = [bool(v) != ins.negated for v in guard]
             if sum(holds) == 1:
                 threads = "one"
         op = _sync_op(ins, parts, ops, origin, threads)
         if op is not None:
             out.append(op)
     return out
+
+
+def _single_definitions(instrs, ntid: int) -> dict[str, list]:
+    """Registers written by exactly one instruction whose value is a function of ``%tid.x``.
+
+    LLVM may place a block after the blocks that use what it computes (a guard hoisted out of a
+    loop and laid out below it), so the text-order pass of :func:`sync_ops` can meet a guard
+    before its ``setp``. A register with one definition holds that value wherever it is read, so
+    its per-thread value, found here to a fixed point, stands in for the text-order one."""
+    defined: dict[str, list] = {}
+    for ins in instrs:
+        for d in (_regs(ins.operands[0]) if ins.operands else []):
+            defined.setdefault(d, []).append(ins)
+    candidates = {d: found[0] for d, found in defined.items() if len(found) == 1 and found[0].pred is None}
+    known: dict[str, list] = {}
+    changed = True
+    while changed:
+        changed = False
+        for reg, ins in candidates.items():
+            if reg not in known:
+                value = _evaluate(ins, known, ntid)
+                if value is not None:
+                    known[reg] = value
+                    changed = True
+    return known
 
 
 def _sem_scope(parts: list[str]) -> tuple[str | None, str | None]:

@@ -123,9 +123,11 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
     tiny = o.interpret
     gemm_sms, comm_sms, recv_sms = default_programs(o, sms)
     defaults = dict(
-        m=32 if tiny else 1024, n=32 * (o.world_size if o.kernel == "all-scatter" else 1) if tiny else 1024,
+        m=(32 * (o.world_size if o.kernel == "all-gather-gemm" else 1)) if tiny else 1024,
+        n=32 * (o.world_size if o.kernel == "all-scatter" else 1) if tiny else 1024,
         k=16 * o.world_size if tiny else 1024,
-        block_m=16 if tiny else 128, block_n=16 if tiny else 128, block_k=16 if tiny else 64,
+        # all-gather-gemm's GEMM holds one row tile of every shard: W * block_m rows of accumulator
+        block_m=16 if tiny else (max(16, 128 // o.world_size) if o.kernel == "all-gather-gemm" else 128), block_n=16 if tiny else 128, block_k=16 if tiny else 64,
         gemm_sms=gemm_sms, comm_sms=comm_sms, recv_sms=recv_sms, num_warps=4 if tiny else 8,
         # Real ranks launch independently: the peer's kernel can start milliseconds late (measured
         # on nvidia-h200-x2: 16,384 polls timed out in 25 of 70,656 iterations of a safe protocol,
@@ -296,8 +298,10 @@ class Recorder:
 def suspect_producers(tile, kernel: str, world_size: int) -> list[int]:
     """The ranks whose producers a bad tile points at: in the all-reduce kernel the ranks whose
     partial was missing or stale (every rank when nothing was written); in all-scatter the
-    consumer's own rank (its comm program reads only its own producers' tiles)."""
-    if kernel != "all-reduce":
+    consumer's own rank (its comm program reads only its own producers' tiles). gemm-reduce-scatter
+    sums partials as all-reduce does; all-gather-gemm names the consumer's rank too (its shard's
+    sender is not recorded in the tile)."""
+    if kernel not in ("all-reduce", "gemm-reduce-scatter"):
         return [tile.consumer]
     named = list(tile.missing_ranks) or list(tile.stale_ranks)
     return named or list(range(world_size))

@@ -53,7 +53,7 @@ def _consoles():
 
 def stress_command(
     protocol: str = typer.Option(..., "--protocol", help="a built-in protocol name or a protocol .toml file"),
-    kernel: str = typer.Option("all-reduce", "--kernel", help="all-reduce | all-scatter (default: all-reduce)"),
+    kernel: str = typer.Option("all-reduce", "--kernel", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter (default: all-reduce)"),
     world_size: int = typer.Option(2, "--world-size", help="ranks (default: 2)"),
     virtual_ranks: bool = typer.Option(False, "--virtual-ranks", help="every rank on one GPU, each with its own heap region"),
     interpret: bool = typer.Option(False, "--interpret", help="run in Triton's CPU interpreter at tiny sizes (virtual ranks)"),

@@ -5,7 +5,11 @@ Every product the kernels compute is ``2**r * U`` with ``U[i, j] = 2**(a[i] + b[
 * all-reduce: rank ``r``'s partial of C is ``2**r * U``, so C is ``(2**W - 1) * U``, and a sum
   that missed some ranks' partials is ``q * U`` with ``q`` the bitmask of the ranks it did add;
 * all-scatter: rank ``s``'s column block of C is ``2**s * U``, so a tile tells which rank's
-  block it came from.
+  block it came from;
+* gemm-reduce-scatter: as all-reduce (each rank holds a K-slice), C is ``(2**W - 1) * U`` on the
+  tile's owner;
+* all-gather-gemm: the rows of rank ``s``'s shard of A carry ``2**s``, so C's rows of shard ``s``
+  are ``2**s * U`` on every rank (a row tells whose shard it was computed from).
 
 ``a[i]`` is drawn from ``{p, p + 2}`` and ``b[j]`` from ``{0, 2}``, with ``p`` the parity of the
 input set: consecutive iterations use sets of opposite parity, so no element of an iteration's
@@ -68,7 +72,17 @@ def make_inputs(config: KernelConfig, *, parity: int, generator, device, ranks=N
     col_exp = (2 * torch.randint(0, 2, (c.n,), generator=generator, device=device)).to(torch.int32)
     row_scale = torch.exp2(row_exp.float())
     As, Bs = [], []
-    if c.kernel == "all-reduce":
+    if c.kernel == "all-gather-gemm":
+        A, B, s = _cancelling(c.m, c.k, m=c.m, n=c.n, generator=generator, device=device, dtype=dtype)
+        shard = torch.arange(c.m, device=device) // c.m_per_rank
+        A = A * torch.exp2(shard.float())[:, None]
+        A[:, s] = row_scale * torch.exp2(shard.float())
+        B[s] = torch.exp2(col_exp.float())
+        mr = c.m_per_rank
+        for r in ranks:
+            As.append(A[r * mr:(r + 1) * mr].to(dtype).contiguous())
+            Bs.append(B.to(dtype))
+    elif c.kernel in ("all-reduce", "gemm-reduce-scatter"):
         col_scale = torch.exp2(col_exp.float())
         for r in ranks:
             A, B, s = _cancelling(c.m, c.k_per_rank, m=c.m, n=c.n, generator=generator,
@@ -92,7 +106,10 @@ def expected_output(config: KernelConfig, inputs: InputSet) -> "torch.Tensor":
     """The exact C (fp32, ``M x N``) every rank must hold after the launch."""
     c = config
     U = torch.exp2((inputs.row_exp[:, None] + inputs.col_exp[None, :]).float())
-    if c.kernel == "all-reduce":
+    if c.kernel in ("all-reduce", "gemm-reduce-scatter"):
         return U * float(2**c.world_size - 1)
+    if c.kernel == "all-gather-gemm":
+        shard = torch.arange(c.m, device=U.device) // c.m_per_rank
+        return U * torch.exp2(shard.float())[:, None]
     owner = torch.arange(c.n, device=U.device) // c.n_per_rank
     return U * torch.exp2(owner.float())[None, :]

@@ -35,6 +35,7 @@ from syncverify.kernels._deps import torch
 from syncverify.kernels.build import BuiltKernel, lock_torch_dtype, runtime_values_tensor, torch_dtype
 from syncverify.kernels.gemm_all_reduce import launch_all_reduce
 from syncverify.kernels.gemm_all_scatter import launch_all_scatter
+from syncverify.kernels.registry import allocate, launch_function
 from syncverify.stress.classify import BadTile, bad_tiles, device_ns
 from syncverify.stress.delays import DelayConfig, delay_table
 from syncverify.stress.inputs import InputSet, make_inputs
@@ -87,10 +88,13 @@ class Runner:
         self.first_copy = 0 if c.virtual else rank
         data, lock = torch_dtype(c.dtype), lock_torch_dtype(c.lock_dtype)
         T, W = c.tiles, c.world_size
-        work = "partial" if c.kernel == "all-reduce" else "local"
-        heap.allocate(work, (built.data_rows, c.n_per_rank), data)  # M rows per protocol slot
-        heap.allocate("out", (c.m, c.n), data)
-        heap.allocate("locks", (built.lock_count, T), lock)
+        work = {"all-reduce": "partial", "all-scatter": "local"}.get(c.kernel)
+        if work is None:  # all-gather-gemm (gathered) and gemm-reduce-scatter (inbox): their own buffers
+            work = next(name for name in allocate(built, heap, data, lock) if name not in ("out", "locks"))
+        else:
+            heap.allocate(work, (built.data_rows, c.n_per_rank), data)  # M rows per protocol slot
+            heap.allocate("out", (c.m, c.n), data)
+            heap.allocate("locks", (built.lock_count, T), lock)
         # The arrays a reset policy zeroes: the protocol's locks by ``reset``, all-scatter's push
         # locks by the push protocol's own policy.
         self.reset_groups = {"locks": reset}
@@ -98,7 +102,7 @@ class Runner:
             heap.allocate("received", (c.m, c.n), data)
             heap.allocate("push_locks", (built.push_lock_count, T), lock)
             self.reset_groups["push_locks"] = rules.reset_policy(push_reset)
-        self.validated = heap["out" if c.kernel == "all-reduce" else "received"]
+        self.validated = heap["received" if c.kernel == "all-scatter" else "out"]
         self.work = heap[work]
         self.status = torch.zeros((chunk, W, 2 * T, 4), dtype=torch.int32, device=self.device)
         self.summary = torch.zeros((chunk, W, output_tiles(c), NFIELDS), dtype=torch.int32,
@@ -110,7 +114,8 @@ class Runner:
         self.vals = None  # the block's run-time operand ring, one 16-byte row per launch
         self.block: int | None = None  # first iteration of the block whose operands are in place
         self.side = SideStream(self.device) if self.device.type == "cuda" else None
-        self.launch = launch_all_reduce if c.kernel == "all-reduce" else launch_all_scatter
+        self.launch = {"all-reduce": launch_all_reduce, "all-scatter": launch_all_scatter}.get(c.kernel) \
+            or launch_function(c.kernel)
         self.pending: list[int] = []  # iterations in the rings, in slot order
         policies = set(self.reset_groups.values())
         # A graph replays one block as it was captured: no host barrier, no side stream inside it.

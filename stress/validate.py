@@ -10,13 +10,16 @@ Per element (``syncverify.stress.inputs`` says why each test is exact):
                     workspaces keep the previous iteration's partials (``--poison previous`` or
                     ``outputs``), also a sum in which some ranks' partials were the previous
                     iteration's (``(2**W - 1 - b) * U + b * U_prev``: the tile records ``b``)
-``missing-ranks``   (all-reduce) ``q * U`` with ``0 < q < 2**W - 1``: the sum added exactly the
+``missing-ranks``   (all-reduce, gemm-reduce-scatter) ``q * U`` with ``0 < q < 2**W - 1``: the sum added exactly the
                     ranks in bitmask ``q``; the tile records the union of the missing ranks
 ``corrupt``         anything else (a mix of iterations, a wrong tile, a torn value)
 ==================  ============================================================================
 
 A tile's class is ``hang`` when its consumer's wait timed out (status row), else ``ok`` when no
 element is bad, else the most common bad class (ties: corrupt, stale, missing-ranks, unwritten).
+gemm-reduce-scatter's rank holds only its slice of C (the tiles it owns): its other tiles are
+``ok`` by definition; its sums are decoded as all-reduce's. all-gather-gemm's consumer of a C
+tile is the copy's own GEMM program (status row: the tile's row tile within its shard).
 A tile with no bad element and no hang costs one comparison and one reduction (the profiler
 measured the full classification of every tile at 267 us of an iteration's 291 us on an H200);
 only a bad tile is classified in full (:func:`classify_bad`).
@@ -74,24 +77,31 @@ def classify_kernel(
     # ----- expected values -------------------------------------------------------------------
     U = (1 << (tl.load(row_exp + rows)[:, None] + tl.load(col_exp + cols)[None, :])).to(tl.float32)
     FULL: tl.constexpr = (1 << WORLD) - 1
-    if KIND == "all-reduce":
+    if KIND == "all-reduce" or KIND == "gemm-reduce-scatter":
         scale = FULL * 1.0
+    elif KIND == "all-gather-gemm":  # the rows of rank s's shard of A carry 2**s
+        scale = (1 << (rows // (M // WORLD))).to(tl.float32)[:, None]
     else:
         scale = (1 << (cols // n_per_rank)).to(tl.float32)[None, :]
     expected = U * scale
+    if KIND == "gemm-reduce-scatter":  # a rank's C holds its own slice only: other tiles are not checked
+        got = tl.where(tl.load(ownership + t) == first_copy + copy, got, expected)
     ok = got == expected
     n_bad = tl.sum((~ok).to(tl.int32))
 
     # ----- the consumer's status ------------------------------------------------------------
-    if KIND == "all-reduce":
+    if KIND == "all-reduce" or KIND == "gemm-reduce-scatter":
         consumer = tl.load(ownership + t)
         consumer_tile = t
+    elif KIND == "all-gather-gemm":  # this copy's GEMM program, tile t of the shard
+        consumer = first_copy + copy
+        consumer_tile = tm % ((M // WORLD) // BLOCK_M)
     else:
         block_tiles = n_per_rank // BLOCK_N
         consumer = tn // block_tiles
         consumer_tile = tm * block_tiles + tn % block_tiles
     srow = status + (consumer * (2 * status_tiles) + consumer_tile) * 4
-    if KIND != "all-reduce":
+    if KIND == "all-scatter":
         # the block's comm program gave up (nothing pushed), or this copy's receiver did (it
         # copied nothing into ``received``): report the first that hung
         recv_row = status + ((first_copy + copy) * (2 * status_tiles) + status_tiles + consumer_tile) * 4
@@ -124,7 +134,7 @@ def classify_bad(got, expected, U, ok, idx, rows, cols, prev_row_exp, prev_col_e
                      + tl.load(prev_col_exp + cols)[None, :])).to(tl.float32)
     stale = (~ok) & (~unwritten) & (got == U_prev * scale)
     stale_mask = n_bad * 0
-    if KIND == "all-reduce":
+    if KIND == "all-reduce" or KIND == "gemm-reduce-scatter":
         stale_mask = tl.where(tl.max(stale.to(tl.int32)) > 0, FULL, stale_mask)
         if STALE_SUMS:
             # (FULL - b) * U + b * U_prev: ranks b's partials left from the previous iteration.
@@ -139,7 +149,7 @@ def classify_bad(got, expected, U, ok, idx, rows, cols, prev_row_exp, prev_col_e
                 stale_mask = stale_mask | (tl.max((mix & (((bi >> r) & 1) != 0)).to(tl.int32)) << r)
     q = tl.where(got == got, got / U, 0.0)  # NaN (the sentinel) never decodes as a rank mask
     qi = q.to(tl.int32)
-    if KIND == "all-reduce":
+    if KIND == "all-reduce" or KIND == "gemm-reduce-scatter":
         missing = (~ok) & (~unwritten) & (~stale) & (qi.to(tl.float32) == q) & (qi > 0) & (qi < FULL)
     else:
         missing = ok & (~ok)

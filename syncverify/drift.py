@@ -191,6 +191,9 @@ class KernelSide:
     slots: int = 1  # protocol slots: lock array slot * len(names) + lock, data rows slot * rows ..
     rows: int = 0  # rows of one slot of a slotted data buffer (``slotted``)
     slotted: frozenset = frozenset()
+    #: data buffer -> rows of one shard: its tile is numbered within the shard (all-gather-gemm's
+    #: ``out``: the GEMM's tile ``t`` stores row tile ``t`` of every shard)
+    shard_rows: dict = field(default_factory=dict)
 
     def role_of(self, pid: int, world: int) -> tuple[str, int]:
         first = 0
@@ -215,6 +218,8 @@ class KernelSide:
             if buffer in self.slotted and self.slots > 1:
                 slots.add(row // self.rows)
                 row %= self.rows
+            if buffer in self.shard_rows:
+                row %= self.shard_rows[buffer]
             block = col // self.block_columns if buffer in self.wide else None
             col = col % self.block_columns if buffer in self.wide else col
             per_row = (self.block_columns if buffer in self.wide else cols) // self.block_n
@@ -332,6 +337,18 @@ def kernel_side(built) -> KernelSide:
                           block_m=c.block_m, block_n=c.block_n, columns={"partial": c.n, "out": c.n},
                           block_columns=c.n, tiles=c.tiles, slots=plan.slots, rows=c.m,
                           slotted=frozenset({"partial"}))
+    if c.kernel == "gemm-reduce-scatter":
+        return KernelSide(roles=(("producer", c.gemm_sms), ("consumer", c.comm_sms)),
+                          locks={"locks": ("", plan.locks)}, data={"inbox": "inbox", "out": "out"},
+                          block_m=c.block_m, block_n=c.block_n, columns={"inbox": c.world_size * c.n, "out": c.n},
+                          block_columns=c.n, wide=frozenset({"inbox"}), tiles=c.tiles, slots=plan.slots, rows=c.m,
+                          slotted=frozenset({"inbox"}))
+    if c.kernel == "all-gather-gemm":  # tile t: BLOCK_M rows of a shard (all of K: one K chunk here)
+        return KernelSide(roles=(("sender", c.gemm_sms), ("gemm", c.comm_sms)),
+                          locks={"locks": ("", plan.locks)}, data={"gathered": "gathered", "out": "out"},
+                          block_m=c.block_m, block_n=c.block_n, columns={"gathered": c.world_size * c.k, "out": c.n},
+                          block_columns=c.k, wide=frozenset({"gathered"}), tiles=c.tiles, slots=plan.slots,
+                          rows=c.m_per_rank, slotted=frozenset({"gathered"}), shard_rows={"out": c.m_per_rank})
     return KernelSide(roles=(("producer", c.gemm_sms), ("comm", c.comm_sms), ("receiver", c.recv_sms)),
                       locks={"locks": ("pub", plan.locks), "push_locks": ("push", plan.push_locks)},
                       data={"local": "local", "out": "out", "received": "received"},
@@ -352,8 +369,9 @@ def small_config(kernel: str, world_size: int):
     from syncverify.kernels.config import KernelConfig
 
     W = world_size
-    return KernelConfig(kernel=kernel, world_size=W, m=16, n=16 * (W if kernel == "all-scatter" else 1),
-                        k=16 * W, block_m=16, block_n=16, block_k=16, gemm_sms=1, comm_sms=1, recv_sms=1,
+    return KernelConfig(kernel=kernel, world_size=W, m=16 * (W if kernel == "all-gather-gemm" else 1),
+                        n=16 * (W if kernel == "all-scatter" else 1),
+                        k=16 * (1 if kernel == "all-gather-gemm" else W), block_m=16, block_n=16, block_k=16, gemm_sms=1, comm_sms=1, recv_sms=1,
                         dtype="fp32", num_warps=1, interpret=True)
 
 
@@ -373,27 +391,33 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
     from syncverify.kernels.heap import VirtualHeap
     from syncverify.kernels.trace import Recorder, recording
 
+    from syncverify.kernels.registry import allocate, launch_function
+
     built = build(protocol, config or small_config(kernel, world_size))
     c = built.config
     W = c.world_size
     heap = VirtualHeap(W, "cpu")
-    heap.allocate("partial" if kernel == "all-reduce" else "local", (built.data_rows, c.n_per_rank), torch.float32)
-    heap.allocate("out", (c.m, c.n), torch.float32)
-    heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
     resets = {"locks": rules.reset_policy(protocol.reset)}
+    if kernel in ("all-gather-gemm", "gemm-reduce-scatter"):
+        allocate(built, heap, torch.float32, torch.int32)
+    else:
+        heap.allocate("partial" if kernel == "all-reduce" else "local", (built.data_rows, c.n_per_rank), torch.float32)
+        heap.allocate("out", (c.m, c.n), torch.float32)
+        heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
     if kernel == "all-scatter":
         heap.allocate("received", (c.m, c.n), torch.float32)
         heap.allocate("push_locks", (built.push_lock_count, c.tiles), torch.int32)
         resets["push_locks"] = rules.reset_policy(push_protocol(built).reset)
     k = c.k_per_rank
-    A = torch.ones(W, c.m, k)
+    A = torch.ones(W, c.m_per_rank, k)
     B = torch.ones(W, k, c.n_per_rank)
-    launch = launch_all_reduce if kernel == "all-reduce" else launch_all_scatter
+    launch = {"all-reduce": launch_all_reduce, "all-scatter": launch_all_scatter}.get(kernel) or launch_function(kernel)
     side = kernel_side(built)
     ops: dict[Key, list[Op]] = {}
     timed_out: set[Key] = set()
     # rows 0..T-1, then T..2T-1 (all-scatter's receivers; all-reduce's producers' before_store waits)
-    waiters = [role for role, _n in side.roles[1:]] + (["producer"] if kernel == "all-reduce" else [])
+    waiters = [role for role, _n in side.roles[1:]] + (
+        [side.roles[0][0]] if kernel in ("all-reduce", "gemm-reduce-scatter", "all-gather-gemm") else [])
     for epoch in range(epochs):
         for name, policy in resets.items():
             if epoch and policy != "none":

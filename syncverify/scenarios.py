@@ -32,7 +32,8 @@ Reductions (``symmetry=False`` turns them off, to measure what they buy):
   writes to it are left out;
 * *ranks*: ranks other than the one whose reads are checked are the same code up to their rank
   id; they form one symmetry group (``Program.symmetry``). In all-scatter only rank 0's receiver
-  is built (every receiver is a renaming of it).
+  is built (every receiver is a renaming of it), in all-gather-gemm only rank 0's GEMM CTA, as
+  long as the role writes no other rank's lock copy (``_Program._writes_own_copies_only``).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from syncverify.lowering import ONE, lower_step, lower_tile_load, lower_tile_sto
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
 
 SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
-#: Scenarios the Triton kernels run (``syncverify stress``, the drift test); the others are model-only so far.
-KERNEL_SCENARIOS = ("all-reduce", "all-scatter")
+#: Scenarios the Triton kernels run (``syncverify stress``, the drift test): all of them.
+KERNEL_SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
 PRODUCTIONS = ("every-rank", "owner-only")
 DISTRIBUTIONS = rules.DISTRIBUTIONS
 RESETS = rules.RESET_POLICIES
@@ -484,11 +485,29 @@ class _Program:
         W, opts = self.opts.world_size, self.opts
         if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
             return [owner(tile, opts)]
-        if role.name in ("receiver", "gemm") and opts.symmetry:
+        if role.name in ("receiver", "gemm") and opts.symmetry and self._writes_own_copies_only(role, tile):
             return [0]  # every receiver (all-gather-gemm: every GEMM CTA) is a renaming of rank 0's
         if self.part == "pub" and role.name == "comm" and self._waits_touch_own_copy_only("pub"):
             return [0]  # the other comm CTAs touch only their own rank's pub locks: renamings of rank 0's
         return list(range(W))
+
+    def _writes_own_copies_only(self, role: Role, tile: int) -> bool:
+        """Whether ``role``'s protocol steps write no lock copy but its own rank's. Only then are
+        the role's CTAs on other ranks renamings of rank 0's that change nothing rank 0's reads:
+        a wait that consumes each rank's signal (PyTorch's CAS 1 -> 0 with ``from = "each"``)
+        takes it from under every other rank's waiter, which only the whole program shows."""
+        W = self.opts.world_size
+        for step in role.steps:
+            if not isinstance(step, Stage):
+                continue
+            for s in rules.section_steps(self.protocols[step.protocol], step.kind):
+                if s.op not in ("store", "atomic_xchg", "atomic_add", "atomic_cas") and not (s.read or "").startswith("atomic"):
+                    continue  # plain reads, fences and barriers write nothing (an atomic read may)
+                copies = (rules.signal_targets(s.to, 0, signal_owner(0, tile, self.opts), W)
+                          if s.to is not None else rules.wait_sources(s.from_, 0, W))
+                if copies != [0]:
+                    return False
+        return True
 
     def _waits_touch_own_copy_only(self, stage: str) -> bool:
         protocol = self.protocols[self.stage_protocol[stage]]

@@ -1,6 +1,7 @@
 """The model's program and the Triton kernel run the same steps (``syncverify.drift``).
 
-For every built-in protocol, both scenarios, W = 2 and 3 and every reset policy: for each
+For every built-in protocol, every kernel scenario (``KERNEL_SCENARIOS``: all four), W = 2 and 3
+and every reset policy: for each
 (role, rank, tile, epoch), the ordered operations of the model's threads equal those the kernel
 executes in Triton's interpreter (kind, atomic op, sem, scope, lock or buffer, whose copy, whose
 block, tile, one thread or all, the values written), and every kernel poll left its loop on a
@@ -19,7 +20,7 @@ pytest.importorskip("triton", reason="the kernel side runs in Triton's interpret
 from syncverify import drift  # noqa: E402
 from syncverify.protocols import builtin_names, load_protocol  # noqa: E402
 from syncverify.rules import RESET_POLICIES  # noqa: E402
-from syncverify.scenarios import ScenarioOptions, build  # noqa: E402
+from syncverify.scenarios import KERNEL_SCENARIOS, ScenarioOptions, build  # noqa: E402
 
 EPOCHS = 2
 
@@ -42,7 +43,7 @@ def problems(protocol, scenario, world_size, reset):
 
 @pytest.mark.parametrize("reset", RESET_POLICIES)
 @pytest.mark.parametrize("world_size", [2, 3])
-@pytest.mark.parametrize("scenario", ["all-reduce", "all-scatter"])
+@pytest.mark.parametrize("scenario", KERNEL_SCENARIOS)
 @pytest.mark.parametrize("protocol", builtin_names())
 def test_the_kernel_runs_the_steps_of_the_models_program(protocol, scenario, world_size, reset):
     found = problems(protocol, scenario, world_size, reset)
@@ -131,3 +132,31 @@ def test_slots_hold_with_delays_on():
     ops, timed_out = drift.trace_kernel(p, "all-reduce", 2, epochs=2, config=config)
     opts = ScenarioOptions(world_size=2, symmetry=False, epochs=2)
     assert not drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
+
+
+@pytest.mark.parametrize("scenario", ["all-gather-gemm", "gemm-reduce-scatter"])
+def test_a_tile_load_moved_before_the_wait_is_a_drift(scenario, monkeypatch):
+    """The new scenarios' kernels are held to the model's step order: a model whose consumer
+    reads its buffer before waiting (the order swapped in ROLES) no longer matches the kernel."""
+    from syncverify import scenarios
+
+    roles = list(scenarios.ROLES[scenario])
+    consumer = roles[1]
+    swapped = (consumer.steps[1], consumer.steps[0]) + consumer.steps[2:]
+    roles[1] = scenarios.Role(consumer.name, consumer.runs_on, swapped)
+    monkeypatch.setitem(scenarios.ROLES, scenario, tuple(roles))
+    found = problems("epoch-flag", scenario, 2, None)
+    assert found and f"rank 0 {consumer.name}, tile 0, epoch 0, step 1:" in found[0]
+
+
+@pytest.mark.parametrize("scenario", ["all-gather-gemm", "gemm-reduce-scatter"])
+@pytest.mark.parametrize("protocol", __import__("syncverify.protocols.registry", fromlist=["zoo_names"]).zoo_names())
+def test_the_newer_kernels_run_the_steps_of_each_zoo_protocol(protocol, scenario):
+    """before_store waits, after_load back-signals, slots and CAS signals in all-gather-gemm and
+    gemm-reduce-scatter (the zoo's own scenario is all-reduce; the steps are the same)."""
+    p = load_protocol(protocol)
+    epochs = max(EPOCHS, p.zoo.epochs)
+    ops, timed_out = drift.trace_kernel(p, scenario, 2, epochs=epochs)
+    opts = ScenarioOptions(scenario=scenario, world_size=2, symmetry=False, epochs=epochs)
+    found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
+    assert not found, f"{protocol} / {scenario}:\n" + "\n\n".join(found)

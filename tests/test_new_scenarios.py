@@ -1,6 +1,6 @@
 """all-gather-gemm and gemm-reduce-scatter in the model (``syncverify.scenarios.ROLES``): known
 verdicts, the reductions (one GEMM CTA, one symmetry group) agree with the whole program, and the
-roles run their steps in the documented order. No kernels run these scenarios yet."""
+roles run their steps in the documented order. Their kernels: tests/test_new_scenario_kernels.py."""
 
 from __future__ import annotations
 
@@ -52,3 +52,13 @@ def test_world_sizes_2_to_8_build(scenario):
         program = build(load_protocol("epoch-flag"), ScenarioOptions(scenario=scenario, world_size=world_size)).program
         assert {t.gpu for t in program.threads} == set(range(world_size))
     assert isinstance(ROLES[scenario][0].steps[0], Stage)
+
+
+def test_a_wait_that_consumes_every_ranks_signal_is_checked_with_every_gemm():
+    """PyTorch's signal pad in all-gather-gemm: each GEMM's wait CASes every sender's pad 1 -> 0,
+    so the first GEMM to pass takes the signal from the others, which wait forever (the kernel
+    in the interpreter times out the same way, tests/test_new_scenario_kernels.py). Building only
+    rank 0's GEMM (the renaming reduction) hid it; the reduction now keeps every GEMM when a
+    wait writes other ranks' copies, and agrees with the whole program."""
+    assert verdict("pytorch-signal-pad", "all-gather-gemm") == "hang"
+    assert verdict("pytorch-signal-pad", "all-gather-gemm", symmetry=False) == "hang"

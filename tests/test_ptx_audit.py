@@ -128,12 +128,11 @@ def test_the_ptx_reader_on_a_hand_written_kernel():
     assert ops[3] == SyncOp("atom", "one", "release", "gpu", "add", "locks", returns=False)
 
 
-@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter"])
 def test_delays_do_not_change_the_protocols_instructions(kernel):
-    from syncverify.kernels import gemm_all_reduce, gemm_all_scatter
+    from syncverify.kernels.registry import kernel_function
 
-    module = gemm_all_reduce if kernel == "all-reduce" else gemm_all_scatter
-    fn = module.gemm_all_reduce_kernel if kernel == "all-reduce" else module.gemm_all_scatter_kernel
+    module, fn = kernel_function(kernel)
     params = list(inspect.signature(fn.fn).parameters)
     sequences, counts = [], []
     for delays in (False, True):
@@ -226,8 +225,10 @@ def test_a_tile_store_after_the_signal_is_caught():
     assert any("comes after the first signal operation" in p for p in tile_problems(protocol, "signal", late))
 
 
-KERNEL_CASES = [(kernel, name, False) for kernel in ("all-reduce", "all-scatter") for name in builtin_names()]
-KERNEL_CASES += [("all-reduce", "xchg-flag", True), ("all-scatter", "epoch-flag", True)]
+ALL_KERNELS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
+KERNEL_CASES = [(kernel, name, False) for kernel in ALL_KERNELS for name in builtin_names()]
+KERNEL_CASES += [("all-reduce", "xchg-flag", True), ("all-scatter", "epoch-flag", True),
+                 ("all-gather-gemm", "epoch-flag", True), ("gemm-reduce-scatter", "xchg-flag", True)]
 
 
 @pytest.mark.parametrize("kernel, name, table", KERNEL_CASES)
@@ -237,12 +238,12 @@ def test_the_fused_kernels_tile_accesses_are_weak_and_add_no_synchronization(ker
 
 
 @pytest.mark.parametrize("loads", ["descriptor", "pointer"])
-@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter", "gemm-reduce-scatter"])
 def test_the_fused_kernels_read_tiles_volatile_when_the_protocol_says_so(kernel, loads):
     built = build(volatile_tiles(), KernelConfig(kernel=kernel, m=256, n=256, k=256, loads=loads))
     assert audit_kernel(built) == []
     loads_seen = {(op.buffer, op.sem) for op in kernel_ops(built) if op.kind == "ld"}
-    tiles = {"partial"} if kernel == "all-reduce" else {"local", "out"}
+    tiles = {"all-reduce": {"partial"}, "gemm-reduce-scatter": {"inbox"}}.get(kernel, {"local", "out"})
     assert {(b, "volatile") for b in tiles} <= loads_seen and not {(b, "weak") for b in tiles} & loads_seen
     assert ("A", "volatile") not in loads_seen  # GEMM inputs are never volatile
     if loads == "pointer":
@@ -251,7 +252,8 @@ def test_the_fused_kernels_read_tiles_volatile_when_the_protocol_says_so(kernel,
         assert not {b for b, _ in loads_seen} & {"A", "B"}
 
 
-@pytest.mark.parametrize("kernel, buffers", [("all-reduce", {"partial"}), ("all-scatter", {"local", "out"})])
+@pytest.mark.parametrize("kernel, buffers", [("all-reduce", {"partial"}), ("all-scatter", {"local", "out"}),
+                                             ("all-gather-gemm", {"gathered"}), ("gemm-reduce-scatter", {"inbox"})])
 def test_a_wt_protocols_published_tile_stores_carry_wt(kernel, buffers):
     built = build(load_protocol("xchg-flag"), KernelConfig(kernel=kernel, m=256, n=256, k=256))
     stores = [op for op in kernel_ops(built) if op.kind == "st" and op.buffer in buffers]
@@ -298,3 +300,13 @@ def test_every_zoo_protocol_compiles_to_what_the_model_assumes(name, side):
 def test_a_load_with_sem_compiles_to_ld_acquire_sys_on_one_thread():
     ops = [op for op in protocol_ops(load_protocol("iris-465-call-number"), "wait") if op.buffer == "locks"]
     assert ops and all((op.kind, op.sem, op.scope, op.threads) == ("ld", "acquire", "sys", "one") for op in ops)
+
+
+def test_the_all_gather_gemms_tile_loads_are_volatile_when_the_protocol_says_so():
+    """The GEMM reads the gathered shards with plain pointer loads (no tensor descriptor): each
+    one ld.volatile with tile_load.volatile, and the A/B inputs stay weak."""
+    built = build(volatile_tiles(), KernelConfig(kernel="all-gather-gemm", m=256, n=256, k=256))
+    assert audit_kernel(built) == []
+    loads_seen = {(op.buffer, op.sem) for op in kernel_ops(built) if op.kind == "ld"}
+    assert ("gathered", "volatile") in loads_seen and ("gathered", "weak") not in loads_seen
+    assert ("A", "weak") in loads_seen and ("B", "weak") in loads_seen

@@ -20,14 +20,16 @@ from syncverify.stress.launch import MULTICAST_OFF, free_port, run_processes, ru
 from syncverify.stress.validate import CLASSES, FIELDS, NFIELDS
 
 
-@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter"])
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
 def test_inputs_multiply_exactly_to_the_expected_output(kernel, dtype):
     c = KernelConfig(kernel=kernel, world_size=4, m=64, n=128, k=256, dtype=dtype)
     g = torch.Generator().manual_seed(3)
     s = make_inputs(c, parity=1, generator=g, device="cpu")
-    if kernel == "all-reduce":
+    if kernel in ("all-reduce", "gemm-reduce-scatter"):
         got = sum(s.A[r].double() @ s.B[r].double() for r in range(4))
+    elif kernel == "all-gather-gemm":  # every rank's C: the gathered A times its B
+        got = torch.cat([s.A[r].double() for r in range(4)]) @ s.B[0].double()
     else:
         got = torch.cat([s.A[r].double() @ s.B[r].double() for r in range(4)], dim=1)
     assert torch.equal(got, expected_output(c, s).double())

@@ -22,7 +22,7 @@ PLAIN_PROGRESS_EVERY = 5.0  # seconds between two plain progress lines (stderr n
 @app.command("check")
 def check_command(
     protocol: str = typer.Argument(..., help="A built-in protocol name (see 'syncverify list') or a .toml file.", show_default=False),
-    scenario: str = typer.Option("all-reduce", "--scenario", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter (the last two: model only, no kernels yet)."),
+    scenario: str = typer.Option("all-reduce", "--scenario", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter."),
     world_size: int = typer.Option(2, "--world-size", help="Ranks (1 to 64)."),
     tiles: int = typer.Option(1, "--tiles", help="Tiles (>= 1)."),
     epochs: int = typer.Option(1, "--epochs", help="Kernel iterations, counted from 0."),

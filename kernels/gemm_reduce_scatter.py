@@ -1,0 +1,196 @@
+"""GEMM + reduce-scatter, producer/consumer (``syncverify.scenarios.ROLES["gemm-reduce-scatter"]``).
+
+Each rank holds a K-slice of A and B. One persistent launch per rank runs the two roles of the
+model, steps in the model's order (``tests/test_drift.py`` compares them):
+
+* **producers** (``GEMM_SMS`` programs per rank) compute, tile by tile, the partial product of
+  the rank's K-slice, run the protocol's ``before_store`` steps, store the partial into the
+  *tile owner's* ``inbox`` (the column block of the producing rank: ``inbox`` is ``M x W*N`` per
+  rank, block ``b`` holding rank ``b``'s partial) and run its ``signal`` steps (``to = "owner"``
+  is the tile's owner, ``syncverify.scenarios.signal_owner``);
+* **consumers** (``COMM_SMS`` programs per rank) take the tiles the rank owns
+  (``syncverify.rules.ownership_table``), run the ``wait`` steps, read every block of their own
+  ``inbox``, run ``after_load`` and write the sum into their own ``out`` only: each rank ends
+  with its slice of C (the tiles it owns); the other tiles of its ``out`` are never written.
+
+The tile computation and the store-then-signal are the shared helpers of
+``syncverify.kernels.tile``, exactly as in ``gemm_all_reduce``; the protocol enters only as the
+plans (``syncverify.kernels.plan``). Every wait is bounded: a consumer that gives up writes
+``(1, last value, step, polls)`` into status row ``t`` and skips the tile (its C stays poisoned);
+a producer whose ``before_store`` wait gives up writes row ``T + t``.
+"""
+
+from __future__ import annotations
+
+from syncverify.kernels._deps import tl
+from syncverify.kernels._jit import jit
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, ownership_tensor
+from syncverify.kernels.delays import SITE_BEFORE_WAIT, SITE_WAIT_READ, delay_ns, delay_warp_mask, sleep, warp_sleep_here
+from syncverify.kernels.gemm_all_scatter import timed_out
+from syncverify.kernels.steps import program_role, rank_base, role_rank, run_steps, run_wait, wrap_plan
+from syncverify.kernels.tile import gemm_tile, operand_descriptors, store_and_signal, tile_of, use_scratch_allocator
+
+
+def buffers(built: BuiltKernel) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The symmetric buffers of one launch: name -> (shape per rank, ``data`` or ``lock``).
+    ``inbox`` holds ``slots`` slots of ``M`` rows (the published buffer rotates with them)."""
+    c = built.config
+    return {"inbox": ((c.m * built.plan.slots, c.world_size * c.n), "data"), "out": ((c.m, c.n), "data"),
+            "locks": ((built.lock_count, c.tiles), "lock")}
+
+
+@jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites"])
+def gemm_reduce_scatter_kernel(
+    # inputs: rank r's K-slice of A (M x K) and B (K x N)
+    A, B,
+    # symmetric heap: inbox [slots * M, W * N] (block b: rank b's partial), out [M, N], locks [L, T]
+    inbox, inbox_table, out, out_table, locks, locks_table,
+    # who owns which tile: syncverify.rules.ownership_table, computed on the host (one rule)
+    ownership,
+    # this launch's status rows [WORLD, 2 * T, 4]: consumers row t, producers' before_store row T + t
+    status,
+    # sizes (K is one rank's slice)
+    M, N, K,
+    # strides; *_rank strides step between virtual ranks' inputs and heap regions
+    stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
+    inbox_rank_stride, out_rank_stride, locks_rank_stride,
+    # run-time parameters
+    rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, delay_table,
+    # meta-parameters
+    WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
+    LOADS: tl.constexpr, GROUP_M: tl.constexpr,
+    SIGNAL: tl.constexpr, WAIT: tl.constexpr,
+    TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
+    DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
+    INTERPRET: tl.constexpr,
+    BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
+    HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
+):
+    # ----- role and rank ---------------------------------------------------------------------
+    pid = tl.program_id(0)
+    # the delays' iteration is the launch's epoch, read from the device-side operand ring (slot 0),
+    # so a captured CUDA graph replays launches whose iteration advances (syncverify.stress.runner)
+    iteration = tl.load(vals)
+    RANKS: tl.constexpr = WORLD if VIRTUAL else 1
+    is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    n_tiles = num_pid_m * num_pid_n
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    WIDE = N * WORLD  # a row of inbox: one column block per producing rank
+
+    if is_producer:
+        # ----- producer: partial tiles of this rank's K-slice, pushed to each tile's owner -------
+        me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
+        a_ops, b_ops = operand_descriptors(A + me * stride_ar, B + me * stride_br, M, N, K,
+                                           stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, LOADS)
+        slot = tl.load(vals) % SLOTS  # vals[0] is the epoch: this launch's slot of inbox and locks
+        my_status = status + me * (2 * n_tiles) * 4
+        budget = max_polls + 0 * me
+        for i in range(first, n_tiles, GEMM_SMS):
+            t = tile_of(i, num_pid_m, num_pid_n, GROUP_M)
+            owner = tl.load(ownership + t)
+            acc, offs_m, offs_n = gemm_tile(a_ops, b_ops, t, num_pid_n, K, stride_am, stride_ak,
+                                            stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, LOADS, INTERPRET)
+            lock_tile = t + slot * NLOCKS * n_tiles
+            free = 1
+            if HAS_BEFORE:  # e.g. wait until the owner has read the previous call's partials
+                free, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, lock_tile,
+                                                     me, owner, vals, budget, BEFORE_STORE, WORLD, TABLE, INTERPRET)
+                if free == 0:
+                    timed_out(my_status + (n_tiles + t) * 4, last, step, max_polls - budget)
+            if free != 0:
+                # the owner's inbox, this rank's column block, this launch's slot
+                dst = rank_base(inbox, inbox_table, inbox_rank_stride, owner, TABLE) + slot * M * WIDE + me * N
+                store_and_signal(dst, acc, offs_m, offs_n, WIDE, lock_tile, me, owner, locks, locks_table,
+                                 locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
+                                 delay_sites, iteration, delay_table, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
+                                 NUM_WARPS, INTERPRET)
+    else:
+        # ----- consumer: wait, sum every block of its inbox, write its own slice of C ------------
+        me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
+        my_status = status + me * (2 * n_tiles) * 4
+        my_inbox = rank_base(inbox, inbox_table, inbox_rank_stride, me, TABLE)
+        my_out = rank_base(out, out_table, out_rank_stride, me, TABLE)
+        budget = max_polls + 0 * me
+        slot = tl.load(vals) % SLOTS
+        for j in range(first, tl.load(ownership + n_tiles + me), COMM_SMS):
+            t = tl.load(ownership + n_tiles + WORLD + me * tl.cdiv(n_tiles, WORLD) + j)
+            lock_tile = t + slot * NLOCKS * n_tiles
+            tile = lock_tile
+            if DELAYS:
+                tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
+                                                  delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
+            ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
+                                              me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
+            if ok != 0:
+                offs_m = (t // num_pid_n) * BLOCK_M + rm
+                offs_n = (t % num_pid_n) * BLOCK_N + rn
+                late = 0
+                if DELAYS:
+                    ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns,
+                                  delay_sites, delay_table)
+                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS, delay_pct,
+                                            delay_table)
+                    late = warp_sleep_here(ns, warps, "wait-read", INTERPRET)
+                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for b in tl.static_range(WORLD):
+                    src = my_inbox + slot * M * WIDE + b * N + late
+                    total += tl.load(src + offs_m[:, None] * WIDE + offs_n[None, :],
+                                     volatile=TILE_LOAD_VOLATILE).to(tl.float32)
+                if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the loads
+                    ok, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, lock_tile,
+                                                       me, me, vals, budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
+                    step = tl.where(ok != 0, step, step + len(WAIT))
+                tl.store(my_out + offs_m[:, None] * N + offs_n[None, :], total.to(out.dtype.element_ty))
+            if ok == 0:
+                timed_out(my_status + t * 4, last, step, max_polls - budget)
+
+
+def meta_parameters(built: BuiltKernel) -> dict:
+    """The ``tl.constexpr`` arguments of :func:`gemm_reduce_scatter_kernel` for a built kernel."""
+    c, plan = built.config, built.plan
+    return dict(
+        WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
+        BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k,
+        GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms, LOADS=c.loads, GROUP_M=c.group_m,
+        SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
+        TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
+        DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order, INTERPRET=c.interpret,
+        BEFORE_STORE=wrap_plan(plan.before_store), AFTER_LOAD=wrap_plan(plan.after_load),
+        HAS_BEFORE=bool(plan.before_store), HAS_AFTER=bool(plan.after_load),
+        SLOTS=plan.slots, NLOCKS=len(plan.locks),
+    )
+
+
+def launch_reduce_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
+                          max_polls: int = 1 << 20, delay_seed: int = 0,
+                          delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
+                          delay_table=None, vals=None, compile_only: bool = False):
+    """Launch one iteration: ``heap`` holds :func:`buffers` (``inbox``, ``out``, ``locks``).
+
+    ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
+    ``[1, ...]``; ``status`` is ``[world, 2 * tiles, 4]`` int32, zeroed by the caller.
+    """
+    c = built.config
+    inbox, out, locks = heap["inbox"], heap["out"], heap["locks"]
+    virtual_inputs = A.shape[0] > 1
+    if not c.interpret:
+        use_scratch_allocator()
+    return gemm_reduce_scatter_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
+        A, B,
+        inbox.local, inbox.table, out.local, out.table, locks.local, locks.table,
+        ownership_tensor(c, A.device),
+        status,
+        c.m, c.n, c.k_per_rank,
+        A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
+        B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
+        inbox.rank_stride, out.rank_stride, locks.rank_stride,
+        rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
+        max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
+        num_warps=c.num_warps, num_stages=c.num_stages,
+        **meta_parameters(built),
+    )
