@@ -19,6 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from text_table import bad_tile_counts, print_table  # beside this script
+
 SCENARIOS = ("all-gather-gemm", "gemm-reduce-scatter")
 
 
@@ -79,7 +81,7 @@ def main() -> int:
         if "error" in r:
             rows.append((s, p, verdicts[s, p], "error: " + r["error"], "-", "-", "-"))
             continue
-        counts = " ".join(f"{k}={v}" for k, v in sorted(r["counts"].items()) if v) or "none"
+        counts = bad_tile_counts(r["counts"])
         rows.append((s, p, verdicts[s, p], "clean" if r["clean"] else "FAILED", str(r["iterations"]),
                      f"{r['iterations_per_second']:.0f}", counts))
     if args.out is not None:
@@ -87,9 +89,7 @@ def main() -> int:
         (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     print(f"total {time.monotonic() - start:.1f} s; W = {W} virtual ranks, random delays, {args.seconds:g} s each")
     head = ("scenario", "protocol", "model verdict", "GPU", "iterations", "it/s", "bad tiles")
-    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-    for row in [head] + rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print_table(head, rows)
     return 0
 
 

@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from text_table import bad_tile_counts, print_table  # beside this script
+
 
 def main() -> int:
     """Run the zoo (or the names given) and print ``name | verdict | iterations | counts``."""
@@ -51,13 +53,11 @@ def main() -> int:
         if result is None:
             rows.append((protocol.name, epochs_note, z.expected, "error: " + error[:60], "-", "-", f"{wall:.0f}"))
             continue
-        counts = " ".join(f"{k}={v}" for k, v in sorted(result["counts"].items()) if v) or "none"
+        counts = bad_tile_counts(result["counts"])
         rows.append((protocol.name, epochs_note, z.expected, "clean" if result["clean"] else "FAILED",
                      str(result["iterations"]), counts, f"{wall:.0f}"))
     head = ("protocol", "model setting", "model verdict", "GPU", "iterations", "bad tiles", "wall s")
-    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-    for row in [head] + rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print_table(head, rows)
     return 0
 
 
