@@ -34,18 +34,16 @@ from syncverify.kernels._jit import jit
 from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values
 from syncverify.kernels.delays import (
     SITE_BEFORE_STORE,
-    SITE_BEFORE_WAIT,
-    SITE_STORE_SIGNAL,
     SITE_WAIT_READ,
     delay_ns,
     delay_warp_mask,
-    sleep,
     wait_tile,
     warp_deadline,
     warp_sleep_here,
 )
 from syncverify.kernels.gemm_all_scatter import timed_out
-from syncverify.kernels.steps import program_role, rank_base, role_rank, run_signal, run_steps, run_wait, wrap_plan
+from syncverify.kernels.steps import program_role, rank_base, role_rank, run_steps, wrap_plan
+from syncverify.kernels.tile import delayed_signal, delayed_wait
 
 
 def buffers(built: BuiltKernel) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -171,12 +169,9 @@ def all_gather_gemm_kernel(
                 send_tile(A + me * stride_ar, gathered, gathered_table, gathered_rank_stride, t, me, slot_rows, MR,
                           K, stride_am, stride_ak, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration, delay_table,
                           WORLD, TABLE, BLOCK_M, BLOCK_K, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
-                tile = lock_tile
-                if DELAYS:
-                    tile = lock_tile + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
-                                                      delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
-                run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, me, vals,
-                           SIGNAL, WORLD, TABLE, INTERPRET)
+                delayed_signal(locks, locks_table, locks_rank_stride, n_tiles, lock_tile, t, me, me, vals, delay_seed,
+                               delay_pct, delay_max_ns, delay_sites, iteration, delay_table, SIGNAL, WORLD, TABLE, DELAYS,
+                               INTERPRET)
     else:
         # ----- GEMM: wait for every shard's tile t, K-loop over the gathered blocks, store C ----
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
@@ -189,12 +184,9 @@ def all_gather_gemm_kernel(
         valid = r < WORLD * BLOCK_M
         for t in range(first, n_tiles, COMM_SMS):
             lock_tile = t + slot * NLOCKS * n_tiles
-            tile = lock_tile
-            if DELAYS:
-                tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                                  delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
-            ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
-                                              me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
+            ok, last, step, budget = delayed_wait(locks, locks_table, locks_rank_stride, n_tiles, lock_tile, t, me, vals,
+                                                 budget, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+                                                 delay_table, WAIT, WORLD, TABLE, DELAYS, INTERPRET)
             if ok != 0:
                 late = 0
                 if DELAYS:

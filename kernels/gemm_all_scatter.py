@@ -26,15 +26,14 @@ from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
 from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values
 from syncverify.kernels.delays import (
-    SITE_BEFORE_WAIT,
     SITE_WAIT_READ,
     delay_ns,
     delay_warp_mask,
-    sleep,
     warp_sleep_here,
 )
 from syncverify.kernels.steps import program_role, rank_base, role_rank, run_signal, run_steps, run_wait, wrap_plan
 from syncverify.kernels.tile import (
+    delayed_wait,
     gemm_tile,
     operand_descriptors,
     store_and_signal,
@@ -124,12 +123,9 @@ def gemm_all_scatter_kernel(
         budget = max_polls + 0 * me
         for j in range(first, n_tiles, COMM_SMS):  # the producers' order: tiles arrive in it
             t = tile_of(j, num_pid_m, num_pid_n, GROUP_M)
-            tile = t
-            if DELAYS:
-                tile = t + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                          delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
-            ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
-                                              me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
+            ok, last, step, budget = delayed_wait(locks, locks_table, locks_rank_stride, n_tiles, t, t, me, vals,
+                                                 budget, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+                                                 delay_table, WAIT, WORLD, TABLE, DELAYS, INTERPRET)
             if ok != 0:
                 offs_m = (t // num_pid_n) * BLOCK_M + rm
                 offs_n = (t % num_pid_n) * BLOCK_N + rn
@@ -143,7 +139,7 @@ def gemm_all_scatter_kernel(
                     src = my_local + warp_sleep_here(ns, warps, "wait-read", INTERPRET)
                 c = tl.load(src + c_offs, volatile=TILE_LOAD_VOLATILE)
                 if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the load
-                    ok, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, tile, me, me,
+                    ok, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, t, me, me,
                                                        vals, budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
                     if ok == 0:
                         timed_out(my_status + t * 4, last, step + len(WAIT), max_polls - budget)

@@ -25,10 +25,17 @@ from __future__ import annotations
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
 from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, ownership_tensor
-from syncverify.kernels.delays import SITE_BEFORE_WAIT, SITE_WAIT_READ, delay_ns, delay_warp_mask, sleep, warp_sleep_here
+from syncverify.kernels.delays import SITE_WAIT_READ, delay_ns, delay_warp_mask, warp_sleep_here
 from syncverify.kernels.gemm_all_scatter import timed_out
-from syncverify.kernels.steps import program_role, rank_base, role_rank, run_steps, run_wait, wrap_plan
-from syncverify.kernels.tile import gemm_tile, operand_descriptors, store_and_signal, tile_of, use_scratch_allocator
+from syncverify.kernels.steps import program_role, rank_base, role_rank, run_steps, wrap_plan
+from syncverify.kernels.tile import (
+    delayed_wait,
+    gemm_tile,
+    operand_descriptors,
+    store_and_signal,
+    tile_of,
+    use_scratch_allocator,
+)
 
 
 def buffers(built: BuiltKernel) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -120,12 +127,9 @@ def gemm_reduce_scatter_kernel(
         for j in range(first, tl.load(ownership + n_tiles + me), COMM_SMS):
             t = tl.load(ownership + n_tiles + WORLD + me * tl.cdiv(n_tiles, WORLD) + j)
             lock_tile = t + slot * NLOCKS * n_tiles
-            tile = lock_tile
-            if DELAYS:
-                tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                                  delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
-            ok, last, step, budget = run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile,
-                                              me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
+            ok, last, step, budget = delayed_wait(locks, locks_table, locks_rank_stride, n_tiles, lock_tile, t, me, vals,
+                                                 budget, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
+                                                 delay_table, WAIT, WORLD, TABLE, DELAYS, INTERPRET)
             if ok != 0:
                 offs_m = (t // num_pid_n) * BLOCK_M + rm
                 offs_n = (t % num_pid_n) * BLOCK_N + rn

@@ -23,6 +23,7 @@ from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
 from syncverify.kernels.delays import (
     SITE_BEFORE_STORE,
+    SITE_BEFORE_WAIT,
     SITE_STORE_SIGNAL,
     delay_ns,
     delay_warp_mask,
@@ -30,7 +31,7 @@ from syncverify.kernels.delays import (
     wait_tile,
     warp_deadline,
 )
-from syncverify.kernels.steps import run_signal
+from syncverify.kernels.steps import run_signal, run_wait
 
 LOADS = ("descriptor", "pointer")
 
@@ -135,9 +136,33 @@ def store_and_signal(dst, acc, offs_m, offs_n, N, t, me, owner, locks, locks_tab
         warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS, delay_pct, delay_table)
         c = wait_tile(c, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
     tl.store(dst + c_offs, c, cache_modifier=TILE_STORE_CACHE)
-    tile = t
+    delayed_signal(locks, locks_table, locks_rank_stride, n_tiles, t, t, me, owner, vals, delay_seed, delay_pct,
+                   delay_max_ns, delay_sites, iteration, delay_table, SIGNAL, WORLD, TABLE, DELAYS, INTERPRET)
+
+
+@jit
+def delayed_signal(locks, locks_table, locks_rank_stride, n_tiles, lock_tile, t, me, owner, vals, delay_seed,
+                   delay_pct, delay_max_ns, delay_sites, iteration, delay_table, SIGNAL: tl.constexpr,
+                   WORLD: tl.constexpr, TABLE: tl.constexpr, DELAYS: tl.constexpr, INTERPRET: tl.constexpr):
+    """The protocol's signal steps for ``lock_tile``; delays: the whole CTA late before them (site
+    store-signal, drawn for tile ``t``; the sleep's zero is added to the lock offset so it comes first)."""
+    tile = lock_tile
     if DELAYS:
-        tile = t + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
-                                  delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
+        tile = lock_tile + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
+                                          delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
     run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, owner, vals,
                SIGNAL, WORLD, TABLE, INTERPRET)
+
+
+@jit
+def delayed_wait(locks, locks_table, locks_rank_stride, n_tiles, lock_tile, t, me, vals, budget, delay_seed,
+                 delay_pct, delay_max_ns, delay_sites, iteration, delay_table, WAIT: tl.constexpr,
+                 WORLD: tl.constexpr, TABLE: tl.constexpr, DELAYS: tl.constexpr, INTERPRET: tl.constexpr):
+    """The protocol's wait for ``lock_tile`` (``run_wait``'s results); delays: the whole CTA late
+    before it (site before-wait, drawn for tile ``t``)."""
+    tile = lock_tile
+    if DELAYS:
+        tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
+                                          delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
+    return run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile, me, vals, budget, WAIT, WORLD, TABLE,
+                    INTERPRET)
