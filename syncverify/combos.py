@@ -46,7 +46,12 @@ Key = tuple[str, int]  # (location, value)
 
 @dataclass(frozen=True)
 class PathSummary:
-    """What one path reads and writes, as far as combinations are concerned."""
+    """What one path reads and writes, as far as combinations are concerned.
+
+    A need is a (location, value) key, or for a read of a merged path (:mod:`syncverify.value_classes`)
+    a (location, frozenset of values) key: one write of any of those values supplies it. Merged
+    reads are never counted as atomics (the count is a pruning: counting fewer reads prunes less).
+    """
 
     needs: frozenset[Key]  # values read that no earlier write of the same path supplies
     writes: tuple[tuple[Key, int], ...]  # (location, value) -> how many writes of it
@@ -67,6 +72,10 @@ def summarize(path) -> PathSummary:
     events = path.events
     for i, e in enumerate(events):
         if e.ghost:
+            continue
+        if e.kind == "R" and e.values is not None:
+            if not any((e.loc, v) in writes for v in e.values):
+                needs.add((e.loc, e.values))
             continue
         key = (e.loc, e.value)
         if e.kind == "R":
@@ -89,15 +98,21 @@ def _first_barrier(summary: PathSummary) -> int:
     return len(summary.events_kinds) if at < 0 else at
 
 
+def need_values(key: tuple) -> tuple[int, ...] | frozenset[int]:
+    """The values that supply a need (see :class:`PathSummary`)."""
+    return key[1] if isinstance(key[1], frozenset) else (key[1],)
+
+
 def is_supported(combo: tuple[PathSummary, ...], init: dict[str, int]) -> bool:
     """Every read's value is the initial one or written by another thread (or earlier by itself)."""
     supplies = [c.supplies for c in combo]
     for t, c in enumerate(combo):
-        for loc, v in c.needs:
-            if init.get(loc, 0) == v:
+        for need in c.needs:
+            loc = need[0]
+            if any(init.get(loc, 0) == v or any((loc, v) in s for u, s in enumerate(supplies) if u != t)
+                   for v in need_values(need)):
                 continue
-            if not any((loc, v) in s for u, s in enumerate(supplies) if u != t):
-                return False
+            return False
     return True
 
 
@@ -226,7 +241,7 @@ def readable_ceilings(program: Program, summaries: list[list[PathSummary]],
     readers: dict[str, set[str]] = {}  # location -> phases with a thread that reads it
     for t, paths in enumerate(summaries):
         for s in paths:
-            for loc, _v in s.needs:
+            for loc, _v in s.needs:  # a value or a set of values: only the location matters here
                 readers.setdefault(loc, set()).add(program.threads[t].phase)
     out: dict[tuple[str, str], int] = {}
     for loc, reading in readers.items():
@@ -291,13 +306,16 @@ def supported_combinations(
                    if seen.sees(reader, key[0], a))
 
     @functools.cache
-    def visible(reader: str, key: Key) -> tuple[tuple, ...]:
-        """The (location, value, phase) keys of the writes of ``key`` that ``reader`` can see."""
-        return tuple((key[0], key[1], a) for a in writer_phases.get(key, ()) if seen.sees(reader, key[0], a))
+    def visible(reader: str, key: tuple) -> tuple[tuple, ...]:
+        """The (location, value, phase) keys of the writes of ``key`` (a need, or a counted
+        (location, value)) that ``reader`` can see."""
+        loc = key[0]
+        return tuple((loc, v, a) for v in need_values(key) for a in writer_phases.get((loc, v), ())
+                     if seen.sees(reader, loc, a))
 
     @functools.cache
-    def initially(reader: str, key: Key) -> bool:
-        return init.get(key[0], 0) == key[1] and seen.sees(reader, key[0], _Visibility.INIT)
+    def initially(reader: str, key: tuple) -> bool:
+        return init.get(key[0], 0) in need_values(key) and seen.sees(reader, key[0], _Visibility.INIT)
 
     chosen: list[int] = [-1] * len(summaries)
     totals: Counter = Counter()  # writes of each (location, value, phase) by the assigned paths

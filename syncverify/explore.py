@@ -78,6 +78,7 @@ from syncverify.program import Program
 from syncverify.ptx_choices import (
     LocationChoice,
     coherence_of,
+    consistent_products,
     fence_sc_orders,
     location_choices,
     memory_orders,
@@ -85,6 +86,7 @@ from syncverify.ptx_choices import (
 )
 from syncverify.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
 from syncverify.symmetry import combinations
+from syncverify.value_classes import merge_value_classes, with_cut_reads_fixed
 
 __all__ = [
     "DEFAULT_MAX_DOMAIN", "DEFAULT_MAX_EXECUTIONS", "DEFAULT_MAX_STEPS", "DEFAULT_PROGRESS_INTERVAL",
@@ -191,7 +193,9 @@ def candidate_executions(
                           if not any(e.kind == "R" and not e.ghost and e.value > tops.get((th.phase, e.loc), e.value)
                                      for e in p.events)]
                          for th, paths in zip(program.threads, all_paths)]
-            summaries = [[summarize(p) for p in paths] for paths in all_paths]
+        # Paths that differ only in values nothing depends on become one (exact: value_classes).
+        all_paths = [merge_value_classes(paths, program.observed_registers) for paths in all_paths]
+        summaries = [[summarize(p) for p in paths] for paths in all_paths]
         kept = cta_kept_lengths(program, all_paths, participants)
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))
@@ -209,26 +213,37 @@ def candidate_executions(
             stuck = {t: why for t, why in stuck.items() if t not in stopped}
             instances = [i for i in instances if i[0][0] not in stopped]
         if stuck or stopped:
+            combo = tuple(p if t in stopped else with_cut_reads_fixed(p, n)
+                          for t, (p, n) in enumerate(zip(combo, lengths)))
             # Paths cut short (at a barrier, or before they start) repeat: build each once.
             key = tuple(None if t in stopped else (tuple(p.events[:n]), p.registers, p.stuck)
                         for t, (p, n) in enumerate(zip(combo, lengths)))
             if key in seen_cut:
                 continue
             seen_cut.add(key)
-        skeleton = build_skeleton(program, combo, lengths, stuck, instances, stopped)
-        skeleton.static_cause = StaticCause(skeleton, program)
-        per_location = [Replayable(location_choices(skeleton, loc, prune, program, tick=tick)) for loc in locations]
-        if not all(choices.nonempty() for choices in per_location):
-            continue  # some location has no consistent choice: the costlier relations are never needed
-        skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
-        static_relations(skeleton)  # fail a location above
-        fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
-        for parts in lazy_product(per_location):
-            rf: dict[int, int] = {}
-            for part in parts:
-                rf.update(part.rf)
-            for order in fence_orders:
-                yield from _with_coherence(skeleton, program, rf, parts, order, prune, tick)
+        yield from _skeleton_candidates(program, combo, lengths, stuck, instances, stopped, locations, prune, tick)
+
+
+def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: list[int], stuck: dict[int, tuple],
+                         instances: list, stopped: frozenset[int], locations: tuple[str, ...], prune: bool,
+                         tick: Callable[[str], None]) -> Iterator[tuple[Skeleton, Execution]]:
+    """The candidate executions of one combination of paths, cut as its barriers resolve."""
+    skeleton = build_skeleton(program, combo, lengths, stuck, instances, stopped)
+    skeleton.static_cause = StaticCause(skeleton, program)
+    per_location = [Replayable(location_choices(skeleton, loc, prune, program, tick=tick)) for loc in locations]
+    if not all(choices.nonempty() for choices in per_location):
+        return  # some location has no consistent choice: the costlier relations are never needed
+    skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
+    static_relations(skeleton)  # fail a location above
+    fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
+    # Partial choices that already break Causality or Coherence are dropped as they are made.
+    products = consistent_products(skeleton, program, per_location) if prune else lazy_product(per_location)
+    for parts in products:
+        rf: dict[int, int] = {}
+        for part in parts:
+            rf.update(part.rf)
+        for order in fence_orders:
+            yield from _with_coherence(skeleton, program, rf, parts, order, prune, tick)
 
 
 def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], parts: tuple[LocationChoice, ...],

@@ -49,6 +49,9 @@ class LocalEvent:
     label: str = ""
     line: int | None = None
     ghost: bool = False
+    # A read of a merged path (syncverify.value_classes): the values it may return (``value`` is
+    # None); the write it reads from decides which.
+    values: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ class Path:
     events: tuple[LocalEvent, ...]
     registers: tuple[tuple[str, int], ...]
     stuck: tuple | None = None  # ("spin", ((loc, value), ...)); barriers: syncverify.barriers
+    # Registers (name, local event index) whose final value is what that read of a merged path
+    # returns (syncverify.value_classes); their entry in ``registers`` is None.
+    bound: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from syncverify import ptx
 from syncverify.events import Event, Execution
 from syncverify.program import Program
-from syncverify.relations import is_acyclic, plus, successors
+from syncverify.relations import is_acyclic, plus, reach_masks, successors
 from syncverify.skeleton import Skeleton
 
 
@@ -93,7 +93,8 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
     after = program.phases_after() if spins else {}
     candidates = []
     for r in reads:
-        cands = [w.eid for w in writes if w.value == r.value]
+        # A read of a merged path may read any write of one of its values (value_classes).
+        cands = [w.eid for w in writes if (w.value in r.values if r.values is not None else w.value == r.value)]
         if prune:
             # Causality axiom: no reading a write the read causally precedes (rf ; cause), nor
             # one hidden behind a write that causally precedes the read (fr ; cause).
@@ -369,3 +370,161 @@ def fence_sc_orders(skeleton: Skeleton, prune: bool,
         seen.add(restricted)
         orders.append(order)
     return orders
+
+
+class PartialCausality:
+    """A lower bound on base causality while reads-from is chosen one location at a time, to drop
+    a partial choice as soon as it breaks an axiom whatever the other locations choose.
+
+    Base causality is ``(po | sync | sync_fence | sync_barrier | host)+`` (:func:`syncverify.ptx.base_causality`).
+    Synchronizes-with is ``morally-strong & (release-pattern ; observation ; acquire-pattern)``,
+    where moral strength and both patterns are fixed by the skeleton, and observation
+    (``(morally-strong & rf) | observation ; rmw ; observation``) relates events of one location
+    only, fixed by that location's reads-from. So once some locations are chosen, the closure of
+    ``po | bar | host`` and their ``sync`` edges is contained in the base causality of every
+    execution that extends the choice (Fence-SC order, unknown yet, is left out, which only makes
+    the bound smaller), and ``bound | observation ; bound`` is contained in its causality. Coherence
+    contains each location's least order (:func:`coherence_of` closes it, never removes a pair), so
+    ``fr`` contains ``rf^-1 ; least``. Hence, on the chosen locations:
+
+    * a read that causally precedes the write it reads from breaks Causality (``rf ; cause``);
+    * a write coherence-after a read's source that causally precedes the read breaks Causality
+      (``fr ; cause``);
+    * two writes of one location that causality orders against the location's order make
+      coherence cyclic (Coherence), and :func:`coherence_of` would answer None.
+
+    Each holds for the extensions since every relation involved only grows; the explorer then
+    checks each complete candidate against every axiom as before. The closure is kept as one bit
+    mask per event (and one virtual node per launch phase, through which the host order passes),
+    grown by the usual insertion of an edge into a transitively closed relation.
+    """
+
+    def __init__(self, skeleton: Skeleton, program: Program) -> None:
+        events = skeleton.events
+        n = len(events)
+        phases = sorted({e.phase for e in events if not e.is_init})
+        node_of_phase = {phase: n + k for k, phase in enumerate(phases)}
+        successor_lists: list[list[int]] = [[] for _ in range(n + len(phases))]
+        last: dict[int, int] = {}
+        first: dict[int, int] = {}
+        for e in events:
+            if e.is_init:
+                continue
+            if e.thread in last:
+                successor_lists[last[e.thread]].append(e.eid)
+            else:
+                first[e.thread] = e.eid
+            last[e.thread] = e.eid
+            successor_lists[e.eid].append(node_of_phase[e.phase])  # the host order leaves a phase here
+        for e in events:
+            if e.is_init:
+                successor_lists[e.eid].extend(first.values())  # initial writes precede everything
+        for a, b in skeleton.barrier_sync:
+            successor_lists[a].append(b)
+        after = program.phases_after()
+        by_phase: dict[str, list[int]] = {}
+        for e in events:
+            if not e.is_init:
+                by_phase.setdefault(e.phase, []).append(e.eid)
+        for phase in phases:
+            for later in after.get(phase, ()):
+                successor_lists[node_of_phase[phase]].extend(by_phase.get(later, ()))
+        self.masks = reach_masks(successor_lists)
+        memo = skeleton.static_memo
+        self.ms = memo["morally_strong"]
+        self.released_by: dict[int, list[int]] = {}  # strong write -> the release patterns ending at it
+        for x, w in memo["release_pattern"]:
+            self.released_by.setdefault(w, []).append(x)
+        self.acquired_by: dict[int, list[int]] = {}  # strong read -> the acquire patterns starting at it
+        for r, y in memo["acquire_pattern"]:
+            self.acquired_by.setdefault(r, []).append(y)
+        self.rmw_write_of = dict(skeleton.rmw)
+
+    def observation(self, choice: LocationChoice) -> dict[int, set[int]]:
+        """``observation`` of one location's choice, as write -> the reads that observe it."""
+        obs: dict[int, set[int]] = {}
+        for r, w in choice.rf.items():
+            if (w, r) in self.ms:
+                obs.setdefault(w, set()).add(r)
+        changed = True
+        while changed:  # observation ; rmw ; observation, to a fixpoint
+            changed = False
+            for w in list(obs):
+                for r in list(obs[w]):
+                    extra = obs.get(self.rmw_write_of.get(r), set()) - obs[w]  # type: ignore[arg-type]
+                    if extra:
+                        obs[w] |= extra
+                        changed = True
+        return obs
+
+    def sync_edges(self, observed: dict[int, set[int]]) -> list[tuple[int, int]]:
+        """``morally-strong & (release-pattern ; observation ; acquire-pattern)`` of one location."""
+        return [(x, y) for w, readers in observed.items() for x in self.released_by.get(w, ())
+                for r in readers for y in self.acquired_by.get(r, ()) if (x, y) in self.ms]
+
+    def with_edges(self, masks: list[int], edges: list[tuple[int, int]]) -> list[int]:
+        """The closure ``masks`` with ``edges`` added (a new list; ``masks`` is kept for backtracking)."""
+        out = masks
+        for a, b in edges:
+            if out[a] >> b & 1:
+                continue
+            if out is masks:
+                out = list(masks)
+            gained = (1 << b) | out[b]
+            bit = 1 << a
+            for x, m in enumerate(out):
+                if x == a or m & bit:
+                    out[x] = m | gained
+        return out
+
+    @staticmethod
+    def breaks(masks: list[int], choice: LocationChoice, observed: dict[int, set[int]]) -> bool:
+        """Whether the chosen ``choice`` already breaks Causality or Coherence under ``masks``."""
+        def cause(a: int, b: int) -> bool:  # (a, b) in bound | observation ; bound
+            return bool(masks[a] >> b & 1) or any(masks[r] >> b & 1 for r in observed.get(a, ()))
+
+        later = successors(choice.least)
+        for r, w in choice.rf.items():
+            if masks[r] >> w & 1:
+                return True  # rf ; cause
+            if any(cause(w2, r) for w2 in later.get(w, ())):
+                return True  # fr ; cause
+        return any(cause(b, a) for a, b in choice.least)  # causality against coherence
+
+
+def consistent_products(skeleton: Skeleton, program: Program,
+                        per_location: list) -> Iterator[tuple[LocationChoice, ...]]:
+    """The product of the locations' choices (``per_location``, each walked as often as needed),
+    without the partial products that :class:`PartialCausality` shows to break an axiom.
+
+    Locations are chosen in the order of their first access (the smallest event id), so that
+    locations one thread uses one after the other (a flag it waits on and the flag it raises) are
+    chosen next to each other and a cycle between them is found before the others multiply it."""
+    if not per_location:
+        yield ()
+        return
+    partial = PartialCausality(skeleton, program)
+    first_access: dict[str, int] = {}
+    for e in skeleton.events:
+        if not e.is_init and e.is_memory and not e.ghost:
+            first_access.setdefault(e.loc, e.eid)  # type: ignore[arg-type]
+    locations = program.locations()
+    order = sorted(range(len(per_location)), key=lambda i: first_access.get(locations[i], -1))
+    chosen: list[tuple[LocationChoice, dict[int, set[int]]]] = []
+    picked: list[LocationChoice | None] = [None] * len(per_location)
+
+    def descend(depth: int, masks: list[int]) -> Iterator[tuple[LocationChoice, ...]]:
+        if depth == len(order):
+            yield tuple(picked)  # type: ignore[arg-type]
+            return
+        i = order[depth]
+        for choice in per_location[i]:
+            observed = partial.observation(choice)
+            grown = partial.with_edges(masks, partial.sync_edges(observed))
+            chosen.append((choice, observed))
+            if not any(partial.breaks(grown, c, o) for c, o in chosen):
+                picked[i] = choice
+                yield from descend(depth + 1, grown)
+            chosen.pop()
+
+    yield from descend(0, partial.masks)

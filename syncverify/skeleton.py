@@ -8,13 +8,13 @@ synchronization, the host's launch order); :meth:`Skeleton.execution` completes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncverify import ptx
 from syncverify.events import INIT_THREAD, Event, Execution
 from syncverify.paths import Path, initial_registers
 from syncverify.program import Program
-from syncverify.relations import plus
+from syncverify.relations import reach_masks
 
 
 @dataclass
@@ -34,17 +34,41 @@ class Skeleton:
     static_memo: dict = field(default_factory=dict)
     # (po | bar | host)+: part of causality whatever rf, co and Fence-SC turn out to be.
     static_cause: "StaticCause | frozenset" = frozenset()
+    # Registers ((thread, register), read eid) whose final value is what a read of a merged path
+    # returns (syncverify.value_classes): set from the write it reads from.
+    bound: tuple[tuple[tuple[str, str], int], ...] = ()
 
     def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...],
                   co_rel: frozenset | None = None, memo: dict | None = None) -> Execution:
         """The candidate execution of these events for one choice; ``memo``: relations already
         computed for the same rf and Fence-SC order (none of which may depend on coherence)."""
         return Execution(
-            events=self.events, thread_names=self.thread_names, po=self.po, rf=rf, co=co,
+            events=self.concrete_events(rf), thread_names=self.thread_names, po=self.po, rf=rf, co=co,
             rmw=self.rmw, dep=self.dep, fence_sc=fence_sc, barrier_sync=self.barrier_sync,
-            final_registers=self.registers, stuck=self.stuck, roles=self.roles,
+            final_registers=self.concrete_registers(rf), stuck=self.stuck, roles=self.roles,
             host_order=self.host_order, co_rel=co_rel, _memo=dict(self.static_memo if memo is None else memo),
         )
+
+    def concrete_events(self, rf: dict[int, int]) -> tuple[Event, ...]:
+        """The events with each read of a merged path given the value of the write it reads from
+        (the event the member path with that value has); reads not in ``rf`` stay as they are."""
+        merged = [e for e in self.events if e.values is not None and e.eid in rf]
+        if not merged:
+            return self.events
+        events = list(self.events)
+        for e in merged:
+            events[e.eid] = replace(e, value=events[rf[e.eid]].value, values=None)
+        return tuple(events)
+
+    def concrete_registers(self, rf: dict[int, int]) -> dict[tuple[str, str], int]:
+        """The final registers, each bound register set to the value its read reads."""
+        if not self.bound:
+            return self.registers
+        registers = dict(self.registers)
+        for key, eid in self.bound:
+            if eid in rf:
+                registers[key] = self.events[rf[eid]].value  # type: ignore[assignment]
+        return registers
 
 
 def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int],
@@ -59,6 +83,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
         events.append(Event(len(events), INIT_THREAD, 0, "W", loc, program.init.get(loc, 0), "relaxed", "sys",
                             label="init"))
     po, rmw, dep, sync = set(), set(), set(), set()
+    bound: list[tuple[tuple[str, str], int]] = []
     local_to_global: dict[tuple[int, int], int] = {}
     registers: dict[tuple[str, str], int] = {}
     for t, (thread, path) in enumerate(zip(program.threads, combo)):
@@ -67,7 +92,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             eid = len(events)
             events.append(Event(eid, t, i, le.kind, le.loc, le.value, le.sem, le.scope, thread.gpu, thread.cta,
                                 le.barrier_id, le.label, le.line, le.ghost, thread.phase,
-                                count=le.count, red_op=le.red_op, predicate=le.predicate))
+                                count=le.count, red_op=le.red_op, predicate=le.predicate, values=le.values))
             local_to_global[(t, i)] = eid
             for j in le.deps:
                 if j < i:
@@ -80,6 +105,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             registers.update({(thread.name, reg): v for reg, v in initial_registers(program, thread).items()})
         else:
             registers.update({(thread.name, reg): v for reg, v in path.registers})
+            bound.extend(((thread.name, reg), ids[i]) for reg, i in path.bound if i < len(ids))
     for instance in instances:
         members = [(local_to_global[(t, i)]) for t, i in instance]
         sync |= ptx.barrier_phase_sync([events[m] for m in members])
@@ -91,7 +117,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             full_stuck[t] = path.stuck
     return Skeleton(tuple(events), frozenset(po), frozenset(rmw), frozenset(dep), frozenset(sync),
                     registers, full_stuck, tuple(t.name for t in program.threads),
-                    tuple(t.role for t in program.threads), host)
+                    tuple(t.role for t in program.threads), host, bound=tuple(bound))
 
 
 def host_pairs(program: Program, events: list[Event]) -> frozenset:
@@ -121,18 +147,31 @@ class StaticCause:
 
     Program order and CTA barriers stay inside one phase; the host order relates whole phases
     (and is acyclic), so a pair is in the closure if it is ordered within its phase or its phases
-    are host-ordered. Storing the host part per phase keeps it small.
+    are host-ordered. The part within phases is kept as one bit mask per event
+    (:func:`~syncverify.relations.reach_masks` over each event's next event in program order and
+    its barrier partners: program order is a chain per thread), the host part per phase.
     """
 
     def __init__(self, skeleton: "Skeleton", program: Program) -> None:
-        self.local = plus(skeleton.po | skeleton.barrier_sync)
-        self.phase = [None if e.is_init else e.phase for e in skeleton.events]
+        events = skeleton.events
+        successor_lists: list[list[int]] = [[] for _ in events]
+        last: dict[int, int] = {}  # thread -> its latest event so far (events are numbered in program order)
+        for e in events:
+            if e.is_init:
+                continue
+            if e.thread in last:
+                successor_lists[last[e.thread]].append(e.eid)
+            last[e.thread] = e.eid
+        for a, b in skeleton.barrier_sync:
+            successor_lists[a].append(b)
+        self.masks = reach_masks(successor_lists)
+        self.phase = [None if e.is_init else e.phase for e in events]
         after = program.phases_after()
         self.phases = frozenset((a, b) for a, bs in after.items() for b in bs)
 
     def __contains__(self, pair: tuple[int, int]) -> bool:
-        if pair in self.local:
+        a, b = pair
+        if self.masks[a] >> b & 1:
             return True
-        pa, pb = self.phase[pair[0]], self.phase[pair[1]]
+        pa, pb = self.phase[a], self.phase[b]
         return pa is not None and pb is not None and (pa, pb) in self.phases
-
