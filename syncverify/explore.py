@@ -77,6 +77,7 @@ from syncverify.paths import Path, live_registers, thread_paths
 from syncverify.program import Program
 from syncverify.ptx_choices import (
     LocationChoice,
+    alike_key,
     coherence_of,
     consistent_products,
     fence_sc_orders,
@@ -204,7 +205,8 @@ def candidate_executions(
         summary = {id(p): summarize(p) for paths in all_paths for p in paths}
         combos = (combo for combo in combinations(program, all_paths)
                   if is_supported(tuple(summary[id(p)] for p in combo), program.init))
-    for combo, outcome in iter_outcomes(program, combos, participants):  # each way its barriers resolve
+    # Each way its barriers resolve (with pruning, one per order they put between other events).
+    for combo, outcome in iter_outcomes(program, combos, participants, by_order=prune):
         tick("while combining thread paths")
         lengths, stuck, instances = list(outcome.lengths), outcome.stuck, outcome.instances
         stopped = not_started(program, combo, stuck)
@@ -251,13 +253,27 @@ def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], pa
                     tick: Callable[[str], None]) -> Iterator[tuple[Skeleton, Execution]]:
     """The candidate executions of one reads-from and Fence-SC choice: coherence as the locations'
     orders and causality make it (:func:`~syncverify.ptx_choices.coherence_of`), and each memory
-    order that makes a different final value or stuck spin observable."""
-    probe = skeleton.execution(rf, {}, fence_order)  # causality does not depend on coherence
+    order that makes a different final value or stuck spin observable.
+
+    Causality does not depend on coherence, so the relations computed for one reads-from and
+    Fence-SC choice are kept on the skeleton for the other orientations of its writes; with
+    pruning, a memory order whose execution would be alike (:func:`~syncverify.ptx_choices.alike_key`)
+    to one already reported consistent is not built."""
+    choice = (frozenset(rf.items()), fence_order)
+    known = skeleton.__dict__.setdefault("relations_by_choice", {}) if prune else {}
+    probe = skeleton.execution(rf, {}, fence_order, memo=known.get(choice))
     co = coherence_of(probe, parts, prune)
+    memo = {k: v for k, v in probe._memo.items() if k not in _COHERENCE_DEPENDENT}
+    if prune:
+        known[choice] = memo
     if co is None:
         return  # causality orders two writes against the chosen orientation: Coherence fails
-    memo = {k: v for k, v in probe._memo.items() if k not in _COHERENCE_DEPENDENT}
+    reported = skeleton.__dict__.get("reported", ())
+    events = probe.events
     for memory in memory_orders(probe, co, program, skeleton, tick):
+        if reported and (choice[0], fence_order, frozenset(
+                (loc, events[order[-1]].value) for loc, order in memory.items() if order)) in reported:
+            continue  # alike to an execution already reported
         yield skeleton, skeleton.execution(rf, memory, fence_order, co_rel=co, memo=memo)
 
 
@@ -358,10 +374,18 @@ def explore(
                                                 max_domain=max_domain, deadline=deadline, tick=tick):
             result.candidates += 1
             tick(f"after {result.candidates} candidate executions")
+            if prune:
+                # One execution per key: the others differ only in coherence (alike_key says why).
+                alike = skeleton.__dict__.setdefault("reported", set())
+                key = alike_key(skeleton, x, program)
+                if key in alike:
+                    continue
             if skeleton.stuck and not spin_is_real(skeleton, x, program):
                 continue
             if not ptx.is_consistent(x):
                 continue
+            if prune:
+                alike.add(key)
             stop = on_execution is not None and on_execution(x) is True  # only an explicit True stops
             if x.is_complete:
                 result.complete_count += 1

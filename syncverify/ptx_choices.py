@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from syncverify import ptx
 from syncverify.events import Event, Execution
 from syncverify.program import Program
-from syncverify.relations import is_acyclic, plus, reach_masks, successors
+from syncverify.relations import is_acyclic, plus, successors
 from syncverify.skeleton import Skeleton
 
 
@@ -47,6 +47,23 @@ def spin_is_real(skeleton: Skeleton, x: Execution, program: Program) -> bool:
     after = program.phases_after()
     return all(_last_seen(x.events, x.co[loc], after.get(phase, frozenset())) == v
                for phase, loc, v in _spin_needs(skeleton, program))
+
+
+def alike_key(skeleton: Skeleton, x: Execution, program: Program) -> tuple:
+    """What every verdict and outcome sees of a candidate execution of ``skeleton``, besides the
+    skeleton itself: two consistent candidates with the same key are reported once.
+
+    Candidates of one skeleton with the same reads-from and Fence-SC order have the same events
+    (a read of a merged path takes its value from the write it reads), the same final registers
+    and the same causality (no relation that causality is built from depends on coherence). They
+    differ only in coherence (another orientation of the morally strong write pairs) and memory
+    order. Litmus outcomes and filters read the final registers and the final memory; liveness
+    reads the blocked threads (the skeleton's) and whether a stuck spin sees its last value (a
+    consistent candidate's spins all do); the protocol verdicts (:mod:`syncverify.check`) read
+    the events, causality and moral strength, never coherence. So once one candidate with a key
+    is consistent, another with the same key is an execution nobody can tell from it.
+    """
+    return (frozenset(x.rf.items()), x.fence_sc, frozenset(x.final_memory.items()))
 
 
 @dataclass(frozen=True)
@@ -394,42 +411,14 @@ class PartialCausality:
       coherence cyclic (Coherence), and :func:`coherence_of` would answer None.
 
     Each holds for the extensions since every relation involved only grows; the explorer then
-    checks each complete candidate against every axiom as before. The closure is kept as one bit
-    mask per event (and one virtual node per launch phase, through which the host order passes),
-    grown by the usual insertion of an edge into a transitively closed relation.
+    checks each complete candidate against every axiom as before. The closure starts from the
+    skeleton's :class:`~syncverify.skeleton.StaticCause` (one bit mask per event and launch phase)
+    and grows by the usual insertion of an edge into a transitively closed relation.
     """
 
     def __init__(self, skeleton: Skeleton, program: Program) -> None:
-        events = skeleton.events
-        n = len(events)
-        phases = sorted({e.phase for e in events if not e.is_init})
-        node_of_phase = {phase: n + k for k, phase in enumerate(phases)}
-        successor_lists: list[list[int]] = [[] for _ in range(n + len(phases))]
-        last: dict[int, int] = {}
-        first: dict[int, int] = {}
-        for e in events:
-            if e.is_init:
-                continue
-            if e.thread in last:
-                successor_lists[last[e.thread]].append(e.eid)
-            else:
-                first[e.thread] = e.eid
-            last[e.thread] = e.eid
-            successor_lists[e.eid].append(node_of_phase[e.phase])  # the host order leaves a phase here
-        for e in events:
-            if e.is_init:
-                successor_lists[e.eid].extend(first.values())  # initial writes precede everything
-        for a, b in skeleton.barrier_sync:
-            successor_lists[a].append(b)
-        after = program.phases_after()
-        by_phase: dict[str, list[int]] = {}
-        for e in events:
-            if not e.is_init:
-                by_phase.setdefault(e.phase, []).append(e.eid)
-        for phase in phases:
-            for later in after.get(phase, ()):
-                successor_lists[node_of_phase[phase]].extend(by_phase.get(later, ()))
-        self.masks = reach_masks(successor_lists)
+        # (po | bar | host)+ with the initial writes first, one mask per event and launch phase.
+        self.masks = skeleton.static_cause.masks  # type: ignore[union-attr]
         memo = skeleton.static_memo
         self.ms = memo["morally_strong"]
         self.released_by: dict[int, list[int]] = {}  # strong write -> the release patterns ending at it

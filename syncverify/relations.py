@@ -57,6 +57,8 @@ def seq(*relations: frozenset) -> frozenset:
     """``r1 ; r2 ; ...`` (relational composition)."""
     result = relations[0]
     for r in relations[1:]:
+        if not result:
+            return EMPTY
         nxt = successors(r)
         result = frozenset((a, c) for a, b in result for c in nxt.get(b, ()))
     return result
@@ -190,8 +192,27 @@ def find_cycle(r: Iterable[tuple]) -> list[tuple] | None:
 
 
 def is_acyclic(r: Iterable[tuple]) -> bool:
-    """``acyclic r``."""
-    return find_cycle(r) is None
+    """``acyclic r`` (Kahn's algorithm: what :func:`find_cycle` answers, without building the cycle).
+
+    >>> is_acyclic({(1, 2), (2, 3)}), is_acyclic({(1, 2), (2, 1)})
+    (True, False)
+    """
+    nxt = successors(r)
+    indegree: dict = {}
+    for a, targets in nxt.items():
+        indegree.setdefault(a, 0)
+        for b in targets:
+            indegree[b] = indegree.get(b, 0) + 1
+    ready = [a for a, d in indegree.items() if d == 0]
+    removed = 0
+    while ready:
+        a = ready.pop()
+        removed += 1
+        for b in nxt.get(a, ()):
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                ready.append(b)
+    return removed == len(indegree)
 
 
 def reflexive_pairs(r: Iterable[tuple]) -> list[tuple]:

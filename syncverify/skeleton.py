@@ -52,12 +52,20 @@ class Skeleton:
     def concrete_events(self, rf: dict[int, int]) -> tuple[Event, ...]:
         """The events with each read of a merged path given the value of the write it reads from
         (the event the member path with that value has); reads not in ``rf`` stay as they are."""
-        merged = [e for e in self.events if e.values is not None and e.eid in rf]
+        merged = self.__dict__.get("_merged_reads")
+        if merged is None:
+            merged = self._merged_reads = [e for e in self.events if e.values is not None]
+            self._concrete: dict[tuple[int, int], Event] = {}
         if not merged:
             return self.events
         events = list(self.events)
         for e in merged:
-            events[e.eid] = replace(e, value=events[rf[e.eid]].value, values=None)
+            if e.eid in rf:
+                value = events[rf[e.eid]].value
+                concrete = self._concrete.get((e.eid, value))  # type: ignore[arg-type]
+                if concrete is None:
+                    concrete = self._concrete[(e.eid, value)] = replace(e, value=value, values=None)  # type: ignore[index]
+                events[e.eid] = concrete
         return tuple(events)
 
     def concrete_registers(self, rf: dict[int, int]) -> dict[tuple[str, str], int]:
@@ -145,33 +153,43 @@ class StaticCause:
     """``(po | bar | host)+`` of a skeleton, as a membership test: the part of causality that no
     choice of rf, co or Fence-SC order can remove, used to prune those choices.
 
-    Program order and CTA barriers stay inside one phase; the host order relates whole phases
-    (and is acyclic), so a pair is in the closure if it is ordered within its phase or its phases
-    are host-ordered. The part within phases is kept as one bit mask per event
-    (:func:`~syncverify.relations.reach_masks` over each event's next event in program order and
-    its barrier partners: program order is a chain per thread), the host part per phase.
+    Kept as one bit mask per event (:func:`~syncverify.relations.reach_masks`), over each event's
+    next event in program order (a chain per thread; the initial writes before every thread's
+    first event), its barrier partners, and one virtual node per launch phase through which the
+    host order passes (every event of a phase leads to its phase's node, which leads to every
+    event of the phases the host orders after it), so that the host order, which relates whole
+    phases, adds a node per phase instead of a pair per two events.
     """
 
     def __init__(self, skeleton: "Skeleton", program: Program) -> None:
         events = skeleton.events
-        successor_lists: list[list[int]] = [[] for _ in events]
+        n = len(events)
+        phases = sorted({e.phase for e in events if not e.is_init})
+        node_of_phase = {phase: n + k for k, phase in enumerate(phases)}
+        successor_lists: list[list[int]] = [[] for _ in range(n + len(phases))]
         last: dict[int, int] = {}  # thread -> its latest event so far (events are numbered in program order)
+        first: list[int] = []
+        by_phase: dict[str, list[int]] = {}
         for e in events:
             if e.is_init:
                 continue
             if e.thread in last:
                 successor_lists[last[e.thread]].append(e.eid)
+            else:
+                first.append(e.eid)
             last[e.thread] = e.eid
+            successor_lists[e.eid].append(node_of_phase[e.phase])
+            by_phase.setdefault(e.phase, []).append(e.eid)
+        for e in events:
+            if e.is_init:
+                successor_lists[e.eid].extend(first)  # initial writes precede everything
         for a, b in skeleton.barrier_sync:
             successor_lists[a].append(b)
-        self.masks = reach_masks(successor_lists)
-        self.phase = [None if e.is_init else e.phase for e in events]
         after = program.phases_after()
-        self.phases = frozenset((a, b) for a, bs in after.items() for b in bs)
+        for phase in phases:
+            for later in after.get(phase, ()):
+                successor_lists[node_of_phase[phase]].extend(by_phase.get(later, ()))
+        self.masks = reach_masks(successor_lists)
 
     def __contains__(self, pair: tuple[int, int]) -> bool:
-        a, b = pair
-        if self.masks[a] >> b & 1:
-            return True
-        pa, pb = self.phase[a], self.phase[b]
-        return pa is not None and pb is not None and (pa, pb) in self.phases
+        return bool(self.masks[pair[0]] >> pair[1] & 1)

@@ -79,7 +79,7 @@ def _merge(group: list[Path], observed: frozenset[str] | None) -> Path | None:
     A thread blocked at a CTA barrier keeps only the events before it, but its final registers
     stay those of its whole path (:mod:`syncverify.barriers`), so a register bound to a read that
     a barrier may cut off would have no write to take its value from: an observed register is
-    bound only to a read before the path's first barrier arrival; a register nobody observes
+    bound only to a read before the path's first ``bar.sync``/``bar.red``; a register nobody observes
     (a scenario observes none) takes the smallest value then (:func:`with_cut_reads_fixed`)."""
     first = group[0]
     varying = [i for i, e in enumerate(first.events) if _plain_read(e)
@@ -91,7 +91,9 @@ def _merge(group: list[Path], observed: frozenset[str] | None) -> Path | None:
         return None  # two members with the same values: they differ elsewhere (not expected)
     if math.prod(len(v) for v in values.values()) != len(group):
         return None  # not every combination of the values is a path: the reads are not independent
-    first_barrier = next((i for i, e in enumerate(first.events) if e.kind == "B"), len(first.events))
+    # Only a bar.sync or bar.red can block (a bar.arrive waits for nothing): no cut before it.
+    first_barrier = next((i for i, e in enumerate(first.events) if e.kind == "B" and e.sem != "arrive"),
+                         len(first.events))
     registers: list[tuple[str, int | None]] = []
     bound = list(first.bound)
     for n, (reg, value) in enumerate(first.registers):
