@@ -144,7 +144,8 @@ def host_pairs(program: Program, events: list[Event]) -> frozenset:
 def static_relations(skeleton: Skeleton) -> None:
     """Compute once per combination the relations that rf/co/Fence-SC cannot change."""
     probe = skeleton.execution({}, {}, ())
-    for name in ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern", "acquire_pattern"):
+    for name in ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern", "acquire_pattern",
+                 "po_immediate", "host_immediate"):
         getattr(ptx, name)(probe)
         skeleton.static_memo[name] = probe._memo[name]
 
