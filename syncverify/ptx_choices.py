@@ -81,6 +81,20 @@ class LocationChoice:
     least: frozenset  # ordered closed with (po | bar | host)+ on the writes: coherence at least
 
 
+def accesses_of(skeleton: Skeleton) -> dict[str, tuple[list[Event], list[Event]]]:
+    """Each location's (writes, reads) in the skeleton, initial write first, ghost accesses left
+    out (they carry no choice); computed once per skeleton."""
+    index = skeleton.__dict__.get("_accesses")
+    if index is None:
+        index = {}
+        for e in skeleton.events:
+            if e.is_memory and not e.ghost:
+                pair = index.setdefault(e.loc, ([], []))
+                pair[0 if e.is_write else 1].append(e)
+        skeleton._accesses = index  # type: ignore[attr-defined]
+    return index
+
+
 def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program,
                      tick: Callable[[str], None] | None = None) -> Iterator[LocationChoice]:
     """Every (reads-from of this location's reads, orientation of its morally strong write pairs)
@@ -96,8 +110,7 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
     ``tick``: called for each reads-from choice and coherence order tried (the explorer's clock:
     a location with many reads and writes can take long; it raises to stop)."""
     events = skeleton.events
-    writes = [e for e in events if e.is_write and e.loc == loc and not e.ghost]
-    reads = [e for e in events if e.is_read and e.loc == loc and not e.ghost]
+    writes, reads = accesses_of(skeleton).get(loc, ([], []))
     init = tuple(w.eid for w in writes if w.is_init)
     others = [w.eid for w in writes if not w.is_init]
     init_first = frozenset((i, w) for i in init for w in others)

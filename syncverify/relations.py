@@ -59,7 +59,12 @@ def seq(*relations: frozenset) -> frozenset:
     for r in relations[1:]:
         if not result:
             return EMPTY
-        nxt = successors(r)
+        # Successors only of the nodes the left side reaches (often few, against a large right side).
+        middle = {b for _a, b in result}
+        nxt: dict = {}
+        for b, c in r:
+            if b in middle:
+                nxt.setdefault(b, []).append(c)
         result = frozenset((a, c) for a, b in result for c in nxt.get(b, ()))
     return result
 

@@ -8,6 +8,8 @@ synchronization, the host's launch order); :meth:`Skeleton.execution` completes 
 
 from __future__ import annotations
 
+import itertools
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 from syncverify import ptx
@@ -129,25 +131,63 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
 
 
 def host_pairs(program: Program, events: list[Event]) -> frozenset:
-    """Event pairs ordered by ``program.host_order`` (closed transitively over phases)."""
+    """Event pairs ordered by ``program.host_order`` (closed transitively over phases); the same
+    for every combination whose events lie in the same launches (the latest few are kept)."""
     if not program.host_order:
         return frozenset()
-    after = program.phases_after()
-    by_phase: dict[str, list[int]] = {}
-    for e in events:
-        if not e.is_init:
-            by_phase.setdefault(e.phase, []).append(e.eid)
-    return frozenset((x, y) for a, bs in after.items() for b in bs
-                     for x in by_phase.get(a, ()) for y in by_phase.get(b, ()))
+    key = (program.host_order, tuple(e.phase for e in events))
+    pairs = _HOST_PAIRS.get(key)
+    if pairs is None:
+        after = program.phases_after()
+        by_phase: dict[str, list[int]] = {}
+        for e in events:
+            if not e.is_init:
+                by_phase.setdefault(e.phase, []).append(e.eid)
+        pairs = _HOST_PAIRS[key] = frozenset(itertools.chain.from_iterable(
+            itertools.product(by_phase.get(a, ()), by_phase.get(b, ())) for a, bs in after.items() for b in bs))
+        if len(_HOST_PAIRS) > _SHAPES_KEPT:
+            _HOST_PAIRS.popitem(last=False)
+    else:
+        _HOST_PAIRS.move_to_end(key)
+    return pairs
+
+
+_HOST_PAIRS: OrderedDict[tuple, frozenset] = OrderedDict()  # the latest host_pairs answers
+
+
+STATIC_RELATIONS = ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern",
+                    "acquire_pattern", "po_immediate", "host_immediate")
+_SHAPES: OrderedDict[tuple, dict] = OrderedDict()  # shape -> its static relations (the latest few)
+_SHAPES_KEPT = 16
+
+
+def shape(skeleton: Skeleton) -> tuple:
+    """What the static relations of a skeleton are computed from: each event but its value (the
+    relations above read threads, kinds, locations, semantics, scopes, placement, ghostness and
+    launch phases; program order follows the numbering, the host order the phases), and the
+    host order itself."""
+    return (tuple((e.thread, e.kind, e.loc, e.sem, e.scope, e.gpu, e.cta, e.ghost, e.phase) for e in skeleton.events),
+            skeleton.host_order)
 
 
 def static_relations(skeleton: Skeleton) -> None:
-    """Compute once per combination the relations that rf/co/Fence-SC cannot change."""
-    probe = skeleton.execution({}, {}, ())
-    for name in ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern", "acquire_pattern",
-                 "po_immediate", "host_immediate"):
-        getattr(ptx, name)(probe)
-        skeleton.static_memo[name] = probe._memo[name]
+    """Compute once per combination the relations that rf/co/Fence-SC cannot change.
+
+    Combinations that differ only in the values their events read and write (most of them) have
+    the same relations: they are computed once per :func:`shape` (kept for the latest few)."""
+    key = shape(skeleton)
+    known = _SHAPES.get(key)
+    if known is None:
+        probe = skeleton.execution({}, {}, ())
+        for name in STATIC_RELATIONS:
+            getattr(ptx, name)(probe)
+        known = {name: probe._memo[name] for name in STATIC_RELATIONS}
+        _SHAPES[key] = known
+        if len(_SHAPES) > _SHAPES_KEPT:
+            _SHAPES.popitem(last=False)
+    else:
+        _SHAPES.move_to_end(key)
+    skeleton.static_memo.update(known)
 
 
 class StaticCause:
