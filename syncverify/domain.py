@@ -42,7 +42,7 @@ def value_domain(
     while True:
         all_paths = [
             thread_paths(t, domain, initial_registers(program, t), max_steps=max_steps, deadline=deadline,
-                         observed=program.observed_registers, cta_threads=program.cta_size(t))
+                         observed=program.observed_registers, cta_threads=program.cta_size(t), classes=prune)
             for t in program.threads
         ]
         grown = {loc: set({program.init.get(loc, 0)}) for loc in domain}

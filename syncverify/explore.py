@@ -65,7 +65,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncverify import ptx
 from syncverify.barriers import barrier_users, cta_kept_lengths, iter_outcomes, not_started
@@ -190,9 +190,7 @@ def candidate_executions(
         # Paths that read a value their launch can never see go (see readable_ceilings).
         tops = readable_ceilings(program, summaries, lambda ph, init: value_ceiling(program, ph, init))
         if tops:
-            all_paths = [[p for p in paths
-                          if not any(e.kind == "R" and not e.ghost and e.value > tops.get((th.phase, e.loc), e.value)
-                                     for e in p.events)]
+            all_paths = [[q for q in (below_ceilings(p, tops, th.phase) for p in paths) if q is not None]
                          for th, paths in zip(program.threads, all_paths)]
         # Paths that differ only in values nothing depends on become one (exact: value_classes).
         all_paths = [merge_value_classes(paths, program.observed_registers) for paths in all_paths]
@@ -224,6 +222,26 @@ def candidate_executions(
                 continue
             seen_cut.add(key)
         yield from _skeleton_candidates(program, combo, lengths, stuck, instances, stopped, locations, prune, tick)
+
+
+def below_ceilings(path: Path, tops: dict[tuple[str, str], int], phase: str) -> Path | None:
+    """``path`` without the values its reads can never see (above ``tops``, see
+    :func:`~syncverify.combos.readable_ceilings`): None if a read has none left. A read of a value
+    class keeps the values at or below the ceiling."""
+    events = list(path.events)
+    for i, e in enumerate(events):
+        if e.kind != "R" or e.ghost or (phase, e.loc) not in tops:
+            continue
+        top = tops[(phase, e.loc)]
+        if e.values is None:
+            if e.value > top:  # type: ignore[operator]
+                return None
+        elif max(e.values) > top:
+            kept = frozenset(v for v in e.values if v <= top)
+            if not kept:
+                return None
+            events[i] = replace(e, values=kept)
+    return path if events == list(path.events) else replace(path, events=tuple(events))
 
 
 def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: list[int], stuck: dict[int, tuple],

@@ -313,3 +313,42 @@ def test_strategies_draw_valid_small_and_truly_stronger_programs(data):
         assert all(not (a is not Fence and b is not Fence) for a, b in zip(kinds, kinds[1:]))
         assert all(getattr(i, "sem", "x") != "weak" and getattr(i, "scope", "sys") == "sys"
                    for i in thread.instructions)
+
+
+def unobserved(program: Program) -> Program:
+    """``program`` with no register observed (as a scenario's): dead poll and exchange registers
+    let the explorer branch on value classes (syncverify.value_classes) instead of values."""
+    return Program(program.name, program.threads, program.init, program.registers,
+                   host_order=program.host_order, observed_registers=frozenset())
+
+
+def hangs_without_registers(result) -> frozenset:
+    """Hangs as (reads-from, final memory, stuck threads): a thread cut at a barrier keeps final
+    registers of reads that never happen, which a scenario (observing none) does not look at."""
+    return frozenset((frozenset(x.rf.items()), frozenset(x.final_memory.items()), frozenset(x.stuck))
+                     for x in result.hangs)
+
+
+@few_limit_hits
+@settings(max_examples=60, deadline=None)
+@given(programs_with_a_spin(max_instructions=3, max_accesses=4).map(unobserved))
+def test_explorer_and_brute_force_agree_when_no_register_is_observed(program):
+    fast = explored(program)
+    slow = explored(program, brute=True)
+    assert outcomes(fast) == outcomes(slow), (
+        f"explorer only: {show(outcomes(fast) - outcomes(slow))}; "
+        f"brute force only: {show(outcomes(slow) - outcomes(fast))}"
+    )
+    assert observable(fast.executions) == observable(slow.executions)
+    assert hangs_without_registers(fast) == hangs_without_registers(slow)
+
+
+@few_limit_hits
+@settings(max_examples=40, deadline=None)
+@given(programs_with_barriers(max_instructions=3, max_accesses=5).map(unobserved))
+def test_explorer_and_brute_force_agree_on_barrier_programs_when_no_register_is_observed(program):
+    fast = explored(program)
+    slow = explored(program, brute=True)
+    assert outcomes(fast) == outcomes(slow)
+    assert observable(fast.executions) == observable(slow.executions)
+    assert hangs_without_registers(fast) == hangs_without_registers(slow)
