@@ -345,7 +345,7 @@ def test_explorer_and_brute_force_agree_when_no_register_is_observed(program):
 
 @few_limit_hits
 @settings(max_examples=40, deadline=None)
-@given(programs_with_barriers(max_instructions=3, max_accesses=5).map(unobserved))
+@given(programs_with_barriers(max_instructions=3, max_accesses=4).map(unobserved))
 def test_explorer_and_brute_force_agree_on_barrier_programs_when_no_register_is_observed(program):
     fast = explored(program)
     slow = explored(program, brute=True)
