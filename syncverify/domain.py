@@ -16,6 +16,7 @@ from syncverify.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_STEPS, LimitHit, c
 from syncverify.combos import PathSummary, is_supported, summarize, supported_combinations
 from syncverify.paths import Path, initial_registers, thread_paths
 from syncverify.program import Atomic, Branch, Label, Load, Program, Store
+from syncverify.value_classes import shared_by_units
 from syncverify.symmetry import combinations
 from syncverify.values import INT32_MAX, wrap_int32
 
@@ -39,10 +40,13 @@ def value_domain(
     (:mod:`syncverify.combos`); without, every combination is tried (the brute-force reference).
     """
     domain = {loc: frozenset({program.init.get(loc, 0)}) for loc in program.locations()}
+    # Value classes (syncverify.value_classes) with pruning, but not on locations symmetric units share.
+    shared = shared_by_units(program)
     while True:
         all_paths = [
             thread_paths(t, domain, initial_registers(program, t), max_steps=max_steps, deadline=deadline,
-                         observed=program.observed_registers, cta_threads=program.cta_size(t), classes=prune)
+                         observed=program.observed_registers, cta_threads=program.cta_size(t),
+                         classes=prune, unclassed=shared)
             for t in program.threads
         ]
         grown = {loc: set({program.init.get(loc, 0)}) for loc in domain}

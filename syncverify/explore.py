@@ -87,7 +87,7 @@ from syncverify.ptx_choices import (
 )
 from syncverify.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
 from syncverify.symmetry import combinations
-from syncverify.value_classes import merge_value_classes, with_cut_reads_fixed
+from syncverify.value_classes import merge_value_classes, shared_by_units, with_cut_reads_fixed
 
 __all__ = [
     "DEFAULT_MAX_DOMAIN", "DEFAULT_MAX_EXECUTIONS", "DEFAULT_MAX_STEPS", "DEFAULT_PROGRESS_INTERVAL",
@@ -192,8 +192,10 @@ def candidate_executions(
         if tops:
             all_paths = [[q for q in (below_ceilings(p, tops, th.phase) for p in paths) if q is not None]
                          for th, paths in zip(program.threads, all_paths)]
-        # Paths that differ only in values nothing depends on become one (exact: value_classes).
-        all_paths = [merge_value_classes(paths, program.observed_registers) for paths in all_paths]
+        # Paths that differ only in values nothing depends on become one (exact: value_classes);
+        # reads of a location several symmetric units share keep their values (shared_by_units).
+        shared = shared_by_units(program)
+        all_paths = [merge_value_classes(paths, program.observed_registers, shared) for paths in all_paths]
         summaries = [[summarize(p) for p in paths] for paths in all_paths]
         kept = cta_kept_lengths(program, all_paths, participants)
         combos: Iterator[tuple[Path, ...]] = (

@@ -277,6 +277,7 @@ def thread_paths(
     observed: frozenset[str] | None = None,
     cta_threads: int = 1,
     classes: bool = False,
+    unclassed: frozenset[str] = frozenset(),
 ) -> list[Path]:
     """Every path of ``thread`` when each read may return any value of its location's domain.
 
@@ -284,13 +285,14 @@ def thread_paths(
     ``cta_threads``: how many threads its CTA has, the most a ``bar.red.popc`` can count (a
     ``bar.red`` result is guessed here, like a read's value, and checked when the barrier's
     phases are formed: :mod:`syncverify.barriers`). ``classes``: branch on value classes where
-    :func:`value_classes_at` finds them (the explorer's pruning; brute force branches on values).
+    :func:`value_classes_at` finds them (the explorer's pruning; brute force branches on values),
+    but not for reads of the ``unclassed`` locations (:func:`syncverify.value_classes.shared_by_units`).
     """
     code = thread.instructions
     labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
     live = live_registers(thread, observed)
     paths: list[Path] = []
-    class_reads = value_classes_at(thread, live, observed) if classes else {}
+    class_reads = value_classes_at(thread, live, observed, unclassed) if classes else {}
 
     value, taint_of = _operand_value, _operand_taint
     # An explicit stack of path states; the loop below works on the popped one's fields as locals.
@@ -416,8 +418,8 @@ def _stuck(events: tuple[LocalEvent, ...], start: int, regs: dict[str, int],
     return out
 
 
-def value_classes_at(thread: Thread, live: list[frozenset[str]],
-                     observed: frozenset[str] | None) -> dict[int, tuple[Callable, bool]]:
+def value_classes_at(thread: Thread, live: list[frozenset[str]], observed: frozenset[str] | None,
+                     unclassed: frozenset[str] = frozenset()) -> dict[int, tuple[Callable, bool]]:
     """The reads of ``thread`` whose values matter only through one branch (or not at all): pc ->
     (a function from the domain's sorted values to its classes, whether the register is
     observed). Branching on classes instead of values gives the paths
@@ -445,6 +447,8 @@ def value_classes_at(thread: Thread, live: list[frozenset[str]],
         return {}
     out: dict[int, tuple[Callable, bool]] = {}
     for pc, ins in enumerate(code):
+        if getattr(ins, "loc", None) in unclassed:
+            continue
         if isinstance(ins, Load) and not ins.ghost:
             dst = ins.dst
         elif isinstance(ins, Atomic) and ins.op == "exch" and pc not in in_loop:

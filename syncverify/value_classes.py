@@ -41,29 +41,53 @@ from dataclasses import replace
 from syncverify.paths import LocalEvent, Path
 
 
-def _blank(e: LocalEvent) -> LocalEvent:
+def _blank(e: LocalEvent, kept: frozenset[str]) -> LocalEvent:
     """The event with its value forgotten if it is a plain read (a read whose value may vary)."""
-    return replace(e, value=None) if _plain_read(e) else e
+    return replace(e, value=None) if _plain_read(e, kept) else e
 
 
-def _plain_read(e: LocalEvent) -> bool:
-    return e.kind == "R" and not e.ghost and e.values is None
+def _plain_read(e: LocalEvent, kept: frozenset[str] = frozenset()) -> bool:
+    return e.kind == "R" and not e.ghost and e.values is None and e.loc not in kept
 
 
-def merge_value_classes(paths: list[Path], observed: frozenset[str] | None = None) -> list[Path]:
+def shared_by_units(program) -> frozenset[str]:
+    """Locations that two units of one symmetry group access: reads of them keep their values.
+
+    Symmetric units take their paths in non-decreasing order (:mod:`syncverify.symmetry`), so
+    that of the executions that rename the units into each other one is explored. The order is
+    on paths, and so on the values their reads return; units that read one location written by
+    several of them (a flag every rank exchanges into) are told apart by exactly those values.
+    Merged, their paths would be alike and every renaming would come back as a reads-from choice
+    of its own (one per order of the exchanges). A location only one unit of a group accesses
+    has no such orders between units, and its reads merge as elsewhere."""
+    out: set[str] = set()
+    for group in program.symmetry:
+        users: dict[str, int] = {}
+        for u, unit in enumerate(group):
+            for t in unit:
+                for ins in program.threads[t].instructions:
+                    loc = getattr(ins, "loc", None)
+                    if loc is not None and users.setdefault(loc, u) != u:
+                        out.add(loc)
+    return frozenset(out)
+
+
+def merge_value_classes(paths: list[Path], observed: frozenset[str] | None = None,
+                        kept: frozenset[str] = frozenset()) -> list[Path]:
     """The paths of one thread with every mergeable group replaced by one merged path (see the
     module docstring); the order is kept (a group takes the place of its first member), so that
     symmetric threads' lists still correspond index by index. ``observed``: the registers whose
-    final values matter (``Program.observed_registers``; None: all)."""
+    final values matter (``Program.observed_registers``; None: all); ``kept``: locations whose
+    reads keep their values (:func:`shared_by_units`)."""
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(paths):
-        key = (tuple(_blank(e) for e in p.events), p.stuck, tuple(reg for reg, _v in p.registers), p.bound)
+        key = (tuple(_blank(e, kept) for e in p.events), p.stuck, tuple(reg for reg, _v in p.registers), p.bound)
         groups.setdefault(key, []).append(i)
     merged_at: dict[int, Path | None] = {}
     for members in groups.values():
         if len(members) < 2:
             continue
-        merged = _merge([paths[i] for i in members], observed)
+        merged = _merge([paths[i] for i in members], observed, kept)
         if merged is None:
             continue
         merged_at[members[0]] = merged
@@ -72,7 +96,7 @@ def merge_value_classes(paths: list[Path], observed: frozenset[str] | None = Non
     return [merged_at.get(i, p) for i, p in enumerate(paths) if merged_at.get(i, p) is not None]
 
 
-def _merge(group: list[Path], observed: frozenset[str] | None) -> Path | None:
+def _merge(group: list[Path], observed: frozenset[str] | None, kept: frozenset[str] = frozenset()) -> Path | None:
     """One path standing for exactly ``group``, or None when the group is not a product of value
     sets with every differing register bound to one of those reads.
 
@@ -82,7 +106,7 @@ def _merge(group: list[Path], observed: frozenset[str] | None) -> Path | None:
     bound only to a read before the path's first ``bar.sync``/``bar.red``; a register nobody observes
     (a scenario observes none) takes the smallest value then (:func:`with_cut_reads_fixed`)."""
     first = group[0]
-    varying = [i for i, e in enumerate(first.events) if _plain_read(e)
+    varying = [i for i, e in enumerate(first.events) if _plain_read(e, kept)
                and len({p.events[i].value for p in group}) > 1]
     if not varying:
         return None
