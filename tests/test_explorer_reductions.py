@@ -162,3 +162,26 @@ def test_the_all_scatter_push_stage_at_three_ranks_is_eighteen_combinations():
     push = scenario.parts[1].program
     result = explore(push, keep=False, timeout=60)
     assert (result.complete_count, result.candidates) == (18, 18)
+
+
+def test_atomics_of_an_all_strong_location_are_listed_one_source_each(monkeypatch):
+    # Three system-scoped exchanges: each reads the initial 0 or another's value. Reads-from is
+    # listed without two of them reading one write (Atomicity forbids it here): 11 of the 27
+    # choices are tried, and the 3! chains are the executions, as brute force finds.
+    from syncverify import ptx_choices
+
+    program = Program("three-exchanges", tuple(
+        Thread(f"P{t}", t, t, (Atomic("exch", "r", "x", (t + 1,), "relaxed", "sys"),)) for t in range(3)))
+    listed: list[int] = []
+    original = ptx_choices._distinct_sources
+
+    def counting(*args):
+        for picks in original(*args):
+            listed.append(1)
+            yield picks
+
+    monkeypatch.setattr(ptx_choices, "_distinct_sources", counting)
+    fast = explore(program)
+    assert len(listed) == 11
+    assert fast.complete_count == 6
+    assert outcomes(fast) == outcomes(brute_force(program))
