@@ -24,9 +24,22 @@ the paths (the values they read and write), before any reads-from or coherence i
   ``v`` *more* than their count: the last one. A counter that the producers increment past ``v``
   cannot leave a consumer stuck at ``v``.
 
+* **overwritten by an earlier launch** (with ``atomicity``, on a location every path writes
+  with strong system-scoped operations only, checked on complete combinations): there coherence
+  orders every two writes and the counted atomics read distinct writes. If as many atomics of
+  the launches the host orders before a read's launch read value ``v`` as there are writes of
+  ``v`` (the initial write included), every write of ``v`` has an atomic's write coherence-after
+  it, and that write happens before the read: reading ``v`` breaks Causality (``fr ; cause``)
+  when every write of ``v`` is in those earlier launches. Likewise a stuck spin on ``v`` needs a
+  write of ``v`` no atomic of a launch not after the spin's reads (the coherence-last one it
+  sees): as many such atomics reading ``v`` as writes of ``v`` leave none. Only reads and spins
+  no barrier can cut off are weighed (a cut read never happens).
+
 The search assigns threads one at a time (symmetric units in non-decreasing order, as
 :func:`syncverify.symmetry.combinations` does) and stops a branch as soon as what is still missing
-cannot be written by the threads not yet assigned.
+cannot be written by the threads not yet assigned: each missing value on its own, and the
+missing values of one location together against the most writes of it the unassigned threads
+can make (a path writes a location only so often, whichever values the search still lacks).
 """
 
 from __future__ import annotations
@@ -190,29 +203,29 @@ class _Slots:
                     suffix[u] = _most([suffix[u + 1], here])
                 per_unit.append(suffix)
             self.unit_loc_cap.append(per_unit)
-        self.loc_tail: list[dict] = [{} for _ in range(len(self.slots) + 1)]
-        for i in range(len(self.slots) - 1, -1, -1):
-            slot = self.slots[i]
-            cap = self.free_loc_cap[slot[1]] if slot[0] == "free" else self.unit_loc_cap[slot[1]][slot[2]][0]
-            merged = dict(self.loc_tail[i + 1])
-            for k, c in cap.items():
-                merged[k] = merged.get(k, 0) + c
-            self.loc_tail[i] = merged
-        # tail[i]: what the slots from i on can write together, every unit from its first option;
-        # group_end[i]: for a unit's slot, the first slot after its group.
-        self.tail: list[dict] = [{} for _ in range(len(self.slots) + 1)]
+        # tail[i]: what the slots from i on can write together, every unit from its first option
+        # (loc_tail: per location); group_end[i]: for a unit's slot, the first slot after its group.
+        self.loc_tail = self._suffix_sums(self.free_loc_cap, self.unit_loc_cap)
+        self.tail = self._suffix_sums(self.free_cap, self.unit_cap)
         self.group_end = [len(self.slots)] * len(self.slots)
         for i in range(len(self.slots) - 1, -1, -1):
             slot = self.slots[i]
-            cap = self.free_cap[slot[1]] if slot[0] == "free" else self.unit_cap[slot[1]][slot[2]][0]
-            merged = dict(self.tail[i + 1])
-            for k, c in cap.items():
-                merged[k] = merged.get(k, 0) + c
-            self.tail[i] = merged
             if slot[0] == "unit":
                 nxt = self.slots[i + 1] if i + 1 < len(self.slots) else None
                 same = nxt is not None and nxt[0] == "unit" and nxt[1] == slot[1]
                 self.group_end[i] = self.group_end[i + 1] if same else i + 1
+
+    def _suffix_sums(self, free: list[dict], units: list) -> list[dict]:
+        """For each slot position, the sum over the slots from it on of what each can write."""
+        sums: list[dict] = [{} for _ in range(len(self.slots) + 1)]
+        for i in range(len(self.slots) - 1, -1, -1):
+            slot = self.slots[i]
+            cap = free[slot[1]] if slot[0] == "free" else units[slot[1]][slot[2]][0]
+            merged = dict(sums[i + 1])
+            for k, c in cap.items():
+                merged[k] = merged.get(k, 0) + c
+            sums[i] = merged
+        return sums
 
     def write_budget(self, loc: str, position: int, lo: int) -> int:
         """The most writes of ``loc`` (any value) the slots from ``position`` on can still add."""

@@ -25,6 +25,10 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    happens-before edges and adds none, so every race, unwritten or stale read of the dropped
    execution is also in the kept one, and the kept one is consistent (every axiom is acyclicity
    or emptiness of relations that only shrink when reads and fences go).
+   **Value classes** (:mod:`syncverify.value_classes`): paths that differ only in values that
+   nothing but the read itself depends on (a poll register dead once the loop exits, an
+   exchange's unused old value) are one path whose read carries the set of values; reads-from
+   then picks the value. Exact, and off for brute force.
 3. **Combinations.** One path per thread, found by a search that prunes as it assigns threads
    (:mod:`syncverify.combos`): every value read must be writable by a thread its launch can see,
    and morally strong atomics that read one value need as many distinct writes of it (so an
@@ -45,7 +49,13 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    writes: the least one Coherence and Coherence2 allow, since every other axiom only gets harder
    to pass with more coherence. Writes neither orders stay unordered (the ISA's partial
    coherence). One execution is built per distinct final value (a coherence-maximal write) and
-   per last value a stuck spin needs, and checked against the remaining axioms.
+   per last value a stuck spin needs, and checked against the remaining axioms. The locations
+   are chosen one at a time with a lower bound on causality grown from the choices made so far
+   (:class:`~syncverify.ptx_choices.PartialCausality`): a partial choice that already breaks
+   Causality or Coherence is dropped with everything it would extend. Barrier groupings that
+   order the other events alike are kept once (:func:`~syncverify.barriers.settle_barriers`), and
+   a candidate alike to an execution already reported (same reads-from, Fence-SC order and final
+   memory: :func:`~syncverify.ptx_choices.alike_key`) is not built again.
 
 Where each step lives (GenMC keeps the driver, the execution graph and each model's consistency
 checks apart): thread paths in :mod:`syncverify.paths`, the value domain in
@@ -62,7 +72,6 @@ enumerates every reads-from and coherence choice with no pruning; the tests chec
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace

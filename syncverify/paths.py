@@ -418,6 +418,17 @@ def _stuck(events: tuple[LocalEvent, ...], start: int, regs: dict[str, int],
     return out
 
 
+def loop_positions(code: tuple) -> set[int]:
+    """The instructions inside some loop: between a backward branch's target and the branch
+    (every instruction a control-flow cycle passes lies within one such span)."""
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    inside: set[int] = set()
+    for j, ins in enumerate(code):
+        if isinstance(ins, Branch) and labels[ins.target] <= j:
+            inside.update(range(labels[ins.target], j + 1))
+    return inside
+
+
 def value_classes_at(thread: Thread, live: list[frozenset[str]], observed: frozenset[str] | None,
                      unclassed: frozenset[str] = frozenset()) -> dict[int, tuple[Callable, bool]]:
     """The reads of ``thread`` whose values matter only through one branch (or not at all): pc ->
@@ -439,10 +450,7 @@ def value_classes_at(thread: Thread, live: list[frozenset[str]], observed: froze
     """
     code = thread.instructions
     labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
-    in_loop = set()
-    for j, ins in enumerate(code):
-        if isinstance(ins, Branch) and labels[ins.target] <= j:
-            in_loop.update(range(labels[ins.target], j + 1))
+    in_loop = loop_positions(code)
     if any(isinstance(code[i], Atomic) or (isinstance(code[i], Store) and code[i].ghost) for i in in_loop):
         return {}
     out: dict[int, tuple[Callable, bool]] = {}
