@@ -268,7 +268,7 @@ def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: lis
     static_relations(skeleton)  # fail a location above
     fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
     # Partial choices that already break Causality or Coherence are dropped as they are made.
-    products = consistent_products(skeleton, program, per_location) if prune else lazy_product(per_location)
+    products = consistent_products(skeleton, program, per_location, tick) if prune else lazy_product(per_location)
     for parts in products:
         rf: dict[int, int] = {}
         for part in parts:

@@ -532,14 +532,15 @@ class PartialCausality:
         return any(cause(b, a) for a, b in choice.least)  # causality against coherence
 
 
-def consistent_products(skeleton: Skeleton, program: Program,
-                        per_location: list) -> Iterator[tuple[LocationChoice, ...]]:
+def consistent_products(skeleton: Skeleton, program: Program, per_location: list,
+                        tick: Callable[[str], None] | None = None) -> Iterator[tuple[LocationChoice, ...]]:
     """The product of the locations' choices (``per_location``, each walked as often as needed),
     without the partial products that :class:`PartialCausality` shows to break an axiom.
 
     Locations are chosen in the order of their first access (the smallest event id), so that
     locations one thread uses one after the other (a flag it waits on and the flag it raises) are
-    chosen next to each other and a cycle between them is found before the others multiply it."""
+    chosen next to each other and a cycle between them is found before the others multiply it.
+    ``tick``: the explorer's clock, called for each choice tried (it raises to stop)."""
     if not per_location:
         yield ()
         return
@@ -559,6 +560,8 @@ def consistent_products(skeleton: Skeleton, program: Program,
             return
         i = order[depth]
         for choice in per_location[i]:
+            if tick is not None:
+                tick("while combining the locations' reads-from choices")
             observed = partial.observation(choice)
             grown = partial.with_edges(masks, partial.sync_edges(observed))
             chosen.append((choice, observed))
