@@ -31,6 +31,18 @@ reference (``prune=False``) never merges, and the tests compare the two.
 
 Only the explorer's pruning steps see merged paths: each treats a value set as "one of these
 values" (:mod:`syncverify.combos`), which only weakens a pruning, never makes it drop a choice.
+
+Where listing every member first would already cost too much (an owner polling W flags has
+2^W x 3^W paths), :func:`syncverify.paths.thread_paths` branches on the classes directly, for
+the reads :func:`syncverify.paths.value_classes_at` proves alike (a dead register, or one only
+the next branch tests); those paths are what this merge would make of the members.
+
+One difference is deliberate: a thread blocked at a barrier keeps its whole path's final
+registers, even those of reads after the barrier that never happen. A register bound to such a
+read has no write to take a value from; an observed register is therefore never bound past a
+``bar.sync``/``bar.red``, and an unobserved one (a scenario observes none) takes the smallest
+value of its set (:func:`with_cut_reads_fixed`): such hangs are reported once instead of once per
+value of a register no verdict reads.
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ import math
 from dataclasses import replace
 
 from syncverify.paths import LocalEvent, Path
+from syncverify.program import Program
 
 
 def _blank(e: LocalEvent, kept: frozenset[str]) -> LocalEvent:
@@ -50,7 +63,7 @@ def _plain_read(e: LocalEvent, kept: frozenset[str] = frozenset()) -> bool:
     return e.kind == "R" and not e.ghost and e.values is None and e.loc not in kept
 
 
-def shared_by_units(program) -> frozenset[str]:
+def shared_by_units(program: Program) -> frozenset[str]:
     """Locations that two units of one symmetry group access: reads of them keep their values.
 
     Symmetric units take their paths in non-decreasing order (:mod:`syncverify.symmetry`), so
