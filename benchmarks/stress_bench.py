@@ -357,6 +357,69 @@ def section_profile(args, rows):
               flush=True)
         _log(args.out, {"type": "profile", "kernel": kernel, "protocol": protocol, "replay_us_per_iteration": replay_us,
                         "host_begin_ms": host_begin * 1e3, "table": table})
+        phases = campaign_phases(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True, m=1024,
+                                 n=1024, k=1024, dtype="bf16", iterations=args.throughput_iterations)
+        print(f"phases {kernel} {protocol}: {phases_line(phases)}", flush=True)
+        _log(args.out, {"type": "phases", "kernel": kernel, "protocol": protocol, **phases})
+
+
+#: The :class:`syncverify.stress.runner.Runner` methods (and module functions it calls) whose host
+#: time :func:`campaign_phases` adds up. Inclusive: ``replay`` includes ``begin_block``, ``eager``
+#: (one iteration queued launch by launch) includes it at a block's slot 0, ``drain`` includes the
+#: wait for the GPU to finish the block.
+PHASES: tuple[tuple[str, str], ...] = (("Runner._begin_block", "begin_block"), ("make_inputs", "redraw"),
+                                       ("runtime_values_tensor", "operands"), ("Runner.iteration", "eager"),
+                                       ("Runner.run_block", "run_block"), ("Runner.drain", "drain"))
+
+
+def campaign_phases(**options) -> dict:
+    """Host seconds per phase of one campaign (:data:`PHASES`; ``capture``: the ``run_block`` call
+    that captured the graph), with ``seconds`` and ``iterations`` from the campaign's result.
+
+    The host clock is right here: these are host phases (queueing work, waiting in ``drain``),
+    not kernel times, which the profiler above gives."""
+    from syncverify.stress import runner as runner_module
+    from syncverify.stress.campaign import run_campaign
+
+    totals: Counter = Counter()
+    calls: Counter = Counter()
+    originals = {}
+
+    def timed(owner, attribute, name):
+        original = getattr(owner, attribute)
+        originals[(owner, attribute)] = original
+
+        def wrapper(*a, **kw):
+            captures = name == "run_block" and a[0].graphs and a[0].graph is None and a[1] > 0
+            t0 = time.perf_counter()
+            try:
+                return original(*a, **kw)
+            finally:
+                key = "capture" if captures else name
+                totals[key] += time.perf_counter() - t0
+                calls[key] += 1
+        setattr(owner, attribute, wrapper)
+
+    for path, name in PHASES:
+        owner_name, _, attribute = path.rpartition(".")
+        owner = getattr(runner_module, owner_name) if owner_name else runner_module
+        timed(owner, attribute or path, name)
+    try:
+        result = run_campaign(**options)
+    finally:
+        for (owner, attribute), original in originals.items():
+            setattr(owner, attribute, original)
+    return {"iterations": result.iterations, "seconds": round(result.seconds, 4),
+            "compile_seconds": result.compile_seconds, "graphs": result.graphs,
+            "phase_seconds": {k: round(v, 4) for k, v in sorted(totals.items())}, "phase_calls": dict(calls)}
+
+
+def phases_line(phases: dict) -> str:
+    """One line: iterations, seconds, and each phase's host seconds and calls."""
+    parts = [f"{phases['iterations']} it in {phases['seconds']:.3f} s "
+             f"({phases['iterations'] / max(phases['seconds'], 1e-9):.0f} it/s, graphs={phases['graphs']})"]
+    parts += [f"{k} {v * 1e3:.1f} ms/{phases['phase_calls'][k]}" for k, v in phases["phase_seconds"].items()]
+    return "; ".join(parts)
 
 
 def section_guided(args, rows):
