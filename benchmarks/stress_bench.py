@@ -335,19 +335,18 @@ def section_profile(args, rows):
         runner = Runner(built, VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
                         reset=_reset_policy(o, p), poison=o.poison, max_polls=o.max_polls, seed=o.seed,
                         chunk=o.chunk, push_reset=load(o.push).reset, graphs=True)
-        runner.compile()
-        for start in (0, o.chunk, 2 * o.chunk):
-            runner.run_block(start)
-            runner.drain()
-        torch.cuda.synchronize()
+        runner.compile()  # and captures the two block graphs
+        for start in range(4):
+            runner.run_block(start * o.chunk)
+            runner.drain(keep=1)
+        runner.drain()
         t0 = time.perf_counter()
-        runner._begin_block(3 * o.chunk)
+        runner._begin_block(4 * o.chunk)  # block 4 is ring half 0: runner.graph's
         torch.cuda.synchronize()
         host_begin = time.perf_counter() - t0
         replay_us = _events_us(runner.graph.replay, o.chunk)
-        runner.pending = []
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            runner.run_block(4 * o.chunk)
+            runner.run_block(5 * o.chunk)
             runner.drain()
         averages = prof.key_averages()
         key = "self_device_time_total" if hasattr(averages[0], "self_device_time_total") else "self_cuda_time_total"
@@ -364,17 +363,18 @@ def section_profile(args, rows):
 
 
 #: The :class:`syncverify.stress.runner.Runner` methods (and module functions it calls) whose host
-#: time :func:`campaign_phases` adds up. Inclusive: ``replay`` includes ``begin_block``, ``eager``
-#: (one iteration queued launch by launch) includes it at a block's slot 0, ``drain`` includes the
-#: wait for the GPU to finish the block.
+#: time :func:`campaign_phases` adds up. Inclusive: ``run_block`` includes ``begin_block``,
+#: ``eager`` (one iteration queued launch by launch) includes it at a block's slot 0, ``drain``
+#: includes the wait for the GPU to finish the block, ``compile`` the captures (not timed).
 PHASES: tuple[tuple[str, str], ...] = (("Runner._begin_block", "begin_block"), ("make_inputs", "redraw"),
                                        ("runtime_values_tensor", "operands"), ("Runner.iteration", "eager"),
-                                       ("Runner.run_block", "run_block"), ("Runner.drain", "drain"))
+                                       ("Runner.run_block", "run_block"), ("Runner.drain", "drain"),
+                                       ("Runner.compile", "compile"), ("Runner._capture", "capture"))
 
 
 def campaign_phases(**options) -> dict:
-    """Host seconds per phase of one campaign (:data:`PHASES`; ``capture``: the ``run_block`` call
-    that captured the graph), with ``seconds`` and ``iterations`` from the campaign's result.
+    """Host seconds per phase of one campaign (:data:`PHASES`), with ``seconds`` and
+    ``iterations`` from the campaign's result.
 
     The host clock is right here: these are host phases (queueing work, waiting in ``drain``),
     not kernel times, which the profiler above gives."""
@@ -390,14 +390,12 @@ def campaign_phases(**options) -> dict:
         originals[(owner, attribute)] = original
 
         def wrapper(*a, **kw):
-            captures = name == "run_block" and a[0].graphs and a[0].graph is None and a[1] > 0
             t0 = time.perf_counter()
             try:
                 return original(*a, **kw)
             finally:
-                key = "capture" if captures else name
-                totals[key] += time.perf_counter() - t0
-                calls[key] += 1
+                totals[name] += time.perf_counter() - t0
+                calls[name] += 1
         setattr(owner, attribute, wrapper)
 
     for path, name in PHASES:

@@ -416,13 +416,16 @@ def _device_name() -> str:
 
 def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
           should_stop: Callable[[bool], bool] | None = None) -> None:
-    """The iteration loop: iteration 0 alone (it compiles the kernels: not timed), then blocks of
-    ``chunk`` iterations, each drained with one synchronization; stop on count or time.
+    """The iteration loop: compile (not timed; with graphs, the block graphs are captured then
+    too), then blocks of ``chunk`` iterations; stop on count or time. Without graphs iteration 0
+    runs alone first and is not timed either (its launches load the kernels).
 
-    Time to first failure is the device clock of the failing tile's validation minus iteration
-    0's (on a GPU; the host clock when the iteration was queued in the interpreter).
-    ``should_stop(local_decision)`` lets a multi-process run agree on stopping (rank 0 decides).
-    ``recorder`` is None on ranks other than 0.
+    A pipelined runner (:attr:`Runner.pipelined`: graphs) keeps one block running while the
+    host reads the one before it, so the stop decision comes one block late and that block is
+    drained too. Time to first failure is the device clock of the failing tile's validation
+    minus iteration 0's (on a GPU; the host clock when the iteration was queued in the
+    interpreter). ``should_stop(local_decision)`` lets a multi-process run agree on stopping
+    (rank 0 decides). ``recorder`` is None on ranks other than 0.
     """
     start = time.perf_counter()
     queued: dict[int, float] = {}
@@ -433,12 +436,23 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
             return max(tile.device_ns - runner.t0_ns, 0) / 1e9
         return queued.get(tile.iteration, time.perf_counter() - start)
 
+    def timed_from_here() -> None:
+        nonlocal start
+        if recorder is not None:
+            recorder.result.compile_seconds = round(time.perf_counter() - start, 3)
+        start = time.perf_counter()
+        queued.clear()
+
+    alone = not interpret  # iteration 0 alone, not timed (eager runners)
     if not interpret:
-        runner.compile()
+        runner.compile(capture=o.iterations is None or o.iterations >= runner.chunk)
+        if runner.graphs:
+            alone = False
+            timed_from_here()
     i = 0
     try:
         while True:
-            if i == 0 and not interpret:
+            if i == 0 and alone:
                 n = 1
             elif o.iterations is None:
                 n = runner.chunk - i % runner.chunk
@@ -452,25 +466,35 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
                     queued[j] = time.perf_counter() - start
                     runner.iteration(j)
             i += n
-            tiles, bad = runner.drain()
-            if i == 1 and not interpret:  # it compiled the kernels: not timed
-                if recorder is not None:
-                    recorder.result.compile_seconds = round(time.perf_counter() - start, 3)
-                start = time.perf_counter()
-                queued = {0: 0.0}
-            elapsed = time.perf_counter() - start
-            if recorder is not None:
-                recorder.add(tiles, bad, when, i, elapsed)
-            queued.clear()
-            if progress is not None:
-                progress(i, o.iterations, elapsed, recorder.bad_iterations if recorder is not None else 0)
-            done = o.iterations is not None and i >= o.iterations
-            stop = done or (o.seconds is not None and elapsed >= o.seconds)
-            stop = stop or (o.stop_on_failure and recorder is not None and recorder.bad_iterations > 0)
+            last = o.iterations is not None and i >= o.iterations
+            tiles, bad = runner.drain(keep=0 if last else 1)
+            if i == 1 and alone:  # it compiled the kernels: not timed
+                timed_from_here()
+                queued[0] = 0.0
+            stop = _fold(recorder, progress, o, tiles, bad, when, i - len(runner.pending), start, queued)
+            stop = last or stop
             if should_stop is not None:
                 stop = should_stop(stop)
             if stop:
+                if runner.pending:  # the block still running when the run decided to stop
+                    tiles, bad = runner.drain()
+                    _fold(recorder, progress, o, tiles, bad, when, i, start, queued)
                 break
     finally:
         if recorder is not None:
             recorder.close()
+
+
+def _fold(recorder: Recorder | None, progress, o: CampaignOptions, tiles, bad, when, drained: int, start: float,
+          queued: dict[int, float]) -> bool:
+    """Record one drain (``drained`` iterations done so far) and report progress; True when the
+    run's time is up or (``stop_on_failure``) it has failed."""
+    elapsed = time.perf_counter() - start
+    if recorder is not None:
+        recorder.add(tiles, bad, when, drained, elapsed)
+    for done in [k for k in queued if k < drained]:
+        del queued[done]
+    if progress is not None:
+        progress(drained, o.iterations, elapsed, recorder.bad_iterations if recorder is not None else 0)
+    return ((o.seconds is not None and elapsed >= o.seconds)
+            or (o.stop_on_failure and recorder is not None and recorder.bad_iterations > 0))
