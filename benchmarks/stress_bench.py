@@ -314,12 +314,27 @@ def section_kernel(args, rows):
 
 
 def section_profile(args, rows):
-    """Where a stress block's device time goes: the profiler's kernel times over one CUDA graph
-    replay of a block (1024^3 bf16, W=2 virtual ranks, no delays), per kernel."""
+    """Where a stress iteration's time goes, 1024^3 bf16, W=2 virtual ranks, both kernels: the
+    profiler's device time per kernel over one CUDA-graph block, with no delays and with random
+    delays; the host phases of a whole graph campaign and of an eager one (with the host
+    functions that cost most, ``cProfile``); and which line of an input redraw synchronizes."""
     if _needs_gpu(args, "profile"):
         return
+    for kernel, protocol in BENCH_PAIRS:
+        for label, delays in (("no delays", {}), ("random delays", _random_delays(args))):
+            _profile_block(args, kernel, protocol, label, **delays)
+        phases = campaign_phases(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True, m=1024,
+                                 n=1024, k=1024, dtype="bf16", iterations=args.throughput_iterations)
+        print(f"phases {kernel} {protocol} graphs: {phases_line(phases)}", flush=True)
+        _log(args.out, {"type": "phases", "kernel": kernel, "protocol": protocol, "graphs": True, **phases})
+        _eager_host_profile(args, kernel, protocol)
+    _redraw_syncs()
+
+
+def _bench_runner(kernel: str, protocol: str, **options):
+    """A graph :class:`~syncverify.stress.runner.Runner` for the benchmark's size, compiled and
+    with both block graphs captured, and its options."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from syncverify.kernels.build import build
     from syncverify.kernels.heap import VirtualHeap
@@ -327,39 +342,92 @@ def section_profile(args, rows):
     from syncverify.stress.runner import Runner
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for kernel, protocol in BENCH_PAIRS:
-        o = campaign_options(sms=sms, kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
-                             m=1024, n=1024, k=1024, dtype="bf16")
-        p = load(protocol)
-        built = build(p, kernel_config(o), push=load(o.push))
-        runner = Runner(built, VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
-                        reset=_reset_policy(o, p), poison=o.poison, max_polls=o.max_polls, seed=o.seed,
-                        chunk=o.chunk, push_reset=load(o.push).reset, graphs=True)
-        runner.compile()  # and captures the two block graphs
-        for start in range(4):
-            runner.run_block(start * o.chunk)
-            runner.drain(keep=1)
+    o = campaign_options(sms=sms, kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
+                         m=1024, n=1024, k=1024, dtype="bf16", **options)
+    p = load(protocol)
+    built = build(p, kernel_config(o), push=load(o.push))
+    runner = Runner(built, VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
+                    reset=_reset_policy(o, p), poison=o.poison, max_polls=o.max_polls, seed=o.seed,
+                    chunk=o.chunk, push_reset=load(o.push).reset, graphs=True)
+    runner.compile()
+    return runner, o
+
+
+def _profile_block(args, kernel: str, protocol: str, label: str, **options) -> None:
+    """Device time per iteration of one graph block (CUDA events) and per kernel (profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    runner, o = _bench_runner(kernel, protocol, **options)
+    for start in range(4):
+        runner.run_block(start * o.chunk)
+        runner.drain(keep=1)
+    runner.drain()
+    t0 = time.perf_counter()
+    runner._begin_block(4 * o.chunk)  # block 4 is ring half 0: runner.graph's
+    torch.cuda.synchronize()
+    host_begin = time.perf_counter() - t0
+    replay_us = _events_us(runner.graph.replay, o.chunk)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        runner.run_block(5 * o.chunk)
         runner.drain()
-        t0 = time.perf_counter()
-        runner._begin_block(4 * o.chunk)  # block 4 is ring half 0: runner.graph's
-        torch.cuda.synchronize()
-        host_begin = time.perf_counter() - t0
-        replay_us = _events_us(runner.graph.replay, o.chunk)
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            runner.run_block(5 * o.chunk)
-            runner.drain()
-        averages = prof.key_averages()
-        key = "self_device_time_total" if hasattr(averages[0], "self_device_time_total") else "self_cuda_time_total"
-        table = averages.table(sort_by=key, row_limit=10, max_name_column_width=60)
-        print(f"profile {kernel} {protocol}: graph replay {replay_us:.1f} us of device time per iteration "
-              f"(CUDA events over one block of {o.chunk}); host work before a block {host_begin * 1e3:.1f} ms\n{table}",
-              flush=True)
-        _log(args.out, {"type": "profile", "kernel": kernel, "protocol": protocol, "replay_us_per_iteration": replay_us,
-                        "host_begin_ms": host_begin * 1e3, "table": table})
-        phases = campaign_phases(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True, m=1024,
-                                 n=1024, k=1024, dtype="bf16", iterations=args.throughput_iterations)
-        print(f"phases {kernel} {protocol}: {phases_line(phases)}", flush=True)
-        _log(args.out, {"type": "phases", "kernel": kernel, "protocol": protocol, **phases})
+    averages = prof.key_averages()
+    key = "self_device_time_total" if hasattr(averages[0], "self_device_time_total") else "self_cuda_time_total"
+    table = averages.table(sort_by=key, row_limit=8, max_name_column_width=60)
+    print(f"profile {kernel} {protocol} {label}: graph replay {replay_us:.1f} us of device time per iteration "
+          f"(CUDA events over one block of {o.chunk}); host work before a block {host_begin * 1e3:.1f} ms\n{table}",
+          flush=True)
+    _log(args.out, {"type": "profile", "kernel": kernel, "protocol": protocol, "label": label,
+                    "replay_us_per_iteration": replay_us, "host_begin_ms": host_begin * 1e3, "table": table})
+
+
+def _eager_host_profile(args, kernel: str, protocol: str) -> None:
+    """The eager path (one host launch sequence per iteration): its phases, and the host
+    functions with the most time of their own (``cProfile``)."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    phases = campaign_phases(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True, m=1024, n=1024,
+                             k=1024, dtype="bf16", iterations=max(args.bench_iterations // 4, 64), graphs=False,
+                             chunk=64)
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(14)
+    top = "\n".join(line[:160] for line in text.getvalue().splitlines() if line.strip())
+    print(f"phases {kernel} {protocol} eager: {phases_line(phases)}\n{top}", flush=True)
+    _log(args.out, {"type": "phases", "kernel": kernel, "protocol": protocol, "graphs": False, **phases,
+                    "cprofile": top})
+
+
+def _redraw_syncs() -> None:
+    """The first operation of an input redraw that synchronizes with the GPU (torch's sync debug
+    mode raises there), or that none does."""
+    import traceback
+
+    import torch
+
+    from syncverify.kernels.config import KernelConfig
+    from syncverify.stress.inputs import make_inputs
+
+    config = KernelConfig(world_size=2, m=1024, n=1024, k=1024)
+    generator = torch.Generator("cuda").manual_seed(0)
+    make_inputs(config, parity=0, generator=generator, device="cuda")  # warm
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        make_inputs(config, parity=0, generator=generator, device="cuda")
+        line = "redraw: no synchronizing operation"
+    except RuntimeError:
+        frames = [f for f in traceback.extract_tb(sys.exc_info()[2]) if "syncverify" in f.filename
+                  or "stress" in f.filename]
+        line = "redraw synchronizes at: " + " <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.line}"
+                                                        for f in reversed(frames[-2:]))
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    print(line, flush=True)
 
 
 #: The :class:`syncverify.stress.runner.Runner` methods (and module functions it calls) whose host
