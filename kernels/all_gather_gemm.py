@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, once_per_build
 from syncverify.kernels.delays import (
     SITE_BEFORE_STORE,
     SITE_WAIT_READ,
@@ -214,6 +214,7 @@ def all_gather_gemm_kernel(
                 timed_out(my_status + t * 4, last, step, max_polls - budget)
 
 
+@once_per_build
 def meta_parameters(built: BuiltKernel) -> dict:
     """The ``tl.constexpr`` arguments of :func:`all_gather_gemm_kernel` for a built kernel."""
     c, plan = built.config, built.plan

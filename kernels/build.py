@@ -8,6 +8,7 @@ does not divide, a grid that cannot be resident (:class:`syncverify.kernels.erro
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +109,28 @@ def lock_torch_dtype(name: str):
     from syncverify.kernels._deps import torch
 
     return {"int32": torch.int32, "int8": torch.int8}[name]
+
+
+def once_per_build(meta_parameters):
+    """Decorate a kernel module's ``meta_parameters(built)`` so that it runs once per
+    :class:`BuiltKernel` (each call returns a fresh dict of the same values).
+
+    Wrapping every plan step in ``tl.constexpr`` on each launch, and hashing the new objects
+    into Triton's kernel-cache key, was the largest host cost of an eager launch (``cProfile``
+    in ``benchmarks/stress_bench.py``'s profile section, docs/RESULTS.md); the same objects
+    also let that key compare by identity."""
+    cache: dict[int, tuple[Any, dict]] = {}
+
+    @functools.wraps(meta_parameters)
+    def cached(built: BuiltKernel) -> dict:
+        hit = cache.get(id(built))
+        if hit is None or hit[0]() is not built:  # a new build (or an id reused after one was freed)
+            hit = (weakref.ref(built), meta_parameters(built))
+            cache[id(built)] = hit
+            weakref.finalize(built, cache.pop, id(built), None)
+        return dict(hit[1])
+
+    return cached
 
 
 def ownership_tensor(config: KernelConfig, device):
