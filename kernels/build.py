@@ -92,9 +92,35 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
         from syncverify.scenarios import DEFAULT_PUSH
 
         push = load_protocol(DEFAULT_PUSH)
+    _check_warp_selections(protocol, push if config.kernel == "all-scatter" else None, config)
     plan = build_plan(protocol, world_size=config.world_size, lock_dtype=config.lock_dtype,
                       push=push if config.kernel == "all-scatter" else None)
     return BuiltKernel(config, plan, protocol)
+
+
+def _check_warp_selections(protocol: Any, push: Any, config: KernelConfig) -> None:
+    """A barrier step that selects warps names warps of an 8-warp CTA: the kernel must run 8
+    warps (the interpreter runs no barrier, so any number there). In all-scatter the comm CTA runs the protocol's wait and the push protocol's signal,
+    so the two must not share the id of such a barrier (``syncverify.rules.barrier_id_clash``)."""
+    from syncverify import rules
+    from syncverify.kernels.errors import UnsupportedStep
+
+    protocols = [p for p in (protocol, push) if p is not None]
+    selecting = [(p.name, s) for p in protocols for section in rules.SECTIONS
+                 for s in rules.section_steps(p, section) if s.op == "barrier" and s.selects_warps]
+    if selecting and config.num_warps != rules.KERNEL_WARPS and not config.interpret:  # the interpreter runs no bar
+        raise UnsupportedStep(f"protocol {selecting[0][0]!r}: its barrier steps select warps of a "
+                              f"{rules.KERNEL_WARPS}-warp CTA; build the kernel with num_warps={rules.KERNEL_WARPS} "
+                              f"(not {config.num_warps})")
+    if push is not None:
+        comm = [(f"{protocol.name} {section} step {n}", s) for section in ("wait", "after_load")
+                for n, s in enumerate(rules.section_steps(protocol, section), 1)]
+        comm += [(f"{push.name} {section} step {n}", s) for section in ("before_store", "signal")
+                 for n, s in enumerate(rules.section_steps(push, section), 1)]
+        clash = rules.barrier_id_clash(comm)
+        if clash is not None:
+            raise UnsupportedStep(f"all-scatter's comm CTA runs {clash[0]} and {clash[1]}, both on barrier "
+                                  f"{clash[2]}; {rules.BARRIER_ID_CLASH}")
 
 
 def torch_dtype(name: str):

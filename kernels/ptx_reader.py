@@ -40,6 +40,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from syncverify.rules import WARP_SIZE, warp_text
+
 _PARAM = re.compile(r"\[\s*(\w+)_param_(\d+)\s*\]")
 _REG = re.compile(r"%[\w.]+|\b[a-z]\b")
 _NTID = re.compile(r"\.reqntid\s+(\d+)")
@@ -90,7 +92,7 @@ class SyncOp:
 
     def __str__(self) -> str:
         if self.kind == "bar":
-            return f"bar {self.threads}"
+            return f"bar {self.threads}" if self.op in ("", "0") else f"bar {self.op}"
         if self.kind == "fence":
             return f"fence.{self.sem}.{self.scope} {self.threads}"
         head = self.kind + (f".{self.op}" if self.op else "") + f".{self.sem}"
@@ -230,6 +232,7 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
         dest = _regs(ops[0]) if ops else []
         srcs = [r for o in ops[1:] for r in _regs(o)]
         parts = ins.parts
+        value = _evaluate(ins, lanes, ntid) if dest else None  # its sources are read before dest is written
         for d in dest:  # a register written here loses what it held
             lanes.pop(d, None)
         # ----- which thread(s) and which buffer ----------------------------------------------
@@ -242,10 +245,8 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
                 else:
                     origin.pop(dest[0], None)
             continue
-        if dest:
-            value = _evaluate(ins, lanes, ntid)
-            if value is not None:
-                lanes[dest[0]] = value
+        if value is not None:
+            lanes[dest[0]] = value
         if dest and parts[0] not in ("st", "red", "bar", "fence"):
             inherited = set().union(*(origin.get(s, set()) for s in srcs)) if srcs else set()
             if parts[0] == "ld" and "global" in parts:
@@ -258,6 +259,7 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
                 origin.pop(dest[0], None)
         # ----- synchronization -------------------------------------------------------------
         threads = "all"
+        warps = None
         guard = lanes.get(ins.pred) if ins.pred is not None else None
         if guard is None and ins.pred is not None:
             guard = single.get(ins.pred)
@@ -265,7 +267,8 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
             holds = [bool(v) != ins.negated for v in guard]
             if sum(holds) == 1:
                 threads = "one"
-        op = _sync_op(ins, parts, ops, origin, threads)
+            warps = _guarded_warps(holds)
+        op = _sync_op(ins, parts, ops, origin, threads, warps)
         if op is not None:
             out.append(op)
     return out
@@ -302,10 +305,23 @@ def _sem_scope(parts: list[str]) -> tuple[str | None, str | None]:
     return sem, scope
 
 
-def _sync_op(ins: Instr, parts: list[str], ops, origin, threads) -> SyncOp | None:
+def _guarded_warps(holds: list[bool]) -> tuple[int, ...] | None:
+    """The warps a guard keeps, when it keeps whole warps but not all of them (a warp-selected
+    barrier, ``syncverify.lowering.barrier_ptx``); None otherwise."""
+    warps = [holds[w * WARP_SIZE:(w + 1) * WARP_SIZE] for w in range(len(holds) // WARP_SIZE)]
+    if not all(all(lanes) or not any(lanes) for lanes in warps) or all(all(lanes) for lanes in warps):
+        return None
+    return tuple(w for w, lanes in enumerate(warps) if all(lanes))
+
+
+def _sync_op(ins: Instr, parts: list[str], ops, origin, threads, warps=None) -> SyncOp | None:
     kind = parts[0]
-    if kind == "bar" and parts[1:2] == ["sync"]:
-        return SyncOp("bar", "all", op=",".join(o.strip() for o in ops), line=ins.line)
+    if kind == "bar" and parts[1:2] in (["sync"], ["arrive"]):
+        # as syncverify.lowering.LoweredOp.bar_operands writes it: "1,256", "arrive 1,256 warps 1-7"
+        text = ("arrive " if parts[1] == "arrive" else "") + ",".join(o.strip() for o in ops)
+        if warps is not None:
+            text += f" warps {warp_text(warps)}"
+        return SyncOp("bar", "all", op=text, line=ins.line)
     if kind == "fence" and len(parts) >= 3 and parts[1] in ("sc", "acq_rel"):
         return SyncOp("fence", "all", parts[1], parts[2], line=ins.line)
     if kind not in ("st", "ld", "atom", "red") or "global" not in parts:
