@@ -90,10 +90,11 @@ def named_barrier(PTX: tl.constexpr, INTERPRET: tl.constexpr):
     ``bar.arrive`` waits for nothing: nothing after it is ordered after the other warps. Warps
     outside the step's warps are not ordered at all.
 
-    Reuse across tiles: a warp that only arrives goes on at once. The kernels never let it reach
-    the same barrier for the next tile while the waiting warp is still in this tile's phase:
-    each tile's GEMM passes a ``bar.sync 0`` of the whole CTA (Triton's, before the accumulator
-    is converted for the tile store) that the waiting warp reaches only after its phase.
+    Reuse across tiles: a warp that only arrives goes on at once, and must not reach the same
+    barrier for the next tile while the waiting warp is still in this tile's phase. Each tile's
+    GEMM passes a ``bar.sync 0`` of the whole CTA (Triton's) that the waiting warp reaches only
+    after its phase; a compiled launch where some path misses it is refused
+    (``syncverify.kernels._jit.refuse_arrive_laps``).
     The interpreter runs one program at a time, so there is nothing to wait for there (the trace
     recorder logs the barrier from this helper's parameters).
     """

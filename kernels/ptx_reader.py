@@ -341,3 +341,63 @@ def _sync_op(ins: Instr, parts: list[str], ops, origin, threads, warps=None) -> 
                       line=ins.line)
     return SyncOp(kind, threads, sem or "weak", scope if sem else None, buffer=buffer, cache=cache,
                   width=width, line=ins.line)
+
+
+# ----- named barriers reused across tiles ------------------------------------------------------
+
+_LABEL = re.compile(r"^\s*([$\w.]+):\s*(.*)$")
+_BRANCH = re.compile(r"^(@!?%?\w+\s+)?bra(?:\.uni)?\s+([$\w.]+)$")
+_ARRIVE = re.compile(r"^(?:@!?%?\w+\s+)?bar\.arrive\s+(\d+)")
+_FULL_BARRIER = re.compile(r"^(?:bar\.sync|barrier\.sync(?:\.aligned)?)\s+0$")
+
+
+def arrive_laps(ptx: str) -> list[str]:
+    """Where a warp that only arrives at a named barrier could arrive there again before the
+    phase it arrived in completes: a path of the compiled kernel from a ``bar.arrive`` to a
+    ``bar.arrive`` of the same barrier that passes no ``bar.sync 0`` of the whole CTA.
+
+    A warp-selected barrier step (``syncverify.lowering.barrier_ptx``) runs once per tile, and
+    its arriving warps do not wait. What keeps them from arriving for the next tile while the
+    waiting warp is still in this tile's phase is a full ``bar.sync 0`` (Triton's, in every
+    tile's GEMM) on every path between two arrivals: the waiting warp reaches it only after its
+    own phase completed. This walks the control flow of the PTX text (labels, ``bra``, falling
+    through; the inline asm's own loops included) and returns one line per arrival that can lap.
+    """
+    pieces: list[str] = []
+    labels: dict[str, int] = {}
+    for raw in ptx.splitlines():
+        for piece in raw.split("//")[0].replace("{", ";").replace("}", ";").split(";"):
+            piece = piece.strip()
+            while (match := _LABEL.match(piece)) and not piece.startswith("."):
+                labels[match[1]] = len(pieces)
+                piece = match[2].strip()
+            if piece and not piece.startswith("."):
+                pieces.append(piece)
+
+    def successors(i: int) -> list[int]:
+        branch = _BRANCH.match(pieces[i])
+        if branch is not None:
+            target = [labels[branch[2]]] if branch[2] in labels else []
+            return target + ([i + 1] if branch[1] else [])
+        if pieces[i].split()[0].split(".")[0] in ("ret", "exit"):
+            return []
+        return [i + 1]
+
+    problems = []
+    for start, piece in enumerate(pieces):
+        arrive = _ARRIVE.match(piece)
+        if arrive is None:
+            continue
+        seen, stack = set(), [start + 1]
+        while stack:
+            i = stack.pop()
+            if i in seen or i >= len(pieces) or _FULL_BARRIER.match(pieces[i]):
+                continue
+            seen.add(i)
+            again = _ARRIVE.match(pieces[i])
+            if again is not None and again[1] == arrive[1]:
+                problems.append(f"bar.arrive {arrive[1]} ({piece!r}) can be reached again without a bar.sync 0 "
+                                f"of the whole CTA in between")
+                break
+            stack.extend(successors(i))
+    return problems
