@@ -461,15 +461,27 @@ def warp_threads(protocols: dict[str, object], opts: ScenarioOptions) -> int:
     from two protocols (all-scatter's comm CTA)."""
     selections = [chosen for p in protocols.values() for section in rules.SECTIONS
                   for s in rules.section_steps(p, section) if s.op == "barrier" for chosen in (s.warps, s.arrive)]
-    for role in ROLES[opts.scenario]:
-        steps = [(f"{protocols[st.protocol].name} {st.kind} step {n}", s) for st in role.steps if isinstance(st, Stage)
+    clash = barrier_id_clash(protocols, opts.scenario)
+    if clash:
+        raise ScenarioError(clash)
+    return rules.model_threads_per_cta(opts.threads_per_cta, selections)
+
+
+def barrier_id_clash(protocols: dict[str, object], scenario: str) -> str:
+    """Why a CTA of ``scenario`` cannot run ``protocols``' barrier steps (``""``: it can): two
+    steps on one barrier id, one of them warp-selected (:func:`syncverify.rules.barrier_id_clash`),
+    in the steps a role runs, in order, across the protocols of its stages. The model and the
+    kernel build both refuse it."""
+    for role in ROLES[scenario]:
+        steps = [(f"{protocols[st.protocol].name} {st.kind} step {n}", s) for st in role.steps
+                 if isinstance(st, Stage) and st.protocol in protocols
                  for n, s in enumerate(rules.section_steps(protocols[st.protocol], st.kind), 1)]
         clash = rules.barrier_id_clash(steps)
         if clash is not None:
             first, second, barrier_id = clash
-            raise ScenarioError(f"{opts.scenario}'s {role.name} CTA runs {first} and {second}, both on barrier "
-                                f"{barrier_id}; {rules.BARRIER_ID_CLASH}")
-    return rules.model_threads_per_cta(opts.threads_per_cta, selections)
+            return (f"{scenario}'s {role.name} CTA runs {first} and {second}, both on barrier {barrier_id}; "
+                    f"{rules.BARRIER_ID_CLASH}")
+    return ""
 
 
 def stage_parts(protocols: dict[str, object], opts: ScenarioOptions) -> list[Scenario]:
