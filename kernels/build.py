@@ -117,3 +117,97 @@ def _check_warp_selections(protocol: Any, push: Any, config: KernelConfig) -> No
     clash = barrier_id_clash(protocols, config.kernel)
     if clash:
         raise UnsupportedStep(clash)
+
+
+def torch_dtype(name: str):
+    """The torch dtype of a ``--dtype`` name."""
+    from syncverify.kernels._deps import torch
+
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+
+
+def lock_torch_dtype(name: str):
+    from syncverify.kernels._deps import torch
+
+    return {"int32": torch.int32, "int8": torch.int8}[name]
+
+
+def ownership_tensor(config: KernelConfig, device):
+    """:func:`syncverify.rules.ownership_table` of a configuration's tiles as an int32 tensor on
+    ``device`` (made once per size and device), each rank's list of owned tiles in the order the
+    producers make them (:func:`visit_order`), so a consumer waits for tiles as they arrive. Who
+    owns which tile is the model's rule, unchanged; only the order of each list is the kernel's."""
+    tiles_n = config.n_per_rank // config.block_n
+    return _ownership(config.m // config.block_m, tiles_n, config.world_size, config.distribution,
+                      config.group_m, str(device))
+
+
+def visit_order(tiles_m: int, tiles_n: int, group_m: int) -> list[int]:
+    """The row-major tile indices in the producers' visiting order: the host's copy of
+    ``syncverify.kernels.tile.tile_of`` (a test runs both and compares).
+
+    >>> visit_order(3, 2, 2)
+    [0, 2, 1, 3, 4, 5]
+    """
+    order = []
+    per_group = group_m * tiles_n
+    for i in range(tiles_m * tiles_n):
+        first_m = (i // per_group) * group_m
+        rows = min(tiles_m - first_m, group_m)
+        pm = first_m + (i % per_group) % rows
+        pn = (i % per_group) // rows
+        order.append(pm * tiles_n + pn)
+    return order
+
+
+@functools.lru_cache(maxsize=32)
+def _ownership(tiles_m: int, tiles_n: int, world_size: int, distribution: str, group_m: int, device: str):
+    from syncverify import rules
+    from syncverify.kernels._deps import torch
+
+    tiles = tiles_m * tiles_n
+    table = rules.ownership_table(tiles, world_size, distribution)
+    position = {t: i for i, t in enumerate(visit_order(tiles_m, tiles_n, group_m))}
+    per_rank = -(-tiles // world_size)
+    lists = tiles + world_size
+    for r in range(world_size):
+        row = table[lists + r * per_rank: lists + (r + 1) * per_rank]
+        owned = sorted((t for t in row if t >= 0), key=position.__getitem__)
+        table[lists + r * per_rank: lists + (r + 1) * per_rank] = owned + [-1] * (per_rank - len(owned))
+    return torch.tensor(table, dtype=torch.int32).to(device)
+
+
+VALUES_ROW = 4  # int32 per row of the run-time operand ring: 16 bytes
+
+
+def runtime_values_tensor(built: BuiltKernel, epochs, device):
+    """``[len(epochs), slots]`` int32, ``slots`` rounded up to a multiple of 4: each launch's
+    run-time operands (``syncverify.kernels.plan``), zero-padded.
+
+    The padding keeps every row 16-byte aligned. Triton specializes a pointer argument on
+    16-byte alignment, so with rows of one or two int32 the launch that reads row 1 compiled
+    the kernel a second time, in the middle of a timed run."""
+    from syncverify.kernels._deps import torch
+
+    rows = [built.plan.runtime_values(epoch=e) for e in epochs]
+    width = -(-max(len(r) for r in rows) // VALUES_ROW) * VALUES_ROW
+    return torch.tensor([r + (0,) * (width - len(r)) for r in rows], dtype=torch.int32).to(device)
+
+
+def delay_table_tensor(table, device):
+    """A launch's guided delay table (``syncverify.kernels.delays.TABLE_SHAPE``, int32): ``table`` if the caller prepared one, else an all-zero table (made once per
+    device; the kernels read it only when ``delay_pct < 0``)."""
+    return table if table is not None else _zero_delay_table(str(device))
+
+
+@functools.lru_cache(maxsize=8)
+def _zero_delay_table(device: str):
+    from syncverify.kernels._deps import torch
+    from syncverify.kernels.delays import TABLE_SHAPE
+
+    return torch.zeros(TABLE_SHAPE, dtype=torch.int32).to(device)
+
+
+def launch_values(built: BuiltKernel, epoch: int, vals, device):
+    """One launch's run-time operands: ``vals`` if the caller prepared them, else built now."""
+    return vals if vals is not None else runtime_values_tensor(built, [epoch], device)[0]
