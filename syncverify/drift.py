@@ -76,11 +76,12 @@ class Op:
         return None if self.where is None else self.where.tile
 
     def __str__(self) -> str:
-        if self.kind == "bar":  # bar.sync ID, or what each warp does at a warp-selected barrier
-            return f"bar.sync {self.op}" + (f" ({self.sem})" if self.sem else "")
-        head = self.kind + (f".{self.op}" if self.op else "")
-        sem = ".".join(s for s in (self.sem, self.scope) if s)
-        text = f"{head} {sem}".rstrip()
+        if self.kind == "bar":  # bar.sync ID cta, and what each warp does at a warp-selected barrier
+            text = f"bar.sync {self.op} {self.scope}" + (f" [{self.sem}]" if self.sem else "")
+        else:
+            head = self.kind + (f".{self.op}" if self.op else "")
+            sem = ".".join(s for s in (self.sem, self.scope) if s)
+            text = f"{head} {sem}".rstrip()
         if self.where is not None:
             text += f" {self.where}"
         if self.operands:

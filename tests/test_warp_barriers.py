@@ -269,12 +269,12 @@ def test_the_drift_test_sees_warps_that_do_the_other_part():
     ops, timed_out = drift.trace_kernel(protocol, "all-reduce", 2, epochs=1)
     model = drift.model_ops(build(protocol, ScenarioOptions(world_size=2, symmetry=False)))
     assert drift.compare(model, ops, timed_out=timed_out) == []
-    assert "bar.sync 1 (sync 0 arrive 1-7)" in [str(op) for op in ops[("producer", 0, 0, 0)]]
+    assert "bar.sync 1 cta [sync 0 arrive 1-7] (all threads)" in [str(op) for op in ops[("producer", 0, 0, 0)]]
     wrong = {key: [dataclasses.replace(op, sem="sync 1-7 arrive 0") if op.kind == "bar" and op.sem else op
                    for op in seq] for key, seq in ops.items()}
     found = drift.compare(model, wrong)
-    assert found and "model:  bar.sync 1 (sync 0 arrive 1-7)" in found[0]
-    assert "kernel: bar.sync 1 (sync 1-7 arrive 0)" in found[0]
+    assert found and "model:  bar.sync 1 cta [sync 0 arrive 1-7] (all threads)" in found[0]
+    assert "kernel: bar.sync 1 cta [sync 1-7 arrive 0] (all threads)" in found[0]
 
 
 @pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
