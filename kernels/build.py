@@ -93,9 +93,31 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
         from syncverify.scenarios import DEFAULT_PUSH
 
         push = load_protocol(DEFAULT_PUSH)
+    _check_warp_selections(protocol, push if config.kernel == "all-scatter" else None, config)
     plan = build_plan(protocol, world_size=config.world_size, lock_dtype=config.lock_dtype,
                       push=push if config.kernel == "all-scatter" else None)
     return BuiltKernel(config, plan, protocol)
+
+
+def _check_warp_selections(protocol: Any, push: Any, config: KernelConfig) -> None:
+    """A barrier step that selects warps names warps of an 8-warp CTA: the kernel must run 8
+    warps (the interpreter runs no barrier, so any number there). A CTA that runs two protocols
+    (all-scatter's comm CTA: the protocol's wait, the push protocol's signal) must not have them
+    share the id of such a barrier (``syncverify.scenarios.barrier_id_clash``, as the model)."""
+    from syncverify import rules
+    from syncverify.kernels.errors import UnsupportedStep
+    from syncverify.scenarios import barrier_id_clash
+
+    protocols = {"protocol": protocol} | ({"push": push} if push is not None else {})
+    selecting = [(p.name, s) for p in protocols.values() for section in rules.SECTIONS
+                 for s in rules.section_steps(p, section) if s.op == "barrier" and s.selects_warps]
+    if selecting and config.num_warps != rules.KERNEL_WARPS and not config.interpret:  # the interpreter runs no bar
+        raise UnsupportedStep(f"protocol {selecting[0][0]!r}: its barrier steps select warps of a "
+                              f"{rules.KERNEL_WARPS}-warp CTA; build the kernel with num_warps={rules.KERNEL_WARPS} "
+                              f"(not {config.num_warps})")
+    clash = barrier_id_clash(protocols, config.kernel)
+    if clash:
+        raise UnsupportedStep(clash)
 
 
 def torch_dtype(name: str):

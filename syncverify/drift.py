@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from syncverify import rules
-from syncverify.lowering import fence_kind
+from syncverify.lowering import barrier_split, fence_kind
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Store
 
 Key = tuple  # (role, rank, tile, epoch)
@@ -69,15 +69,19 @@ class Op:
     operands: tuple = ()
     until: tuple | None = field(default=None, compare=False)  # model poll: loop back while (cond, value)
     seen: int | None = field(default=None, compare=False)  # kernel: last value a read returned
+    label: str = field(default="", compare=False)  # model barrier: its step (to find every thread's part)
 
     @property
     def tile(self) -> int | None:
         return None if self.where is None else self.where.tile
 
     def __str__(self) -> str:
-        head = f"bar.sync {self.op}" if self.kind == "bar" else self.kind + (f".{self.op}" if self.op else "")
-        sem = ".".join(s for s in (self.sem, self.scope) if s)
-        text = f"{head} {sem}".rstrip()
+        if self.kind == "bar":  # bar.sync ID cta, and what each warp does at a warp-selected barrier
+            text = f"bar.sync {self.op} {self.scope}" + (f" [{self.sem}]" if self.sem else "")
+        else:
+            head = self.kind + (f".{self.op}" if self.op else "")
+            sem = ".".join(s for s in (self.sem, self.scope) if s)
+            text = f"{head} {sem}".rstrip()
         if self.where is not None:
             text += f" {self.where}"
         if self.operands:
@@ -137,8 +141,9 @@ def _model_seq(instructions) -> list[Op]:
         elif isinstance(ins, Fence):
             out.append(Op("fence", "", ins.kind, ins.scope))
         elif isinstance(ins, Barrier):
-            # The barrier's id; its count is in the model's threads, checked by the PTX audit.
-            out.append(Op("bar", str(ins.barrier_id), "", "cta"))
+            # The barrier's id; its count is in the model's threads, checked by the PTX audit. Which
+            # threads sync or arrive is filled in from every thread of the CTA (_warp_parts).
+            out.append(Op("bar", str(ins.barrier_id), "", "cta", label=ins.label))
         else:
             raise ValueError(f"no normal form for model instruction {ins!r}")
     return out
@@ -147,24 +152,41 @@ def _model_seq(instructions) -> list[Op]:
 def model_ops(scenario) -> dict[Key, list[Op]]:
     """``(role, rank, tile, epoch) -> ops`` of a scenario built with ``symmetry=False``."""
     threads: dict[Key, dict[int, list[Op]]] = {}
+    raw: dict[Key, dict[int, tuple]] = {}
     for thread in scenario.program.threads:
         m = _ROLE.match(thread.role)
         if m is None:
             continue  # a host reset thread (not compared)
         rank, role, tile, epoch, index = int(m[1]), m[2], int(m[3]), int(m[4]), int(m[5])
         threads.setdefault((role, rank, tile, epoch), {})[index] = _model_seq(thread.instructions)
+        raw.setdefault((role, rank, tile, epoch), {})[index] = thread.instructions
     out: dict[Key, list[Op]] = {}
+    per_cta = scenario.options.threads_per_cta
     for key, by_thread in threads.items():
         first, second = by_thread[0], by_thread.get(1)
         ops, j = [], 0
         for op in first:
             both = second is None or (j < len(second) and second[j] == op)
             j += both and second is not None
-            ops.append(Op(**{**op.__dict__, "threads": "all" if both else "one"}))
+            if op.kind == "bar":  # a barrier runs on every thread of the warps it selects
+                op = Op(**{**op.__dict__, "sem": _warp_parts(raw[key], op.label, per_cta)})
+            ops.append(Op(**{**op.__dict__, "threads": "all" if both or op.kind == "bar" else "one"}))
         if second is not None and j != len(second):
             raise ValueError(f"{key}: thread 1 runs {second[j]} that thread 0 does not")
         out[key] = collapse_polls(ops)
     return out
+
+
+def _warp_parts(instructions: dict[int, tuple], label: str, threads_per_cta: int) -> str:
+    """What the warps do at the barrier step ``label``, from every model thread of the CTA
+    (``syncverify.lowering.barrier_split``): each model thread stands for its warps
+    (``syncverify.rules.model_warps``) and syncs, arrives, or skips the step."""
+    parts: dict[str, list[int]] = {"sync": [], "arrive": []}
+    for thread, code in instructions.items():
+        kind = next((ins.kind for ins in code if isinstance(ins, Barrier) and ins.label == label), None)
+        if kind is not None:
+            parts[kind] += rules.model_warps(thread, threads_per_cta)
+    return barrier_split(tuple(parts["sync"]), tuple(parts["arrive"]))
 
 
 # ----- kernel side ---------------------------------------------------------------------------
@@ -233,7 +255,7 @@ class KernelSide:
 
 def _kernel_op(a, side: KernelSide) -> list[Op]:
     if a.kind == "bar":
-        return [Op("bar", a.op.split(",")[0] or "0", "", "cta")]
+        return [Op("bar", a.op.split(",")[0] or "0", a.sem, "cta")]
     if a.kind == "fence":
         return [Op("fence", "", fence_kind(a.sem), a.scope)]
     where = side.where(a.buffer, a.copy, a.index)
