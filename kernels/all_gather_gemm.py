@@ -24,6 +24,9 @@ reads) until ``after_load`` has run, and only then are the C rows stored into ``
 (``tests/test_drift.py`` runs several column tiles and K chunks). Without ``after_load`` steps
 each column tile's C goes straight to ``out``: there is nothing to order it after.
 
+``gemm_only`` (``syncverify bench``'s GEMM part) makes every program of the grid a GEMM program
+that reads ``gathered`` as the caller filled it (``syncverify.kernels.bench.FusedRun``).
+
 Every wait is bounded: a GEMM program that gives up writes ``(1, last value, step, polls)`` into
 status row ``t`` and skips the tile (its C rows stay poisoned); a sender whose ``before_store``
 wait gives up writes row ``T + t`` and leaves the tile unsent (the GEMM's wait then times out).
@@ -153,6 +156,7 @@ def all_gather_gemm_kernel(
     INTERPRET: tl.constexpr,
     BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
     HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
+    GEMM_ONLY: tl.constexpr = False,
 ):
     # ----- role and rank: senders, then GEMM programs ------------------------------------------
     pid = tl.program_id(0)
@@ -160,7 +164,11 @@ def all_gather_gemm_kernel(
     # so a captured CUDA graph replays launches whose iteration advances (syncverify.stress.runner)
     iteration = tl.load(vals)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
-    is_sender, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
+    if GEMM_ONLY:  # bench's GEMM part: every program multiplies, gathered was filled beforehand
+        is_sender = pid < 0
+        index = pid
+    else:
+        is_sender, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
     MR = M // WORLD  # rows of one shard
     n_tiles = MR // BLOCK_M  # tiles of one shard (the lock tiles)
     num_pid_n = N // BLOCK_N
@@ -256,13 +264,14 @@ def meta_parameters(built: BuiltKernel) -> dict:
     return dict(
         WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
         BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k, ROWS=stacked_rows(c.world_size, c.block_m),
-        GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms,
+        # the GEMM part (``gemm_only``): the grid's ``gemm_sms`` programs per rank all multiply
+        GEMM_SMS=c.gemm_sms, COMM_SMS=c.gemm_sms if c.gemm_only else c.comm_sms,
         SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
         DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order, INTERPRET=c.interpret,
         BEFORE_STORE=wrap_plan(plan.before_store), AFTER_LOAD=wrap_plan(plan.after_load),
         HAS_BEFORE=bool(plan.before_store), HAS_AFTER=bool(plan.after_load),
-        SLOTS=plan.slots, NLOCKS=len(plan.locks),
+        SLOTS=plan.slots, NLOCKS=len(plan.locks), GEMM_ONLY=c.gemm_only,
     )
 
 
