@@ -200,3 +200,18 @@ def test_two_cpu_ranks_time_and_validate_the_new_kernels_baselines(tmp_path):
     assert [(m.case.kernel, m.what, m.validated) for m in outcome.measurements] == [
         (kernel, what, validated) for kernel in NEW
         for what, validated in (("cublas", ""), ("cublas+nccl", "ok"))]
+
+
+def test_the_shipped_sweep_of_the_new_kernels_builds_on_an_h200():
+    from pathlib import Path
+
+    from syncverify.bench import resolve
+    from syncverify.kernels.build import build
+
+    sweep = parse_sweep(Path("benchmarks/sweeps/new-scenarios-h200.toml").read_text(), path="new-scenarios-h200.toml")
+    assert {c.kernel for c in sweep.cases} == set(NEW) and "done-flag" in sweep.protocols
+    for case in sweep.cases:
+        config = resolve(case, sms=132, world_size=2).kernel_config(world_size=2)
+        build(None, config, sms=132)
+        if case.kernel == "all-gather-gemm":
+            assert 2 * config.block_m <= 128  # the stacked operand stays at 128 rows
