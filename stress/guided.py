@@ -163,6 +163,14 @@ class GuidedPlan:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, indent=1, sort_keys=True)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "GuidedPlan":
+        """The plan :meth:`to_dict` wrote (a plan saved on one machine, run on another)."""
+        schedules = [Schedule(**{**s, "entries": tuple(GuidedDelay(**e) for e in s["entries"]),
+                                 **{k: tuple(s[k]) for k in ("reasons", "ahead", "order")}})
+                     for s in data["schedules"]]
+        return cls(data["protocol"], data["kernel"], data["world_size"], data["safe"], schedules)
+
 
 # ----- reading a witness trace ---------------------------------------------------------------------
 

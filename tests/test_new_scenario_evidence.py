@@ -155,3 +155,13 @@ def test_the_first_failure_names_the_rank_whose_shard_was_never_sent():
     assert first["suspect_ranks"] == [2]
     assert set(first["producer_delays"]) == {"2"}
     assert "  the tile points at the producer(s) of rank(s) [2]" in first_failure_lines(result)
+
+
+def test_a_saved_plan_reads_back_equal(tmp_path):
+    from syncverify.stress.guided import GuidedPlan
+
+    plan = guided_plan("wt-cv-flag", kernel="all-gather-gemm", world_size=2, num_warps=4)
+    path = tmp_path / "plan.json"
+    plan.save(str(path))
+    again = GuidedPlan.from_dict(json.loads(path.read_text()))
+    assert again == plan and again.schedules[0].entries[0] == GuidedDelay("before-store", 1, 3000, 6000, 0b1111, 100)
