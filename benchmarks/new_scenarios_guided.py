@@ -224,26 +224,9 @@ def main() -> int:
         with records.open("a") as handle:
             handle.write(json.dumps(record, default=str) + "\n")
 
-    for protocol, kernel, W, options in pairs:
-        where = ("zoo" if options else "guided", protocol.name, kernel, W)
-        if time.monotonic() - start > args.budget:
-            record = {"protocol": protocol.name, "kernel": kernel, "world_size": W, "model": "-",
-                      "error": "not run (budget)"}
-        else:
-            try:
-                record = guided_pair(args, protocol, kernel, W, **options)
-            except Exception as error:  # one broken pair must not hide the rest
-                record = {"protocol": protocol.name, "kernel": kernel, "world_size": W, "model": "-",
-                          "error": f"{type(error).__name__}: {str(error).splitlines()[0][:70]}",
-                          "traceback": traceback.format_exc()}
-        record["part"] = where[0]
-        log(record)
-        cells = guided_cells(record)
-        print(f"{' '.join(map(str, where))}: {record['model']} | {' | '.join(cells)}", flush=True)
-        guided_rows.append((where[0], str(W), kernel, protocol.name, record["model"], *cells))
-
     from syncverify.stress.campaign import run_campaign
 
+    # zoo-new first: few runs, and the only GPU check of all-gather-gemm's parked C tiles
     for protocol, kernel, W in new:
         if time.monotonic() - start > args.budget:
             zoo_rows.append((kernel, protocol.name, "-", "not run (budget)", "-", "-"))
@@ -263,6 +246,24 @@ def main() -> int:
                              str(result.iterations), bad_tile_counts(result.counts)))
         except Exception as error:
             zoo_rows.append((kernel, protocol.name, "-", f"error: {type(error).__name__}: {error}"[:90], "-", "-"))
+
+    for protocol, kernel, W, options in pairs:
+        where = ("zoo" if options else "guided", protocol.name, kernel, W)
+        if time.monotonic() - start > args.budget:
+            record = {"protocol": protocol.name, "kernel": kernel, "world_size": W, "model": "-",
+                      "error": "not run (budget)"}
+        else:
+            try:
+                record = guided_pair(args, protocol, kernel, W, **options)
+            except Exception as error:  # one broken pair must not hide the rest
+                record = {"protocol": protocol.name, "kernel": kernel, "world_size": W, "model": "-",
+                          "error": f"{type(error).__name__}: {str(error).splitlines()[0][:70]}",
+                          "traceback": traceback.format_exc()}
+        record["part"] = where[0]
+        log(record)
+        cells = guided_cells(record)
+        print(f"{' '.join(map(str, where))}: {record['model']} | {' | '.join(cells)}", flush=True)
+        guided_rows.append((where[0], str(W), kernel, protocol.name, record["model"], *cells))
 
     print(f"total {time.monotonic() - start:.1f} s; virtual ranks, seed {args.seed}, {args.seconds:g} s per run "
           f"(zoo-new {args.zoo_seconds:g} s, random delays)")
