@@ -196,13 +196,13 @@ def reference(case: Case, A, B) -> "torch.Tensor":
     return torch.cat(list(torch.matmul(a[:1], b)), dim=1)
 
 
-def owned_mask(config, ranks) -> "torch.Tensor":
-    """``[len(ranks), M, N]`` bool: the tiles of C each of ``ranks`` owns in gemm-reduce-scatter
-    (``syncverify.rules.ownership_table``): the only part of C that rank writes."""
+def owned_mask(config, ranks, device) -> "torch.Tensor":
+    """``[len(ranks), M, N]`` bool on ``device``: the tiles of C each of ``ranks`` owns in
+    gemm-reduce-scatter (``syncverify.rules.ownership_table``): the only part of C that rank writes."""
     c = config
     owner = rules.ownership_table(c.tiles, c.world_size, c.distribution)[:c.tiles]
     tiles_n = c.n // c.block_n
-    per_tile = torch.tensor(owner).view(c.m // c.block_m, tiles_n)
+    per_tile = torch.tensor(owner, device=device).view(c.m // c.block_m, tiles_n)
     per_element = per_tile.repeat_interleave(c.block_m, 0).repeat_interleave(c.block_n, 1)
     return torch.stack([per_element == r for r in ranks])
 
@@ -346,7 +346,7 @@ class FusedRun:
         if c.gemm_only and c.kernel == "gemm-reduce-scatter":
             # the owner's inbox holds rank b's partial of its tiles in block b: what rank r left
             # is, block b, rank b's product on the tiles r owns (0 elsewhere: filled before)
-            mask = owned_mask(c, ranks).unsqueeze(1)  # [ranks, 1, M, N]
+            mask = owned_mask(c, ranks, self.device).unsqueeze(1)  # [ranks, 1, M, N]
             inbox = self.heap[self.work].local[:, :c.m].float().view(len(ranks), c.m, c.world_size, c.n)
             partials = torch.matmul(everyone[0].float(), everyone[1].float())  # [W, M, N]
             return inbox.permute(0, 2, 1, 3) * mask, partials.unsqueeze(0) * mask
@@ -358,7 +358,7 @@ class FusedRun:
         if c.kernel == "all-gather-gemm":
             return self.heap["out"].local, reference(Case(kernel=c.kernel), *everyone)[ranks]
         if c.kernel == "gemm-reduce-scatter":
-            mask = owned_mask(c, ranks)
+            mask = owned_mask(c, ranks, self.device)
             want = reference(Case(kernel=c.kernel), *everyone).expand(len(ranks), -1, -1)
             return torch.where(mask, self.heap["out"].local.float(), 0.0), want * mask
         got = self.heap["out" if c.kernel == "all-reduce" else "received"].local

@@ -165,3 +165,12 @@ def test_a_saved_plan_reads_back_equal(tmp_path):
     plan.save(str(path))
     again = GuidedPlan.from_dict(json.loads(path.read_text()))
     assert again == plan and again.schedules[0].entries[0] == GuidedDelay("before-store", 1, 3000, 6000, 0b1111, 100)
+
+
+def test_a_stale_read_shows_as_unwritten_when_the_workspaces_are_zeroed():
+    """``--poison all`` zeroes the workspaces each iteration: the previous iteration's tile reads
+    as the zero fill, so a guided stale-read run that found only unwritten tiles reproduced it."""
+    from syncverify.stress.guided import reproduced
+
+    assert reproduced("stale-read", {"unwritten": 32512, "stale": 0})
+    assert not reproduced("stale-read", {"hang": 3})
