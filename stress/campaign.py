@@ -275,6 +275,7 @@ class Recorder:
             "element": [tile.first_bad["row"], tile.first_bad["col"]] if tile.first_bad else None,
             "seed": o.seed,
             "replay": f"--seed {o.seed} --iterations {tile.iteration + 1}",
+            "suspect_ranks": suspect_producers(tile, o),
         }
         if self.delays.enabled:
             out["delays"] = delays_at(self.delays, rank=tile.consumer, tile=tile.consumer_tile,
@@ -282,7 +283,7 @@ class Recorder:
             out["producer_delays"] = {
                 str(rank): delays_at(self.delays, rank=rank, tile=tile.consumer_tile, iteration=tile.iteration,
                                      num_warps=self.num_warps, sites=PRODUCER_SITES)
-                for rank in suspect_producers(tile, o.kernel, o.world_size)}
+                for rank in out["suspect_ranks"]}
         return out
 
     @property
@@ -295,16 +296,32 @@ class Recorder:
             self.file.close()
 
 
-def suspect_producers(tile, kernel: str, world_size: int) -> list[int]:
-    """The ranks whose producers a bad tile points at: in the all-reduce kernel the ranks whose
-    partial was missing or stale (every rank when nothing was written); in all-scatter the
-    consumer's own rank (its comm program reads only its own producers' tiles). gemm-reduce-scatter
-    sums partials as all-reduce does; all-gather-gemm names the consumer's rank too (its shard's
-    sender is not recorded in the tile)."""
-    if kernel not in ("all-reduce", "gemm-reduce-scatter"):
+def suspect_producers(tile, options: CampaignOptions) -> list[int]:
+    """The ranks whose producers (senders) a bad tile points at.
+
+    * all-reduce, gemm-reduce-scatter: the ranks whose partial was missing or stale (every rank
+      when nothing tells them apart);
+    * all-gather-gemm: the rank whose shard the tile's rows come from (C's row tile ``tm`` is row
+      tile ``tm mod T`` of shard ``tm // T``, ``T`` tiles per shard): its sender stored those
+      rows, wherever the GEMM that read them ran; for a hang, every rank (the GEMM waited for
+      every shard's signal, and the tile does not say which one never came);
+    * all-scatter: the consumer's own rank (its comm program reads only its own producers' tiles).
+
+    >>> from syncverify.stress.classify import BadTile
+    >>> o = CampaignOptions(kernel="all-gather-gemm", world_size=2, m=64, n=32, block_m=16, block_n=16)
+    >>> suspect_producers(BadTile(iteration=0, rank=0, tile=5, kind="unwritten"), o)
+    [1]
+    """
+    o = options
+    if o.kernel == "all-gather-gemm":
+        if tile.kind == "hang":
+            return list(range(o.world_size))
+        tiles_per_shard = (o.m // o.world_size) // o.block_m
+        return [(tile.tile // (o.n // o.block_n)) // tiles_per_shard]
+    if o.kernel not in ("all-reduce", "gemm-reduce-scatter"):
         return [tile.consumer]
     named = list(tile.missing_ranks) or list(tile.stale_ranks)
-    return named or list(range(world_size))
+    return named or list(range(o.world_size))
 
 
 # ----- the campaign ----------------------------------------------------------------------------

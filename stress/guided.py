@@ -51,7 +51,10 @@ CTA_LATE_NS = (3000, 6000)
 #: What a model violation kind looks like on the hardware (``syncverify.stress.validate`` classes).
 SYMPTOMS: dict[str, tuple[str, ...]] = {
     "unwritten-read": ("unwritten", "missing-ranks", "stale", "corrupt"),
-    "stale-read": ("stale", "missing-ranks", "corrupt"),
+    # ``unwritten`` too: with ``--poison all`` (the default) the workspaces are zeroed every
+    # iteration, so a read of the previous iteration's tile reads the zero fill (RESULTS.md:
+    # iris-465-hardcoded-lock-value's stale reads came back as 32,512 unwritten tiles)
+    "stale-read": ("stale", "unwritten", "missing-ranks", "corrupt"),
     "race": ("unwritten", "missing-ranks", "stale", "corrupt"),
     "hang": ("hang",),
 }
@@ -62,10 +65,30 @@ DATA_KINDS = frozenset({"unwritten-read", "stale-read", "race"})
 _ROLE = re.compile(r"rank (?P<rank>\d+) (?P<cta>[\w-]+) tile (?P<tile>\d+) epoch (?P<epoch>\d+) thread (?P<thread>\d+)")
 
 
+def _signalling_roles() -> frozenset[str]:
+    """Roles that run a protocol's ``signal`` steps in some scenario (``syncverify.scenarios.ROLES``):
+    producer, all-scatter's comm, all-gather-gemm's sender."""
+    from syncverify.scenarios import ROLES, Stage
+
+    return frozenset(role.name for roles in ROLES.values() for role in roles
+                     if any(isinstance(step, Stage) and step.kind == "signal" for step in role.steps))
+
+
+def _delayed_writers() -> frozenset[str]:
+    """Roles whose tile stores the kernels can delay: the first role of each scenario (producer,
+    all-gather-gemm's sender), whose programs come first in the grid
+    (``syncverify.kernels.steps.program_role``) and hold the ``before-store`` and
+    ``store-signal`` delay sites."""
+    from syncverify.scenarios import ROLES
+
+    return frozenset(roles[0].name for roles in ROLES.values())
+
+
 @dataclass(frozen=True)
 class Actor:
     """One thread of the witness: rank, CTA role (``producer``, ``consumer``, ``comm``,
-    ``receiver``), thread index within the CTA, and the epoch (launch) it runs in."""
+    ``receiver``, ``sender``, ``gemm``), thread index within the CTA, and the epoch (launch) it
+    runs in."""
 
     rank: int
     cta: str
@@ -143,6 +166,14 @@ class GuidedPlan:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, indent=1, sort_keys=True)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "GuidedPlan":
+        """The plan :meth:`to_dict` wrote (a plan saved on one machine, run on another)."""
+        schedules = [Schedule(**{**s, "entries": tuple(GuidedDelay(**e) for e in s["entries"]),
+                                 **{k: tuple(s[k]) for k in ("reasons", "ahead", "order")}})
+                     for s in data["schedules"]]
+        return cls(data["protocol"], data["kernel"], data["world_size"], data["safe"], schedules)
+
 
 # ----- reading a witness trace ---------------------------------------------------------------------
 
@@ -210,7 +241,8 @@ def _release_chain(trace: list[dict], source: Actor | None, location: str) -> se
     the same lock (each read of an ``atomic_add`` reads the previous one's write), every thread
     whose signal that value carries."""
     chain: set[Actor] = set()
-    while source is not None and source.cta in ("producer", "comm") and source not in chain:
+    signalling = _signalling_roles()
+    while source is not None and source.cta in signalling and source not in chain:
         chain.add(source)
         rmw = [e for e in trace if _actor(e) == source and e["location"] == location
                and e["event"].startswith("R") and "signal step" in e["step"]]
@@ -239,7 +271,7 @@ def schedule_from_trace(kind: str, cause: str, explanation: str, trace: list[dic
     ahead = [f"{reader} (the reader: consumers poll and read at once)"]
     ahead += [f"{s} (its signal is the one the reader waited for)" for s in sorted(signallers, key=str)
               if not s.same_cta(writer)]
-    if writer.cta != "producer":
+    if writer.cta not in _delayed_writers():
         return Schedule(kind, cause, explanation, (), (), tuple(ahead), tuple(order), False,
                         f"the late store is {writer}'s, and the kernels have no delay site before a {writer.cta}'s "
                         "stores")

@@ -216,6 +216,9 @@ class KernelSide:
     #: data buffer -> rows of one shard: its tile is numbered within the shard (all-gather-gemm's
     #: ``out``: the GEMM's tile ``t`` stores row tile ``t`` of every shard)
     shard_rows: dict = field(default_factory=dict)
+    #: data buffers whose tile is a band of ``block_m`` rows over all its columns (all-gather-gemm:
+    #: tile ``t`` is all of K in ``gathered`` and all of N in ``out``, whatever the chunks)
+    row_tiles: frozenset = frozenset()
 
     def role_of(self, pid: int, world: int) -> tuple[str, int]:
         first = 0
@@ -244,6 +247,9 @@ class KernelSide:
                 row %= self.shard_rows[buffer]
             block = col // self.block_columns if buffer in self.wide else None
             col = col % self.block_columns if buffer in self.wide else col
+            if buffer in self.row_tiles:
+                places.add((block, row // self.block_m))
+                continue
             per_row = (self.block_columns if buffer in self.wide else cols) // self.block_n
             places.add((block, (row // self.block_m) * per_row + col // self.block_n))
         if len(places) != 1:
@@ -279,6 +285,25 @@ def _kernel_op(a, side: KernelSide) -> list[Op]:
     return [op, Op("bar", "0", "", "cta")] if a.kind == "atom" and a.used else [op]
 
 
+def merge_tile_chunks(ops: list[Op]) -> list[Op]:
+    """A tile accessed in pieces (K chunks, column tiles) as one access, as the model has it:
+    within a run of tile accesses with no lock access, fence or barrier between them, a repeat of
+    an access already in the run is dropped. The order of the run's first accesses is kept, so a
+    tile store moved before a load, or after the ``after_load`` steps, still differs."""
+    out: list[Op] = []
+    run: set[Op] = set()
+    for op in ops:
+        tile_access = op.kind in ("ld", "st") and op.where is not None and not op.where.lock
+        if not tile_access:
+            run = set()
+        elif op in run:
+            continue
+        else:
+            run.add(op)
+        out.append(op)
+    return out
+
+
 def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, list[Op]]:
     """``(role, rank, tile, epoch) -> ops`` of one launch's :class:`~syncverify.kernels.trace.Access` log."""
     per_pid: dict[int, list] = {}
@@ -300,7 +325,7 @@ def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, li
             pending = []
         if pending:
             out.setdefault((role, rank, tile, epoch), []).extend(pending)
-    return {key: collapse_polls(ops) for key, ops in out.items()}
+    return {key: collapse_polls(merge_tile_chunks(ops)) for key, ops in out.items()}
 
 
 # ----- comparing -----------------------------------------------------------------------------
@@ -365,12 +390,13 @@ def kernel_side(built) -> KernelSide:
                           block_m=c.block_m, block_n=c.block_n, columns={"inbox": c.world_size * c.n, "out": c.n},
                           block_columns=c.n, wide=frozenset({"inbox"}), tiles=c.tiles, slots=plan.slots, rows=c.m,
                           slotted=frozenset({"inbox"}))
-    if c.kernel == "all-gather-gemm":  # tile t: BLOCK_M rows of a shard (all of K: one K chunk here)
+    if c.kernel == "all-gather-gemm":  # tile t: BLOCK_M rows of a shard (all of K, all of N)
         return KernelSide(roles=(("sender", c.gemm_sms), ("gemm", c.comm_sms)),
                           locks={"locks": ("", plan.locks)}, data={"gathered": "gathered", "out": "out"},
                           block_m=c.block_m, block_n=c.block_n, columns={"gathered": c.world_size * c.k, "out": c.n},
                           block_columns=c.k, wide=frozenset({"gathered"}), tiles=c.tiles, slots=plan.slots,
-                          rows=c.m_per_rank, slotted=frozenset({"gathered"}), shard_rows={"out": c.m_per_rank})
+                          rows=c.m_per_rank, slotted=frozenset({"gathered"}), shard_rows={"out": c.m_per_rank},
+                          row_tiles=frozenset({"gathered", "out"}))
     return KernelSide(roles=(("producer", c.gemm_sms), ("comm", c.comm_sms), ("receiver", c.recv_sms)),
                       locks={"locks": ("pub", plan.locks), "push_locks": ("push", plan.push_locks)},
                       data={"local": "local", "out": "out", "received": "received"},
