@@ -201,17 +201,53 @@ def _is_tile_load(entry: dict) -> bool:
     return entry["event"].startswith("R") and entry["step"].startswith("tile load")
 
 
-def barrier_after_store(trace: list[dict], writer: Actor) -> bool:
+def _barrier(entry: dict) -> tuple[str, int] | None:
+    """``("sync" | "arrive" | "red", id)`` of a barrier event of a trace, else None."""
+    m = re.match(r"B\.(sync|arrive|red)\S* (\d+)", entry.get("event") or "")
+    return (m[1], int(m[2])) if m else None
+
+
+def _arrive_only(trace: list[dict], signallers: set[Actor], writer: Actor, barrier_id: int) -> bool:
+    """Whether the writer's CTA's signalling threads only *arrive* at barrier ``barrier_id``
+    (``bar.arrive`` does not wait, PTX ISA "bar, barrier": a warp-specialized handoff whose signal
+    warp does not wait for the store warps): then that barrier does not hold the signal back."""
+    kinds = {b[0] for e in trace if _actor(e) in signallers and _actor(e).same_cta(writer)
+             and (b := _barrier(e)) is not None and b[1] == barrier_id}
+    return kinds == {"arrive"}
+
+
+def barrier_after_store(trace: list[dict], writer: Actor, signallers: set[Actor] = frozenset()) -> bool:
     """Whether the writer's thread reaches a CTA barrier of its signal after its tile store: then
-    its CTA's signal cannot be issued before the store, however the warps are delayed."""
+    its CTA's signal cannot be issued before the store, however the warps are delayed (unless the
+    signalling thread only arrives at that barrier)."""
     stored = False
     for e in trace:
         if _actor(e) != writer:
             continue
         stored = stored or _is_tile_store(e)
-        if stored and e["event"].startswith("B.sync") and "signal step" in e["step"]:
+        barrier = _barrier(e)
+        if stored and barrier is not None and "signal step" in e["step"] \
+                and not _arrive_only(trace, signallers, writer, barrier[1]):
             return True
     return False
+
+
+def _warps_holding_the_signal(trace: list[dict], writer: Actor, signallers: set[Actor], num_warps: int) -> int:
+    """The warps of the writer's CTA that a same-CTA signalling thread waits for at a barrier
+    before it signals (``bar.sync`` over a warp subset, e.g. one warpgroup): delaying them would
+    delay the signal too. A model thread stands for an equal share of the CTA's warps."""
+    cta = [e for e in trace if _actor(e).same_cta(writer)]
+    threads = 1 + max((e["thread"] for e in cta), default=0)
+    if num_warps % threads:
+        return 0
+    share = num_warps // threads
+    waited_at = {b[1] for e in cta if _actor(e) in signallers and (b := _barrier(e)) is not None and b[0] != "arrive"}
+    mask = 0
+    for e in cta:
+        b = _barrier(e)
+        if b is not None and b[1] in waited_at and _actor(e) != writer:
+            mask |= ((1 << share) - 1) << (e["thread"] * share)
+    return mask
 
 
 def late_and_ahead(trace: list[dict]) -> tuple[Actor | None, Actor | None, set[Actor], str]:
@@ -276,7 +312,7 @@ def schedule_from_trace(kind: str, cause: str, explanation: str, trace: list[dic
                         f"the late store is {writer}'s, and the kernels have no delay site before a {writer.cta}'s "
                         "stores")
     same_cta = any(s.same_cta(writer) for s in signallers)
-    if same_cta and barrier_after_store(trace, writer):
+    if same_cta and barrier_after_store(trace, writer, signallers):
         return Schedule(kind, cause, explanation, (), (), tuple(ahead), tuple(order), False,
                         f"{writer} reaches its CTA barrier after the store and before the signal the reader saw: "
                         "a delay before the store delays the signal too; only the memory system can make the "
@@ -287,7 +323,9 @@ def schedule_from_trace(kind: str, cause: str, explanation: str, trace: list[dic
                         "threads, not one thread's own stores (only the memory system can: latent unless the "
                         "hardware reorders them)")
     if same_cta:
-        warps = every & ~1 if writer.thread else 1
+        warps = every & ~1 & ~_warps_holding_the_signal(trace, writer, signallers, num_warps) \
+            if writer.thread else 1
+        warps = warps or every & ~1
         entries = (GuidedDelay("before-store", writer.rank, *WARPS_LATE_NS, warps, 100),)
         reasons = (f"{writer} must store after its CTA's one-thread signal: its warps wait, warp 0 (the signal) "
                    "does not",)
@@ -350,7 +388,7 @@ def guided_plan(protocol: Any, *, kernel: str, world_size: int, num_warps: int =
 
     >>> plan = guided_plan("fenced-release-acquire", kernel="all-reduce", world_size=2)
     >>> [(s.kind, s.entries[0].site, s.entries[0].warps) for s in plan.schedules]
-    [('unwritten-read', 'before-store', 255), ('race', 'before-store', 255)]
+    [('unwritten-read', 'before-store', 254), ('race', 'before-store', 254)]
     """
     from syncverify.check import check_protocol
     from syncverify.protocols import load_protocol

@@ -77,6 +77,20 @@ def test_a_barrier_between_store_and_signal_makes_the_witness_unforceable_by_del
     assert without_barrier.entries == (GuidedDelay("before-store", 0, 2000, 4000, 0b11111110, 100),)
 
 
+def test_warp_specialized_barriers_aim_the_delay_at_the_warps_the_signal_does_not_wait_for():
+    # one warpgroup's named barrier (warps 0-3) while both warpgroups store: delaying warps 1-3
+    # would hold warp 0's signal back at the barrier too, so only warps 4-7 are late
+    one_group = guided_plan("fa3-epilogue-one-warpgroup-barrier", kernel="all-reduce", world_size=2,
+                            search_seconds=0)
+    assert {(s.realizable, e.site, e.warps) for s in one_group.schedules for e in s.entries} == \
+        {(True, "before-store", 0b11110000)}
+    # the signal warp only arrives (bar.arrive does not wait): the store warps' barrier does not
+    # hold the signal back, so delaying them forces the late store
+    arrives = guided_plan("fa3-epilogue-signal-warp-arrives", kernel="all-reduce", world_size=2, search_seconds=0)
+    assert all(s.realizable for s in arrives.schedules)
+    assert {(e.site, e.warps) for s in arrives.schedules for e in s.entries} == {("before-store", 0b11111110)}
+
+
 def test_a_hang_needs_no_delay_and_the_schedule_is_saved_and_printed(tmp_path):
     plan = guided_plan("add-counter-skip-self", kernel="all-reduce", world_size=2, search_seconds=0)
     hang = next(s for s in plan.schedules if s.kind == "hang")
