@@ -207,27 +207,38 @@ def _barrier(entry: dict) -> tuple[str, int] | None:
     return (m[1], int(m[2])) if m else None
 
 
-def _arrive_only(trace: list[dict], signallers: set[Actor], writer: Actor, barrier_id: int) -> bool:
-    """Whether the writer's CTA's signalling threads only *arrive* at barrier ``barrier_id``
-    (``bar.arrive`` does not wait, PTX ISA "bar, barrier": a warp-specialized handoff whose signal
-    warp does not wait for the store warps): then that barrier does not hold the signal back."""
-    kinds = {b[0] for e in trace if _actor(e) in signallers and _actor(e).same_cta(writer)
-             and (b := _barrier(e)) is not None and b[1] == barrier_id}
-    return kinds == {"arrive"}
+def _held_at(trace: list[dict], writer: Actor, signallers: set[Actor]) -> set[int] | None:
+    """The ids of the barriers at which a signalling thread of the writer's CTA waits before its
+    signal write (``bar.sync``/``bar.red``; ``bar.arrive`` does not wait, PTX ISA "bar, barrier",
+    so a warp-specialized signal warp that only arrives is not held back; nor is a barrier after
+    the signal, such as the broadcast of a one-thread CAS loop's result). None when the trace
+    shows no such thread."""
+    held: set[int] | None = None
+    for signaller in signallers:
+        events = [e for e in trace if _actor(e) == signaller] if signaller.same_cta(writer) else []
+        if events:
+            held = held or set()
+        for e in events:
+            if e["event"].startswith("W") and "signal step" in e["step"]:
+                break
+            barrier = _barrier(e)
+            if barrier is not None and barrier[0] != "arrive":
+                held.add(barrier[1])
+    return held
 
 
 def barrier_after_store(trace: list[dict], writer: Actor, signallers: set[Actor] = frozenset()) -> bool:
-    """Whether the writer's thread reaches a CTA barrier of its signal after its tile store: then
-    its CTA's signal cannot be issued before the store, however the warps are delayed (unless the
-    signalling thread only arrives at that barrier)."""
+    """Whether the writer's thread reaches, after its tile store, a CTA barrier that its CTA's
+    signal waits for: then the signal cannot be issued before the store, however the warps are
+    delayed. Without the signaller's events in the trace, any barrier of a signal step counts."""
+    held = _held_at(trace, writer, signallers)
     stored = False
     for e in trace:
         if _actor(e) != writer:
             continue
         stored = stored or _is_tile_store(e)
         barrier = _barrier(e)
-        if stored and barrier is not None and "signal step" in e["step"] \
-                and not _arrive_only(trace, signallers, writer, barrier[1]):
+        if stored and barrier is not None and "signal step" in e["step"] and (held is None or barrier[1] in held):
             return True
     return False
 
@@ -238,14 +249,14 @@ def _warps_holding_the_signal(trace: list[dict], writer: Actor, signallers: set[
     delay the signal too. A model thread stands for an equal share of the CTA's warps."""
     cta = [e for e in trace if _actor(e).same_cta(writer)]
     threads = 1 + max((e["thread"] for e in cta), default=0)
-    if num_warps % threads:
+    held = _held_at(trace, writer, signallers) or set()
+    if num_warps % threads or not held:
         return 0
     share = num_warps // threads
-    waited_at = {b[1] for e in cta if _actor(e) in signallers and (b := _barrier(e)) is not None and b[0] != "arrive"}
     mask = 0
     for e in cta:
-        b = _barrier(e)
-        if b is not None and b[1] in waited_at and _actor(e) != writer:
+        barrier = _barrier(e)
+        if barrier is not None and barrier[1] in held and _actor(e) != writer:
             mask |= ((1 << share) - 1) << (e["thread"] * share)
     return mask
 
