@@ -18,8 +18,9 @@ reduction off at a time:
   supported, every reads-from and every coherence permutation (no combination search, no static
   causality, no per-location pruning).
 
-The figures in docs/BENCHMARKS.md come from this script; for the headline configuration use
-``farm-bench`` on ``python -m syncverify check`` as well (whole-process median).
+The figures in docs/BENCHMARKS.md come from this script; for the headline configuration time
+``python -m syncverify check`` as a whole process too (median of several runs, as
+``benchmarks/zoo_bench.py`` does).
 """
 
 from __future__ import annotations

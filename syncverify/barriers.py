@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from syncverify.paths import LocalEvent, Path
 from syncverify.program import Barrier, Program
+from syncverify.relations import reach_masks
 
 CtaKey = tuple[int, int]  # (gpu, cta)
 
@@ -155,11 +156,12 @@ def _cta_outcomes(threads: list[int], arrivals: dict[int, list[tuple[int, LocalE
 
 
 def settle_barriers(program: Program, combo: tuple[Path | None, ...],
-                    users: dict[tuple[int, int, int], frozenset[int]]) -> list[Outcome]:
+                    users: dict[tuple[int, int, int], frozenset[int]], *, by_order: bool = False) -> list[Outcome]:
     """Every way the CTA barriers of one combination of paths resolve (choice 2 above).
 
     ``combo[t]`` is None for a thread not in play. Threads blocked at a barrier phase that never
-    completes are cut there (the arrival and everything after it are dropped)."""
+    completes are cut there (the arrival and everything after it are dropped). ``by_order``: keep
+    one outcome per order the barriers put between the other events (:func:`_same_order`)."""
     lengths = [len(p.events) if p is not None else 0 for p in combo]
     by_cta: dict[CtaKey, list[int]] = {}
     for t, (thread, path) in enumerate(zip(program.threads, combo)):
@@ -191,7 +193,56 @@ def settle_barriers(program: Program, combo: tuple[Path | None, ...],
                     stuck[t] = ("barrier", i, ev.barrier_id, need, arrived)
                 grown.append(Outcome(tuple(cut), stuck, base.instances + phases))
         outcomes = _distinct(grown, combo)
+    if by_order and len(outcomes) > 1:
+        outcomes = _same_order(outcomes, combo)
     return outcomes
+
+
+def _same_order(outcomes: list[Outcome], combo: tuple[Path | None, ...]) -> list[Outcome]:
+    """One outcome per order between the events other than barrier arrivals.
+
+    Groupings that differ in which arrivals share a phase can still order every memory access
+    and fence alike: ``(po | bar)+`` restricted to the events that are not arrivals is the same
+    (a count of 2 among four threads pairs them several ways; often only the pairing of arrivals
+    with nothing after them differs). No axiom and no verdict can tell such outcomes apart:
+
+    * the model sees a barrier only through ``sync_barrier`` in base causality (:mod:`syncverify.ptx`).
+      Arrivals enter and leave base causality only through program order, other arrivals and the
+      host order (synchronizes-with and Fence-SC order relate reads, writes and fences), so a
+      causality path between two other events that passes through arrivals is a ``(po | bar)+``
+      path between them, or a program-order or host-order pair of them (the host order relates
+      whole launches, and an initial write precedes every event). Base causality and causality
+      restricted to the other events are therefore the same for both groupings;
+    * every axiom relates memory events and fences only (No-Thin-Air's ``dep`` edges leave reads,
+      so no cycle passes through an arrival), and the verdicts (:mod:`syncverify.check`: races,
+      what a tile read can see, hangs) look at memory events, their causality and the blocked
+      threads, which are part of the key with each thread's kept length;
+    * the explorer's per-location choices use ``(po | bar | host)+`` between memory events only.
+
+    So both give the same candidate executions up to the arrivals' own edges, and one is kept.
+    The brute-force reference keeps every grouping (``by_order`` off), and the tests compare.
+    """
+    seen: dict[tuple, Outcome] = {}
+    for o in outcomes:
+        nodes = [(t, i) for t, p in enumerate(combo) if p is not None for i in range(o.lengths[t])]
+        index = {node: k for k, node in enumerate(nodes)}
+        successor_lists: list[list[int]] = [[] for _ in nodes]
+        for k, (t, i) in enumerate(nodes):
+            if i + 1 < o.lengths[t]:
+                successor_lists[k].append(index[(t, i + 1)])
+        for phase in o.instances:
+            for a in phase:
+                for b in phase:
+                    if a != b and combo[b[0]].events[b[1]].sem != "arrive":  # type: ignore[union-attr]
+                        successor_lists[index[a]].append(index[b])
+        others = 0
+        for k, (t, i) in enumerate(nodes):
+            if combo[t].events[i].kind != "B":  # type: ignore[union-attr]
+                others |= 1 << k
+        masks = reach_masks(successor_lists)
+        order = tuple(masks[k] & others for k in range(len(nodes)) if others >> k & 1)
+        seen.setdefault((o.lengths, tuple(sorted(o.stuck.items())), order), o)
+    return list(seen.values())
 
 
 def _distinct(outcomes: list[Outcome], combo: tuple[Path | None, ...]) -> list[Outcome]:
@@ -239,8 +290,9 @@ def not_started(program: Program, combo: tuple[Path, ...], stuck: dict[int, tupl
 
 
 def iter_outcomes(program: Program, combos: Iterator[tuple[Path, ...]],
-                  users: dict[tuple[int, int, int], frozenset[int]]) -> Iterator[tuple[tuple[Path, ...], Outcome]]:
-    """Each combination with each way its barriers resolve."""
+                  users: dict[tuple[int, int, int], frozenset[int]], *,
+                  by_order: bool = False) -> Iterator[tuple[tuple[Path, ...], Outcome]]:
+    """Each combination with each way its barriers resolve (``by_order``: see :func:`settle_barriers`)."""
     for combo in combos:
-        for outcome in settle_barriers(program, combo, users):
+        for outcome in settle_barriers(program, combo, users, by_order=by_order):
             yield combo, outcome

@@ -14,8 +14,9 @@ import time
 
 from syncverify.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_STEPS, LimitHit, check_deadline
 from syncverify.combos import PathSummary, is_supported, summarize, supported_combinations
-from syncverify.paths import Path, initial_registers, thread_paths
-from syncverify.program import Atomic, Branch, Label, Load, Program, Store
+from syncverify.paths import Path, initial_registers, loop_positions, thread_paths
+from syncverify.program import Atomic, Load, Program, Store
+from syncverify.value_classes import shared_by_units
 from syncverify.symmetry import combinations
 from syncverify.values import INT32_MAX, wrap_int32
 
@@ -39,10 +40,13 @@ def value_domain(
     (:mod:`syncverify.combos`); without, every combination is tried (the brute-force reference).
     """
     domain = {loc: frozenset({program.init.get(loc, 0)}) for loc in program.locations()}
+    # Value classes (syncverify.value_classes) with pruning, but not on locations symmetric units share.
+    shared = shared_by_units(program)
     while True:
         all_paths = [
             thread_paths(t, domain, initial_registers(program, t), max_steps=max_steps, deadline=deadline,
-                         observed=program.observed_registers, cta_threads=program.cta_size(t))
+                         observed=program.observed_registers, cta_threads=program.cta_size(t),
+                         classes=prune, unclassed=shared)
             for t in program.threads
         ]
         grown = {loc: set({program.init.get(loc, 0)}) for loc in domain}
@@ -100,11 +104,7 @@ def _literal_writes(program: Program, phases: frozenset[str] | None = None,
         if phases is not None and thread.phase not in phases:
             continue
         code = thread.instructions
-        labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
-        in_loop = set()
-        for i, ins in enumerate(code):
-            if isinstance(ins, Branch) and labels[ins.target] <= i:
-                in_loop.update(range(labels[ins.target], i + 1))
+        in_loop = loop_positions(code)
         for i, ins in enumerate(code):
             loc = getattr(ins, "loc", None)
             if loc is None or getattr(ins, "ghost", False) or literals.get(loc) is None:

@@ -44,6 +44,9 @@ class Event:
     count: int | None = None
     red_op: str = ""
     predicate: int | None = None
+    # A read of a merged path (syncverify.value_classes), in a skeleton only: the values it may
+    # return. Executions carry the value of the write it reads from instead.
+    values: frozenset[int] | None = None
 
     @property
     def is_read(self) -> bool:

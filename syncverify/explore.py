@@ -25,6 +25,10 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    happens-before edges and adds none, so every race, unwritten or stale read of the dropped
    execution is also in the kept one, and the kept one is consistent (every axiom is acyclicity
    or emptiness of relations that only shrink when reads and fences go).
+   **Value classes** (:mod:`syncverify.value_classes`): paths that differ only in values that
+   nothing but the read itself depends on (a poll register dead once the loop exits, an
+   exchange's unused old value) are one path whose read carries the set of values; reads-from
+   then picks the value. Exact, and off for brute force.
 3. **Combinations.** One path per thread, found by a search that prunes as it assigns threads
    (:mod:`syncverify.combos`): every value read must be writable by a thread its launch can see,
    and morally strong atomics that read one value need as many distinct writes of it (so an
@@ -45,7 +49,13 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    writes: the least one Coherence and Coherence2 allow, since every other axiom only gets harder
    to pass with more coherence. Writes neither orders stay unordered (the ISA's partial
    coherence). One execution is built per distinct final value (a coherence-maximal write) and
-   per last value a stuck spin needs, and checked against the remaining axioms.
+   per last value a stuck spin needs, and checked against the remaining axioms. The locations
+   are chosen one at a time with a lower bound on causality grown from the choices made so far
+   (:class:`~syncverify.ptx_choices.PartialCausality`): a partial choice that already breaks
+   Causality or Coherence is dropped with everything it would extend. Barrier groupings that
+   order the other events alike are kept once (:func:`~syncverify.barriers.settle_barriers`), and
+   a candidate alike to an execution already reported (same reads-from, Fence-SC order and final
+   memory: :func:`~syncverify.ptx_choices.alike_key`) is not built again.
 
 Where each step lives (GenMC keeps the driver, the execution graph and each model's consistency
 checks apart): thread paths in :mod:`syncverify.paths`, the value domain in
@@ -62,10 +72,9 @@ enumerates every reads-from and coherence choice with no pruning; the tests chec
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncverify import ptx
 from syncverify.barriers import barrier_users, cta_kept_lengths, iter_outcomes, not_started
@@ -77,7 +86,9 @@ from syncverify.paths import Path, live_registers, thread_paths
 from syncverify.program import Program
 from syncverify.ptx_choices import (
     LocationChoice,
+    alike_key,
     coherence_of,
+    consistent_products,
     fence_sc_orders,
     location_choices,
     memory_orders,
@@ -85,6 +96,7 @@ from syncverify.ptx_choices import (
 )
 from syncverify.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
 from syncverify.symmetry import combinations
+from syncverify.value_classes import merge_value_classes, shared_by_units, with_cut_reads_fixed
 
 __all__ = [
     "DEFAULT_MAX_DOMAIN", "DEFAULT_MAX_EXECUTIONS", "DEFAULT_MAX_STEPS", "DEFAULT_PROGRESS_INTERVAL",
@@ -187,11 +199,13 @@ def candidate_executions(
         # Paths that read a value their launch can never see go (see readable_ceilings).
         tops = readable_ceilings(program, summaries, lambda ph, init: value_ceiling(program, ph, init))
         if tops:
-            all_paths = [[p for p in paths
-                          if not any(e.kind == "R" and not e.ghost and e.value > tops.get((th.phase, e.loc), e.value)
-                                     for e in p.events)]
+            all_paths = [[q for q in (below_ceilings(p, tops, th.phase) for p in paths) if q is not None]
                          for th, paths in zip(program.threads, all_paths)]
-            summaries = [[summarize(p) for p in paths] for paths in all_paths]
+        # Paths that differ only in values nothing depends on become one (exact: value_classes);
+        # reads of a location several symmetric units share keep their values (shared_by_units).
+        shared = shared_by_units(program)
+        all_paths = [merge_value_classes(paths, program.observed_registers, shared) for paths in all_paths]
+        summaries = [[summarize(p) for p in paths] for paths in all_paths]
         kept = cta_kept_lengths(program, all_paths, participants)
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))
@@ -200,7 +214,8 @@ def candidate_executions(
         summary = {id(p): summarize(p) for paths in all_paths for p in paths}
         combos = (combo for combo in combinations(program, all_paths)
                   if is_supported(tuple(summary[id(p)] for p in combo), program.init))
-    for combo, outcome in iter_outcomes(program, combos, participants):  # each way its barriers resolve
+    # Each way its barriers resolve (with pruning, one per order they put between other events).
+    for combo, outcome in iter_outcomes(program, combos, participants, by_order=prune):
         tick("while combining thread paths")
         lengths, stuck, instances = list(outcome.lengths), outcome.stuck, outcome.instances
         stopped = not_started(program, combo, stuck)
@@ -209,26 +224,57 @@ def candidate_executions(
             stuck = {t: why for t, why in stuck.items() if t not in stopped}
             instances = [i for i in instances if i[0][0] not in stopped]
         if stuck or stopped:
+            combo = tuple(p if t in stopped else with_cut_reads_fixed(p, n)
+                          for t, (p, n) in enumerate(zip(combo, lengths)))
             # Paths cut short (at a barrier, or before they start) repeat: build each once.
             key = tuple(None if t in stopped else (tuple(p.events[:n]), p.registers, p.stuck)
                         for t, (p, n) in enumerate(zip(combo, lengths)))
             if key in seen_cut:
                 continue
             seen_cut.add(key)
-        skeleton = build_skeleton(program, combo, lengths, stuck, instances, stopped)
-        skeleton.static_cause = StaticCause(skeleton, program)
-        per_location = [Replayable(location_choices(skeleton, loc, prune, program, tick=tick)) for loc in locations]
-        if not all(choices.nonempty() for choices in per_location):
-            continue  # some location has no consistent choice: the costlier relations are never needed
-        skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
-        static_relations(skeleton)  # fail a location above
-        fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
-        for parts in lazy_product(per_location):
-            rf: dict[int, int] = {}
-            for part in parts:
-                rf.update(part.rf)
-            for order in fence_orders:
-                yield from _with_coherence(skeleton, program, rf, parts, order, prune, tick)
+        yield from _skeleton_candidates(program, combo, lengths, stuck, instances, stopped, locations, prune, tick)
+
+
+def below_ceilings(path: Path, tops: dict[tuple[str, str], int], phase: str) -> Path | None:
+    """``path`` without the values its reads can never see (above ``tops``, see
+    :func:`~syncverify.combos.readable_ceilings`): None if a read has none left. A read of a value
+    class keeps the values at or below the ceiling."""
+    events = list(path.events)
+    for i, e in enumerate(events):
+        if e.kind != "R" or e.ghost or (phase, e.loc) not in tops:
+            continue
+        top = tops[(phase, e.loc)]
+        if e.values is None:
+            if e.value > top:  # type: ignore[operator]
+                return None
+        elif max(e.values) > top:
+            kept = frozenset(v for v in e.values if v <= top)
+            if not kept:
+                return None
+            events[i] = replace(e, values=kept)
+    return path if events == list(path.events) else replace(path, events=tuple(events))
+
+
+def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: list[int], stuck: dict[int, tuple],
+                         instances: list, stopped: frozenset[int], locations: tuple[str, ...], prune: bool,
+                         tick: Callable[[str], None]) -> Iterator[tuple[Skeleton, Execution]]:
+    """The candidate executions of one combination of paths, cut as its barriers resolve."""
+    skeleton = build_skeleton(program, combo, lengths, stuck, instances, stopped)
+    skeleton.static_cause = StaticCause(skeleton, program)
+    per_location = [Replayable(location_choices(skeleton, loc, prune, program, tick=tick)) for loc in locations]
+    if not all(choices.nonempty() for choices in per_location):
+        return  # some location has no consistent choice: the costlier relations are never needed
+    skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
+    static_relations(skeleton)  # fail a location above
+    fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
+    # Partial choices that already break Causality or Coherence are dropped as they are made.
+    products = consistent_products(skeleton, program, per_location, tick) if prune else lazy_product(per_location)
+    for parts in products:
+        rf: dict[int, int] = {}
+        for part in parts:
+            rf.update(part.rf)
+        for order in fence_orders:
+            yield from _with_coherence(skeleton, program, rf, parts, order, prune, tick)
 
 
 def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], parts: tuple[LocationChoice, ...],
@@ -236,13 +282,27 @@ def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], pa
                     tick: Callable[[str], None]) -> Iterator[tuple[Skeleton, Execution]]:
     """The candidate executions of one reads-from and Fence-SC choice: coherence as the locations'
     orders and causality make it (:func:`~syncverify.ptx_choices.coherence_of`), and each memory
-    order that makes a different final value or stuck spin observable."""
-    probe = skeleton.execution(rf, {}, fence_order)  # causality does not depend on coherence
+    order that makes a different final value or stuck spin observable.
+
+    Causality does not depend on coherence, so the relations computed for one reads-from and
+    Fence-SC choice are kept on the skeleton for the other orientations of its writes; with
+    pruning, a memory order whose execution would be alike (:func:`~syncverify.ptx_choices.alike_key`)
+    to one already reported consistent is not built."""
+    choice = (frozenset(rf.items()), fence_order)
+    known = skeleton.__dict__.setdefault("relations_by_choice", {}) if prune else {}
+    probe = skeleton.execution(rf, {}, fence_order, memo=known.get(choice))
     co = coherence_of(probe, parts, prune)
+    memo = {k: v for k, v in probe._memo.items() if k not in _COHERENCE_DEPENDENT}
+    if prune:
+        known[choice] = memo
     if co is None:
         return  # causality orders two writes against the chosen orientation: Coherence fails
-    memo = {k: v for k, v in probe._memo.items() if k not in _COHERENCE_DEPENDENT}
+    reported = skeleton.__dict__.get("reported", ())
+    events = probe.events
     for memory in memory_orders(probe, co, program, skeleton, tick):
+        if reported and (choice[0], fence_order, frozenset(
+                (loc, events[order[-1]].value) for loc, order in memory.items() if order)) in reported:
+            continue  # alike to an execution already reported
         yield skeleton, skeleton.execution(rf, memory, fence_order, co_rel=co, memo=memo)
 
 
@@ -343,10 +403,18 @@ def explore(
                                                 max_domain=max_domain, deadline=deadline, tick=tick):
             result.candidates += 1
             tick(f"after {result.candidates} candidate executions")
+            if prune:
+                # One execution per key: the others differ only in coherence (alike_key says why).
+                alike = skeleton.__dict__.setdefault("reported", set())
+                key = alike_key(skeleton, x, program)
+                if key in alike:
+                    continue
             if skeleton.stuck and not spin_is_real(skeleton, x, program):
                 continue
             if not ptx.is_consistent(x):
                 continue
+            if prune:
+                alike.add(key)
             stop = on_execution is not None and on_execution(x) is True  # only an explicit True stops
             if x.is_complete:
                 result.complete_count += 1

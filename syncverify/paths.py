@@ -9,8 +9,10 @@ dropped iteration (the explorer's docstring says why that loses no violation).
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from syncverify.bounds import DEFAULT_MAX_STEPS, LimitHit
@@ -49,6 +51,9 @@ class LocalEvent:
     label: str = ""
     line: int | None = None
     ghost: bool = False
+    # A read of a merged path (syncverify.value_classes): the values it may return (``value`` is
+    # None); the write it reads from decides which.
+    values: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,9 @@ class Path:
     events: tuple[LocalEvent, ...]
     registers: tuple[tuple[str, int], ...]
     stuck: tuple | None = None  # ("spin", ((loc, value), ...)); barriers: syncverify.barriers
+    # Registers (name, local event index) whose final value is what that read of a merged path
+    # returns (syncverify.value_classes); their entry in ``registers`` is None.
+    bound: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,9 @@ class PathState:
     events: tuple[LocalEvent, ...]
     seen: dict
     steps: int
+    # Registers holding what a read of a value class returned (syncverify.value_classes), with
+    # that read's local index: their value is the class's smallest until reads-from decides.
+    bound: tuple[tuple[str, int], ...] = ()
 
 
 def _operand_value(op: Operand, regs: dict[str, int]) -> int:
@@ -265,30 +276,36 @@ def thread_paths(
     deadline: float | None = None,
     observed: frozenset[str] | None = None,
     cta_threads: int = 1,
+    classes: bool = False,
+    unclassed: frozenset[str] = frozenset(),
 ) -> list[Path]:
     """Every path of ``thread`` when each read may return any value of its location's domain.
 
     ``observed``: the registers whose final values matter (None: all); see :func:`live_registers`.
     ``cta_threads``: how many threads its CTA has, the most a ``bar.red.popc`` can count (a
     ``bar.red`` result is guessed here, like a read's value, and checked when the barrier's
-    phases are formed: :mod:`syncverify.barriers`).
+    phases are formed: :mod:`syncverify.barriers`). ``classes``: branch on value classes where
+    :func:`value_classes_at` finds them (the explorer's pruning; brute force branches on values),
+    but not for reads of the ``unclassed`` locations (:func:`syncverify.value_classes.shared_by_units`).
     """
     code = thread.instructions
     labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
     live = live_registers(thread, observed)
     paths: list[Path] = []
+    class_reads = value_classes_at(thread, live, observed, unclassed) if classes else {}
 
     value, taint_of = _operand_value, _operand_taint
     # An explicit stack of path states; the loop below works on the popped one's fields as locals.
     stack = [PathState(0, dict(registers), {}, frozenset(), (), {}, 0)]
+    bound: tuple[tuple[str, int], ...] = ()
     work = -1  # loop iterations so far (the clock is read every 64: the first one included)
     while stack:
         state = stack.pop()
-        pc, regs, taint, ctrl, events, seen, steps = (state.pc, state.regs, state.taint, state.ctrl,
-                                                      state.events, state.seen, state.steps)
+        pc, regs, taint, ctrl, events, seen, steps, bound = (state.pc, state.regs, state.taint, state.ctrl,
+                                                             state.events, state.seen, state.steps, state.bound)
         while True:
             if pc >= len(code):
-                paths.append(Path(events, tuple(sorted(regs.items()))))
+                paths.append(_ended(events, regs, None, bound))
                 break
             if steps > max_steps:
                 raise LimitHit("max-steps", _max_steps_detail(thread, max_steps))
@@ -303,8 +320,7 @@ def thread_paths(
                 # Same registers: an iteration that changed no value (same-value writes allowed).
                 # Same live registers only: an iteration with no write event at all.
                 if before == full or not any(e.kind == "W" for e in events[start:]):
-                    blocking = tuple((e.loc, e.value) for e in events[start:] if e.kind == "R")
-                    paths.append(Path(events[:start], full, ("spin", blocking)))
+                    paths.extend(_stuck(events, start, regs, bound))
                     break
             seen = {**seen, key: (len(events), full)}
             ins = code[pc]
@@ -316,6 +332,7 @@ def thread_paths(
                 a, b = value(ins.lhs, regs), value(ins.rhs, regs)
                 result = wrap_int32(_REG_OPS[ins.op](a, b))
                 regs = {**regs, ins.dst: result}
+                bound = _unbind(bound, ins.dst)
                 taint = {**taint, ins.dst: taint_of(ins.lhs, taint) | (taint_of(ins.rhs, taint) if ins.op != "mov" else frozenset())}
                 pc += 1
             elif isinstance(ins, Branch):
@@ -331,12 +348,12 @@ def thread_paths(
                 pc += 1
             elif isinstance(ins, Barrier):
                 # A barrier arrival is a side effect: the loop is not a pure spin.
-                here = PathState(pc, regs, taint, ctrl, events, {}, steps)
+                here = PathState(pc, regs, taint, ctrl, events, {}, steps, _unbind(bound, ins.dst))
                 states = _arrive(ins, here, text, line, thread, cta_threads)
                 stack.extend(reversed(states[1:]))
                 first = states[0]
-                pc, regs, taint, ctrl, events, seen, steps = (first.pc, first.regs, first.taint, first.ctrl,
-                                                              first.events, first.seen, first.steps)
+                pc, regs, taint, ctrl, events, seen, steps, bound = (
+                    first.pc, first.regs, first.taint, first.ctrl, first.events, first.seen, first.steps, first.bound)
             elif isinstance(ins, Store):
                 v = value(ins.value, regs)
                 events = events + (LocalEvent("W", ins.loc, v, ins.sem, ins.scope,
@@ -350,18 +367,129 @@ def thread_paths(
                 events = events + (LocalEvent("R", ins.loc, None, ins.sem, ins.scope, deps=ctrl, label=text,
                                               line=line, ghost=True),)
                 regs = {**regs, ins.dst: 0}
+                bound = _unbind(bound, ins.dst)
                 pc += 1
             elif isinstance(ins, (Load, Atomic)):
-                # Branch on the value read: push all but the first choice, continue with the first.
-                here = PathState(pc, regs, taint, ctrl, events, seen, steps)
-                states = [_read(ins, v, here, text, line) for v in sorted(domain[ins.loc])]
+                # Branch on the value read (or on its class): push all but the first choice,
+                # continue with the first.
+                here = PathState(pc, regs, taint, ctrl, events, seen, steps, _unbind(bound, ins.dst))
+                split = class_reads.get(pc)
+                if split is not None and not (split[1] and any(e.kind == "B" and e.sem != "arrive" for e in events)):
+                    states = [_read_class(ins, vals, here, text, line)
+                              for vals in split[0](sorted(domain[ins.loc]))]
+                else:
+                    states = [_read(ins, v, here, text, line) for v in sorted(domain[ins.loc])]
                 stack.extend(reversed(states[1:]))
                 first = states[0]
-                pc, regs, taint, ctrl, events, seen, steps = (first.pc, first.regs, first.taint, first.ctrl,
-                                                              first.events, first.seen, first.steps)
+                pc, regs, taint, ctrl, events, seen, steps, bound = (
+                    first.pc, first.regs, first.taint, first.ctrl, first.events, first.seen, first.steps, first.bound)
             else:  # pragma: no cover - program.py admits no other instruction
                 raise UnsupportedConstruct(f"the explorer cannot run {type(ins).__name__}")
     return paths
+
+
+def _unbind(bound: tuple[tuple[str, int], ...], reg: str | None) -> tuple[tuple[str, int], ...]:
+    """``bound`` without ``reg`` (it is written again: it no longer holds that read's value)."""
+    return tuple(b for b in bound if b[0] != reg) if reg is not None and bound else bound
+
+
+def _ended(events: tuple[LocalEvent, ...], regs: dict[str, int], stuck: tuple | None,
+           bound: tuple[tuple[str, int], ...]) -> Path:
+    """The path with these events and registers, bound registers left to reads-from."""
+    held = {reg for reg, _i in bound}
+    registers = tuple(sorted((reg, None if reg in held else v) for reg, v in regs.items()))
+    return Path(events, registers, stuck, tuple(sorted(bound)))  # type: ignore[arg-type]
+
+
+def _stuck(events: tuple[LocalEvent, ...], start: int, regs: dict[str, int],
+           bound: tuple[tuple[str, int], ...]) -> list[Path]:
+    """The stuck paths of a spin whose dropped iteration is ``events[start:]``: one per value
+    of each of its reads (a read of a value class in it stands for each of its values: the spin
+    needs its location's last value to be that one)."""
+    dropped = [(i, e) for i, e in enumerate(events) if i >= start and e.kind == "R"]
+    choices = [sorted(e.values) if e.values is not None else [e.value] for _i, e in dropped]
+    out = []
+    for values in itertools.product(*choices):
+        value_of = {i: v for (i, _e), v in zip(dropped, values)}
+        kept = tuple(b for b in bound if b[1] < start)
+        fixed = {**regs, **{reg: value_of[i] for reg, i in bound if i >= start}}
+        blocking = tuple((e.loc, v) for (_i, e), v in zip(dropped, values))
+        out.append(_ended(events[:start], fixed, ("spin", blocking), kept))
+    return out
+
+
+def loop_positions(code: tuple) -> set[int]:
+    """The instructions inside some loop: between a backward branch's target and the branch
+    (every instruction a control-flow cycle passes lies within one such span)."""
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    inside: set[int] = set()
+    for j, ins in enumerate(code):
+        if isinstance(ins, Branch) and labels[ins.target] <= j:
+            inside.update(range(labels[ins.target], j + 1))
+    return inside
+
+
+def value_classes_at(thread: Thread, live: list[frozenset[str]], observed: frozenset[str] | None,
+                     unclassed: frozenset[str] = frozenset()) -> dict[int, tuple[Callable, bool]]:
+    """The reads of ``thread`` whose values matter only through one branch (or not at all): pc ->
+    (a function from the domain's sorted values to its classes, whether the register is
+    observed). Branching on classes instead of values gives the paths
+    :func:`syncverify.value_classes.merge_value_classes` would merge, without listing each
+    member first (W flags read that way make W-fold products of paths).
+
+    A read qualifies when its register is dead after it, or is only compared with a literal by
+    the conditional branch right after it and dead on both sides of that branch: every value of
+    a class then leads to the same next state, but for a dead register. A dead register is never
+    read again; the only place its value shows is the comparison of whole register files that
+    cuts a spin whose iteration wrote a value back (``before == full`` in :func:`thread_paths`),
+    which needs a write event in a loop that does not reset the spin search: an atomic or a
+    ghost store inside a loop. Threads with such loops get no classes. An ``atom.exch`` qualifies
+    too (its write does not depend on what it reads) outside loops, where whether its write
+    changed memory (which resets that search) cannot matter either. A register the program
+    observes is not classed after a ``bar.sync``/``bar.red`` (see ``value_classes._merge``).
+    """
+    code = thread.instructions
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    in_loop = loop_positions(code)
+    if any(isinstance(code[i], Atomic) or (isinstance(code[i], Store) and code[i].ghost) for i in in_loop):
+        return {}
+    out: dict[int, tuple[Callable, bool]] = {}
+    for pc, ins in enumerate(code):
+        if getattr(ins, "loc", None) in unclassed:
+            continue
+        if isinstance(ins, Load) and not ins.ghost:
+            dst = ins.dst
+        elif isinstance(ins, Atomic) and ins.op == "exch" and pc not in in_loop:
+            dst = ins.dst
+        else:
+            continue
+        shown = observed is None or (dst is not None and dst in observed)
+        if dst is None or dst not in live[pc + 1]:
+            out[pc] = ((lambda values: [values]), shown)
+            continue
+        nxt = code[pc + 1] if pc + 1 < len(code) else None
+        if (isinstance(nxt, Branch) and nxt.cond is not None and nxt.lhs == dst and isinstance(nxt.rhs, int)
+                and dst not in live[labels[nxt.target]] and dst not in live[pc + 2]):
+            test, literal = _BRANCHES[nxt.cond], wrap_int32(nxt.rhs)
+            out[pc] = ((lambda values, test=test, literal=literal:
+                        [c for c in ([v for v in values if test(v, literal)], [v for v in values if not test(v, literal)]) if c]),
+                       shown)
+    return out
+
+
+def _read_class(ins: Load | Atomic, values: list[int], state: PathState, text: str, line: int | None) -> PathState:
+    """The state after ``ins`` reads one of ``values`` (a class: see :func:`value_classes_at`);
+    a class of one value is an ordinary read."""
+    if len(values) == 1:
+        return _read(ins, values[0], state, text, line)
+    after = _read(ins, values[0], state, text, line)
+    idx = len(state.events)
+    events = list(after.events)
+    events[idx] = replace(events[idx], value=None, values=frozenset(values))
+    if isinstance(ins, Atomic) and any(v != events[idx + 1].value for v in values):
+        after = replace(after, seen={})  # outside any loop: what it resets is never looked up again
+    bound = after.bound + ((ins.dst, idx),) if ins.dst is not None else after.bound
+    return replace(after, events=tuple(events), bound=bound)
 
 
 def _arrive(ins: Barrier, state: PathState, text: str, line: int | None, thread: Thread,

@@ -360,7 +360,16 @@ class Program:
         object.__setattr__(self, "registers", {key: wrap_int32(v) for key, v in self.registers.items()})
 
     def phases_after(self) -> dict[str, frozenset[str]]:
-        """For each phase, the phases the host orders after it (``host_order`` closed transitively)."""
+        """For each phase, the phases the host orders after it (``host_order`` closed transitively).
+
+        Computed once per program (the explorer asks for it per combination of paths)."""
+        cached = self.__dict__.get("_phases_after")
+        if cached is None:
+            cached = self._phases_after()
+            object.__setattr__(self, "_phases_after", cached)
+        return cached
+
+    def _phases_after(self) -> dict[str, frozenset[str]]:
         after: dict[str, set[str]] = {}
         for a, b in self.host_order:
             after.setdefault(a, set()).add(b)
@@ -379,7 +388,14 @@ class Program:
         return sum(1 for u in self.threads if (u.gpu, u.cta) == (thread.gpu, thread.cta))
 
     def locations(self) -> tuple[str, ...]:
-        """Every location the program touches or initialises, in first-seen order."""
+        """Every location the program touches or initialises, in first-seen order (computed once)."""
+        cached = self.__dict__.get("_locations")
+        if cached is None:
+            cached = self._locations()
+            object.__setattr__(self, "_locations", cached)
+        return cached
+
+    def _locations(self) -> tuple[str, ...]:
         seen: dict[str, None] = dict.fromkeys(self.init)
         for thread in self.threads:
             for ins in thread.instructions:

@@ -88,6 +88,7 @@ from syncverify.relations import (
     identity,
     inter,
     inverse,
+    is_acyclic,
     plus,
     reflexive_pairs,
     restrict,
@@ -355,9 +356,45 @@ def host(x: Execution) -> frozenset:
 
 
 @relation
+def po_immediate(x: Execution) -> frozenset:
+    """``po`` without the pairs it has by transitivity: each event to the next of its thread, each
+    initial write to each thread's first event (``po = po_immediate+``)."""
+    first: dict[int, int] = {}
+    latest: dict[int, int] = {}
+    pairs = set()
+    for e in x.events:  # a thread's events are numbered in program order
+        if e.is_init:
+            continue
+        if e.thread in latest:
+            pairs.add((latest[e.thread], e.eid))
+        else:
+            first[e.thread] = e.eid
+        latest[e.thread] = e.eid
+    return frozenset(pairs) | frozenset((i.eid, f) for i in x.events if i.is_init for f in first.values())
+
+
+@relation
+def host_immediate(x: Execution) -> frozenset:
+    """``host`` between the last event of each thread of a launch and the first event of each
+    thread of a later one (``(po | host)+ = (po_immediate | host_immediate)+``: every event of a
+    thread is po-before its last event and po-after its first)."""
+    ends = {}
+    starts = {}
+    for e in x.events:
+        if not e.is_init:
+            starts.setdefault(e.thread, e.eid)
+            ends[e.thread] = e.eid
+    last, first = set(ends.values()), set(starts.values())
+    return frozenset((a, b) for a, b in host(x) if a in last and b in first)
+
+
+@relation
 def base_causality(x: Execution) -> frozenset:
-    """``cause-base = (po | sync | sync_fence | sync_barrier | host)+`` (choices 5 and 7)."""
-    return plus(union(po(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host(x)))
+    """``cause-base = (po | sync | sync_fence | sync_barrier | host)+`` (choices 5 and 7).
+
+    Closed over ``po_immediate`` and ``host_immediate``, which have the same closure with the
+    other relations as ``po`` and ``host`` (see there) and far fewer pairs."""
+    return plus(union(po_immediate(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host_immediate(x)))
 
 
 @relation
@@ -380,6 +417,16 @@ class Axiom:
     kind: str
     relation: Callable[[Execution], frozenset]
     source: str
+
+    def holds(self, x: Execution) -> bool:
+        """Whether ``x`` passes the axiom: :meth:`evidence` is empty, decided without building
+        the evidence (the explorer asks this of every candidate execution)."""
+        r = self.relation(x)
+        if self.kind == "acyclic":
+            return is_acyclic(r)
+        if self.kind == "irreflexive":
+            return not any(a == b for a, b in r)
+        return not r
 
     def evidence(self, x: Execution) -> list[tuple[int, int]]:
         r = self.relation(x)
@@ -479,7 +526,7 @@ def violated_axioms(x: Execution) -> list[tuple[Axiom, list[tuple[int, int]]]]:
 
 def is_consistent(x: Execution) -> bool:
     """Whether the PTX model allows ``x`` (stops at the first broken axiom)."""
-    return all(not axiom.evidence(x) for axiom in AXIOMS)
+    return all(axiom.holds(x) for axiom in AXIOMS)
 
 
 # ----- properties of consistent executions ------------------------------------------------------

@@ -49,6 +49,23 @@ def spin_is_real(skeleton: Skeleton, x: Execution, program: Program) -> bool:
                for phase, loc, v in _spin_needs(skeleton, program))
 
 
+def alike_key(skeleton: Skeleton, x: Execution, program: Program) -> tuple:
+    """What every verdict and outcome sees of a candidate execution of ``skeleton``, besides the
+    skeleton itself: two consistent candidates with the same key are reported once.
+
+    Candidates of one skeleton with the same reads-from and Fence-SC order have the same events
+    (a read of a merged path takes its value from the write it reads), the same final registers
+    and the same causality (no relation that causality is built from depends on coherence). They
+    differ only in coherence (another orientation of the morally strong write pairs) and memory
+    order. Litmus outcomes and filters read the final registers and the final memory; liveness
+    reads the blocked threads (the skeleton's) and whether a stuck spin sees its last value (a
+    consistent candidate's spins all do); the protocol verdicts (:mod:`syncverify.check`) read
+    the events, causality and moral strength, never coherence. So once one candidate with a key
+    is consistent, another with the same key is an execution nobody can tell from it.
+    """
+    return (frozenset(x.rf.items()), x.fence_sc, frozenset(x.final_memory.items()))
+
+
 @dataclass(frozen=True)
 class LocationChoice:
     """One location's choice: what its reads read from, and how its writes are ordered
@@ -62,6 +79,20 @@ class LocationChoice:
     rf: dict[int, int]
     ordered: frozenset
     least: frozenset  # ordered closed with (po | bar | host)+ on the writes: coherence at least
+
+
+def accesses_of(skeleton: Skeleton) -> dict[str, tuple[list[Event], list[Event]]]:
+    """Each location's (writes, reads) in the skeleton, initial write first, ghost accesses left
+    out (they carry no choice); computed once per skeleton."""
+    index = skeleton.__dict__.get("_accesses")
+    if index is None:
+        index = {}
+        for e in skeleton.events:
+            if e.is_memory and not e.ghost:
+                pair = index.setdefault(e.loc, ([], []))
+                pair[0 if e.is_write else 1].append(e)
+        skeleton._accesses = index  # type: ignore[attr-defined]
+    return index
 
 
 def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program,
@@ -79,8 +110,7 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
     ``tick``: called for each reads-from choice and coherence order tried (the explorer's clock:
     a location with many reads and writes can take long; it raises to stop)."""
     events = skeleton.events
-    writes = [e for e in events if e.is_write and e.loc == loc and not e.ghost]
-    reads = [e for e in events if e.is_read and e.loc == loc and not e.ghost]
+    writes, reads = accesses_of(skeleton).get(loc, ([], []))
     init = tuple(w.eid for w in writes if w.is_init)
     others = [w.eid for w in writes if not w.is_init]
     init_first = frozenset((i, w) for i in init for w in others)
@@ -93,7 +123,8 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
     after = program.phases_after() if spins else {}
     candidates = []
     for r in reads:
-        cands = [w.eid for w in writes if w.value == r.value]
+        # A read of a merged path may read any write of one of its values (value_classes).
+        cands = [w.eid for w in writes if (w.value in r.values if r.values is not None else w.value == r.value)]
         if prune:
             # Causality axiom: no reading a write the read causally precedes (rf ; cause), nor
             # one hidden behind a write that causally precedes the read (fr ; cause).
@@ -104,7 +135,8 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
         candidates.append(cands)
     ms = frozenset(ptx.morally_strong_at([w for w in writes] + reads, skeleton.po))
     static_order = frozenset((a, w) for w in others for a in before[w]) | init_first
-    for picks in itertools.product(*candidates):
+    for picks in (_distinct_sources(reads, candidates, rmw_write_of, writes, ms) if prune
+                  else itertools.product(*candidates)):
         if tick is not None:
             tick(f"while choosing what the reads of {loc} read from")
         rf = {r.eid: w for r, w in zip(reads, picks)}
@@ -125,6 +157,43 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
             least = _closure_along(order, oriented | static_order)
             if _location_consistent(skeleton, rf, least, reads, ms, before):
                 yield LocationChoice(loc, rf, oriented | init_first, least)
+
+
+def _distinct_sources(reads: list[Event], candidates: list[list[int]], rmw_write_of: dict[int, int],
+                      writes: list[Event], ms: frozenset) -> Iterator[tuple[int, ...]]:
+    """The product of the reads' candidate writes, where two atomics never read one write when
+    every write and atomic of the location is morally strong with every other.
+
+    Atomicity: if atomics A1 and A2 both read W, coherence orders their writes (Coherence2), say
+    W1 before W2; W is before W1 (SC-per-Location: W rf A1's read, po W1), so W1 lies between
+    A2's read of W and A2's write W2, morally strong with both: the axiom fails. The other order
+    fails alike. (A location with a weaker access keeps the plain product.)"""
+    atomic = [r.eid in rmw_write_of for r in reads]
+    events = [w.eid for w in writes] + [r.eid for r, a in zip(reads, atomic) if a] + [
+        rmw_write_of[r.eid] for r, a in zip(reads, atomic) if a]
+    exclusive = any(atomic) and all((a, b) in ms for i, a in enumerate(events) for b in events[i + 1:] if a != b)
+    if not exclusive:
+        yield from itertools.product(*candidates)
+        return
+    picked: list[int] = []
+    taken: set[int] = set()
+
+    def pick(i: int) -> Iterator[tuple[int, ...]]:
+        if i == len(reads):
+            yield tuple(picked)
+            return
+        for w in candidates[i]:
+            if atomic[i]:
+                if w in taken:
+                    continue
+                taken.add(w)
+            picked.append(w)
+            yield from pick(i + 1)
+            picked.pop()
+            if atomic[i]:
+                taken.discard(w)
+
+    yield from pick(0)
 
 
 def _closure_along(order: tuple[int, ...], pairs: frozenset) -> frozenset:
@@ -369,3 +438,136 @@ def fence_sc_orders(skeleton: Skeleton, prune: bool,
         seen.add(restricted)
         orders.append(order)
     return orders
+
+
+class PartialCausality:
+    """A lower bound on base causality while reads-from is chosen one location at a time, to drop
+    a partial choice as soon as it breaks an axiom whatever the other locations choose.
+
+    Base causality is ``(po | sync | sync_fence | sync_barrier | host)+`` (:func:`syncverify.ptx.base_causality`).
+    Synchronizes-with is ``morally-strong & (release-pattern ; observation ; acquire-pattern)``,
+    where moral strength and both patterns are fixed by the skeleton, and observation
+    (``(morally-strong & rf) | observation ; rmw ; observation``) relates events of one location
+    only, fixed by that location's reads-from. So once some locations are chosen, the closure of
+    ``po | bar | host`` and their ``sync`` edges is contained in the base causality of every
+    execution that extends the choice (Fence-SC order, unknown yet, is left out, which only makes
+    the bound smaller), and ``bound | observation ; bound`` is contained in its causality. Coherence
+    contains each location's least order (:func:`coherence_of` closes it, never removes a pair), so
+    ``fr`` contains ``rf^-1 ; least``. Hence, on the chosen locations:
+
+    * a read that causally precedes the write it reads from breaks Causality (``rf ; cause``);
+    * a write coherence-after a read's source that causally precedes the read breaks Causality
+      (``fr ; cause``);
+    * two writes of one location that causality orders against the location's order make
+      coherence cyclic (Coherence), and :func:`coherence_of` would answer None.
+
+    Each holds for the extensions since every relation involved only grows; the explorer then
+    checks each complete candidate against every axiom as before. The closure starts from the
+    skeleton's :class:`~syncverify.skeleton.StaticCause` (one bit mask per event and launch phase)
+    and grows by the usual insertion of an edge into a transitively closed relation.
+    """
+
+    def __init__(self, skeleton: Skeleton, program: Program) -> None:
+        # (po | bar | host)+ with the initial writes first, one mask per event and launch phase.
+        self.masks = skeleton.static_cause.masks  # type: ignore[union-attr]
+        memo = skeleton.static_memo
+        self.ms = memo["morally_strong"]
+        self.released_by: dict[int, list[int]] = {}  # strong write -> the release patterns ending at it
+        for x, w in memo["release_pattern"]:
+            self.released_by.setdefault(w, []).append(x)
+        self.acquired_by: dict[int, list[int]] = {}  # strong read -> the acquire patterns starting at it
+        for r, y in memo["acquire_pattern"]:
+            self.acquired_by.setdefault(r, []).append(y)
+        self.rmw_write_of = dict(skeleton.rmw)
+
+    def observation(self, choice: LocationChoice) -> dict[int, set[int]]:
+        """``observation`` of one location's choice, as write -> the reads that observe it."""
+        obs: dict[int, set[int]] = {}
+        for r, w in choice.rf.items():
+            if (w, r) in self.ms:
+                obs.setdefault(w, set()).add(r)
+        changed = True
+        while changed:  # observation ; rmw ; observation, to a fixpoint
+            changed = False
+            for w in list(obs):
+                for r in list(obs[w]):
+                    extra = obs.get(self.rmw_write_of.get(r), set()) - obs[w]  # type: ignore[arg-type]
+                    if extra:
+                        obs[w] |= extra
+                        changed = True
+        return obs
+
+    def sync_edges(self, observed: dict[int, set[int]]) -> list[tuple[int, int]]:
+        """``morally-strong & (release-pattern ; observation ; acquire-pattern)`` of one location."""
+        return [(x, y) for w, readers in observed.items() for x in self.released_by.get(w, ())
+                for r in readers for y in self.acquired_by.get(r, ()) if (x, y) in self.ms]
+
+    def with_edges(self, masks: list[int], edges: list[tuple[int, int]]) -> list[int]:
+        """The closure ``masks`` with ``edges`` added (a new list; ``masks`` is kept for backtracking)."""
+        out = masks
+        for a, b in edges:
+            if out[a] >> b & 1:
+                continue
+            if out is masks:
+                out = list(masks)
+            gained = (1 << b) | out[b]
+            bit = 1 << a
+            for x, m in enumerate(out):
+                if x == a or m & bit:
+                    out[x] = m | gained
+        return out
+
+    @staticmethod
+    def breaks(masks: list[int], choice: LocationChoice, observed: dict[int, set[int]]) -> bool:
+        """Whether the chosen ``choice`` already breaks Causality or Coherence under ``masks``."""
+        def cause(a: int, b: int) -> bool:  # (a, b) in bound | observation ; bound
+            return bool(masks[a] >> b & 1) or any(masks[r] >> b & 1 for r in observed.get(a, ()))
+
+        later = successors(choice.least)
+        for r, w in choice.rf.items():
+            if masks[r] >> w & 1:
+                return True  # rf ; cause
+            if any(cause(w2, r) for w2 in later.get(w, ())):
+                return True  # fr ; cause
+        return any(cause(b, a) for a, b in choice.least)  # causality against coherence
+
+
+def consistent_products(skeleton: Skeleton, program: Program, per_location: list,
+                        tick: Callable[[str], None] | None = None) -> Iterator[tuple[LocationChoice, ...]]:
+    """The product of the locations' choices (``per_location``, each walked as often as needed),
+    without the partial products that :class:`PartialCausality` shows to break an axiom.
+
+    Locations are chosen in the order of their first access (the smallest event id), so that
+    locations one thread uses one after the other (a flag it waits on and the flag it raises) are
+    chosen next to each other and a cycle between them is found before the others multiply it.
+    ``tick``: the explorer's clock, called for each choice tried (it raises to stop)."""
+    if not per_location:
+        yield ()
+        return
+    partial = PartialCausality(skeleton, program)
+    first_access: dict[str, int] = {}
+    for e in skeleton.events:
+        if not e.is_init and e.is_memory and not e.ghost:
+            first_access.setdefault(e.loc, e.eid)  # type: ignore[arg-type]
+    locations = program.locations()
+    order = sorted(range(len(per_location)), key=lambda i: first_access.get(locations[i], -1))
+    chosen: list[tuple[LocationChoice, dict[int, set[int]]]] = []
+    picked: list[LocationChoice | None] = [None] * len(per_location)
+
+    def descend(depth: int, masks: list[int]) -> Iterator[tuple[LocationChoice, ...]]:
+        if depth == len(order):
+            yield tuple(picked)  # type: ignore[arg-type]
+            return
+        i = order[depth]
+        for choice in per_location[i]:
+            if tick is not None:
+                tick("while combining the locations' reads-from choices")
+            observed = partial.observation(choice)
+            grown = partial.with_edges(masks, partial.sync_edges(observed))
+            chosen.append((choice, observed))
+            if not any(partial.breaks(grown, c, o) for c, o in chosen):
+                picked[i] = choice
+                yield from descend(depth + 1, grown)
+            chosen.pop()
+
+    yield from descend(0, partial.masks)

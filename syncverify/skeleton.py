@@ -8,13 +8,15 @@ synchronization, the host's launch order); :meth:`Skeleton.execution` completes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import itertools
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 
 from syncverify import ptx
 from syncverify.events import INIT_THREAD, Event, Execution
 from syncverify.paths import Path, initial_registers
 from syncverify.program import Program
-from syncverify.relations import plus
+from syncverify.relations import reach_masks
 
 
 @dataclass
@@ -34,17 +36,49 @@ class Skeleton:
     static_memo: dict = field(default_factory=dict)
     # (po | bar | host)+: part of causality whatever rf, co and Fence-SC turn out to be.
     static_cause: "StaticCause | frozenset" = frozenset()
+    # Registers ((thread, register), read eid) whose final value is what a read of a merged path
+    # returns (syncverify.value_classes): set from the write it reads from.
+    bound: tuple[tuple[tuple[str, str], int], ...] = ()
 
     def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...],
                   co_rel: frozenset | None = None, memo: dict | None = None) -> Execution:
         """The candidate execution of these events for one choice; ``memo``: relations already
         computed for the same rf and Fence-SC order (none of which may depend on coherence)."""
         return Execution(
-            events=self.events, thread_names=self.thread_names, po=self.po, rf=rf, co=co,
+            events=self.concrete_events(rf), thread_names=self.thread_names, po=self.po, rf=rf, co=co,
             rmw=self.rmw, dep=self.dep, fence_sc=fence_sc, barrier_sync=self.barrier_sync,
-            final_registers=self.registers, stuck=self.stuck, roles=self.roles,
+            final_registers=self.concrete_registers(rf), stuck=self.stuck, roles=self.roles,
             host_order=self.host_order, co_rel=co_rel, _memo=dict(self.static_memo if memo is None else memo),
         )
+
+    def concrete_events(self, rf: dict[int, int]) -> tuple[Event, ...]:
+        """The events with each read of a merged path given the value of the write it reads from
+        (the event the member path with that value has); reads not in ``rf`` stay as they are."""
+        merged = self.__dict__.get("_merged_reads")
+        if merged is None:
+            merged = self._merged_reads = [e for e in self.events if e.values is not None]
+            self._concrete: dict[tuple[int, int], Event] = {}
+        if not merged:
+            return self.events
+        events = list(self.events)
+        for e in merged:
+            if e.eid in rf:
+                value = events[rf[e.eid]].value
+                concrete = self._concrete.get((e.eid, value))  # type: ignore[arg-type]
+                if concrete is None:
+                    concrete = self._concrete[(e.eid, value)] = replace(e, value=value, values=None)  # type: ignore[index]
+                events[e.eid] = concrete
+        return tuple(events)
+
+    def concrete_registers(self, rf: dict[int, int]) -> dict[tuple[str, str], int]:
+        """The final registers, each bound register set to the value its read reads."""
+        if not self.bound:
+            return self.registers
+        registers = dict(self.registers)
+        for key, eid in self.bound:
+            if eid in rf:
+                registers[key] = self.events[rf[eid]].value  # type: ignore[assignment]
+        return registers
 
 
 def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int],
@@ -59,6 +93,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
         events.append(Event(len(events), INIT_THREAD, 0, "W", loc, program.init.get(loc, 0), "relaxed", "sys",
                             label="init"))
     po, rmw, dep, sync = set(), set(), set(), set()
+    bound: list[tuple[tuple[str, str], int]] = []
     local_to_global: dict[tuple[int, int], int] = {}
     registers: dict[tuple[str, str], int] = {}
     for t, (thread, path) in enumerate(zip(program.threads, combo)):
@@ -67,7 +102,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             eid = len(events)
             events.append(Event(eid, t, i, le.kind, le.loc, le.value, le.sem, le.scope, thread.gpu, thread.cta,
                                 le.barrier_id, le.label, le.line, le.ghost, thread.phase,
-                                count=le.count, red_op=le.red_op, predicate=le.predicate))
+                                count=le.count, red_op=le.red_op, predicate=le.predicate, values=le.values))
             local_to_global[(t, i)] = eid
             for j in le.deps:
                 if j < i:
@@ -80,6 +115,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             registers.update({(thread.name, reg): v for reg, v in initial_registers(program, thread).items()})
         else:
             registers.update({(thread.name, reg): v for reg, v in path.registers})
+            bound.extend(((thread.name, reg), ids[i]) for reg, i in path.bound if i < len(ids))
     for instance in instances:
         members = [(local_to_global[(t, i)]) for t, i in instance]
         sync |= ptx.barrier_phase_sync([events[m] for m in members])
@@ -91,48 +127,110 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             full_stuck[t] = path.stuck
     return Skeleton(tuple(events), frozenset(po), frozenset(rmw), frozenset(dep), frozenset(sync),
                     registers, full_stuck, tuple(t.name for t in program.threads),
-                    tuple(t.role for t in program.threads), host)
+                    tuple(t.role for t in program.threads), host, bound=tuple(bound))
 
 
 def host_pairs(program: Program, events: list[Event]) -> frozenset:
-    """Event pairs ordered by ``program.host_order`` (closed transitively over phases)."""
+    """Event pairs ordered by ``program.host_order`` (closed transitively over phases); the same
+    for every combination whose events lie in the same launches (the latest few are kept)."""
     if not program.host_order:
         return frozenset()
-    after = program.phases_after()
-    by_phase: dict[str, list[int]] = {}
-    for e in events:
-        if not e.is_init:
-            by_phase.setdefault(e.phase, []).append(e.eid)
-    return frozenset((x, y) for a, bs in after.items() for b in bs
-                     for x in by_phase.get(a, ()) for y in by_phase.get(b, ()))
+    key = (program.host_order, tuple(e.phase for e in events))
+    pairs = _HOST_PAIRS.get(key)
+    if pairs is None:
+        after = program.phases_after()
+        by_phase: dict[str, list[int]] = {}
+        for e in events:
+            if not e.is_init:
+                by_phase.setdefault(e.phase, []).append(e.eid)
+        pairs = _HOST_PAIRS[key] = frozenset(itertools.chain.from_iterable(
+            itertools.product(by_phase.get(a, ()), by_phase.get(b, ())) for a, bs in after.items() for b in bs))
+        if len(_HOST_PAIRS) > _SHAPES_KEPT:
+            _HOST_PAIRS.popitem(last=False)
+    else:
+        _HOST_PAIRS.move_to_end(key)
+    return pairs
+
+
+_HOST_PAIRS: OrderedDict[tuple, frozenset] = OrderedDict()  # the latest host_pairs answers
+
+
+STATIC_RELATIONS = ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern",
+                    "acquire_pattern", "po_immediate", "host_immediate")
+_SHAPES: OrderedDict[tuple, dict] = OrderedDict()  # shape -> its static relations (the latest few)
+_SHAPES_KEPT = 16
+
+
+def shape(skeleton: Skeleton) -> tuple:
+    """What the static relations of a skeleton are computed from: each event but its value (the
+    relations above read threads, kinds, locations, semantics, scopes, placement, ghostness and
+    launch phases; program order follows the numbering, the host order the phases), and the
+    host order itself."""
+    return (tuple((e.thread, e.kind, e.loc, e.sem, e.scope, e.gpu, e.cta, e.ghost, e.phase) for e in skeleton.events),
+            skeleton.host_order)
 
 
 def static_relations(skeleton: Skeleton) -> None:
-    """Compute once per combination the relations that rf/co/Fence-SC cannot change."""
-    probe = skeleton.execution({}, {}, ())
-    for name in ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern", "acquire_pattern"):
-        getattr(ptx, name)(probe)
-        skeleton.static_memo[name] = probe._memo[name]
+    """Compute once per combination the relations that rf/co/Fence-SC cannot change.
+
+    Combinations that differ only in the values their events read and write (most of them) have
+    the same relations: they are computed once per :func:`shape` (kept for the latest few)."""
+    key = shape(skeleton)
+    known = _SHAPES.get(key)
+    if known is None:
+        probe = skeleton.execution({}, {}, ())
+        for name in STATIC_RELATIONS:
+            getattr(ptx, name)(probe)
+        known = {name: probe._memo[name] for name in STATIC_RELATIONS}
+        _SHAPES[key] = known
+        if len(_SHAPES) > _SHAPES_KEPT:
+            _SHAPES.popitem(last=False)
+    else:
+        _SHAPES.move_to_end(key)
+    skeleton.static_memo.update(known)
 
 
 class StaticCause:
     """``(po | bar | host)+`` of a skeleton, as a membership test: the part of causality that no
     choice of rf, co or Fence-SC order can remove, used to prune those choices.
 
-    Program order and CTA barriers stay inside one phase; the host order relates whole phases
-    (and is acyclic), so a pair is in the closure if it is ordered within its phase or its phases
-    are host-ordered. Storing the host part per phase keeps it small.
+    Kept as one bit mask per event (:func:`~syncverify.relations.reach_masks`), over each event's
+    next event in program order (a chain per thread; the initial writes before every thread's
+    first event), its barrier partners, and one virtual node per launch phase through which the
+    host order passes (every event of a phase leads to its phase's node, which leads to every
+    event of the phases the host orders after it), so that the host order, which relates whole
+    phases, adds a node per phase instead of a pair per two events.
     """
 
     def __init__(self, skeleton: "Skeleton", program: Program) -> None:
-        self.local = plus(skeleton.po | skeleton.barrier_sync)
-        self.phase = [None if e.is_init else e.phase for e in skeleton.events]
+        events = skeleton.events
+        n = len(events)
+        phases = sorted({e.phase for e in events if not e.is_init})
+        node_of_phase = {phase: n + k for k, phase in enumerate(phases)}
+        successor_lists: list[list[int]] = [[] for _ in range(n + len(phases))]
+        last: dict[int, int] = {}  # thread -> its latest event so far (events are numbered in program order)
+        first: list[int] = []
+        by_phase: dict[str, list[int]] = {}
+        for e in events:
+            if e.is_init:
+                continue
+            if e.thread in last:
+                successor_lists[last[e.thread]].append(e.eid)
+            else:
+                first.append(e.eid)
+            last[e.thread] = e.eid
+            successor_lists[e.eid].append(node_of_phase[e.phase])
+            by_phase.setdefault(e.phase, []).append(e.eid)
+        for e in events:
+            if e.is_init:
+                successor_lists[e.eid].extend(first)  # initial writes precede everything
+        for a, b in skeleton.barrier_sync:
+            successor_lists[a].append(b)
         after = program.phases_after()
-        self.phases = frozenset((a, b) for a, bs in after.items() for b in bs)
+        for phase in phases:
+            for later in after.get(phase, ()):
+                successor_lists[node_of_phase[phase]].extend(by_phase.get(later, ()))
+        self.masks = reach_masks(successor_lists)
 
     def __contains__(self, pair: tuple[int, int]) -> bool:
-        if pair in self.local:
-            return True
-        pa, pb = self.phase[pair[0]], self.phase[pair[1]]
-        return pa is not None and pb is not None and (pa, pb) in self.phases
-
+        return bool(self.masks[pair[0]] >> pair[1] & 1)
