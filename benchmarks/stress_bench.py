@@ -314,12 +314,27 @@ def section_kernel(args, rows):
 
 
 def section_profile(args, rows):
-    """Where a stress block's device time goes: the profiler's kernel times over one CUDA graph
-    replay of a block (1024^3 bf16, W=2 virtual ranks, no delays), per kernel."""
+    """Where a stress iteration's time goes, 1024^3 bf16, W=2 virtual ranks, both kernels: the
+    profiler's device time per kernel over one CUDA-graph block, with no delays and with random
+    delays; the host phases of a whole graph campaign and of an eager one (with the host
+    functions that cost most, ``cProfile``); and which line of an input redraw synchronizes."""
     if _needs_gpu(args, "profile"):
         return
+    for kernel, protocol in BENCH_PAIRS:
+        for label, delays in (("no delays", {}), ("random delays", _random_delays(args))):
+            _profile_block(args, kernel, protocol, label, **delays)
+        phases = campaign_phases(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True, m=1024,
+                                 n=1024, k=1024, dtype="bf16", iterations=args.throughput_iterations)
+        print(f"phases {kernel} {protocol} graphs: {phases_line(phases)}", flush=True)
+        _log(args.out, {"type": "phases", "kernel": kernel, "protocol": protocol, "graphs": True, **phases})
+        _eager_host_profile(args, kernel, protocol)
+    _redraw_syncs()
+
+
+def _bench_runner(kernel: str, protocol: str, **options):
+    """A graph :class:`~syncverify.stress.runner.Runner` for the benchmark's size, compiled and
+    with both block graphs captured, and its options."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from syncverify.kernels.build import build
     from syncverify.kernels.heap import VirtualHeap
@@ -327,36 +342,150 @@ def section_profile(args, rows):
     from syncverify.stress.runner import Runner
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for kernel, protocol in BENCH_PAIRS:
-        o = campaign_options(sms=sms, kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
-                             m=1024, n=1024, k=1024, dtype="bf16")
-        p = load(protocol)
-        built = build(p, kernel_config(o), push=load(o.push))
-        runner = Runner(built, VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
-                        reset=_reset_policy(o, p), poison=o.poison, max_polls=o.max_polls, seed=o.seed,
-                        chunk=o.chunk, push_reset=load(o.push).reset, graphs=True)
-        runner.compile()
-        for start in (0, o.chunk, 2 * o.chunk):
-            runner.run_block(start)
-            runner.drain()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        runner._begin_block(3 * o.chunk)
-        torch.cuda.synchronize()
-        host_begin = time.perf_counter() - t0
-        replay_us = _events_us(runner.graph.replay, o.chunk)
-        runner.pending = []
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            runner.run_block(4 * o.chunk)
-            runner.drain()
-        averages = prof.key_averages()
-        key = "self_device_time_total" if hasattr(averages[0], "self_device_time_total") else "self_cuda_time_total"
-        table = averages.table(sort_by=key, row_limit=10, max_name_column_width=60)
-        print(f"profile {kernel} {protocol}: graph replay {replay_us:.1f} us of device time per iteration "
-              f"(CUDA events over one block of {o.chunk}); host work before a block {host_begin * 1e3:.1f} ms\n{table}",
-              flush=True)
-        _log(args.out, {"type": "profile", "kernel": kernel, "protocol": protocol, "replay_us_per_iteration": replay_us,
-                        "host_begin_ms": host_begin * 1e3, "table": table})
+    o = campaign_options(sms=sms, kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True,
+                         m=1024, n=1024, k=1024, dtype="bf16", **options)
+    p = load(protocol)
+    built = build(p, kernel_config(o), push=load(o.push))
+    runner = Runner(built, VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
+                    reset=_reset_policy(o, p), poison=o.poison, max_polls=o.max_polls, seed=o.seed,
+                    chunk=o.chunk, push_reset=load(o.push).reset, graphs=True)
+    runner.compile()
+    return runner, o
+
+
+def _profile_block(args, kernel: str, protocol: str, label: str, **options) -> None:
+    """Device time per iteration of one graph block (CUDA events) and per kernel (profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    runner, o = _bench_runner(kernel, protocol, **options)
+    for start in range(4):
+        runner.run_block(start * o.chunk)
+        runner.drain(keep=1)
+    runner.drain()
+    t0 = time.perf_counter()
+    runner._begin_block(4 * o.chunk)  # block 4 is ring half 0: runner.graph's
+    torch.cuda.synchronize()
+    host_begin = time.perf_counter() - t0
+    replay_us = _events_us(runner.graph.replay, o.chunk)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        runner.run_block(5 * o.chunk)
+        runner.drain()
+    averages = prof.key_averages()
+    key = "self_device_time_total" if hasattr(averages[0], "self_device_time_total") else "self_cuda_time_total"
+    table = averages.table(sort_by=key, row_limit=8, max_name_column_width=60)
+    print(f"profile {kernel} {protocol} {label}: graph replay {replay_us:.1f} us of device time per iteration "
+          f"(CUDA events over one block of {o.chunk}); host work before a block {host_begin * 1e3:.1f} ms\n{table}",
+          flush=True)
+    _log(args.out, {"type": "profile", "kernel": kernel, "protocol": protocol, "label": label,
+                    "replay_us_per_iteration": replay_us, "host_begin_ms": host_begin * 1e3, "table": table})
+
+
+def _eager_host_profile(args, kernel: str, protocol: str) -> None:
+    """The eager path (one host launch sequence per iteration): its phases, and the host
+    functions with the most time of their own (``cProfile``)."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    phases = campaign_phases(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True, m=1024, n=1024,
+                             k=1024, dtype="bf16", iterations=max(args.bench_iterations // 4, 64), graphs=False,
+                             chunk=64)
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(14)
+    top = "\n".join(line[:160] for line in text.getvalue().splitlines() if line.strip())
+    print(f"phases {kernel} {protocol} eager: {phases_line(phases)}\n{top}", flush=True)
+    _log(args.out, {"type": "phases", "kernel": kernel, "protocol": protocol, "graphs": False, **phases,
+                    "cprofile": top})
+
+
+def _redraw_syncs() -> None:
+    """The first operation of an input redraw that synchronizes with the GPU (torch's sync debug
+    mode raises there), or that none does."""
+    import traceback
+
+    import torch
+
+    from syncverify.kernels.config import KernelConfig
+    from syncverify.stress.inputs import make_inputs
+
+    config = KernelConfig(world_size=2, m=1024, n=1024, k=1024)
+    generator = torch.Generator("cuda").manual_seed(0)
+    make_inputs(config, parity=0, generator=generator, device="cuda")  # warm
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        make_inputs(config, parity=0, generator=generator, device="cuda")
+        line = "redraw: no synchronizing operation"
+    except RuntimeError:
+        frames = [f for f in traceback.extract_tb(sys.exc_info()[2]) if "syncverify" in f.filename
+                  or "stress" in f.filename]
+        line = "redraw synchronizes at: " + " <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.line}"
+                                                        for f in reversed(frames[-2:]))
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    print(line, flush=True)
+
+
+#: The :class:`syncverify.stress.runner.Runner` methods (and module functions it calls) whose host
+#: time :func:`campaign_phases` adds up. Inclusive: ``run_block`` includes ``begin_block``,
+#: ``eager`` (one iteration queued launch by launch) includes it at a block's slot 0, ``drain``
+#: includes the wait for the GPU to finish the block, ``compile`` the captures (not timed).
+PHASES: tuple[tuple[str, str], ...] = (("Runner._begin_block", "begin_block"), ("make_inputs", "redraw"),
+                                       ("runtime_values_tensor", "operands"), ("Runner.iteration", "eager"),
+                                       ("Runner.run_block", "run_block"), ("Runner.drain", "drain"),
+                                       ("Runner.compile", "compile"), ("Runner._capture", "capture"))
+
+
+def campaign_phases(**options) -> dict:
+    """Host seconds per phase of one campaign (:data:`PHASES`), with ``seconds`` and
+    ``iterations`` from the campaign's result.
+
+    The host clock is right here: these are host phases (queueing work, waiting in ``drain``),
+    not kernel times, which the profiler above gives."""
+    from syncverify.stress import runner as runner_module
+    from syncverify.stress.campaign import run_campaign
+
+    totals: Counter = Counter()
+    calls: Counter = Counter()
+    originals = {}
+
+    def timed(owner, attribute, name):
+        original = getattr(owner, attribute)
+        originals[(owner, attribute)] = original
+
+        def wrapper(*a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return original(*a, **kw)
+            finally:
+                totals[name] += time.perf_counter() - t0
+                calls[name] += 1
+        setattr(owner, attribute, wrapper)
+
+    for path, name in PHASES:
+        owner_name, _, attribute = path.rpartition(".")
+        owner = getattr(runner_module, owner_name) if owner_name else runner_module
+        timed(owner, attribute or path, name)
+    try:
+        result = run_campaign(**options)
+    finally:
+        for (owner, attribute), original in originals.items():
+            setattr(owner, attribute, original)
+    return {"iterations": result.iterations, "seconds": round(result.seconds, 4),
+            "compile_seconds": result.compile_seconds, "graphs": result.graphs,
+            "phase_seconds": {k: round(v, 4) for k, v in sorted(totals.items())}, "phase_calls": dict(calls)}
+
+
+def phases_line(phases: dict) -> str:
+    """One line: iterations, seconds, and each phase's host seconds and calls."""
+    parts = [f"{phases['iterations']} it in {phases['seconds']:.3f} s "
+             f"({phases['iterations'] / max(phases['seconds'], 1e-9):.0f} it/s, graphs={phases['graphs']})"]
+    parts += [f"{k} {v * 1e3:.1f} ms/{phases['phase_calls'][k]}" for k, v in phases["phase_seconds"].items()]
+    return "; ".join(parts)
 
 
 def section_guided(args, rows):

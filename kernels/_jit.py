@@ -89,6 +89,7 @@ class DualJITFunction(JITFunction):
     def _compile(self, grid, *args, **kwargs):
         kernel = self.warmup(*args, grid=grid, **kwargs)
         kernel = kernel.result() if hasattr(kernel, "result") else kernel  # an async compile
+        refuse_arrive_laps(self.fn.__name__, kernel.asm["ptx"])
         # Load the binary and build the launcher now: the first launch would otherwise do it
         # (a C launcher stub, a module load), long enough for a peer's kernel to time out.
         kernel._init_handles()
@@ -115,6 +116,21 @@ class DualJITFunction(JITFunction):
                 return run(*args, **kwargs)
 
         return launch
+
+
+def refuse_arrive_laps(name: str, ptx: str) -> None:
+    """Refuse a compiled kernel in which a warp that only arrives at a named barrier could arrive
+    there again before the phase it arrived in completes (``syncverify.kernels.ptx_reader.arrive_laps``):
+    the phase would complete with the wrong warps, or a waiting warp would hang at ``bar.sync``,
+    which no bound can stop. Raises :class:`~syncverify.kernels.errors.UnsupportedStep`."""
+    from syncverify.kernels.errors import UnsupportedStep
+    from syncverify.kernels.ptx_reader import arrive_laps
+
+    laps = arrive_laps(ptx)
+    if laps:
+        raise UnsupportedStep(f"{name}: {laps[0]}, so a warp that only arrives could arrive for its next tile "
+                              f"before the waiting warp's phase completes (a hang); this kernel's role cannot run "
+                              f"a barrier step with 'arrive' (a role whose tiles pass a GEMM can)")
 
 
 def jit(fn=None, *, do_not_specialize=None):

@@ -17,10 +17,15 @@ model, steps in the model's order (``tests/test_drift.py`` compares them):
 The GEMM stacks tile ``t`` of the ``W`` blocks into one ``ROWS x BLOCK_K`` operand (``ROWS``:
 ``W * BLOCK_M`` rounded up to a power of two): one masked load per block, each of which touches
 that block's rows only, so the trace sees one load per block as the model does. With several
-column tiles (``N > BLOCK_N``) the K-loop runs once per column tile and the C stores of the
-earlier column tiles precede ``after_load``: ``out`` is this rank's private result that no peer
-reads, and every load of ``gathered`` still precedes ``after_load``, which is what the model
-orders (the drift test runs one column tile, where the orders are equal).
+column tiles (``N > BLOCK_N``) the K-loop runs once per column tile; every tile still runs the
+model's order, whatever N: when the protocol has ``after_load`` steps, the C of every column
+tile but the last is kept in ``parked`` (this program's private rows, which no other program
+reads) until ``after_load`` has run, and only then are the C rows stored into ``out``
+(``tests/test_drift.py`` runs several column tiles and K chunks). Without ``after_load`` steps
+each column tile's C goes straight to ``out``: there is nothing to order it after.
+
+``gemm_only`` (``syncverify bench``'s GEMM part) makes every program of the grid a GEMM program
+that reads ``gathered`` as the caller filled it (``syncverify.kernels.bench.FusedRun``).
 
 Every wait is bounded: a GEMM program that gives up writes ``(1, last value, step, polls)`` into
 status row ``t`` and skips the tile (its C rows stay poisoned); a sender whose ``before_store``
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, once_per_build
 from syncverify.kernels.delays import (
     SITE_BEFORE_STORE,
     SITE_WAIT_READ,
@@ -48,10 +53,22 @@ from syncverify.kernels.tile import delayed_signal, delayed_wait
 
 def buffers(built: BuiltKernel) -> dict[str, tuple[tuple[int, ...], str]]:
     """The symmetric buffers of one launch: name -> (shape per rank, ``data`` or ``lock``).
-    ``gathered`` holds ``slots`` slots of ``M / W`` rows (the published buffer rotates with them)."""
+    ``gathered`` holds ``slots`` slots of ``M / W`` rows (the published buffer rotates with them);
+    ``parked`` is private to each rank's GEMM programs (:func:`parked_shape`)."""
     c = built.config
     return {"gathered": ((c.m_per_rank * built.plan.slots, c.world_size * c.k), "data"),
-            "out": ((c.m, c.n), "data"), "locks": ((built.lock_count, c.tiles), "lock")}
+            "out": ((c.m, c.n), "data"), "locks": ((built.lock_count, c.tiles), "lock"),
+            "parked": (parked_shape(built), "data")}
+
+
+def parked_shape(built: BuiltKernel) -> tuple[int, int]:
+    """Rows x columns per rank of ``parked``: each GEMM program's ``ROWS x N`` C rows, held
+    until ``after_load`` has run; one element when nothing is held (no ``after_load`` steps, or
+    one column tile)."""
+    c = built.config
+    if not built.plan.after_load or c.n <= c.block_n:
+        return (1, 1)
+    return (c.comm_sms * stacked_rows(c.world_size, c.block_m), c.n)
 
 
 def stacked_rows(world_size: int, block_m: int) -> int:
@@ -117,15 +134,16 @@ def gathered_gemm(src, B_rank, t, pn, slot_rows, K, stride_bk, stride_bn, late,
 def all_gather_gemm_kernel(
     # inputs: rank r's shard of A (M / W x K) and its B (K x N)
     A, B,
-    # symmetric heap: gathered [slots * M / W, W * K] (block b: rank b's shard), out [M, N], locks [L, T]
-    gathered, gathered_table, out, out_table, locks, locks_table,
+    # symmetric heap: gathered [slots * M / W, W * K] (block b: rank b's shard), out [M, N], locks [L, T];
+    # parked [COMM_SMS * ROWS, N]: the GEMM programs' C rows held until after_load (parked_shape)
+    gathered, gathered_table, out, out_table, locks, locks_table, parked,
     # this launch's status rows [WORLD, 2 * T, 4]: GEMM programs row t, senders' before_store row T + t
     status,
     # sizes (M is the whole of A; each shard has M / W rows)
     M, N, K,
     # strides; *_rank strides step between virtual ranks' inputs and heap regions
     stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn,
-    gathered_rank_stride, out_rank_stride, locks_rank_stride,
+    gathered_rank_stride, out_rank_stride, locks_rank_stride, parked_rank_stride,
     # run-time parameters
     rank, vals, max_polls, delay_seed, delay_pct, delay_max_ns, delay_sites, delay_table,
     # meta-parameters
@@ -138,6 +156,7 @@ def all_gather_gemm_kernel(
     INTERPRET: tl.constexpr,
     BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
     HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
+    GEMM_ONLY: tl.constexpr = False,
 ):
     # ----- role and rank: senders, then GEMM programs ------------------------------------------
     pid = tl.program_id(0)
@@ -145,7 +164,11 @@ def all_gather_gemm_kernel(
     # so a captured CUDA graph replays launches whose iteration advances (syncverify.stress.runner)
     iteration = tl.load(vals)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
-    is_sender, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
+    if GEMM_ONLY:  # bench's GEMM part: every program multiplies, gathered was filled beforehand
+        is_sender = pid < 0
+        index = pid
+    else:
+        is_sender, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
     MR = M // WORLD  # rows of one shard
     n_tiles = MR // BLOCK_M  # tiles of one shard (the lock tiles)
     num_pid_n = N // BLOCK_N
@@ -198,35 +221,58 @@ def all_gather_gemm_kernel(
                 # C row of stacked row r: row r % BLOCK_M of tile t of shard r // BLOCK_M (padding
                 # rows point at shard 0's and are masked off)
                 c_rows = tl.where(valid, (r // BLOCK_M) * MR + t * BLOCK_M + r % BLOCK_M, t * BLOCK_M)
-                for pn in range(0, num_pid_n):
-                    acc, offs_n = gathered_gemm(my_gathered, B_rank, t, pn, slot_rows, K, stride_bk, stride_bn, late,
-                                                WORLD, ROWS, BLOCK_M, BLOCK_N, BLOCK_K, TILE_LOAD_VOLATILE,
-                                                INTERPRET)
-                    if HAS_AFTER:  # the back-signal ("done"), once every block was read
-                        if pn == num_pid_n - 1:
-                            ok, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles,
-                                                               lock_tile, me, me, vals, budget, AFTER_LOAD, WORLD,
-                                                               TABLE, INTERPRET)
-                            step = tl.where(ok != 0, step, step + len(WAIT))
+                if HAS_AFTER:
+                    # The model's order: every load of gathered, after_load, then the C stores; the C
+                    # of every column tile but the last is kept in this program's rows of parked. No CTA
+                    # barrier is needed around them: a row is written and read back through the
+                    # same pointer tensor (the same layout: each thread reads its own writes), and
+                    # a whole K-loop, whose shared-memory dot operands Triton fences with bar.sync,
+                    # lies between every write and its read and every read and the next tile's write.
+                    my_parked = parked + me * parked_rank_stride + first * ROWS * N + r[:, None] * N
+                    for pn in range(0, num_pid_n - 1):
+                        acc, offs_n = gathered_gemm(my_gathered, B_rank, t, pn, slot_rows, K, stride_bk, stride_bn,
+                                                    late, WORLD, ROWS, BLOCK_M, BLOCK_N, BLOCK_K, TILE_LOAD_VOLATILE,
+                                                    INTERPRET)
+                        tl.store(my_parked + offs_n[None, :], acc.to(out.dtype.element_ty))
+                    acc, offs_n = gathered_gemm(my_gathered, B_rank, t, num_pid_n - 1, slot_rows, K, stride_bk,
+                                                stride_bn, late, WORLD, ROWS, BLOCK_M, BLOCK_N, BLOCK_K,
+                                                TILE_LOAD_VOLATILE, INTERPRET)
+                    # the back-signal ("done") and the owner's reset, once every block was read
+                    ok, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, lock_tile,
+                                                       me, me, vals, budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
+                    step = tl.where(ok != 0, step, step + len(WAIT))
                     tl.store(my_out + c_rows[:, None] * N + offs_n[None, :], acc.to(out.dtype.element_ty),
                              mask=valid[:, None] & (offs_n < N)[None, :])
+                    for pn in range(0, num_pid_n - 1):
+                        offs_n = pn * BLOCK_N + tl.arange(0, BLOCK_N)
+                        tl.store(my_out + c_rows[:, None] * N + offs_n[None, :], tl.load(my_parked + offs_n[None, :]),
+                                 mask=valid[:, None] & (offs_n < N)[None, :])
+                else:
+                    for pn in range(0, num_pid_n):
+                        acc, offs_n = gathered_gemm(my_gathered, B_rank, t, pn, slot_rows, K, stride_bk, stride_bn,
+                                                    late, WORLD, ROWS, BLOCK_M, BLOCK_N, BLOCK_K, TILE_LOAD_VOLATILE,
+                                                    INTERPRET)
+                        tl.store(my_out + c_rows[:, None] * N + offs_n[None, :], acc.to(out.dtype.element_ty),
+                                 mask=valid[:, None] & (offs_n < N)[None, :])
             if ok == 0:
                 timed_out(my_status + t * 4, last, step, max_polls - budget)
 
 
+@once_per_build
 def meta_parameters(built: BuiltKernel) -> dict:
     """The ``tl.constexpr`` arguments of :func:`all_gather_gemm_kernel` for a built kernel."""
     c, plan = built.config, built.plan
     return dict(
         WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
         BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k, ROWS=stacked_rows(c.world_size, c.block_m),
-        GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms,
+        # the GEMM part (``gemm_only``): the grid's ``gemm_sms`` programs per rank all multiply
+        GEMM_SMS=c.gemm_sms, COMM_SMS=c.gemm_sms if c.gemm_only else c.comm_sms,
         SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
         TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
         DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order, INTERPRET=c.interpret,
         BEFORE_STORE=wrap_plan(plan.before_store), AFTER_LOAD=wrap_plan(plan.after_load),
         HAS_BEFORE=bool(plan.before_store), HAS_AFTER=bool(plan.after_load),
-        SLOTS=plan.slots, NLOCKS=len(plan.locks),
+        SLOTS=plan.slots, NLOCKS=len(plan.locks), GEMM_ONLY=c.gemm_only,
     )
 
 
@@ -234,22 +280,22 @@ def launch_all_gather_gemm(built: BuiltKernel, heap, A, B, status, *, rank: int 
                            max_polls: int = 1 << 20, delay_seed: int = 0,
                            delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
                            delay_table=None, vals=None, compile_only: bool = False):
-    """Launch one iteration: ``heap`` holds :func:`buffers` (``gathered``, ``out``, ``locks``).
+    """Launch one iteration: ``heap`` holds :func:`buffers` (``gathered``, ``out``, ``locks``, ``parked``).
 
     ``A``/``B`` are ``[world, M/W, K]``/``[world, K, N]`` (virtual ranks) or this rank's
     ``[1, ...]``; ``status`` is ``[world, 2 * tiles, 4]`` int32, zeroed by the caller.
     """
     c = built.config
-    gathered, out, locks = heap["gathered"], heap["out"], heap["locks"]
+    gathered, out, locks, parked = heap["gathered"], heap["out"], heap["locks"], heap["parked"]
     virtual_inputs = A.shape[0] > 1
     return all_gather_gemm_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
         A, B,
-        gathered.local, gathered.table, out.local, out.table, locks.local, locks.table,
+        gathered.local, gathered.table, out.local, out.table, locks.local, locks.table, parked.local,
         status,
         c.m, c.n, c.k,
         A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
         B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
-        gathered.rank_stride, out.rank_stride, locks.rank_stride,
+        gathered.rank_stride, out.rank_stride, locks.rank_stride, parked.rank_stride,
         rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
         max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
         num_warps=c.num_warps, num_stages=c.num_stages,

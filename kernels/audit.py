@@ -59,11 +59,24 @@ def wait_probe(tile, out, locks, locks_table, status, vals, rank, max_polls,
         tl.store(status, last)
 
 
+def probe_warps(protocol) -> int:
+    """Warps a probe of ``protocol`` compiles with: 4 (quick to compile; nothing the audit reads
+    depends on it), or the kernels' 8 when a barrier step selects warps, which are warps of an
+    8-warp CTA (``syncverify.rules.KERNEL_WARPS``)."""
+    from syncverify.rules import KERNEL_WARPS, SECTIONS, section_steps
+
+    steps = [s for section in SECTIONS for s in section_steps(protocol, section)]
+    return KERNEL_WARPS if any(s.op == "barrier" and s.selects_warps for s in steps) else 4
+
+
 @functools.lru_cache(maxsize=64)
-def probe_ptx(protocol, side: str, *, world_size: int = AUDIT_WORLD, num_warps: int = 4) -> str:
-    """PTX for sm_90 of ``protocol``'s ``side`` (``"signal"`` or ``"wait"``) probe."""
+def probe_ptx(protocol, side: str, *, world_size: int = AUDIT_WORLD, num_warps: int | None = None) -> str:
+    """PTX for sm_90 of ``protocol``'s ``side`` (``"signal"`` or ``"wait"``) probe, with
+    ``num_warps`` warps (default :func:`probe_warps`)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    num_warps = num_warps or probe_warps(protocol)
 
     plan = build_plan(protocol, world_size=world_size)
     vals = "*i32"

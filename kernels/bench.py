@@ -37,9 +37,8 @@ from syncverify import rules
 from syncverify.bench import Case, Ceilings, Measurement, NO_SYNC, Sweep, machine_kind, resolve
 from syncverify.kernels._deps import torch
 from syncverify.kernels.build import BuiltKernel, build, runtime_values_tensor, torch_dtype
-from syncverify.kernels.gemm_all_reduce import launch_all_reduce
-from syncverify.kernels.gemm_all_scatter import launch_all_scatter
 from syncverify.kernels.heap import VirtualHeap
+from syncverify.kernels.registry import allocate, launch_function
 
 L2_BYTES = 60 * 1024 * 1024  # H200 (PyTorch reports 60 MB); the interpreter has no L2 to dodge
 MAX_SETS = 8
@@ -139,11 +138,22 @@ class Timer:
 # ----- operands ----------------------------------------------------------------------------------
 
 def operand_shapes(case: Case, world_size: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Per-rank A and B as ``[W, ...]`` (all-reduce: K split over ranks; all-scatter: N)."""
+    """Per-rank A and B as ``[W, ...]`` (all-reduce, gemm-reduce-scatter: K split over ranks;
+    all-scatter: N; all-gather-gemm: A's rows, each rank with its own ``K x N`` B)."""
     W = world_size
-    if case.kernel == "all-reduce":
+    if case.kernel in ("all-reduce", "gemm-reduce-scatter"):
         return (W, case.m, case.k // W), (W, case.k // W, case.n)
+    if case.kernel == "all-gather-gemm":
+        return (W, case.m // W, case.k), (W, case.k, case.n)
     return (W, case.m, case.k), (W, case.k, case.n // W)
+
+
+def cublas_operands(case: Case, A, B) -> tuple:
+    """What ``torch.matmul`` multiplies for the cuBLAS row: every rank's own GEMM of the case in
+    one batched call (all-gather-gemm: the gathered A, ``[1, M, K]``, against each rank's B)."""
+    if case.kernel == "all-gather-gemm":
+        return A.reshape(1, -1, A.shape[-1]), B
+    return A, B
 
 
 def input_sets(case: Case, world_size: int, device, *, generator, count: int | None = None,
@@ -175,12 +185,26 @@ def rank_slice(inputs: tuple, rank: int) -> tuple:
 
 
 def reference(case: Case, A, B) -> "torch.Tensor":
-    """What C must be (fp32): the sum of the ranks' partial products (all-reduce), or A times the
-    column blocks side by side (all-scatter)."""
+    """What C must be (fp32): the sum of the ranks' partial products (all-reduce,
+    gemm-reduce-scatter), A times the column blocks side by side (all-scatter), or each rank's
+    own ``[W, M, N]`` product of the gathered A with its B (all-gather-gemm)."""
     a, b = A.float(), B.float()
-    if case.kernel == "all-reduce":
+    if case.kernel in ("all-reduce", "gemm-reduce-scatter"):
         return torch.matmul(a, b).sum(dim=0)
+    if case.kernel == "all-gather-gemm":
+        return torch.matmul(*cublas_operands(case, a, b))
     return torch.cat(list(torch.matmul(a[:1], b)), dim=1)
+
+
+def owned_mask(config, ranks, device) -> "torch.Tensor":
+    """``[len(ranks), M, N]`` bool on ``device``: the tiles of C each of ``ranks`` owns in
+    gemm-reduce-scatter (``syncverify.rules.ownership_table``): the only part of C that rank writes."""
+    c = config
+    owner = rules.ownership_table(c.tiles, c.world_size, c.distribution)[:c.tiles]
+    tiles_n = c.n // c.block_n
+    per_tile = torch.tensor(owner, device=device).view(c.m // c.block_m, tiles_n)
+    per_element = per_tile.repeat_interleave(c.block_m, 0).repeat_interleave(c.block_n, 1)
+    return torch.stack([per_element == r for r in ranks])
 
 
 def relative_error(got, want) -> float:
@@ -208,10 +232,14 @@ class FusedRun:
         self.rank, self.device_barrier, self.host_barrier = rank, device_barrier, host_barrier
         self.heap = heap if heap is not None else VirtualHeap(c.world_size, device)
         data = torch_dtype(c.dtype)
-        self.work = "partial" if c.kernel == "all-reduce" else "local"
-        self.heap.allocate(self.work, (c.m, c.n_per_rank), data)
-        self.heap.allocate("out", (c.m, c.n), data)
-        self.heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
+        if c.kernel in ("all-gather-gemm", "gemm-reduce-scatter"):  # their own buffers (kernels.registry)
+            self.work = next(name for name in allocate(built, self.heap, data, torch.int32)
+                             if name not in ("out", "locks"))
+        else:
+            self.work = "partial" if c.kernel == "all-reduce" else "local"
+            self.heap.allocate(self.work, (c.m, c.n_per_rank), data)
+            self.heap.allocate("out", (c.m, c.n), data)
+            self.heap.allocate("locks", (built.lock_count, c.tiles), torch.int32)
         self.lock_names = ["locks"]
         self.resets = [rules.reset_policy(built.protocol.reset) if built.protocol is not None else "none"]
         if c.kernel == "all-scatter":
@@ -225,7 +253,7 @@ class FusedRun:
                 push = load_protocol(built.plan.push_protocol)
             self.resets.append(rules.reset_policy(push.reset) if push is not None else "none")
         self.status = torch.zeros((c.world_size, 2 * c.tiles, 4), dtype=torch.int32, device=device)
-        self.launch_fn = launch_all_reduce if c.kernel == "all-reduce" else launch_all_scatter
+        self.launch_fn = launch_function(c.kernel)
         self.vals = None
 
     def zero_locks(self, *, between: bool = False) -> None:
@@ -257,6 +285,8 @@ class FusedRun:
         barrier after the first zeroing: no rank's first launch signals into a peer's locks
         before that peer has zeroed them."""
         ring = runtime_values_tensor(self.built, range(timer.launches), self.device)
+        if self.config.gemm_only and self.config.kernel == "all-gather-gemm":
+            self.fill_gathered(sets[0])  # the GEMM part reads A as if every shard had arrived
 
         def first() -> None:
             self.zero_locks()
@@ -271,6 +301,16 @@ class FusedRun:
 
         return timer.capture(first, one)
 
+    def fill_gathered(self, everyone) -> None:
+        """all-gather-gemm's GEMM part: this process's ``gathered`` copies hold every rank's shard
+        (block ``b``: rank ``b``'s A), as the senders would have left them. Given one rank's
+        shard only (a real rank's timing sets), every block holds it: data, not zeros, either way."""
+        A = everyone[0]
+        gathered = self.heap["gathered"].local
+        rows, k = A.shape[1], A.shape[2]
+        for b in range(self.config.world_size):
+            gathered[:, :rows, b * k:(b + 1) * k] = A[b % A.shape[0]]
+
     def validate(self, inputs, *, everyone=None) -> str:
         """One launch on ``inputs`` from zeroed locks; ``"ok"`` or what was wrong. Real ranks
         pass ``everyone``, every rank's operands, to compute what this rank's C must be."""
@@ -278,24 +318,51 @@ class FusedRun:
         self.vals = runtime_values_tensor(self.built, [0], self.device)
         self.zero_locks()
         self.status.zero_()
+        # gemm-reduce-scatter's GEMM part is checked by summing inboxes: its unwritten parts must be 0
+        unwritten = 0.0 if c.gemm_only and c.kernel == "gemm-reduce-scatter" else math.nan
         for name in ("out", "received", self.work):
             if name in self.heap.buffers:
-                self.heap[name].local.fill_(math.nan)
+                self.heap[name].local.fill_(unwritten)
+        if c.gemm_only and c.kernel == "all-gather-gemm":
+            self.fill_gathered(everyone or inputs)
         if self.host_barrier is not None:  # every rank's locks zeroed before any rank launches
             self.host_barrier()
         self.launch(inputs, 0)
-        A, B = inputs
-        if c.gemm_only:
-            got = self.heap[self.work].local
-            want = torch.matmul(A.float(), B.float())
-        else:
-            got = self.heap["out" if c.kernel == "all-reduce" else "received"].local
-            want = reference(Case(kernel=c.kernel), *(everyone or inputs)).expand(got.shape[0], -1, -1)
+        got, want = self.result(inputs, everyone)
         timeouts = int(self.status[..., 0].sum().item())
         if timeouts:
             return f"{timeouts} waits timed out"
         error = relative_error(got, want)
         return "ok" if error < TOLERANCE else f"relative error {error:.2e} >= {TOLERANCE:g}"
+
+    def result(self, inputs, everyone=None) -> tuple["torch.Tensor", "torch.Tensor"]:
+        """``(what the launch left, what it must be)`` for this process's ranks, both fp32-able:
+        C (or, for the GEMM part, the producers' partials); in gemm-reduce-scatter only the tiles
+        each rank owns."""
+        c = self.config
+        A, B = inputs
+        everyone = everyone or inputs
+        ranks = list(range(c.world_size)) if c.virtual else [self.rank]
+        if c.gemm_only and c.kernel == "gemm-reduce-scatter":
+            # the owner's inbox holds rank b's partial of its tiles in block b: what rank r left
+            # is, block b, rank b's product on the tiles r owns (0 elsewhere: filled before)
+            mask = owned_mask(c, ranks, self.device).unsqueeze(1)  # [ranks, 1, M, N]
+            inbox = self.heap[self.work].local[:, :c.m].float().view(len(ranks), c.m, c.world_size, c.n)
+            partials = torch.matmul(everyone[0].float(), everyone[1].float())  # [W, M, N]
+            return inbox.permute(0, 2, 1, 3) * mask, partials.unsqueeze(0) * mask
+        if c.gemm_only and c.kernel == "all-gather-gemm":
+            got = self.heap["out"].local
+            return got, reference(Case(kernel=c.kernel), *everyone)[ranks]
+        if c.gemm_only:
+            return self.heap[self.work].local, torch.matmul(A.float(), B.float())
+        if c.kernel == "all-gather-gemm":
+            return self.heap["out"].local, reference(Case(kernel=c.kernel), *everyone)[ranks]
+        if c.kernel == "gemm-reduce-scatter":
+            mask = owned_mask(c, ranks, self.device)
+            want = reference(Case(kernel=c.kernel), *everyone).expand(len(ranks), -1, -1)
+            return torch.where(mask, self.heap["out"].local.float(), 0.0), want * mask
+        got = self.heap["out" if c.kernel == "all-reduce" else "received"].local
+        return got, reference(Case(kernel=c.kernel), *everyone).expand(got.shape[0], -1, -1)
 
 
 # ----- ceilings ----------------------------------------------------------------------------------
@@ -345,11 +412,13 @@ def measure_case(case: Case, protocols: dict, *, world_size: int, timer: Timer, 
     generator = torch.Generator(device=device).manual_seed(seed)
     sets = input_sets(case, world_size, device, generator=generator)
     fresh = input_sets(case, world_size, device, generator=generator, count=1)[0]
-    c_shape = (world_size, case.m, case.n // world_size if case.kernel == "all-scatter" else case.n)
-    c = torch.empty(c_shape, device=device, dtype=torch_dtype(case.dtype))
+    operands = [cublas_operands(case, *inputs) for inputs in sets]
+    a, b = operands[0]
+    c = torch.empty(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
+                    device=device, dtype=torch_dtype(case.dtype))
     runs = {"gemm-part": FusedRun(part, device), **{name: FusedRun(b, device) for name, b in fused.items()}}
     progress(f"{case.key}: compile and capture")
-    replays = [timer.capture(lambda: None, lambda i: torch.matmul(*sets[i % len(sets)], out=c))]
+    replays = [timer.capture(lambda: None, lambda i: torch.matmul(*operands[i % len(operands)], out=c))]
     replays += [run.capture(timer, sets) for run in runs.values()]
     progress(f"{case.key}: time cuBLAS, GEMM part, {', '.join(fused)} interleaved")
     times = timer.interleaved(replays)

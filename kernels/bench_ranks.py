@@ -13,9 +13,11 @@ the same sweep on its own GPU (:func:`bench_worker`):
 
    * ``cublas``: ``torch.matmul`` of this rank's operands (all-reduce ``[M, K/W] x [K/W, N]``,
      all-scatter ``[M, K] x [K, N/W]``);
-   * ``cublas+nccl``: the same matmul, then NCCL ``all_reduce`` of C (all-reduce) or
+   * ``cublas+nccl``: the same matmul, then NCCL ``all_reduce`` of C (all-reduce),
      ``all_gather_into_tensor`` of the column blocks into ``[W M, N/W]`` (all-scatter; the
-     blocks are not rearranged into ``[M, N]``, which would only add to the baseline's time);
+     blocks are not rearranged into ``[M, N]``, which would only add to the baseline's time) or
+     ``reduce_scatter_tensor`` of C into ``M / W`` rows (gemm-reduce-scatter); all-gather-gemm
+     gathers A's shards first, then multiplies (:class:`CollectiveBaseline`);
    * ``gemm-part``: the fused kernel's producers alone, every SM of the GPU a producer;
    * ``fused``: the fused kernel with each protocol (``none`` first) on a symmetric-memory heap;
 
@@ -73,42 +75,67 @@ def gather_into_tensor(dist) -> Callable:
     return getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
 
-class CollectiveBaseline:
-    """``torch.matmul`` of this rank's operands, then the collective that gives every rank C:
-    the cuBLAS + NCCL time a fused kernel has to beat."""
+def scatter_reduced(dist) -> Callable:
+    """``torch.distributed``'s reduce-scatter of one tensor into equal blocks
+    (``reduce_scatter_single`` where it exists, ``reduce_scatter_tensor`` before: the same call)."""
+    return getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
-    def __init__(self, case: Case, *, world_size: int, dist, device) -> None:
+
+class CollectiveBaseline:
+    """``torch.matmul`` of this rank's operands and the collective that gives every rank its
+    part of C: the cuBLAS + NCCL time a fused kernel has to beat.
+
+    * all-reduce: the partial product, then ``all_reduce`` of C;
+    * all-scatter: the column block, then the gather of every rank's block;
+    * all-gather-gemm: the gather of every rank's shard of A (``[M, K]``), then the product with
+      this rank's B (each rank its own ``M x N`` C);
+    * gemm-reduce-scatter: the partial product, then ``reduce_scatter`` of C: this rank keeps
+      ``M / W`` rows of the sum (the fused kernel keeps the tiles it owns: the same share).
+    """
+
+    def __init__(self, case: Case, *, world_size: int, dist, device, rank: int = 0) -> None:
         from syncverify.kernels._deps import torch
         from syncverify.kernels.build import torch_dtype
 
-        self.case, self.world_size, self.dist = case, world_size, dist
+        self.case, self.world_size, self.dist, self.rank = case, world_size, dist, rank
         self.n_local = case.n // world_size if case.kernel == "all-scatter" else case.n
         dtype = torch_dtype(case.dtype)
         self.c = torch.empty((case.m, self.n_local), dtype=dtype, device=device)
         self.gathered = (torch.empty((world_size * case.m, self.n_local), dtype=dtype, device=device)
                          if case.kernel == "all-scatter" else None)
+        self.a_full = (torch.empty((case.m, case.k), dtype=dtype, device=device)
+                       if case.kernel == "all-gather-gemm" else None)
+        self.scattered = (torch.empty((case.m // world_size, case.n), dtype=dtype, device=device)
+                          if case.kernel == "gemm-reduce-scatter" else None)
         self.gather = gather_into_tensor(dist)
 
     def matmul(self, inputs) -> None:
-        """This rank's GEMM alone (``inputs``: this rank's ``[1, ...]`` A and B)."""
+        """This rank's GEMM alone (``inputs``: this rank's ``[1, ...]`` A and B; all-gather-gemm:
+        the gathered A as the last gather left it)."""
         from syncverify.kernels._deps import torch
 
         A, B = inputs
-        torch.matmul(A[0], B[0], out=self.c)
+        torch.matmul(A[0] if self.a_full is None else self.a_full, B[0], out=self.c)
 
     def matmul_then_collective(self, inputs) -> None:
-        """This rank's GEMM, then ``all_reduce`` (all-reduce) or the gather of every rank's
-        column block (all-scatter)."""
+        """This rank's GEMM and its collective (the class docstring)."""
+        if self.a_full is not None:
+            self.gather(self.a_full, inputs[0][0])
         self.matmul(inputs)
-        if self.gathered is None:
-            self.dist.all_reduce(self.c)
-        else:
+        if self.gathered is not None:
             self.gather(self.gathered, self.c)
+        elif self.scattered is not None:
+            scatter_reduced(self.dist)(self.scattered, self.c)
+        elif self.a_full is None:
+            self.dist.all_reduce(self.c)
 
     def result(self):
-        """C as ``[M, N]``: the all-reduced C, or the gathered blocks side by side."""
+        """This rank's C: the all-reduced C, the gathered blocks side by side ``[M, N]``, its own
+        product (all-gather-gemm) or its ``M / W`` rows of the sum (gemm-reduce-scatter)."""
         from syncverify.kernels._deps import torch
 
+        if self.scattered is not None:
+            return self.scattered
         if self.gathered is None:
             return self.c
         return torch.cat(self.gathered.view(self.world_size, self.case.m, self.n_local).unbind(0), dim=1)
@@ -118,7 +145,13 @@ class CollectiveBaseline:
         from syncverify.kernels.bench import TOLERANCE, reference, relative_error
 
         self.matmul_then_collective(inputs)
-        error = relative_error(self.result(), reference(self.case, *everyone))
+        want = reference(self.case, *everyone)
+        if self.case.kernel == "all-gather-gemm":
+            want = want[self.rank]
+        elif self.scattered is not None:
+            rows = self.case.m // self.world_size
+            want = want[self.rank * rows:(self.rank + 1) * rows]
+        error = relative_error(self.result(), want)
         return "ok" if error < TOLERANCE else f"relative error {error:.2e} >= {TOLERANCE:g}"
 
 
@@ -163,7 +196,12 @@ def check_cases(sweep: Sweep, *, sms: int, gpus: int) -> None:
     that do not fit the GPU, are refused (one line) before any process starts."""
     from syncverify.kernels.build import build
 
+    from syncverify.bench import BenchInputError
+
     for case in sweep.cases:
+        if case.kernel == "gemm-reduce-scatter" and case.m % sweep.world_size:
+            raise BenchInputError(f"{case.key}: M={case.m} does not divide into {sweep.world_size} row blocks, "
+                                  "which the cuBLAS + NCCL baseline's reduce_scatter needs")
         _case, part, fused = real_configs(case, world_size=sweep.world_size, sms=sms)
         build(None, part, sms=sms, gpus=gpus)
         build(None, fused, sms=sms, gpus=gpus)
@@ -185,7 +223,7 @@ def measure_case_ranks(case: Case, protocols: dict, *, ctx: RankContext, timer, 
     del everyone
     fresh_everyone = input_sets(case, W, device, generator=generator, count=1)[0]
     fresh = rank_slice(fresh_everyone, rank)
-    baseline = CollectiveBaseline(case, world_size=W, dist=ctx.dist, device=device)
+    baseline = CollectiveBaseline(case, world_size=W, dist=ctx.dist, device=device, rank=rank)
     runs: dict[str, FusedRun] = {}
     progress(f"{case.key}: compile and capture")
     if fused:
@@ -349,4 +387,4 @@ def run_sweep_ranks(sweep: Sweep, *, seed: int = 0, backend: str = "nccl", graph
 
 
 __all__ = ["CollectiveBaseline", "PartialRecord", "RanksJob", "RanksOutcome", "bench_worker", "check_cases",
-           "gather_into_tensor", "measure_case_ranks", "real_configs", "run_sweep_ranks"]
+           "gather_into_tensor", "scatter_reduced", "measure_case_ranks", "real_configs", "run_sweep_ranks"]

@@ -8,6 +8,7 @@ does not divide, a grid that cannot be resident (:class:`syncverify.kernels.erro
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,9 +93,31 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
         from syncverify.scenarios import DEFAULT_PUSH
 
         push = load_protocol(DEFAULT_PUSH)
+    _check_warp_selections(protocol, push if config.kernel == "all-scatter" else None, config)
     plan = build_plan(protocol, world_size=config.world_size, lock_dtype=config.lock_dtype,
                       push=push if config.kernel == "all-scatter" else None)
     return BuiltKernel(config, plan, protocol)
+
+
+def _check_warp_selections(protocol: Any, push: Any, config: KernelConfig) -> None:
+    """A barrier step that selects warps names warps of an 8-warp CTA: the kernel must run 8
+    warps (the interpreter runs no barrier, so any number there). A CTA that runs two protocols
+    (all-scatter's comm CTA: the protocol's wait, the push protocol's signal) must not have them
+    share the id of such a barrier (``syncverify.scenarios.barrier_id_clash``, as the model)."""
+    from syncverify import rules
+    from syncverify.kernels.errors import UnsupportedStep
+    from syncverify.scenarios import barrier_id_clash
+
+    protocols = {"protocol": protocol} | ({"push": push} if push is not None else {})
+    selecting = [(p.name, s) for p in protocols.values() for section in rules.SECTIONS
+                 for s in rules.section_steps(p, section) if s.op == "barrier" and s.selects_warps]
+    if selecting and config.num_warps != rules.KERNEL_WARPS and not config.interpret:  # the interpreter runs no bar
+        raise UnsupportedStep(f"protocol {selecting[0][0]!r}: its barrier steps select warps of a "
+                              f"{rules.KERNEL_WARPS}-warp CTA; build the kernel with num_warps={rules.KERNEL_WARPS} "
+                              f"(not {config.num_warps})")
+    clash = barrier_id_clash(protocols, config.kernel)
+    if clash:
+        raise UnsupportedStep(clash)
 
 
 def torch_dtype(name: str):
@@ -108,6 +131,28 @@ def lock_torch_dtype(name: str):
     from syncverify.kernels._deps import torch
 
     return {"int32": torch.int32, "int8": torch.int8}[name]
+
+
+def once_per_build(meta_parameters):
+    """Decorate a kernel module's ``meta_parameters(built)`` so that it runs once per
+    :class:`BuiltKernel` (each call returns a fresh dict of the same values).
+
+    Wrapping every plan step in ``tl.constexpr`` on each launch, and hashing the new objects
+    into Triton's kernel-cache key, was the largest host cost of an eager launch (``cProfile``
+    in ``benchmarks/stress_bench.py``'s profile section, docs/RESULTS.md); the same objects
+    also let that key compare by identity."""
+    cache: dict[int, tuple[Any, dict]] = {}
+
+    @functools.wraps(meta_parameters)
+    def cached(built: BuiltKernel) -> dict:
+        hit = cache.get(id(built))
+        if hit is None or hit[0]() is not built:  # a new build (or an id reused after one was freed)
+            hit = (weakref.ref(built), meta_parameters(built))
+            cache[id(built)] = hit
+            weakref.finalize(built, cache.pop, id(built), None)
+        return dict(hit[1])
+
+    return cached
 
 
 def ownership_tensor(config: KernelConfig, device):

@@ -25,7 +25,7 @@ def _pointer_types(built: BuiltKernel) -> dict[str, str]:
     lock = "*" + _TRITON_TYPES[c.lock_dtype]
     return {
         "A": data, "B": data, "partial": data, "local": data, "out": data, "received": data,
-        "gathered": data, "inbox": data,
+        "gathered": data, "inbox": data, "parked": data,
         "locks": lock, "push_locks": lock, "status": "*i32", "ownership": "*i32", "delay_table": "*i32",
         "partial_table": "*i64", "local_table": "*i64", "out_table": "*i64", "received_table": "*i64",
         "gathered_table": "*i64", "inbox_table": "*i64",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, ownership_tensor
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, once_per_build, ownership_tensor
 from syncverify.kernels.delays import (
     SITE_WAIT_READ,
     delay_ns,
@@ -164,6 +164,7 @@ def gemm_all_reduce_kernel(
                 tl.store(row + 3, max_polls - budget)
 
 
+@once_per_build
 def meta_parameters(built: BuiltKernel) -> dict:
     """The ``tl.constexpr`` arguments of :func:`gemm_all_reduce_kernel` for a built kernel."""
     c, plan = built.config, built.plan

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, once_per_build
 from syncverify.kernels.delays import (
     SITE_WAIT_READ,
     delay_ns,
@@ -174,6 +174,7 @@ def gemm_all_scatter_kernel(
                 timed_out(my_status + (n_tiles + t) * 4, last, step, max_polls - budget)
 
 
+@once_per_build
 def meta_parameters(built: BuiltKernel) -> dict:
     """The ``tl.constexpr`` arguments of :func:`gemm_all_scatter_kernel` for a built kernel."""
     c, plan = built.config, built.plan

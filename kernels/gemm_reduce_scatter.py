@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, ownership_tensor
+from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, once_per_build, ownership_tensor
 from syncverify.kernels.delays import SITE_WAIT_READ, delay_ns, delay_warp_mask, warp_sleep_here
 from syncverify.kernels.gemm_all_scatter import timed_out
 from syncverify.kernels.steps import program_role, rank_base, role_rank, run_steps, wrap_plan
@@ -154,6 +154,7 @@ def gemm_reduce_scatter_kernel(
                 timed_out(my_status + t * 4, last, step, max_polls - budget)
 
 
+@once_per_build
 def meta_parameters(built: BuiltKernel) -> dict:
     """The ``tl.constexpr`` arguments of :func:`gemm_reduce_scatter_kernel` for a built kernel."""
     c, plan = built.config, built.plan

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncverify import rules
-from syncverify.lowering import barrier_ptx
+from syncverify.lowering import barrier_ptx, lower_barrier
 from syncverify.choices import one_of
 from syncverify.kernels.errors import UnsupportedStep
 
@@ -52,7 +52,7 @@ FIELDS: tuple[str, ...] = (
     "compare",  # operand (CAS compare)
     "until",  # await exit comparison: == != >= > <= <
     "target",  # operand: the until right-hand side
-    "barrier",  # barrier: its inline PTX (syncverify.lowering.barrier_ptx); "" is tl.debug_barrier()
+    "barrier",  # barrier: its inline PTX (syncverify.lowering.barrier_ptx, warp selections included); "" is tl.debug_barrier()
     "writes",  # True: the step writes the copies `to` names (a signal, or a consumer's back-signal)
 )
 
@@ -217,7 +217,7 @@ def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
         compare=operands.operand(step.compare, f"{at} compare", place=place, name="compare"),
         until=until,
         target=target,
-        barrier=barrier_ptx(step.barrier_id or 0, step.count) if step.op == "barrier" else "",
+        barrier=barrier_ptx(lower_barrier(step)) if step.op == "barrier" else "",
         writes=writes,
     )
 

@@ -13,7 +13,8 @@ Where each primitive runs inside a CTA (Triton 3.6, sm_90; the PTX audit checks 
   ``syncverify.kernels.delays``) run on **every** thread; a non-weak store (inline PTX) is
   predicated to thread 0 like ``tl.store``;
 * ``tl.debug_barrier()`` is ``bar.sync 0``; :func:`named_barrier` is ``bar.sync ID{, COUNT}``
-  (inline PTX) on every thread.
+  (inline PTX) on every thread, or for a step that selects warps ``bar.arrive``/``bar.sync`` chosen
+  per warp by a warp-uniform predicate.
 
 The interpreter path (``INTERPRET=True``, ``TRITON_INTERPRET=1``): inline PTX cannot run there,
 so fences (and delays) are skipped. Nothing is lost: the interpreter runs one program at a time,
@@ -76,13 +77,24 @@ def store_flag(ptr, value, SEM: tl.constexpr, SCOPE: tl.constexpr, CACHE: tl.con
 @jit
 def named_barrier(PTX: tl.constexpr, INTERPRET: tl.constexpr):
     """A protocol ``barrier`` on every thread: ``tl.debug_barrier()`` (``bar.sync 0``) when
-    ``PTX`` is empty, else the inline PTX ``bar.sync ID{, COUNT};`` (``syncverify.lowering.barrier_ptx``).
+    ``PTX`` is empty, else the inline PTX ``syncverify.lowering.barrier_ptx`` wrote for the step:
+    ``bar.sync ID{, COUNT};``, or, for a step that selects warps, each warp tests its bit
+    (``1 << (%tid.x / 32)``) in the masks of the warps that arrive and that wait, and runs
+    ``bar.arrive ID, COUNT`` or ``bar.sync ID, COUNT`` (or neither). The predicate is the same
+    for every thread of a warp, as the aligned ``bar`` requires.
 
-    Ordering: the arrivals of one phase of the barrier synchronize with each other (PTX ISA:
-    "A bar{.cta}.sync ... operation synchronizes with a bar{.cta}.sync ... executed on the same
-    barrier"), so a warp's earlier accesses (its tile stores) happen before the other
-    participants' later ones. With a ``COUNT`` below the CTA's threads, a phase completes once
-    ``COUNT`` threads (whole warps) arrive: it orders nothing with the warps of the other phases.
+    Ordering: the arrivals of one phase of the barrier synchronize with its ``bar.sync`` s (PTX
+    ISA: "A bar{.cta}.sync or bar{.cta}.red or bar{.cta}.arrive operation synchronizes with a
+    bar{.cta}.sync or bar{.cta}.red operation executed on the same barrier"), so a warp's earlier
+    accesses (its tile stores) happen before the later ones of every warp that waits there. A
+    ``bar.arrive`` waits for nothing: nothing after it is ordered after the other warps. Warps
+    outside the step's warps are not ordered at all.
+
+    Reuse across tiles: a warp that only arrives goes on at once, and must not reach the same
+    barrier for the next tile while the waiting warp is still in this tile's phase. Each tile's
+    GEMM passes a ``bar.sync 0`` of the whole CTA (Triton's) that the waiting warp reaches only
+    after its phase; a compiled launch where some path misses it is refused
+    (``syncverify.kernels._jit.refuse_arrive_laps``).
     The interpreter runs one program at a time, so there is nothing to wait for there (the trace
     recorder logs the barrier from this helper's parameters).
     """

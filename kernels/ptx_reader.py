@@ -40,6 +40,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from syncverify.rules import WARP_SIZE, warp_text
+
 _PARAM = re.compile(r"\[\s*(\w+)_param_(\d+)\s*\]")
 _REG = re.compile(r"%[\w.]+|\b[a-z]\b")
 _NTID = re.compile(r"\.reqntid\s+(\d+)")
@@ -90,7 +92,7 @@ class SyncOp:
 
     def __str__(self) -> str:
         if self.kind == "bar":
-            return f"bar {self.threads}"
+            return f"bar {self.threads}" if self.op in ("", "0") else f"bar {self.op}"
         if self.kind == "fence":
             return f"fence.{self.sem}.{self.scope} {self.threads}"
         head = self.kind + (f".{self.op}" if self.op else "") + f".{self.sem}"
@@ -230,6 +232,7 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
         dest = _regs(ops[0]) if ops else []
         srcs = [r for o in ops[1:] for r in _regs(o)]
         parts = ins.parts
+        value = _evaluate(ins, lanes, ntid) if dest else None  # its sources are read before dest is written
         for d in dest:  # a register written here loses what it held
             lanes.pop(d, None)
         # ----- which thread(s) and which buffer ----------------------------------------------
@@ -242,10 +245,8 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
                 else:
                     origin.pop(dest[0], None)
             continue
-        if dest:
-            value = _evaluate(ins, lanes, ntid)
-            if value is not None:
-                lanes[dest[0]] = value
+        if value is not None:
+            lanes[dest[0]] = value
         if dest and parts[0] not in ("st", "red", "bar", "fence"):
             inherited = set().union(*(origin.get(s, set()) for s in srcs)) if srcs else set()
             if parts[0] == "ld" and "global" in parts:
@@ -258,6 +259,7 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
                 origin.pop(dest[0], None)
         # ----- synchronization -------------------------------------------------------------
         threads = "all"
+        warps = None
         guard = lanes.get(ins.pred) if ins.pred is not None else None
         if guard is None and ins.pred is not None:
             guard = single.get(ins.pred)
@@ -265,7 +267,8 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
             holds = [bool(v) != ins.negated for v in guard]
             if sum(holds) == 1:
                 threads = "one"
-        op = _sync_op(ins, parts, ops, origin, threads)
+            warps = _guarded_warps(holds)
+        op = _sync_op(ins, parts, ops, origin, threads, warps)
         if op is not None:
             out.append(op)
     return out
@@ -302,10 +305,23 @@ def _sem_scope(parts: list[str]) -> tuple[str | None, str | None]:
     return sem, scope
 
 
-def _sync_op(ins: Instr, parts: list[str], ops, origin, threads) -> SyncOp | None:
+def _guarded_warps(holds: list[bool]) -> tuple[int, ...] | None:
+    """The warps a guard keeps, when it keeps whole warps but not all of them (a warp-selected
+    barrier, ``syncverify.lowering.barrier_ptx``); None otherwise."""
+    warps = [holds[w * WARP_SIZE:(w + 1) * WARP_SIZE] for w in range(len(holds) // WARP_SIZE)]
+    if not all(all(lanes) or not any(lanes) for lanes in warps) or all(all(lanes) for lanes in warps):
+        return None
+    return tuple(w for w, lanes in enumerate(warps) if all(lanes))
+
+
+def _sync_op(ins: Instr, parts: list[str], ops, origin, threads, warps=None) -> SyncOp | None:
     kind = parts[0]
-    if kind == "bar" and parts[1:2] == ["sync"]:
-        return SyncOp("bar", "all", op=",".join(o.strip() for o in ops), line=ins.line)
+    if kind == "bar" and parts[1:2] in (["sync"], ["arrive"]):
+        # as syncverify.lowering.LoweredOp.bar_operands writes it: "1,256", "arrive 1,256 warps 1-7"
+        text = ("arrive " if parts[1] == "arrive" else "") + ",".join(o.strip() for o in ops)
+        if warps is not None:
+            text += f" warps {warp_text(warps)}"
+        return SyncOp("bar", "all", op=text, line=ins.line)
     if kind == "fence" and len(parts) >= 3 and parts[1] in ("sc", "acq_rel"):
         return SyncOp("fence", "all", parts[1], parts[2], line=ins.line)
     if kind not in ("st", "ld", "atom", "red") or "global" not in parts:
@@ -325,3 +341,63 @@ def _sync_op(ins: Instr, parts: list[str], ops, origin, threads) -> SyncOp | Non
                       line=ins.line)
     return SyncOp(kind, threads, sem or "weak", scope if sem else None, buffer=buffer, cache=cache,
                   width=width, line=ins.line)
+
+
+# ----- named barriers reused across tiles ------------------------------------------------------
+
+_LABEL = re.compile(r"^\s*([$\w.]+):\s*(.*)$")
+_BRANCH = re.compile(r"^(@!?%?\w+\s+)?bra(?:\.uni)?\s+([$\w.]+)$")
+_ARRIVE = re.compile(r"^(?:@!?%?\w+\s+)?bar\.arrive\s+(\d+)")
+_FULL_BARRIER = re.compile(r"^(?:bar\.sync|barrier\.sync(?:\.aligned)?)\s+0$")
+
+
+def arrive_laps(ptx: str) -> list[str]:
+    """Where a warp that only arrives at a named barrier could arrive there again before the
+    phase it arrived in completes: a path of the compiled kernel from a ``bar.arrive`` to a
+    ``bar.arrive`` of the same barrier that passes no ``bar.sync 0`` of the whole CTA.
+
+    A warp-selected barrier step (``syncverify.lowering.barrier_ptx``) runs once per tile, and
+    its arriving warps do not wait. What keeps them from arriving for the next tile while the
+    waiting warp is still in this tile's phase is a full ``bar.sync 0`` (Triton's, in every
+    tile's GEMM) on every path between two arrivals: the waiting warp reaches it only after its
+    own phase completed. This walks the control flow of the PTX text (labels, ``bra``, falling
+    through; the inline asm's own loops included) and returns one line per arrival that can lap.
+    """
+    pieces: list[str] = []
+    labels: dict[str, int] = {}
+    for raw in ptx.splitlines():
+        for piece in raw.split("//")[0].replace("{", ";").replace("}", ";").split(";"):
+            piece = piece.strip()
+            while (match := _LABEL.match(piece)) and not piece.startswith("."):
+                labels[match[1]] = len(pieces)
+                piece = match[2].strip()
+            if piece and not piece.startswith("."):
+                pieces.append(piece)
+
+    def successors(i: int) -> list[int]:
+        branch = _BRANCH.match(pieces[i])
+        if branch is not None:
+            target = [labels[branch[2]]] if branch[2] in labels else []
+            return target + ([i + 1] if branch[1] else [])
+        if pieces[i].split()[0].split(".")[0] in ("ret", "exit"):
+            return []
+        return [i + 1]
+
+    problems = []
+    for start, piece in enumerate(pieces):
+        arrive = _ARRIVE.match(piece)
+        if arrive is None:
+            continue
+        seen, stack = set(), [start + 1]
+        while stack:
+            i = stack.pop()
+            if i in seen or i >= len(pieces) or _FULL_BARRIER.match(pieces[i]):
+                continue
+            seen.add(i)
+            again = _ARRIVE.match(pieces[i])
+            if again is not None and again[1] == arrive[1]:
+                problems.append(f"bar.arrive {arrive[1]} ({piece!r}) can be reached again without a bar.sync 0 "
+                                f"of the whole CTA in between")
+                break
+            stack.extend(successors(i))
+    return problems

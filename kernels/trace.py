@@ -11,7 +11,8 @@ working when helpers move between modules:
   ``create_barrier``. Each call is recorded once (``create_load`` calls ``create_masked_load``:
   only the outer call counts).
 * a protocol barrier: ``named_barrier`` (its ``PTX`` and ``INTERPRET`` parameters) is logged as a
-  ``bar`` with its operands; its interpreter form does nothing.
+  ``bar`` with its operands and, for one that selects warps, what each warp does there (read
+  back from its PTX by ``syncverify.lowering.read_barrier_ptx``); its interpreter form does nothing.
 * inline PTX the interpreter skips: a jit helper with ``SEM``, ``SCOPE`` and ``INTERPRET``
   parameters is one whose compiled form is inline PTX (``fence``, a non-weak ``store_flag``) and
   whose interpreter form is not. Called with ``INTERPRET`` true, such a helper is recorded as a
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import triton.runtime.interpreter as _interp
 from syncverify.kernels import _jit
+from syncverify.lowering import read_barrier_ptx
 from triton._C.libtriton import ir
 
 _SEM = {ir.MEM_SEMANTIC.ACQUIRE: "acquire", ir.MEM_SEMANTIC.RELEASE: "release",
@@ -139,9 +141,11 @@ class Recorder:
         self.log.append(Access(self._pid(), "fence", sem=sem, scope=scope))
 
     def barrier(self, ptx: str = "") -> None:
-        """A ``bar.sync``; ``op`` holds its operands as PTX writes them (``"0"``, ``"1,256"``)."""
-        operands = ptx.removeprefix("bar.sync").strip(" ;").replace(" ", "") or "0"
-        self.log.append(Access(self._pid(), "bar", op=operands, sem="", scope="cta"))
+        """A barrier step (or ``tl.debug_barrier()``): ``op`` holds its operands as PTX writes them
+        (``"0"``, ``"1,256"``), ``sem`` what each warp does at one that selects warps
+        (``syncverify.lowering.barrier_split``: ``"sync 0 arrive 1-7"``; ``""`` for the whole CTA)."""
+        operands, split = read_barrier_ptx(ptx)
+        self.log.append(Access(self._pid(), "bar", op=operands, sem=split, scope="cta"))
 
 
 def _value(handle) -> tuple:

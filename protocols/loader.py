@@ -100,7 +100,7 @@ TILE_LOAD_FIELDS: tuple[str, ...] = ("volatile",)
 # The fields each op takes (besides ``op``); an ``await`` takes ``_AWAIT_COMMON`` plus the
 # fields of its ``read``.
 _OP_FIELDS: dict[str, tuple[str, ...]] = {
-    "barrier": ("id", "count"),
+    "barrier": ("id", "count", "warps", "arrive"),
     "fence": ("sem", "scope"),
     "store": ("value", "sem", "scope", "cache", "to", "lock"),
     "atomic_xchg": ("value", "sem", "scope", "to", "lock"),
@@ -116,6 +116,7 @@ _READ_FIELDS: dict[str, tuple[str, ...]] = {
 }
 _ALL_STEP_FIELDS: tuple[str, ...] = (
     "op", "read", "sem", "scope", "value", "compare", "cache", "to", "from", "lock", "until", "id", "count",
+    "warps", "arrive",
 )
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
@@ -322,6 +323,7 @@ def _build_checked(data: Mapping[str, Any], path: str, lines: _Lines) -> Protoco
         zoo=_zoo(data),
     )
     _check_locks(protocol, path, lines)
+    _check_barrier_ids(protocol, path, lines)
     if reset == "owner" and not any(s.op == "await" and (s.from_ or "self") == "self" for s in wait):
         raise Invalid("reset='owner' resets the consumer's own copy of each lock it polls, but no wait step "
                       "polls its own copy (an await with from = 'self')", key="reset")
@@ -436,9 +438,20 @@ def _atomic_sem_scope(table: Mapping[str, Any], sems: tuple[str, ...]) -> tuple[
 
 
 def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
-    """``bar.sync id{, count}``: a named barrier (PTX ISA: "Each CTA instance has sixteen barriers
-    numbered 0..15"; "When specifying a thread count, the value must be a multiple of the warp
-    size"). Without ``id`` it is barrier 0; without ``count`` every thread of the CTA takes part."""
+    """``bar.sync id{, count}``, or per warp ``bar.arrive``/``bar.sync``: a named barrier.
+
+    PTX ISA, ``bar``: "Each CTA instance has sixteen barriers numbered 0..15"; "Operand b
+    specifies the number of threads participating in the barrier"; "When specifying a thread
+    count, the value must be a multiple of the warp size"; "bar.arrive does not cause any waiting
+    by the executing threads". Without ``id`` it is barrier 0; without ``warps`` every warp of
+    the CTA executes it; ``arrive`` names the warps (of ``warps``) that only arrive. ``count``,
+    when given, must be the threads of ``warps``: a smaller count completes a phase before every
+    warp arrived and can leave the rest waiting forever, a larger one waits forever, and
+    ``bar.sync`` cannot be bounded in a kernel. A step that selects warps needs an id other than
+    0 (Triton's own ``bar.sync 0`` runs on every warp) and must include warp 0 (whose thread 0
+    runs the one-thread operations the barrier exists to order)."""
+    from syncverify.rules import ALL_WARPS, WARP_SIZE, warp_text
+
     barrier_id = table.get("id")
     if barrier_id is not None and (isinstance(barrier_id, bool) or not isinstance(barrier_id, int)
                                    or not 0 <= barrier_id <= 15):
@@ -447,7 +460,67 @@ def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count <= 0 or count % 32):
         raise Invalid(f"count={count!r} must be a positive multiple of 32 (the warp size), in threads",
                       key="count")
-    return Step("barrier", barrier_id=barrier_id, count=count)
+    warps = _warps(table, "warps")
+    arrive = _warps(table, "arrive")
+    taking_part = warps if warps is not None else ALL_WARPS
+    who = "every warp of the CTA" if warps is None else f"warps {warp_text(warps)}"
+    if 0 not in taking_part:
+        raise Invalid(f"warps={warp_text(warps)!r} leaves out warp 0, whose thread 0 runs the protocol's one-thread "
+                      f"operations (atomics, flag stores, each poll's read): the barrier would order nothing before "
+                      f"or after them; include warp 0", key="warps")
+    if arrive is not None and not set(arrive) <= set(taking_part):
+        extra = warp_text(set(arrive) - set(taking_part))
+        raise Invalid(f"arrive={warp_text(arrive)!r} names warp{'s' * (',' in extra or '-' in extra)} {extra}, "
+                      f"which {'does' if extra.isdigit() else 'do'} not execute the step "
+                      f"({who}); add them to 'warps' or drop them from 'arrive'", key="arrive")
+    if arrive is not None and set(arrive) == set(taking_part):
+        raise Invalid(f"arrive={warp_text(arrive)!r}: every warp that executes the step only arrives, and none "
+                      f"waits for the arrivals with bar.sync, so the barrier orders nothing; leave the warp that "
+                      f"goes on to signal (warp 0) out of 'arrive'", key="arrive")
+    threads = WARP_SIZE * len(taking_part)
+    if count is not None and count < threads:
+        raise Invalid(f"count={count} is smaller than the {threads} threads that execute the step ({who}): a "
+                      f"phase of the barrier completes after {count} of them arrive, before the others, and a "
+                      f"warp left in an incomplete phase waits forever (Dao-AILab/quack PR #146); give "
+                      f"count = {threads}, or name the warps that take part with 'warps'", key="count")
+    if count is not None and count > threads:
+        raise Invalid(f"count={count} is larger than the {threads} threads that execute the step ({who}): "
+                      f"bar.sync would wait forever for the rest; give count = {threads}, or add the missing "
+                      f"warps to 'warps'", key="count")
+    if warps is not None and set(warps) == set(ALL_WARPS):
+        warps = None  # every warp: the plain form
+    if (barrier_id or 0) == 0 and (warps is not None or arrive is not None):
+        raise Invalid("a barrier step that selects warps (warps, arrive) needs an id from 1 to 15: barrier 0 is "
+                      "Triton's own bar.sync 0 (tl.debug_barrier, the broadcast after each poll), which every "
+                      "warp executes", key="id")
+    return Step("barrier", barrier_id=barrier_id, count=count, warps=warps, arrive=arrive)
+
+
+def _warps(table: Mapping[str, Any], key: str) -> tuple[int, ...] | None:
+    """A warp selection: one warp (an integer) or a string of warps and ranges (``"1-7"``,
+    ``"0,4-7"``), each a warp 0 to 7 of the kernels' CTA; sorted, without repeats."""
+    from syncverify.rules import KERNEL_WARPS
+
+    if key not in table:
+        return None
+    value = table[key]
+    form = (f"{key}={value!r} must be a warp (0 to {KERNEL_WARPS - 1}) or a string of warps and ranges "
+            f"such as '1-7' or '0,4-7'")
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise Invalid(form, key=key)
+    found: set[int] = set()
+    for part in str(value).split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if match is None:
+            raise Invalid(form, key=key)
+        first, last = int(match[1]), int(match[2] or match[1])
+        if first > last:
+            raise Invalid(f"{key}={value!r}: the range {first}-{last} runs backwards; write {last}-{first}", key=key)
+        if last >= KERNEL_WARPS:
+            raise Invalid(f"{key}={value!r} names warp {last}; the kernels' CTA has {KERNEL_WARPS} warps, "
+                          f"0 to {KERNEL_WARPS - 1}", key=key)
+        found.update(range(first, last + 1))
+    return tuple(sorted(found))
 
 
 def _fence(table: Mapping[str, Any], read: str | None) -> Step:
@@ -591,6 +664,21 @@ def _check_locks(protocol: Protocol, path: str, lines: _Lines) -> None:
                 raise _fail(path, line, f"{section} step {index + 1}: ",
                             f"back-signal to lock={step.lock!r} that no step waits for: add a producer "
                             f"step that polls it (an await in before_store), or drop the step")
+
+
+def _check_barrier_ids(protocol: Protocol, path: str, lines: _Lines) -> None:
+    """A barrier step that selects warps has its id to itself (:func:`syncverify.rules.barrier_id_clash`
+    says why); the later of two steps that share one is refused, with both named."""
+    from syncverify.rules import BARRIER_ID_CLASH, barrier_id_clash
+
+    steps = [((section, index), step) for section in SECTIONS for index, step in enumerate(getattr(protocol, section))]
+    clash = barrier_id_clash(steps)
+    if clash is None:
+        return
+    (first_section, first_index), (section, index), barrier_id = clash
+    line = lines.step(section, index, len(getattr(protocol, section)), "id")
+    raise _fail(path, line, f"{section} step {index + 1}: ",
+                f"barrier id {barrier_id} is also used by {first_section} step {first_index + 1}; {BARRIER_ID_CLASH}")
 
 
 def _polls(step: Step) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncverify.protocols.expressions import Expr, Until
+from syncverify.rules import warp_text
 
 __all__ = ["Protocol", "Step", "TileLoad", "TileStore", "Zoo"]
 
@@ -45,7 +46,12 @@ class Step:
         An ``await``'s exit condition, or an ``atomic_cas`` repeated until the value it read satisfies it.
     barrier_id, count : int or None
         A ``barrier``'s named barrier (0 to 15; ``id`` in the file, default 0) and how many
-        threads of the CTA take part (``count``, a multiple of 32; None: every thread).
+        threads of the CTA take part (``count``, a multiple of 32, as written; None: not written,
+        the threads of ``warps``).
+    warps, arrive : tuple of int or None
+        A ``barrier``'s warp selection (warps 0 to 7 of the kernels' CTA): the warps that execute
+        it (None: every warp) and, of those, the ones that only arrive (``bar.arrive``: they do
+        not wait; None: none). The others of ``warps`` wait (``bar.sync``).
     line : int or None
         The step's line in its TOML file, when known (not part of equality).
     """
@@ -64,6 +70,13 @@ class Step:
     line: int | None = field(default=None, compare=False)
     barrier_id: int | None = None
     count: int | None = None
+    warps: tuple[int, ...] | None = None
+    arrive: tuple[int, ...] | None = None
+
+    @property
+    def selects_warps(self) -> bool:
+        """Whether a ``barrier`` step is executed by part of the CTA's warps or lets some only arrive."""
+        return self.warps is not None or bool(self.arrive)
 
     @property
     def changes_lock(self) -> bool:
@@ -87,11 +100,14 @@ class Step:
             ("read", "read"), ("lock", "lock"), ("to", "to"), ("from", "from_"),
             ("compare", "compare"), ("value", "value"), ("cache", "cache"), ("sem", "sem"),
             ("scope", "scope"), ("until", "until"), ("id", "barrier_id"), ("count", "count"),
+            ("warps", "warps"), ("arrive", "arrive"),
         ):
             item = getattr(self, attr)
             if item is None:
                 continue
-            if isinstance(item, Expr):
+            if attr in ("warps", "arrive"):
+                item = warp_text(item)
+            elif isinstance(item, Expr):
                 item = item.to_plain()
             elif isinstance(item, Until):
                 item = item.source

@@ -275,6 +275,7 @@ class Recorder:
             "element": [tile.first_bad["row"], tile.first_bad["col"]] if tile.first_bad else None,
             "seed": o.seed,
             "replay": f"--seed {o.seed} --iterations {tile.iteration + 1}",
+            "suspect_ranks": suspect_producers(tile, o),
         }
         if self.delays.enabled:
             out["delays"] = delays_at(self.delays, rank=tile.consumer, tile=tile.consumer_tile,
@@ -282,7 +283,7 @@ class Recorder:
             out["producer_delays"] = {
                 str(rank): delays_at(self.delays, rank=rank, tile=tile.consumer_tile, iteration=tile.iteration,
                                      num_warps=self.num_warps, sites=PRODUCER_SITES)
-                for rank in suspect_producers(tile, o.kernel, o.world_size)}
+                for rank in out["suspect_ranks"]}
         return out
 
     @property
@@ -295,16 +296,32 @@ class Recorder:
             self.file.close()
 
 
-def suspect_producers(tile, kernel: str, world_size: int) -> list[int]:
-    """The ranks whose producers a bad tile points at: in the all-reduce kernel the ranks whose
-    partial was missing or stale (every rank when nothing was written); in all-scatter the
-    consumer's own rank (its comm program reads only its own producers' tiles). gemm-reduce-scatter
-    sums partials as all-reduce does; all-gather-gemm names the consumer's rank too (its shard's
-    sender is not recorded in the tile)."""
-    if kernel not in ("all-reduce", "gemm-reduce-scatter"):
+def suspect_producers(tile, options: CampaignOptions) -> list[int]:
+    """The ranks whose producers (senders) a bad tile points at.
+
+    * all-reduce, gemm-reduce-scatter: the ranks whose partial was missing or stale (every rank
+      when nothing tells them apart);
+    * all-gather-gemm: the rank whose shard the tile's rows come from (C's row tile ``tm`` is row
+      tile ``tm mod T`` of shard ``tm // T``, ``T`` tiles per shard): its sender stored those
+      rows, wherever the GEMM that read them ran; for a hang, every rank (the GEMM waited for
+      every shard's signal, and the tile does not say which one never came);
+    * all-scatter: the consumer's own rank (its comm program reads only its own producers' tiles).
+
+    >>> from syncverify.stress.classify import BadTile
+    >>> o = CampaignOptions(kernel="all-gather-gemm", world_size=2, m=64, n=32, block_m=16, block_n=16)
+    >>> suspect_producers(BadTile(iteration=0, rank=0, tile=5, kind="unwritten"), o)
+    [1]
+    """
+    o = options
+    if o.kernel == "all-gather-gemm":
+        if tile.kind == "hang":
+            return list(range(o.world_size))
+        tiles_per_shard = (o.m // o.world_size) // o.block_m
+        return [(tile.tile // (o.n // o.block_n)) // tiles_per_shard]
+    if o.kernel not in ("all-reduce", "gemm-reduce-scatter"):
         return [tile.consumer]
     named = list(tile.missing_ranks) or list(tile.stale_ranks)
-    return named or list(range(world_size))
+    return named or list(range(o.world_size))
 
 
 # ----- the campaign ----------------------------------------------------------------------------
@@ -416,13 +433,16 @@ def _device_name() -> str:
 
 def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
           should_stop: Callable[[bool], bool] | None = None) -> None:
-    """The iteration loop: iteration 0 alone (it compiles the kernels: not timed), then blocks of
-    ``chunk`` iterations, each drained with one synchronization; stop on count or time.
+    """The iteration loop: compile (not timed; with graphs, the block graphs are captured then
+    too), then blocks of ``chunk`` iterations; stop on count or time. Without graphs iteration 0
+    runs alone first and is not timed either (its launches load the kernels).
 
-    Time to first failure is the device clock of the failing tile's validation minus iteration
-    0's (on a GPU; the host clock when the iteration was queued in the interpreter).
-    ``should_stop(local_decision)`` lets a multi-process run agree on stopping (rank 0 decides).
-    ``recorder`` is None on ranks other than 0.
+    A pipelined runner (:attr:`Runner.pipelined`: graphs) keeps one block running while the
+    host reads the one before it, so the stop decision comes one block late and that block is
+    drained too. Time to first failure is the device clock of the failing tile's validation
+    minus iteration 0's (on a GPU; the host clock when the iteration was queued in the
+    interpreter). ``should_stop(local_decision)`` lets a multi-process run agree on stopping
+    (rank 0 decides). ``recorder`` is None on ranks other than 0.
     """
     start = time.perf_counter()
     queued: dict[int, float] = {}
@@ -433,12 +453,23 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
             return max(tile.device_ns - runner.t0_ns, 0) / 1e9
         return queued.get(tile.iteration, time.perf_counter() - start)
 
+    def timed_from_here() -> None:
+        nonlocal start
+        if recorder is not None:
+            recorder.result.compile_seconds = round(time.perf_counter() - start, 3)
+        start = time.perf_counter()
+        queued.clear()
+
+    alone = not interpret  # iteration 0 alone, not timed (eager runners)
     if not interpret:
-        runner.compile()
+        runner.compile(capture=o.iterations is None or o.iterations >= runner.chunk)
+        if runner.graphs:
+            alone = False
+            timed_from_here()
     i = 0
     try:
         while True:
-            if i == 0 and not interpret:
+            if i == 0 and alone:
                 n = 1
             elif o.iterations is None:
                 n = runner.chunk - i % runner.chunk
@@ -452,25 +483,35 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
                     queued[j] = time.perf_counter() - start
                     runner.iteration(j)
             i += n
-            tiles, bad = runner.drain()
-            if i == 1 and not interpret:  # it compiled the kernels: not timed
-                if recorder is not None:
-                    recorder.result.compile_seconds = round(time.perf_counter() - start, 3)
-                start = time.perf_counter()
-                queued = {0: 0.0}
-            elapsed = time.perf_counter() - start
-            if recorder is not None:
-                recorder.add(tiles, bad, when, i, elapsed)
-            queued.clear()
-            if progress is not None:
-                progress(i, o.iterations, elapsed, recorder.bad_iterations if recorder is not None else 0)
-            done = o.iterations is not None and i >= o.iterations
-            stop = done or (o.seconds is not None and elapsed >= o.seconds)
-            stop = stop or (o.stop_on_failure and recorder is not None and recorder.bad_iterations > 0)
+            last = o.iterations is not None and i >= o.iterations
+            tiles, bad = runner.drain(keep=0 if last else 1)
+            if i == 1 and alone:  # it compiled the kernels: not timed
+                timed_from_here()
+                queued[0] = 0.0
+            stop = _fold(recorder, progress, o, tiles, bad, when, i - len(runner.pending), start, queued)
+            stop = last or stop
             if should_stop is not None:
                 stop = should_stop(stop)
             if stop:
+                if runner.pending:  # the block still running when the run decided to stop
+                    tiles, bad = runner.drain()
+                    _fold(recorder, progress, o, tiles, bad, when, i, start, queued)
                 break
     finally:
         if recorder is not None:
             recorder.close()
+
+
+def _fold(recorder: Recorder | None, progress, o: CampaignOptions, tiles, bad, when, drained: int, start: float,
+          queued: dict[int, float]) -> bool:
+    """Record one drain (``drained`` iterations done so far) and report progress; True when the
+    run's time is up or (``stop_on_failure``) it has failed."""
+    elapsed = time.perf_counter() - start
+    if recorder is not None:
+        recorder.add(tiles, bad, when, drained, elapsed)
+    for done in [k for k in queued if k < drained]:
+        del queued[done]
+    if progress is not None:
+        progress(drained, o.iterations, elapsed, recorder.bad_iterations if recorder is not None else 0)
+    return ((o.seconds is not None and elapsed >= o.seconds)
+            or (o.stop_on_failure and recorder is not None and recorder.bad_iterations > 0))

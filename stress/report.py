@@ -49,6 +49,8 @@ def first_failure_lines(result: CampaignResult, *, replay: str | None = None) ->
     if f.get("delays"):
         busy = {site: d for site, d in f["delays"].items() if d["ns"]}
         lines.append(f"  delays at its consumer (rank {f.get('consumer', f['rank'])}): {busy if busy else 'none'}")
+    if f.get("suspect_ranks") is not None:
+        lines.append(f"  the tile points at the producer(s) of rank(s) {f['suspect_ranks']}")
     for rank, delays in (f.get("producer_delays") or {}).items():
         busy = {site: d for site, d in delays.items() if d["ns"]}
         lines.append(f"  delays at rank {rank}'s producer of the tile: {busy if busy else 'none'}")

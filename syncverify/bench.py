@@ -43,7 +43,9 @@ VIRTUAL, PROCESSES = "virtual", "processes"
 SPEEDUP_TARGET = 1.1
 BASELINE_FORMAT = "syncverify-bench-baseline/1"
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2}
-KERNELS = ("all-reduce", "all-scatter")
+KERNELS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
+#: Kernels whose ``split`` has three entries (producers, comm, receivers); the others have two.
+THREE_ROLE_KERNELS = ("all-scatter",)
 LOADS = ("descriptor", "pointer")
 
 #: What a row measured: the fused kernel, its producers alone (the GEMM part), cuBLAS alone, or
@@ -53,7 +55,7 @@ WHATS = ("fused", "gemm-part", "cublas", "cublas+nccl")
 TOP_KEYS = {
     "name": "a title for the tables",
     "note": "free text, copied into the markdown",
-    "kernels": "all-reduce and/or all-scatter (default: --kernel)",
+    "kernels": "all-reduce, all-scatter, all-gather-gemm, gemm-reduce-scatter (default: --kernel)",
     "protocols": "protocol names or files; 'none' is always added (default: --protocol)",
     "world_size": "ranks (default: --world-size)",
     "launches": "fused-kernel launches per timed CUDA graph (default: 20)",
@@ -63,13 +65,13 @@ TOP_KEYS = {
 }
 CASE_KEYS = {
     "shape": "[M, N, K] of the whole problem, or a list of them",
-    "kernel": "all-reduce | all-scatter (default: the sweep's kernels)",
+    "kernel": "all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter (default: the sweep's kernels)",
     "dtype": "bf16 | fp16",
     "block": "[BLOCK_M, BLOCK_N, BLOCK_K]",
     "stages": "software-pipelining stages (num_stages)",
     "warps": "warps per program (num_warps)",
-    "split": "programs per rank: [producers, consumers] (all-scatter: [producers, comm, receivers]); "
-             "default: from the GPU's SMs",
+    "split": "programs per rank: [producers, consumers] (all-scatter: [producers, comm, receivers]; "
+             "all-gather-gemm: [senders, GEMM programs]); default: from the GPU's SMs",
     "group_m": "tile rows per group of the producers' visiting order (1: row-major)",
     "loads": "descriptor | pointer: how producers read A and B",
 }
@@ -113,7 +115,8 @@ class Case:
 
     @property
     def flops(self) -> int:
-        """``2 M N K``: the whole problem's multiply-adds, whatever the number of ranks."""
+        """``2 M N K``: one ``M x N x K`` GEMM's multiply-adds (the whole problem of every kernel
+        but all-gather-gemm, whatever the number of ranks; :func:`problem_flops`)."""
         return 2 * self.m * self.n * self.k
 
     @property
@@ -137,17 +140,34 @@ class Case:
                             gemm_only=gemm_only)
 
 
+def problem_flops(case: Case, world_size: int) -> int:
+    """The multiply-adds of the whole problem on ``world_size`` ranks: ``2 M N K``, except in
+    all-gather-gemm, where every rank multiplies the whole gathered A (``M x K``) by its own B
+    (``K x N``): ``world_size`` GEMMs.
+
+    >>> problem_flops(Case(kernel="all-gather-gemm", m=64, n=32, k=16), 2) == 2 * Case(m=64, n=32, k=16).flops
+    True
+    """
+    return case.flops * (world_size if case.kernel == "all-gather-gemm" else 1)
+
+
 def default_split(kernel: str, *, sms: int, world_size: int) -> tuple[int, ...]:
     """Programs per rank when the sweep gives none: every SM busy, about one in eleven programs
-    consuming (all-reduce: 60 + 6 of an H200's 66 per rank at W = 2; all-scatter: 58 + 4 + 4).
+    consuming (all-reduce, gemm-reduce-scatter: 60 + 6 of an H200's 66 per rank at W = 2; all-scatter:
+    58 + 4 + 4); in all-gather-gemm about one in eleven sends its shard and the rest multiply (6 + 60).
 
     >>> default_split("all-reduce", sms=132, world_size=2), default_split("all-scatter", sms=132, world_size=2)
     ((60, 6), (58, 4, 4))
+    >>> default_split("all-gather-gemm", sms=132, world_size=2), default_split("gemm-reduce-scatter", sms=132, world_size=2)
+    ((6, 60), (60, 6))
     """
     per_rank = sms // world_size
-    if kernel == "all-reduce":
+    if kernel in ("all-reduce", "gemm-reduce-scatter"):
         comm = max(1, per_rank // 11)
         return (max(1, per_rank - comm), comm)
+    if kernel == "all-gather-gemm":  # the senders only copy A: about one in eleven sends, the rest multiply
+        senders = max(1, per_rank // 11)
+        return (senders, max(1, per_rank - senders))
     comm = max(1, per_rank // 16)
     return (max(1, per_rank - 2 * comm), comm, comm)
 
@@ -219,9 +239,10 @@ def _one_case(values: dict, where: str) -> Case:
                                  ("loads", loads, LOADS)):
         if value not in allowed:
             raise BenchInputError(f"{where}: {name}={value!r} is not one of {', '.join(allowed)}")
-    want = 2 if kernel == "all-reduce" else 3
+    want = 3 if kernel in THREE_ROLE_KERNELS else 2
     if split and len(split) != want:
-        shown = "[producers, consumers]" if want == 2 else "[producers, comm, receivers]"
+        shown = {"all-scatter": "[producers, comm, receivers]",
+                 "all-gather-gemm": "[senders, GEMM programs]"}.get(kernel, "[producers, consumers]")
         raise BenchInputError(f"{where}: split={list(split)} must be {shown} for {kernel}")
     return Case(kernel=kernel, m=m, n=n, k=k, dtype=dtype, block=block,
                 stages=_integer(values.get("stages", Case.stages), "stages", where),
@@ -339,7 +360,8 @@ def report_rows(measurements: list[Measurement], ceilings: Ceilings, *, world_si
                 ranks: str = VIRTUAL) -> list[dict]:
     """One row per measurement, with the figures derived from the same run's other rows.
 
-    * ``tflops``: ``2 M N K / time``; ``efficiency_pct``: of the measured bf16 peak (times the
+    * ``tflops``: :func:`problem_flops` over the time (``2 M N K / time``; all-gather-gemm: every
+      rank's GEMM, ``W`` times that); ``efficiency_pct``: of the measured bf16 peak (times the
       number of GPUs with real ranks: ``world_size`` GPUs share the problem);
     * ``overhead_pct`` (fused rows): time over the same case's ``none`` time, minus 1;
     * ``of_cublas_pct`` (fused and gemm-part rows): cuBLAS time over this time (100: as fast);
@@ -358,7 +380,7 @@ def report_rows(measurements: list[Measurement], ceilings: Ceilings, *, world_si
         none = same.get(("fused", NO_SYNC))
         cublas = same.get(("cublas", ""))
         nccl = same.get(("cublas+nccl", ""))
-        rate = tflops(m.case.flops, m.seconds)
+        rate = tflops(problem_flops(m.case, world_size), m.seconds)
         unsafe = m.protocol == NO_SYNC
         rows.append({
             "kernel": m.case.kernel, "what": m.what, "protocol": m.protocol,
@@ -668,5 +690,5 @@ def machine_kind(device_name: str, count: int) -> str:
 
 __all__ = ["Case", "Ceilings", "GateResult", "Measurement", "Sweep", "BenchInputError", "check_rows",
            "check_machine", "check_speedup", "check_world", "combine_ranks", "default_split", "draw_roofline",
-           "load_baseline", "load_sweep", "machine_kind", "make_baseline", "parse_sweep", "report_rows",
+           "load_baseline", "load_sweep", "machine_kind", "make_baseline", "parse_sweep", "problem_flops", "report_rows",
            "resolve", "speedup_lines", "to_csv", "to_markdown"]

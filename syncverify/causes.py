@@ -241,6 +241,31 @@ def _observation_break(names: _Names, s: Event, p: Event) -> Cause:
     return _not_strong(names, s, p, "observation")
 
 
+def _barrier_gap(names: _Names, w: Event, s: Event) -> tuple[str, tuple[Event, ...]]:
+    """Why no CTA barrier orders the tile store ``w`` before the signal ``s`` (the end of a
+    sentence), and the barrier step at fault if there is one: none between them, the signalling
+    thread only arrives at it (``bar.arrive`` waits for nothing), or the storing thread's warps
+    skip it (a warp-selected barrier)."""
+    x = names.x
+    barriers = [e for e in x.events if e.is_barrier and e.thread == s.thread and (e.eid, s.eid) in x.po
+                and "broadcast" not in e.label]
+    none = ("no CTA barrier (bar.sync) between the tile store and that signal orders the other threads' "
+            "stores before it; add a barrier step before the signal")
+    if not barriers:
+        return none, ()
+    bar = barriers[-1]
+    step = getattr(names.step(bar), "name", bar.label)
+    if bar.sem == "arrive":
+        return (f"at {step} (barrier {bar.barrier_id}) the signalling thread only arrives: bar.arrive waits for "
+                f"nothing, so the other threads' tile stores are not ordered before the signal; the warp that "
+                f"signals (warp 0) must wait with bar.sync: take it out of the step's 'arrive'"), (bar,)
+    if not any(e.is_barrier and e.thread == w.thread and e.barrier_id == bar.barrier_id for e in x.events):
+        return (f"that thread's warps do not take part in {step} (barrier {bar.barrier_id}, which the signalling "
+                f"thread waits at), so nothing orders its store before the signal; add its warps to the step's "
+                f"'warps' (and its count)"), (bar,)
+    return none, ()
+
+
 def _chain(names: _Names, w: Event, r: Event, s: Event, p: Event) -> tuple[int, Cause | None]:
     """How far the chain ``W -> S -> P -> R`` gets: (index of the first broken link, its cause)."""
     x = names.x
@@ -248,11 +273,11 @@ def _chain(names: _Names, w: Event, r: Event, s: Event, p: Event) -> tuple[int, 
     bc = ptx.base_causality(x)
     # 1. the tile store before the signal write
     if (w.eid, s.eid) not in bc:
+        gap, barrier = _barrier_gap(names, w, s)
         text = (f"only the signalling thread is ordered: {names.who(w)} stores its slice of the tile "
                 f"({w.loc}), but {names.what(s)} runs on thread {names.scenario.threads[s.thread].thread} only, "
-                f"and no CTA barrier (bar.sync) between the tile store and that signal orders the other "
-                f"threads' stores before it; add a barrier step before the signal")
-        return 0, Cause("no-cta-barrier", text, _refs(names, s), "store-before-signal", ((w.eid, s.eid),),
+                f"and {gap}")
+        return 0, Cause("no-cta-barrier", text, _refs(names, s, *barrier), "store-before-signal", ((w.eid, s.eid),),
                         {"signal_thread": names.scenario.threads[s.thread].thread,
                          "store_thread": names.scenario.threads[w.thread].thread})
     # 2. a release pattern ending at the signal write, after the tile store

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from syncverify import rules
-from syncverify.lowering import fence_kind
+from syncverify.lowering import barrier_split, fence_kind
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Store
 
 Key = tuple  # (role, rank, tile, epoch)
@@ -69,15 +69,19 @@ class Op:
     operands: tuple = ()
     until: tuple | None = field(default=None, compare=False)  # model poll: loop back while (cond, value)
     seen: int | None = field(default=None, compare=False)  # kernel: last value a read returned
+    label: str = field(default="", compare=False)  # model barrier: its step (to find every thread's part)
 
     @property
     def tile(self) -> int | None:
         return None if self.where is None else self.where.tile
 
     def __str__(self) -> str:
-        head = f"bar.sync {self.op}" if self.kind == "bar" else self.kind + (f".{self.op}" if self.op else "")
-        sem = ".".join(s for s in (self.sem, self.scope) if s)
-        text = f"{head} {sem}".rstrip()
+        if self.kind == "bar":  # bar.sync ID cta, and what each warp does at a warp-selected barrier
+            text = f"bar.sync {self.op} {self.scope}" + (f" [{self.sem}]" if self.sem else "")
+        else:
+            head = self.kind + (f".{self.op}" if self.op else "")
+            sem = ".".join(s for s in (self.sem, self.scope) if s)
+            text = f"{head} {sem}".rstrip()
         if self.where is not None:
             text += f" {self.where}"
         if self.operands:
@@ -137,8 +141,9 @@ def _model_seq(instructions) -> list[Op]:
         elif isinstance(ins, Fence):
             out.append(Op("fence", "", ins.kind, ins.scope))
         elif isinstance(ins, Barrier):
-            # The barrier's id; its count is in the model's threads, checked by the PTX audit.
-            out.append(Op("bar", str(ins.barrier_id), "", "cta"))
+            # The barrier's id; its count is in the model's threads, checked by the PTX audit. Which
+            # threads sync or arrive is filled in from every thread of the CTA (_warp_parts).
+            out.append(Op("bar", str(ins.barrier_id), "", "cta", label=ins.label))
         else:
             raise ValueError(f"no normal form for model instruction {ins!r}")
     return out
@@ -147,24 +152,41 @@ def _model_seq(instructions) -> list[Op]:
 def model_ops(scenario) -> dict[Key, list[Op]]:
     """``(role, rank, tile, epoch) -> ops`` of a scenario built with ``symmetry=False``."""
     threads: dict[Key, dict[int, list[Op]]] = {}
+    raw: dict[Key, dict[int, tuple]] = {}
     for thread in scenario.program.threads:
         m = _ROLE.match(thread.role)
         if m is None:
             continue  # a host reset thread (not compared)
         rank, role, tile, epoch, index = int(m[1]), m[2], int(m[3]), int(m[4]), int(m[5])
         threads.setdefault((role, rank, tile, epoch), {})[index] = _model_seq(thread.instructions)
+        raw.setdefault((role, rank, tile, epoch), {})[index] = thread.instructions
     out: dict[Key, list[Op]] = {}
+    per_cta = scenario.options.threads_per_cta
     for key, by_thread in threads.items():
         first, second = by_thread[0], by_thread.get(1)
         ops, j = [], 0
         for op in first:
             both = second is None or (j < len(second) and second[j] == op)
             j += both and second is not None
-            ops.append(Op(**{**op.__dict__, "threads": "all" if both else "one"}))
+            if op.kind == "bar":  # a barrier runs on every thread of the warps it selects
+                op = Op(**{**op.__dict__, "sem": _warp_parts(raw[key], op.label, per_cta)})
+            ops.append(Op(**{**op.__dict__, "threads": "all" if both or op.kind == "bar" else "one"}))
         if second is not None and j != len(second):
             raise ValueError(f"{key}: thread 1 runs {second[j]} that thread 0 does not")
         out[key] = collapse_polls(ops)
     return out
+
+
+def _warp_parts(instructions: dict[int, tuple], label: str, threads_per_cta: int) -> str:
+    """What the warps do at the barrier step ``label``, from every model thread of the CTA
+    (``syncverify.lowering.barrier_split``): each model thread stands for its warps
+    (``syncverify.rules.model_warps``) and syncs, arrives, or skips the step."""
+    parts: dict[str, list[int]] = {"sync": [], "arrive": []}
+    for thread, code in instructions.items():
+        kind = next((ins.kind for ins in code if isinstance(ins, Barrier) and ins.label == label), None)
+        if kind is not None:
+            parts[kind] += rules.model_warps(thread, threads_per_cta)
+    return barrier_split(tuple(parts["sync"]), tuple(parts["arrive"]))
 
 
 # ----- kernel side ---------------------------------------------------------------------------
@@ -194,6 +216,9 @@ class KernelSide:
     #: data buffer -> rows of one shard: its tile is numbered within the shard (all-gather-gemm's
     #: ``out``: the GEMM's tile ``t`` stores row tile ``t`` of every shard)
     shard_rows: dict = field(default_factory=dict)
+    #: data buffers whose tile is a band of ``block_m`` rows over all its columns (all-gather-gemm:
+    #: tile ``t`` is all of K in ``gathered`` and all of N in ``out``, whatever the chunks)
+    row_tiles: frozenset = frozenset()
 
     def role_of(self, pid: int, world: int) -> tuple[str, int]:
         first = 0
@@ -222,6 +247,9 @@ class KernelSide:
                 row %= self.shard_rows[buffer]
             block = col // self.block_columns if buffer in self.wide else None
             col = col % self.block_columns if buffer in self.wide else col
+            if buffer in self.row_tiles:
+                places.add((block, row // self.block_m))
+                continue
             per_row = (self.block_columns if buffer in self.wide else cols) // self.block_n
             places.add((block, (row // self.block_m) * per_row + col // self.block_n))
         if len(places) != 1:
@@ -233,7 +261,7 @@ class KernelSide:
 
 def _kernel_op(a, side: KernelSide) -> list[Op]:
     if a.kind == "bar":
-        return [Op("bar", a.op.split(",")[0] or "0", "", "cta")]
+        return [Op("bar", a.op.split(",")[0] or "0", a.sem, "cta")]
     if a.kind == "fence":
         return [Op("fence", "", fence_kind(a.sem), a.scope)]
     where = side.where(a.buffer, a.copy, a.index)
@@ -257,6 +285,25 @@ def _kernel_op(a, side: KernelSide) -> list[Op]:
     return [op, Op("bar", "0", "", "cta")] if a.kind == "atom" and a.used else [op]
 
 
+def merge_tile_chunks(ops: list[Op]) -> list[Op]:
+    """A tile accessed in pieces (K chunks, column tiles) as one access, as the model has it:
+    within a run of tile accesses with no lock access, fence or barrier between them, a repeat of
+    an access already in the run is dropped. The order of the run's first accesses is kept, so a
+    tile store moved before a load, or after the ``after_load`` steps, still differs."""
+    out: list[Op] = []
+    run: set[Op] = set()
+    for op in ops:
+        tile_access = op.kind in ("ld", "st") and op.where is not None and not op.where.lock
+        if not tile_access:
+            run = set()
+        elif op in run:
+            continue
+        else:
+            run.add(op)
+        out.append(op)
+    return out
+
+
 def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, list[Op]]:
     """``(role, rank, tile, epoch) -> ops`` of one launch's :class:`~syncverify.kernels.trace.Access` log."""
     per_pid: dict[int, list] = {}
@@ -278,7 +325,7 @@ def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, li
             pending = []
         if pending:
             out.setdefault((role, rank, tile, epoch), []).extend(pending)
-    return {key: collapse_polls(ops) for key, ops in out.items()}
+    return {key: collapse_polls(merge_tile_chunks(ops)) for key, ops in out.items()}
 
 
 # ----- comparing -----------------------------------------------------------------------------
@@ -343,12 +390,13 @@ def kernel_side(built) -> KernelSide:
                           block_m=c.block_m, block_n=c.block_n, columns={"inbox": c.world_size * c.n, "out": c.n},
                           block_columns=c.n, wide=frozenset({"inbox"}), tiles=c.tiles, slots=plan.slots, rows=c.m,
                           slotted=frozenset({"inbox"}))
-    if c.kernel == "all-gather-gemm":  # tile t: BLOCK_M rows of a shard (all of K: one K chunk here)
+    if c.kernel == "all-gather-gemm":  # tile t: BLOCK_M rows of a shard (all of K, all of N)
         return KernelSide(roles=(("sender", c.gemm_sms), ("gemm", c.comm_sms)),
                           locks={"locks": ("", plan.locks)}, data={"gathered": "gathered", "out": "out"},
                           block_m=c.block_m, block_n=c.block_n, columns={"gathered": c.world_size * c.k, "out": c.n},
                           block_columns=c.k, wide=frozenset({"gathered"}), tiles=c.tiles, slots=plan.slots,
-                          rows=c.m_per_rank, slotted=frozenset({"gathered"}), shard_rows={"out": c.m_per_rank})
+                          rows=c.m_per_rank, slotted=frozenset({"gathered"}), shard_rows={"out": c.m_per_rank},
+                          row_tiles=frozenset({"gathered", "out"}))
     return KernelSide(roles=(("producer", c.gemm_sms), ("comm", c.comm_sms), ("receiver", c.recv_sms)),
                       locks={"locks": ("pub", plan.locks), "push_locks": ("push", plan.push_locks)},
                       data={"local": "local", "out": "out", "received": "received"},

@@ -32,30 +32,90 @@ KERNEL_MAX_WORLD = 8
 #: Threads of one CTA of the kernels (``KernelConfig.num_warps`` = 8 warps of 32): what a
 #: protocol barrier's ``count`` is measured against.
 KERNEL_CTA_THREADS = 8 * 32
+WARP_SIZE = 32
+#: Warps of one CTA of the kernels, numbered 0 to 7 (warp ``w`` is threads ``32w .. 32w + 31``).
+#: Warp 0 holds thread 0, which runs every one-thread operation (scalar atomics, flag stores,
+#: the read of each poll; :mod:`syncverify.lowering`).
+KERNEL_WARPS = KERNEL_CTA_THREADS // WARP_SIZE
+ALL_WARPS: tuple[int, ...] = tuple(range(KERNEL_WARPS))
+#: Model threads per CTA that split the kernels' warps into equal consecutive groups.
+WARP_GROUPINGS: tuple[int, ...] = tuple(t for t in range(1, KERNEL_WARPS + 1) if KERNEL_WARPS % t == 0)
 
 
-def barrier_model_count(count: int | None, threads_per_cta: int) -> int | None:
-    """A protocol barrier's ``count`` (threads of the kernel's CTA) in the model's threads.
+def warp_text(warps) -> str:
+    """A set of warps as a protocol file writes it: runs as ``a-b``, joined by commas.
 
-    The model's ``threads_per_cta`` threads each stand for an equal share of the kernel's
-    :data:`KERNEL_CTA_THREADS`; a barrier for ``count`` threads completes a phase once that many
-    shares have arrived. Every thread of a CTA runs every step, so a count below the CTA's size
-    synchronizes the CTA in separate groups (and orders nothing between them). None (the whole
-    CTA) stays None; a count that is not a whole number of shares, or exceeds the CTA, is refused.
-
-    >>> barrier_model_count(128, 2), barrier_model_count(256, 2), barrier_model_count(None, 2)
-    (1, None, None)
+    >>> warp_text((1, 2, 3, 4, 5, 6, 7)), warp_text((0,)), warp_text((0, 2, 3))
+    ('1-7', '0', '0,2-3')
     """
-    if count is None or count == KERNEL_CTA_THREADS:
-        return None
-    share = KERNEL_CTA_THREADS // threads_per_cta
-    if count > KERNEL_CTA_THREADS or count % share:
-        from syncverify.errors import ScenarioError
+    runs: list[list[int]] = []
+    for w in sorted(set(warps)):
+        if runs and w == runs[-1][1] + 1:
+            runs[-1][1] = w
+        else:
+            runs.append([w, w])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
-        raise ScenarioError(f"barrier count {count} is not a whole number of the model's {threads_per_cta} "
-                            f"threads per CTA (each stands for {share} of the kernels' {KERNEL_CTA_THREADS}); "
-                            f"use a multiple of {share} up to {KERNEL_CTA_THREADS}, or change --threads-per-cta")
-    return count // share
+
+def model_warps(thread: int, threads_per_cta: int) -> tuple[int, ...]:
+    """The kernel warps model thread ``thread`` of ``threads_per_cta`` stands for (equal,
+    consecutive shares; thread 0's share holds warp 0).
+
+    >>> model_warps(0, 2), model_warps(1, 2), model_warps(3, 8)
+    ((0, 1, 2, 3), (4, 5, 6, 7), (3,))
+    """
+    share = KERNEL_WARPS // threads_per_cta
+    return tuple(range(thread * share, (thread + 1) * share))
+
+
+def model_threads_per_cta(asked: int, selections) -> int:
+    """The model threads per CTA a scenario is built with: ``asked`` (``--threads-per-cta``),
+    raised to the fewest that give each barrier step's warp selection whole model threads.
+
+    ``selections`` are the warp sets barrier steps select (the warps that take part, the warps
+    that only arrive). A model thread stands for an equal share of the kernels' 8 warps and
+    executes a barrier step as all of its warps do, so a selection must be a union of shares:
+    warps ``1-7`` need one model thread per warp. Without selections ``asked`` stands.
+
+    >>> model_threads_per_cta(2, []), model_threads_per_cta(2, [(0, 1, 2, 3)]), model_threads_per_cta(2, [(1, 2)])
+    (2, 2, 8)
+    """
+    selections = [frozenset(s) for s in selections if s is not None]
+    if not selections:
+        return asked
+    for threads in WARP_GROUPINGS:
+        if threads >= asked and all(
+                all(set(model_warps(t, threads)) <= s or not set(model_warps(t, threads)) & s
+                    for t in range(threads)) for s in selections):
+            return threads
+    return KERNEL_WARPS
+
+
+def barrier_id_clash(steps) -> tuple[str, str, int] | None:
+    """The first two barrier steps of one CTA, in the order it runs them, that share an id while
+    one of them selects warps: ``(first place, second place, id)``, or None.
+
+    ``steps`` are ``(place, step)`` pairs. At a step that selects warps (``warps``, ``arrive``)
+    the warps do different things (skip it, only arrive, wait), so some can reach the next
+    step with the same id while the others are still in the first step's phase: their arrivals
+    would join it and the phase would complete with the wrong warps, or never. So such a step
+    needs an id of its own, in its protocol (the loader) and in a CTA that runs two protocols
+    (all-scatter's comm CTA: the protocol's wait, then the push protocol's signal).
+    """
+    seen: dict[int, tuple[str, object]] = {}
+    for place, step in steps:
+        if step.op != "barrier":
+            continue
+        barrier_id = step.barrier_id or 0
+        first_place, first = seen.setdefault(barrier_id, (place, step))
+        if first is not step and (step.selects_warps or first.selects_warps):
+            return first_place, place, barrier_id
+    return None
+
+
+BARRIER_ID_CLASH = ("a barrier step that selects warps (warps, arrive) needs an id of its own, or warps that skip or "
+                    "only arrive at one step reach the other while the rest are still in the first step's phase; "
+                    "give one of them another id")
 
 
 # ----- to: whose lock copy a signal write goes to ---------------------------------------------

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 
 from syncverify import rules
 from syncverify.errors import ScenarioError, UnsupportedConstruct
-from syncverify.lowering import ONE, lower_step, lower_tile_load, lower_tile_store
+from syncverify.lowering import executes, lower_step, lower_tile_load, lower_tile_store
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
 
 SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
@@ -347,12 +347,11 @@ class _Builder:
             where = f"{_stage_name(stage)}{section} step {n} ({step.op})"
             lowered = lower_step(step)
             first = lowered[0]
-            if first.kind in ("bar", "fence"):
-                if first.kind == "bar":
-                    out.append(Barrier("sync", first.barrier_id,
-                                       rules.barrier_model_count(first.count, self.opts.threads_per_cta), label=where))
-                else:
-                    out.append(Fence(first.sem, first.scope, label=where))
+            if first.kind == "bar":
+                out += self.barrier(lowered, thread, where)
+                continue
+            if first.kind == "fence":
+                out.append(Fence(first.sem, first.scope, label=where))
                 continue
             if step.to is not None:
                 copies = rules.signal_targets(step.to, rank, owner, W)
@@ -363,11 +362,23 @@ class _Builder:
                 polls = first.poll
                 if not polls and step.to is not None and self.needed is not None and loc not in self.needed:
                     continue  # sliced: no poll of the built program reads that copy
-                if first.threads != ONE or thread == 0:
+                if executes(first, thread, self.opts.threads_per_cta):
                     out += self.access(protocol, section, n, step, first, loc, q, where)
                 for _low in lowered[1:]:  # the bar.sync after each copy's one-thread poll (its broadcast)
                     out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
         return out
+
+    def barrier(self, lowered: tuple, thread: int, where: str) -> list:
+        """One thread's part of a ``barrier`` step: ``bar.sync`` (or, for a warp-selected step,
+        ``bar.arrive``/``bar.sync``/nothing, as its warps do: :func:`syncverify.lowering.executes`).
+        A step that selects warps counts the model threads that execute it; one for the whole
+        CTA has no count (every thread of the CTA that uses the barrier takes part)."""
+        threads = self.opts.threads_per_cta
+        count = None
+        if any(low.warps is not None for low in lowered):
+            count = sum(1 for t in range(threads) if any(executes(low, t, threads) for low in lowered))
+        return [Barrier("arrive" if low.op == "arrive" else "sync", low.barrier_id, count, label=where)
+                for low in lowered if executes(low, thread, threads)]
 
     def access(self, protocol, section: str, n: int, step, first, loc: str, q: int, where: str) -> list:
         """One lock copy's access of step ``n``: a write, a one-off CAS, or a poll loop
@@ -430,9 +441,47 @@ def build(protocol, opts: ScenarioOptions, *, push=None) -> Scenario:
 
             push = load_protocol(opts.push)
         protocols["push"] = push
+    asked = opts.threads_per_cta
+    opts = replace(opts, threads_per_cta=warp_threads(protocols, opts))
     scenario = _Program(protocols, opts).build()
+    if opts.threads_per_cta != asked:
+        share = rules.KERNEL_WARPS // opts.threads_per_cta
+        scenario.notes.append(f"threads: {opts.threads_per_cta} model threads per CTA ({asked} asked), each standing "
+                              f"for {share} of the kernels' {rules.KERNEL_WARPS} warps: the barrier steps select "
+                              f"warps")
     scenario.parts = stage_parts(protocols, opts)
     return scenario
+
+
+def warp_threads(protocols: dict[str, object], opts: ScenarioOptions) -> int:
+    """The model threads per CTA for ``protocols`` (:func:`syncverify.rules.model_threads_per_cta`:
+    ``--threads-per-cta``, raised until every warp selection of a barrier step is whole model
+    threads). Refuses a CTA that runs two steps sharing the id of a warp-selected barrier
+    (:func:`syncverify.rules.barrier_id_clash`), which the loader cannot see when the two come
+    from two protocols (all-scatter's comm CTA)."""
+    selections = [chosen for p in protocols.values() for section in rules.SECTIONS
+                  for s in rules.section_steps(p, section) if s.op == "barrier" for chosen in (s.warps, s.arrive)]
+    clash = barrier_id_clash(protocols, opts.scenario)
+    if clash:
+        raise ScenarioError(clash)
+    return rules.model_threads_per_cta(opts.threads_per_cta, selections)
+
+
+def barrier_id_clash(protocols: dict[str, object], scenario: str) -> str:
+    """Why a CTA of ``scenario`` cannot run ``protocols``' barrier steps (``""``: it can): two
+    steps on one barrier id, one of them warp-selected (:func:`syncverify.rules.barrier_id_clash`),
+    in the steps a role runs, in order, across the protocols of its stages. The model and the
+    kernel build both refuse it."""
+    for role in ROLES[scenario]:
+        steps = [(f"{protocols[st.protocol].name} {st.kind} step {n}", s) for st in role.steps
+                 if isinstance(st, Stage) and st.protocol in protocols
+                 for n, s in enumerate(rules.section_steps(protocols[st.protocol], st.kind), 1)]
+        clash = rules.barrier_id_clash(steps)
+        if clash is not None:
+            first, second, barrier_id = clash
+            return (f"{scenario}'s {role.name} CTA runs {first} and {second}, both on barrier {barrier_id}; "
+                    f"{rules.BARRIER_ID_CLASH}")
+    return ""
 
 
 def stage_parts(protocols: dict[str, object], opts: ScenarioOptions) -> list[Scenario]:

@@ -160,3 +160,33 @@ def test_the_newer_kernels_run_the_steps_of_each_zoo_protocol(protocol, scenario
     opts = ScenarioOptions(scenario=scenario, world_size=2, symmetry=False, epochs=epochs)
     found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
     assert not found, f"{protocol} / {scenario}:\n" + "\n\n".join(found)
+
+
+def several_chunks_config(scenario: str, world_size: int):
+    """Two row tiles per shard, three column tiles and two K chunks per tile: what the one-tile
+    sizes of ``drift.small_config`` cannot show (a C store of an earlier column tile before
+    ``after_load``, a tile read in pieces)."""
+    import dataclasses
+
+    small = drift.small_config(scenario, world_size)
+    return dataclasses.replace(small, m=2 * small.m, n=48, k=32 * (1 if scenario == "all-gather-gemm" else world_size))
+
+
+@pytest.mark.parametrize("protocol", ["done-flag", "epoch-flag", "two-slot-early-reuse", "pytorch-signal-pad"])
+@pytest.mark.parametrize("scenario", ["all-gather-gemm", "gemm-reduce-scatter"])
+def test_several_column_tiles_and_k_chunks_keep_the_models_order(protocol, scenario):
+    """With several column tiles every C store still follows ``after_load`` (the done flag's
+    back-signal) and every tile load precedes it, for each tile of each epoch. (The kernel of
+    before this test stored the earlier column tiles' C before ``after_load``: done-flag failed
+    here at step 7, a C store where the model has the back-signal's barrier.)"""
+    p = load_protocol(protocol)
+    W = 2
+    config = several_chunks_config(scenario, W)
+    epochs = max(EPOCHS, p.zoo.epochs if p.zoo else 1)
+    ops, timed_out = drift.trace_kernel(p, scenario, W, epochs=epochs, config=config)
+    tiles = {key[2] for key in ops}
+    assert len(tiles) > 1  # every tile of the rank's shard (or of C) was compared
+    opts = ScenarioOptions(scenario=scenario, world_size=W, symmetry=False, epochs=epochs, tiles=len(tiles))
+    found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
+    assert not found, f"{protocol} / {scenario}:\n" + "\n\n".join(found)
+

@@ -15,7 +15,7 @@ from syncverify.kernels.heap import VirtualHeap
 from syncverify.kernels.build import delay_table_tensor
 from syncverify.protocols import load_protocol
 from syncverify.stress.inputs import make_inputs
-from syncverify.stress.validate import NFIELDS, classify_kernel
+from syncverify.stress.validate import NFIELDS, NextIteration, classify_arguments, classify_kernel
 
 
 def _launch_args(built, heap, inputs, status, vals=None):
@@ -79,9 +79,11 @@ def test_the_fused_kernel_and_its_validation_compile_for_sm90(kernel, protocol, 
     assert set(sleep_counts(compiled.asm["ptx"])) == {"before-store", "cta", "wait-read"}
     out = heap["out"].local
     summary = torch.zeros(world, (c.m // c.block_m) * (c.n // c.block_n), NFIELDS, dtype=torch.int32)
-    checked = compile_like_launch(
-        classify_kernel, out, out[0].numel(), inputs.row_exp, inputs.col_exp, inputs.row_exp,
-        inputs.col_exp, status, summary, ownership_tensor(c, "cpu"), c.m, c.n, c.n_per_rank, c.tiles, 0,
-        WORLD=world, BLOCK_M=c.block_m, BLOCK_N=c.block_n, KIND=kernel, NFIELDS=NFIELDS, INTERPRET=False)
+    # as the runner launches it with virtual ranks: preparing the next iteration too
+    locks = heap["locks"].local
+    prepare = NextIteration(poison_out=True, work=heap["partial" if kernel == "all-reduce" else "local"].local,
+                            other_out=out if kernel == "all-scatter" else None, locks=(locks, locks))
+    args, meta = classify_arguments(c, out, inputs, inputs, status, summary, next_iteration=prepare)
+    checked = compile_like_launch(classify_kernel, *args, **meta)
     assert "globaltimer" in checked.asm["ptx"]  # the device clock of time to first failure
     assert checked.asm["cubin"]

@@ -90,3 +90,25 @@ def test_more_ranks_than_gpus_and_a_grid_that_cannot_be_resident_are_refused():
     with pytest.raises(StressConfigError, match="exceeds the 132 SMs"):
         check_config(KernelConfig(world_size=8, gemm_sms=16, comm_sms=8), sms=132)
     assert check_config(KernelConfig(world_size=4, gemm_sms=16, comm_sms=8), sms=132)
+
+
+@pytest.mark.parametrize("module_name", ["gemm_all_reduce", "gemm_all_scatter", "all_gather_gemm",
+                                         "gemm_reduce_scatter"])
+def test_meta_parameters_are_built_once_per_build_and_handed_out_as_copies(module_name):
+    # an eager launch rebuilt every plan step as constexprs and hashed the new objects (host time)
+    import importlib
+
+    from syncverify.kernels.build import build
+
+    module = importlib.import_module(f"syncverify.kernels.{module_name}")
+    kernel = module_name.replace("gemm_", "").replace("_gemm", "").replace("_", "-")
+    kernel = {"all-gather": "all-gather-gemm", "reduce-scatter": "gemm-reduce-scatter"}.get(kernel, kernel)
+    config = KernelConfig(kernel=kernel, world_size=2, m=256, n=256, k=256)
+    built = build(load_protocol("epoch-flag"), config)
+    first, second = module.meta_parameters(built), module.meta_parameters(built)
+    assert first == second and first is not second
+    assert all(first[name] is second[name] for name in first)  # the same objects: no rebuild
+    first["WAIT"] = None  # a caller's copy: the next launch still gets the plan
+    assert module.meta_parameters(built)["WAIT"] is second["WAIT"]
+    again = build(load_protocol("barrier-fenced-release-acquire"), config)
+    assert module.meta_parameters(again)["SIGNAL"] != second["SIGNAL"]

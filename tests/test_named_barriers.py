@@ -33,9 +33,9 @@ def with_barrier(**fields) -> dict:
 # ----- protocols: loading ----------------------------------------------------------------------
 
 def test_a_barrier_step_takes_an_id_and_a_count():
-    step = protocol_from_dict(with_barrier(id=3, count=128)).signal[0]
-    assert (step.op, step.barrier_id, step.count) == ("barrier", 3, 128)
-    assert step.to_dict() == {"op": "barrier", "id": 3, "count": 128}
+    step = protocol_from_dict(with_barrier(id=3, count=256)).signal[0]
+    assert (step.op, step.barrier_id, step.count) == ("barrier", 3, 256)
+    assert step.to_dict() == {"op": "barrier", "id": 3, "count": 256}
     plain = protocol_from_dict(with_barrier()).signal[0]
     assert (plain.barrier_id, plain.count) == (None, None) and plain.to_dict() == {"op": "barrier"}
 
@@ -46,6 +46,7 @@ def test_a_barrier_step_takes_an_id_and_a_count():
     ({"count": 100}, "count=100 must be a positive multiple of 32"),
     ({"count": 0}, "count=0 must be a positive multiple of 32"),
     ({"count": True}, "count=True must be a positive multiple of 32"),
+    ({"id": 1, "count": 128}, "count=128 is smaller than the 256 threads that execute the step (every warp of the CTA)"),
 ])
 def test_a_bad_barrier_id_or_count_is_one_line_naming_it(fields, phrase):
     with pytest.raises(ProtocolError) as info:
@@ -69,7 +70,8 @@ def test_a_bad_barrier_count_in_a_file_exits_2_with_one_line(tmp_path, capsys):
 def test_a_named_barrier_lowers_to_bar_sync_id_count_on_every_thread():
     step = protocol_from_dict(with_barrier(id=1, count=256)).signal[0]
     assert lower_step(step) == (LoweredOp("bar", "all", barrier_id=1, count=256),)
-    assert barrier_ptx(1, 256) == "bar.sync 1, 256;" and barrier_ptx(0, None) == ""
+    assert barrier_ptx(lower_step(step)) == "bar.sync 1, 256;"
+    assert barrier_ptx(lower_step(protocol_from_dict(with_barrier()).signal[0])) == ""
 
 
 def test_a_barrier_for_the_whole_cta_keeps_the_protocol_safe():
@@ -80,30 +82,31 @@ def test_a_barrier_for_the_whole_cta_keeps_the_protocol_safe():
 
 
 def test_a_barrier_for_half_the_cta_does_not_order_the_other_half_and_is_unsafe():
-    # ISA: "Operand b specifies the number of threads participating in the barrier": with 128
-    # of 256 threads, each half completes its own phase, so one half's tile store is not ordered
-    # before the other half's release fence and signal.
+    # ISA: "Operand b specifies the number of threads participating in the barrier": warps 0-3
+    # (128 threads) synchronize, so warps 4-7's tile stores are not ordered before the release
+    # fence and signal of thread 0.
     import syncverify
 
-    result = syncverify.check_protocol(protocol_from_dict(with_barrier(id=1, count=128)), world_size=2)
+    result = syncverify.check_protocol(protocol_from_dict(with_barrier(id=1, count=128, warps="0-3")), world_size=2)
     assert result.safe is False and "unwritten-read" in result.violations
 
 
 def test_the_model_program_carries_the_id_and_the_count_in_model_threads():
     from syncverify.scenarios import ScenarioOptions, build
 
-    program = build(protocol_from_dict(with_barrier(id=1, count=128)), ScenarioOptions(world_size=2)).program
-    bars = {(i.barrier_id, i.count) for t in program.threads for i in t.instructions
+    program = build(protocol_from_dict(with_barrier(id=1, count=128, warps="0-3")), ScenarioOptions(world_size=2)).program
+    bars = {(t.role.rsplit(" ", 1)[1], i.barrier_id, i.count) for t in program.threads for i in t.instructions
             if isinstance(i, Barrier) and "signal" in i.label}
-    assert bars == {(1, 1)}  # 2 model threads per CTA, each 128 of the kernels' 256
+    assert bars == {("0", 1, 1)}  # 2 model threads per CTA, 4 warps each: thread 0 alone takes part
 
 
-def test_a_count_the_model_threads_cannot_express_is_refused():
-    from syncverify.errors import ScenarioError
+def test_model_threads_are_raised_until_a_warp_selection_is_whole_threads():
     from syncverify.scenarios import ScenarioOptions, build
 
-    with pytest.raises(ScenarioError, match="barrier count 32 is not a whole number"):
-        build(protocol_from_dict(with_barrier(count=32)), ScenarioOptions(world_size=2))
+    scenario = build(protocol_from_dict(with_barrier(id=1, warps="0-1", count=64)), ScenarioOptions(world_size=2))
+    assert scenario.options.threads_per_cta == 4
+    assert any("4 model threads per CTA (2 asked), each standing for 2 of the kernels' 8 warps" in n
+               for n in scenario.notes)
 
 
 # ----- protocols: the kernels --------------------------------------------------------------------

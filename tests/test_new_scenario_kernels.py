@@ -37,9 +37,12 @@ def test_a_safe_protocol_leaves_every_tile_right(kernel, protocol, world_size):
     assert result.iterations == 2
 
 
+@pytest.mark.parametrize("protocol", ["epoch-flag", "done-flag"])
 @pytest.mark.parametrize("kernel", NEW)
-def test_one_launch_equals_the_torch_reference(kernel):
-    """Independent of the validation kernel: run one launch by hand and compare C with torch."""
+def test_one_launch_equals_the_torch_reference(kernel, protocol):
+    """Independent of the validation kernel: run one launch by hand and compare C with torch
+    (two column tiles; done-flag's back-signal makes all-gather-gemm keep the first column
+    tile's C in ``parked`` until after it)."""
     import torch
 
     from syncverify.kernels.build import build
@@ -52,7 +55,7 @@ def test_one_launch_equals_the_torch_reference(kernel):
     W = 2
     c = KernelConfig(kernel=kernel, world_size=W, m=64, n=32, k=32, block_m=16, block_n=16, block_k=16,
                      gemm_sms=2, comm_sms=1, dtype="fp32", num_warps=1, interpret=True)
-    built = build(load_protocol("epoch-flag"), c)
+    built = build(load_protocol(protocol), c)
     heap = VirtualHeap(W, "cpu")
     allocate(built, heap, torch.float32, torch.int32)
     heap["out"].local.fill_(math.nan)

@@ -15,6 +15,7 @@ from syncverify.stress.cli import INTERPRETER_NOTE, stress_command
 from syncverify.stress.controls import control_verdict, positive_control, sibling_candidates
 from syncverify.stress.delays import GuidedDelay
 from syncverify.stress.guided import guided_plan, schedule_from_trace
+from syncverify.protocols import load_protocol
 
 app = typer.Typer()
 app.command("stress")(stress_command)
@@ -75,6 +76,26 @@ def test_a_barrier_between_store_and_signal_makes_the_witness_unforceable_by_del
                                           num_warps=8)
     assert without_barrier.realizable
     assert without_barrier.entries == (GuidedDelay("before-store", 0, 2000, 4000, 0b11111110, 100),)
+
+
+def test_warp_specialized_barriers_aim_the_delay_at_the_warps_the_signal_does_not_wait_for():
+    # one warpgroup's named barrier (warps 0-3) while both warpgroups store: delaying warps 1-3
+    # would hold warp 0's signal back at the barrier too, so only warps 4-7 are late
+    one_group = guided_plan("fa3-epilogue-one-warpgroup-barrier", kernel="all-reduce", world_size=2,
+                            search_seconds=0)
+    assert {(s.realizable, e.site, e.warps) for s in one_group.schedules for e in s.entries} == \
+        {(True, "before-store", 0b11110000)}
+    # the signal warp only arrives (bar.arrive does not wait): the store warps' barrier does not
+    # hold the signal back, so delaying them forces the late store
+    arrives = guided_plan("fa3-epilogue-signal-warp-arrives", kernel="all-reduce", world_size=2, search_seconds=0)
+    assert all(s.realizable for s in arrives.schedules)
+    assert {(e.site, e.warps) for s in arrives.schedules for e in s.entries} == {("before-store", 0b11111110)}
+    # PyTorch's signal pad without its CTA barrier: the one-thread CAS loop broadcasts its result
+    # through a CTA barrier *after* the signal write, which does not hold the signal back
+    control = positive_control(load_protocol("pytorch-signal-pad"), kernel="all-reduce", world_size=2)
+    pad = guided_plan(control.protocol, kernel="all-reduce", world_size=2, search_seconds=0)
+    assert pad.schedules and all(s.realizable for s in pad.schedules)
+    assert {(e.site, e.warps) for s in pad.schedules for e in s.entries} == {("before-store", 0b11111110)}
 
 
 def test_a_hang_needs_no_delay_and_the_schedule_is_saved_and_printed(tmp_path):

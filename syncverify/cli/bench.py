@@ -61,7 +61,8 @@ from syncverify.cli.progress import StderrProgress
 from syncverify.errors import SyncVerifyError
 
 DEFAULT_PROTOCOLS = "barrier-fenced-release-acquire,epoch-flag"
-NCCL_UNAVAILABLE = ("cuBLAS + NCCL (torch.matmul then all_reduce / all_gather_into_tensor on real ranks): "
+NCCL_UNAVAILABLE = ("cuBLAS + NCCL (torch.matmul then all_reduce / all_gather_into_tensor / reduce_scatter_tensor, "
+                    "or all_gather_into_tensor of A then torch.matmul, on real ranks): "
                     "not measured: --virtual-ranks runs every rank on one GPU; without it, a world size "
                     "above 1 runs one process per GPU and times it")
 PARTIAL = "bench-partial.jsonl"
@@ -91,7 +92,7 @@ def _cli_sweep(kernel: str, protocols: tuple[str, ...], world_size: int, case: d
 
 @app.command("bench")
 def bench_command(
-    kernel: str = typer.Option("all-reduce", "--kernel", help="all-reduce | all-scatter (default: all-reduce; a sweep file may name both)"),
+    kernel: str = typer.Option("all-reduce", "--kernel", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter (default: all-reduce; a sweep file may name several)"),
     protocol: str = typer.Option(DEFAULT_PROTOCOLS, "--protocol", help=f"comma-separated protocol names or files; 'none' (no synchronization, UNSAFE, the cost baseline) is always added (default: {DEFAULT_PROTOCOLS})"),
     world_size: int = typer.Option(2, "--world-size", help="ranks (default: 2)"),
     virtual_ranks: bool = typer.Option(False, "--virtual-ranks", help="every rank on one GPU (default at --world-size > 1: one process per GPU, with cuBLAS + NCCL timed beside)"),
@@ -106,8 +107,8 @@ def bench_command(
     block_k: int = typer.Option(64, "--block-k", help="K step (default: 64)"),
     stages: int = typer.Option(3, "--stages", help="software-pipelining stages (default: 3)"),
     warps: int = typer.Option(8, "--warps", help="warps per program (default: 8)"),
-    gemm_sms: Optional[int] = typer.Option(None, "--gemm-sms", help="producer programs per rank (default: from the SMs, e.g. 60 of 66 at W=2 virtual ranks, 120 of 132 on real ranks)"),
-    comm_sms: Optional[int] = typer.Option(None, "--comm-sms", help="consumer (all-scatter: comm) programs per rank"),
+    gemm_sms: Optional[int] = typer.Option(None, "--gemm-sms", help="producer (all-gather-gemm: sender) programs per rank (default: from the SMs, e.g. 60 of 66 at W=2 virtual ranks, 120 of 132 on real ranks)"),
+    comm_sms: Optional[int] = typer.Option(None, "--comm-sms", help="consumer (all-scatter: comm; all-gather-gemm: GEMM) programs per rank"),
     recv_sms: Optional[int] = typer.Option(None, "--recv-sms", help="all-scatter receiver programs per rank"),
     group_m: int = typer.Option(8, "--group-m", help="tile rows per group of the producers' order (default: 8)"),
     loads: str = typer.Option("descriptor", "--loads", help="descriptor | pointer: how producers read A and B (default: descriptor)"),

@@ -157,3 +157,46 @@ def test_the_fused_kernel_is_compiled_before_the_first_launch(kernel):
             tiles, _ = runner.drain()
             assert not tiles
     assert compiled() == before + 1  # every launch found the kernel compiled above
+
+
+def _runner(kernel: str, protocol: str, *, chunk: int, graphs: bool, **options):
+    from syncverify.kernels.build import build
+    from syncverify.kernels.heap import VirtualHeap
+    from syncverify.protocols import load_protocol
+    from syncverify.stress.campaign import _reset_policy, campaign_options, delay_config, kernel_config
+    from syncverify.stress.runner import Runner
+
+    o = campaign_options(kernel=kernel, protocol=protocol, world_size=2, virtual_ranks=True, **SMALL, **options)
+    p = load_protocol(protocol)
+    return Runner(build(p, kernel_config(o)), VirtualHeap(2, "cuda:0"), device="cuda:0", delays=delay_config(o),
+                  reset=_reset_policy(o, p), poison=o.poison, max_polls=1 << 16, seed=1, chunk=chunk, graphs=graphs)
+
+
+def test_both_block_graphs_are_captured_before_iteration_0_and_drain_leaves_the_newest_block_running():
+    runner = _runner("all-reduce", "barrier-fenced-release-acquire", chunk=8, graphs=True)
+    runner.compile()
+    assert runner.pipelined and all(g is not None for g in runner.graph_by_half)
+    runner.run_block(0)  # replays only: no iteration is queued launch by launch
+    assert runner.drain(keep=1) == ([], []) and len(runner.pending) == 8  # block 0 still running
+    runner.run_block(8)
+    assert runner.drain(keep=1) == ([], []) and [i for i, _ in runner.pending] == list(range(8, 16))
+    assert runner.t0_ns  # iteration 0's validation clock, from block 0
+    with pytest.raises(RuntimeError, match="ring half 1 still holds"):
+        runner.run_block(24)  # block 3 would overwrite block 1's rows before they were read
+    runner.run_block(16)
+    assert runner.drain(keep=1) == ([], []) and [slot for _, slot in runner.pending] == list(range(0, 8))
+    assert runner.drain() == ([], []) and not runner.pending
+
+
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter"])
+def test_a_pipelined_run_reports_every_bad_iteration_once_in_order(kernel):
+    # 5 blocks of 32 as graph replays (the host reads one while the next runs), then 7 eagerly
+    result = run_campaign(protocol="fenced-release-acquire", kernel=kernel, world_size=2, virtual_ranks=True,
+                          iterations=5 * 32 + 7, chunk=32, delays="random", seed=5, max_records=1 << 30,
+                          graphs=True, **SMALL)
+    assert result.graphs and result.iterations == 167 and result.bad_iterations > 0
+    seen = [t["iteration"] for t in result.failures]
+    assert seen == sorted(seen) and max(seen) < 167
+    timed = run_campaign(protocol="barrier-fenced-release-acquire", kernel=kernel, world_size=2, virtual_ranks=True,
+                         seconds=0.3, chunk=32, graphs=True, **SMALL)
+    assert timed.clean and timed.iterations % 32 == 0 and timed.iterations >= 64, timed.first_failure
