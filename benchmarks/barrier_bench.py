@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from syncverify.explore import explore
+from syncverify.explore.driver import explore
 from syncverify.litmus.parser import parse_litmus_file
 from syncverify.program import Barrier, Load, Program, Store, Thread
 

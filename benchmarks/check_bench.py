@@ -13,7 +13,7 @@ reduction off at a time:
   lock copies, no rank symmetry group;
 * ``no-liveness``: every register counts as live everywhere, so a failed poll iteration that read
   a new value is not cut (the plain spin-assume of GenMC/Dartagnan); done by replacing
-  ``syncverify.paths.live_registers`` (which ``thread_paths`` calls) in the child process;
+  ``syncverify.explore.thread_paths.live_registers`` (which ``thread_paths`` calls) in the child process;
 * ``brute-force``: ``explore(prune=False)``: every combination of thread paths that is merely
   supported, every reads-from and every coherence permutation (no combination search, no static
   causality, no per-location pruning).
@@ -37,14 +37,14 @@ VARIANTS = ("all", "no-symmetry", "no-liveness", "brute-force")
 def run_one(protocol: str, scenario: str, world: int, epochs: int, variant: str, timeout: float) -> dict:
     """One exploration in this process (the child side)."""
     from syncverify.protocols.registry import load_protocol
-    from syncverify.check import CheckResult, check
-    from syncverify.explore import explore
-    from syncverify.scenarios import ScenarioOptions, build
+    from syncverify.verdicts.check import CheckResult, check
+    from syncverify.explore.driver import explore
+    from syncverify.scenarios.build import ScenarioOptions, build
 
     built = build(load_protocol(protocol), ScenarioOptions(scenario=scenario, world_size=world, epochs=epochs,
                                                              symmetry=variant != "no-symmetry"))
     if variant == "no-liveness":
-        import syncverify.paths as paths_module
+        import syncverify.explore.thread_paths as paths_module
 
         def every_register(thread, observed):
             regs = frozenset(r for ins in thread.instructions for r in (getattr(ins, "dst", None),) if r)

@@ -20,7 +20,7 @@ import random
 import statistics
 import time
 
-from syncverify.explore import explore
+from syncverify.explore.driver import explore
 from syncverify.program import Atomic, Fence, Load, Program, Store, Thread
 
 LOCATIONS = ("x", "y")

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from syncverify.explore import brute_force, explore
+from syncverify.explore.driver import brute_force, explore
 from syncverify.litmus.parser import parse_litmus_file
 
 

@@ -3,7 +3,7 @@
 Three parts, in one process after a parallel compile:
 
 1. **guided**: every built-in protocol in all-gather-gemm and gemm-reduce-scatter at each
-   ``--worlds`` (virtual ranks): the model's verdict (``syncverify.check``); for a pair it calls
+   ``--worlds`` (virtual ranks): the model's verdict (``syncverify.verdicts.check``); for a pair it calls
    unsafe, each guided schedule (``syncverify.stress.guided``) until its first failure or
    ``--seconds``, and random delays under the same budget; for a safe pair, the schedules of its
    positive control (``syncverify.stress.controls``) on the pair and on the control, which must
@@ -107,7 +107,7 @@ def plan_for(args, protocol, kernel: str, world_size: int, **model_options):
 
 def guided_pair(args, protocol, kernel: str, world_size: int, **model_options) -> dict:
     """One pair: the model, then its schedules (or its control's) on the GPU."""
-    from syncverify.check import check_protocol
+    from syncverify.verdicts.check import check_protocol
     from syncverify.stress.controls import positive_control
     from syncverify.stress.guided import run_guided
 
@@ -232,7 +232,7 @@ def main() -> int:
             zoo_rows.append((kernel, protocol.name, "-", "not run (budget)", "-", "-"))
             continue
         try:
-            from syncverify.check import check_protocol
+            from syncverify.verdicts.check import check_protocol
 
             # one launch: the zoo files' settings (two or three launches, per-rank streams) are
             # for all-reduce, and all-gather-gemm's done flag over two launches does not finish in

@@ -1,7 +1,7 @@
 """Stress every built-in protocol in all-gather-gemm and gemm-reduce-scatter on one GPU; one table.
 
 For each scenario and built-in protocol: the model's verdict at the same world size
-(``syncverify.check``), then a stress campaign with W virtual ranks on one GPU, random delays,
+(``syncverify.verdicts.check``), then a stress campaign with W virtual ranks on one GPU, random delays,
 ``--seconds`` each. The kernels are compiled first by ``--workers`` processes in parallel (one
 iteration each, which fills Triton's cache), then the timed campaigns run one after another in
 this process, so no two campaigns share the GPU. Rows that would start after ``--budget`` seconds
@@ -26,9 +26,9 @@ SCENARIOS = ("all-gather-gemm", "gemm-reduce-scatter")
 
 def model_verdict(scenario: str, protocol: str, world_size: int) -> str:
     """``safe`` or the violation kinds the model finds (one launch, default options)."""
-    from syncverify.check import check
+    from syncverify.verdicts.check import check
     from syncverify.protocols import load_protocol
-    from syncverify.scenarios import ScenarioOptions, build
+    from syncverify.scenarios.build import ScenarioOptions, build
 
     result = check(build(load_protocol(protocol), ScenarioOptions(scenario=scenario, world_size=world_size)),
                    timeout=60)

@@ -490,7 +490,7 @@ def phases_line(phases: dict) -> str:
 
 def section_guided(args, rows):
     """The guided table: every pair, model verdict, guided and random time to first failure."""
-    from syncverify.check import check_protocol
+    from syncverify.verdicts.check import check_protocol
     from syncverify.protocols import builtin_names
     from syncverify.stress.controls import positive_control
     from syncverify.stress.guided import guided_plan, run_guided
@@ -675,7 +675,7 @@ def section_processes(args, rows):
 
     from syncverify.protocols import builtin_names
     from syncverify.stress.campaign import campaign_options, load
-    from syncverify.stress.launch import run_processes_batch
+    from syncverify.stress.campaign import run_processes_batch
 
     W = torch.cuda.device_count()
     if W < 2:

@@ -27,9 +27,9 @@ RESETS = ("none", "host-between-barriers", "host-racing")
 
 def run_one(spec: dict) -> dict:
     """One check in this process (the child side)."""
-    from syncverify.check import check
+    from syncverify.verdicts.check import check
     from syncverify.protocols.registry import load_protocol
-    from syncverify.scenarios import ScenarioOptions, build
+    from syncverify.scenarios.build import ScenarioOptions, build
 
     built = build(load_protocol(spec["protocol"]),
                   ScenarioOptions(scenario=spec["scenario"], world_size=spec["world_size"],

@@ -1,4 +1,4 @@
-"""AllGather + GEMM (``syncverify.scenarios.ROLES["all-gather-gemm"]``).
+"""AllGather + GEMM (``syncverify.scenarios.build.ROLES["all-gather-gemm"]``).
 
 Each rank owns a row-shard of A (``M / W`` rows, all of K) and B (``K x N``); every rank computes
 the whole ``C = A @ B`` (``M x N``). One persistent launch per rank runs the two roles of the
@@ -8,7 +8,7 @@ model, steps in the model's order (``tests/test_drift.py`` compares them):
   rows ``t * BLOCK_M ..`` of the shard), run the protocol's ``before_store`` steps, store the
   rows into *every* rank's ``gathered`` (the sender's own column block: ``gathered`` is
   ``M / W x W * K`` per rank, block ``b`` holding rank ``b``'s shard) and run the ``signal``
-  steps (``to = "owner"`` is the sender itself: ``syncverify.scenarios.signal_owner``);
+  steps (``to = "owner"`` is the sender itself: ``syncverify.scenarios.build.signal_owner``);
 * **GEMM** programs (``COMM_SMS`` per rank) run, for tile ``t``, the ``wait`` steps (for every
   remote shard's signal, before the K-loop), read tile ``t`` of every block of their own
   ``gathered`` in the K-loop, run ``after_load`` and store the C rows of tile ``t`` of every
@@ -25,7 +25,7 @@ reads) until ``after_load`` has run, and only then are the C rows stored into ``
 each column tile's C goes straight to ``out``: there is nothing to order it after.
 
 ``gemm_only`` (``syncverify bench``'s GEMM part) makes every program of the grid a GEMM program
-that reads ``gathered`` as the caller filled it (``syncverify.kernels.bench.FusedRun``).
+that reads ``gathered`` as the caller filled it (``syncverify.kernels.bench.timing.FusedRun``).
 
 Every wait is bounded: a GEMM program that gives up writes ``(1, last value, step, polls)`` into
 status row ``t`` and skips the tile (its C rows stay poisoned); a sender whose ``before_store``

@@ -4,13 +4,13 @@
 ``wait_probe`` a consumer's head (the ``wait`` plan, then the tile read), built from the same
 ``syncverify.kernels.steps`` runners as the real kernels. :func:`protocol_ops` compiles one of them and
 returns its synchronization operations (``syncverify.kernels.ptx_reader.SyncOp``); :func:`audit`
-compares them with ``syncverify.lowering``, the model's account of the same steps: the lock
+compares them with ``syncverify.protocols.lowering``, the model's account of the same steps: the lock
 operations with ``lower_step``, the tile accesses with ``lower_tile_store``/``lower_tile_load``.
 :func:`audit_kernel` does the same for the tile accesses of a fused kernel.
 
 Lock and tile accesses are told apart by the kernel argument their address is computed from
 (``SyncOp.buffer``): ``locks``/``push_locks`` are lock accesses, the buffers a scenario's roles
-load and store (``syncverify.scenarios.ROLES``, the probes' ``tile``/``out``) tile accesses.
+load and store (``syncverify.scenarios.build.ROLES``, the probes' ``tile``/``out``) tile accesses.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def wait_probe(tile, out, locks, locks_table, status, vals, rank, max_polls,
 def probe_warps(protocol) -> int:
     """Warps a probe of ``protocol`` compiles with: 4 (quick to compile; nothing the audit reads
     depends on it), or the kernels' 8 when a barrier step selects warps, which are warps of an
-    8-warp CTA (``syncverify.rules.KERNEL_WARPS``)."""
-    from syncverify.rules import KERNEL_WARPS, SECTIONS, section_steps
+    8-warp CTA (``syncverify.protocols.rules.KERNEL_WARPS``)."""
+    from syncverify.protocols.rules import KERNEL_WARPS, SECTIONS, section_steps
 
     steps = [s for section in SECTIONS for s in section_steps(protocol, section)]
     return KERNEL_WARPS if any(s.op == "barrier" and s.selects_warps for s in steps) else 4
@@ -138,7 +138,7 @@ def audit(protocol, side: str, *, world_size: int = AUDIT_WORLD, lower=None) -> 
     """Disagreements between ``protocol``'s compiled ``side`` and the model's lowering of it.
 
     Walks the protocol's steps in order; each step's lowered operations (``lower(step)``,
-    default ``syncverify.lowering.lower_step``) must appear in order in the compiled lock
+    default ``syncverify.protocols.lowering.lower_step``) must appear in order in the compiled lock
     accesses, fences and barriers, once per static copy. A poll's operations may repeat (the
     loop's first iteration is peeled), and a ``bar.sync`` that Triton puts before a one-thread
     poll whose result it broadcasts through shared memory (the loop's write-after-read guard)
@@ -154,7 +154,7 @@ def audit(protocol, side: str, *, world_size: int = AUDIT_WORLD, lower=None) -> 
 
 def _lock_problems(protocol, side: str, ops, world_size: int, lower) -> list[str]:
     if lower is None:
-        from syncverify.lowering import lower_step as lower
+        from syncverify.protocols.lowering import lower_step as lower
     actual = [op for op in ops if op.buffer in (None, "locks")]
     problems: list[str] = []
     pos = 0
@@ -207,7 +207,7 @@ _NOUN = {"st": "store", "ld": "load"}
 
 def _lowered_tile(kind: str, protocol):
     """The model's tile store or load for ``protocol`` (looked up at call time: tests patch it)."""
-    from syncverify import lowering
+    from syncverify.protocols import lowering
 
     return lowering.lower_tile_store(protocol) if kind == "st" else lowering.lower_tile_load(protocol)
 
@@ -303,10 +303,10 @@ def kernel_ops(built, *, ptx: str | None = None) -> list:
 
 
 def tile_accesses(kernel: str) -> dict[tuple[str, str], bool]:
-    """The tile accesses of a scenario's roles (``syncverify.scenarios.ROLES``):
+    """The tile accesses of a scenario's roles (``syncverify.scenarios.build.ROLES``):
     ``{(kind, buffer): published}``, ``published`` for a store a later signal of its role
     publishes (where the protocol's cache policy is the one the protocol was checked with)."""
-    from syncverify.scenarios import ROLES, Stage
+    from syncverify.scenarios.build import ROLES, Stage
 
     accesses: dict[tuple[str, str], bool] = {}
     for role in ROLES[kernel]:

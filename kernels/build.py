@@ -71,7 +71,7 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
     sms, gpus : int, optional
         Limits of the machine (see :func:`syncverify.kernels.config.check_config`).
     push : syncverify.protocols.model.Protocol, optional
-        all-scatter's push protocol (default: ``syncverify.scenarios.DEFAULT_PUSH``, as the model).
+        all-scatter's push protocol (default: ``syncverify.scenarios.build.DEFAULT_PUSH``, as the model).
 
     Raises
     ------
@@ -90,7 +90,7 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
                               "only; the all-scatter kernel keeps one slot of local tiles and locks")
     if config.kernel == "all-scatter" and push is None:
         from syncverify.protocols.registry import load_protocol
-        from syncverify.scenarios import DEFAULT_PUSH
+        from syncverify.scenarios.build import DEFAULT_PUSH
 
         push = load_protocol(DEFAULT_PUSH)
     _check_warp_selections(protocol, push if config.kernel == "all-scatter" else None, config)
@@ -103,10 +103,10 @@ def _check_warp_selections(protocol: Any, push: Any, config: KernelConfig) -> No
     """A barrier step that selects warps names warps of an 8-warp CTA: the kernel must run 8
     warps (the interpreter runs no barrier, so any number there). A CTA that runs two protocols
     (all-scatter's comm CTA: the protocol's wait, the push protocol's signal) must not have them
-    share the id of such a barrier (``syncverify.scenarios.barrier_id_clash``, as the model)."""
-    from syncverify import rules
+    share the id of such a barrier (``syncverify.scenarios.build.barrier_id_clash``, as the model)."""
+    from syncverify.protocols import rules
     from syncverify.kernels.errors import UnsupportedStep
-    from syncverify.scenarios import barrier_id_clash
+    from syncverify.scenarios.build import barrier_id_clash
 
     protocols = {"protocol": protocol} | ({"push": push} if push is not None else {})
     selecting = [(p.name, s) for p in protocols.values() for section in rules.SECTIONS
@@ -156,7 +156,7 @@ def once_per_build(meta_parameters):
 
 
 def ownership_tensor(config: KernelConfig, device):
-    """:func:`syncverify.rules.ownership_table` of a configuration's tiles as an int32 tensor on
+    """:func:`syncverify.protocols.rules.ownership_table` of a configuration's tiles as an int32 tensor on
     ``device`` (made once per size and device), each rank's list of owned tiles in the order the
     producers make them (:func:`visit_order`), so a consumer waits for tiles as they arrive. Who
     owns which tile is the model's rule, unchanged; only the order of each list is the kernel's."""
@@ -185,7 +185,7 @@ def visit_order(tiles_m: int, tiles_n: int, group_m: int) -> list[int]:
 
 @functools.lru_cache(maxsize=32)
 def _ownership(tiles_m: int, tiles_n: int, world_size: int, distribution: str, group_m: int, device: str):
-    from syncverify import rules
+    from syncverify.protocols import rules
     from syncverify.kernels._deps import torch
 
     tiles = tiles_m * tiles_n

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from syncverify import rules
-from syncverify.choices import one_of
+from syncverify.protocols import rules
+from syncverify.validation import one_of
 from syncverify.kernels.errors import StressConfigError
 
 KERNELS: tuple[str, ...] = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")

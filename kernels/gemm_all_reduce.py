@@ -46,7 +46,7 @@ def gemm_all_reduce_kernel(
     A, B,
     # symmetric heap: partial tiles (local_C), outputs (C), locks [L, T]: base + address table
     partial, partial_table, out, out_table, locks, locks_table,
-    # who owns which tile: syncverify.rules.ownership_table, computed on the host (one rule)
+    # who owns which tile: syncverify.protocols.rules.ownership_table, computed on the host (one rule)
     ownership,
     # this launch's status rows [WORLD, 2 * T, 4]: (timed out, last value, step, polls); consumers row t,
     # producers whose before_store wait timed out row T + t

@@ -1,7 +1,7 @@
 """GEMM + all-scatter with workgroup specialization (the shape of seed 001, iris example 10).
 
 Each rank holds A (``M x K``) and its column block of B (``K x N/W``). One persistent launch per
-rank runs the three roles of ``syncverify.scenarios.ROLES["all-scatter"]``, in that order of steps
+rank runs the three roles of ``syncverify.scenarios.build.ROLES["all-scatter"]``, in that order of steps
 (``tests/test_drift.py`` checks the order against the model's program):
 
 * **producers** (``GEMM_SMS`` programs per rank) compute the tiles of the rank's column block of
@@ -15,7 +15,7 @@ rank runs the three roles of ``syncverify.scenarios.ROLES["all-scatter"]``, in t
   gathered C on that rank sees, which the host validates.
 
 A ``to = "owner"`` signal goes to the signalling rank itself (its own comm CTA consumes its
-column block; ``syncverify.scenarios.signal_owner``). Every wait is bounded: a comm program
+column block; ``syncverify.scenarios.build.signal_owner``). Every wait is bounded: a comm program
 whose wait times out writes ``(1, last value, step, polls)`` into its status row ``t``, a
 receiver into row ``T + t``, and skips the tile (what it would have written stays poisoned).
 """

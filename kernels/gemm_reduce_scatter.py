@@ -1,4 +1,4 @@
-"""GEMM + reduce-scatter, producer/consumer (``syncverify.scenarios.ROLES["gemm-reduce-scatter"]``).
+"""GEMM + reduce-scatter, producer/consumer (``syncverify.scenarios.build.ROLES["gemm-reduce-scatter"]``).
 
 Each rank holds a K-slice of A and B. One persistent launch per rank runs the two roles of the
 model, steps in the model's order (``tests/test_drift.py`` compares them):
@@ -7,9 +7,9 @@ model, steps in the model's order (``tests/test_drift.py`` compares them):
   the rank's K-slice, run the protocol's ``before_store`` steps, store the partial into the
   *tile owner's* ``inbox`` (the column block of the producing rank: ``inbox`` is ``M x W*N`` per
   rank, block ``b`` holding rank ``b``'s partial) and run its ``signal`` steps (``to = "owner"``
-  is the tile's owner, ``syncverify.scenarios.signal_owner``);
+  is the tile's owner, ``syncverify.scenarios.build.signal_owner``);
 * **consumers** (``COMM_SMS`` programs per rank) take the tiles the rank owns
-  (``syncverify.rules.ownership_table``), run the ``wait`` steps, read every block of their own
+  (``syncverify.protocols.rules.ownership_table``), run the ``wait`` steps, read every block of their own
   ``inbox``, run ``after_load`` and write the sum into their own ``out`` only: each rank ends
   with its slice of C (the tiles it owns); the other tiles of its ``out`` are never written.
 
@@ -52,7 +52,7 @@ def gemm_reduce_scatter_kernel(
     A, B,
     # symmetric heap: inbox [slots * M, W * N] (block b: rank b's partial), out [M, N], locks [L, T]
     inbox, inbox_table, out, out_table, locks, locks_table,
-    # who owns which tile: syncverify.rules.ownership_table, computed on the host (one rule)
+    # who owns which tile: syncverify.protocols.rules.ownership_table, computed on the host (one rule)
     ownership,
     # this launch's status rows [WORLD, 2 * T, 4]: consumers row t, producers' before_store row T + t
     status,

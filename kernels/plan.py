@@ -33,9 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from syncverify import rules
-from syncverify.lowering import barrier_ptx, lower_barrier
-from syncverify.choices import one_of
+from syncverify.protocols import rules
+from syncverify.protocols.lowering import barrier_ptx, lower_barrier
+from syncverify.validation import one_of
 from syncverify.kernels.errors import UnsupportedStep
 
 #: Field order of a step tuple (the kernels index with the same names in ``syncverify.kernels.steps``).
@@ -52,7 +52,7 @@ FIELDS: tuple[str, ...] = (
     "compare",  # operand (CAS compare)
     "until",  # await exit comparison: == != >= > <= <
     "target",  # operand: the until right-hand side
-    "barrier",  # barrier: its inline PTX (syncverify.lowering.barrier_ptx, warp selections included); "" is tl.debug_barrier()
+    "barrier",  # barrier: its inline PTX (syncverify.protocols.lowering.barrier_ptx, warp selections included); "" is tl.debug_barrier()
     "writes",  # True: the step writes the copies `to` names (a signal, or a consumer's back-signal)
 )
 
@@ -128,7 +128,7 @@ class KernelPlan:
     #: ``(place, field, shown)`` of each of ``epoch_exprs``, for a division by zero at run time
     epoch_places: tuple[tuple[str, str, Any], ...] = ()
     #: the producer's steps before its tile store and the consumer's after its tile loads
-    #: (``syncverify.rules.section_steps``: the owner's device reset included)
+    #: (``syncverify.protocols.rules.section_steps``: the owner's device reset included)
     before_store: tuple[tuple, ...] = ()
     after_load: tuple[tuple, ...] = ()
     #: tiles and locks rotate over ``slots`` slots, launch ``epoch`` using ``epoch mod slots``:
@@ -243,7 +243,7 @@ def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32", pus
     ----------
     protocol : syncverify.protocols.model.Protocol
     push : syncverify.protocols.model.Protocol, optional
-        all-scatter's push protocol (``syncverify.scenarios.ROLES``): its steps become
+        all-scatter's push protocol (``syncverify.scenarios.build.ROLES``): its steps become
         ``push_signal``/``push_wait``.
     world_size : int
         Number of ranks (1..64); expressions without ``epoch`` are evaluated at it.

@@ -77,7 +77,7 @@ def store_flag(ptr, value, SEM: tl.constexpr, SCOPE: tl.constexpr, CACHE: tl.con
 @jit
 def named_barrier(PTX: tl.constexpr, INTERPRET: tl.constexpr):
     """A protocol ``barrier`` on every thread: ``tl.debug_barrier()`` (``bar.sync 0``) when
-    ``PTX`` is empty, else the inline PTX ``syncverify.lowering.barrier_ptx`` wrote for the step:
+    ``PTX`` is empty, else the inline PTX ``syncverify.protocols.lowering.barrier_ptx`` wrote for the step:
     ``bar.sync ID{, COUNT};``, or, for a step that selects warps, each warp tests its bit
     (``1 << (%tid.x / 32)``) in the masks of the warps that arrive and that wait, and runs
     ``bar.arrive ID, COUNT`` or ``bar.sync ID, COUNT`` (or neither). The predicate is the same

@@ -40,7 +40,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from syncverify.rules import WARP_SIZE, warp_text
+from syncverify.protocols.model import warp_text
+from syncverify.protocols.rules import WARP_SIZE
 
 _PARAM = re.compile(r"\[\s*(\w+)_param_(\d+)\s*\]")
 _REG = re.compile(r"%[\w.]+|\b[a-z]\b")
@@ -69,7 +70,7 @@ class Instr:
 
 @dataclass(frozen=True)
 class SyncOp:
-    """A synchronization-relevant operation as the model sees it (``syncverify.lowering``).
+    """A synchronization-relevant operation as the model sees it (``syncverify.protocols.lowering``).
 
     ``kind``: ``st``, ``ld``, ``atom``, ``fence`` or ``bar``; ``sem``: ``weak``, ``volatile``,
     ``relaxed``, ``acquire``, ``release``, ``acq_rel`` or (fences) ``sc``/``acq_rel``; ``threads``:
@@ -307,7 +308,7 @@ def _sem_scope(parts: list[str]) -> tuple[str | None, str | None]:
 
 def _guarded_warps(holds: list[bool]) -> tuple[int, ...] | None:
     """The warps a guard keeps, when it keeps whole warps but not all of them (a warp-selected
-    barrier, ``syncverify.lowering.barrier_ptx``); None otherwise."""
+    barrier, ``syncverify.protocols.lowering.barrier_ptx``); None otherwise."""
     warps = [holds[w * WARP_SIZE:(w + 1) * WARP_SIZE] for w in range(len(holds) // WARP_SIZE)]
     if not all(all(lanes) or not any(lanes) for lanes in warps) or all(all(lanes) for lanes in warps):
         return None
@@ -317,7 +318,7 @@ def _guarded_warps(holds: list[bool]) -> tuple[int, ...] | None:
 def _sync_op(ins: Instr, parts: list[str], ops, origin, threads, warps=None) -> SyncOp | None:
     kind = parts[0]
     if kind == "bar" and parts[1:2] in (["sync"], ["arrive"]):
-        # as syncverify.lowering.LoweredOp.bar_operands writes it: "1,256", "arrive 1,256 warps 1-7"
+        # as syncverify.protocols.lowering.LoweredOp.bar_operands writes it: "1,256", "arrive 1,256 warps 1-7"
         text = ("arrive " if parts[1] == "arrive" else "") + ",".join(o.strip() for o in ops)
         if warps is not None:
             text += f" warps {warp_text(warps)}"
@@ -356,7 +357,7 @@ def arrive_laps(ptx: str) -> list[str]:
     phase it arrived in completes: a path of the compiled kernel from a ``bar.arrive`` to a
     ``bar.arrive`` of the same barrier that passes no ``bar.sync 0`` of the whole CTA.
 
-    A warp-selected barrier step (``syncverify.lowering.barrier_ptx``) runs once per tile, and
+    A warp-selected barrier step (``syncverify.protocols.lowering.barrier_ptx``) runs once per tile, and
     its arriving warps do not wait. What keeps them from arriving for the next tile while the
     waiting warp is still in this tile's phase is a full ``bar.sync 0`` (Triton's, in every
     tile's GEMM) on every path between two arrivals: the waiting warp reaches it only after its

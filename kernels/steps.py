@@ -13,7 +13,7 @@ hang a kernel.
 
 from __future__ import annotations
 
-from syncverify import rules
+from syncverify.protocols import rules
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
 from syncverify.kernels.plan import FIELDS
@@ -55,7 +55,7 @@ def wrap_step(step: tuple) -> tuple:
     form a compiled Triton kernel accepts for a ``tl.constexpr`` tuple argument (the interpreter
     takes either). An operand field such as ``("c", 1)`` becomes one constexpr holding the pair.
 
-    ``to`` and ``from`` become what :mod:`syncverify.rules` says they mean, the flags
+    ``to`` and ``from`` become what :mod:`syncverify.protocols.rules` says they mean, the flags
     ``(own, others, owner)`` and ``each``, so the kernels apply the model's rule instead of
     interpreting the names a second time."""
     fields = list(step)

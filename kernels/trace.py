@@ -12,14 +12,14 @@ working when helpers move between modules:
   only the outer call counts).
 * a protocol barrier: ``named_barrier`` (its ``PTX`` and ``INTERPRET`` parameters) is logged as a
   ``bar`` with its operands and, for one that selects warps, what each warp does there (read
-  back from its PTX by ``syncverify.lowering.read_barrier_ptx``); its interpreter form does nothing.
+  back from its PTX by ``syncverify.protocols.lowering.read_barrier_ptx``); its interpreter form does nothing.
 * inline PTX the interpreter skips: a jit helper with ``SEM``, ``SCOPE`` and ``INTERPRET``
   parameters is one whose compiled form is inline PTX (``fence``, a non-weak ``store_flag``) and
   whose interpreter form is not. Called with ``INTERPRET`` true, such a helper is recorded as a
   ``fence`` when it makes no memory access, and otherwise lends its ``SEM``/``SCOPE`` to the plain
   loads and stores it makes (the interpreter path of ``st.release`` is a ``tl.store``).
 * whether an atomic's result is used: Triton broadcasts a used scalar atomic result through a
-  ``bar.sync`` (``syncverify.lowering``). The recorder hands out the result as a handle that notes
+  ``bar.sync`` (``syncverify.protocols.lowering``). The recorder hands out the result as a handle that notes
   when the interpreter reads its value.
 * constants: an operand made by the interpreter builder's ``get_int*`` (a literal in the
   kernel) is marked constant, so ``atomic_add(p, 0, sem="acquire")`` can be told from an add of
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import triton.runtime.interpreter as _interp
 from syncverify.kernels import _jit
-from syncverify.lowering import read_barrier_ptx
+from syncverify.protocols.lowering import read_barrier_ptx
 from triton._C.libtriton import ir
 
 _SEM = {ir.MEM_SEMANTIC.ACQUIRE: "acquire", ir.MEM_SEMANTIC.RELEASE: "release",
@@ -143,7 +143,7 @@ class Recorder:
     def barrier(self, ptx: str = "") -> None:
         """A barrier step (or ``tl.debug_barrier()``): ``op`` holds its operands as PTX writes them
         (``"0"``, ``"1,256"``), ``sem`` what each warp does at one that selects warps
-        (``syncverify.lowering.barrier_split``: ``"sync 0 arrive 1-7"``; ``""`` for the whole CTA)."""
+        (``syncverify.protocols.lowering.barrier_split``: ``"sync 0 arrive 1-7"``; ``""`` for the whole CTA)."""
         operands, split = read_barrier_ptx(ptx)
         self.log.append(Access(self._pid(), "bar", op=operands, sem=split, scope="cta"))
 

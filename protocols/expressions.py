@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from syncverify.choices import did_you_mean
+from syncverify.validation import did_you_mean
 from syncverify.errors import ProtocolError
 
 __all__ = ["Expr", "Until", "parse_expr", "parse_until"]

@@ -44,7 +44,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from syncverify.choices import did_you_mean, one_of
+from syncverify.validation import did_you_mean, one_of
 from syncverify.errors import ProtocolError
 from syncverify.protocols.expressions import Invalid, parse_expr_field, parse_until_field
 from syncverify.protocols.model import Protocol, Step, TileLoad, TileStore
@@ -126,7 +126,7 @@ _TOML_END_RE = re.compile(r"\s*\(at end of document\)\s*\Z")
 
 
 def _one_of(name: str, value: object, allowed: tuple[str, ...], *, key: str | None = None) -> str:
-    """:func:`syncverify.choices.one_of`, raising :class:`Invalid` tied to the field's line.
+    """:func:`syncverify.validation.one_of`, raising :class:`Invalid` tied to the field's line.
 
     ``key`` is the field whose line a message points at, when it is not ``name`` itself
     (``tile_store.cache`` is found on the ``tile_store`` line).
@@ -450,7 +450,8 @@ def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
     ``bar.sync`` cannot be bounded in a kernel. A step that selects warps needs an id other than
     0 (Triton's own ``bar.sync 0`` runs on every warp) and must include warp 0 (whose thread 0
     runs the one-thread operations the barrier exists to order)."""
-    from syncverify.rules import ALL_WARPS, WARP_SIZE, warp_text
+    from syncverify.protocols.model import warp_text
+    from syncverify.protocols.rules import ALL_WARPS, WARP_SIZE
 
     barrier_id = table.get("id")
     if barrier_id is not None and (isinstance(barrier_id, bool) or not isinstance(barrier_id, int)
@@ -499,7 +500,7 @@ def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
 def _warps(table: Mapping[str, Any], key: str) -> tuple[int, ...] | None:
     """A warp selection: one warp (an integer) or a string of warps and ranges (``"1-7"``,
     ``"0,4-7"``), each a warp 0 to 7 of the kernels' CTA; sorted, without repeats."""
-    from syncverify.rules import KERNEL_WARPS
+    from syncverify.protocols.rules import KERNEL_WARPS
 
     if key not in table:
         return None
@@ -667,9 +668,9 @@ def _check_locks(protocol: Protocol, path: str, lines: _Lines) -> None:
 
 
 def _check_barrier_ids(protocol: Protocol, path: str, lines: _Lines) -> None:
-    """A barrier step that selects warps has its id to itself (:func:`syncverify.rules.barrier_id_clash`
+    """A barrier step that selects warps has its id to itself (:func:`syncverify.protocols.rules.barrier_id_clash`
     says why); the later of two steps that share one is refused, with both named."""
-    from syncverify.rules import BARRIER_ID_CLASH, barrier_id_clash
+    from syncverify.protocols.rules import BARRIER_ID_CLASH, barrier_id_clash
 
     steps = [((section, index), step) for section in SECTIONS for index, step in enumerate(getattr(protocol, section))]
     clash = barrier_id_clash(steps)

@@ -2,7 +2,7 @@
 
 A protocol says what a producer does after storing its tile (``signal`` steps) and what a
 consumer does before reading tiles (``wait`` steps). It is data: the model
-(``syncverify.scenarios``) turns it into memory events and the kernels (``syncverify.kernels.steps``)
+(``syncverify.scenarios.build``) turns it into memory events and the kernels (``syncverify.kernels.steps``)
 into Triton code, both from the same :class:`Protocol` object. The classes here hold values that
 :mod:`syncverify.protocols.loader` has already checked; their constructors do not validate.
 """
@@ -13,9 +13,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncverify.protocols.expressions import Expr, Until
-from syncverify.rules import warp_text
 
 __all__ = ["Protocol", "Step", "TileLoad", "TileStore", "Zoo"]
+
+
+def warp_text(warps) -> str:
+    """A set of warps as a protocol file writes it: runs as ``a-b``, joined by commas.
+
+    >>> warp_text((1, 2, 3, 4, 5, 6, 7)), warp_text((0,)), warp_text((0, 2, 3))
+    ('1-7', '0', '0,2-3')
+    """
+    runs: list[list[int]] = []
+    for w in sorted(set(warps)):
+        if runs and w == runs[-1][1] + 1:
+            runs[-1][1] = w
+        else:
+            runs.append([w, w])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import functools
 import os
 from importlib import resources
 
-from syncverify.choices import did_you_mean
+from syncverify.validation import did_you_mean
 from syncverify.errors import ProtocolError
 
 from syncverify.protocols.loader import parse_protocol

@@ -17,14 +17,16 @@ from __future__ import annotations
 import json
 import os
 import time
+import traceback
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from syncverify import rules
-from syncverify.choices import one_of
+from syncverify.protocols import rules
+from syncverify.validation import one_of
 from syncverify.kernels.config import ORDERS, KernelConfig
 from syncverify.kernels.errors import StressConfigError
+from syncverify.kernels.processes import init_rank, run_workers
 from syncverify.stress.delays import (
     CONSUMER_SITES,
     MODES,
@@ -68,7 +70,7 @@ class CampaignOptions:
     gemm_sms: int | None = None
     comm_sms: int | None = None
     recv_sms: int | None = None
-    push: str = "epoch-flag"  # all-scatter's push protocol (syncverify.scenarios.DEFAULT_PUSH)
+    push: str = "epoch-flag"  # all-scatter's push protocol (syncverify.scenarios.build.DEFAULT_PUSH)
     distribution: str = "striding"
     production: str = "every-rank"
     reset: str | None = None  # None: from the protocol's ``reset`` field
@@ -394,7 +396,6 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     build(protocol_object, config, sms=sms, gpus=gpus, push=push)
     if config.virtual:
         return _run_local(o, config, protocol_object, "cuda:0", progress)
-    from syncverify.stress.launch import run_processes
 
     return run_processes(o, protocol_object, progress=progress)
 
@@ -515,3 +516,99 @@ def _fold(recorder: Recorder | None, progress, o: CampaignOptions, tiles, bad, w
         progress(drained, o.iterations, elapsed, recorder.bad_iterations if recorder is not None else 0)
     return ((o.seconds is not None and elapsed >= o.seconds)
             or (o.stop_on_failure and recorder is not None and recorder.bad_iterations > 0))
+
+
+# ----- real ranks: one process per GPU (syncverify.kernels.processes) ------------------------------
+
+def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: list[tuple[dict, object]]) -> None:
+    """One rank of one or more multi-process campaigns, run one after another in this process
+    (a :func:`run_workers` target): the process group and the process start are paid once."""
+    try:
+        torch, dist, device = init_rank(rank, world_size, port)
+        from syncverify.kernels.build import build
+        from syncverify.kernels.heap import SymmetricHeap
+        from syncverify.stress.runner import Runner
+
+        def should_stop(local: bool) -> bool:
+            flag = torch.tensor([int(local)], device=device)
+            dist.broadcast(flag, 0)
+            return bool(flag.item())
+
+        for index, (options, protocol) in enumerate(campaigns):
+            o = CampaignOptions(**options)
+            config = kernel_config(o)
+            push = load(o.push)
+            built = build(protocol, config, push=push)
+            heap = SymmetricHeap(world_size, rank, device)
+            runner = Runner(built, heap, device=device, rank=rank, delays=delay_config(o),
+                            reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
+                            seed=o.seed, chunk=o.chunk, process_group=dist.group.WORLD,
+                            push_reset=push.reset)
+            result = CampaignResult(protocol.name, o.kernel, world_size, "processes",
+                                    torch.cuda.get_device_name(device), options=o.to_dict())
+            recorder = Recorder(result, o, config.num_warps) if rank == 0 else None
+
+            def progress(done, total, seconds, bad=0, index=index):
+                if q is not None:
+                    q.put((rank, "progress", (index, done, total, seconds, bad)))
+
+            drive(runner, o, recorder, progress, should_stop=should_stop)
+            if rank == 0:
+                payload = result.to_dict()
+                if q is not None:
+                    q.put((rank, "result", (index, payload)))
+                else:
+                    print(json.dumps(payload, sort_keys=True))
+            dist.barrier()
+            del runner, heap, built
+        dist.destroy_process_group()
+        if q is not None:
+            q.put((rank, "done", None))
+    except BaseException:  # report, never hang the parent
+        if q is not None:
+            q.put((rank, "error", traceback.format_exc()))
+        raise
+
+
+def run_processes_batch(campaigns: list, *, progress=None, on_result=None) -> list:
+    """Several campaigns (``(CampaignOptions, protocol)`` pairs, one world size) in one launch
+    of ``world_size`` processes; a ``CampaignResult`` for each, in order. A campaign that never
+    reported (the run was stopped first) gets an empty result, stopped, never clean."""
+    world_sizes = {o.world_size for o, _p in campaigns}
+    if len(world_sizes) != 1:
+        raise ValueError(f"one launch runs one world size, got {sorted(world_sizes)}")
+    payloads: dict[int, dict] = {}
+
+    def on_message(rank, kind, payload):
+        if kind == "progress" and rank == 0 and progress is not None:
+            progress(*payload)
+        if kind == "result" and rank == 0:
+            payloads[payload[0]] = payload[1]
+            if on_result is not None:
+                on_result(*payload)
+
+    watchdog = max(o.watchdog_seconds or 180.0 for o, _p in campaigns)
+    outcome = run_workers(campaign_worker, ([(o.to_dict(), p) for o, p in campaigns],),
+                          world_size=world_sizes.pop(), watchdog_seconds=watchdog, on_message=on_message)
+    for rank, kind, payload in outcome["messages"]:  # messages seen before on_message existed
+        if kind == "result" and rank == 0:
+            payloads.setdefault(payload[0], payload[1])
+    fields = set(CampaignResult.__dataclass_fields__)
+    results = []
+    for index, (o, protocol) in enumerate(campaigns):
+        payload = payloads.get(index)
+        if payload is None:
+            result = CampaignResult(protocol.name, o.kernel, o.world_size, "processes", "cuda",
+                                    options=o.to_dict())
+            result.stopped = outcome["stopped"] or "the launch ended before this campaign reported"
+        else:
+            result = CampaignResult(**{k: v for k, v in payload.items() if k in fields})
+            result.stopped = outcome["stopped"] if index == max(payloads) and outcome["stopped"] else result.stopped
+        results.append(result)
+    return results
+
+
+def run_processes(o, protocol, *, progress=None):
+    """A campaign over ``o.world_size`` GPUs, one process each; returns a ``CampaignResult``."""
+    return run_processes_batch([(o, protocol)],
+                               progress=None if progress is None else lambda _i, *p: progress(*p))[0]

@@ -80,7 +80,7 @@ def positive_control(protocol: Any, *, kernel: str, world_size: int, timeout: fl
     >>> control.change, control.violations[0]
     ('without its CTA barrier (signal step 1)', 'unwritten-read')
     """
-    from syncverify.check import check_protocol
+    from syncverify.verdicts.check import check_protocol
     from syncverify.protocols import load_protocol
 
     if not hasattr(protocol, "signal"):

@@ -1,6 +1,6 @@
 """Model-guided stress: a delay schedule from each counterexample the model finds, and its run.
 
-The model (``syncverify.check``) holds, for each violation of a protocol in a scenario, an
+The model (``syncverify.verdicts.check``) holds, for each violation of a protocol in a scenario, an
 execution that breaks it: a tile read that sees the poisoned initial value (or a write it is not
 ordered after) while the consumer's wait already saw a signal. Random delays hope to hit such an
 execution; this module aims at it. From the witness's trace it reads
@@ -66,9 +66,9 @@ _ROLE = re.compile(r"rank (?P<rank>\d+) (?P<cta>[\w-]+) tile (?P<tile>\d+) epoch
 
 
 def _signalling_roles() -> frozenset[str]:
-    """Roles that run a protocol's ``signal`` steps in some scenario (``syncverify.scenarios.ROLES``):
+    """Roles that run a protocol's ``signal`` steps in some scenario (``syncverify.scenarios.build.ROLES``):
     producer, all-scatter's comm, all-gather-gemm's sender."""
-    from syncverify.scenarios import ROLES, Stage
+    from syncverify.scenarios.build import ROLES, Stage
 
     return frozenset(role.name for roles in ROLES.values() for role in roles
                      if any(isinstance(step, Stage) and step.kind == "signal" for step in role.steps))
@@ -79,7 +79,7 @@ def _delayed_writers() -> frozenset[str]:
     all-gather-gemm's sender), whose programs come first in the grid
     (``syncverify.kernels.steps.program_role``) and hold the ``before-store`` and
     ``store-signal`` delay sites."""
-    from syncverify.scenarios import ROLES
+    from syncverify.scenarios.build import ROLES
 
     return frozenset(roles[0].name for roles in ROLES.values())
 
@@ -107,7 +107,7 @@ class Schedule:
     """The delays that aim at one counterexample, and why."""
 
     kind: str  # the model's violation kind
-    cause: str  # syncverify.causes kind of the witness
+    cause: str  # syncverify.verdicts.causes kind of the witness
     explanation: str  # the model's sentence for the witness
     entries: tuple[GuidedDelay, ...]
     reasons: tuple[str, ...]  # one per entry: why that delay
@@ -360,9 +360,9 @@ def search_realizable(protocol: Any, *, kernel: str, world_size: int, kinds: set
     kind. Stops when each kind has one or the time is spent."""
     import time
 
-    from syncverify.check import classify, execution_trace
-    from syncverify.explore import explore
-    from syncverify.scenarios import ScenarioOptions, build
+    from syncverify.verdicts.check import classify, execution_trace
+    from syncverify.explore.driver import explore
+    from syncverify.scenarios.build import ScenarioOptions, build
 
     found: dict[str, Schedule] = {}
     deadline = time.monotonic() + timeout
@@ -401,7 +401,7 @@ def guided_plan(protocol: Any, *, kernel: str, world_size: int, num_warps: int =
     >>> [(s.kind, s.entries[0].site, s.entries[0].warps) for s in plan.schedules]
     [('unwritten-read', 'before-store', 254), ('race', 'before-store', 254)]
     """
-    from syncverify.check import check_protocol
+    from syncverify.verdicts.check import check_protocol
     from syncverify.protocols import load_protocol
 
     if not hasattr(protocol, "signal"):

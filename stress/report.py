@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from syncverify.stress.campaign import CLASS_NAMES, CampaignResult
 
+INTERPRETER_NOTE = ("note: the Triton interpreter runs the programs one at a time (sequentially consistent): it "
+                    "cannot show weak-memory bugs (a missing barrier, fence, release or acquire), so a clean run "
+                    "here is no evidence that the protocol is safe")
+
 
 def summary_rows(result: CampaignResult, *, model: str | None = None) -> list[tuple[str, str]]:
     """``(label, value)`` rows of the result table (``model``: the model's verdict in words)."""
@@ -64,7 +68,6 @@ def first_failure_lines(result: CampaignResult, *, replay: str | None = None) ->
 def interpreter_lines(result: CampaignResult, model) -> list[str]:
     """What an interpreted run can and cannot show, every time, beside the model's verdict
     (``model``: a ``CheckResult``)."""
-    from syncverify.stress.cli import INTERPRETER_NOTE
 
     lines = [INTERPRETER_NOTE]
     if model.safe is False and result.clean:

@@ -9,7 +9,7 @@ barriers differ. Per iteration ``i`` (the kernel's ``epoch``), in stream order:
    so every buffer still holds the previous iteration's values, which differ from this one's
    (``syncverify.stress.inputs``): a read of last iteration's tile is classified ``stale``;
 2. lock reset, by policy (all-scatter's ``push_locks`` by the push protocol's own policy,
-   :func:`syncverify.rules.reset_policy`, as in the model): ``none``; ``host-between-barriers`` (barrier, zero, barrier: seed 001's
+   :func:`syncverify.protocols.rules.reset_policy`, as in the model): ``none``; ``host-between-barriers`` (barrier, zero, barrier: seed 001's
    fix); ``host-racing`` (zeroed on a side stream that waits for the previous iteration but not
    for this one's kernel: seed 001's bug; in the interpreter, deterministically *after* this
    iteration's launch, the latest the racing clear can land);
@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import sys
 
-from syncverify import rules
+from syncverify.protocols import rules
 from syncverify.kernels._deps import torch
 from syncverify.kernels.build import BuiltKernel, lock_torch_dtype, runtime_values_tensor, torch_dtype
 from syncverify.kernels.gemm_all_reduce import launch_all_reduce

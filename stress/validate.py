@@ -64,7 +64,7 @@ def classify_kernel(
     out, out_rank_stride, row_exp, col_exp, prev_row_exp, prev_col_exp,
     # this launch's status rows [WORLD, 2 * status_tiles, 4] and the summary [copies, tiles, NFIELDS]
     status, summary,
-    # all-reduce's tile owners (syncverify.rules.ownership_table: the owner of tile t at t)
+    # all-reduce's tile owners (syncverify.protocols.rules.ownership_table: the owner of tile t at t)
     ownership,
     # the next iteration's poison and reset (NextIteration): all-scatter's pushed C copies, the
     # workspace, up to two lock arrays, with their element counts

@@ -60,9 +60,9 @@ _EXPORTS = {
     "protocol_from_dict": "syncverify.protocols", "builtin_names": "syncverify.protocols",
     "Protocol": "syncverify.protocols",
     # scenarios and the model check
-    "ScenarioOptions": "syncverify.scenarios", "build_scenario": ("syncverify.scenarios", "build"),
-    "ROLES": "syncverify.scenarios", "check_protocol": "syncverify.check", "CheckResult": "syncverify.check",
-    "Violation": "syncverify.check", "assert_safe": "syncverify.testing",
+    "ScenarioOptions": "syncverify.scenarios.build", "build_scenario": ("syncverify.scenarios.build", "build"),
+    "ROLES": "syncverify.scenarios.build", "check_protocol": "syncverify.verdicts.check", "CheckResult": "syncverify.verdicts.check",
+    "Violation": "syncverify.verdicts.check", "assert_safe": "syncverify.testing",
     # litmus tests
     "parse_litmus": "syncverify.litmus.parser", "parse_litmus_file": "syncverify.litmus.parser",
     "run_litmus": "syncverify.litmus.runner",

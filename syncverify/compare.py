@@ -2,7 +2,7 @@
 
 For each (protocol, scenario, world size) :func:`compare` runs
 
-* the model check (:func:`syncverify.check.check_protocol`), in parallel across processes
+* the model check (:func:`syncverify.verdicts.check.check_protocol`), in parallel across processes
   (``jobs``), each bounded by ``timeout`` (a check that hits it is ``unknown``);
 * where a CUDA GPU is present, a stress campaign in the real kernel
   (:func:`syncverify.stress.campaign.run_campaign`: virtual ranks, random delays, ``seconds`` per
@@ -85,7 +85,7 @@ class Witness:
 
     kind: str
     explanation: str
-    execution: Any = field(repr=False, compare=False)  # syncverify.events.Execution
+    execution: Any = field(repr=False, compare=False)  # syncverify.model.events.Execution
     evidence: tuple = ()
 
 
@@ -208,7 +208,7 @@ class Row:
 
 def model_columns(protocol: str, scenario: str, world_size: int, timeout: float) -> ModelColumns:
     """Check one pair (in a worker process: arguments and result are picklable)."""
-    from syncverify.check import check_protocol
+    from syncverify.verdicts.check import check_protocol
 
     result = check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout)
     verdict = {True: "safe", False: "unsafe", None: "unknown"}[result.safe]
@@ -262,7 +262,7 @@ def stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float
 # ----- the comparison ---------------------------------------------------------------------------
 
 def _scenarios(scenarios: Iterable[str]) -> list[str]:
-    from syncverify.choices import one_of
+    from syncverify.validation import one_of
 
     chosen: list[str] = []
     for name in scenarios:
@@ -283,7 +283,7 @@ def plan(protocols: Sequence[str], scenarios: Iterable[str], worlds: Iterable[in
     work.
     """
     from syncverify.protocols import builtin_names, load_protocol
-    from syncverify.scenarios import ScenarioOptions
+    from syncverify.scenarios.build import ScenarioOptions
 
     arguments = list(protocols) or builtin_names()
     chosen = _scenarios(scenarios)
@@ -408,7 +408,7 @@ def _pool(jobs: int, tasks: int) -> ProcessPoolExecutor:
 
     try:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["syncverify.check", "syncverify.graphs"])
+        context.set_forkserver_preload(["syncverify.verdicts.check", "syncverify.verdicts.graphs"])
     except ValueError:  # no forkserver on this platform
         context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(max_workers=min(jobs, tasks), mp_context=context)
@@ -592,7 +592,7 @@ def write_chart(rows: Sequence[Row], path: Path) -> str:
 
 def _draw(execution, path: Path, title: str, evidence) -> list[Path]:
     """One violation's happens-before graph, ``path.dot`` and ``path.png`` (in a worker process)."""
-    from syncverify.graphs import write_graph
+    from syncverify.verdicts.graphs import write_graph
 
     return write_graph(execution, path, title=title, highlight=evidence)
 
@@ -602,7 +602,7 @@ def write_report(rows: Sequence[Row], directory: str | Path, *, note: str | None
     """Write report.md, report.json, bad-tiles.png and graphs/ under ``directory``; returns the files.
 
     ``directory`` is created (one level) if missing; the caller checks it can be (before the run:
-    :func:`syncverify.cli.paths.check_writable` with ``kind="dir"``). The graphs are drawn
+    :func:`syncverify.cli.output_files.check_writable` with ``kind="dir"``). The graphs are drawn
     ``jobs`` at a time in worker processes (default ``os.cpu_count()``; 1: in this process).
     """
     import json

@@ -1,12 +1,12 @@
 """The programs the explorer runs: threads of PTX-like instructions placed in a scope tree.
 
 This is the one intermediate form shared by the litmus parser (``syncverify.litmus``) and the
-protocol scenarios (``syncverify.scenarios``): both build a :class:`Program`, the explorer runs it.
+protocol scenarios (``syncverify.scenarios.build``): both build a :class:`Program`, the explorer runs it.
 
 Operands are either a register name (``str``) or an integer constant (``int``). Memory locations
 are plain names; every location a program touches has an initial value (0 unless ``init`` says).
 
-Modeling choices made here (the model itself is in ``syncverify.ptx``):
+Modeling choices made here (the model itself is in ``syncverify.model.ptx``):
 
 * ``ld.volatile`` / ``st.volatile`` are recorded as relaxed at system scope (PTX ISA 8.x,
   "Volatile operations": "a volatile operation behaves as a relaxed operation with system scope").
@@ -17,11 +17,11 @@ Modeling choices made here (the model itself is in ``syncverify.ptx``):
   additionally ...").
 * Named barriers (``Barrier``): 16 per CTA, ids and counts constants or registers, ``sync``,
   ``arrive`` and ``red``; which arrivals form which phase, and when a barrier hangs, is
-  :mod:`syncverify.barriers`.
+  :mod:`syncverify.explore.barriers`.
 
 GHOST accesses (``Load(ghost=True)`` / ``Store(ghost=True)``) are the tile data of a protocol
 scenario. They take part in program order, causality and race detection, but the explorer makes no
-reads-from or coherence choice for them: ``syncverify.check`` computes which writes each ghost read
+reads-from or coherence choice for them: ``syncverify.verdicts.check`` computes which writes each ghost read
 could see from the happens-before order of each execution. This is exact when, as in every
 scenario, the data's values never reach a branch, a lock or an address, and each location is read
 at most once per thread (then the choices for different reads are independent of each other and of
@@ -33,8 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
-from syncverify.values import wrap_int32
-from syncverify.choices import one_of
+from syncverify.model.values import wrap_int32
+from syncverify.validation import one_of
 from syncverify.errors import UnsupportedConstruct
 
 Scope = Literal["cta", "gpu", "sys"]
@@ -97,7 +97,7 @@ class Atomic:
     The read and the write of one atomic form an ``rmw`` pair; a ``cas`` whose compare fails
     writes nothing (PTX ISA: "atom.cas ... stores ... only if the comparison succeeds").
     ``unsigned``: ``min``/``max`` compare as ``.u32`` (``inc``/``dec`` always do, as the ISA
-    defines them); the value semantics are in :func:`syncverify.paths.atomic_result`.
+    defines them); the value semantics are in :func:`syncverify.explore.thread_paths.atomic_result`.
     """
 
     op: str
@@ -148,7 +148,7 @@ class Barrier:
 
     ``barrier_id`` (``a``) and ``count`` (``b``, in threads) are constants or registers. Without
     a count the barrier's participants are the threads of the CTA that use that barrier (see
-    :mod:`syncverify.barriers`). Arrivals are grouped into *phases*: a phase completes when as
+    :mod:`syncverify.explore.barriers`). Arrivals are grouped into *phases*: a phase completes when as
     many threads as its count have arrived, and the barrier is then reused (PTX ISA, ``bar``).
     ``sync`` and ``red`` wait for their phase to complete; ``arrive`` does not. ``red`` also
     reduces ``predicate`` (its complement with ``negate``) over the phase's ``red`` arrivals into
@@ -317,7 +317,7 @@ def evaluate(prop: Prop, registers: dict[tuple[str, str], int], memory: dict[str
 
     def value(term: Term) -> int:
         if isinstance(term, int):
-            return wrap_int32(term)  # compared as the 32-bit value it denotes (syncverify.values)
+            return wrap_int32(term)  # compared as the 32-bit value it denotes (syncverify.model.values)
         if isinstance(term, RegRef):
             return registers.get((term.thread, term.reg), 0)
         return memory[term.loc]
@@ -355,7 +355,7 @@ class Program:
     warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        # Memory and registers are 32-bit (syncverify.values): an initial value is held wrapped.
+        # Memory and registers are 32-bit (syncverify.model.values): an initial value is held wrapped.
         object.__setattr__(self, "init", {loc: wrap_int32(v) for loc, v in self.init.items()})
         object.__setattr__(self, "registers", {key: wrap_int32(v) for key, v in self.registers.items()})
 

@@ -206,7 +206,7 @@ def _protocol_path(protocol, request: pytest.FixtureRequest):
 def _check(options: dict) -> None:
     """The fixture's own arguments first (named as the test wrote them), then every check the
     campaign makes before it needs torch or a GPU (its messages name the command-line option)."""
-    from syncverify.choices import one_of
+    from syncverify.validation import one_of
     from syncverify.kernels.config import KERNELS
     from syncverify.kernels.errors import StressConfigError
     from syncverify.stress.campaign import CampaignOptions

@@ -4,7 +4,7 @@ Plain functions the pytest plugin (:mod:`syncverify.pytest_plugin`) wraps; they 
 too. Nothing here imports torch or triton: the stress campaign imports them itself, inside
 :func:`syncverify.stress.campaign.run_campaign`.
 
-* :func:`assert_safe` runs :func:`syncverify.check.check_protocol` and raises ``AssertionError``
+* :func:`assert_safe` runs :func:`syncverify.verdicts.check.check_protocol` and raises ``AssertionError``
   with the counterexample in words when the verdict is unsafe, or the bound that was hit when it
   is unknown.
 * :func:`check_stress_options` refuses a campaign that cannot run (unknown protocol or kernel, a
@@ -35,7 +35,7 @@ def assert_safe(protocol, *, scenario: str = "all-reduce", world_size: int = 2, 
     protocol : str, path or Protocol
         A built-in name, a ``.toml`` path, or a loaded protocol.
     scenario, world_size, **options
-        As :func:`syncverify.check.check_protocol` (``epochs``, ``tiles``, ``reset``, ``push``,
+        As :func:`syncverify.verdicts.check.check_protocol` (``epochs``, ``tiles``, ``reset``, ``push``,
         ``timeout``, ``max_executions``, ...).
 
     Raises
@@ -51,7 +51,7 @@ def assert_safe(protocol, *, scenario: str = "all-reduce", world_size: int = 2, 
     >>> assert_safe("epoch-flag").safe
     True
     """
-    from syncverify.check import check_protocol
+    from syncverify.verdicts.check import check_protocol
 
     result = check_protocol(protocol, scenario=scenario, world_size=world_size, **options)
     if result.safe is True:
@@ -116,7 +116,7 @@ def replay_command(result, given: dict | None = None) -> str | None:
         return None
     import inspect
 
-    from syncverify.stress.cli import stress_command
+    from syncverify.cli.stress import stress_command
 
     cli = set(inspect.signature(stress_command).parameters) - {"json_output", "output"}
     o = result.options

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from syncverify.kernels.bench import Timer
+from syncverify.kernels.bench.timing import Timer
 
 
 def scripted_seconds(slot: int, rank: int) -> tuple[float, float, float]:

@@ -1,5 +1,5 @@
 """``syncverify bench`` without a GPU: sweep files, the report's figures and the gate on synthetic
-timings (``syncverify.bench``), the command's exit codes, and the interpreter path of the fast
+timings (``syncverify.kernels.bench.report``), the command's exit codes, and the interpreter path of the fast
 kernels (tensor-descriptor loads, the grouped tile order, the no-synchronization build)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncverify.bench import (
+from syncverify.kernels.bench.report import (
     NO_SYNC,
     UNSAFE_NOTE,
     BenchInputError,
@@ -271,7 +271,7 @@ def test_the_host_visit_order_is_the_kernels_tile_of():
 
 
 def test_each_ranks_owned_tiles_are_listed_in_the_producers_order_and_still_the_models_set():
-    from syncverify import rules
+    from syncverify.protocols import rules
     from syncverify.kernels.build import ownership_tensor, visit_order
     from syncverify.kernels.config import KernelConfig
 
@@ -292,7 +292,7 @@ def test_each_ranks_owned_tiles_are_listed_in_the_producers_order_and_still_the_
 def test_the_fused_kernels_compute_the_product_with_either_load_path_and_tile_order(kernel, loads, group_m):
     import torch
 
-    from syncverify.kernels.bench import FusedRun, input_sets
+    from syncverify.kernels.bench.timing import FusedRun, input_sets
     from syncverify.protocols import load_protocol
 
     case = Case(kernel=kernel, m=64, n=64, k=64, block=(16, 16, 16), split=(2, 1, 1), group_m=group_m, loads=loads)
@@ -307,7 +307,7 @@ def test_the_fused_kernels_compute_the_product_with_either_load_path_and_tile_or
 def test_a_wrong_product_is_caught_by_the_validation(monkeypatch):
     import torch
 
-    from syncverify.kernels import bench
+    from syncverify.kernels.bench.timing import timing as bench
     from syncverify.kernels.build import build
 
     case = Case(kernel="all-reduce", m=32, n=32, k=32, block=(16, 16, 16), split=(2, 1))

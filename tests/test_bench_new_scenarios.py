@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from syncverify.bench import NO_SYNC, BenchInputError, Case, Ceilings, Measurement, default_split, parse_sweep, \
+from syncverify.kernels.bench.report import NO_SYNC, BenchInputError, Case, Ceilings, Measurement, default_split, parse_sweep, \
     problem_flops, report_rows
 from syncverify.cli import main
 
@@ -75,7 +75,7 @@ def test_the_interpreted_bench_of_a_new_kernel_writes_every_output_and_validates
 def _run(kernel, protocol, *, gemm_only=False, m=64, n=64, k=64):
     import torch
 
-    from syncverify.kernels.bench import FusedRun, input_sets
+    from syncverify.kernels.bench.timing import FusedRun, input_sets
     from syncverify.kernels.build import build
     from syncverify.protocols import load_protocol
 
@@ -96,7 +96,7 @@ def test_the_new_fused_kernels_and_their_gemm_parts_compute_the_product(kernel, 
 def test_the_all_gather_gemm_part_multiplies_what_gathered_holds():
     """Its GEMM programs read ``gathered`` as filled before the launch: a shard left out of it
     (the senders' share, which the GEMM part does not run) is a wrong product."""
-    from syncverify.kernels import bench
+    from syncverify.kernels.bench.timing import timing as bench
 
     run, inputs = _run("all-gather-gemm", None, gemm_only=True)
     assert run.config.grid == 2 * run.config.gemm_sms  # no senders in the grid
@@ -114,7 +114,7 @@ def test_the_all_gather_gemm_part_multiplies_what_gathered_holds():
 def test_a_wrong_product_of_a_new_kernel_is_caught(kernel, monkeypatch):
     import torch
 
-    from syncverify.kernels import bench
+    from syncverify.kernels.bench.timing import timing as bench
 
     run, inputs = _run(kernel, "epoch-flag")
     monkeypatch.setattr(bench, "reference", lambda case, A, B: torch.ones(2, 64, 64) if
@@ -162,8 +162,8 @@ class FakeDist:
 def test_the_nccl_baseline_of_a_new_kernel_is_validated_against_every_ranks_operands(kernel, rank):
     import torch
 
-    from syncverify.kernels.bench import input_sets, rank_slice
-    from syncverify.kernels.bench_ranks import CollectiveBaseline
+    from syncverify.kernels.bench.timing import input_sets, rank_slice
+    from syncverify.kernels.bench.ranks import CollectiveBaseline
 
     case = Case(kernel=kernel, m=32, n=64, k=64, dtype="bf16")
     everyone = input_sets(case, 2, torch.device("cpu"), generator=torch.Generator().manual_seed(3), count=1)[0]
@@ -178,7 +178,7 @@ def test_the_nccl_baseline_of_a_new_kernel_is_validated_against_every_ranks_oper
 
 
 def test_real_ranks_refuse_a_reduce_scatter_whose_rows_do_not_divide():
-    from syncverify.kernels.bench_ranks import check_cases
+    from syncverify.kernels.bench.ranks import check_cases
 
     sweep = parse_sweep("[[case]]\nshape = [32, 64, 48]\nkernel = 'gemm-reduce-scatter'\nblock = [16, 16, 16]",
                         world_size=3)
@@ -189,7 +189,7 @@ def test_real_ranks_refuse_a_reduce_scatter_whose_rows_do_not_divide():
 def test_two_cpu_ranks_time_and_validate_the_new_kernels_baselines(tmp_path):
     import torch
 
-    from syncverify.kernels.bench_ranks import run_sweep_ranks
+    from syncverify.kernels.bench.ranks import run_sweep_ranks
     from tests.bench_ranks_fake import ScriptedTimer
 
     sweep = parse_sweep('kernels = ["all-gather-gemm", "gemm-reduce-scatter"]\n[[case]]\nshape = [32, 64, 64]\n'
@@ -205,7 +205,7 @@ def test_two_cpu_ranks_time_and_validate_the_new_kernels_baselines(tmp_path):
 def test_the_shipped_sweep_of_the_new_kernels_builds_on_an_h200():
     from pathlib import Path
 
-    from syncverify.bench import resolve
+    from syncverify.kernels.bench.report import resolve
     from syncverify.kernels.build import build
 
     sweep = parse_sweep(Path("benchmarks/sweeps/new-scenarios-h200.toml").read_text(), path="new-scenarios-h200.toml")

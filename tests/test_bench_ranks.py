@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncverify.bench import (
+from syncverify.kernels.bench.report import (
     NO_SYNC,
     PROCESSES,
     SPEEDUP_TARGET,
@@ -156,7 +156,7 @@ def test_ranks_that_timed_different_things_are_an_error_not_a_mixed_row():
 
 
 def test_the_shipped_two_gpu_sweep_is_the_issues_target_and_builds_for_real_ranks():
-    from syncverify.kernels.bench_ranks import check_cases
+    from syncverify.kernels.bench.ranks import check_cases
 
     sweep = parse_sweep(Path("benchmarks/sweeps/target-2gpu.toml").read_text(), path="target-2gpu.toml")
     assert sweep.world_size == 2 and sweep.protocols == (NO_SYNC, "barrier-fenced-release-acquire", "epoch-flag")
@@ -177,7 +177,7 @@ def test_more_ranks_than_gpus_is_refused_with_the_flag_that_fixes_it():
 def test_the_timer_syncs_before_every_replay():
     import torch
 
-    from syncverify.kernels.bench import Timer
+    from syncverify.kernels.bench.timing import Timer
 
     calls = []
     timer = Timer(torch.device("cpu"), launches=2, repeats=3, sync=lambda: calls.append("sync"))
@@ -193,8 +193,8 @@ def test_a_protocol_that_resets_between_launches_zeroes_between_two_barriers_on_
     a barrier either way."""
     import torch
 
-    from syncverify.bench import resolve
-    from syncverify.kernels.bench import FusedRun, Timer
+    from syncverify.kernels.bench.report import resolve
+    from syncverify.kernels.bench.timing import FusedRun, Timer
     from syncverify.kernels.build import build
     from syncverify.protocols import load_protocol
 
@@ -221,8 +221,8 @@ def test_the_launches_only_real_ranks_make_compile_for_sm90(kernel, protocol, wh
     import torch
 
     from syncverify.kernels import gemm_all_reduce, gemm_all_scatter
-    from syncverify.kernels.bench import FusedRun, input_sets, rank_slice
-    from syncverify.kernels.bench_ranks import real_configs
+    from syncverify.kernels.bench.timing import FusedRun, input_sets, rank_slice
+    from syncverify.kernels.bench.ranks import real_configs
     from syncverify.kernels.build import build
     from syncverify.kernels.compile import compile_like_launch
     from syncverify.kernels.heap import VirtualHeap
@@ -265,8 +265,8 @@ class FakeDist:
 def test_the_nccl_baseline_is_validated_against_every_ranks_product(kernel):
     import torch
 
-    from syncverify.kernels.bench import input_sets, rank_slice
-    from syncverify.kernels.bench_ranks import CollectiveBaseline
+    from syncverify.kernels.bench.timing import input_sets, rank_slice
+    from syncverify.kernels.bench.ranks import CollectiveBaseline
 
     case = Case(kernel=kernel, m=32, n=64, k=64, dtype="bf16")
     everyone = input_sets(case, 2, torch.device("cpu"), generator=torch.Generator().manual_seed(3), count=1)[0]
@@ -293,7 +293,7 @@ def _lines(path: Path) -> list[dict]:
 def test_two_cpu_ranks_time_both_baselines_and_rank_0_reports_the_slowest(tmp_path):
     import torch
 
-    from syncverify.kernels.bench_ranks import run_sweep_ranks
+    from syncverify.kernels.bench.ranks import run_sweep_ranks
     from tests.bench_ranks_fake import ScriptedTimer, scripted_seconds
 
     seen = []
@@ -319,7 +319,7 @@ WATCHDOG = 20  # longer than two ranks take to import torch and join on a loaded
 def test_the_watchdog_stops_a_hung_rank_and_the_reported_case_stays_on_disk(tmp_path):
     import torch
 
-    from syncverify.kernels.bench_ranks import run_sweep_ranks
+    from syncverify.kernels.bench.ranks import run_sweep_ranks
     from tests.bench_ranks_fake import ScriptedTimer
 
     started = time.monotonic()
@@ -346,7 +346,7 @@ def _one_error_line(capsys) -> str:
 def two_gpus(monkeypatch):
     """The command on a (pretended) machine with two H200s, with the launch replaced by ``fake``."""
     import syncverify.cli.bench as cli_bench
-    import syncverify.kernels.bench_ranks as bench_ranks
+    import syncverify.kernels.bench.ranks as bench_ranks
 
     monkeypatch.setattr(cli_bench, "_gpus", lambda: (2, "NVIDIA H200", 132))
     state = {}

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from syncverify.causes import CAUSE_KINDS, cause
-from syncverify.check import check_protocol
+from syncverify.verdicts.causes import CAUSE_KINDS, cause
+from syncverify.verdicts.check import check_protocol
 from syncverify.protocols import builtin_names, load_protocol, protocol_from_dict
 
 GENERIC = {"unexplained"}

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from syncverify.protocols.registry import load_protocol
-from syncverify.check import check
+from syncverify.verdicts.check import check
 from syncverify.cli import main
-from syncverify.scenarios import ScenarioOptions, build
+from syncverify.scenarios.build import ScenarioOptions, build
 
 # protocol -> (violation kinds in all-reduce, why)
 ALL_REDUCE = {
@@ -55,7 +55,7 @@ def test_builtin_protocol_verdict_in_all_reduce(name):
         assert violation.trace(result.scenario), "a counterexample lists its events"
 
 
-# protocol -> (violation kinds in all-scatter, why). The scenario (syncverify.scenarios): each
+# protocol -> (violation kinds in all-scatter, why). The scenario (syncverify.scenarios.build): each
 # rank's GEMM CTA stores its tile and signals (stage "pub"); that rank's comm CTA waits, reads the
 # tile, pushes it into every peer's C and signals again (stage "push"); a receiver CTA waits on the
 # push lock and reads the pushed copies. Both stages run the same protocol, so a protocol whose
@@ -192,7 +192,7 @@ def test_a_read_after_a_host_ordered_write_has_an_execution():
     """Launch e0 stores x = 1, launch e1 (after it in host order) reads x: exactly one execution
     (the read sees 1). A regression test: an explorer rewrite once found none here, which made
     every two-epoch check vacuously safe."""
-    from syncverify.explore import brute_force, explore
+    from syncverify.explore.driver import brute_force, explore
     from syncverify.program import Load, Program, Store, Thread
 
     program = Program("host-ordered-mp", (
@@ -207,7 +207,7 @@ def test_a_spin_is_not_hung_by_a_write_of_a_later_launch():
     """Launch e0: P0 spins until x == 1, P1 stores x = 1. Launch e1 (host-ordered after e0) stores
     x = 0. P0 eventually reads 1 and e0 ends before e1 starts: no hang. Found with the two-epoch
     scenarios; explore and brute_force both report one (P0 "keeps reading the final value 0")."""
-    from syncverify.explore import explore
+    from syncverify.explore.driver import explore
     from syncverify.program import Branch, Label, Load, Program, Store, Thread
 
     program = Program("spin-then-later-launch", (
@@ -221,7 +221,7 @@ def test_a_spin_is_not_hung_by_a_write_of_a_later_launch():
 def test_a_launch_after_a_hung_one_never_starts():
     """Launch e0: P0 spins until x == 1 and nobody writes 1. Launch e1 (host-ordered after e0):
     P1 stores y = 1. e0 never ends, so e1 never starts: one execution, hung, without P1's store."""
-    from syncverify.explore import brute_force, explore
+    from syncverify.explore.driver import brute_force, explore
     from syncverify.program import Branch, Label, Load, Program, Store, Thread
 
     program = Program("hung-then-later-launch", (

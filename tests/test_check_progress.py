@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from syncverify.check import check
+from syncverify.verdicts.check import check
 from syncverify.cli import main
 from syncverify.protocols.registry import load_protocol
-from syncverify.scenarios import ScenarioOptions, build
+from syncverify.scenarios.build import ScenarioOptions, build
 
 SLOW_UNSAFE = ["check", "add-counter", "--epochs", "2", "--reset", "host-racing"]
 

@@ -1,4 +1,4 @@
-"""The model's program and the Triton kernel run the same steps (``syncverify.drift``).
+"""The model's program and the Triton kernel run the same steps (``syncverify.kernels.drift``).
 
 For every built-in protocol, every kernel scenario (``KERNEL_SCENARIOS``: all four), W = 2 and 3
 and every reset policy: for each
@@ -17,10 +17,10 @@ import pytest
 
 pytest.importorskip("triton", reason="the kernel side runs in Triton's interpreter (pip install triton numpy)")
 
-from syncverify import drift  # noqa: E402
+from syncverify.kernels import drift  # noqa: E402
 from syncverify.protocols import builtin_names, load_protocol  # noqa: E402
-from syncverify.rules import RESET_POLICIES  # noqa: E402
-from syncverify.scenarios import KERNEL_SCENARIOS, ScenarioOptions, build  # noqa: E402
+from syncverify.protocols.rules import RESET_POLICIES  # noqa: E402
+from syncverify.scenarios.build import KERNEL_SCENARIOS, ScenarioOptions, build  # noqa: E402
 
 EPOCHS = 2
 
@@ -138,7 +138,7 @@ def test_slots_hold_with_delays_on():
 def test_a_tile_load_moved_before_the_wait_is_a_drift(scenario, monkeypatch):
     """The new scenarios' kernels are held to the model's step order: a model whose consumer
     reads its buffer before waiting (the order swapped in ROLES) no longer matches the kernel."""
-    from syncverify import scenarios
+    from syncverify.scenarios.build import build as scenarios
 
     roles = list(scenarios.ROLES[scenario])
     consumer = roles[1]

@@ -7,22 +7,22 @@ generated programs; these say what each reduction is for.
 
 from __future__ import annotations
 
-from syncverify.barriers import barrier_users, settle_barriers
-from syncverify.combos import summarize, supported_combinations
-from syncverify.domain import value_domain
-from syncverify.explore import brute_force, explore
-from syncverify.paths import Path, LocalEvent, initial_registers, thread_paths
+from syncverify.explore.barriers import barrier_users, settle_barriers
+from syncverify.explore.combinations import summarize, supported_combinations
+from syncverify.explore.value_domain import value_domain
+from syncverify.explore.driver import brute_force, explore
+from syncverify.explore.thread_paths import Path, LocalEvent, initial_registers, thread_paths
 from syncverify.program import Atomic, Barrier, Branch, Label, Load, Program, RegOp, Store, Thread
 from syncverify.protocols import load_protocol
-from syncverify.scenarios import ScenarioOptions, build
-from syncverify.value_classes import merge_value_classes
+from syncverify.scenarios.build import ScenarioOptions, build
+from syncverify.explore.value_classes import merge_value_classes
 
 
 def outcomes(result) -> set:
     return {(frozenset(x.final_registers.items()), frozenset(x.final_memory.items())) for x in result.executions}
 
 
-# ----- value classes (syncverify.value_classes, syncverify.paths.value_classes_at) ---------------
+# ----- value classes (syncverify.explore.value_classes, syncverify.explore.thread_paths.value_classes_at) ---------------
 
 def test_paths_that_differ_only_in_a_value_read_merge_into_one_path_with_its_register_bound():
     thread = Thread("P0", 0, 0, (Load("r0", "x", "relaxed", "sys"),))
@@ -82,7 +82,7 @@ def test_done_flag_at_four_ranks_is_one_candidate_execution():
     assert (result.complete_count, result.hang_count, result.candidates) == (1, 0, 1)
 
 
-# ----- reads-from chosen location by location (syncverify.ptx_choices.PartialCausality) ----------
+# ----- reads-from chosen location by location (syncverify.explore.location_choices.PartialCausality) ----------
 
 def test_a_reads_from_choice_that_closes_a_causality_cycle_is_dropped_before_it_is_built():
     # Load buffering with release/acquire: reading both 1s closes po ; sw ; po ; sw. The two
@@ -99,7 +99,7 @@ def test_a_reads_from_choice_that_closes_a_causality_cycle_is_dropped_before_it_
     assert outcomes(fast) == outcomes(slow)
 
 
-# ----- executions nobody can tell apart (syncverify.ptx_choices.alike_key) -----------------------
+# ----- executions nobody can tell apart (syncverify.explore.location_choices.alike_key) -----------------------
 
 def test_coherence_orders_that_end_in_the_same_final_value_are_one_execution():
     # Three morally strong writes, 1, 1 and 2: six coherence orders, two final values. Nothing
@@ -112,7 +112,7 @@ def test_coherence_orders_that_end_in_the_same_final_value_are_one_execution():
     assert outcomes(fast) == outcomes(slow)
 
 
-# ----- barrier groupings that order the other events alike (syncverify.barriers._same_order) ----
+# ----- barrier groupings that order the other events alike (syncverify.explore.barriers._same_order) ----
 
 def test_pairings_of_a_count_of_two_with_nothing_after_the_barrier_are_one_outcome():
     # Four threads end with bar.sync 0, 2: three ways to pair them, and no event after any
@@ -131,7 +131,7 @@ def test_pairings_of_a_count_of_two_with_nothing_after_the_barrier_are_one_outco
     assert outcomes(fast) == outcomes(slow)
 
 
-# ----- the combination search (syncverify.combos) ---------------------------------------------
+# ----- the combination search (syncverify.explore.combinations) ---------------------------------------------
 
 def test_a_later_launch_cannot_spin_on_a_value_an_earlier_launch_overwrote():
     # Launch e0 increments x twice (0 -> 1 -> 2); launch e1 spins until x >= 3. It hangs, seeing
@@ -168,7 +168,7 @@ def test_atomics_of_an_all_strong_location_are_listed_one_source_each(monkeypatc
     # Three system-scoped exchanges: each reads the initial 0 or another's value. Reads-from is
     # listed without two of them reading one write (Atomicity forbids it here): 11 of the 27
     # choices are tried, and the 3! chains are the executions, as brute force finds.
-    from syncverify import ptx_choices
+    from syncverify.explore.driver import location_choices as ptx_choices
 
     program = Program("three-exchanges", tuple(
         Thread(f"P{t}", t, t, (Atomic("exch", "r", "x", (t + 1,), "relaxed", "sys"),)) for t in range(3)))

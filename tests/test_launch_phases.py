@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from tests.strategies import observable_executions
 from tests.limits import LimitBudget
 
-from syncverify.combos import summarize, supported_combinations
-from syncverify.explore import brute_force, explore, value_candidates, value_domain
+from syncverify.explore.combinations import summarize, supported_combinations
+from syncverify.explore.driver import brute_force, explore, value_candidates, value_domain
 from syncverify.program import Atomic, Branch, Label, Load, Program, Store, Thread
 
-#: host order per reset policy (as syncverify.scenarios._resets builds it)
+#: host order per reset policy (as syncverify.scenarios.build._resets builds it)
 HOST_ORDERS = {
     "none": (("e0", "e1"),),
     "host-between-barriers": (("e0", "reset"), ("reset", "e1")),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from syncverify import exitcodes
 from syncverify.cli import main
-from syncverify.explore import explore
+from syncverify.explore.driver import explore
 from syncverify.litmus.parser import parse_litmus
 
 KNOWN = Path(__file__).parent / "litmus" / "known"

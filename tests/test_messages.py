@@ -7,9 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from syncverify.cli import _register, app, main
+from syncverify.cli import app, main
 
-_register()  # the subcommands, as main() mounts them
 
 EXAMPLES = Path(__file__).parents[1] / "syncverify" / "litmus" / "examples"
 

@@ -1,7 +1,7 @@
 """Properties of the model checker against independent references, on random small programs.
 
 The references: ``tests/reference/sc.py`` (an operational SC interpreter; the PTX model allows at
-least what SC allows) and ``syncverify.explore.brute_force`` (every candidate execution, no
+least what SC allows) and ``syncverify.explore.driver.brute_force`` (every candidate execution, no
 pruning). An example on which the explorer hits one of its limits is discarded with ``assume``
 rather than ``pytest.skip`` (a skip raised inside ``@given`` would skip the whole property); a
 property decorated with :func:`few_limit_hits` fails afterwards if more than ``MAX_LIMIT_HITS`` of
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.limits import LimitBudget
 
-from syncverify.explore import brute_force, explore
+from syncverify.explore.driver import brute_force, explore
 from syncverify.program import (
     Atomic,
     Barrier,
@@ -318,7 +318,7 @@ def test_strategies_draw_valid_small_and_truly_stronger_programs(data):
 
 def unobserved(program: Program) -> Program:
     """``program`` with no register observed (as a scenario's): dead poll and exchange registers
-    let the explorer branch on value classes (syncverify.value_classes) instead of values."""
+    let the explorer branch on value classes (syncverify.explore.value_classes) instead of values."""
     return Program(program.name, program.threads, program.init, program.registers,
                    host_order=program.host_order, observed_registers=frozenset())
 

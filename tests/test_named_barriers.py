@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from syncverify.errors import ProtocolError
-from syncverify.lowering import LoweredOp, barrier_ptx, lower_step
+from syncverify.protocols.lowering import LoweredOp, barrier_ptx, lower_step
 from syncverify.litmus.parser import parse_litmus
 from syncverify.litmus.runner import run_litmus
 from syncverify.program import Barrier
@@ -92,7 +92,7 @@ def test_a_barrier_for_half_the_cta_does_not_order_the_other_half_and_is_unsafe(
 
 
 def test_the_model_program_carries_the_id_and_the_count_in_model_threads():
-    from syncverify.scenarios import ScenarioOptions, build
+    from syncverify.scenarios.build import ScenarioOptions, build
 
     program = build(protocol_from_dict(with_barrier(id=1, count=128, warps="0-3")), ScenarioOptions(world_size=2)).program
     bars = {(t.role.rsplit(" ", 1)[1], i.barrier_id, i.count) for t in program.threads for i in t.instructions
@@ -101,7 +101,7 @@ def test_the_model_program_carries_the_id_and_the_count_in_model_threads():
 
 
 def test_model_threads_are_raised_until_a_warp_selection_is_whole_threads():
-    from syncverify.scenarios import ScenarioOptions, build
+    from syncverify.scenarios.build import ScenarioOptions, build
 
     scenario = build(protocol_from_dict(with_barrier(id=1, warps="0-1", count=64)), ScenarioOptions(world_size=2))
     assert scenario.options.threads_per_cta == 4
@@ -137,8 +137,8 @@ def test_the_audit_catches_a_barrier_compiled_with_another_id():
 
 def test_the_interpreted_kernel_traces_the_named_barrier_as_the_model_has_it():
     pytest.importorskip("triton")
-    from syncverify import drift
-    from syncverify.scenarios import ScenarioOptions, build
+    from syncverify.kernels import drift
+    from syncverify.scenarios.build import ScenarioOptions, build
 
     protocol = protocol_from_dict(with_barrier(id=3, count=256))
     ops, timed_out = drift.trace_kernel(protocol, "all-reduce", 2, epochs=1)

@@ -29,7 +29,7 @@ def _root() -> None:
 
 
 def cli(*args):
-    from syncverify.stress.cli import stress_command
+    from syncverify.cli.stress import stress_command
 
     if not app.registered_commands:
         app.command("stress")(stress_command)

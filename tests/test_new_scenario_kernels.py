@@ -50,7 +50,7 @@ def test_one_launch_equals_the_torch_reference(kernel, protocol):
     from syncverify.kernels.heap import VirtualHeap
     from syncverify.kernels.registry import allocate, launch_function
     from syncverify.protocols import load_protocol
-    from syncverify.rules import ownership_table
+    from syncverify.protocols.rules import ownership_table
 
     W = 2
     c = KernelConfig(kernel=kernel, world_size=W, m=64, n=32, k=32, block_m=16, block_n=16, block_k=16,
@@ -139,7 +139,7 @@ def test_consumers_scheduled_before_every_producer_hang_with_a_safe_protocol(ker
 def test_sizes_that_do_not_divide_exit_2_with_one_line(args, message):
     import typer
 
-    from syncverify.stress.cli import stress_command
+    from syncverify.cli.stress import stress_command
 
     app = typer.Typer()
     app.command("stress")(stress_command)

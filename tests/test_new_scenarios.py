@@ -1,4 +1,4 @@
-"""all-gather-gemm and gemm-reduce-scatter in the model (``syncverify.scenarios.ROLES``): known
+"""all-gather-gemm and gemm-reduce-scatter in the model (``syncverify.scenarios.build.ROLES``): known
 verdicts, the reductions (one GEMM CTA, one symmetry group) agree with the whole program, and the
 roles run their steps in the documented order. Their kernels: tests/test_new_scenario_kernels.py."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from syncverify.check import check
+from syncverify.verdicts.check import check
 from syncverify.protocols import load_protocol
-from syncverify.scenarios import ROLES, ScenarioOptions, Stage, build
+from syncverify.scenarios.build import ROLES, ScenarioOptions, Stage, build
 
 NEW = ("all-gather-gemm", "gemm-reduce-scatter")
 

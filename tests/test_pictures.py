@@ -1,4 +1,4 @@
-"""Pictures of counterexamples (syncverify.graphs): legend in words, thread/epoch labels, host
+"""Pictures of counterexamples (syncverify.verdicts.graphs): legend in words, thread/epoch labels, host
 order, the cause's "needed" edge, uninvolved threads left out, a capped width."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from syncverify.check import check_protocol
-from syncverify.graphs import MAX_WIDTH_PX, focus, happens_before_graph, to_dot, write_graph
+from syncverify.verdicts.check import check_protocol
+from syncverify.verdicts.graphs import MAX_WIDTH_PX, focus, happens_before_graph, to_dot, write_graph
 
 
 @pytest.fixture(scope="module")

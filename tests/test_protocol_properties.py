@@ -35,8 +35,8 @@ from syncverify.protocols.loader import (
     STORE_CACHES,
     TARGETS,
 )
-from syncverify.check import check
-from syncverify.scenarios import ScenarioOptions, build
+from syncverify.verdicts.check import check
+from syncverify.scenarios.build import ScenarioOptions, build
 
 OPTIONS = ScenarioOptions(scenario="all-reduce", world_size=2, tiles=1, epochs=1)
 TIMEOUT_S = 3.0

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import syncverify.choices
+import syncverify.validation
 import syncverify.protocols.expressions
 import syncverify.protocols.loader
 import syncverify.protocols.model
@@ -338,19 +338,19 @@ def test_enum_value_that_is_not_a_string_is_told_so():
     assert message == f"{PATH}:17: signal step 3: scope=3 must be a string, one of 'cta', 'gpu', 'sys'"
 
 
-# ----- syncverify.choices: the one allowed-value check -------------------------------------------
+# ----- syncverify.validation: the one allowed-value check -------------------------------------------
 
 RESET_NAMES = ("host", "consumer", "none")
 
 
 def _choice_error(value: object, **where: str) -> str:
     with pytest.raises(ValueError) as caught:
-        syncverify.choices.one_of("reset", value, RESET_NAMES, error=ValueError, **where)
+        syncverify.validation.one_of("reset", value, RESET_NAMES, error=ValueError, **where)
     return str(caught.value)
 
 
 def test_one_of_returns_an_allowed_value():
-    assert syncverify.choices.one_of("reset", "none", RESET_NAMES, error=ValueError) == "none"
+    assert syncverify.validation.one_of("reset", "none", RESET_NAMES, error=ValueError) == "none"
 
 
 def test_one_of_suggests_the_closest_name_when_one_is_close():
@@ -376,14 +376,14 @@ def test_one_of_appends_where_the_value_came_from():
 
 def test_one_of_raises_the_callers_exception():
     with pytest.raises(ProtocolError, match=r"^--reset='nne' is not one of .* \(did you mean 'none'\?\)$"):
-        syncverify.choices.one_of("--reset", "nne", RESET_NAMES, error=ProtocolError)
+        syncverify.validation.one_of("--reset", "nne", RESET_NAMES, error=ProtocolError)
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.one_of(st.text(max_size=12), st.integers(), st.none(), st.lists(st.text(max_size=3))))
 def test_one_of_accepts_exactly_the_allowed_names_and_refuses_in_one_line(value):
     try:
-        syncverify.choices.one_of("reset", value, RESET_NAMES, error=ValueError)
+        syncverify.validation.one_of("reset", value, RESET_NAMES, error=ValueError)
     except ValueError as error:
         assert value not in RESET_NAMES
         assert str(error).startswith(f"reset={value!r} ")
@@ -468,7 +468,7 @@ def test_doctests_pass():
         syncverify.protocols.model,
         syncverify.protocols.loader,
         syncverify.protocols.registry,
-        syncverify.choices,
+        syncverify.validation,
     ):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -1,5 +1,5 @@
 """The PTX audit: each built-in protocol's signal and wait code, compiled for sm_90 on the CPU,
-executes what the model assumes (``syncverify.lowering``): the same ld/st/atom/fence/bar.sync,
+executes what the model assumes (``syncverify.protocols.lowering``): the same ld/st/atom/fence/bar.sync,
 with the same semantics and scopes, on one thread or on every thread, in the same order; and its
 tile store and tile load are the weak (or volatile) every-thread accesses the model has, on the
 right side of the lock operations. The fused kernels' tile accesses are audited the same way.
@@ -18,14 +18,14 @@ from syncverify.kernels.build import build
 from syncverify.kernels.compile import compile_ptx, sleep_counts
 from syncverify.kernels.config import KernelConfig
 from syncverify.kernels.ptx_reader import SyncOp, parse_ptx, sync_ops
-from syncverify.lowering import LoweredOp, lower_tile_load, lower_tile_store
+from syncverify.protocols.lowering import LoweredOp, lower_tile_load, lower_tile_store
 from syncverify.protocols import builtin_names, load_protocol, protocol_from_dict
 
 # Triton 3.6 lowers tl.atomic_add(p, 0, sem="acquire") (a constant 0) to an acquire *load* on one
-# thread (PLATFORM.md); syncverify.lowering models the step as an atom.add. The audit reports it;
-# the fix belongs in syncverify.lowering (an `await` with read="atomic_add", value 0 -> ld.acquire).
+# thread (PLATFORM.md); syncverify.protocols.lowering models the step as an atom.add. The audit reports it;
+# the fix belongs in syncverify.protocols.lowering (an `await` with read="atomic_add", value 0 -> ld.acquire).
 # The audit found that Triton lowers atomic_add(p, 0, sem="acquire") to an acquire load on one thread;
-# syncverify.lowering now says so, and no known disagreement remains.
+# syncverify.protocols.lowering now says so, and no known disagreement remains.
 KNOWN: dict = {}
 
 
@@ -47,7 +47,7 @@ def test_an_add_of_zero_poll_is_modeled_as_what_each_sem_compiles_to(sem):
     an atom.add.acq_rel, which the model must keep as a read-modify-write (it was once modeled as
     an ld with sem acq_rel, which the model reads as a weak load)."""
     from syncverify.protocols import protocol_from_dict
-    from syncverify.lowering import lower_step
+    from syncverify.protocols.lowering import lower_step
 
     protocol = protocol_from_dict({
         "name": "add-zero-poll", "summary": "s", "origin": "test",
@@ -60,7 +60,7 @@ def test_an_add_of_zero_poll_is_modeled_as_what_each_sem_compiles_to(sem):
 
 
 def test_a_different_lowering_is_caught():
-    from syncverify.lowering import LoweredOp, lower_step
+    from syncverify.protocols.lowering import LoweredOp, lower_step
 
     def wrong(step):  # pretend the model thought the release add ran on every thread
         ops = lower_step(step)
@@ -194,7 +194,7 @@ def test_a_volatile_tile_load_compiles_to_ld_volatile_on_every_thread_after_the_
 
 
 def test_a_tile_load_lowered_differently_is_caught(monkeypatch):
-    import syncverify.lowering as lowering
+    import syncverify.protocols.lowering as lowering
 
     monkeypatch.setattr(lowering, "lower_tile_load", lambda protocol: LoweredOp("ld", "all", "volatile", "sys"))
     problems = audit(load_protocol("xchg-flag"), "wait")
@@ -205,7 +205,7 @@ def test_a_tile_load_lowered_differently_is_caught(monkeypatch):
 
 
 def test_a_tile_store_on_one_thread_or_without_the_protocols_cache_is_caught(monkeypatch):
-    import syncverify.lowering as lowering
+    import syncverify.protocols.lowering as lowering
 
     monkeypatch.setattr(lowering, "lower_tile_store", lambda protocol: LoweredOp("st", "one", "weak", None))
     assert "[st weak None on one]" in audit(load_protocol("epoch-flag"), "signal")[0]

@@ -1,4 +1,4 @@
-"""Coherence is the ISA's partial order (``syncverify.ptx`` modeling choice 1), checked on candidate
+"""Coherence is the ISA's partial order (``syncverify.model.ptx`` modeling choice 1), checked on candidate
 executions directly: Coherence2 rejects morally strong writes left unordered, and nothing
 rejects weak racing writes left unordered.
 """
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from syncverify import ptx
-from syncverify.explore import brute_force, candidate_executions, explore
+from syncverify.model import ptx
+from syncverify.explore.driver import brute_force, candidate_executions, explore
 from syncverify.litmus.parser import parse_litmus
 
 TWO_WRITERS = """PTX two-writers

@@ -1,11 +1,11 @@
-"""syncverify.rules: the rules both the model and the kernels follow, each stated once."""
+"""syncverify.protocols.rules: the rules both the model and the kernels follow, each stated once."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from syncverify import rules
+from syncverify.protocols import rules
 
 worlds = st.integers(1, 8)
 

@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from syncverify.stress.cli import stress_command
+from syncverify.cli.stress import stress_command
 
 app = typer.Typer()
 app.command("stress")(stress_command)

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from syncverify.stress.campaign import run_campaign
-from syncverify.stress.cli import INTERPRETER_NOTE, stress_command
+from syncverify.cli.stress import INTERPRETER_NOTE, stress_command
 from syncverify.stress.controls import control_verdict, positive_control, sibling_candidates
 from syncverify.stress.delays import GuidedDelay
 from syncverify.stress.guided import guided_plan, schedule_from_trace

@@ -16,7 +16,8 @@ from syncverify.kernels.delays import delay_ns as device_delay_ns
 from syncverify.stress.classify import bad_tiles
 from syncverify.stress.delays import SITES, DelayConfig, GuidedDelay, delay_hash, delay_table, delays_at, parse_sites
 from syncverify.stress.inputs import expected_output, make_inputs
-from syncverify.stress.launch import MULTICAST_OFF, free_port, run_processes, run_workers, scripted_worker
+from syncverify.kernels.processes import MULTICAST_OFF, free_port, run_workers, scripted_worker
+from syncverify.stress.campaign import run_processes
 from syncverify.stress.validate import CLASSES, FIELDS, NFIELDS
 
 
@@ -167,7 +168,7 @@ def test_a_worker_that_dies_without_reporting_is_named():
 
 
 def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
-    import syncverify.stress.launch
+    import syncverify.stress.campaign
     from syncverify.protocols import load_protocol
     from syncverify.stress.campaign import campaign_options
 
@@ -175,7 +176,7 @@ def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
                "device": "H200", "iterations": 128, "bad_iterations": 0, "clean": True}
     fake = {"messages": [(0, "result", (0, payload))], "exitcodes": [0, -9],
             "stopped": "watchdog: no report from any rank for 5 s; killed"}
-    monkeypatch.setattr(syncverify.stress.launch, "run_workers", lambda *a, **k: fake)
+    monkeypatch.setattr(syncverify.stress.campaign, "run_workers", lambda *a, **k: fake)
     o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
     result = run_processes(o, load_protocol("epoch-flag"))
     assert result.iterations == 128 and result.stopped == fake["stopped"] and not result.clean
@@ -185,16 +186,16 @@ def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
 
 
 def test_a_batch_launch_keeps_what_reported_and_marks_the_rest_stopped(monkeypatch):
-    import syncverify.stress.launch
+    import syncverify.stress.campaign
     from syncverify.protocols import load_protocol
     from syncverify.stress.campaign import campaign_options
-    from syncverify.stress.launch import run_processes_batch
+    from syncverify.stress.campaign import run_processes_batch
 
     payload = {"protocol": "epoch-flag", "kernel": "all-reduce", "world_size": 2, "mode": "processes",
                "device": "H200", "iterations": 64, "bad_iterations": 0, "clean": True}
     fake = {"messages": [(0, "result", (0, payload))], "exitcodes": [-9, -9],
             "stopped": "watchdog: no report from any rank for 5 s; killed"}
-    monkeypatch.setattr(syncverify.stress.launch, "run_workers", lambda *a, **k: fake)
+    monkeypatch.setattr(syncverify.stress.campaign, "run_workers", lambda *a, **k: fake)
     o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
     first, second = run_processes_batch([(o, load_protocol("epoch-flag")), (o, load_protocol("xchg-flag"))])
     assert first.iterations == 64 and first.stopped == fake["stopped"]

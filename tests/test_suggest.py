@@ -1,4 +1,4 @@
-"""``syncverify.suggest``: the weakest fix of every unsafe built-in (world size 2, all-reduce unless
+"""``syncverify.verdicts.suggest``: the weakest fix of every unsafe built-in (world size 2, all-reduce unless
 noted), each fix re-checked safe, its diff, the search's bounds, and ``check --suggest``."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from syncverify.check import check_protocol
+from syncverify.verdicts.check import check_protocol
 from syncverify.cli import main
 from syncverify.protocols import builtin_names, load_protocol, parse_protocol
-from syncverify.suggest import protocol_toml, suggest
+from syncverify.verdicts.suggest import protocol_toml, suggest
 
 SAFE = {"barrier-fenced-release-acquire", "epoch-flag"}
 UNSAFE = sorted(set(builtin_names()) - SAFE)

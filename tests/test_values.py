@@ -1,4 +1,4 @@
-"""Values are the GPU's 32-bit integers (``syncverify.values``; ``syncverify.ptx`` modeling choice 9).
+"""Values are the GPU's 32-bit integers (``syncverify.model.values``; ``syncverify.model.ptx`` modeling choice 9).
 
 A counter that overflows int32 wraps as the GPU's does: a protocol whose target lies past
 2^31 - 1 is no longer called safe.
@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from syncverify.check import check
+from syncverify.verdicts.check import check
 from syncverify.litmus.parser import parse_litmus
 from syncverify.litmus.runner import run_litmus
 from syncverify.protocols.loader import parse_protocol
-from syncverify.scenarios import ScenarioOptions, build
-from syncverify.values import INT32_MAX, INT32_MIN, wrap_int32
+from syncverify.scenarios.build import ScenarioOptions, build
+from syncverify.model.values import INT32_MAX, INT32_MIN, wrap_int32
 
 BIG = 2**31 - 1
 

@@ -18,12 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncverify import lowering, rules
+from syncverify.protocols import lowering
+
+from syncverify.protocols import rules
 from syncverify.errors import ProtocolError, ScenarioError
-from syncverify.lowering import LoweredOp, barrier_ptx, lower_step
+from syncverify.protocols.lowering import LoweredOp, barrier_ptx, lower_step
 from syncverify.program import Barrier
 from syncverify.protocols import load_protocol, protocol_from_dict
-from syncverify.scenarios import ScenarioOptions, build
+from syncverify.scenarios.build import ScenarioOptions, build
 
 SAFE = "fa3-epilogue-named-barrier"
 SWAPPED = "fa3-epilogue-signal-warp-arrives"
@@ -170,7 +172,7 @@ def test_one_warpgroups_barrier_keeps_two_model_threads_and_the_second_skips_it(
     (SAFE, "safe"), (SWAPPED, "race, unwritten-read"), (ONE_WARPGROUP, "race, unwritten-read"),
 ])
 def test_the_model_proves_the_handoff_and_refutes_its_broken_siblings(name, expected, world_size):
-    from syncverify.check import check
+    from syncverify.verdicts.check import check
 
     result = check(build(load_protocol(name), ScenarioOptions(world_size=world_size)), timeout=120)
     assert result.safe is not None
@@ -183,8 +185,8 @@ def test_the_model_proves_the_handoff_and_refutes_its_broken_siblings(name, expe
                     "waits at)"),
 ])
 def test_each_counterexample_names_the_barrier_step_that_fails_the_tile(name, phrase):
-    from syncverify.causes import cause
-    from syncverify.check import check_protocol
+    from syncverify.verdicts.causes import cause
+    from syncverify.verdicts.check import check_protocol
 
     result = check_protocol(name, world_size=2)
     for violation in result.violations.values():
@@ -263,7 +265,7 @@ def test_the_drift_test_sees_warps_that_do_the_other_part():
     pytest.importorskip("triton")
     import dataclasses
 
-    from syncverify import drift
+    from syncverify.kernels import drift
 
     protocol = load_protocol(SAFE)
     ops, timed_out = drift.trace_kernel(protocol, "all-reduce", 2, epochs=1)

@@ -10,12 +10,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from syncverify.check import check
+from syncverify.verdicts.check import check
 from syncverify.cli import app, listing, main  # noqa: F401  (listing registers 'list')
-from syncverify.lowering import lower_step
+from syncverify.protocols.lowering import lower_step
 from syncverify.protocols import load_protocol
 from syncverify.protocols.registry import zoo_names, zoo_protocols
-from syncverify.scenarios import ScenarioOptions, build
+from syncverify.scenarios.build import ScenarioOptions, build
 
 REQUIRED = {  # the reported bugs the zoo must hold (issue 15), with their fixes
     "iris-462-gpu-scope-release", "iris-462-sys-scope-release", "iris-465-hardcoded-lock-value",
@@ -103,7 +103,7 @@ def test_slots_rotate_lock_and_staging_locations_with_the_epoch():
 
 
 def test_an_owner_reset_makes_a_counter_safe_across_calls_without_the_host():
-    from syncverify import rules
+    from syncverify.protocols import rules
     from syncverify.protocols import protocol_from_dict
 
     def counter(reset):

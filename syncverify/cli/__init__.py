@@ -4,9 +4,9 @@ Results go to stdout; diagnostics (errors, progress) to stderr. Every bad input 
 on stderr and exit code 2, never a traceback.
 
 Options that write files (``check --graph``, ``litmus --graph``, ``stress --output``) are checked
-before the run by :func:`syncverify.cli.paths.check_writable` (a path that cannot be written is bad
+before the run by :func:`syncverify.cli.output_files.check_writable` (a path that cannot be written is bad
 input). Graphs are drawn after the verdict is printed; a drawing failure is one warning line on
-stderr and the verdict's exit code stands (:func:`syncverify.cli.paths.write_or_warn`).
+stderr and the verdict's exit code stands (:func:`syncverify.cli.output_files.write_or_warn`).
 """
 
 from __future__ import annotations
@@ -14,45 +14,17 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.console import Console
 
 from syncverify import exitcodes
+from syncverify.cli import bench, check, compare, listing, litmus, stress  # noqa: F401  (each registers its command)
+from syncverify.cli.app import app, err, fail, out
 from syncverify.errors import SyncVerifyError
 
-app = typer.Typer(
-    name="syncverify",
-    help="Verify and stress-test the synchronization protocols inside fused multi-GPU kernels.",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-@app.callback()
-def _root() -> None:
-    """Verify and stress-test the synchronization protocols inside fused multi-GPU kernels.
-
-    Exit codes: 0 clean, 1 violations found, 2 bad input, 3 unknown (a bound was hit).
-    """
-
-
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def fail(message: str) -> "typer.Exit":
-    """Print one diagnostic line and return the exit for bad input (``raise fail(...)``)."""
-    err.print(f"syncverify: error: {message}", markup=False)
-    return typer.Exit(exitcodes.INPUT_ERROR)
-
-
-def _register() -> None:
-    from syncverify.cli import bench, check, compare, listing, litmus, stress  # noqa: F401  (registers commands)
+__all__ = ["app", "err", "fail", "main", "out"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns (and exits with) the exit code."""
-    _register()
     try:
         code = app(args=argv, standalone_mode=False)
         code = code if isinstance(code, int) else exitcodes.OK

@@ -2,14 +2,14 @@
 and (real ranks) cuBLAS + NCCL.
 
 Device-timed (CUDA graphs of many launches, inputs rotated past the L2, the same run's measured
-ceilings; ``syncverify.kernels.bench``), reported per configuration as time, TFLOP/s, arithmetic
+ceilings; ``syncverify.kernels.bench.timing``), reported per configuration as time, TFLOP/s, arithmetic
 intensity, efficiency against the measured bf16 peak, each protocol's overhead against ``none``
-and the GEMM part's share of cuBLAS (``syncverify.bench``). ``--out DIR`` writes ``bench.csv``,
+and the GEMM part's share of cuBLAS (``syncverify.kernels.bench.report``). ``--out DIR`` writes ``bench.csv``,
 ``bench.md``, ``roofline.png``, ``bench.json`` and ``baseline.json``; ``--check BASELINE.json``
 exits 1 when a configuration falls under ``--tolerance`` times its recorded TFLOP/s.
 
 Ranks: ``--virtual-ranks`` runs every rank's programs in one launch on one GPU; without it, a
-world size above 1 runs one process per GPU (``syncverify.kernels.bench_ranks``, stress's
+world size above 1 runs one process per GPU (``syncverify.kernels.bench.ranks``, stress's
 launcher and watchdog), with ``torch.matmul`` + NCCL ``all_reduce`` / ``all_gather_into_tensor``
 timed in the same run and each fused kernel's speedup against it (``--min-speedup`` gates it).
 Such a run writes each case to ``bench-partial.jsonl`` as it arrives (in ``--out``, or a
@@ -36,7 +36,7 @@ from typing import Optional
 import typer
 
 from syncverify import exitcodes
-from syncverify.bench import (
+from syncverify.kernels.bench.report import (
     PROCESSES,
     VIRTUAL,
     BenchInputError,
@@ -55,8 +55,8 @@ from syncverify.bench import (
     to_markdown,
     with_baseline_protocol,
 )
-from syncverify.cli import app, err, fail, out
-from syncverify.cli.paths import check_writable, write_or_warn
+from syncverify.cli.app import app, err, fail, out
+from syncverify.cli.output_files import check_writable, write_or_warn
 from syncverify.cli.progress import StderrProgress
 from syncverify.errors import SyncVerifyError
 
@@ -217,10 +217,10 @@ def _gpus() -> tuple[int, str, int]:
 
 
 def _measure_ranks(sweep: Sweep, *, seed: int, baseline, check, graphs: bool, watchdog: float, out_dir):
-    """One process per GPU (``syncverify.kernels.bench_ranks``): GPUs, sizes and the baseline's
+    """One process per GPU (``syncverify.kernels.bench.ranks``): GPUs, sizes and the baseline's
     machine are checked before any process starts."""
-    from syncverify.bench import machine_kind
-    from syncverify.kernels.bench_ranks import check_cases, run_sweep_ranks
+    from syncverify.kernels.bench.report import machine_kind
+    from syncverify.kernels.bench.ranks import check_cases, run_sweep_ranks
 
     gpus, name, sms = _gpus()
     check_world(sweep.world_size, gpus)
@@ -250,13 +250,13 @@ def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graph
     if interpret:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from syncverify.kernels._deps import require_cuda, torch
-    from syncverify.kernels.bench import run_sweep
+    from syncverify.kernels.bench.timing import run_sweep
 
     if interpret:
         device, machine = "cpu", "cpu-interpreter"
     else:
         require_cuda("syncverify bench")
-        from syncverify.bench import machine_kind
+        from syncverify.kernels.bench.report import machine_kind
 
         device = "cuda"
         machine = machine_kind(torch.cuda.get_device_name(0), torch.cuda.device_count())

@@ -9,10 +9,10 @@ from typing import Optional
 import typer
 
 from syncverify import exitcodes
-from syncverify.cli import app, err, out
+from syncverify.cli.app import app, err, out
 from syncverify.cli.progress import StderrProgress
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
-from syncverify.rules import RESET_HELP, describe_reset
+from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
+from syncverify.protocols.rules import RESET_HELP, describe_reset
 
 DEFAULT_TIMEOUT = 600.0  # seconds: a check answers unknown rather than run on unseen
 PROGRESS_AFTER = 2.0  # seconds before a check starts showing progress
@@ -55,10 +55,10 @@ def check_command(
     shows its progress on stderr.
     """
     from syncverify.protocols.registry import load_protocol
-    from syncverify.check import check, sample
-    from syncverify.graphs import write_graph
-    from syncverify.scenarios import ScenarioOptions, build
-    from syncverify.cli.paths import check_writable, write_or_warn
+    from syncverify.verdicts.check import check, sample
+    from syncverify.verdicts.graphs import write_graph
+    from syncverify.scenarios.build import ScenarioOptions, build
+    from syncverify.cli.output_files import check_writable, write_or_warn
 
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
@@ -156,8 +156,8 @@ MAX_SUGGESTIONS = 5  # fixes shown by --suggest
 
 
 def _suggest(proto, options, result):
-    """:func:`syncverify.suggest.suggest` in the checked scenario (nothing to search unless unsafe)."""
-    from syncverify.suggest import Suggestions, suggest
+    """:func:`syncverify.verdicts.suggest.suggest` in the checked scenario (nothing to search unless unsafe)."""
+    from syncverify.verdicts.suggest import Suggestions, suggest
 
     if result.safe is None:
         return Suggestions(max_changes=2, note="the verdict is unknown: no fix searched (--suggest needs an unsafe verdict)")
@@ -193,7 +193,7 @@ def progress_line(progress: Progress | None, seconds: float) -> str:
 
 class ProgressReport(StderrProgress):
     """A long check's progress (:mod:`syncverify.cli.progress`): the check hands over its latest
-    :class:`~syncverify.explore.Progress` (:meth:`update`)."""
+    :class:`~syncverify.explore.driver.Progress` (:meth:`update`)."""
 
     def __init__(self, *, after: float, plain_every: float) -> None:
         super().__init__(after=after, plain_every=plain_every)

@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 
 from syncverify import exitcodes
-from syncverify.cli import app, err, out
+from syncverify.cli.app import app, err, out
 from syncverify.cli.progress import StderrProgress
 from syncverify.compare import DEFAULT_SECONDS, DEFAULT_TIMEOUT
 
@@ -45,7 +45,7 @@ def compare_command(
     Exit 0 nothing unsound, 1 a row is MODEL UNSOUND, 2 bad input.
     """
     from syncverify import compare as comparison
-    from syncverify.cli.paths import check_writable
+    from syncverify.cli.output_files import check_writable
 
     if out_dir is not None:
         check_writable(out_dir, "--out", kind="dir")  # before the run: an unwritable path is bad input
@@ -61,7 +61,7 @@ def compare_command(
                                   jobs=jobs, timeout=timeout, progress=report.update)
         if out_dir is not None:
             # The answer is computed: a failure while drawing is a warning, not exit 2.
-            from syncverify.cli.paths import write_or_warn
+            from syncverify.cli.output_files import write_or_warn
 
             write_or_warn(lambda: comparison.write_report(rows, out_dir, note=note, jobs=jobs, progress=report.update),
                           "--out", out_dir)

@@ -7,7 +7,7 @@ import json
 import typer
 
 from syncverify import exitcodes
-from syncverify.cli import app, out
+from syncverify.cli.app import app, out
 
 
 @app.command("list")
@@ -18,7 +18,7 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     if zoo:
         return _list_zoo(as_json)
     from syncverify.protocols.registry import builtin_protocols
-    from syncverify.scenarios import DEFAULT_PUSH, ROLES, SCENARIOS
+    from syncverify.scenarios.build import DEFAULT_PUSH, ROLES, SCENARIOS
 
     protocols = builtin_protocols()
     items = protocols.values() if isinstance(protocols, dict) else protocols
@@ -51,7 +51,7 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
 
 def _step_text(step) -> str:
     """One role step in words, e.g. ``wait (pub, protocol)`` or ``store out: each rank's copy``."""
-    from syncverify.scenarios import Stage
+    from syncverify.scenarios.build import Stage
 
     if isinstance(step, Stage):
         which = "the protocol" if step.protocol == "protocol" else "the push protocol"

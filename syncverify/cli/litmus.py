@@ -9,8 +9,8 @@ from typing import List, Optional
 import typer
 
 from syncverify import exitcodes
-from syncverify.cli import app, err, out
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS
+from syncverify.cli.app import app, err, out
+from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS
 
 
 @app.command("litmus")
@@ -29,9 +29,9 @@ def litmus_command(
     With several files, each is reported (a bad one does not stop the others) and the exit code
     is the most severe one (bad input, then Unknown, then 0).
     """
-    from syncverify.cli.paths import check_writable, write_or_warn
+    from syncverify.cli.output_files import check_writable, write_or_warn
     from syncverify.errors import SyncVerifyError
-    from syncverify.graphs import write_graph
+    from syncverify.verdicts.graphs import write_graph
     from syncverify.litmus.parser import parse_litmus_file
     from syncverify.litmus.runner import run_litmus
 

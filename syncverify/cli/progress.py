@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from syncverify.cli import err
+from syncverify.cli.app import err
 
 
 class StderrProgress:

@@ -996,7 +996,7 @@ def _warn_partial_barriers(src: _Source, threads: tuple[Thread, ...]) -> None:
         for thread in members:
             for ins in thread.instructions:
                 if not isinstance(ins, Barrier) or ins.count is not None or not isinstance(ins.barrier_id, int):
-                    continue  # a register id is only known on a path: syncverify.barriers counts its users there
+                    continue  # a register id is only known on a path: syncverify.explore.barriers counts its users there
                 users = [u for u in members if any(isinstance(j, Barrier) and j.barrier_id == ins.barrier_id
                                                    for j in u.instructions)]
                 if len(users) < len(members):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from syncverify.events import Execution
-from syncverify.explore import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, explore
+from syncverify.model.events import Execution
+from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, explore
 from syncverify.program import Program, TrueProp, evaluate
 
 

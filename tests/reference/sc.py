@@ -1,6 +1,6 @@
 """An operational sequential-consistency interpreter for :class:`syncverify.program.Program`.
 
-The reference the explorer (``syncverify.explore``) is tested against. It shares no code with the
+The reference the explorer (``syncverify.explore.driver``) is tested against. It shares no code with the
 explorer: it runs every interleaving of the threads' instructions on one shared memory, one
 instruction at a time, and memoises on the whole state (every thread's pc, registers and barrier
 progress, plus memory), so a spin loop is a cycle in a finite graph, not an endless search.

@@ -1,0 +1,126 @@
+"""One process per GPU: a free port, NCCL, symmetric memory, and a watchdog.
+
+:func:`run_workers` starts ``world_size`` worker processes (``spawn``), each on its own GPU,
+joined by an NCCL process group (:func:`init_rank`) on a port the OS picked (a fixed 29500
+collides: seed 001, bug 1) with ``torch.distributed._symmetric_memory`` for the heap. A watchdog
+kills every worker and reports the run as stopped if no worker has reported for
+``watchdog_seconds`` (the kernels' waits are bounded, so this catches a stuck collective or a
+driver hang, not a protocol hang). Stress campaigns (``syncverify.stress.campaign``) and the
+real-rank bench (``syncverify.kernels.bench.ranks``) both launch through it.
+
+NVLink multicast stays off in every process started here (``NCCL_NVLS_ENABLE=0``,
+``TORCH_SYMM_MEM_DISABLE_MULTICAST=1``, ``NVSHMEM_DISABLE_NVLS=1``): PLATFORM.md.
+"""
+
+from __future__ import annotations
+
+import os
+import queue as queue_module
+import socket
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+
+
+def free_port() -> int:
+    """A TCP port the OS reports free on localhost (bind port 0, read it back)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_workers(target: Callable, args: tuple, *, world_size: int, watchdog_seconds: float,
+                on_message: Callable[[int, str, Any], None] | None = None) -> dict:
+    """Start ``target(rank, world_size, port, queue, *args)`` in ``world_size`` processes.
+
+    Workers report through ``queue`` with ``(rank, kind, payload)`` tuples; any message resets
+    the watchdog. Returns ``{"messages": [...], "exitcodes": [...], "stopped": None | reason}``.
+    On a watchdog timeout or a worker that dies, every worker still alive is killed (by its own
+    process object, never by name).
+    """
+    import multiprocessing as mp
+
+    os.environ.update(MULTICAST_OFF)  # inherited by every worker, whatever the caller had set
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=target, args=(rank, world_size, port, q, *args), daemon=True)
+             for rank in range(world_size)]
+    for p in procs:
+        p.start()
+    messages: list = []
+    stopped = None
+    last = time.monotonic()
+    finished: set[int] = set()
+    while True:
+        try:
+            rank, kind, payload = q.get(timeout=0.2)
+            last = time.monotonic()
+            messages.append((rank, kind, payload))
+            if kind in ("done", "error"):
+                finished.add(rank)
+            if on_message is not None:
+                on_message(rank, kind, payload)
+            if kind == "error":
+                stopped = f"rank {rank} failed: {payload.splitlines()[-1] if payload else 'error'}"
+                break
+            continue
+        except queue_module.Empty:
+            pass
+        if len(finished) == world_size:
+            break
+        dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in finished]
+        if dead:
+            stopped = f"rank {dead[0]} exited with code {procs[dead[0]].exitcode} before reporting"
+            break
+        if time.monotonic() - last > watchdog_seconds:
+            stopped = f"watchdog: no report from any rank for {watchdog_seconds:g} s; killed"
+            break
+    for rank, p in enumerate(procs):  # ranks that reported done are exiting: let them
+        p.join(timeout=10 if (stopped is None or rank in finished) else 0.5)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5)
+    return {"messages": messages, "exitcodes": [p.exitcode for p in procs], "stopped": stopped}
+
+
+def scripted_worker(rank: int, world_size: int, port: int, q, script: tuple[str, ...]) -> None:
+    """A :func:`run_workers` target for the launcher's own checks; it imports nothing, so it
+    starts in a fraction of a second. It reports ``(port, multicast settings)``, then does
+    ``script[rank]``: ``"nap:S"`` (sleep S s, then report done: past the watchdog it must be
+    killed), ``"raise"`` (report an error, as ``campaign_worker`` does), ``"exit:N"`` (die
+    with code N without reporting)."""
+    q.put((rank, "progress", (port, {key: os.environ.get(key) for key in MULTICAST_OFF})))
+    action, _, arg = script[rank].partition(":")
+    if action == "raise":
+        q.put((rank, "error", "Traceback (most recent call last):\nRuntimeError: scripted failure"))
+        return
+    if action == "exit":
+        os._exit(int(arg))
+    time.sleep(float(arg or 0))
+    q.put((rank, "done", None))
+
+
+def init_rank(rank: int, world_size: int, port: int | None, backend: str = "nccl"):
+    import torch
+    import torch.distributed as dist
+
+    os.environ.update(MULTICAST_OFF)
+    if port is not None:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if backend == "gloo":  # CPU tensors: the launch path of bench's baselines, checked without GPUs
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+        return torch, dist, "cpu"
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", rank=rank, world_size=world_size,
+                            device_id=torch.device(f"cuda:{local}"))
+    return torch, dist, f"cuda:{local}"

@@ -1,0 +1,563 @@
+"""Which combinations of thread paths can be executions: a search that prunes as it goes.
+
+The explorer picks one path per thread (:mod:`syncverify.explore.driver`, step 3). Most of the product
+of the threads' path lists cannot be an execution, for two reasons checked here on *summaries* of
+the paths (the values they read and write), before any reads-from or coherence is enumerated:
+
+* **support**: every value a thread reads is the initial value, or is written by another thread
+  (or by an earlier write of its own);
+* **atomicity** (optional): ``k`` atomics that read the same value ``v`` of a location and write it
+  back need ``k`` distinct writes of ``v`` to read from. Two morally strong read-modify-writes
+  cannot read from the same write: whichever writes second in coherence order would have the
+  other's write between its read and its write (PTX ISA, "Atomicity"). And an atomic cannot read
+  a coherence-later write when every write in play is morally strong with it (SC-per-Location).
+  So the count is checked only for system-scoped atomics and values whose every possible writer
+  is a strong, system-scoped operation (or the initial write), or a weak one of a launch the host
+  orders before the atomic's: then the writes it could read are pairwise morally strong with it,
+  or coherence-before it. For an ``atom.add`` counter this leaves exactly the orders of the increments
+  instead of every way of guessing the values they read.
+
+* **a stuck spin reads the last value** (with ``atomicity``): a thread that spins forever on
+  ``(x, v)`` is an execution only if ``v`` is the coherence-last value of ``x`` its launch sees.
+  Under the conditions of the count above, no counted atomic of the same launch reads that last
+  write (its own write would come after it), so those atomics that read ``v`` need one write of
+  ``v`` *more* than their count: the last one. A counter that the producers increment past ``v``
+  cannot leave a consumer stuck at ``v``.
+
+* **overwritten by an earlier launch** (with ``atomicity``, on a location every path writes
+  with strong system-scoped operations only, checked on complete combinations): there coherence
+  orders every two writes and the counted atomics read distinct writes. If as many atomics of
+  the launches the host orders before a read's launch read value ``v`` as there are writes of
+  ``v`` (the initial write included), every write of ``v`` has an atomic's write coherence-after
+  it, and that write happens before the read: reading ``v`` breaks Causality (``fr ; cause``)
+  when every write of ``v`` is in those earlier launches. Likewise a stuck spin on ``v`` needs a
+  write of ``v`` no atomic of a launch not after the spin's reads (the coherence-last one it
+  sees): as many such atomics reading ``v`` as writes of ``v`` leave none. Only reads and spins
+  no barrier can cut off are weighed (a cut read never happens).
+
+The search assigns threads one at a time (symmetric units in non-decreasing order, as
+:func:`syncverify.explore.symmetry.combinations` does) and stops a branch as soon as what is still missing
+cannot be written by the threads not yet assigned: each missing value on its own, and the
+missing values of one location together against the most writes of it the unassigned threads
+can make (a path writes a location only so often, whichever values the search still lacks).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+import functools
+import itertools
+import time
+from dataclasses import dataclass
+
+from syncverify.explore.bounds import LimitHit
+from syncverify.program import Program
+
+Key = tuple[str, int]  # (location, value)
+
+
+@dataclass(frozen=True)
+class PathSummary:
+    """What one path reads and writes, as far as combinations are concerned.
+
+    A need is a (location, value) key, or for a read of a merged path (:mod:`syncverify.explore.value_classes`)
+    a (location, frozenset of values) key: one write of any of those values supplies it. Merged
+    reads are never counted as atomics (the count is a pruning: counting fewer reads prunes less).
+    """
+
+    needs: frozenset[Key]  # values read that no earlier write of the same path supplies
+    writes: tuple[tuple[Key, int], ...]  # (location, value) -> how many writes of it
+    sys_rmw_reads: tuple[tuple[int, Key], ...]  # (event index, key) of system-scoped atomics that write
+    weak_writes: frozenset[Key]  # writes that are weak or narrower than system scope
+    events_kinds: str = ""  # one letter per event (R, W, F, B): where the barrier arrivals are
+    spin_last: frozenset[Key] = frozenset()  # a stuck spin's blocking reads: each must read the last value
+    need_at: tuple[tuple[int, Key], ...] = ()  # (event index, key) of each concrete need's reads
+
+    @property
+    def supplies(self) -> frozenset[Key]:
+        return frozenset(k for k, _n in self.writes)
+
+
+def summarize(path) -> PathSummary:
+    """The summary of an :class:`syncverify.explore.thread_paths.Path`."""
+    needs, writes, weak = set(), Counter(), set()
+    rmw: list[tuple[int, Key]] = []
+    need_at: list[tuple[int, Key]] = []
+    events = path.events
+    for i, e in enumerate(events):
+        if e.ghost:
+            continue
+        if e.kind == "R" and e.values is not None:
+            if not any((e.loc, v) in writes for v in e.values):
+                needs.add((e.loc, e.values))
+            continue
+        key = (e.loc, e.value)
+        if e.kind == "R":
+            if key not in writes:
+                needs.add(key)
+                need_at.append((i, key))
+            if i + 1 < len(events) and events[i + 1].rmw_with_previous and e.scope == "sys":
+                rmw.append((i, key))
+        elif e.kind == "W":
+            writes[key] += 1
+            if e.sem == "weak" or e.scope != "sys":
+                weak.add(key)
+    spin = path.stuck[1] if path.stuck is not None and path.stuck[0] == "spin" else ()
+    return PathSummary(frozenset(needs), tuple(sorted(writes.items())), tuple(rmw),
+                       frozenset(weak), "".join(e.kind for e in events), frozenset(spin), tuple(need_at))
+
+
+def _first_barrier(summary: PathSummary) -> int:
+    """Where the path first arrives at a CTA barrier (its length if it never does)."""
+    at = summary.events_kinds.find("B")
+    return len(summary.events_kinds) if at < 0 else at
+
+
+def need_values(key: tuple) -> tuple[int, ...] | frozenset[int]:
+    """The values that supply a need (see :class:`PathSummary`)."""
+    return key[1] if isinstance(key[1], frozenset) else (key[1],)
+
+
+def is_supported(combo: tuple[PathSummary, ...], init: dict[str, int]) -> bool:
+    """Every read's value is the initial one or written by another thread (or earlier by itself)."""
+    supplies = [c.supplies for c in combo]
+    for t, c in enumerate(combo):
+        for need in c.needs:
+            loc = need[0]
+            if any(init.get(loc, 0) == v or any((loc, v) in s for u, s in enumerate(supplies) if u != t)
+                   for v in need_values(need)):
+                continue
+            return False
+    return True
+
+
+class _Slots:
+    """The order the search assigns threads in, and what the unassigned ones can still write.
+
+    Capacities are kept per (location, value, phase) so that a need can count only the writes
+    its phase can see.
+    """
+
+    def __init__(self, program: Program, summaries: list[list[PathSummary]], prefer_writers: bool = False) -> None:
+        grouped = {t for group in program.symmetry for unit in group for t in unit}
+        def writes(t: int, p: int) -> int:
+            return len(summaries[t][p].writes)
+
+        # Options in the order they are tried: when looking for one witness, paths that write
+        # more first (the search then finds a combination that supports itself sooner).
+        self.order = [sorted(range(len(paths)), key=lambda p, t=t: -writes(t, p)) if prefer_writers
+                      else list(range(len(paths))) for t, paths in enumerate(summaries)]
+        self.groups = []
+        for group in program.symmetry:
+            options = list(itertools.product(*(range(len(summaries[t])) for t in group[0])))
+            if prefer_writers:
+                options.sort(key=lambda u: -sum(writes(t, p) for t, p in zip(group[0], u)))
+            self.groups.append((group, options))
+        # A slot is ("free", thread) or ("unit", group index, unit index).
+        self.slots: list[tuple] = []
+        for g, (group, _options) in enumerate(self.groups):
+            self.slots.extend(("unit", g, j) for j in range(len(group)))
+        self.slots += [("free", t) for t in range(len(summaries)) if t not in grouped]
+        phase = [th.phase for th in program.threads]
+
+        def phased(t: int, p: int) -> Counter:
+            return Counter({(loc, v, phase[t]): n for (loc, v), n in summaries[t][p].writes})
+
+        self.free_cap = [_most([phased(t, p) for p in range(len(summaries[t]))]) for t in range(len(summaries))]
+        # unit_cap[g][j][u]: the most a unit can write when it takes option u or a later one.
+        self.unit_cap = []
+        for group, options in self.groups:
+            per_unit = []
+            for unit in group:
+                suffix: list[dict] = [{} for _ in range(len(options) + 1)]
+                for u in range(len(options) - 1, -1, -1):
+                    here: Counter = Counter()
+                    for t, p in zip(unit, options[u]):
+                        here.update(phased(t, p))
+                    suffix[u] = _most([suffix[u + 1], here])
+                per_unit.append(suffix)
+            self.unit_cap.append(per_unit)
+        # The same per location, all values together: one path writes a location only so often,
+        # however many of its values the search still needs (write_budget).
+        def per_location(cap: dict) -> dict:
+            out: dict = {}
+            for (loc, _v, _a), n in cap.items():
+                out[loc] = out.get(loc, 0) + n
+            return out
+
+        def most_per_location(t: int, ps) -> dict:
+            return _most([per_location(phased(t, p)) for p in ps])
+
+        self.free_loc_cap = [most_per_location(t, range(len(summaries[t]))) for t in range(len(summaries))]
+        self.unit_loc_cap = []
+        for group, options in self.groups:
+            per_unit = []
+            for unit in group:
+                suffix = [{} for _ in range(len(options) + 1)]
+                for u in range(len(options) - 1, -1, -1):
+                    here: dict = {}
+                    for t, p in zip(unit, options[u]):
+                        for loc, n in per_location(phased(t, p)).items():
+                            here[loc] = here.get(loc, 0) + n
+                    suffix[u] = _most([suffix[u + 1], here])
+                per_unit.append(suffix)
+            self.unit_loc_cap.append(per_unit)
+        # tail[i]: what the slots from i on can write together, every unit from its first option
+        # (loc_tail: per location); group_end[i]: for a unit's slot, the first slot after its group.
+        self.loc_tail = self._suffix_sums(self.free_loc_cap, self.unit_loc_cap)
+        self.tail = self._suffix_sums(self.free_cap, self.unit_cap)
+        self.group_end = [len(self.slots)] * len(self.slots)
+        for i in range(len(self.slots) - 1, -1, -1):
+            slot = self.slots[i]
+            if slot[0] == "unit":
+                nxt = self.slots[i + 1] if i + 1 < len(self.slots) else None
+                same = nxt is not None and nxt[0] == "unit" and nxt[1] == slot[1]
+                self.group_end[i] = self.group_end[i + 1] if same else i + 1
+
+    def _suffix_sums(self, free: list[dict], units: list) -> list[dict]:
+        """For each slot position, the sum over the slots from it on of what each can write."""
+        sums: list[dict] = [{} for _ in range(len(self.slots) + 1)]
+        for i in range(len(self.slots) - 1, -1, -1):
+            slot = self.slots[i]
+            cap = free[slot[1]] if slot[0] == "free" else units[slot[1]][slot[2]][0]
+            merged = dict(sums[i + 1])
+            for k, c in cap.items():
+                merged[k] = merged.get(k, 0) + c
+            sums[i] = merged
+        return sums
+
+    def write_budget(self, loc: str, position: int, lo: int) -> int:
+        """The most writes of ``loc`` (any value) the slots from ``position`` on can still add."""
+        if position >= len(self.slots):
+            return 0
+        slot = self.slots[position]
+        if slot[0] == "free" or lo == 0:
+            return self.loc_tail[position].get(loc, 0)
+        g, end = slot[1], self.group_end[position]
+        return (sum(self.unit_loc_cap[g][j][lo].get(loc, 0) for j in range(slot[2], slot[2] + end - position))
+                + self.loc_tail[end].get(loc, 0))
+
+    def capacity(self, keys: list[tuple], position: int, lo: int, enough: int) -> bool:
+        """Can the slots from ``position`` on add ``enough`` writes of ``keys`` (location, value,
+        phase)? (``lo``: the option the current group's remaining units cannot go below.)"""
+        if position >= len(self.slots):
+            return enough <= 0
+        slot = self.slots[position]
+        if slot[0] == "free" or lo == 0:
+            tail = self.tail[position]
+            return sum(tail.get(k, 0) for k in keys) >= enough
+        g, end = slot[1], self.group_end[position]
+        total = sum(self.unit_cap[g][j][lo].get(k, 0) for j in range(slot[2], slot[2] + end - position) for k in keys)
+        tail = self.tail[end]
+        return total + sum(tail.get(k, 0) for k in keys) >= enough
+
+
+def _most(counters: list) -> dict:
+    out: dict = {}
+    for counter in counters:
+        for k, c in counter.items():
+            if c > out.get(k, 0):
+                out[k] = c
+    return out
+
+
+class _Visibility:
+    """Which phases' writes a read can take its value from.
+
+    Not those of a phase that comes after the read's in host order. And a host reset thread writes its locations on every path; when it sits, in host order, between
+    a write's phase and a read's phase, the write is hidden: reading it would put the reset's
+    write coherence-after the write read from and causally before the read, which the Causality
+    axiom forbids (``fr ; cause``). ``INIT`` stands for the initial writes, before every phase.
+    """
+
+    INIT = "<init>"
+
+    def __init__(self, program: Program, summaries: list[list[PathSummary]], hiding: bool) -> None:
+        after = program.phases_after()
+        phases = {th.phase for th in program.threads}
+        always: dict[str, set[str]] = {}  # phase -> locations some thread of it writes on every path
+        for t, paths in enumerate(summaries):
+            if paths:
+                locs = set.intersection(*({loc for (loc, _v), _n in s.writes} for s in paths))
+                always.setdefault(program.threads[t].phase, set()).update(locs)
+        self.hidden: dict[tuple[str, str], set[str]] = {}  # (reader phase, location) -> hidden phases
+        for b, locs in (always.items() if hiding else ()):
+            for loc in locs:
+                for c in after.get(b, ()):
+                    hidden = self.hidden.setdefault((c, loc), set())
+                    hidden.add(self.INIT)
+                    hidden.update(a for a in phases if b in after.get(a, ()))
+
+        self.later = {(a, b) for a, bs in after.items() for b in bs}
+
+    def sees(self, reader_phase: str, loc: str, writer_phase: str) -> bool:
+        if (reader_phase, writer_phase) in self.later:
+            return False  # the read causally precedes the write: reading it breaks Causality
+        return writer_phase not in self.hidden.get((reader_phase, loc), ())
+
+
+def readable_ceilings(program: Program, summaries: list[list[PathSummary]],
+                      ceiling: Callable[[frozenset[str] | None, bool], dict[str, int | None]]) -> dict[tuple[str, str], int]:
+    """(reader phase, location) -> the largest value a read of that phase can return there.
+
+    A read sees only the writes of the phases :class:`_Visibility` lets it see; when every
+    phase among those whose threads read the location sees no more than the reader does, values
+    there only ever come from those writes, and ``ceiling(phases, with_init)`` (the explorer's
+    :func:`~syncverify.explore.value_domain.value_ceiling`) bounds them. A host reset thus caps epoch 1's
+    counter at what epoch 1 adds, where the domain (built without hiding) lets it continue from
+    epoch 0's values.
+    """
+    seen = _Visibility(program, summaries, True)
+    phases = {th.phase for th in program.threads}
+    readers: dict[str, set[str]] = {}  # location -> phases with a thread that reads it
+    for t, paths in enumerate(summaries):
+        for s in paths:
+            for loc, _v in s.needs:  # a value or a set of values: only the location matters here
+                readers.setdefault(loc, set()).add(program.threads[t].phase)
+    out: dict[tuple[str, str], int] = {}
+    for loc, reading in readers.items():
+        visible = {c: frozenset(a for a in phases | {_Visibility.INIT} if seen.sees(c, loc, a)) for c in reading}
+        for c in reading:
+            if all(visible[a] <= visible[c] for a in reading if a in visible[c]):
+                top = ceiling(visible[c] - {_Visibility.INIT}, _Visibility.INIT in visible[c]).get(loc)
+                if top is not None:
+                    out[(c, loc)] = top
+    return out
+
+
+def supported_combinations(
+    program: Program,
+    summaries: list[list[PathSummary]],
+    *,
+    atomicity: bool,
+    hiding: bool | None = None,
+    must_write: Key | None = None,
+    deadline: float | None = None,
+    kept_lengths: Callable[[dict[int, int]], dict[int, int]] | None = None,
+) -> Iterator[tuple[int, ...]]:
+    """Path indices, one per thread, of every combination that passes the checks above.
+
+    A read may only take its value from a write its phase can see (:class:`_Visibility`);
+    ``hiding`` (default: as ``atomicity``) also hides writes behind a host reset. The value
+    domain turns both off: it grows from the initial values only, and a read that will in the
+    end read a later value reads an early one (often a hidden one) while the domain grows.
+    ``must_write``: only combinations in which some path writes that (location, value) (the
+    value domain asks for one witness per value). Symmetric units take non-decreasing options,
+    so each combination is one representative of its renamings. Past ``deadline`` (a
+    ``time.monotonic()`` value) it raises the ``timeout`` :class:`~syncverify.explore.bounds.LimitHit`.
+
+    The atomicity count only counts an atomic once every thread of its CTA has a path: a CTA
+    barrier that some thread never reaches cuts the others' paths there, and what is cut must not
+    count. ``kept_lengths`` maps one CTA's {thread: path index} to {thread: events kept}; without
+    it, atomics after a thread's first barrier arrival are never counted.
+    """
+    slots = _Slots(program, summaries, prefer_writers=must_write is not None)
+    seen = _Visibility(program, summaries, atomicity if hiding is None else hiding)
+    init = program.init
+    phase = [th.phase for th in program.threads]
+    writer_phases: dict[Key, set[str]] = {}
+    for t, paths in enumerate(summaries):
+        for s in paths:
+            for key, _n in s.writes:
+                writer_phases.setdefault(key, set()).add(phase[t])
+    # Keys with a writer that is not strong and system-scoped: the atomicity count does not apply.
+    # A weak write the atomic could be coherence-before is what breaks the count; one of a launch
+    # the host orders before the atomic's cannot be (Coherence keeps causal order).
+    weak_phases: dict[Key, set[str]] = {}
+    for t, paths in enumerate(summaries):
+        for s in paths:
+            for key in s.weak_writes:
+                weak_phases.setdefault(key, set()).add(phase[t])
+    after = program.phases_after()
+
+    @functools.cache
+    def counted_key(key: Key, reader: str) -> bool:
+        # Only weak writes the reader can see matter: one it cannot read is no shared source.
+        return all(reader in after.get(a, ()) for a in weak_phases.get(key, ())
+                   if seen.sees(reader, key[0], a))
+
+    @functools.cache
+    def visible(reader: str, key: tuple) -> tuple[tuple, ...]:
+        """The (location, value, phase) keys of the writes of ``key`` (a need, or a counted
+        (location, value)) that ``reader`` can see."""
+        loc = key[0]
+        return tuple((loc, v, a) for v in need_values(key) for a in writer_phases.get((loc, v), ())
+                     if seen.sees(reader, loc, a))
+
+    @functools.cache
+    def initially(reader: str, key: tuple) -> bool:
+        return init.get(key[0], 0) in need_values(key) and seen.sees(reader, key[0], _Visibility.INIT)
+
+    chosen: list[int] = [-1] * len(summaries)
+    totals: Counter = Counter()  # writes of each (location, value, phase) by the assigned paths
+    own: list[dict] = [{} for _ in summaries]
+    rmw: Counter = Counter()  # (location, value, reader phase) -> counted atomics
+    spins: Counter = Counter()  # (location, value, phase) -> assigned stuck spins that need it last
+    pending: list[tuple[int, Key]] = []  # needs not yet written by another assigned thread
+    cta_of = [(th.gpu, th.cta) for th in program.threads]
+    cta_threads: dict[tuple[int, int], list[int]] = {}
+    for t, c in enumerate(cta_of):
+        cta_threads.setdefault(c, []).append(t)
+    counted: dict[tuple[int, int], list[tuple]] = {}  # per complete CTA, the atomics it counts
+
+    def surely_kept(c: tuple[int, int]) -> dict[int, int]:
+        """How many events of each of the CTA's assigned paths happen whatever its barriers do."""
+        picks = {t: chosen[t] for t in cta_threads[c]}
+        if kept_lengths is not None:
+            return kept_lengths(picks)
+        return {t: _first_barrier(summaries[t][p]) for t, p in picks.items()}
+
+    def count_cta(c: tuple[int, int]) -> list[tuple]:
+        keep = surely_kept(c)
+        return [(key[0], key[1], phase[t]) for t in cta_threads[c]
+                for i, key in summaries[t][chosen[t]].sys_rmw_reads if i < keep[t] and counted_key(key, phase[t])]
+
+    def met(t: int, key: Key) -> bool:
+        return any(totals[k] - own[t].get(k, 0) > 0 for k in visible(phase[t], key))
+
+    def feasible(position: int, lo: int) -> bool:
+        # What the unassigned slots must still write, per (location, value): each check below
+        # weighs one need against what the slots can write; together, the writes of different
+        # values of one location must also fit in what the slots can write there at all.
+        missing: dict[Key, int] = {}
+        for t, key in pending:
+            if not slots.capacity(visible(phase[t], key), position, lo, 1):
+                return False
+            if not isinstance(key[1], frozenset):
+                missing.setdefault(key, 1)
+        for (loc, v, reader), count in rmw.items():
+            if count:
+                keys = visible(reader, (loc, v))
+                have = sum(totals[k] for k in keys) + initially(reader, (loc, v))
+                if spins[(loc, v, reader)]:
+                    count += 1  # the last write of v, which no counted atomic of the launch reads
+                if count > have:
+                    if not slots.capacity(keys, position, lo, count - have):
+                        return False
+                    missing[(loc, v)] = max(missing.get((loc, v), 0), count - have)
+        if len(missing) > 1:
+            per_loc: dict[str, int] = {}
+            for (loc, _v), n in missing.items():
+                per_loc[loc] = per_loc.get(loc, 0) + n
+            for loc, n in per_loc.items():
+                if n > 1 and slots.write_budget(loc, position, lo) < n:
+                    return False
+        if must_write is not None:
+            keys = [(must_write[0], must_write[1], a) for a in writer_phases.get(must_write, ())]
+            if not any(totals[k] for k in keys):
+                return slots.capacity(keys, position, lo, 1)
+        return True
+
+    nodes = 0
+
+    def descend(picks: list[tuple[int, int]], position: int, u: int) -> Iterator[tuple[int, ...]]:
+        nonlocal nodes
+        nodes += 1
+        if deadline is not None and nodes % 64 == 0 and time.monotonic() > deadline:
+            raise LimitHit("timeout", f"while combining thread paths, after {nodes} partial combinations of thread paths")
+        saved = list(pending)
+        completed = []
+        for t, p in picks:
+            chosen[t] = p
+            writes, needs, spin_keys = assigned(t, p)
+            own[t] = writes
+            for k, n in writes.items():
+                totals[k] += n
+            pending.extend(needs)
+            for k in spin_keys:
+                spins[k] += 1
+        if atomicity:
+            for c in {cta_of[t] for t, _p in picks}:
+                if all(chosen[t] >= 0 for t in cta_threads[c]):
+                    counted[c] = count_cta(c)
+                    for k in counted[c]:
+                        rmw[k] += 1
+                    completed.append(c)
+        pending[:] = [(t, key) for t, key in pending if not met(t, key)]
+        nxt = position + 1
+        lo = u if nxt < len(slots.slots) and slots.slots[nxt][0] == "unit" and slots.slots[nxt][2] > 0 else 0
+        if feasible(nxt, lo):
+            yield from search(nxt, lo)
+        for c in completed:
+            for k in counted.pop(c):
+                rmw[k] -= 1
+        for t, p in picks:
+            writes, _needs, spin_keys = assigned(t, p)
+            for k, n in writes.items():
+                totals[k] -= n
+            own[t] = {}
+            chosen[t] = -1
+            for k in spin_keys:
+                spins[k] -= 1
+        pending[:] = saved
+
+    @functools.cache
+    def assigned(t: int, p: int) -> tuple[dict, tuple, tuple]:
+        """What assigning path ``p`` to thread ``t`` adds: its writes as (location, value, phase)
+        counts, its needs the initial value does not meet, its counted stuck-spin keys."""
+        s = summaries[t][p]
+        writes = {(loc, v, phase[t]): n for (loc, v), n in s.writes}
+        needs = tuple((t, key) for key in s.needs if not initially(phase[t], key))
+        spin_keys = tuple((key[0], key[1], phase[t]) for key in s.spin_last
+                          if counted_key(key, phase[t])) if atomicity else ()
+        return writes, needs, spin_keys
+
+    # Locations every path writes with strong system-scoped operations only: there coherence
+    # orders every two writes, and the counted atomics of different launches can be weighed
+    # against each other (last_write_possible).
+    strong_only = {loc for t, paths in enumerate(summaries) for s in paths for (loc, _v), _n in s.writes}
+    strong_only -= {loc for key in weak_phases for loc in (key[0],)}
+    before = {b: {a for a, bs in after.items() if b in bs} for b in set(phase)}
+
+    def last_write_possible() -> bool:
+        """Whether every assigned read of a strong-only location can read a write that is not
+        hidden, and every stuck spin there can see its value last (see the module docstring)."""
+        writes_of: Counter = Counter()
+        writer_launches: dict[Key, set[str]] = {}  # the launches whose assigned paths write (loc, v)
+        for (loc, v, a), n in totals.items():
+            if loc in strong_only and n > 0:
+                writes_of[(loc, v)] += n
+                writer_launches.setdefault((loc, v), set()).add(a)
+        for loc in strong_only:
+            writes_of[(loc, init.get(loc, 0))] += 1  # the initial write
+        keep: dict[int, int] = {}
+        for c in cta_threads:
+            keep.update(surely_kept(c))
+        for t, p in enumerate(chosen):
+            s = summaries[t][p]
+            b = phase[t]
+            for i, (loc, v) in s.need_at:
+                if loc not in strong_only or i >= keep[t]:
+                    continue  # a read a barrier may cut off need not happen
+                hiding = before[b]
+                if writer_launches.get((loc, v), set()) <= hiding:
+                    # Every write of v is in a launch the host orders before this read's.
+                    if sum(rmw[(loc, v, a)] for a in hiding) >= writes_of[(loc, v)]:
+                        return False
+            for loc, v in s.spin_last if keep[t] == len(s.events_kinds) else ():
+                if loc in strong_only:
+                    later = after.get(b, frozenset())
+                    if sum(n for (l2, v2, a), n in rmw.items() if l2 == loc and v2 == v and a not in later) \
+                            >= writes_of[(loc, v)]:
+                        return False
+        return True
+
+    def search(position: int, lo: int) -> Iterator[tuple[int, ...]]:
+        if position == len(slots.slots):
+            if atomicity and strong_only and not last_write_possible():
+                return
+            yield tuple(chosen)
+            return
+        slot = slots.slots[position]
+        if slot[0] == "free":
+            for p in slots.order[slot[1]]:
+                yield from descend([(slot[1], p)], position, 0)
+            return
+        g, j = slot[1], slot[2]
+        group, options = slots.groups[g]
+        for u in range(lo if j > 0 else 0, len(options)):
+            yield from descend(list(zip(group[j], options[u])), position, u)
+
+    if feasible(0, 0):
+        yield from search(0, 0)

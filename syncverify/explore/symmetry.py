@@ -1,0 +1,51 @@
+"""Symmetry: interchangeable ranks take their paths in non-decreasing order.
+
+A scenario's ranks often run the same code up to renaming; ``program.symmetry`` names them
+(:mod:`syncverify.scenarios.build`). Executions that differ only by which rank took which path are
+renamings of each other, so one of each is explored. The pruning search in
+:mod:`syncverify.explore.combinations` applies the same order as it assigns threads.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from syncverify.errors import UnsupportedConstruct
+from syncverify.program import Program
+
+
+def combinations(program: Program, per_thread: list[list]) -> Iterator[tuple]:
+    """One item per thread: the product of ``per_thread``, reduced by the program's symmetry.
+
+    ``program.symmetry`` lists groups of interchangeable *units* (tuples of threads that are the
+    same code up to renaming their rank, with path lists that correspond index by index). For
+    such a group, executions that differ only by which unit took which path are renamings of each
+    other, so only one order is kept: units take their path tuples in non-decreasing order
+    (a multiset instead of a sequence). With the group's units ``k`` and path tuples ``n``, this
+    explores ``C(n + k - 1, k)`` instead of ``n ** k`` combinations.
+    """
+    if not program.symmetry:
+        yield from itertools.product(*per_thread)
+        return
+    grouped = {t for group in program.symmetry for unit in group for t in unit}
+    free = [t for t in range(len(per_thread)) if t not in grouped]
+    group_choices = []
+    for group in program.symmetry:
+        unit_tuples = list(itertools.product(*(range(len(per_thread[t])) for t in group[0])))
+        for unit in group[1:]:
+            if [len(per_thread[t]) for t in unit] != [len(per_thread[t]) for t in group[0]]:
+                raise UnsupportedConstruct("symmetric units with different numbers of paths")
+        group_choices.append((group, unit_tuples,
+                              list(itertools.combinations_with_replacement(range(len(unit_tuples)), len(group)))))
+    for free_choice in itertools.product(*(per_thread[t] for t in free)):
+        slots: list = [None] * len(per_thread)
+        for t, item in zip(free, free_choice):
+            slots[t] = item
+        for picks in itertools.product(*(choices for _g, _u, choices in group_choices)):
+            for (group, unit_tuples, _c), multiset in zip(group_choices, picks):
+                for unit, idx in zip(group, multiset):
+                    for t, path_index in zip(unit, unit_tuples[idx]):
+                        slots[t] = per_thread[t][path_index]
+            yield tuple(slots)
+

@@ -1,0 +1,145 @@
+"""Events and candidate executions: the plain data the model's relations are computed from.
+
+An :class:`Execution` is a *candidate* execution in the axiomatic sense: the events each thread
+performed, program order, and the choices the explorer made (which write each read reads from,
+the coherence order of each location, the Fence-SC order, the CTA-barrier instances). Whether it
+is allowed is decided by :mod:`syncverify.model.ptx`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+INIT_THREAD = -1
+
+
+@dataclass(frozen=True)
+class Event:
+    """One memory event, fence or barrier arrival.
+
+    ``kind`` is ``"R"``, ``"W"``, ``"F"`` or ``"B"``. ``sem`` is the event's own semantics: for
+    reads ``weak|relaxed|acquire``, writes ``weak|relaxed|release``, fences ``acq_rel|sc``, barriers
+    ``sync|arrive``. The two halves of an atomic read-modify-write are two events joined by ``rmw``.
+    """
+
+    eid: int
+    thread: int  # index into the program's threads; INIT_THREAD for initial writes
+    index: int  # position in the thread's program order
+    kind: str
+    loc: str | None = None
+    value: int | None = None
+    sem: str = "weak"
+    scope: str | None = None
+    gpu: int = 0
+    cta: int = 0
+    barrier_id: int | None = None
+    label: str = ""  # what produced it: the instruction text or the protocol step
+    line: int | None = None
+    ghost: bool = False  # tile data: no rf/co choice (see syncverify.program, GHOST)
+    phase: str = ""
+    # Barrier arrivals only: the thread count the phase waits for (None: every thread of the
+    # CTA that uses the barrier), and for bar.red the operation and this thread's predicate
+    # (``value`` holds the reduced result the thread received).
+    count: int | None = None
+    red_op: str = ""
+    predicate: int | None = None
+    # A read of a merged path (syncverify.explore.value_classes), in a skeleton only: the values it may
+    # return. Executions carry the value of the write it reads from instead.
+    values: frozenset[int] | None = None
+
+    @property
+    def is_read(self) -> bool:
+        return self.kind == "R"
+
+    @property
+    def is_write(self) -> bool:
+        return self.kind == "W"
+
+    @property
+    def is_memory(self) -> bool:
+        return self.kind in ("R", "W")
+
+    @property
+    def is_fence(self) -> bool:
+        return self.kind == "F"
+
+    @property
+    def is_barrier(self) -> bool:
+        return self.kind == "B"
+
+    @property
+    def is_init(self) -> bool:
+        return self.thread == INIT_THREAD
+
+    def describe(self) -> str:
+        """Short herd-like text: ``W.rel.sys y=1``, ``R.acq.gpu x=0``, ``F.sc.cta``, ``B.sync 0``."""
+        short = {"weak": "", "relaxed": ".rlx", "acquire": ".acq", "release": ".rel",
+                 "acq_rel": ".acq_rel", "sc": ".sc", "sync": ".sync", "arrive": ".arrive", "red": ".red"}
+        tag = short.get(self.sem, "." + self.sem)
+        scope = f".{self.scope}" if self.scope else ""
+        if self.kind == "F":
+            return f"F{tag}{scope}"
+        if self.kind == "B":
+            count = "" if self.count is None else f", {self.count}"
+            red = f".{self.red_op} pred={self.predicate} -> {self.value}" if self.red_op else ""
+            return f"B{tag}{red} {self.barrier_id}{count}"
+        if self.is_init:
+            return f"init {self.loc}={self.value}"
+        if self.value is None:  # a ghost read: which write it sees is decided by syncverify.verdicts.check
+            return f"{self.kind}{tag}{scope} {self.loc}"
+        return f"{self.kind}{tag}{scope} {self.loc}={self.value}"
+
+
+@dataclass
+class Execution:
+    """A candidate execution. Relations over event ids; see :mod:`syncverify.model.ptx` for the model.
+
+    ``stuck`` maps a thread index to why it never terminates: ``("spin", ((loc, value), ...))``
+    for a spin loop whose iteration reads those values and cannot exit, or ``("barrier", index,
+    barrier id, count, arrived)`` for a thread blocked at a CTA barrier (its local ``index``)
+    whose phase never gets the ``count`` arrivals it waits for (``arrived`` came).
+    """
+
+    events: tuple[Event, ...]
+    thread_names: tuple[str, ...]
+    po: frozenset  # immediate-and-transitive program order, pairs of eids
+    rf: dict[int, int]  # read eid -> write eid
+    # loc -> write eids in *memory order*: one linear extension of coherence (init first). Its last
+    # write is the location's final value; when ``co_rel`` is None it is the coherence order itself.
+    co: dict[str, tuple[int, ...]]
+    rmw: frozenset  # (read eid, write eid) of one atomic
+    dep: frozenset  # addr | data | ctrl, pairs (read eid, later eid)
+    fence_sc: tuple[int, ...] = ()  # a total order of the fence.sc events (restricted by ms in ptx)
+    barrier_sync: frozenset = frozenset()  # arrive/sync -> sync pairs of one barrier instance
+    host_order: frozenset = frozenset()  # event pairs ordered by host barriers / stream order
+    final_registers: dict[tuple[str, str], int] = field(default_factory=dict)
+    stuck: dict[int, tuple] = field(default_factory=dict)
+    roles: tuple[str, ...] = ()
+    # The ISA's coherence order as a relation (transitively closed, pairs of write eids): a partial
+    # order per location (syncverify.model.ptx, modeling choice 1). None: total, as listed in ``co``.
+    co_rel: frozenset | None = None
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def event(self, eid: int) -> Event:
+        return self.events[eid]
+
+    @property
+    def final_memory(self) -> dict[str, int]:
+        """Each location's final value: the last write of its memory order (a coherence-maximal write)."""
+        return {loc: self.events[order[-1]].value for loc, order in self.co.items() if order}  # type: ignore[misc]
+
+    @property
+    def is_complete(self) -> bool:
+        """Every thread ran to its end."""
+        return not self.stuck
+
+    def key(self) -> tuple:
+        """Identity of the execution (events are determined by the paths, choices by rf/co/sc)."""
+        return (
+            tuple((e.thread, e.kind, e.loc, e.value, e.sem) for e in self.events),
+            tuple(sorted(self.rf.items())),
+            tuple(sorted(self.co.items())),
+            tuple(sorted(self.co_rel)) if self.co_rel is not None else None,
+            self.fence_sc,
+        )

@@ -1,0 +1,554 @@
+"""The PTX memory consistency model, written in the order of a ``.cat`` file.
+
+Sources: PTX ISA 8.x, chapter "Memory Consistency Model" (cited as *ISA*); Lustig, Sahasrabuddhe,
+Giroux, "A Formal Analysis of the NVIDIA PTX Memory Consistency Model", ASPLOS 2019 (*paper*);
+Dartagnan's ``cat/ptx-v6.0.cat`` and ``cat/ptx.cat`` (Dat3M), whose relation names we keep.
+
+Base relations (from the candidate execution, :class:`syncverify.model.events.Execution`):
+``po`` program order, ``rf`` reads-from, ``co`` coherence, ``rmw`` the two halves of one atomic,
+``dep`` = addr | data | ctrl, ``fence_sc`` a total order of the ``fence.sc`` events, ``bar`` the
+CTA-barrier instances. Scopes: a thread sits in a CTA, the CTA in a GPU, the GPUs in the system.
+
+The reference is ``ptx-v6.0.cat`` (the ISA's model without proxies); every relation and axiom
+below is one of its ``let`` lines or axioms, under the same name. Where ``ptx-v7.5.cat`` words a
+relation differently without changing what it allows, the ISA's wording is followed and the
+docstring says so.
+
+Modeling choices (each one interprets or deviates from the sources; everything else is as cited;
+the known-answer test that shows each one is named in brackets, under ``tests/litmus/known/``):
+
+1. *Coherence is a partial order*, as in the ISA: "There exists a partial transitive order that
+   relates overlapping write operations, determined at runtime, called the coherence order. Two
+   overlapping write operations are related in coherence order if they are morally strong or if
+   they are related in causality order" (ISA, "Coherence"), which ``ptx-v6.0.cat`` states as
+   ``let co = co+`` with the axioms Coherence and Coherence2. Racing weak writes may stay
+   unordered, and readers may then see them in different orders [coherence-weak-two-readers,
+   cowr-weak-2threads; morally strong writes stay ordered: coherence-relaxed-two-readers].
+   Interpretation: the ISA defines no final state; a location's final value is the value of a
+   coherence-*maximal* write (herd's "coherence-last", which a partial order may give several of),
+   carried by the execution's *memory order*, one linear extension of coherence
+   (:attr:`syncverify.model.events.Execution.co`) [coww-weak-racing-final-value]. The explorer builds
+   the least coherence the two axioms allow (:mod:`syncverify.explore.location_choices`): every other axiom only
+   gets harder to pass with more coherence.
+2. *Initial writes* are strong, system-scoped, and precede every event in causality (herd's
+   convention: the initial state is established before the kernel starts)
+   [cowr-read-init-after-own-write].
+3. *CTA barriers*: the arrivals of one *phase* of a named barrier (16 per CTA; which arrivals
+   form a phase: :mod:`syncverify.explore.barriers`) synchronize with the ``bar.sync`` and ``bar.red``
+   of that phase (ISA, "A bar{.cta}.sync or bar{.cta}.red or bar{.cta}.arrive operation
+   synchronizes with a bar{.cta}.sync or bar{.cta}.red operation executed on the same
+   barrier"); a ``bar.arrive`` waits for nothing, so nothing synchronizes with it. Dartagnan's
+   ``sync_barrier = syncbar & scta`` relates every pair of barriers with the same id in a CTA;
+   we relate the arrivals of one phase only, since a phase completes before the barrier is
+   reused. ``barrier`` enters base causality beside ``sw``
+   [bar-sync-same-cta, bar-arrive-sync].
+4. *Fence-SC*: "Fence-SC order is an acyclic partial order, determined at runtime, that relates
+   every pair of morally strong fence.sc operations", and the axiom FenceSC: "For a pair of
+   morally strong fence.sc operations F1 and F2, if F1 precedes F2 in causality order, then F1
+   must precede F2 in Fence-SC order" (ISA). We check ``irreflexive (sync_fence ; cause)``, which is
+   that sentence. Deliberate difference: ``ptx-v6.0.cat`` writes the axiom as
+   ``empty (([F & SC]; cause; [F & SC]) \\ sync_fence)``, which, read literally, also rejects two
+   fence.sc that are *not* morally strong (``.cta`` fences of two CTAs) whenever causality orders
+   them; the ISA constrains morally strong pairs only [fence-sc-cta-not-morally-strong-mp]. The
+   explorer enumerates total orders of the ``fence.sc`` events and keeps their morally strong pairs.
+   ``fence.sc`` is also a ``fence.acq_rel`` (ISA, ``fence``).
+5. *Base causality* is ``(po | sync | sync_fence | sync_barrier | host)+``: "X precedes Y in
+   program order, or X synchronizes with Y, or ..." (ISA, "Base causality order"), i.e.
+   ``ptx-v7.5.cat``'s ``cause-base | po``; causality adds ``observation ; base_causality`` (ISA,
+   "Causality order"). ``ptx-v6.0.cat`` leaves plain ``po`` out of ``cause-base`` and adds
+   ``observation ; po-loc`` instead; the verdicts agree, since a pair ordered by program order
+   alone is in one thread, and there the axioms that use ``cause`` reduce to SC-per-Location
+   (``po-loc``, with same-thread accesses morally strong) [sb-fence-sc-gpu, iriw-fence-sc-gpu].
+   Observation is the ISA's recursive definition ("For some atomic operation Z, W precedes Z and
+   Z precedes R in observation order"), as in ``ptx-v6.0.cat`` [mp-release-sequence-rmw].
+   Proxies (``ptx-v7.5.cat``) are out of scope: every access here is a generic-proxy access.
+6. *Volatile* accesses are relaxed at system scope (ISA, "Volatile operations")
+   [mp-membar-gl-volatile].
+7. *Host order* (beyond the ISA, which stops at one kernel): everything before a host-side barrier
+   (or earlier on the same stream) happens before everything after it: kernel boundaries order
+   all memory operations of a launch before the next (CUDA programming guide, stream semantics).
+   ``host`` enters base causality (protocol tests, ``tests/test_causes.py``).
+8. *Ghost* data accesses (``syncverify.program``, GHOST) carry no rf/co choice, so they are left
+   out of ``rf``, ``co`` and the coherence axioms; everything else treats them as memory events.
+9. *Values are 32-bit*: every value a store writes or an atomic computes wraps to a two's
+   complement ``int32``, as the GPU's ``.s32``/``.u32``/``.b32`` arithmetic does (ISA, "Integer
+   Arithmetic Instructions": "add ... performs addition ... and writes the result", modulo 2^32);
+   a counter that overflows does not reach a target above 2^31 - 1 [atom-add-wraps-int32].
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+from syncverify.model.events import Event, Execution
+from syncverify.model.relations import (
+    find_cycle,
+    identity,
+    inter,
+    inverse,
+    is_acyclic,
+    plus,
+    reflexive_pairs,
+    restrict,
+    seq,
+    union,
+)
+
+
+def relation(fn: Callable[[Execution], frozenset]) -> Callable[[Execution], frozenset]:
+    """Memoise a relation on its execution: each ``let`` is computed once per execution."""
+
+    @functools.wraps(fn)
+    def wrapper(x: Execution) -> frozenset:
+        memo = x._memo
+        if fn.__name__ not in memo:
+            memo[fn.__name__] = fn(x)
+        return memo[fn.__name__]
+
+    return wrapper
+
+
+# ----- events ---------------------------------------------------------------------------------
+
+def strong_write(e: Event) -> bool:
+    """``W & (RLX | REL)``."""
+    return e.is_write and e.sem in ("relaxed", "release")
+
+
+def strong_read(e: Event) -> bool:
+    """``R & (RLX | ACQ)``."""
+    return e.is_read and e.sem in ("relaxed", "acquire")
+
+
+def strong_operation(e: Event) -> bool:
+    """``strong-write | strong-read | F``: a strong memory operation or a fence."""
+    return strong_write(e) or strong_read(e) or e.is_fence
+
+
+def release_write(e: Event) -> bool:
+    """``W & REL``."""
+    return e.is_write and e.sem == "release"
+
+
+def acquire_read(e: Event) -> bool:
+    """``R & ACQ``."""
+    return e.is_read and e.sem == "acquire"
+
+
+def acq_rel_fence(e: Event) -> bool:
+    """``F & ACQ_REL``; a ``fence.sc`` is one too (modeling choice 4)."""
+    return e.is_fence and e.sem in ("acq_rel", "sc")
+
+
+def sc_fence(e: Event) -> bool:
+    """``F & SC``."""
+    return e.is_fence and e.sem == "sc"
+
+
+# ----- relations ------------------------------------------------------------------------------
+
+@relation
+def po(x: Execution) -> frozenset:
+    """``po``: program order (transitive), initial writes before everything (choice 2)."""
+    inits = [e.eid for e in x.events if e.is_init]
+    others = [e.eid for e in x.events if not e.is_init]
+    return x.po | frozenset((i, o) for i in inits for o in others)
+
+
+@relation
+def loc(x: Execution) -> frozenset:
+    """``loc``: pairs of distinct memory events on the same location."""
+    by_loc: dict[str, list[int]] = {}
+    for e in x.events:
+        if e.is_memory:
+            by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
+    return frozenset((a, b) for ids in by_loc.values() for a in ids for b in ids if a != b)
+
+
+@relation
+def po_loc(x: Execution) -> frozenset:
+    """``po-loc = po & loc``."""
+    return inter(po(x), loc(x))
+
+
+@relation
+def rf(x: Execution) -> frozenset:
+    """``rf``: write -> the reads that read from it."""
+    return frozenset((w, r) for r, w in x.rf.items())
+
+
+def memory_order_pairs(orders: dict[str, tuple[int, ...]]) -> frozenset:
+    """The pairs of each location's memory order (a total order per location)."""
+    return frozenset(
+        (order[i], order[j]) for order in orders.values()
+        for i in range(len(order)) for j in range(i + 1, len(order))
+    )
+
+
+@relation
+def co(x: Execution) -> frozenset:
+    """``let co = co+``: coherence order, a partial order per location (choice 1).
+
+    ``ptx-v6.0.cat``: "Explicitly add transitivity for coherence since the co in PTX is not total".
+    An execution built with a total order only (``co_rel`` None) has that order as its coherence.
+    """
+    if x.co_rel is None:
+        return memory_order_pairs(x.co)
+    return x.co_rel  # transitively closed by construction (syncverify.explore.location_choices.coherence_of): co+ = co
+
+
+@relation
+def fr(x: Execution) -> frozenset:
+    """``fr = rf^-1 ; co``: from-reads, a read before the writes that overwrite what it read."""
+    return seq(inverse(rf(x)), co(x))
+
+
+@relation
+def rmw(x: Execution) -> frozenset:
+    """``rmw``: the read and the write of one atomic."""
+    return x.rmw
+
+
+def morally_strong_pair(a: Event, b: Event, ordered: frozenset) -> bool:
+    """Whether ``a`` and ``b`` are morally strong relative to each other (``ordered``: ``po``).
+
+    They are if related in program order, or if each is strong and specifies a scope that
+    includes the thread executing the other; two memory operations must also overlap completely
+    (callers pair memory operations of one location only).
+    """
+    if ((a.eid, b.eid) in ordered or (b.eid, a.eid) in ordered) and (a.is_init or b.is_init or a.thread == b.thread):
+        if (a.is_memory and b.is_memory) or (strong_operation(a) and strong_operation(b)):
+            return True
+    return strong_operation(a) and strong_operation(b) and _mutual_scope(a, b)
+
+
+def morally_strong_at(events: list[Event], ordered: frozenset) -> set[tuple[int, int]]:
+    """The morally strong pairs (both directions) among the memory events of one location."""
+    pairs = set()
+    for i, a in enumerate(events):
+        for b in events[i + 1:]:
+            if morally_strong_pair(a, b, ordered):
+                pairs.add((a.eid, b.eid))
+                pairs.add((b.eid, a.eid))
+    return pairs
+
+
+@relation
+def morally_strong(x: Execution) -> frozenset:
+    """``morally-strong = sr-fence | po-fence | sr-m | po-m`` (``ptx.cat``; ISA "Morally strong"):
+    :func:`morally_strong_pair` over the pairs of memory operations of each location and over
+    each fence and strong operation, never over all pairs of events."""
+    ordered = po(x)
+    by_loc: dict[str, list[Event]] = {}
+    fences = []
+    for e in x.events:
+        if e.is_memory:
+            by_loc.setdefault(e.loc, []).append(e)  # type: ignore[arg-type]
+        elif e.is_fence:
+            fences.append(e)
+    pairs: set[tuple[int, int]] = set()
+    for group in by_loc.values():
+        pairs |= morally_strong_at(group, ordered)
+    strong = [e for e in x.events if strong_operation(e)]
+    for f in fences:
+        for b in strong:
+            if b.eid != f.eid and morally_strong_pair(f, b, ordered):
+                pairs.add((f.eid, b.eid))
+                pairs.add((b.eid, f.eid))
+    return frozenset(pairs)
+
+
+@relation
+def morally_strong_writes(x: Execution) -> frozenset:
+    """``([W]; morally-strong; [W]) & loc``: the write pairs Coherence2 requires to be ordered."""
+    writes = {e.eid for e in x.events if e.is_write and not e.ghost}
+    same_loc = loc(x)
+    return frozenset(p for p in morally_strong(x) if p[0] in writes and p[1] in writes and p in same_loc)
+
+
+@functools.lru_cache(maxsize=65536)
+def _scope_key(scope: str | None, gpu: int, cta: int, init: bool, other_gpu: int, other_cta: int, other_init: bool) -> bool:
+    if init or other_init or scope == "sys":
+        return True
+    if scope == "gpu":
+        return gpu == other_gpu
+    if scope == "cta":
+        return gpu == other_gpu and cta == other_cta
+    return False
+
+
+def _mutual_scope(a: Event, b: Event) -> bool:
+    return (_scope_key(a.scope, a.gpu, a.cta, a.is_init, b.gpu, b.cta, b.is_init)
+            and _scope_key(b.scope, b.gpu, b.cta, b.is_init, a.gpu, a.cta, a.is_init))
+
+
+@relation
+def observation(x: Execution) -> frozenset:
+    """``let rec observation = (morally-strong & rf) | (observation ; rmw ; observation)``."""
+    obs = inter(morally_strong(x), rf(x))
+    while True:
+        grown = obs | seq(obs, rmw(x), obs)
+        if grown == obs:
+            return obs
+        obs = grown
+
+
+@relation
+def release_pattern(x: Execution) -> frozenset:
+    """``([W & REL]; po-loc?; [strong-write]) | ([F & ACQ_REL]; po; [strong-write])``."""
+    ev = x.events
+    first = restrict(po_loc(x) | identity(e.eid for e in ev), lambda a: release_write(ev[a]),
+                     lambda b: strong_write(ev[b]))
+    second = restrict(po(x), lambda a: acq_rel_fence(ev[a]), lambda b: strong_write(ev[b]))
+    return first | second
+
+
+@relation
+def acquire_pattern(x: Execution) -> frozenset:
+    """``([strong-read]; po-loc?; [R & ACQ]) | ([strong-read]; po; [F & ACQ_REL])``."""
+    ev = x.events
+    first = restrict(po_loc(x) | identity(e.eid for e in ev), lambda a: strong_read(ev[a]),
+                     lambda b: acquire_read(ev[b]))
+    second = restrict(po(x), lambda a: strong_read(ev[a]), lambda b: acq_rel_fence(ev[b]))
+    return first | second
+
+
+@relation
+def synchronizes_with(x: Execution) -> frozenset:
+    """``sync = morally-strong & (release-pattern ; observation ; acquire-pattern)``.
+
+    ISA: "A release pattern X synchronizes with an acquire pattern Y if a write in X is observed
+    by a read in Y, and X and Y are morally strong."
+    """
+    return inter(morally_strong(x), seq(release_pattern(x), observation(x), acquire_pattern(x)))
+
+
+@relation
+def fence_sc_order(x: Execution) -> frozenset:
+    """``sync_fence``: the Fence-SC order restricted to morally strong pairs (choice 4)."""
+    order = x.fence_sc
+    ms = morally_strong(x)
+    return frozenset(
+        (order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))
+        if (order[i], order[j]) in ms
+    )
+
+
+def barrier_phase_sync(phase: list[Event]) -> frozenset:
+    """``sync_barrier`` within one phase: every arrival -> every other ``bar.sync``/``bar.red``
+    of the phase (choice 3); ``bar.arrive`` is a source only."""
+    return frozenset((a.eid, b.eid) for a in phase for b in phase
+                     if a.eid != b.eid and b.sem in ("sync", "red"))
+
+
+@relation
+def barrier(x: Execution) -> frozenset:
+    """``sync_barrier``: arrive/sync -> sync within one CTA-barrier instance (choice 3)."""
+    return x.barrier_sync
+
+
+@relation
+def host(x: Execution) -> frozenset:
+    """Pairs ordered by the host: launches, host barriers, stream order (choice 7)."""
+    return x.host_order
+
+
+@relation
+def po_immediate(x: Execution) -> frozenset:
+    """``po`` without the pairs it has by transitivity: each event to the next of its thread, each
+    initial write to each thread's first event (``po = po_immediate+``)."""
+    first: dict[int, int] = {}
+    latest: dict[int, int] = {}
+    pairs = set()
+    for e in x.events:  # a thread's events are numbered in program order
+        if e.is_init:
+            continue
+        if e.thread in latest:
+            pairs.add((latest[e.thread], e.eid))
+        else:
+            first[e.thread] = e.eid
+        latest[e.thread] = e.eid
+    return frozenset(pairs) | frozenset((i.eid, f) for i in x.events if i.is_init for f in first.values())
+
+
+@relation
+def host_immediate(x: Execution) -> frozenset:
+    """``host`` between the last event of each thread of a launch and the first event of each
+    thread of a later one (``(po | host)+ = (po_immediate | host_immediate)+``: every event of a
+    thread is po-before its last event and po-after its first)."""
+    ends = {}
+    starts = {}
+    for e in x.events:
+        if not e.is_init:
+            starts.setdefault(e.thread, e.eid)
+            ends[e.thread] = e.eid
+    last, first = set(ends.values()), set(starts.values())
+    return frozenset((a, b) for a, b in host(x) if a in last and b in first)
+
+
+@relation
+def base_causality(x: Execution) -> frozenset:
+    """``cause-base = (po | sync | sync_fence | sync_barrier | host)+`` (choices 5 and 7).
+
+    Closed over ``po_immediate`` and ``host_immediate``, which have the same closure with the
+    other relations as ``po`` and ``host`` (see there) and far fewer pairs."""
+    return plus(union(po_immediate(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host_immediate(x)))
+
+
+@relation
+def causality(x: Execution) -> frozenset:
+    """``cause = cause-base | (observation ; cause-base)`` (``ptx-v6.0.cat``; ISA "Causality order")."""
+    return base_causality(x) | seq(observation(x), base_causality(x))
+
+
+# ----- axioms ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Axiom:
+    """A named axiom: ``kind`` of check (``acyclic``, ``irreflexive`` or ``empty``) over ``relation``.
+
+    :meth:`evidence` returns what breaks it: the cycle (edges), the reflexive pairs, or the pairs
+    of the relation that should be empty; an empty list means the axiom holds.
+    """
+
+    name: str
+    kind: str
+    relation: Callable[[Execution], frozenset]
+    source: str
+
+    def holds(self, x: Execution) -> bool:
+        """Whether ``x`` passes the axiom: :meth:`evidence` is empty, decided without building
+        the evidence (the explorer asks this of every candidate execution)."""
+        r = self.relation(x)
+        if self.kind == "acyclic":
+            return is_acyclic(r)
+        if self.kind == "irreflexive":
+            return not any(a == b for a, b in r)
+        return not r
+
+    def evidence(self, x: Execution) -> list[tuple[int, int]]:
+        r = self.relation(x)
+        if self.kind == "acyclic":
+            return find_cycle(r) or []
+        if self.kind == "irreflexive":
+            return reflexive_pairs(r)
+        return sorted(r)
+
+
+def _writes(x: Execution) -> Callable[[int], bool]:
+    return lambda e: x.events[e].is_write and not x.events[e].ghost
+
+
+def same_location_writes(x: Execution) -> list[list[int]]:
+    """The (non-ghost) writes of each location, initial write included."""
+    by_loc: dict[str, list[int]] = {}
+    for e in x.events:
+        if e.is_write and not e.ghost:
+            by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
+    return list(by_loc.values())
+
+
+def causal_writes(x: Execution) -> frozenset:
+    """``([W]; cause; [W]) & loc``, looked up pair by pair (a location has few writes; ``cause``
+    has many pairs)."""
+    cause = causality(x)
+    return frozenset((a, b) for group in same_location_writes(x) for a in group for b in group
+                     if a != b and (a, b) in cause)
+
+
+def coherence(x: Execution) -> frozenset:
+    """``([W]; cause; [W]) & loc \\ co``: causally ordered writes to one location are in co order."""
+    return causal_writes(x) - co(x)
+
+
+def coherence2(x: Execution) -> frozenset:
+    """``(([W]; morally-strong; [W]) & loc) \\ (co | co^-1)``: morally strong writes to one location
+    are coherence-ordered (one way or the other); other pairs may stay unordered."""
+    ordered = co(x)
+    return frozenset((a, b) for a, b in morally_strong_writes(x) if (a, b) not in ordered and (b, a) not in ordered)
+
+
+def fence_sc(x: Execution) -> frozenset:
+    """``fence_sc ; cause``, which must be irreflexive: Fence-SC order cannot contradict causality."""
+    return seq(fence_sc_order(x), causality(x))
+
+
+def atomicity(x: Execution) -> frozenset:
+    """``((ms & fr) ; (ms & co)) & rmw``: no morally strong write between an atomic's read and write."""
+    ms = morally_strong(x)
+    return inter(seq(inter(ms, fr(x)), inter(ms, co(x))), rmw(x))
+
+
+def no_thin_air(x: Execution) -> frozenset:
+    """``rf | dep``, which must be acyclic: values do not appear out of thin air."""
+    return rf(x) | x.dep
+
+
+def sc_per_location(x: Execution) -> frozenset:
+    """``(ms & (rf | co | fr)) | po-loc``, acyclic: morally strong accesses to one location are SC."""
+    return inter(morally_strong(x), union(rf(x), co(x), fr(x))) | po_loc(x)
+
+
+def causality_axiom(x: Execution) -> frozenset:
+    """``(rf | fr) ; cause``, irreflexive: communication cannot contradict causality."""
+    return seq(rf(x) | fr(x), causality(x))
+
+
+AXIOMS: tuple[Axiom, ...] = (
+    Axiom("Coherence", "empty", coherence,
+          "ISA: if a write W precedes an overlapping write W' in causality order, then W must precede W' in coherence order"),
+    Axiom("Coherence2", "empty", coherence2,
+          "ISA: coherence order ... relates every pair of morally strong overlapping writes (ptx-v6.0.cat axiom-Coherence2)"),
+    Axiom("FenceSC", "irreflexive", fence_sc,
+          "ISA: Fence-SC order cannot contradict causality order"),
+    Axiom("Atomicity", "empty", atomicity,
+          "ISA: no morally strong write intervenes in coherence order between the read and the write of a morally strong atomic"),
+    Axiom("No-Thin-Air", "acyclic", no_thin_air,
+          "ISA: values may not appear out of thin air (acyclic rf | dep)"),
+    Axiom("SC-per-Location", "acyclic", sc_per_location,
+          "ISA: within any set of overlapping, pairwise morally strong operations, communication order cannot contradict program order"),
+    Axiom("Causality", "irreflexive", causality_axiom,
+          "ISA: relations in communication order cannot contradict causality order"),
+)
+
+
+def violated_axioms(x: Execution) -> list[tuple[Axiom, list[tuple[int, int]]]]:
+    """Every axiom ``x`` breaks, with its evidence; empty when ``x`` is consistent."""
+    broken = []
+    for axiom in AXIOMS:
+        evidence = axiom.evidence(x)
+        if evidence:
+            broken.append((axiom, evidence))
+    return broken
+
+
+def is_consistent(x: Execution) -> bool:
+    """Whether the PTX model allows ``x`` (stops at the first broken axiom)."""
+    return all(axiom.holds(x) for axiom in AXIOMS)
+
+
+# ----- properties of consistent executions ------------------------------------------------------
+
+def data_races(x: Execution) -> list[tuple[int, int]]:
+    """Conflicting accesses, not morally strong, unordered by causality (ISA, "Data races").
+
+    Conflicting: same location, different threads, at least one a write. Initial writes are
+    ordered before everything and never race.
+    """
+    ms = morally_strong(x)
+    cause = causality(x)
+    races = []
+    for (a, b) in loc(x):
+        if a >= b:
+            continue
+        ea, eb = x.events[a], x.events[b]
+        if ea.is_init or eb.is_init or ea.thread == eb.thread:
+            continue
+        if not (ea.is_write or eb.is_write):
+            continue
+        if (a, b) in ms or (a, b) in cause or (b, a) in cause:
+            continue
+        races.append((a, b))
+    return races

@@ -1,0 +1,695 @@
+"""The kernel scenarios: each defined once, as roles and the order of their steps.
+
+A scenario is a fused kernel with the protocol plugged in. :data:`ROLES` defines each one as the
+roles its CTAs play (producer, consumer, comm, receiver), and for each role the ordered steps it
+runs for one tile: tile stores and loads (which buffer, whose copy) and protocol stages (signal or
+wait, which lock stage, which protocol). :func:`build` interprets those steps into the model's
+:class:`~syncverify.program.Program`; the Triton kernels (``syncverify.kernels``) run the same
+roles in the same order, and ``tests/test_drift.py`` compares what each role accesses on both
+sides, so a stage cannot exist on one side only.
+
+``all-reduce`` (seed 000, one-shot all-reduce GEMM): every rank's *producer* stores its partial of
+the tile into its ``partial`` buffer and signals; the *consumer* on the tile's owner waits, reads
+every rank's partial and stores the sum into every rank's ``out``. ``production = owner-only``
+(seed 000's distribution bug): only the owner produces.
+
+``all-scatter`` (seed 001, GEMM + all-scatter with workgroup specialization): each rank's
+*producer* (GEMM CTA) stores the tile of its column block into ``local`` and signals (stage
+``pub``: the protocol under test); the rank's *comm* CTA waits, reads the tile, pushes it into
+every rank's ``out`` and signals (stage ``push``); each rank's *receiver* waits on its ``push``
+lock and reads every rank's pushed block of the tile (and keeps it in ``received``). The push
+stage runs the *push protocol* (``ScenarioOptions.push``, by default the built-in
+:data:`DEFAULT_PUSH`): a cross-rank handshake is a protocol like any other, checked with it.
+
+Each protocol's locks are reset between epochs by that protocol's own policy
+(:func:`syncverify.protocols.rules.reset_policy`); ``reset`` overrides the policy of the protocol under test.
+
+Reductions (``symmetry=False`` turns them off, to measure what they buy):
+
+* *tiles*: tiles use disjoint locks and data and one CTA each, so every tile is a renaming of
+  tile 0 (``owner(t)`` maps to rank 0): only tile 0 is built;
+* *slicing*: a lock copy that no waiter of the built program polls is never read; the signal
+  writes to it are left out;
+* *ranks*: ranks other than the one whose reads are checked are the same code up to their rank
+  id; they form one symmetry group (``Program.symmetry``). In all-scatter only rank 0's receiver
+  is built (every receiver is a renaming of it), in all-gather-gemm only rank 0's GEMM CTA, as
+  long as the role writes no other rank's lock copy (``_Program._writes_own_copies_only``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from syncverify.protocols import rules
+from syncverify.errors import ScenarioError, UnsupportedConstruct
+from syncverify.protocols.lowering import executes, lower_step, lower_tile_load, lower_tile_store
+from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
+
+SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
+#: Scenarios the Triton kernels run (``syncverify stress``, the drift test): all of them.
+KERNEL_SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
+PRODUCTIONS = ("every-rank", "owner-only")
+DISTRIBUTIONS = rules.DISTRIBUTIONS
+RESETS = rules.RESET_POLICIES
+MAX_WORLD_SIZE = rules.MODEL_MAX_WORLD
+#: The protocol of all-scatter's cross-rank push stage unless ``ScenarioOptions.push`` names another:
+#: a counter whose target grows with the epoch, so it needs no reset that could race the kernel.
+DEFAULT_PUSH = "epoch-flag"
+
+
+# ----- the scenarios as data -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TileAccess:
+    """A role's store or load of tile data.
+
+    ``buffer`` names the kernel's buffer; ``copies`` says whose copy: ``self`` (the role's rank),
+    ``each`` (every rank's, in rank order); ``block`` (all-scatter's ``out``) says whose column
+    block: ``self`` or ``each``.
+    """
+
+    kind: str  # "store" | "load" | "copy" (per copy and block: load ``buffer``, store it into ``into``)
+    buffer: str
+    copies: str = "self"  # "self" | "each" | "owner" (the copy of the rank that consumes the tile)
+    block: str = ""
+    stage: str = ""  # the lock stage that orders this buffer's stores before its loads
+    into: str = ""  # a copy's destination buffer (the role's own copy, same block)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A role's run of one protocol section's steps on the locks of ``stage``: the producer's
+    ``before_store`` (before its tile store) and ``signal``, the consumer's ``wait`` and
+    ``after_load`` (after its tile loads: the back-signal). An empty section runs nothing."""
+
+    kind: str  # a section: "before_store" | "signal" | "wait" | "after_load"
+    stage: str  # lock stage: "" (all-reduce) | "pub" | "push"
+    protocol: str = "protocol"  # "protocol" (the one under test) | "push"
+
+
+@dataclass(frozen=True)
+class Role:
+    """What the CTAs of one role do for one tile, in order, and on which ranks they run."""
+
+    name: str
+    runs_on: str  # "producers" (every rank, or the owner with owner-only) | "owner" | "every rank"
+    steps: tuple[TileAccess | Stage, ...]
+
+
+ROLES: dict[str, tuple[Role, ...]] = {
+    "all-reduce": (
+        Role("producer", "producers", (Stage("before_store", ""), TileAccess("store", "partial"), Stage("signal", ""))),
+        Role("consumer", "owner", (Stage("wait", ""), TileAccess("load", "partial", copies="each"),
+                                   Stage("after_load", ""), TileAccess("store", "out", copies="each"))),
+    ),
+    "all-scatter": (
+        Role("producer", "every rank", (Stage("before_store", "pub"), TileAccess("store", "local", stage="pub"),
+                                        Stage("signal", "pub"))),
+        Role("comm", "every rank", (Stage("wait", "pub"), TileAccess("load", "local", stage="pub"),
+                                    Stage("after_load", "pub"), Stage("before_store", "push", "push"),
+                                    TileAccess("store", "out", copies="each", block="self", stage="push"),
+                                    Stage("signal", "push", "push"))),
+        Role("receiver", "every rank", (Stage("wait", "push", "push"),
+                                        TileAccess("copy", "out", block="each", stage="push", into="received"),
+                                        Stage("after_load", "push", "push"))),
+    ),
+    # AllGather + GEMM: every rank's sender pushes its shard of A into every rank's `gathered` (its
+    # own block) and signals; every rank's GEMM CTA waits for each remote shard before its K-loop,
+    # reads every block and stores its C tile.
+    "all-gather-gemm": (
+        Role("sender", "every rank", (Stage("before_store", ""),
+                                      TileAccess("store", "gathered", copies="each", block="self"),
+                                      Stage("signal", ""))),
+        Role("gemm", "every rank", (Stage("wait", ""), TileAccess("load", "gathered", block="each"),
+                                    Stage("after_load", ""), TileAccess("store", "out"))),
+    ),
+    # GEMM + ReduceScatter: every rank's producer pushes its partial of the tile into the owner's
+    # `inbox` (its own block) and signals; the owner's consumer waits until all have arrived, reads
+    # every block and stores the reduced tile into its `out`.
+    "gemm-reduce-scatter": (
+        Role("producer", "producers", (Stage("before_store", ""),
+                                       TileAccess("store", "inbox", copies="owner", block="self"),
+                                       Stage("signal", ""))),
+        Role("consumer", "owner", (Stage("wait", ""), TileAccess("load", "inbox", block="each"),
+                                   Stage("after_load", ""), TileAccess("store", "out"))),
+    ),
+}
+
+
+def published_buffers(scenario: str) -> frozenset[str]:
+    """The buffers a role stores and then publishes with a ``signal`` of its own: the ones that
+    rotate with a protocol's ``slots`` (the staging buffers; a scenario's output does not).
+
+    >>> sorted(published_buffers("all-reduce"))
+    ['partial']
+    """
+    out = set()
+    for role in ROLES[scenario]:
+        for n, step in enumerate(role.steps):
+            if isinstance(step, TileAccess) and step.kind in ("store", "copy") and any(
+                    isinstance(s, Stage) and s.kind == "signal" for s in role.steps[n + 1:]):
+                out.add(step.into or step.buffer)
+    return frozenset(out)
+
+
+def stages(scenario: str) -> dict[str, str]:
+    """Lock stage -> which protocol runs it (``protocol`` or ``push``), in first-use order."""
+    out: dict[str, str] = {}
+    for role in ROLES[scenario]:
+        for step in role.steps:
+            if isinstance(step, Stage):
+                out.setdefault(step.stage, step.protocol)
+    return out
+
+
+# ----- options --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScenarioOptions:
+    """Sizes and policies of a scenario. ``reset=None`` derives it from the protocol's ``reset``."""
+
+    scenario: str = "all-reduce"
+    world_size: int = 2
+    tiles: int = 1
+    epochs: int = 1
+    threads_per_cta: int = 2
+    production: str = "every-rank"
+    distribution: str = "striding"
+    reset: str | None = None
+    symmetry: bool = True
+    push: str = DEFAULT_PUSH  # all-scatter's push protocol: a built-in name or a .toml path
+    launches: str = "host-barrier"  # rules.LAUNCH_ORDERS: how epochs are ordered across ranks
+
+    def validated(self, protocol) -> "ScenarioOptions":
+        """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
+        from syncverify.validation import one_of
+
+        one_of("scenario", self.scenario, SCENARIOS, error=ScenarioError)
+        one_of("production", self.production, PRODUCTIONS, error=ScenarioError)
+        one_of("distribution", self.distribution, DISTRIBUTIONS, error=ScenarioError)
+        if not 1 <= self.world_size <= MAX_WORLD_SIZE:  # rules.MODEL_MAX_WORLD says why
+            raise ScenarioError(f"world size {self.world_size} is out of range: use 1 to {MAX_WORLD_SIZE}")
+        if self.tiles < 1:
+            raise ScenarioError(f"tiles={self.tiles}: a scenario needs at least 1 tile")
+        if self.epochs < 1:
+            raise ScenarioError(f"epochs={self.epochs}: a scenario needs at least 1 epoch")
+        if not 1 <= self.threads_per_cta <= 8:
+            raise ScenarioError(f"threads per CTA {self.threads_per_cta} is out of range: use 1 to 8 (2 shows barrier bugs)")
+        if self.production == "owner-only" and self.scenario != "all-reduce":
+            raise ScenarioError("production='owner-only' applies to the all-reduce scenario only")
+        if self.reset is not None:
+            one_of("--reset", self.reset, RESETS, error=ScenarioError, where=f"default: from {rules.RESET_MAPPING}")
+        one_of("--launches", self.launches, rules.LAUNCH_ORDERS, error=ScenarioError)
+        reset = rules.reset_policy(protocol.reset, self.reset)
+        if self.launches == "per-rank-stream" and reset != "none" and self.epochs > 1:
+            raise ScenarioError(f"--launches per-rank-stream has no host barrier between launches, so the host "
+                                f"cannot reset locks ({reset}); use --reset none or a protocol whose reset is "
+                                f"consumer, owner or none")
+        return replace(self, reset=reset)
+
+
+@dataclass
+class ThreadInfo:
+    """Who a thread of the program is, for counterexamples."""
+
+    rank: int
+    cta: str
+    thread: int
+    role: str
+    epoch: int | None
+
+
+@dataclass
+class Scenario:
+    """A built scenario: the program and what each thread is."""
+
+    program: Program
+    options: ScenarioOptions
+    protocol: object
+    threads: list[ThreadInfo] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    push_protocol: object = None  # all-scatter's push protocol
+    #: One program per lock stage, checked in its place (see :func:`stage_parts`); empty: check
+    #: ``program`` itself.
+    parts: list["Scenario"] = field(default_factory=list)
+
+
+def owner(tile: int, opts: ScenarioOptions) -> int:
+    """The rank that consumes (reduces) a tile of all-reduce (:func:`syncverify.protocols.rules.tile_owner`)."""
+    return rules.tile_owner(tile, opts.tiles, opts.world_size, opts.distribution)
+
+
+def signal_owner(rank: int, tile: int, opts: ScenarioOptions) -> int:
+    """The rank a signal ``to = "owner"`` goes to: in all-reduce and gemm-reduce-scatter the tile's
+    owner; in all-scatter (and all-gather-gemm) the signalling rank itself, whose column block the
+    tile is (its own comm CTA, its own GEMM, consumes it)."""
+    return owner(tile, opts) if opts.scenario in ("all-reduce", "gemm-reduce-scatter") else rank
+
+
+def lock_loc(lock: str | None, stage: str, rank: int, tile: int, slot: int | None = None) -> str:
+    """The model location of ``rank``'s copy of a lock of ``stage`` for ``tile`` (``ready#1``: slot 1
+    of a protocol with ``slots`` > 1)."""
+    return f"{lock or 'ready'}{_slot(slot)}{'@' + stage if stage else ''}.r{rank}.t{tile}"
+
+
+def tile_loc(buffer: str, copy: int, tile: int, thread: int, block: int | None = None, slot: int | None = None) -> str:
+    """The model location of one thread's slice of a tile in ``copy``'s ``buffer`` (ghost data)."""
+    return f"{buffer}{_slot(slot)}.r{copy}{'' if block is None else f'.b{block}'}.t{tile}.s{thread}"
+
+
+def _slot(slot: int | None) -> str:
+    return "" if slot is None else f"#{slot}"
+
+
+# ----- turning protocol steps into instructions ------------------------------------------------
+
+class _Builder:
+    """Turns a role's steps into instructions for one CTA thread."""
+
+    def __init__(self, protocols: dict[str, object], opts: ScenarioOptions, needed_locks: set[str] | None) -> None:
+        self.protocols = protocols
+        self.opts = opts
+        self.needed = needed_locks  # None: every lock copy is kept (no slicing)
+        self.labels = 0
+        self.epoch = 0
+
+    def fresh(self, stem: str) -> str:
+        self.labels += 1
+        return f"{stem}{self.labels}"
+
+    def env(self) -> dict:
+        return dict(world_size=self.opts.world_size, epoch=self.epoch)
+
+    def slot(self, protocol) -> int | None:
+        """The slot this epoch uses (``rules.slot``), or None for a protocol with one slot."""
+        return rules.slot(self.epoch, protocol.slots) if protocol.slots > 1 else None
+
+    def role_code(self, role: Role, rank: int, tile: int, thread: int) -> list:
+        """One thread's instructions for ``role`` on ``rank`` and ``tile``, in the role's order."""
+        code: list = []
+        W = self.opts.world_size
+        for step in role.steps:
+            if isinstance(step, Stage):
+                code += self.steps(self.protocols[step.protocol], step.kind, rank, tile, thread, step.stage)
+                continue
+            published = (step.into or step.buffer) in published_buffers(self.opts.scenario)
+            slot = self.slot(self.protocols[_data_protocol(step)]) if published else None
+            copies = ([rank] if step.copies == "self" else [owner(tile, self.opts)] if step.copies == "owner"
+                      else list(range(W)))
+            blocks = [None] if not step.block else [rank] if step.block == "self" else list(range(W))
+            for q in copies:
+                for b in blocks:
+                    if step.kind in ("load", "copy"):
+                        code.append(self.tile_load(step.buffer, q, tile, thread, b, slot))
+                    if step.kind in ("store", "copy"):
+                        code.append(self.tile_store(step.into or step.buffer, q, tile, thread, b, slot))
+        return code
+
+    def tile_store(self, buffer: str, copy: int, tile: int, thread: int, block: int | None,
+                   slot: int | None = None) -> Store:
+        """One thread's slice of a tile store: weak, every thread (:func:`lower_tile_store`)."""
+        lower_tile_store(self.protocols["protocol"])
+        whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block") + _slot_words(slot)
+        return Store(tile_loc(buffer, copy, tile, thread, block, slot), self.epoch + 1, ghost=True,
+                     label=f"tile store: {whose}")
+
+    def tile_load(self, buffer: str, copy: int, tile: int, thread: int, block: int | None,
+                  slot: int | None = None) -> Load:
+        """One thread's slice of a tile load: weak, or volatile (relaxed.sys) with ``tile_load.volatile``."""
+        low = lower_tile_load(self.protocols["protocol"])
+        sem = "relaxed" if low.sem == "volatile" else "weak"
+        whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block") + _slot_words(slot)
+        return Load(f"r{buffer}{copy}{'' if block is None else f'b{block}'}", tile_loc(buffer, copy, tile, thread, block, slot),
+                    sem, low.scope if sem != "weak" else None, ghost=True, label=f"tile load: {whose}")
+
+    def operand(self, protocol, section: str, n: int, step, name: str) -> int:
+        """Step ``n``'s ``name`` field (value, compare, until) at this world size and epoch; a
+        division by zero is a one-line ``PATH:LINE: section step N: field=...`` error."""
+        from syncverify.protocols.expressions import evaluate_at, step_place
+
+        expr = step.until.rhs if name == "until" else getattr(step, name)
+        shown = repr(step.until.source) if name == "until" else None
+        return evaluate_at(expr, place=step_place(protocol.path, section, n, step.line), name=name, shown=shown,
+                           **self.env())
+
+    def steps(self, protocol, section: str, rank: int, tile: int, thread: int, stage: str) -> list:
+        """One thread's instructions for ``section``'s steps (``rules.section_steps``), in order.
+
+        Any op may be in any section: a write goes to the copies ``to`` names, a poll (an
+        ``await``, or an ``atomic_cas`` with ``until``) loops on the copies ``from`` (or ``to``)
+        names until its ``until`` holds, a one-off CAS reads ``from`` or writes ``to``.
+        """
+        out: list = []
+        slot = self.slot(protocol)
+        owner = signal_owner(rank, tile, self.opts)
+        W = self.opts.world_size
+        for n, step in enumerate(rules.section_steps(protocol, section), 1):
+            where = f"{_stage_name(stage)}{section} step {n} ({step.op})"
+            lowered = lower_step(step)
+            first = lowered[0]
+            if first.kind == "bar":
+                out += self.barrier(lowered, thread, where)
+                continue
+            if first.kind == "fence":
+                out.append(Fence(first.sem, first.scope, label=where))
+                continue
+            if step.to is not None:
+                copies = rules.signal_targets(step.to, rank, owner, W)
+            else:
+                copies = rules.wait_sources(step.from_, rank, W)
+            for q in copies:
+                loc = lock_loc(step.lock, stage, q, tile, slot)
+                polls = first.poll
+                if not polls and step.to is not None and self.needed is not None and loc not in self.needed:
+                    continue  # sliced: no poll of the built program reads that copy
+                if executes(first, thread, self.opts.threads_per_cta):
+                    out += self.access(protocol, section, n, step, first, loc, q, where)
+                for _low in lowered[1:]:  # the bar.sync after each copy's one-thread poll (its broadcast)
+                    out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
+        return out
+
+    def barrier(self, lowered: tuple, thread: int, where: str) -> list:
+        """One thread's part of a ``barrier`` step: ``bar.sync`` (or, for a warp-selected step,
+        ``bar.arrive``/``bar.sync``/nothing, as its warps do: :func:`syncverify.protocols.lowering.executes`).
+        A step that selects warps counts the model threads that execute it; one for the whole
+        CTA has no count (every thread of the CTA that uses the barrier takes part)."""
+        threads = self.opts.threads_per_cta
+        count = None
+        if any(low.warps is not None for low in lowered):
+            count = sum(1 for t in range(threads) if any(executes(low, t, threads) for low in lowered))
+        return [Barrier("arrive" if low.op == "arrive" else "sync", low.barrier_id, count, label=where)
+                for low in lowered if executes(low, thread, threads)]
+
+    def access(self, protocol, section: str, n: int, step, first, loc: str, q: int, where: str) -> list:
+        """One lock copy's access of step ``n``: a write, a one-off CAS, or a poll loop
+        (``Label``, the read, a ``Branch`` back while ``until`` fails)."""
+        out: list = []
+        text = f"{where} -> rank {q}" if step.to is not None else where
+        label = None
+        if first.poll:
+            label = self.fresh("L")
+            out.append(Label(label))
+            text = f"{where}: poll {loc} until {step.until}"
+        if first.kind == "ld":
+            sem = "relaxed" if first.sem == "volatile" else first.sem
+            out.append(Load("rw", loc, sem, first.scope if sem != "weak" else None, label=text))
+        elif first.kind == "st":
+            sem = first.sem if first.sem in ("relaxed", "release") else "weak"
+            value = self.operand(protocol, section, n, step, "value")
+            out.append(Store(loc, value, sem, first.scope if sem != "weak" else None, label=text))
+        elif first.kind == "atom":
+            if first.op == "cas":
+                operands = (self.operand(protocol, section, n, step, "compare"),
+                            self.operand(protocol, section, n, step, "value"))
+            else:
+                operands = (self.operand(protocol, section, n, step, "value"),)
+            reg = "rw" if first.poll else ("rc" if step.op == "atomic_cas" and step.to is None else "rs")
+            out.append(Atomic(first.op, reg, loc, operands, first.sem, first.scope, label=text))
+        else:
+            raise UnsupportedConstruct(f"{where}: the model cannot place a '{first.kind}' here")
+        if first.poll:
+            cond, value = rules.loop_back(step.until.op, self.operand(protocol, section, n, step, "until"))
+            out.append(Branch(label, cond, "rw", value))
+        return out
+
+
+def _data_protocol(access: TileAccess) -> str:
+    """Which protocol's ``slots`` a tile buffer rotates with: the one that runs its lock stage."""
+    return "push" if access.stage == "push" else "protocol"
+
+
+def _slot_words(slot: int | None) -> str:
+    return "" if slot is None else f", slot {slot}"
+
+
+def _stage_name(stage: str) -> str:
+    return f"{stage} stage: " if stage else ""
+
+
+# ----- building a scenario --------------------------------------------------------------------
+
+def build(protocol, opts: ScenarioOptions, *, push=None) -> Scenario:
+    """The program of ``protocol`` in the scenario ``opts`` (validated first).
+
+    ``push``: all-scatter's push protocol object; by default loaded from ``opts.push``.
+    """
+    opts = opts.validated(protocol)
+    protocols = {"protocol": protocol}
+    if "push" in stages(opts.scenario).values():
+        if push is None:
+            from syncverify.protocols.registry import load_protocol
+
+            push = load_protocol(opts.push)
+        protocols["push"] = push
+    asked = opts.threads_per_cta
+    opts = replace(opts, threads_per_cta=warp_threads(protocols, opts))
+    scenario = _Program(protocols, opts).build()
+    if opts.threads_per_cta != asked:
+        share = rules.KERNEL_WARPS // opts.threads_per_cta
+        scenario.notes.append(f"threads: {opts.threads_per_cta} model threads per CTA ({asked} asked), each standing "
+                              f"for {share} of the kernels' {rules.KERNEL_WARPS} warps: the barrier steps select "
+                              f"warps")
+    scenario.parts = stage_parts(protocols, opts)
+    return scenario
+
+
+def warp_threads(protocols: dict[str, object], opts: ScenarioOptions) -> int:
+    """The model threads per CTA for ``protocols`` (:func:`syncverify.protocols.rules.model_threads_per_cta`:
+    ``--threads-per-cta``, raised until every warp selection of a barrier step is whole model
+    threads). Refuses a CTA that runs two steps sharing the id of a warp-selected barrier
+    (:func:`syncverify.protocols.rules.barrier_id_clash`), which the loader cannot see when the two come
+    from two protocols (all-scatter's comm CTA)."""
+    selections = [chosen for p in protocols.values() for section in rules.SECTIONS
+                  for s in rules.section_steps(p, section) if s.op == "barrier" for chosen in (s.warps, s.arrive)]
+    clash = barrier_id_clash(protocols, opts.scenario)
+    if clash:
+        raise ScenarioError(clash)
+    return rules.model_threads_per_cta(opts.threads_per_cta, selections)
+
+
+def barrier_id_clash(protocols: dict[str, object], scenario: str) -> str:
+    """Why a CTA of ``scenario`` cannot run ``protocols``' barrier steps (``""``: it can): two
+    steps on one barrier id, one of them warp-selected (:func:`syncverify.protocols.rules.barrier_id_clash`),
+    in the steps a role runs, in order, across the protocols of its stages. The model and the
+    kernel build both refuse it."""
+    for role in ROLES[scenario]:
+        steps = [(f"{protocols[st.protocol].name} {st.kind} step {n}", s) for st in role.steps
+                 if isinstance(st, Stage) and st.protocol in protocols
+                 for n, s in enumerate(rules.section_steps(protocols[st.protocol], st.kind), 1)]
+        clash = rules.barrier_id_clash(steps)
+        if clash is not None:
+            first, second, barrier_id = clash
+            return (f"{scenario}'s {role.name} CTA runs {first} and {second}, both on barrier {barrier_id}; "
+                    f"{rules.BARRIER_ID_CLASH}")
+    return ""
+
+
+def stage_parts(protocols: dict[str, object], opts: ScenarioOptions) -> list[Scenario]:
+    """The scenario split into one program per lock stage, when that split is exact.
+
+    all-scatter's two stages share no location (``pub`` locks and ``local`` data, ``push`` locks
+    and ``out``/``received`` data), and the only order from one to the other is the comm CTA's
+    program order from its ``pub`` part to its ``push`` part. So, with one epoch:
+
+    * a consistent execution of the whole program, restricted to one stage's events, is a
+      consistent execution of that stage's program (PTX's axioms forbid patterns; removing events
+      removes none), and its happens-before is no larger, so every violation of the whole program
+      is a violation of a stage program;
+    * conversely, a stage execution extends to the whole program by appending any execution of
+      the other stage after it (Fence-SC order: this stage's fences first), which adds no order
+      between this stage's events; a ``push`` violation needs a ``pub`` execution in which every
+      comm CTA gets through its wait, so :func:`syncverify.verdicts.check.check` reports ``push``
+      violations only when the ``pub`` stage has an execution without a hang.
+
+    With several epochs the launches are host-ordered, so an order from one stage's events in one
+    epoch to the other stage's in a later epoch is already there without the other stage; the
+    argument holds as long as no launch hangs. A hang in one stage keeps the next launch of
+    *both* stages from starting, which the split cannot see: when a stage program of a
+    multi-epoch scenario can hang, :func:`syncverify.verdicts.check.check` checks the whole program
+    instead. ``symmetry=False`` checks it whole too.
+    """
+    if len(set(stages(opts.scenario))) < 2 or not opts.symmetry:
+        return []
+    return [_Program(protocols, opts, part=stage).build() for stage in stages(opts.scenario)]
+
+
+class _Program:
+    """Instantiates a scenario's roles for every epoch, tile and rank the reductions keep."""
+
+    def __init__(self, protocols: dict[str, object], opts: ScenarioOptions, part: str | None = None) -> None:
+        self.protocols, self.opts, self.part = protocols, opts, part
+        self.roles = ROLES[opts.scenario]
+        if part is not None:  # one stage's steps of each role (stage_parts)
+            kept = (replace(r, steps=tuple(s for s in r.steps if s.stage == part)) for r in self.roles)
+            self.roles = tuple(r for r in kept if r.steps)
+        self.stage_protocol = stages(opts.scenario)
+        self.tiles = [0] if opts.symmetry else list(range(opts.tiles))
+        self.threads: list[Thread] = []
+        self.info: list[ThreadInfo] = []
+        self.units: dict[int, list[int]] = {}
+        self.ctas: dict[tuple[int, str], int] = {}
+
+    def ranks_of(self, role: Role, tile: int) -> list[int]:
+        """The ranks whose CTA of ``role`` handles ``tile`` in the built program."""
+        W, opts = self.opts.world_size, self.opts
+        if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
+            return [owner(tile, opts)]
+        if role.name in ("receiver", "gemm") and opts.symmetry and self._writes_own_copies_only(role, tile):
+            return [0]  # every receiver (all-gather-gemm: every GEMM CTA) is a renaming of rank 0's
+        if self.part == "pub" and role.name == "comm" and self._waits_touch_own_copy_only("pub"):
+            return [0]  # the other comm CTAs touch only their own rank's pub locks: renamings of rank 0's
+        return list(range(W))
+
+    def _writes_own_copies_only(self, role: Role, tile: int) -> bool:
+        """Whether ``role``'s protocol steps write no lock copy but its own rank's. Only then are
+        the role's CTAs on other ranks renamings of rank 0's that change nothing rank 0's reads:
+        a wait that consumes each rank's signal (PyTorch's CAS 1 -> 0 with ``from = "each"``)
+        takes it from under every other rank's waiter, which only the whole program shows."""
+        W = self.opts.world_size
+        for step in role.steps:
+            if not isinstance(step, Stage):
+                continue
+            for s in rules.section_steps(self.protocols[step.protocol], step.kind):
+                if s.op not in ("store", "atomic_xchg", "atomic_add", "atomic_cas") and not (s.read or "").startswith("atomic"):
+                    continue  # plain reads, fences and barriers write nothing (an atomic read may)
+                copies = (rules.signal_targets(s.to, 0, signal_owner(0, tile, self.opts), W)
+                          if s.to is not None else rules.wait_sources(s.from_, 0, W))
+                if copies != [0]:
+                    return False
+        return True
+
+    def _waits_touch_own_copy_only(self, stage: str) -> bool:
+        protocol = self.protocols[self.stage_protocol[stage]]
+        return (all((s.from_ or "self") == "self" for s in protocol.wait)
+                and not protocol.before_store and not rules.section_steps(protocol, "after_load"))
+
+    def checked_rank(self, tile: int) -> int | None:
+        """The rank whose reads the other ranks are symmetric around (None: no symmetry group)."""
+        if not self.opts.symmetry or len(self.tiles) != 1:
+            return None
+        if self.opts.scenario in ("all-reduce", "gemm-reduce-scatter"):
+            return owner(tile, self.opts) if self.opts.production == "every-rank" else None
+        return 0
+
+    def polled(self) -> set[str] | None:
+        """Every lock copy some poll of the built program reads (an ``await``, a CAS reading
+        ``from``, a CAS repeated ``until``), in every slot: writes to other copies are sliced."""
+        if not self.opts.symmetry:
+            return None
+        out: set[str] = set()
+        W = self.opts.world_size
+        for role in self.roles:
+            for step in role.steps:
+                if not isinstance(step, Stage):
+                    continue
+                protocol = self.protocols[step.protocol]
+                slots = [None] if protocol.slots == 1 else list(range(protocol.slots))
+                for s in rules.section_steps(protocol, step.kind):
+                    if not (s.op == "await" or (s.op == "atomic_cas" and (s.from_ is not None or s.until is not None))):
+                        continue
+                    for t in self.tiles:
+                        for r in self.ranks_of(role, t):
+                            copies = (rules.signal_targets(s.to, r, signal_owner(r, t, self.opts), W)
+                                      if s.to is not None else rules.wait_sources(s.from_, r, W))
+                            out.update(lock_loc(s.lock, step.stage, q, t, k) for q in copies for k in slots)
+        return out
+
+    def cta(self, rank: int, name: str, epoch: int) -> int:
+        """One number per CTA of the program, in order of first use. Each epoch is a launch of its
+        own, so its CTAs are new ones (a CTA barrier never spans two launches)."""
+        return self.ctas.setdefault((rank, f"{name} epoch {epoch}"), len(self.ctas))
+
+    def build(self) -> Scenario:
+        opts = self.opts
+        builder = _Builder(self.protocols, opts, self.polled())
+        for epoch in range(opts.epochs):
+            builder.epoch = epoch
+            for t in self.tiles:
+                checked = self.checked_rank(t)
+                for role in self.roles:
+                    for r in self.ranks_of(role, t):
+                        unit = r if checked is not None and r != checked and role.runs_on != "owner" else None
+                        for i in range(opts.threads_per_cta):
+                            code = builder.role_code(role, r, t, i)
+                            name = f"rank {r} {role.name} tile {t} epoch {epoch} thread {i}"
+                            self.threads.append(Thread(f"P{len(self.threads)}", r, self.cta(r, f"{role.name}{t}", epoch),
+                                                       tuple(code), name, rules.launch_phase(epoch, r, opts.launches)))
+                            self.info.append(ThreadInfo(r, f"{role.name} of tile {t}", i, name, epoch))
+                            if unit is not None:
+                                self.units.setdefault(unit, []).append(len(self.threads) - 1)
+        return self.finish()
+
+    def finish(self) -> Scenario:
+        """Add the host's lock resets between epochs and the rank symmetry group; build the Scenario."""
+        opts = self.opts
+        policies = {stage: (opts.reset if which == "protocol"
+                            else rules.reset_policy(self.protocols[which].reset))
+                    for stage, which in self.stage_protocol.items()}
+        lock_locs = sorted({ins.loc for th in self.threads for ins in th.instructions
+                            if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
+        host_order, resets = _resets(opts.epochs, lock_locs, policies)
+        if opts.launches == "per-rank-stream":  # only each rank's stream orders its launches
+            ranks = sorted({th.gpu for th in self.threads})
+            host_order = tuple((rules.launch_phase(e, r, opts.launches), rules.launch_phase(e + 1, r, opts.launches))
+                               for e in range(opts.epochs - 1) for r in ranks)
+        for rank, locs, phase, epoch in resets:
+            code = tuple(Store(loc, 0, label="host reset (memset)") for loc in locs)
+            self.threads.append(Thread(f"P{len(self.threads)}", rank, self.cta(rank, f"reset-{phase}", epoch), code,
+                                       f"host reset of rank {rank}'s locks after epoch {epoch}", phase))
+            self.info.append(ThreadInfo(rank, "host reset", 0, f"host reset after epoch {epoch}", None))
+        symmetry = ()
+        if len(self.units) > 1:  # per-rank phases and their host order rename with the ranks too
+            symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
+        protocol = self.protocols["protocol"]
+        name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")
+        program = Program(name, tuple(self.threads),
+                          host_order=host_order, symmetry=symmetry, observed_registers=frozenset())
+        return Scenario(program, opts, protocol, self.info, _notes(opts, symmetry, self.protocols),
+                        self.protocols.get("push"))
+
+
+def _stage_of(loc: str) -> str:
+    head = loc.split(".r")[0]
+    return head.split("@", 1)[1] if "@" in head else ""
+
+
+def _resets(epochs: int, lock_locs: list[str], policies: dict[str, str]) -> tuple[tuple, list]:
+    """Host order between epochs and the host reset threads each stage's policy adds.
+
+    Launches are always host-ordered (``e{k}`` before ``e{k+1}``); a ``host-between-barriers``
+    reset runs between them (phase ``reset{k}``), a ``host-racing`` one after launch ``k`` but
+    unordered with launch ``k+1`` (phase ``racing{k}``, or ``reset{k}`` when it is the only one).
+    """
+    order: list[tuple[str, str]] = []
+    resets = []
+    used = {policies.get(_stage_of(loc), "none") for loc in lock_locs} - {"none"}
+    for e in range(epochs - 1):
+        order.append((f"e{e}", f"e{e + 1}"))
+        for policy in ("host-between-barriers", "host-racing"):
+            if policy not in used:
+                continue
+            phase = f"reset{e}" if policy == "host-between-barriers" or len(used) == 1 else f"racing{e}"
+            by_rank: dict[int, list[str]] = {}
+            for loc in lock_locs:
+                if policies.get(_stage_of(loc), "none") == policy:
+                    by_rank.setdefault(int(loc.split(".r")[1].split(".")[0]), []).append(loc)
+            for rank, locs in sorted(by_rank.items()):
+                resets.append((rank, locs, phase, e))
+            order.append((f"e{e}", phase))
+            if policy == "host-between-barriers":
+                order.append((phase, f"e{e + 1}"))
+    return tuple(order), resets
+
+
+def _notes(opts: ScenarioOptions, symmetry: tuple, protocols: dict[str, object]) -> list[str]:
+    notes = []
+    if "push" in protocols:
+        notes.append(f"push stage: protocol {protocols['push'].name} (each rank's comm CTA pushes to every rank's "
+                     f"receiver); --push chooses another")
+    if opts.symmetry and opts.tiles > 1:
+        notes.append(f"tiles: {opts.tiles} tiles are renamings of tile 0 (disjoint locks and data); tile 0 is checked")
+    if opts.symmetry and opts.tiles > 1 and opts.production == "owner-only":
+        notes.append(f"distribution={opts.distribution} changes which rank owns a tile, not what happens to it")
+    if symmetry:
+        notes.append(f"ranks: {len(symmetry[0])} interchangeable ranks explored as one symmetry group")
+    return notes

@@ -1,0 +1,524 @@
+"""Why a violation happens: the first missing link of the happens-before chain the protocol intends.
+
+:func:`syncverify.verdicts.check.classify` names the symptom (a read that can see the poisoned initial
+value, two accesses unordered and not morally strong, a poll that never exits). This module names
+the cause, computed from the model's own relations (:mod:`syncverify.model.ptx`) on the witness
+execution. For a tile write ``W`` and the read ``R`` that should have seen it, the chain every
+protocol here intends is::
+
+    W (tile store) -> [bar.sync] -> [release fence] -> S (signal write) -(rf)-> P (poll read)
+      -> [acquire read or fence] -> [bar.sync] -> R (tile load)
+
+and its links, in order, as the model states them:
+
+1. ``store-before-signal``: ``(W, S) in cause-base`` (program order on one thread, or a CTA barrier);
+2. ``release``: a release pattern ``X -> S`` with ``W`` before ``X`` (a release write or fence);
+3. ``observation``: ``(S, P) in observation`` (every rf hop, through read-modify-writes, morally strong);
+4. ``acquire``: an acquire pattern ``P -> Y`` (an acquire read or a fence after ``P``);
+5. ``sync``: ``(X, Y) in sync`` (the two patterns morally strong: scopes that include each other);
+6. ``load-after-acquire``: ``(Y, R) in cause-base`` (program order, or a CTA barrier after ``Y``).
+
+Every pair of a signal write ``S`` of ``W``'s CTA and a poll read ``P`` of ``R``'s CTA that ``P``
+reads from (``(rf | rmw)+``) is a candidate chain; the cause is the first broken link of the chain
+that gets furthest (the one the protocol's author meant). Races on a lock, resets that race a
+signal, and hangs (a poll target no write reaches) have causes of their own.
+
+Choices: a chain's links are judged on the witness execution only (another execution may break
+another link first); a host reset is recognised by its step label (``host reset``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from syncverify.model import ptx
+
+from syncverify.protocols import rules
+from syncverify.model.events import Event, Execution
+from syncverify.model.relations import plus
+
+__all__ = ["Cause", "StepRef", "cause", "CAUSE_KINDS"]
+
+#: The kinds of cause, most specific first in the module's docstring order.
+CAUSE_KINDS = (
+    "no-cta-barrier",         # only the signalling thread's tile store is ordered before the signal
+    "no-release",             # the signal is strong but no release write or fence precedes it
+    "not-morally-strong",     # the write or read that should synchronize is weak
+    "scope",                  # a release/acquire whose scope does not include the other thread
+    "no-acquire",             # the poll is strong but no acquire read or fence follows it
+    "consumer-not-ordered",   # the acquire ran on one thread and no bar.sync follows it
+    "reset-race",             # a host reset of a lock races with the kernel
+    "unreachable-target",     # a poll waits for a value no write brings
+    "barrier-hang",           # a CTA barrier another thread never reaches
+    "wait-without-signal",    # the wait exits without reading the producer's signal
+    "never-written",          # no write of the location exists in the scenario
+    "unexplained",            # every link holds on the witness: a bug of this module
+)
+
+_STEP = re.compile(r"^(?:(?P<stage>\w+) stage: )?(?P<side>signal|wait) step (?P<n>\d+) \((?P<op>\w+)\)")
+_SEM = {"weak": "weak", "relaxed": "relaxed", "release": "release", "acquire": "acquire",
+        "acq_rel": "acq_rel", "sc": "sc"}
+
+
+@dataclass(frozen=True)
+class StepRef:
+    """A protocol step a cause names: ``name`` as in the trace (``"signal step 2"``), its ``op``,
+    the protocol's name and, when the protocol came from a file, ``where`` (``path:line``)."""
+
+    name: str
+    op: str
+    protocol: str
+    where: str | None = None
+
+    def __str__(self) -> str:
+        at = f" ({self.where})" if self.where else ""
+        return f"{self.protocol} {self.name} ({self.op}){at}"
+
+    def to_json(self) -> dict:
+        return {"step": self.name, "op": self.op, "protocol": self.protocol, "where": self.where}
+
+
+@dataclass(frozen=True)
+class Cause:
+    """The cause of one violation: ``kind`` (one of :data:`CAUSE_KINDS`), one paragraph of
+    ``text``, the protocol ``steps`` it blames, the chain ``link`` that is missing, and the
+    ``evidence`` event pairs (ids of the witness execution)."""
+
+    kind: str
+    text: str
+    steps: tuple[StepRef, ...] = ()
+    link: str = ""
+    evidence: tuple[tuple[int, int], ...] = ()
+    details: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "text": self.text, "link": self.link,
+                "steps": [s.to_json() for s in self.steps],
+                "evidence": [list(p) for p in self.evidence], "details": self.details}
+
+
+# ----- naming events ----------------------------------------------------------------------------
+
+class _Names:
+    """Who an event is and which protocol step made it, in the violation's scenario."""
+
+    def __init__(self, x: Execution, scenario) -> None:
+        from syncverify.scenarios.build import stages
+
+        self.x, self.scenario = x, scenario
+        self.stage_protocol = stages(scenario.options.scenario)
+
+    def who(self, e: Event) -> str:
+        if e.is_init:
+            return "the initial state"
+        info = self.scenario.threads[e.thread]
+        if info.role.startswith("host reset"):
+            return info.role
+        return f"rank {info.rank}'s {info.cta.split(' of ')[0]} (thread {info.thread}, epoch {info.epoch})"
+
+    def rank(self, e: Event) -> int:
+        return self.scenario.threads[e.thread].rank
+
+    def protocol_of(self, stage: str):
+        which = self.stage_protocol.get(stage or "", "protocol")
+        return self.scenario.push_protocol if which == "push" else self.scenario.protocol
+
+    def step(self, e: Event) -> StepRef | None:
+        match = _STEP.match(e.label)
+        if match is None:
+            return None
+        stage = match["stage"] or ""
+        protocol = self.protocol_of(stage)
+        n, side = int(match["n"]), match["side"]
+        steps = getattr(protocol, side, ())
+        line = steps[n - 1].line if 0 < n <= len(steps) else None
+        path = getattr(protocol, "path", "<string>")
+        where = f"{path}:{line}" if line is not None and path and not path.startswith("<") else None
+        name = f"{stage + ' stage: ' if stage else ''}{side} step {n}"
+        return StepRef(name, match["op"], getattr(protocol, "name", "?"), where)
+
+    def protocol_step(self, e: Event):
+        """The :class:`~syncverify.protocols.model.Step` behind ``e`` (or None)."""
+        match = _STEP.match(e.label)
+        if match is None:
+            return None
+        steps = getattr(self.protocol_of(match["stage"] or ""), match["side"], ())
+        n = int(match["n"])
+        return steps[n - 1] if 0 < n <= len(steps) else None
+
+    def what(self, e: Event) -> str:
+        """``signal step 2 (atomic_add, W.rel.sys ready.r0.t0=1)`` or the tile access."""
+        ref = self.step(e)
+        name = f"{ref.name} ({ref.op})" if ref else (e.label or "event")
+        return f"{name}, {e.describe()}"
+
+
+def _refs(names: _Names, *events: Event) -> tuple[StepRef, ...]:
+    seen: dict[str, StepRef] = {}
+    for e in events:
+        ref = names.step(e)
+        if ref is not None:
+            seen.setdefault(str(ref), ref)
+    return tuple(seen.values())
+
+
+def _is_reset(names: _Names, e: Event) -> bool:
+    return not e.is_init and e.label.startswith("host reset")
+
+
+# ----- the chain --------------------------------------------------------------------------------
+
+LINKS = ("store-before-signal", "release", "observation", "acquire", "sync", "load-after-acquire")
+
+
+def _comm(x: Execution) -> frozenset:
+    """``(rf | rmw)+``: a write reaches a read through reads-from and read-modify-writes."""
+    return plus(ptx.rf(x) | ptx.rmw(x))
+
+
+def _strength(e: Event) -> str:
+    if e.is_read and e.sem == "relaxed" and e.scope == "sys":
+        return "relaxed at sys scope, as a volatile load is"
+    return _SEM.get(e.sem, e.sem) + (f" at {e.scope} scope" if e.scope else "")
+
+
+def _scope_includes(a: Event, b: Event) -> bool:
+    return ptx._scope_key(a.scope, a.gpu, a.cta, a.is_init, b.gpu, b.cta, b.is_init)
+
+
+def _needed_scope(a: Event, b: Event) -> str:
+    return "cta" if (a.gpu, a.cta) == (b.gpu, b.cta) else "gpu" if a.gpu == b.gpu else "sys"
+
+
+def _not_strong(names: _Names, w: Event, r: Event, link: str) -> Cause:
+    """Why ``w -> r`` (a write the read reads from, or two patterns) is not morally strong."""
+    for weak in (w, r):
+        if not weak.is_init and not ptx.strong_operation(weak):
+            other = r if weak is w else w
+            access = "store" if weak.is_write else "load"
+            fix = ("a release write (or a relaxed one after a release fence)" if weak.is_write
+                   else "an acquire read (or a relaxed one followed by an acquire fence)")
+            also = ""
+            if other.is_read and not ptx.acquire_read(other) and ptx.strong_read(other):
+                also = (f"; and {getattr(names.step(other), 'name', 'the poll')}, {_strength(other)}, is no "
+                        f"acquire either: an acquire read or fence must follow it")
+            text = (f"{names.what(weak)} by {names.who(weak)} is a weak {access} (sem weak): a weak access is "
+                    f"morally strong with no access of another thread, so {names.what(other)} by "
+                    f"{names.who(other)} ({_strength(other)}) cannot observe or synchronize with it; make the "
+                    f"step {fix}{also}")
+            return Cause("not-morally-strong", text, _refs(names, weak, other), link, ((w.eid, r.eid),),
+                         {"weak_step": getattr(names.step(weak), "name", None), "sem": weak.sem})
+    for narrow, other in ((w, r), (r, w)):
+        if not _scope_includes(narrow, other):
+            needed = _needed_scope(narrow, other)
+            text = (f"{names.what(narrow)} by {names.who(narrow)} is {_strength(narrow)}, and scope "
+                    f"{narrow.scope} does not include {names.who(other)} ({names.what(other)}), which runs "
+                    f"on {'GPU ' + str(other.gpu) if other.gpu != narrow.gpu else 'another CTA'} while it runs "
+                    f"on GPU {narrow.gpu} (ranks are different GPUs): the two are not morally strong, so no "
+                    f"synchronization happens; scope {needed} is needed")
+            return Cause("scope", text, _refs(names, narrow, other), link, ((w.eid, r.eid),),
+                         {"step": getattr(names.step(narrow), "name", None), "scope": narrow.scope,
+                          "needed": needed})
+    return Cause("unexplained", f"{names.what(w)} and {names.what(r)} are strong with scopes that include each "
+                 "other, yet not morally strong in the model", _refs(names, w, r), link, ((w.eid, r.eid),))
+
+
+def _observation_break(names: _Names, s: Event, p: Event) -> Cause:
+    """The first rf hop from ``S`` to ``P`` (through read-modify-writes) that is not morally strong."""
+    x = names.x
+    ms = ptx.morally_strong(x)
+    rmw_read = {w: r for r, w in x.rmw}
+    hops = []
+    r = p.eid
+    while r in x.rf:
+        w = x.rf[r]
+        hops.append((w, r))
+        if w == s.eid or w not in rmw_read:
+            break
+        r = rmw_read[w]
+    for w, r in reversed(hops):
+        if (w, r) not in ms:
+            return _not_strong(names, x.events[w], x.events[r], "observation")
+    return _not_strong(names, s, p, "observation")
+
+
+def _barrier_gap(names: _Names, w: Event, s: Event) -> tuple[str, tuple[Event, ...]]:
+    """Why no CTA barrier orders the tile store ``w`` before the signal ``s`` (the end of a
+    sentence), and the barrier step at fault if there is one: none between them, the signalling
+    thread only arrives at it (``bar.arrive`` waits for nothing), or the storing thread's warps
+    skip it (a warp-selected barrier)."""
+    x = names.x
+    barriers = [e for e in x.events if e.is_barrier and e.thread == s.thread and (e.eid, s.eid) in x.po
+                and "broadcast" not in e.label]
+    none = ("no CTA barrier (bar.sync) between the tile store and that signal orders the other threads' "
+            "stores before it; add a barrier step before the signal")
+    if not barriers:
+        return none, ()
+    bar = barriers[-1]
+    step = getattr(names.step(bar), "name", bar.label)
+    if bar.sem == "arrive":
+        return (f"at {step} (barrier {bar.barrier_id}) the signalling thread only arrives: bar.arrive waits for "
+                f"nothing, so the other threads' tile stores are not ordered before the signal; the warp that "
+                f"signals (warp 0) must wait with bar.sync: take it out of the step's 'arrive'"), (bar,)
+    if not any(e.is_barrier and e.thread == w.thread and e.barrier_id == bar.barrier_id for e in x.events):
+        return (f"that thread's warps do not take part in {step} (barrier {bar.barrier_id}, which the signalling "
+                f"thread waits at), so nothing orders its store before the signal; add its warps to the step's "
+                f"'warps' (and its count)"), (bar,)
+    return none, ()
+
+
+def _chain(names: _Names, w: Event, r: Event, s: Event, p: Event) -> tuple[int, Cause | None]:
+    """How far the chain ``W -> S -> P -> R`` gets: (index of the first broken link, its cause)."""
+    x = names.x
+    ev = x.events
+    bc = ptx.base_causality(x)
+    # 1. the tile store before the signal write
+    if (w.eid, s.eid) not in bc:
+        gap, barrier = _barrier_gap(names, w, s)
+        text = (f"only the signalling thread is ordered: {names.who(w)} stores its slice of the tile "
+                f"({w.loc}), but {names.what(s)} runs on thread {names.scenario.threads[s.thread].thread} only, "
+                f"and {gap}")
+        return 0, Cause("no-cta-barrier", text, _refs(names, s, *barrier), "store-before-signal", ((w.eid, s.eid),),
+                        {"signal_thread": names.scenario.threads[s.thread].thread,
+                         "store_thread": names.scenario.threads[w.thread].thread})
+    # 2. a release pattern ending at the signal write, after the tile store
+    rp = ptx.release_pattern(x)
+    heads = [a for a, b in rp if b == s.eid and (a == s.eid or (w.eid, a) in bc)]
+    if not heads:
+        if not ptx.strong_write(s):
+            return 1, _not_strong(names, s, p, "release")
+        text = (f"no release pattern before the signal: {names.what(s)} by {names.who(s)} is "
+                f"{_strength(s)}, and no release fence on that thread between the tile store and it; "
+                f"make the signal a release write or put a release fence before it")
+        return 1, Cause("no-release", text, _refs(names, s), "release", ((w.eid, s.eid),), {"sem": s.sem})
+    # 3. the poll observes the signal
+    obs = ptx.observation(x)
+    if (s.eid, p.eid) not in obs:
+        return 2, _observation_break(names, s, p)
+    # 4. an acquire pattern starting at the poll
+    ap = ptx.acquire_pattern(x)
+    tails = [b for a, b in ap if a == p.eid]
+    if not tails:
+        if not ptx.strong_read(p):
+            return 3, _not_strong(names, s, p, "acquire")
+        text = (f"no acquire pattern after the poll: {names.what(p)} by {names.who(p)} is {_strength(p)}, "
+                f"and no acquire read of the lock or fence follows it on that thread, so the tile loads "
+                f"are not ordered after what it read; make the poll acquire or add an acquire fence after it")
+        return 3, Cause("no-acquire", text, _refs(names, p), "acquire", ((s.eid, p.eid),), {"sem": p.sem})
+    # 5. the release and acquire patterns synchronize
+    sw = ptx.synchronizes_with(x)
+    synced = [(a, b) for a in heads for b in tails if (a, b) in sw]
+    if not synced:
+        return 4, _not_strong(names, ev[heads[0]], ev[tails[0]], "sync")
+    # 6. the tile load after the acquire
+    if not any((b, r.eid) in bc or b == r.eid for _a, b in synced):
+        y = ev[synced[0][1]]
+        text = (f"the consumer's other threads are not ordered after the acquire: the acquire "
+                f"({names.what(y)}) runs on thread {names.scenario.threads[y.thread].thread} of "
+                f"{names.who(y).split(' (')[0]} only, and no CTA barrier (bar.sync) after it orders "
+                f"{names.who(r)}'s tile load ({r.loc}) after it; add a barrier step after the acquire")
+        return 5, Cause("consumer-not-ordered", text, _refs(names, y, p), "load-after-acquire",
+                        ((y.eid, r.eid),), {"acquire_thread": names.scenario.threads[y.thread].thread,
+                                           "load_thread": names.scenario.threads[r.thread].thread})
+    return len(LINKS), None
+
+
+def _signals(x: Execution, cta: int) -> list[Event]:
+    return [e for e in x.events if e.is_write and not e.ghost and not e.is_init and e.cta == cta
+            and "signal step" in e.label]
+
+
+def _polls(x: Execution, cta: int) -> list[Event]:
+    return [e for e in x.events if e.is_read and not e.ghost and e.cta == cta and "wait step" in e.label]
+
+
+def _data_cause(names: _Names, w: Event, r: Event) -> Cause:
+    """The first missing link between the tile write ``w`` and the tile read ``r``."""
+    x = names.x
+    comm = _comm(x)
+    best: tuple[int, Cause | None] = (-1, None)
+    polls = _polls(x, r.cta)
+    for s in _signals(x, w.cta):
+        for p in polls:
+            if (s.eid, p.eid) not in comm:
+                continue
+            got = _chain(names, w, r, s, p)
+            if got[0] > best[0]:
+                best = got
+    if best[1] is not None:
+        return best[1]
+    if best[0] >= 0:
+        return Cause("unexplained", f"every link from {names.what(w)} to {names.what(r)} holds on the witness",
+                     (), "", ((w.eid, r.eid),))
+    return _no_chain(names, w, r, polls)
+
+
+def _no_chain(names: _Names, w: Event, r: Event, polls: list[Event]) -> Cause:
+    """The consumer's wait exits without reading any signal of the producer's CTA."""
+    x = names.x
+    sources = [(x.events[x.rf[p.eid]], p) for p in polls if p.eid in x.rf]
+    resets = [e for e in x.events if _is_reset(names, e) and any(e.loc == p.loc for p in polls)]
+    exits = [(src, p) for src, p in sources if p.eid == max(q.eid for q in polls if q.thread == p.thread)]
+    src, p = (exits or sources or [(None, None)])[-1]
+    if resets and p is not None:
+        reset = resets[0]
+        text = (f"a host reset races with the kernel: {reset.describe()} ({names.who(reset)}) is not ordered "
+                f"with epoch {names.scenario.threads[p.thread].epoch}'s signals and wait (reset policy "
+                f"{names.scenario.options.reset}), so {names.what(p)} can exit on a value left by an earlier "
+                f"epoch ({src.describe() if src else '?'} from {names.who(src) if src else '?'}) before "
+                f"{names.who(w)} has signalled; its tile ({w.loc}) is then read before it is written")
+        return Cause("reset-race", text, _refs(names, p), "observation",
+                     ((reset.eid, p.eid),), {"reset_policy": names.scenario.options.reset})
+    if p is None:
+        text = (f"{names.who(r)} reads {r.loc} with no wait step of its own before it, so nothing orders "
+                f"{names.who(w)}'s store before the load")
+        return Cause("wait-without-signal", text, (), "observation", ((w.eid, r.eid),))
+    polled = sorted({q.loc for q in polls})
+    wait_refs = _refs(names, *polls)
+    producer = names.scenario.threads[w.thread]
+    signal_steps = [f"signal step {n} (to = {st.to or 'self'})"
+                    for n, st in enumerate(getattr(names.protocol_of(_stage_of_loc(p.loc)), "signal", ()), 1)
+                    if st.op in ("store", "atomic_xchg", "atomic_add")]
+    text = (f"the wait can exit without {names.who(w).split(' (')[0]}'s signal: the consumer's wait "
+            f"({', '.join(r.name for r in wait_refs)}) polls only {', '.join(polled)}, and "
+            f"{names.what(p)} by {names.who(p)} is satisfied by {src.describe() if src else '?'} from "
+            f"{names.who(src) if src else '?'}; no poll reads a signal of rank {producer.rank}'s "
+            f"{producer.cta.split(' of ')[0]} ({', '.join(signal_steps)}), so nothing orders its tile store "
+            f"({w.loc}) before the load: the wait must read every producer's signal (its `from`, or the "
+            f"signal's `to` and the target)")
+    return Cause("wait-without-signal", text, wait_refs + _refs(names, *(e for e in [src] if e is not None)),
+                 "observation", ((src.eid if src else w.eid, p.eid),),
+                 {"polled": polled, "producer_rank": producer.rank})
+
+
+def _stage_of_loc(loc: str) -> str:
+    head = loc.split(".r")[0]
+    return head.partition("@")[2]
+
+
+# ----- races on locks, resets, hangs -----------------------------------------------------------------
+
+def _race_cause(names: _Names, a: Event, b: Event) -> Cause:
+    for reset, other in ((a, b), (b, a)):
+        if _is_reset(names, reset):
+            text = (f"a host reset races with a signal: {reset.describe()} ({names.who(reset)}, reset policy "
+                    f"{names.scenario.options.reset}) runs on another stream, unordered with "
+                    f"{names.what(other)} by {names.who(other)}; the reset is a weak store and nothing orders "
+                    f"it before the next launch, so it can erase a signal (the wait then hangs) or come too "
+                    f"late (the wait exits on the old count); reset between host barriers or never "
+                    f"(a target that grows with the epoch)")
+            return Cause("reset-race", text, _refs(names, other), "reset", ((a.eid, b.eid),),
+                         {"reset_policy": names.scenario.options.reset})
+    if a.ghost or b.ghost:
+        w, r = (a, b) if a.is_write else (b, a)
+        if r.is_read:
+            return _data_cause(names, w, r)
+    return _not_strong(names, a if a.is_write else b, b if a.is_write else a, "observation")
+
+
+def _hang_cause(names: _Names, violation) -> Cause:
+    x = names.x
+    spins = [(t, reason) for t, reason in x.stuck.items() if reason[0] == "spin"]
+    if not spins:
+        t, reason = next(iter(x.stuck.items()))
+        text = (f"{x.thread_names[t]} waits at a CTA barrier that another thread of its CTA never reaches "
+                f"(that thread spins, or skips the barrier)")
+        return Cause("barrier-hang", text, (), "", ())
+    t, reason = spins[0]
+    info = names.scenario.threads[t]
+    seen_by_loc = dict(reason[1])
+    polls = [e for e in x.events if e.thread == t and e.is_read and not e.ghost and e.loc in seen_by_loc]
+    last = polls[-1] if polls else None
+    loc = last.loc if last is not None else next(iter(seen_by_loc), None)
+    seen = seen_by_loc.get(loc)
+    ref, step = _await_step(names, loc)
+    env = dict(world_size=names.scenario.options.world_size, epoch=info.epoch or 0)
+    needed = f"{step.until.op} {step.until.target(**env)}" if step is not None and step.until else "?"
+    writes = [e for e in x.events if e.is_write and e.loc == loc and not e.is_init]
+    signals = [e for e in writes if "signal step" in e.label]
+    resets = [e for e in writes if _is_reset(names, e)]
+    who = f"rank {info.rank}'s {info.cta.split(' of ')[0]} (thread {info.thread}, epoch {info.epoch})"
+    until = step.until.source if step is not None and step.until else "?"
+    # A racing weak reset and a signal may be unordered in coherence (a partial order); what makes
+    # the spin read the reset's value forever is that the reset is last in the memory order.
+    co = ptx.co(x) | ptx.memory_order_pairs(x.co)
+    this_epoch = [e for e in signals if rules.phase_epoch(e.phase) == info.epoch]
+    late = [r for r in resets if any((sig.eid, r.eid) in co for sig in this_epoch)]
+    if late:
+        reset = late[0]
+        text = (f"a host reset races with a signal: {names.who(reset)} zeroes {loc} after signals of epoch "
+                f"{info.epoch} reached it (reset policy {names.scenario.options.reset}: on another stream, "
+                f"unordered with the launch), erasing them; {ref.name if ref else 'the poll'} of {who} needs "
+                f"{loc} {needed} (until {until}) and the last value it reads is {seen}")
+        return Cause("reset-race", text, ((ref,) if ref else ()) + _refs(names, *signals), "reset",
+                     tuple((sig.eid, reset.eid) for sig in this_epoch if (sig.eid, reset.eid) in co),
+                     {"needed": needed, "last_value": seen, "location": loc,
+                      "reset_policy": names.scenario.options.reset})
+    writers = sorted({(names.rank(e), getattr(names.step(e), "name", e.label)) for e in signals})
+    by = "; ".join(f"rank {q} ({name})" for q, name in writers) or "no signal at all"
+    ranks = {names.scenario.threads[i].rank for i, th in enumerate(names.scenario.threads)
+             if "producer" in th.cta or "comm" in th.cta}
+    missing = sorted(ranks - {q for q, _ in writers})
+    why = (f"; rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} never "
+           f"write{'s' if len(missing) == 1 else ''} to it (look at the signal step's `to`)" if missing else "")
+    ms = ptx.morally_strong(x)
+    lost = [(u, v) for i, u in enumerate(signals) for v in signals[i + 1:]
+            if u.thread != v.thread and (u.eid, v.eid) not in ms]
+    if lost and not missing:
+        u, v = lost[0]
+        narrow, other = (u, v) if not _scope_includes(u, v) else (v, u)
+        why = (f"; every producer writes it, but {names.what(narrow)} is {_strength(narrow)}, a scope that "
+               f"does not include {names.who(other)} on GPU {other.gpu}: the two read-modify-writes are not "
+               f"morally strong, so they are not atomic with each other and an increment is lost "
+               f"(scope sys is needed)")
+    poller = f"{ref.name} ({ref.op}), polling {loc}" if ref else f"the poll of {loc}"
+    text = (f"the poll's target is unreachable: {poller}, by {who} needs {loc} {needed} (until {until}), but "
+            f"the last value it reads is {seen}: the writes that reach {loc} come from {by}{why}")
+    return Cause("unreachable-target", text, ((ref,) if ref else ()) + _refs(names, *signals), "target",
+                 tuple((e.eid, last.eid) for e in signals) if last else (),
+                 {"needed": needed, "last_value": seen, "location": loc, "missing_ranks": missing,
+                  "lost_update": bool(lost and not missing)})
+
+
+def _await_step(names: _Names, loc: str | None):
+    """The wait step that polls ``loc`` (a lock copy ``lock[@stage].rQ.tT``): (StepRef, Step)."""
+    if loc is None:
+        return None, None
+    head = loc.split(".r")[0]
+    lock, _, stage = head.partition("@")
+    protocol = names.protocol_of(stage)
+    for n, step in enumerate(getattr(protocol, "wait", ()), 1):
+        if step.op == "await" and (step.lock or "ready") == lock:
+            path = getattr(protocol, "path", "<string>")
+            where = f"{path}:{step.line}" if step.line is not None and path and not path.startswith("<") else None
+            name = f"{stage + ' stage: ' if stage else ''}wait step {n}"
+            return StepRef(name, step.op, protocol.name, where), step
+    return None, None
+
+
+# ----- entry point ------------------------------------------------------------------------------
+
+def cause(violation, scenario) -> Cause:
+    """The cause of ``violation`` (a :class:`syncverify.verdicts.check.Violation`) in ``scenario``.
+
+    >>> from syncverify.verdicts.check import check_protocol
+    >>> result = check_protocol("fenced-release-acquire", world_size=2)
+    >>> cause(result.violations["race"], result.scenario).kind
+    'no-cta-barrier'
+    """
+    names = _Names(violation.execution, getattr(violation, "part", None) or scenario)
+    x = violation.execution
+    if violation.kind == "hang":
+        return _hang_cause(names, violation)
+    a, b = (x.events[i] for i in violation.evidence[0])
+    if violation.kind == "race":
+        return _race_cause(names, a, b)
+    r = b
+    epoch = rules.phase_epoch(r.phase) or 0
+    intended = [e for e in x.events if e.is_write and e.ghost and e.loc == r.loc and e.value == epoch + 1]
+    if not intended:
+        text = (f"no thread of the scenario writes {r.loc} in epoch {epoch}: {names.who(r)} reads a tile "
+                f"nobody produces (production {names.scenario.options.production})")
+        return Cause("never-written", text, (), "", ((a.eid, b.eid),))
+    return _data_cause(names, intended[0], r)

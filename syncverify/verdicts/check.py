@@ -1,0 +1,382 @@
+"""Verdicts on a protocol in a scenario: races, unwritten reads, stale reads and hangs.
+
+For every consistent execution of the scenario's program (see :mod:`syncverify.explore.driver`):
+
+* ``hang``: some thread never terminates (a poll that reads its lock's last value and still
+  cannot exit, or a CTA barrier another thread never reaches);
+* for each tile-data read (a ghost read, :mod:`syncverify.program`) of epoch ``k``, the writes it
+  *could see*: those not after it in happens-before (causality) and not hidden by a later write
+  that happens before it. If the poisoned initial value is among them: ``unwritten-read`` (the
+  ``C=0.0`` symptom); a write of an earlier epoch: ``stale-read``;
+* ``race``: conflicting accesses, not morally strong, unordered by causality (PTX's data race;
+  :func:`syncverify.model.ptx.data_races`), on tile data or on the locks themselves.
+
+Each kind keeps one witness execution (the first one found with the fewest events).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from syncverify.model import ptx
+from syncverify.model.events import Execution
+from syncverify.explore.driver import (
+    DEFAULT_MAX_EXECUTIONS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_PROGRESS_INTERVAL,
+    LimitHit,
+    Progress,
+    candidate_executions,
+    explore,
+)
+from syncverify.explore.location_choices import spin_is_real
+from syncverify.scenarios.build import Scenario
+
+KINDS = ("race", "unwritten-read", "stale-read", "hang")
+
+
+@dataclass
+class Violation:
+    """One kind of violation with its witness execution and the offending pair of events."""
+
+    kind: str
+    explanation: str
+    execution: Execution
+    evidence: list[tuple[int, int]]
+    #: The stage program the witness is an execution of, when the scenario was checked by stage.
+    part: Scenario | None = None
+    _cause: object = field(default=None, repr=False, compare=False)
+
+    def trace(self, scenario: Scenario) -> list[dict]:
+        """The witness's events in a causality-respecting order, as plain dicts."""
+        return execution_trace(self.execution, self.part or scenario, self.evidence)
+
+    def cause(self, scenario: Scenario):
+        """Why it happens: the first missing link of the protocol's intended chain
+        (:func:`syncverify.verdicts.causes.cause`), computed once. A failure there is reported as an
+        ``unexplained`` cause rather than raised: it must not hide the verdict."""
+        from syncverify.verdicts.causes import Cause, cause
+
+        if self._cause is None:
+            try:
+                self._cause = cause(self, scenario)
+            except Exception as error:  # noqa: BLE001 -- the verdict stands without its cause
+                self._cause = Cause("unexplained", f"no cause could be computed ({type(error).__name__}: {error})")
+        return self._cause
+
+
+@dataclass
+class CheckResult:
+    """The verdict: ``safe`` is True, False, or None (unknown: a bound hit or sampling)."""
+
+    scenario: Scenario
+    violations: dict[str, Violation] = field(default_factory=dict)
+    executions: int = 0
+    candidates: int = 0
+    seconds: float = 0.0
+    limit_hit: str | None = None
+    limit_detail: str = ""
+    sampled: int | None = None  # number of samples, in --sample mode
+    seed: int | None = None  # the seed of --sample mode
+    complete: int = 0  # executions in which no thread hangs
+    stages: list[tuple[str, int, float]] = field(default_factory=list)  # (stage, executions, seconds) when split
+    stopped_at_first: bool = False  # ``first=True`` stopped the search at its first violation
+    stage_kinds: dict[str, int] = field(default_factory=dict)  # kinds found by earlier stages (progress)
+
+    @property
+    def safe(self) -> bool | None:
+        if self.violations:
+            return False
+        if self.limit_hit or self.sampled is not None:
+            return None
+        return True
+
+    def to_json(self) -> dict:
+        opts = self.scenario.options
+        return {
+            "protocol": self.scenario.protocol.name,
+            "scenario": opts.scenario,
+            "world_size": opts.world_size,
+            "tiles": opts.tiles,
+            "epochs": opts.epochs,
+            "threads_per_cta": opts.threads_per_cta,
+            "production": opts.production,
+            "distribution": opts.distribution,
+            "reset": opts.reset,
+            "safe": self.safe,
+            "violations": [
+                {"kind": v.kind, "explanation": v.explanation, "cause": v.cause(self.scenario).to_json(),
+                 "trace": v.trace(self.scenario)}
+                for v in self.violations.values()
+            ],
+            "executions": self.executions,
+            "seconds": round(self.seconds, 3),
+            "limit": self.limit_hit,
+            "sampled": self.sampled,
+            "seed": self.seed,
+            "notes": self.scenario.notes,
+            "push": getattr(self.scenario.push_protocol, "name", None),
+            "stages": [{"stage": name, "executions": n, "seconds": round(seconds, 3)}
+                       for name, n, seconds in self.stages],
+        }
+
+
+def _epoch_of(x: Execution, eid: int) -> int | None:
+    phase = x.events[eid].phase
+    from syncverify.protocols.rules import phase_epoch
+
+    return phase_epoch(phase)
+
+
+def _role(x: Execution, eid: int) -> str:
+    e = x.events[eid]
+    return "the initial state" if e.is_init else (x.roles[e.thread] if x.roles else x.thread_names[e.thread])
+
+
+def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
+    """Every violation kind ``x`` shows, each with one sentence and its evidence pairs."""
+    found: list[tuple[str, str, list[tuple[int, int]]]] = []
+    # Spinning threads first: a thread blocked at a CTA barrier is usually waiting for one of them,
+    # and the first hang found is the one a counterexample explains.
+    for t, reason in sorted(x.stuck.items(), key=lambda item: item[1][0] != "spin"):
+        role = x.roles[t] if x.roles else x.thread_names[t]
+        if reason[0] == "spin":
+            seen = ", ".join(f"{loc}={v}" for loc, v in reason[1])
+            found.append(("hang", f"{role} waits forever: its poll keeps reading the final value ({seen}) "
+                          "and that value never satisfies the wait", []))
+        else:
+            found.append(("hang", f"{role} waits forever at a CTA barrier that another thread of its CTA never reaches", []))
+    cause = ptx.causality(x)
+    events = x.events
+    writes_by_loc: dict[str, list[int]] = {}
+    for e in events:
+        if e.is_write and (e.ghost or e.is_init):
+            writes_by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
+    for r in events:
+        if not (r.is_read and r.ghost):
+            continue
+        epoch = _epoch_of(x, r.eid)
+        candidates = writes_by_loc.get(r.loc, [])  # type: ignore[arg-type]
+        visible = []
+        for w in candidates:
+            if (r.eid, w) in cause:
+                continue  # the write happens after the read
+            hidden = any(w2 != w and (events[w].is_init or (w, w2) in cause) and (w2, r.eid) in cause
+                         for w2 in candidates if not events[w2].is_init)
+            if not hidden:
+                visible.append(w)
+        for w in visible:
+            we = events[w]
+            if we.is_init:
+                found.append(("unwritten-read",
+                              f"{_role(x, r.eid)} reads {r.loc} in epoch {epoch}, but no write of it happens before "
+                              "the read: it can read the poisoned initial value (the C=0.0 symptom)", [(w, r.eid)]))
+            elif epoch is not None and we.value is not None and we.value - 1 < epoch:
+                found.append(("stale-read",
+                              f"{_role(x, r.eid)} reads {r.loc} in epoch {epoch}, but the epoch-{epoch} write is not "
+                              f"ordered before the read: it can read the value {_role(x, w)} wrote in epoch {we.value - 1}",
+                              [(w, r.eid)]))
+    for a, b in ptx.data_races(x):
+        ea, eb = events[a], events[b]
+        found.append(("race", f"{_role(x, a)} ({ea.describe()}) and {_role(x, b)} ({eb.describe()}) conflict on "
+                      f"{ea.loc}, are not morally strong, and neither happens before the other", [(a, b)]))
+    return found
+
+
+def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
+          timeout: float | None = None, progress: Callable[[Progress], None] | None = None,
+          progress_interval: float = DEFAULT_PROGRESS_INTERVAL, first: bool = False,
+          max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
+    """Explore every execution of ``scenario`` and collect one witness per violation kind.
+
+    A scenario split into stage programs (``scenario.parts``) is checked stage by stage, in stage
+    order, and the verdicts are joined (:func:`syncverify.scenarios.build.stage_parts` says why that is
+    exact); a later stage's violations count only if every earlier stage has an execution in
+    which no thread hangs (else the later stage never runs).
+
+    Parameters
+    ----------
+    max_executions, timeout, max_steps
+        Bounds (``max_steps``: instructions one thread may run on one path): hitting one answers unknown (``safe is None``) with ``limit_hit`` set.
+    progress, progress_interval
+        Called with a :class:`~syncverify.explore.driver.Progress` (executions, candidates, violations
+        found so far by kind, seconds) at most every ``progress_interval`` seconds.
+    first
+        Stop at the first execution that shows a violation; the result then holds that one
+        counterexample (its first kind), and ``stopped_at_first`` is set.
+    """
+    if scenario.parts:
+        return _check_parts(scenario, max_executions=max_executions, timeout=timeout, progress=progress,
+                            progress_interval=progress_interval, first=first, max_steps=max_steps)
+    result = CheckResult(scenario)
+    seen_kinds: Counter[str] = Counter()  # executions that showed each kind, for progress
+
+    def judge(x: Execution) -> bool:
+        found = classify(x)
+        seen_kinds.update({kind for kind, _sentence, _evidence in found})
+        for kind, sentence, evidence in found[:1] if first else found:
+            current = result.violations.get(kind)
+            if current is None or len(x.events) < len(current.execution.events):
+                result.violations[kind] = Violation(kind, sentence, x, evidence)
+        return first and bool(found)
+
+    def report(p: Progress) -> None:
+        progress(replace(p, violations=dict(seen_kinds)))  # type: ignore[misc]
+
+    explored = explore(scenario.program, max_executions=max_executions, timeout=timeout, max_steps=max_steps,
+                       on_execution=judge, keep=False, progress=report if progress is not None else None,
+                       progress_interval=progress_interval)
+    result.stopped_at_first = explored.stopped_early
+    result.executions = explored.complete_count + explored.hang_count
+    result.complete = explored.complete_count
+    result.candidates = explored.candidates
+    result.seconds = explored.seconds
+    result.limit_hit, result.limit_detail = explored.limit_hit, explored.limit_detail
+    if result.limit_hit is None and result.executions == 0:
+        # A program with no consistent execution satisfies every property vacuously: never "safe".
+        result.limit_hit = "no-executions"
+        result.limit_detail = ("the model found no consistent execution of this scenario, so nothing "
+                               "was verified (a scenario or model bug: please report it)")
+    return result
+
+
+def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 2, timeout: float | None = 600.0,
+                   max_executions: int = DEFAULT_MAX_EXECUTIONS, **options) -> CheckResult:
+    """Check ``protocol`` (a built-in name, a ``.toml`` path or a ``Protocol``) in a scenario.
+
+    ``options`` are the other :class:`~syncverify.scenarios.build.ScenarioOptions` fields (``epochs``,
+    ``tiles``, ``reset``, ``push``, ...). ``result.safe`` is True, False, or None (unknown: a
+    bound was hit).
+
+    >>> check_protocol("epoch-flag", scenario="all-scatter", world_size=3).safe
+    True
+    """
+    from syncverify.protocols import load_protocol
+    from syncverify.scenarios.build import ScenarioOptions, build
+
+    if not hasattr(protocol, "signal"):
+        protocol = load_protocol(protocol)
+    built = build(protocol, ScenarioOptions(scenario=scenario, world_size=world_size, **options))
+    return check(built, max_executions=max_executions, timeout=timeout)
+
+
+def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | None,
+                 progress: Callable[[Progress], None] | None, progress_interval: float, first: bool,
+                 max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
+    """:func:`check` of a scenario split into stage programs, joined; see :func:`check`."""
+    result = CheckResult(scenario)
+    start = time.monotonic()
+    reachable = True
+    for part in scenario.parts:
+        left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
+        before = (result.executions, result.candidates, dict(result.stage_kinds))
+
+        def report(p: Progress, before=before) -> None:  # counts so far across the stages
+            kinds = Counter(before[2]) + Counter(p.violations)
+            progress(replace(p, executions=p.executions + before[0], candidates=p.candidates + before[1],
+                             seconds=time.monotonic() - start, violations=dict(kinds)))
+
+        sub = check(part, max_executions=max_executions, timeout=left, first=first, max_steps=max_steps,
+                    progress=report if progress is not None else None, progress_interval=progress_interval)
+        result.executions += sub.executions
+        result.candidates += sub.candidates
+        result.stages.append((part.program.name.rsplit("/", 1)[-1], sub.executions, sub.seconds))
+        if reachable:
+            for kind, violation in sub.violations.items():
+                violation.part = part
+                result.violations.setdefault(kind, violation)
+                result.stage_kinds[kind] = result.stage_kinds.get(kind, 0) + 1
+        if sub.limit_hit and not result.limit_hit:
+            result.limit_hit, result.limit_detail = sub.limit_hit, sub.limit_detail
+        reachable = reachable and sub.complete > 0
+        if "hang" in sub.violations and scenario.options.epochs > 1:
+            # a hanging launch stops the later launches of every stage: the split cannot see that
+            whole = replace(scenario, parts=[])
+            left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
+            result = check(whole, max_executions=max_executions, timeout=left, first=first, max_steps=max_steps,
+                           progress=progress,
+                           progress_interval=progress_interval)
+            result.stages.append(("whole program: a stage can hang across epochs", result.executions,
+                                  result.seconds))
+            return result
+        if first and result.violations:
+            result.stopped_at_first = True
+            break
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None = None,
+           max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
+    """Check ``samples`` randomly chosen candidate executions (seeded, replayable).
+
+    Violations found are real (their executions are consistent); finding none is not a proof.
+    """
+    start = time.monotonic()
+    rng = random.Random(seed)
+    result = CheckResult(scenario, sampled=0, seed=seed)
+    deadline = start + timeout if timeout else None
+    pool: list = []
+    try:
+        for item in candidate_executions(scenario.program, deadline=deadline, max_steps=max_steps):
+            result.candidates += 1
+            # reservoir sampling over the candidate stream
+            if len(pool) < samples:
+                pool.append(item)
+            else:
+                j = rng.randrange(result.candidates)
+                if j < samples:
+                    pool[j] = item
+            if deadline is not None and time.monotonic() > deadline:
+                raise LimitHit("timeout", "while sampling")
+    except LimitHit as hit:
+        result.limit_hit, result.limit_detail = hit.limit, hit.detail
+    for skeleton, x in pool:
+        result.sampled += 1  # type: ignore[operator]
+        if skeleton.stuck and not spin_is_real(skeleton, x, scenario.program):
+            continue
+        if not ptx.is_consistent(x):
+            continue
+        result.executions += 1
+        for kind, sentence, evidence in classify(x):
+            result.violations.setdefault(kind, Violation(kind, sentence, x, evidence))
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def execution_trace(x: Execution, scenario: Scenario, evidence: list[tuple[int, int]]) -> list[dict]:
+    """The events of ``x`` (init writes left out) in an order consistent with causality."""
+    import networkx as nx
+
+    order_graph = nx.DiGraph()
+    ids = [e.eid for e in x.events if not e.is_init]
+    order_graph.add_nodes_from(ids)
+    base = ptx.base_causality(x) | ptx.rf(x)
+    order_graph.add_edges_from((a, b) for a, b in base if a in order_graph and b in order_graph and a != b)
+    try:
+        ordered = list(nx.lexicographical_topological_sort(order_graph))
+    except nx.NetworkXUnfeasible:
+        ordered = sorted(ids, key=lambda i: (x.events[i].thread, x.events[i].index))
+    hot = {e for pair in evidence for e in pair}
+    rows = []
+    for eid in ordered:
+        e = x.events[eid]
+        info = scenario.threads[e.thread]
+        row = {
+            "rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.role,
+            "step": e.label, "event": e.describe() if not e.ghost else f"{'R' if e.is_read else 'W'} {e.loc}",
+            "location": e.loc, "value": e.value, "reads_from": None, "offending": eid in hot,
+        }
+        if e.is_read and not e.ghost and eid in x.rf:
+            row["reads_from"] = _role(x, x.rf[eid])
+        if e.is_read and e.ghost:
+            src = [a for a, b in evidence if b == eid]
+            if src:
+                row["reads_from"] = _role(x, src[0])
+                row["value"] = x.events[src[0]].value
+        rows.append(row)
+    return rows
