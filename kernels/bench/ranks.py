@@ -276,7 +276,7 @@ def bench_worker(rank: int, world_size: int, port: int, q, job: RanksJob) -> Non
         from syncverify.kernels.processes import init_rank as _init
 
         torch, dist, device = _init(rank, world_size, port, job.backend)
-        from syncverify.kernels.bench.timing import timing
+        from syncverify.kernels.bench import timing
 
         device = torch.device(device)
         sweep = job.sweep
