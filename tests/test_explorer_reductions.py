@@ -168,7 +168,7 @@ def test_atomics_of_an_all_strong_location_are_listed_one_source_each(monkeypatc
     # Three system-scoped exchanges: each reads the initial 0 or another's value. Reads-from is
     # listed without two of them reading one write (Atomicity forbids it here): 11 of the 27
     # choices are tried, and the 3! chains are the executions, as brute force finds.
-    from syncverify.explore.driver import location_choices as ptx_choices
+    from syncverify.explore import location_choices as ptx_choices
 
     program = Program("three-exchanges", tuple(
         Thread(f"P{t}", t, t, (Atomic("exch", "r", "x", (t + 1,), "relaxed", "sys"),)) for t in range(3)))

@@ -292,7 +292,7 @@ def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], pa
     known = skeleton.__dict__.setdefault("relations_by_choice", {}) if prune else {}
     probe = skeleton.execution(rf, {}, fence_order, memo=known.get(choice))
     co = coherence_of(probe, parts, prune)
-    memo = {k: v for k, v in probe._memo.items() if k not in _COHERENCE_DEPENDENT}
+    memo = {k: v for k, v in probe._memo.items() if k not in COHERENCE_DEPENDENT}
     if prune:
         known[choice] = memo
     if co is None:
@@ -307,7 +307,7 @@ def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], pa
 
 
 # Relations of syncverify.model.ptx whose value depends on coherence: never reused across coherence choices.
-_COHERENCE_DEPENDENT = frozenset({"co", "fr"})
+COHERENCE_DEPENDENT = frozenset(ptx.lets(ptx.Depends.COHERENCE))
 
 
 class Replayable:

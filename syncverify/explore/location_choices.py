@@ -133,7 +133,7 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
         if not cands:
             return
         candidates.append(cands)
-    ms = frozenset(ptx.morally_strong_at([w for w in writes] + reads, skeleton.po))
+    ms = morally_strong_at(writes + reads, skeleton.po)
     static_order = frozenset((a, w) for w in others for a in before[w]) | init_first
     for picks in (_distinct_sources(reads, candidates, rmw_write_of, writes, ms) if prune
                   else itertools.product(*candidates)):
@@ -157,6 +157,13 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
             least = _closure_along(order, oriented | static_order)
             if _location_consistent(skeleton, rf, least, reads, ms, before):
                 yield LocationChoice(loc, rf, oriented | init_first, least)
+
+
+def morally_strong_at(events: list[Event], ordered: frozenset) -> frozenset:
+    """``morally-strong`` among the accesses of one location (both directions), with ``ordered``
+    as program order: :func:`syncverify.model.ptx.ms1` of each pair (``ms2`` holds for any two)."""
+    return frozenset(pair for i, a in enumerate(events) for b in events[i + 1:] if ptx.ms1(a, b, ordered)
+                     for pair in ((a.eid, b.eid), (b.eid, a.eid)))
 
 
 def _distinct_sources(reads: list[Event], candidates: list[list[int]], rmw_write_of: dict[int, int],

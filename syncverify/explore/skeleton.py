@@ -155,8 +155,8 @@ def host_pairs(program: Program, events: list[Event]) -> frozenset:
 _HOST_PAIRS: OrderedDict[tuple, frozenset] = OrderedDict()  # the latest host_pairs answers
 
 
-STATIC_RELATIONS = ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern",
-                    "acquire_pattern", "po_immediate", "host_immediate")
+# The relations a skeleton's shape decides (syncverify.model.ptx declares them).
+STATIC_RELATIONS = ptx.lets(ptx.Depends.SHAPE)
 _SHAPES: OrderedDict[tuple, dict] = OrderedDict()  # shape -> its static relations (the latest few)
 _SHAPES_KEPT = 16
 
@@ -180,7 +180,7 @@ def static_relations(skeleton: Skeleton) -> None:
     if known is None:
         probe = skeleton.execution({}, {}, ())
         for name in STATIC_RELATIONS:
-            getattr(ptx, name)(probe)
+            ptx.RELATIONS[name](probe)
         known = {name: probe._memo[name] for name in STATIC_RELATIONS}
         _SHAPES[key] = known
         if len(_SHAPES) > _SHAPES_KEPT:
