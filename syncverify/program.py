@@ -98,7 +98,7 @@ class Atomic:
     The read and the write of one atomic form an ``rmw`` pair; a ``cas`` whose compare fails
     writes nothing (PTX ISA: "atom.cas ... stores ... only if the comparison succeeds").
     ``unsigned``: ``min``/``max`` compare as ``.u32`` (``inc``/``dec`` always do, as the ISA
-    defines them); the value semantics are in :func:`syncverify.explore.thread_paths.atomic_result`.
+    defines them); the value semantics are in :func:`syncverify.explore.instructions.atomic_result`.
     """
 
     op: str

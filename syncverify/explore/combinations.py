@@ -79,7 +79,7 @@ class PathSummary:
 
 
 def summarize(path) -> PathSummary:
-    """The summary of an :class:`syncverify.explore.thread_paths.Path`."""
+    """The summary of an :class:`syncverify.explore.path_types.Path`."""
     needs, writes, weak = set(), Counter(), set()
     rmw: list[tuple[int, Key]] = []
     need_at: list[tuple[int, Key]] = []

@@ -16,7 +16,7 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    If the values are not the last ones, the thread would eventually read a newer value, so the
    stuck path is not an execution of its own. An atomic whose write leaves the value unchanged
    (``atom.add r, x, 0``) counts as no change.
-   States are compared on their *live* registers only (:func:`~syncverify.explore.thread_paths.live_registers`): a poll register
+   States are compared on their *live* registers only (:func:`~syncverify.explore.liveness.live_registers`): a poll register
    that the next iteration overwrites before reading does not make two loop heads differ. So an
    iteration that reads, fails its exit test and makes no write at all is cut the same way, even
    when it read a value the previous iteration did not. The executions this drops are those in
@@ -93,7 +93,8 @@ from syncverify.explore.bounds import (
 from syncverify.explore.combinations import is_supported, readable_ceilings, summarize, supported_combinations
 from syncverify.explore.value_domain import value_candidates, value_ceiling, value_domain
 from syncverify.model.events import Execution
-from syncverify.explore.thread_paths import Path, live_registers, thread_paths
+from syncverify.explore.liveness import live_registers
+from syncverify.explore.thread_paths import Path, thread_paths
 from syncverify.program import Program
 from syncverify.explore.location_choices import (
     LocationChoice,
