@@ -80,7 +80,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from syncverify.model import ptx
 from syncverify.explore.barriers import barrier_users, cta_kept_lengths, iter_outcomes, not_started
 from syncverify.explore.bounds import (
     DEFAULT_MAX_DOMAIN,
@@ -91,11 +90,7 @@ from syncverify.explore.bounds import (
     LimitHit,
 )
 from syncverify.explore.combinations import is_supported, readable_ceilings, summarize, supported_combinations
-from syncverify.explore.value_domain import value_candidates, value_ceiling, value_domain
-from syncverify.model.events import Execution
 from syncverify.explore.liveness import live_registers
-from syncverify.explore.thread_paths import Path, thread_paths
-from syncverify.program import Program
 from syncverify.explore.location_choices import (
     LocationChoice,
     alike_key,
@@ -108,7 +103,12 @@ from syncverify.explore.location_choices import (
 )
 from syncverify.explore.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
 from syncverify.explore.symmetry import combinations
+from syncverify.explore.thread_paths import Path, thread_paths
 from syncverify.explore.value_classes import merge_value_classes, shared_by_units, with_cut_reads_fixed
+from syncverify.explore.value_domain import value_candidates, value_ceiling, value_domain
+from syncverify.model import ptx
+from syncverify.model.events import Execution
+from syncverify.program import Program
 
 __all__ = [
     "DEFAULT_MAX_DOMAIN", "DEFAULT_MAX_EXECUTIONS", "DEFAULT_MAX_STEPS", "DEFAULT_PROGRESS_INTERVAL",

@@ -13,11 +13,11 @@ import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
+from syncverify.explore.thread_paths import Path, initial_registers
 from syncverify.model import ptx
 from syncverify.model.events import INIT_THREAD, Event, Execution
-from syncverify.explore.thread_paths import Path, initial_registers
-from syncverify.program import Program
 from syncverify.model.relations import reach_masks
+from syncverify.program import Program
 
 
 @dataclass
