@@ -494,7 +494,7 @@ def causality_axiom(x: Execution) -> frozenset:
     return seq(rf(x) | fr(x), causality(x))
 
 
-class Check(Enum):
+class AxiomKind(Enum):
     """The kind of an axiom, as the ``.cat`` language writes it before the relation."""
 
     ACYCLIC = "acyclic"
@@ -503,55 +503,55 @@ class Check(Enum):
 
     def holds(self, r: frozenset) -> bool:
         """Whether ``r`` passes, decided without building the evidence."""
-        if self is Check.ACYCLIC:
+        if self is AxiomKind.ACYCLIC:
             return is_acyclic(r)
-        if self is Check.IRREFLEXIVE:
+        if self is AxiomKind.IRREFLEXIVE:
             return not any(a == b for a, b in r)
         return not r
 
     def evidence(self, r: frozenset) -> list[tuple[int, int]]:
         """What breaks it: the cycle (edges), the reflexive pairs, or the pairs of ``r``; empty
         when it holds."""
-        if self is Check.ACYCLIC:
+        if self is AxiomKind.ACYCLIC:
             return find_cycle(r) or []
-        if self is Check.IRREFLEXIVE:
+        if self is AxiomKind.IRREFLEXIVE:
             return reflexive_pairs(r)
         return sorted(r)
 
 
 @dataclass(frozen=True)
 class Axiom:
-    """A named axiom: ``check`` (acyclic, irreflexive or empty) of ``relation``; ``name`` as in
-    the ISA and ``ptx-v6.0.cat`` (``axiom-NAME``), so that verdicts line up."""
+    """A named axiom: its ``kind`` (acyclic, irreflexive or empty) of ``relation``; ``name`` as
+    in the ISA and ``ptx-v6.0.cat`` (``axiom-NAME``), so that verdicts line up."""
 
     name: str
-    check: Check
+    kind: AxiomKind
     relation: Callable[[Execution], frozenset]
     source: str
 
     def holds(self, x: Execution) -> bool:
         """Whether ``x`` passes the axiom (the explorer asks this of every candidate execution)."""
-        return self.check.holds(self.relation(x))
+        return self.kind.holds(self.relation(x))
 
     def evidence(self, x: Execution) -> list[tuple[int, int]]:
-        """What breaks the axiom in ``x`` (see :meth:`Check.evidence`); empty when it holds."""
-        return self.check.evidence(self.relation(x))
+        """What breaks the axiom in ``x`` (see :meth:`AxiomKind.evidence`); empty when it holds."""
+        return self.kind.evidence(self.relation(x))
 
 
 AXIOMS: tuple[Axiom, ...] = (
-    Axiom("Coherence", Check.EMPTY, coherence,
+    Axiom("Coherence", AxiomKind.EMPTY, coherence,
           "ISA: if a write W precedes an overlapping write W' in causality order, then W must precede W' in coherence order"),
-    Axiom("Coherence2", Check.EMPTY, coherence2,
+    Axiom("Coherence2", AxiomKind.EMPTY, coherence2,
           "ISA: coherence order ... relates every pair of morally strong overlapping writes (ptx-v6.0.cat axiom-Coherence2)"),
-    Axiom("FenceSC", Check.IRREFLEXIVE, fence_sc,
+    Axiom("FenceSC", AxiomKind.IRREFLEXIVE, fence_sc,
           "ISA: Fence-SC order cannot contradict causality order"),
-    Axiom("Atomicity", Check.EMPTY, atomicity,
+    Axiom("Atomicity", AxiomKind.EMPTY, atomicity,
           "ISA: no morally strong write intervenes in coherence order between the read and the write of a morally strong atomic"),
-    Axiom("No-Thin-Air", Check.ACYCLIC, no_thin_air,
+    Axiom("No-Thin-Air", AxiomKind.ACYCLIC, no_thin_air,
           "ISA: values may not appear out of thin air (acyclic rf | dep)"),
-    Axiom("SC-per-Location", Check.ACYCLIC, sc_per_location,
+    Axiom("SC-per-Location", AxiomKind.ACYCLIC, sc_per_location,
           "ISA: within any set of overlapping, pairwise morally strong operations, communication order cannot contradict program order"),
-    Axiom("Causality", Check.IRREFLEXIVE, causality_axiom,
+    Axiom("Causality", AxiomKind.IRREFLEXIVE, causality_axiom,
           "ISA: relations in communication order cannot contradict causality order"),
 )
 
