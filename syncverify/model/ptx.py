@@ -259,10 +259,7 @@ def po_loc(x: Execution) -> frozenset:
 @relation(Depends.SHAPE)
 def ms2(x: Execution) -> frozenset:
     """``ms2 = ((M * M) & loc) | ((_ * _) \\ (M * M))`` without ``id``, its second part narrowed to
-    a fence and a strong operation: the only such pairs an axiom reads (``sync`` relates a release
-    pattern's start to an acquire pattern's end, ``sync_fence`` two fences, all strong operations).
-    A fence paired with a weak access or a barrier is left out of ``morally-strong``, where
-    ``ptx-v6.0.cat`` has it: no axiom or verdict can tell."""
+    a fence and a strong operation, the only such pairs an axiom reads (modeling choice 10)."""
     fences = [e.eid for e in x.events if e.kind == FENCE]
     strong = [e.eid for e in x.events if strong_operation(e)]
     return loc(x) | frozenset(pair for f in fences for s in strong if s != f for pair in ((f, s), (s, f)))
