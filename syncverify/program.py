@@ -30,6 +30,7 @@ the lock protocol).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
@@ -97,7 +98,7 @@ class Atomic:
     The read and the write of one atomic form an ``rmw`` pair; a ``cas`` whose compare fails
     writes nothing (PTX ISA: "atom.cas ... stores ... only if the comparison succeeds").
     ``unsigned``: ``min``/``max`` compare as ``.u32`` (``inc``/``dec`` always do, as the ISA
-    defines them); the value semantics are in :func:`syncverify.explore.thread_paths.atomic_result`.
+    defines them); the value semantics are in :func:`syncverify.explore.instructions.atomic_result`.
     """
 
     op: str
@@ -363,12 +364,9 @@ class Program:
         """For each phase, the phases the host orders after it (``host_order`` closed transitively).
 
         Computed once per program (the explorer asks for it per combination of paths)."""
-        cached = self.__dict__.get("_phases_after")
-        if cached is None:
-            cached = self._phases_after()
-            object.__setattr__(self, "_phases_after", cached)
-        return cached
+        return self._phases_after
 
+    @functools.cached_property
     def _phases_after(self) -> dict[str, frozenset[str]]:
         after: dict[str, set[str]] = {}
         for a, b in self.host_order:
@@ -389,12 +387,9 @@ class Program:
 
     def locations(self) -> tuple[str, ...]:
         """Every location the program touches or initialises, in first-seen order (computed once)."""
-        cached = self.__dict__.get("_locations")
-        if cached is None:
-            cached = self._locations()
-            object.__setattr__(self, "_locations", cached)
-        return cached
+        return self._locations
 
+    @functools.cached_property
     def _locations(self) -> tuple[str, ...]:
         seen: dict[str, None] = dict.fromkeys(self.init)
         for thread in self.threads:

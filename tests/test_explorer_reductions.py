@@ -22,7 +22,7 @@ def outcomes(result) -> set:
     return {(frozenset(x.final_registers.items()), frozenset(x.final_memory.items())) for x in result.executions}
 
 
-# ----- value classes (syncverify.explore.value_classes, syncverify.explore.thread_paths.value_classes_at) ---------------
+# ----- value classes (syncverify.explore.value_classes, value_classes_at) ---------------
 
 def test_paths_that_differ_only_in_a_value_read_merge_into_one_path_with_its_register_bound():
     thread = Thread("P0", 0, 0, (Load("r0", "x", "relaxed", "sys"),))

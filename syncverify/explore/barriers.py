@@ -28,7 +28,7 @@ Modeling choices:
    only once that phase has completed. The order of phases against memory accesses is not
    checked (a grouping in which a later phase's arrival causally precedes an earlier phase's
    arrival is kept): this can only add executions, never hide one.
-4. A ``bar.red`` result is guessed on the thread's path (:mod:`syncverify.explore.thread_paths`) and a grouping
+4. A ``bar.red`` result is guessed on the thread's path (:func:`arrive`) and a grouping
    is kept only if every ``red`` of a phase received the reduction of that phase's ``red``
    predicates.
 
@@ -40,11 +40,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from syncverify.explore.thread_paths import LocalEvent, Path
-from syncverify.program import Barrier, Program
+from syncverify.errors import UnsupportedConstruct
+from syncverify.explore.instructions import operand_taint, operand_value
+from syncverify.explore.path_types import LocalEvent, Path, PathState
 from syncverify.model.relations import reach_masks
+from syncverify.program import Barrier, Program, Thread
 
 CtaKey = tuple[int, int]  # (gpu, cta)
 
@@ -296,3 +298,39 @@ def iter_outcomes(program: Program, combos: Iterator[tuple[Path, ...]],
     for combo in combos:
         for outcome in settle_barriers(program, combo, users, by_order=by_order):
             yield combo, outcome
+
+
+def arrive(ins: Barrier, state: PathState, text: str, line: int | None, thread: Thread,
+            cta_threads: int) -> list[PathState]:
+    """The states after a barrier arrival: one, or for ``bar.red`` one per result it may receive.
+
+    The id and count are read from their registers here (PTX ISA, ``bar``: "Source operand a
+    specifies a logical barrier resource as an immediate constant or register with value 0
+    through 15"); a value outside that range, or a count that is not positive, is refused."""
+    regs = state.regs
+    barrier_id = operand_value(ins.barrier_id, regs)
+    count = None if ins.count is None else operand_value(ins.count, regs)
+    who = f"thread {thread.name}" + (f" (line {line})" if line else "")
+    if barrier_id not in range(16):
+        raise UnsupportedConstruct(f"{who}: barrier id {ins.barrier_id} is {barrier_id} on some execution; "
+                                   f"PTX has barriers 0 to 15")
+    if count is not None and count <= 0:
+        raise UnsupportedConstruct(f"{who}: barrier thread count {ins.count} is {count} on some execution; "
+                                   f"it must be positive")
+    deps = state.ctrl | operand_taint(ins.barrier_id, state.taint) | (
+        frozenset() if ins.count is None else operand_taint(ins.count, state.taint))
+    pred = None
+    if ins.kind == "red":
+        pred = int(operand_value(ins.predicate, regs) != 0) ^ int(ins.negate)  # type: ignore[arg-type]
+        deps |= operand_taint(ins.predicate, state.taint)  # type: ignore[arg-type]
+    results = [None] if ins.kind != "red" else list(range(cta_threads + 1)) if ins.op == "popc" else [0, 1]
+    out = []
+    for result in results:
+        ev = LocalEvent("B", value=result, sem=ins.kind, barrier_id=barrier_id, count=count, red_op=ins.op,
+                        predicate=pred, deps=deps, label=text, line=line)
+        new = replace(state, pc=state.pc + 1, events=state.events + (ev,))
+        if ins.dst is not None:
+            # The result depends on every participant's predicate, not on a read of this thread.
+            new = replace(new, regs={**regs, ins.dst: result}, taint={**state.taint, ins.dst: deps})
+        out.append(new)
+    return out

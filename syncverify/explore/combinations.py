@@ -44,14 +44,13 @@ can make (a path writes a location only so often, whichever values the search st
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
 import functools
 import itertools
-import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from syncverify.explore.bounds import LimitHit
+from syncverify.explore.bounds import Clock
 from syncverify.program import Program
 
 Key = tuple[str, int]  # (location, value)
@@ -80,7 +79,7 @@ class PathSummary:
 
 
 def summarize(path) -> PathSummary:
-    """The summary of an :class:`syncverify.explore.thread_paths.Path`."""
+    """The summary of an :class:`syncverify.explore.path_types.Path`."""
     needs, writes, weak = set(), Counter(), set()
     rmw: list[tuple[int, Key]] = []
     need_at: list[tuple[int, Key]] = []
@@ -333,7 +332,7 @@ def supported_combinations(
     atomicity: bool,
     hiding: bool | None = None,
     must_write: Key | None = None,
-    deadline: float | None = None,
+    clock: Clock | None = None,
     kept_lengths: Callable[[dict[int, int]], dict[int, int]] | None = None,
 ) -> Iterator[tuple[int, ...]]:
     """Path indices, one per thread, of every combination that passes the checks above.
@@ -344,93 +343,150 @@ def supported_combinations(
     end read a later value reads an early one (often a hidden one) while the domain grows.
     ``must_write``: only combinations in which some path writes that (location, value) (the
     value domain asks for one witness per value). Symmetric units take non-decreasing options,
-    so each combination is one representative of its renamings. Past ``deadline`` (a
-    ``time.monotonic()`` value) it raises the ``timeout`` :class:`~syncverify.explore.bounds.LimitHit`.
+    so each combination is one representative of its renamings. ``clock``: checked every 64
+    partial combinations; past its deadline it raises the ``timeout``
+    :class:`~syncverify.explore.bounds.LimitHit`.
 
     The atomicity count only counts an atomic once every thread of its CTA has a path: a CTA
     barrier that some thread never reaches cuts the others' paths there, and what is cut must not
     count. ``kept_lengths`` maps one CTA's {thread: path index} to {thread: events kept}; without
     it, atomics after a thread's first barrier arrival are never counted.
     """
-    slots = _Slots(program, summaries, prefer_writers=must_write is not None)
-    seen = _Visibility(program, summaries, atomicity if hiding is None else hiding)
-    init = program.init
-    phase = [th.phase for th in program.threads]
-    writer_phases: dict[Key, set[str]] = {}
-    for t, paths in enumerate(summaries):
-        for s in paths:
-            for key, _n in s.writes:
-                writer_phases.setdefault(key, set()).add(phase[t])
-    # Keys with a writer that is not strong and system-scoped: the atomicity count does not apply.
-    # A weak write the atomic could be coherence-before is what breaks the count; one of a launch
-    # the host orders before the atomic's cannot be (Coherence keeps causal order).
-    weak_phases: dict[Key, set[str]] = {}
-    for t, paths in enumerate(summaries):
-        for s in paths:
-            for key in s.weak_writes:
-                weak_phases.setdefault(key, set()).add(phase[t])
-    after = program.phases_after()
+    search = CombinationSearch(program, summaries, atomicity=atomicity,
+                               hiding=atomicity if hiding is None else hiding, must_write=must_write,
+                               clock=clock, kept_lengths=kept_lengths)
+    yield from search.run()
 
-    @functools.cache
-    def counted_key(key: Key, reader: str) -> bool:
-        # Only weak writes the reader can see matter: one it cannot read is no shared source.
-        return all(reader in after.get(a, ()) for a in weak_phases.get(key, ())
-                   if seen.sees(reader, key[0], a))
 
-    @functools.cache
-    def visible(reader: str, key: tuple) -> tuple[tuple, ...]:
+class CombinationSearch:
+    """The search of :func:`supported_combinations`: slots (threads, or units of a symmetry group)
+    are assigned one at a time; what the assigned paths write, still need and count is kept here
+    and undone on the way back, and a branch stops as soon as :meth:`feasible` fails.
+    """
+
+    def __init__(self, program: Program, summaries: list[list[PathSummary]], *, atomicity: bool, hiding: bool,
+                 must_write: Key | None, clock: Clock | None,
+                 kept_lengths: Callable[[dict[int, int]], dict[int, int]] | None) -> None:
+        self.summaries = summaries
+        self.atomicity = atomicity
+        self.must_write = must_write
+        self.clock = clock
+        self.kept_lengths = kept_lengths
+        self.slots = _Slots(program, summaries, prefer_writers=must_write is not None)
+        self.seen = _Visibility(program, summaries, hiding)
+        self.init = program.init
+        self.phase = [th.phase for th in program.threads]
+        self.after = program.phases_after()
+        phase = self.phase
+        self.writer_phases: dict[Key, set[str]] = {}
+        for t, paths in enumerate(summaries):
+            for s in paths:
+                for key, _n in s.writes:
+                    self.writer_phases.setdefault(key, set()).add(phase[t])
+        # Keys with a writer that is not strong and system-scoped: the atomicity count does not apply.
+        # A weak write the atomic could be coherence-before is what breaks the count; one of a launch
+        # the host orders before the atomic's cannot be (Coherence keeps causal order).
+        self.weak_phases: dict[Key, set[str]] = {}
+        for t, paths in enumerate(summaries):
+            for s in paths:
+                for key in s.weak_writes:
+                    self.weak_phases.setdefault(key, set()).add(phase[t])
+        self.cta_of = [(th.gpu, th.cta) for th in program.threads]
+        self.cta_threads: dict[tuple[int, int], list[int]] = {}
+        for t, c in enumerate(self.cta_of):
+            self.cta_threads.setdefault(c, []).append(t)
+        # Locations every path writes with strong system-scoped operations only: there coherence
+        # orders every two writes, and the counted atomics of different launches can be weighed
+        # against each other (last_write_possible).
+        self.strong_only = {loc for paths in summaries for s in paths for (loc, _v), _n in s.writes}
+        self.strong_only -= {key[0] for key in self.weak_phases}
+        self.before = {b: {a for a, bs in self.after.items() if b in bs} for b in set(phase)}
+        # Answers that depend on their arguments only, asked again and again: cached per search.
+        self.counted_key = functools.cache(self._counted_key)
+        self.visible = functools.cache(self._visible)
+        self.initially = functools.cache(self._initially)
+        self.assigned = functools.cache(self._assigned)
+        # The search's state: what the assigned slots chose, write, need and count.
+        self.chosen: list[int] = [-1] * len(summaries)
+        self.totals: Counter = Counter()  # writes of each (location, value, phase) by the assigned paths
+        self.own: list[dict] = [{} for _ in summaries]
+        self.rmw: Counter = Counter()  # (location, value, reader phase) -> counted atomics
+        self.spins: Counter = Counter()  # (location, value, phase) -> assigned stuck spins that need it last
+        self.pending: list[tuple[int, Key]] = []  # needs not yet written by another assigned thread
+        self.counted: dict[tuple[int, int], list[tuple]] = {}  # per complete CTA, the atomics it counts
+        self.nodes = 0  # partial combinations tried
+
+    def run(self) -> Iterator[tuple[int, ...]]:
+        """Every supported combination, as path indices."""
+        if self.feasible(0, 0):
+            yield from self.search(0, 0)
+
+    def _counted_key(self, key: Key, reader: str) -> bool:
+        """Whether the atomicity count applies to atomics of phase ``reader`` that read ``key``.
+        Only weak writes the reader can see matter: one it cannot read is no shared source."""
+        return all(reader in self.after.get(a, ()) for a in self.weak_phases.get(key, ())
+                   if self.seen.sees(reader, key[0], a))
+
+    def _visible(self, reader: str, key: tuple) -> tuple[tuple, ...]:
         """The (location, value, phase) keys of the writes of ``key`` (a need, or a counted
         (location, value)) that ``reader`` can see."""
         loc = key[0]
-        return tuple((loc, v, a) for v in need_values(key) for a in writer_phases.get((loc, v), ())
-                     if seen.sees(reader, loc, a))
+        return tuple((loc, v, a) for v in need_values(key) for a in self.writer_phases.get((loc, v), ())
+                     if self.seen.sees(reader, loc, a))
 
-    @functools.cache
-    def initially(reader: str, key: tuple) -> bool:
-        return init.get(key[0], 0) in need_values(key) and seen.sees(reader, key[0], _Visibility.INIT)
+    def _initially(self, reader: str, key: tuple) -> bool:
+        """Whether the initial value supplies ``key`` to a read of phase ``reader``."""
+        return self.init.get(key[0], 0) in need_values(key) and self.seen.sees(reader, key[0], _Visibility.INIT)
 
-    chosen: list[int] = [-1] * len(summaries)
-    totals: Counter = Counter()  # writes of each (location, value, phase) by the assigned paths
-    own: list[dict] = [{} for _ in summaries]
-    rmw: Counter = Counter()  # (location, value, reader phase) -> counted atomics
-    spins: Counter = Counter()  # (location, value, phase) -> assigned stuck spins that need it last
-    pending: list[tuple[int, Key]] = []  # needs not yet written by another assigned thread
-    cta_of = [(th.gpu, th.cta) for th in program.threads]
-    cta_threads: dict[tuple[int, int], list[int]] = {}
-    for t, c in enumerate(cta_of):
-        cta_threads.setdefault(c, []).append(t)
-    counted: dict[tuple[int, int], list[tuple]] = {}  # per complete CTA, the atomics it counts
+    def _assigned(self, t: int, p: int) -> tuple[dict, tuple, tuple]:
+        """What assigning path ``p`` to thread ``t`` adds: its writes as (location, value, phase)
+        counts, its needs the initial value does not meet, its counted stuck-spin keys."""
+        s = self.summaries[t][p]
+        phase = self.phase[t]
+        writes = {(loc, v, phase): n for (loc, v), n in s.writes}
+        needs = tuple((t, key) for key in s.needs if not self.initially(phase, key))
+        spin_keys = tuple((key[0], key[1], phase) for key in s.spin_last
+                          if self.counted_key(key, phase)) if self.atomicity else ()
+        return writes, needs, spin_keys
 
-    def surely_kept(c: tuple[int, int]) -> dict[int, int]:
+    def surely_kept(self, c: tuple[int, int]) -> dict[int, int]:
         """How many events of each of the CTA's assigned paths happen whatever its barriers do."""
-        picks = {t: chosen[t] for t in cta_threads[c]}
-        if kept_lengths is not None:
-            return kept_lengths(picks)
-        return {t: _first_barrier(summaries[t][p]) for t, p in picks.items()}
+        picks = {t: self.chosen[t] for t in self.cta_threads[c]}
+        if self.kept_lengths is not None:
+            return self.kept_lengths(picks)
+        return {t: _first_barrier(self.summaries[t][p]) for t, p in picks.items()}
 
-    def count_cta(c: tuple[int, int]) -> list[tuple]:
-        keep = surely_kept(c)
-        return [(key[0], key[1], phase[t]) for t in cta_threads[c]
-                for i, key in summaries[t][chosen[t]].sys_rmw_reads if i < keep[t] and counted_key(key, phase[t])]
+    def count_cta(self, c: tuple[int, int]) -> list[tuple]:
+        """The (location, value, phase) keys of the atomics a complete CTA counts."""
+        keep = self.surely_kept(c)
+        phase, chosen = self.phase, self.chosen
+        return [(key[0], key[1], phase[t]) for t in self.cta_threads[c]
+                for i, key in self.summaries[t][chosen[t]].sys_rmw_reads
+                if i < keep[t] and self.counted_key(key, phase[t])]
 
-    def met(t: int, key: Key) -> bool:
-        return any(totals[k] - own[t].get(k, 0) > 0 for k in visible(phase[t], key))
+    def met(self, t: int, key: Key) -> bool:
+        """Whether another assigned thread writes what thread ``t`` needs (``key``)."""
+        totals, own = self.totals, self.own[t]
+        return any(totals[k] - own.get(k, 0) > 0 for k in self.visible(self.phase[t], key))
 
-    def feasible(position: int, lo: int) -> bool:
-        # What the unassigned slots must still write, per (location, value): each check below
-        # weighs one need against what the slots can write; together, the writes of different
-        # values of one location must also fit in what the slots can write there at all.
+    def feasible(self, position: int, lo: int) -> bool:
+        """Whether the slots from ``position`` on can still write what is missing.
+
+        What the unassigned slots must still write, per (location, value): each check below
+        weighs one need against what the slots can write; together, the writes of different
+        values of one location must also fit in what the slots can write there at all."""
+        slots, totals, visible, phase = self.slots, self.totals, self.visible, self.phase
         missing: dict[Key, int] = {}
-        for t, key in pending:
+        for t, key in self.pending:
             if not slots.capacity(visible(phase[t], key), position, lo, 1):
                 return False
             if not isinstance(key[1], frozenset):
                 missing.setdefault(key, 1)
-        for (loc, v, reader), count in rmw.items():
+        for (loc, v, reader), count in self.rmw.items():
             if count:
                 keys = visible(reader, (loc, v))
-                have = sum(totals[k] for k in keys) + initially(reader, (loc, v))
-                if spins[(loc, v, reader)]:
+                have = sum(totals[k] for k in keys) + self.initially(reader, (loc, v))
+                if self.spins[(loc, v, reader)]:
                     count += 1  # the last write of v, which no counted atomic of the launch reads
                 if count > have:
                     if not slots.capacity(keys, position, lo, count - have):
@@ -443,47 +499,49 @@ def supported_combinations(
             for loc, n in per_loc.items():
                 if n > 1 and slots.write_budget(loc, position, lo) < n:
                     return False
+        must_write = self.must_write
         if must_write is not None:
-            keys = [(must_write[0], must_write[1], a) for a in writer_phases.get(must_write, ())]
+            keys = [(must_write[0], must_write[1], a) for a in self.writer_phases.get(must_write, ())]
             if not any(totals[k] for k in keys):
                 return slots.capacity(keys, position, lo, 1)
         return True
 
-    nodes = 0
-
-    def descend(picks: list[tuple[int, int]], position: int, u: int) -> Iterator[tuple[int, ...]]:
-        nonlocal nodes
-        nodes += 1
-        if deadline is not None and nodes % 64 == 0 and time.monotonic() > deadline:
-            raise LimitHit("timeout", f"while combining thread paths, after {nodes} partial combinations of thread paths")
+    def descend(self, picks: list[tuple[int, int]], position: int, u: int) -> Iterator[tuple[int, ...]]:
+        """Assign ``picks`` ((thread, path) pairs of the slot at ``position``, option ``u`` of a
+        unit), search on from the next slot if that stays feasible, and undo the assignment."""
+        self.nodes += 1
+        if self.clock is not None and self.nodes % 64 == 0:
+            self.clock.check(f"while combining thread paths, after {self.nodes} partial combinations of thread paths")
+        chosen, totals, own, spins, pending = self.chosen, self.totals, self.own, self.spins, self.pending
         saved = list(pending)
         completed = []
         for t, p in picks:
             chosen[t] = p
-            writes, needs, spin_keys = assigned(t, p)
+            writes, needs, spin_keys = self.assigned(t, p)
             own[t] = writes
             for k, n in writes.items():
                 totals[k] += n
             pending.extend(needs)
             for k in spin_keys:
                 spins[k] += 1
-        if atomicity:
-            for c in {cta_of[t] for t, _p in picks}:
-                if all(chosen[t] >= 0 for t in cta_threads[c]):
-                    counted[c] = count_cta(c)
-                    for k in counted[c]:
-                        rmw[k] += 1
+        if self.atomicity:
+            for c in {self.cta_of[t] for t, _p in picks}:
+                if all(chosen[t] >= 0 for t in self.cta_threads[c]):
+                    self.counted[c] = self.count_cta(c)
+                    for k in self.counted[c]:
+                        self.rmw[k] += 1
                     completed.append(c)
-        pending[:] = [(t, key) for t, key in pending if not met(t, key)]
+        pending[:] = [(t, key) for t, key in pending if not self.met(t, key)]
         nxt = position + 1
-        lo = u if nxt < len(slots.slots) and slots.slots[nxt][0] == "unit" and slots.slots[nxt][2] > 0 else 0
-        if feasible(nxt, lo):
-            yield from search(nxt, lo)
+        slots = self.slots.slots
+        lo = u if nxt < len(slots) and slots[nxt][0] == "unit" and slots[nxt][2] > 0 else 0
+        if self.feasible(nxt, lo):
+            yield from self.search(nxt, lo)
         for c in completed:
-            for k in counted.pop(c):
-                rmw[k] -= 1
+            for k in self.counted.pop(c):
+                self.rmw[k] -= 1
         for t, p in picks:
-            writes, _needs, spin_keys = assigned(t, p)
+            writes, _needs, spin_keys = self.assigned(t, p)
             for k, n in writes.items():
                 totals[k] -= n
             own[t] = {}
@@ -492,72 +550,55 @@ def supported_combinations(
                 spins[k] -= 1
         pending[:] = saved
 
-    @functools.cache
-    def assigned(t: int, p: int) -> tuple[dict, tuple, tuple]:
-        """What assigning path ``p`` to thread ``t`` adds: its writes as (location, value, phase)
-        counts, its needs the initial value does not meet, its counted stuck-spin keys."""
-        s = summaries[t][p]
-        writes = {(loc, v, phase[t]): n for (loc, v), n in s.writes}
-        needs = tuple((t, key) for key in s.needs if not initially(phase[t], key))
-        spin_keys = tuple((key[0], key[1], phase[t]) for key in s.spin_last
-                          if counted_key(key, phase[t])) if atomicity else ()
-        return writes, needs, spin_keys
-
-    # Locations every path writes with strong system-scoped operations only: there coherence
-    # orders every two writes, and the counted atomics of different launches can be weighed
-    # against each other (last_write_possible).
-    strong_only = {loc for t, paths in enumerate(summaries) for s in paths for (loc, _v), _n in s.writes}
-    strong_only -= {loc for key in weak_phases for loc in (key[0],)}
-    before = {b: {a for a, bs in after.items() if b in bs} for b in set(phase)}
-
-    def last_write_possible() -> bool:
+    def last_write_possible(self) -> bool:
         """Whether every assigned read of a strong-only location can read a write that is not
         hidden, and every stuck spin there can see its value last (see the module docstring)."""
+        strong_only, rmw, phase = self.strong_only, self.rmw, self.phase
         writes_of: Counter = Counter()
         writer_launches: dict[Key, set[str]] = {}  # the launches whose assigned paths write (loc, v)
-        for (loc, v, a), n in totals.items():
+        for (loc, v, a), n in self.totals.items():
             if loc in strong_only and n > 0:
                 writes_of[(loc, v)] += n
                 writer_launches.setdefault((loc, v), set()).add(a)
         for loc in strong_only:
-            writes_of[(loc, init.get(loc, 0))] += 1  # the initial write
+            writes_of[(loc, self.init.get(loc, 0))] += 1  # the initial write
         keep: dict[int, int] = {}
-        for c in cta_threads:
-            keep.update(surely_kept(c))
-        for t, p in enumerate(chosen):
-            s = summaries[t][p]
+        for c in self.cta_threads:
+            keep.update(self.surely_kept(c))
+        for t, p in enumerate(self.chosen):
+            s = self.summaries[t][p]
             b = phase[t]
             for i, (loc, v) in s.need_at:
                 if loc not in strong_only or i >= keep[t]:
                     continue  # a read a barrier may cut off need not happen
-                hiding = before[b]
+                hiding = self.before[b]
                 if writer_launches.get((loc, v), set()) <= hiding:
                     # Every write of v is in a launch the host orders before this read's.
                     if sum(rmw[(loc, v, a)] for a in hiding) >= writes_of[(loc, v)]:
                         return False
             for loc, v in s.spin_last if keep[t] == len(s.events_kinds) else ():
                 if loc in strong_only:
-                    later = after.get(b, frozenset())
+                    later = self.after.get(b, frozenset())
                     if sum(n for (l2, v2, a), n in rmw.items() if l2 == loc and v2 == v and a not in later) \
                             >= writes_of[(loc, v)]:
                         return False
         return True
 
-    def search(position: int, lo: int) -> Iterator[tuple[int, ...]]:
+    def search(self, position: int, lo: int) -> Iterator[tuple[int, ...]]:
+        """The combinations that extend the current assignment from the slot at ``position`` on
+        (``lo``: the first option the current group's next unit may take)."""
+        slots = self.slots
         if position == len(slots.slots):
-            if atomicity and strong_only and not last_write_possible():
+            if self.atomicity and self.strong_only and not self.last_write_possible():
                 return
-            yield tuple(chosen)
+            yield tuple(self.chosen)
             return
         slot = slots.slots[position]
         if slot[0] == "free":
             for p in slots.order[slot[1]]:
-                yield from descend([(slot[1], p)], position, 0)
+                yield from self.descend([(slot[1], p)], position, 0)
             return
         g, j = slot[1], slot[2]
         group, options = slots.groups[g]
         for u in range(lo if j > 0 else 0, len(options)):
-            yield from descend(list(zip(group[j], options[u])), position, u)
-
-    if feasible(0, 0):
-        yield from search(0, 0)
+            yield from self.descend(list(zip(group[j], options[u])), position, u)

@@ -16,7 +16,7 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    If the values are not the last ones, the thread would eventually read a newer value, so the
    stuck path is not an execution of its own. An atomic whose write leaves the value unchanged
    (``atom.add r, x, 0``) counts as no change.
-   States are compared on their *live* registers only (:func:`~syncverify.explore.thread_paths.live_registers`): a poll register
+   States are compared on their *live* registers only (:func:`~syncverify.explore.liveness.live_registers`): a poll register
    that the next iteration overwrites before reading does not make two loop heads differ. So an
    iteration that reads, fails its exit test and makes no write at all is cut the same way, even
    when it read a value the previous iteration did not. The executions this drops are those in
@@ -57,13 +57,18 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    a candidate alike to an execution already reported (same reads-from, Fence-SC order and final
    memory: :func:`~syncverify.explore.location_choices.alike_key`) is not built again.
 
-Where each step lives (GenMC keeps the driver, the execution graph and each model's consistency
-checks apart): thread paths in :mod:`syncverify.explore.thread_paths`, the value domain in
-:mod:`syncverify.explore.value_domain`, combinations in :mod:`syncverify.explore.combinations` and :mod:`syncverify.explore.symmetry`,
-CTA barriers in :mod:`syncverify.explore.barriers`, the execution graph of a combination in
-:mod:`syncverify.explore.skeleton`, the per-location choices next to the model in
-:mod:`syncverify.explore.location_choices`, and the bounds in :mod:`syncverify.explore.bounds`. This module is the
-driver that strings them together.
+The map (GenMC keeps the driver, the execution graph and each model's consistency checks apart):
+
+========================  ==================================================================
+step                      module of :mod:`syncverify.explore`
+========================  ==================================================================
+1-2 thread paths          ``thread_paths`` (the search), ``instructions``, ``liveness``,
+                          ``value_domain``, ``value_classes``
+3 combinations            ``combinations``, ``symmetry``, ``barriers``
+4 choices                 ``skeleton`` (the execution graph), ``location_choices`` (the PTX
+                          model's per-location choices and the consistency filter)
+bounds and the clock      ``bounds``
+========================  ==================================================================
 
 Nothing is silently bounded: a limit that is hit is reported as :attr:`ExplorationResult.limit_hit`,
 and the answer built on it is UNKNOWN. :func:`brute_force` runs steps 1-3 the same way but
@@ -72,41 +77,45 @@ enumerates every reads-from and coherence choice with no pruning; the tests chec
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from syncverify.model import ptx
 from syncverify.explore.barriers import barrier_users, cta_kept_lengths, iter_outcomes, not_started
-from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, LimitHit, check_deadline
+from syncverify.explore.bounds import (
+    DEFAULT_MAX_DOMAIN,
+    DEFAULT_MAX_EXECUTIONS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_PROGRESS_INTERVAL,
+    Clock,
+    LimitHit,
+)
 from syncverify.explore.combinations import is_supported, readable_ceilings, summarize, supported_combinations
-from syncverify.explore.value_domain import value_candidates, value_ceiling, value_domain
-from syncverify.model.events import Execution
-from syncverify.explore.thread_paths import Path, live_registers, thread_paths
-from syncverify.program import Program
+from syncverify.explore.liveness import live_registers
 from syncverify.explore.location_choices import (
     LocationChoice,
     alike_key,
     coherence_of,
     consistent_products,
     fence_sc_orders,
+    is_execution,
     location_choices,
     memory_orders,
-    spin_is_real,
 )
 from syncverify.explore.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
 from syncverify.explore.symmetry import combinations
+from syncverify.explore.thread_paths import Path, thread_paths
 from syncverify.explore.value_classes import merge_value_classes, shared_by_units, with_cut_reads_fixed
+from syncverify.explore.value_domain import value_candidates, value_ceiling, value_domain
+from syncverify.model import ptx
+from syncverify.model.events import Execution
+from syncverify.program import Program
 
 __all__ = [
     "DEFAULT_MAX_DOMAIN", "DEFAULT_MAX_EXECUTIONS", "DEFAULT_MAX_STEPS", "DEFAULT_PROGRESS_INTERVAL",
-    "ExplorationResult", "LimitHit", "Progress",
+    "Clock", "ExplorationResult", "LimitHit", "Progress",
     "brute_force", "candidate_executions", "explore", "live_registers", "thread_paths", "value_candidates",
     "value_ceiling", "value_domain",
 ]
-
-
-DEFAULT_PROGRESS_INTERVAL = 0.5  # seconds between two progress reports, at least
 
 
 @dataclass(frozen=True)
@@ -121,30 +130,6 @@ class Progress:
     candidates: int  # candidate executions checked against the axioms so far
     seconds: float  # since the exploration started
     violations: Mapping[str, int] = field(default_factory=dict)
-
-
-class Heartbeat:
-    """The driver's look at the clock: past the deadline it raises the ``timeout`` :class:`LimitHit`;
-    otherwise, at most every ``interval`` seconds, it reports progress.
-
-    Called wherever the explorer may spend long (each combination of paths, each reads-from choice
-    of a location, each candidate execution), so that a timeout is honoured in every phase.
-    """
-
-    def __init__(self, start: float, deadline: float | None, report: Callable[[], None] | None = None,
-                 interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
-        self.deadline = deadline
-        self.report = report
-        self.interval = interval
-        self.next_report = start + interval
-
-    def __call__(self, where: str) -> None:
-        now = time.monotonic()
-        if self.deadline is not None and now > self.deadline:
-            raise LimitHit("timeout", where)
-        if self.report is not None and now >= self.next_report:
-            self.next_report = now + self.interval
-            self.report()
 
 
 @dataclass
@@ -178,18 +163,15 @@ def candidate_executions(
     prune: bool = True,
     max_steps: int = DEFAULT_MAX_STEPS,
     max_domain: int = DEFAULT_MAX_DOMAIN,
-    deadline: float | None = None,
-    tick: Callable[[str], None] | None = None,
+    clock: Clock | None = None,
 ) -> Iterator[tuple[Skeleton, Execution]]:
-    """Yield candidate executions (not yet checked against the global axioms).
+    """Yield candidate executions (not yet checked against the global axioms: :func:`is_execution`).
 
-    ``tick``: called with where the search is, often; it raises :class:`LimitHit` to stop (a
-    :class:`Heartbeat`). By default it checks ``deadline``.
+    ``clock``: the exploration's :class:`~syncverify.explore.bounds.Clock` (default: no time
+    bound), asked by every phase; past its deadline the ``timeout`` :class:`LimitHit` is raised.
     """
-    if tick is None:
-        def tick(where: str) -> None:
-            check_deadline(deadline, where)
-    _domain, all_paths = value_domain(program, max_steps=max_steps, max_domain=max_domain, deadline=deadline,
+    clock = clock if clock is not None else Clock()
+    _domain, all_paths = value_domain(program, max_steps=max_steps, max_domain=max_domain, clock=clock,
                                       prune=prune)
     participants = barrier_users(program)
     locations = program.locations()
@@ -209,14 +191,14 @@ def candidate_executions(
         kept = cta_kept_lengths(program, all_paths, participants)
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))
-            for picks in supported_combinations(program, summaries, atomicity=True, deadline=deadline, kept_lengths=kept))
+            for picks in supported_combinations(program, summaries, atomicity=True, clock=clock, kept_lengths=kept))
     else:
         summary = {id(p): summarize(p) for paths in all_paths for p in paths}
         combos = (combo for combo in combinations(program, all_paths)
                   if is_supported(tuple(summary[id(p)] for p in combo), program.init))
     # Each way its barriers resolve (with pruning, one per order they put between other events).
     for combo, outcome in iter_outcomes(program, combos, participants, by_order=prune):
-        tick("while combining thread paths")
+        clock.tick("while combining thread paths")
         lengths, stuck, instances = list(outcome.lengths), outcome.stuck, outcome.instances
         stopped = not_started(program, combo, stuck)
         if stopped:
@@ -232,7 +214,7 @@ def candidate_executions(
             if key in seen_cut:
                 continue
             seen_cut.add(key)
-        yield from _skeleton_candidates(program, combo, lengths, stuck, instances, stopped, locations, prune, tick)
+        yield from _skeleton_candidates(program, combo, lengths, stuck, instances, stopped, locations, prune, clock)
 
 
 def below_ceilings(path: Path, tops: dict[tuple[str, str], int], phase: str) -> Path | None:
@@ -257,49 +239,49 @@ def below_ceilings(path: Path, tops: dict[tuple[str, str], int], phase: str) -> 
 
 def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: list[int], stuck: dict[int, tuple],
                          instances: list, stopped: frozenset[int], locations: tuple[str, ...], prune: bool,
-                         tick: Callable[[str], None]) -> Iterator[tuple[Skeleton, Execution]]:
+                         clock: Clock) -> Iterator[tuple[Skeleton, Execution]]:
     """The candidate executions of one combination of paths, cut as its barriers resolve."""
     skeleton = build_skeleton(program, combo, lengths, stuck, instances, stopped)
     skeleton.static_cause = StaticCause(skeleton, program)
-    per_location = [Replayable(location_choices(skeleton, loc, prune, program, tick=tick)) for loc in locations]
+    per_location = [Replayable(location_choices(skeleton, loc, prune, program, clock)) for loc in locations]
     if not all(choices.nonempty() for choices in per_location):
         return  # some location has no consistent choice: the costlier relations are never needed
     skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
     static_relations(skeleton)  # fail a location above
-    fence_orders = fence_sc_orders(skeleton, prune, tick=tick)
+    fence_orders = fence_sc_orders(skeleton, prune, clock)
     # Partial choices that already break Causality or Coherence are dropped as they are made.
-    products = consistent_products(skeleton, program, per_location, tick) if prune else lazy_product(per_location)
+    products = consistent_products(skeleton, program, per_location, clock) if prune else lazy_product(per_location)
     for parts in products:
         rf: dict[int, int] = {}
         for part in parts:
             rf.update(part.rf)
         for order in fence_orders:
-            yield from _with_coherence(skeleton, program, rf, parts, order, prune, tick)
+            yield from _with_coherence(skeleton, program, rf, parts, order, prune, clock)
 
 
 def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], parts: tuple[LocationChoice, ...],
-                    fence_order: tuple[int, ...], prune: bool,
-                    tick: Callable[[str], None]) -> Iterator[tuple[Skeleton, Execution]]:
+                    fence_order: tuple[int, ...], prune: bool, clock: Clock) -> Iterator[tuple[Skeleton, Execution]]:
     """The candidate executions of one reads-from and Fence-SC choice: coherence as the locations'
     orders and causality make it (:func:`~syncverify.explore.location_choices.coherence_of`), and each memory
     order that makes a different final value or stuck spin observable.
 
     Causality does not depend on coherence, so the relations computed for one reads-from and
-    Fence-SC choice are kept on the skeleton for the other orientations of its writes; with
+    Fence-SC choice are kept on the skeleton (``relations_by_choice``) for the other orientations
+    of its writes, all but those :mod:`syncverify.model.ptx` declares coherence-dependent; with
     pruning, a memory order whose execution would be alike (:func:`~syncverify.explore.location_choices.alike_key`)
     to one already reported consistent is not built."""
     choice = (frozenset(rf.items()), fence_order)
-    known = skeleton.__dict__.setdefault("relations_by_choice", {}) if prune else {}
+    known = skeleton.relations_by_choice if prune else {}
     probe = skeleton.execution(rf, {}, fence_order, memo=known.get(choice))
     co = coherence_of(probe, parts, prune)
-    memo = {k: v for k, v in probe._memo.items() if k not in _COHERENCE_DEPENDENT}
+    memo = {k: v for k, v in probe._memo.items() if k not in COHERENCE_DEPENDENT}
     if prune:
         known[choice] = memo
     if co is None:
         return  # causality orders two writes against the chosen orientation: Coherence fails
-    reported = skeleton.__dict__.get("reported", ())
+    reported = skeleton.reported
     events = probe.events
-    for memory in memory_orders(probe, co, program, skeleton, tick):
+    for memory in memory_orders(probe, co, program, skeleton, clock):
         if reported and (choice[0], fence_order, frozenset(
                 (loc, events[order[-1]].value) for loc, order in memory.items() if order)) in reported:
             continue  # alike to an execution already reported
@@ -307,7 +289,7 @@ def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], pa
 
 
 # Relations of syncverify.model.ptx whose value depends on coherence: never reused across coherence choices.
-_COHERENCE_DEPENDENT = frozenset({"co", "fr"})
+COHERENCE_DEPENDENT = frozenset(ptx.lets(ptx.Depends.COHERENCE))
 
 
 class Replayable:
@@ -389,32 +371,27 @@ def explore(
     >>> sorted(x.final_registers[("P1", "r0")] for x in explore(p).executions)
     [0, 1]
     """
-    start = time.monotonic()
-    deadline = start + timeout if timeout is not None else None
     result = ExplorationResult(program, [], [])
 
     def report() -> None:
         progress(Progress(result.complete_count + result.hang_count, result.candidates,  # type: ignore[misc]
-                          time.monotonic() - start))
+                          clock.elapsed()))
 
-    tick = Heartbeat(start, deadline, report if progress is not None else None, progress_interval)
+    clock = Clock(timeout, report if progress is not None else None, progress_interval)
     try:
         for skeleton, x in candidate_executions(program, prune=prune, max_steps=max_steps,
-                                                max_domain=max_domain, deadline=deadline, tick=tick):
+                                                max_domain=max_domain, clock=clock):
             result.candidates += 1
-            tick(f"after {result.candidates} candidate executions")
+            clock.tick(f"after {result.candidates} candidate executions")
             if prune:
                 # One execution per key: the others differ only in coherence (alike_key says why).
-                alike = skeleton.__dict__.setdefault("reported", set())
                 key = alike_key(skeleton, x, program)
-                if key in alike:
+                if key in skeleton.reported:
                     continue
-            if skeleton.stuck and not spin_is_real(skeleton, x, program):
-                continue
-            if not ptx.is_consistent(x):
+            if not is_execution(skeleton, x, program):
                 continue
             if prune:
-                alike.add(key)
+                skeleton.reported.add(key)
             stop = on_execution is not None and on_execution(x) is True  # only an explicit True stops
             if x.is_complete:
                 result.complete_count += 1
@@ -431,7 +408,7 @@ def explore(
                 raise LimitHit("max-executions", f"{max_executions} consistent execution{'' if max_executions == 1 else 's'}")
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
-    result.seconds = time.monotonic() - start
+    result.seconds = clock.elapsed()
     return result
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
+from syncverify.explore.bounds import Clock
+from syncverify.explore.skeleton import Skeleton
 from syncverify.model import ptx
 from syncverify.model.events import Event, Execution
-from syncverify.program import Program
 from syncverify.model.relations import is_acyclic, plus, successors
-from syncverify.explore.skeleton import Skeleton
+from syncverify.program import Program
 
 
 def _spin_needs(skeleton: Skeleton, program: Program) -> list[tuple[str, str, int]]:
@@ -47,6 +48,13 @@ def spin_is_real(skeleton: Skeleton, x: Execution, program: Program) -> bool:
     after = program.phases_after()
     return all(_last_seen(x.events, x.co[loc], after.get(phase, frozenset())) == v
                for phase, loc, v in _spin_needs(skeleton, program))
+
+
+def is_execution(skeleton: Skeleton, x: Execution, program: Program) -> bool:
+    """The consistency filter: whether candidate ``x`` of ``skeleton`` is an execution of
+    ``program``, i.e. every stuck spin sees its last value (:func:`spin_is_real`) and the PTX model
+    allows it (:func:`syncverify.model.ptx.is_consistent`). The explorer and sampling both ask this."""
+    return (not skeleton.stuck or spin_is_real(skeleton, x, program)) and ptx.is_consistent(x)
 
 
 def alike_key(skeleton: Skeleton, x: Execution, program: Program) -> tuple:
@@ -81,22 +89,8 @@ class LocationChoice:
     least: frozenset  # ordered closed with (po | bar | host)+ on the writes: coherence at least
 
 
-def accesses_of(skeleton: Skeleton) -> dict[str, tuple[list[Event], list[Event]]]:
-    """Each location's (writes, reads) in the skeleton, initial write first, ghost accesses left
-    out (they carry no choice); computed once per skeleton."""
-    index = skeleton.__dict__.get("_accesses")
-    if index is None:
-        index = {}
-        for e in skeleton.events:
-            if e.is_memory and not e.ghost:
-                pair = index.setdefault(e.loc, ([], []))
-                pair[0 if e.is_write else 1].append(e)
-        skeleton._accesses = index  # type: ignore[attr-defined]
-    return index
-
-
 def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program,
-                     tick: Callable[[str], None] | None = None) -> Iterator[LocationChoice]:
+                     clock: Clock | None = None) -> Iterator[LocationChoice]:
     """Every (reads-from of this location's reads, orientation of its morally strong write pairs)
     worth keeping, lazily.
 
@@ -107,10 +101,10 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
     what fails with less coherence fails with more. With ``prune=False`` (brute force) every
     reads-from choice is paired with every strict partial order of the writes instead.
 
-    ``tick``: called for each reads-from choice and coherence order tried (the explorer's clock:
-    a location with many reads and writes can take long; it raises to stop)."""
+    ``clock``: ticked for each reads-from choice and coherence order tried (a location with many
+    reads and writes can take long; past its deadline it raises)."""
     events = skeleton.events
-    writes, reads = accesses_of(skeleton).get(loc, ([], []))
+    writes, reads = skeleton.accesses.get(loc, ([], []))
     init = tuple(w.eid for w in writes if w.is_init)
     others = [w.eid for w in writes if not w.is_init]
     init_first = frozenset((i, w) for i in init for w in others)
@@ -133,21 +127,21 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
         if not cands:
             return
         candidates.append(cands)
-    ms = frozenset(ptx.morally_strong_at([w for w in writes] + reads, skeleton.po))
+    ms = morally_strong_at(writes + reads, skeleton.po)
     static_order = frozenset((a, w) for w in others for a in before[w]) | init_first
     for picks in (_distinct_sources(reads, candidates, rmw_write_of, writes, ms) if prune
                   else itertools.product(*candidates)):
-        if tick is not None:
-            tick(f"while choosing what the reads of {loc} read from")
+        if clock is not None:
+            clock.tick(f"while choosing what the reads of {loc} read from")
         rf = {r.eid: w for r, w in zip(reads, picks)}
         if not prune:
-            for order in strict_partial_orders(others, tick, must_order=ms):
+            for order in strict_partial_orders(others, clock, must_order=ms):
                 yield LocationChoice(loc, rf, order | init_first, order | init_first)
             continue
         seen: set[frozenset] = set()
         for order in _coherence_orders(skeleton, others, rf, ms, before, one_per_orientation=not spins):
-            if tick is not None:
-                tick(f"while ordering the writes of {loc}")
+            if clock is not None:
+                clock.tick(f"while ordering the writes of {loc}")
             oriented = frozenset((a, b) for i, a in enumerate(order) for b in order[i + 1:] if (a, b) in ms)
             if oriented in seen:
                 continue  # another linear extension of an orientation already tried
@@ -157,6 +151,13 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
             least = _closure_along(order, oriented | static_order)
             if _location_consistent(skeleton, rf, least, reads, ms, before):
                 yield LocationChoice(loc, rf, oriented | init_first, least)
+
+
+def morally_strong_at(events: list[Event], ordered: frozenset) -> frozenset:
+    """``morally-strong`` among the accesses of one location (both directions), with ``ordered``
+    as program order: :func:`syncverify.model.ptx.ms1` of each pair (``ms2`` holds for any two)."""
+    return frozenset(pair for i, a in enumerate(events) for b in events[i + 1:] if ptx.ms1(a, b, ordered)
+                     for pair in ((a.eid, b.eid), (b.eid, a.eid)))
 
 
 def _distinct_sources(reads: list[Event], candidates: list[list[int]], rmw_write_of: dict[int, int],
@@ -212,7 +213,7 @@ def _closure_along(order: tuple[int, ...], pairs: frozenset) -> frozenset:
         (a, b) for a, b in pairs if a in inits)
 
 
-def strict_partial_orders(items: list[int], tick: Callable[[str], None] | None = None,
+def strict_partial_orders(items: list[int], clock: Clock | None = None,
                           must_order: frozenset = frozenset()) -> Iterator[frozenset]:
     """Every strict partial order of ``items`` (transitive, irreflexive sets of pairs) that orders
     each pair of ``must_order`` one way or the other: brute force (``must_order``: the morally
@@ -223,8 +224,8 @@ def strict_partial_orders(items: list[int], tick: Callable[[str], None] | None =
     pairs = list(itertools.combinations(items, 2))
     ways_of = [(1, 2) if pair in must_order else (0, 1, 2) for pair in pairs]
     for tried, ways in enumerate(itertools.product(*ways_of)):
-        if tick is not None and tried % 256 == 0:
-            tick("while listing the coherence orders of a location")
+        if clock is not None and tried % 256 == 0:
+            clock.tick("while listing the coherence orders of a location")
         chosen = frozenset((a, b) if way == 1 else (b, a) for (a, b), way in zip(pairs, ways) if way)
         if plus(chosen) == chosen:
             yield chosen
@@ -250,7 +251,7 @@ def coherence_of(x: Execution, choices: tuple[LocationChoice, ...], prune: bool)
 
 
 def memory_orders(x: Execution, co: frozenset, program: Program, skeleton: Skeleton,
-                  tick: Callable[[str], None] | None = None) -> Iterator[dict[str, tuple[int, ...]]]:
+                  clock: Clock | None = None) -> Iterator[dict[str, tuple[int, ...]]]:
     """Linear extensions of coherence, one per location, that differ in what they make observable.
 
     The final value of a location is its memory order's last write (choice 1: a coherence-maximal
@@ -275,7 +276,7 @@ def memory_orders(x: Execution, co: frozenset, program: Program, skeleton: Skele
         phases = sorted({phase for phase, where, _v in needs if where == loc})
         if phases:
             keyed: dict[tuple, tuple[int, ...]] = {}
-            for order in linear_extensions(writes, co, tick):
+            for order in linear_extensions(writes, co, clock):
                 key = (events[order[-1]].value,
                        tuple(_last_seen(events, order, after.get(p, frozenset())) for p in phases))
                 keyed.setdefault(key, order)
@@ -302,14 +303,14 @@ def _extension_ending_in(writes: list[int], co: frozenset, last: int) -> tuple[i
 
 
 def linear_extensions(writes: list[int], co: frozenset,
-                      tick: Callable[[str], None] | None = None) -> Iterator[tuple[int, ...]]:
+                      clock: Clock | None = None) -> Iterator[tuple[int, ...]]:
     """Every linear extension of ``co`` over ``writes``, built one minimal write at a time."""
     pending = list(writes)
     placed: list[int] = []
 
     def extend() -> Iterator[tuple[int, ...]]:
-        if tick is not None:
-            tick("while listing memory orders")
+        if clock is not None:
+            clock.tick("while listing memory orders")
         if not pending:
             yield tuple(placed)
             return
@@ -414,19 +415,18 @@ def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co: frozenset,
     return True
 
 
-def fence_sc_orders(skeleton: Skeleton, prune: bool,
-                    tick: Callable[[str], None] | None = None) -> list[tuple[int, ...]]:
+def fence_sc_orders(skeleton: Skeleton, prune: bool, clock: Clock | None = None) -> list[tuple[int, ...]]:
     """Total orders of the ``fence.sc`` events, one per distinct morally-strong restriction.
 
-    ``tick``: called every 1024 orders tried (the explorer's clock; it raises to stop)."""
+    ``clock``: ticked every 1024 orders tried (past its deadline it raises)."""
     fences = [e.eid for e in skeleton.events if ptx.sc_fence(e)]
     if not fences:
         return [()]
     ms = skeleton.static_memo["morally_strong"]
     seen, orders = set(), []
     for tried, order in enumerate(itertools.permutations(fences)):
-        if tick is not None and tried % 1024 == 0:
-            tick("while ordering fence.sc events")
+        if clock is not None and tried % 1024 == 0:
+            clock.tick("while ordering fence.sc events")
         if prune and any((order[j], order[i]) in skeleton.po
                          for i in range(len(order)) for j in range(i + 1, len(order))):
             continue  # contradicts program order, hence causality: FenceSC fails
@@ -533,14 +533,14 @@ class PartialCausality:
 
 
 def consistent_products(skeleton: Skeleton, program: Program, per_location: list,
-                        tick: Callable[[str], None] | None = None) -> Iterator[tuple[LocationChoice, ...]]:
+                        clock: Clock | None = None) -> Iterator[tuple[LocationChoice, ...]]:
     """The product of the locations' choices (``per_location``, each walked as often as needed),
     without the partial products that :class:`PartialCausality` shows to break an axiom.
 
     Locations are chosen in the order of their first access (the smallest event id), so that
     locations one thread uses one after the other (a flag it waits on and the flag it raises) are
     chosen next to each other and a cycle between them is found before the others multiply it.
-    ``tick``: the explorer's clock, called for each choice tried (it raises to stop)."""
+    ``clock``: ticked for each choice tried (past its deadline it raises)."""
     if not per_location:
         yield ()
         return
@@ -560,8 +560,8 @@ def consistent_products(skeleton: Skeleton, program: Program, per_location: list
             return
         i = order[depth]
         for choice in per_location[i]:
-            if tick is not None:
-                tick("while combining the locations' reads-from choices")
+            if clock is not None:
+                clock.tick("while combining the locations' reads-from choices")
             observed = partial.observation(choice)
             grown = partial.with_edges(masks, partial.sync_edges(observed))
             chosen.append((choice, observed))

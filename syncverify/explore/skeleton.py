@@ -8,15 +8,16 @@ synchronization, the host's launch order); :meth:`Skeleton.execution` completes 
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
+from syncverify.explore.thread_paths import Path, initial_registers
 from syncverify.model import ptx
 from syncverify.model.events import INIT_THREAD, Event, Execution
-from syncverify.explore.thread_paths import Path, initial_registers
-from syncverify.program import Program
 from syncverify.model.relations import reach_masks
+from syncverify.program import Program
 
 
 @dataclass
@@ -39,6 +40,29 @@ class Skeleton:
     # Registers ((thread, register), read eid) whose final value is what a read of a merged path
     # returns (syncverify.explore.value_classes): set from the write it reads from.
     bound: tuple[tuple[tuple[str, str], int], ...] = ()
+    # What the driver keeps per skeleton: the relations of each (reads-from, Fence-SC order) choice
+    # that coherence does not change, and the alike keys of the executions already reported
+    # (syncverify.explore.location_choices.alike_key).
+    relations_by_choice: dict[tuple, dict] = field(default_factory=dict, repr=False, compare=False)
+    reported: set[tuple] = field(default_factory=set, repr=False, compare=False)
+    # Each read of a merged path with each value it is given (concrete_events), made once.
+    _concrete: dict[tuple[int, int], Event] = field(default_factory=dict, repr=False, compare=False)
+
+    @functools.cached_property
+    def merged_reads(self) -> list[Event]:
+        """The reads of merged paths (they carry a set of values)."""
+        return [e for e in self.events if e.values is not None]
+
+    @functools.cached_property
+    def accesses(self) -> dict[str, tuple[list[Event], list[Event]]]:
+        """Each location's (writes, reads), initial write first, ghost accesses left out (they
+        carry no choice)."""
+        index: dict[str, tuple[list[Event], list[Event]]] = {}
+        for e in self.events:
+            if e.is_memory and not e.ghost:
+                pair = index.setdefault(e.loc, ([], []))  # type: ignore[arg-type]
+                pair[0 if e.is_write else 1].append(e)
+        return index
 
     def execution(self, rf: dict[int, int], co: dict[str, tuple[int, ...]], fence_sc: tuple[int, ...],
                   co_rel: frozenset | None = None, memo: dict | None = None) -> Execution:
@@ -54,10 +78,7 @@ class Skeleton:
     def concrete_events(self, rf: dict[int, int]) -> tuple[Event, ...]:
         """The events with each read of a merged path given the value of the write it reads from
         (the event the member path with that value has); reads not in ``rf`` stay as they are."""
-        merged = self.__dict__.get("_merged_reads")
-        if merged is None:
-            merged = self._merged_reads = [e for e in self.events if e.values is not None]
-            self._concrete: dict[tuple[int, int], Event] = {}
+        merged = self.merged_reads
         if not merged:
             return self.events
         events = list(self.events)
@@ -155,8 +176,8 @@ def host_pairs(program: Program, events: list[Event]) -> frozenset:
 _HOST_PAIRS: OrderedDict[tuple, frozenset] = OrderedDict()  # the latest host_pairs answers
 
 
-STATIC_RELATIONS = ("po", "loc", "po_loc", "morally_strong", "morally_strong_writes", "release_pattern",
-                    "acquire_pattern", "po_immediate", "host_immediate")
+# The relations a skeleton's shape decides (syncverify.model.ptx declares them).
+STATIC_RELATIONS = ptx.lets(ptx.Depends.SHAPE)
 _SHAPES: OrderedDict[tuple, dict] = OrderedDict()  # shape -> its static relations (the latest few)
 _SHAPES_KEPT = 16
 
@@ -180,7 +201,7 @@ def static_relations(skeleton: Skeleton) -> None:
     if known is None:
         probe = skeleton.execution({}, {}, ())
         for name in STATIC_RELATIONS:
-            getattr(ptx, name)(probe)
+            ptx.RELATIONS[name](probe)
         known = {name: probe._memo[name] for name in STATIC_RELATIONS}
         _SHAPES[key] = known
         if len(_SHAPES) > _SHAPES_KEPT:

@@ -34,7 +34,7 @@ values" (:mod:`syncverify.explore.combinations`), which only weakens a pruning, 
 
 Where listing every member first would already cost too much (an owner polling W flags has
 2^W x 3^W paths), :func:`syncverify.explore.thread_paths.thread_paths` branches on the classes directly, for
-the reads :func:`syncverify.explore.thread_paths.value_classes_at` proves alike (a dead register, or one only
+the reads :func:`value_classes_at` proves alike (a dead register, or one only
 the next branch tests); those paths are what this merge would make of the members.
 
 One difference is deliberate: a thread blocked at a barrier keeps its whole path's final
@@ -48,10 +48,14 @@ value of a register no verdict reads.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
-from syncverify.explore.thread_paths import LocalEvent, Path
-from syncverify.program import Program
+from syncverify.explore.instructions import BRANCHES
+from syncverify.explore.liveness import loop_positions
+from syncverify.explore.path_types import LocalEvent, Path
+from syncverify.model.values import wrap_int32
+from syncverify.program import Atomic, Branch, Label, Load, Program, Store, Thread
 
 
 def _blank(e: LocalEvent, kept: frozenset[str]) -> LocalEvent:
@@ -160,3 +164,51 @@ def with_cut_reads_fixed(path: Path, length: int) -> Path:
     for reg, i in cut:
         registers[reg] = min(path.events[i].values or (0,))
     return replace(path, registers=tuple(registers.items()), bound=tuple(b for b in path.bound if b[1] < length))
+
+
+def value_classes_at(thread: Thread, live: list[frozenset[str]], observed: frozenset[str] | None,
+                     unclassed: frozenset[str] = frozenset()) -> dict[int, tuple[Callable, bool]]:
+    """The reads of ``thread`` whose values matter only through one branch (or not at all): pc ->
+    (a function from the domain's sorted values to its classes, whether the register is
+    observed). Branching on classes instead of values gives the paths
+    :func:`syncverify.explore.value_classes.merge_value_classes` would merge, without listing each
+    member first (W flags read that way make W-fold products of paths).
+
+    A read qualifies when its register is dead after it, or is only compared with a literal by
+    the conditional branch right after it and dead on both sides of that branch: every value of
+    a class then leads to the same next state, but for a dead register. A dead register is never
+    read again; the only place its value shows is the comparison of whole register files that
+    cuts a spin whose iteration wrote a value back (``before == full`` in :func:`thread_paths`),
+    which needs a write event in a loop that does not reset the spin search: an atomic or a
+    ghost store inside a loop. Threads with such loops get no classes. An ``atom.exch`` qualifies
+    too (its write does not depend on what it reads) outside loops, where whether its write
+    changed memory (which resets that search) cannot matter either. A register the program
+    observes is not classed after a ``bar.sync``/``bar.red`` (see ``value_classes._merge``).
+    """
+    code = thread.instructions
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    in_loop = loop_positions(code)
+    if any(isinstance(code[i], Atomic) or (isinstance(code[i], Store) and code[i].ghost) for i in in_loop):
+        return {}
+    out: dict[int, tuple[Callable, bool]] = {}
+    for pc, ins in enumerate(code):
+        if getattr(ins, "loc", None) in unclassed:
+            continue
+        if isinstance(ins, Load) and not ins.ghost:
+            dst = ins.dst
+        elif isinstance(ins, Atomic) and ins.op == "exch" and pc not in in_loop:
+            dst = ins.dst
+        else:
+            continue
+        shown = observed is None or (dst is not None and dst in observed)
+        if dst is None or dst not in live[pc + 1]:
+            out[pc] = ((lambda values: [values]), shown)
+            continue
+        nxt = code[pc + 1] if pc + 1 < len(code) else None
+        if (isinstance(nxt, Branch) and nxt.cond is not None and nxt.lhs == dst and isinstance(nxt.rhs, int)
+                and dst not in live[labels[nxt.target]] and dst not in live[pc + 2]):
+            test, literal = BRANCHES[nxt.cond], wrap_int32(nxt.rhs)
+            out[pc] = ((lambda values, test=test, literal=literal:
+                        [c for c in ([v for v in values if test(v, literal)], [v for v in values if not test(v, literal)]) if c]),
+                       shown)
+    return out

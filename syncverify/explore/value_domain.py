@@ -10,15 +10,14 @@ every sum of a counter's system-scoped increments as possible without a witness 
 
 from __future__ import annotations
 
-import time
-
-from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_STEPS, LimitHit, check_deadline
+from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_STEPS, Clock, LimitHit
 from syncverify.explore.combinations import PathSummary, is_supported, summarize, supported_combinations
-from syncverify.explore.thread_paths import Path, initial_registers, loop_positions, thread_paths
-from syncverify.program import Atomic, Load, Program, Store
-from syncverify.explore.value_classes import shared_by_units
+from syncverify.explore.liveness import loop_positions
 from syncverify.explore.symmetry import combinations
+from syncverify.explore.thread_paths import Path, initial_registers, thread_paths
+from syncverify.explore.value_classes import shared_by_units
 from syncverify.model.values import INT32_MAX, wrap_int32
+from syncverify.program import Atomic, Load, Program, Store
 
 
 def value_domain(
@@ -26,7 +25,7 @@ def value_domain(
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
     max_domain: int = DEFAULT_MAX_DOMAIN,
-    deadline: float | None = None,
+    clock: Clock | None = None,
     prune: bool = True,
 ) -> tuple[dict[str, frozenset[int]], list[list[Path]]]:
     """The values each location can hold, and each thread's paths when reads return them.
@@ -38,13 +37,15 @@ def value_domain(
     results and the domain would never stop growing. With ``prune``, each value not yet in the
     domain is looked for with a search for one supported combination that writes it
     (:mod:`syncverify.explore.combinations`); without, every combination is tried (the brute-force reference).
+    ``clock``: the exploration's clock (default: no time bound), passed on to every search here.
     """
+    clock = clock if clock is not None else Clock()
     domain = {loc: frozenset({program.init.get(loc, 0)}) for loc in program.locations()}
     # Value classes (syncverify.explore.value_classes) with pruning, but not on locations symmetric units share.
     shared = shared_by_units(program)
     while True:
         all_paths = [
-            thread_paths(t, domain, initial_registers(program, t), max_steps=max_steps, deadline=deadline,
+            thread_paths(t, domain, initial_registers(program, t), max_steps=max_steps, clock=clock,
                          observed=program.observed_registers, cta_threads=program.cta_size(t),
                          classes=prune, unclassed=shared)
             for t in program.threads
@@ -63,20 +64,19 @@ def value_domain(
                              if key[1] not in domain[key[0]] and (top.get(key[0]) is None or key[1] <= top[key[0]])})
             candidates = value_candidates(program)
             for key in wanted:
-                check_deadline(deadline, "while computing value domains")
+                clock.check("while computing value domains")
                 if key[1] in grown[key[0]]:
                     continue
                 if key[1] in candidates.get(key[0], ()):
                     grown[key[0]].add(key[1])  # a possible value: no witness needed (value_candidates)
                     continue
-                witness = next(supported_combinations(program, summaries, atomicity=False, must_write=key, deadline=deadline),
+                witness = next(supported_combinations(program, summaries, atomicity=False, must_write=key, clock=clock),
                                None)
                 if witness is not None:
                     add(tuple(summaries[t][p] for t, p in enumerate(witness)))
         else:
             for combo in combinations(program, summaries):
-                if deadline is not None and time.monotonic() > deadline:
-                    raise LimitHit("timeout", "while computing value domains")
+                clock.check("while computing value domains")
                 if is_supported(combo, program.init):
                     add(combo)
         for loc, vals in grown.items():

@@ -13,6 +13,20 @@ from typing import Any
 
 INIT_THREAD = -1
 
+# ----- tags: an event's kind and semantics (the event sets ``ptx-v6.0.cat`` is written over) ------
+# Named once here and refused at construction when they do not pair up, so that a typo in a tag
+# is an error where the event is made, not a predicate of syncverify.model.ptx that is silently False.
+READ, WRITE, FENCE, BARRIER = "R", "W", "F", "B"
+WEAK, RELAXED, ACQUIRE, RELEASE, ACQ_REL, SC = "weak", "relaxed", "acquire", "release", "acq_rel", "sc"
+SYNC, ARRIVE, RED = "sync", "arrive", "red"
+#: The semantics an event of each kind may carry (PTX ISA: ``ld``, ``st``, ``atom``, ``fence``, ``bar``).
+SEMANTICS: dict[str, frozenset[str]] = {
+    READ: frozenset({WEAK, RELAXED, ACQUIRE}),
+    WRITE: frozenset({WEAK, RELAXED, RELEASE}),
+    FENCE: frozenset({ACQ_REL, SC}),
+    BARRIER: frozenset({SYNC, ARRIVE, RED}),
+}
+
 
 @dataclass(frozen=True)
 class Event:
@@ -20,7 +34,7 @@ class Event:
 
     ``kind`` is ``"R"``, ``"W"``, ``"F"`` or ``"B"``. ``sem`` is the event's own semantics: for
     reads ``weak|relaxed|acquire``, writes ``weak|relaxed|release``, fences ``acq_rel|sc``, barriers
-    ``sync|arrive``. The two halves of an atomic read-modify-write are two events joined by ``rmw``.
+    ``sync|arrive|red`` (:data:`SEMANTICS`; any other pair is refused). The two halves of an atomic read-modify-write are two events joined by ``rmw``.
     """
 
     eid: int
@@ -48,25 +62,30 @@ class Event:
     # return. Executions carry the value of the write it reads from instead.
     values: frozenset[int] | None = None
 
+    def __post_init__(self) -> None:
+        if self.sem not in SEMANTICS.get(self.kind, ()):
+            raise ValueError(f"an event of kind {self.kind!r} cannot have the semantics {self.sem!r} "
+                             f"(kinds and their semantics: syncverify.model.events.SEMANTICS)")
+
     @property
     def is_read(self) -> bool:
-        return self.kind == "R"
+        return self.kind == READ
 
     @property
     def is_write(self) -> bool:
-        return self.kind == "W"
+        return self.kind == WRITE
 
     @property
     def is_memory(self) -> bool:
-        return self.kind in ("R", "W")
+        return self.kind in (READ, WRITE)
 
     @property
     def is_fence(self) -> bool:
-        return self.kind == "F"
+        return self.kind == FENCE
 
     @property
     def is_barrier(self) -> bool:
-        return self.kind == "B"
+        return self.kind == BARRIER
 
     @property
     def is_init(self) -> bool:
@@ -78,9 +97,9 @@ class Event:
                  "acq_rel": ".acq_rel", "sc": ".sc", "sync": ".sync", "arrive": ".arrive", "red": ".red"}
         tag = short.get(self.sem, "." + self.sem)
         scope = f".{self.scope}" if self.scope else ""
-        if self.kind == "F":
+        if self.kind == FENCE:
             return f"F{tag}{scope}"
-        if self.kind == "B":
+        if self.kind == BARRIER:
             count = "" if self.count is None else f", {self.count}"
             red = f".{self.red_op} pred={self.predicate} -> {self.value}" if self.red_op else ""
             return f"B{tag}{red} {self.barrier_id}{count}"

@@ -74,21 +74,41 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
    complement ``int32``, as the GPU's ``.s32``/``.u32``/``.b32`` arithmetic does (ISA, "Integer
    Arithmetic Instructions": "add ... performs addition ... and writes the result", modulo 2^32);
    a counter that overflows does not reach a target above 2^31 - 1 [atom-add-wraps-int32].
+10. *Morally strong pairs an axiom reads*: ``ms2``'s ``(_ * _) \\ (M * M)`` (pairs that are not
+    two memory operations) is narrowed to a fence with a strong operation, so ``morally-strong``
+    leaves out a fence paired with a weak access or a barrier arrival. Only ``sync`` (a release
+    pattern's first event with an acquire pattern's last) and ``sync_fence`` (two fences) read
+    such pairs, and both relate strong operations only: no axiom or verdict can tell.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from enum import Enum
 
-from syncverify.model.events import Event, Execution
+from syncverify.model.events import (
+    ACQ_REL,
+    ACQUIRE,
+    FENCE,
+    READ,
+    RED,
+    RELAXED,
+    RELEASE,
+    SC,
+    SYNC,
+    WRITE,
+    Event,
+    Execution,
+)
 from syncverify.model.relations import (
     find_cycle,
-    identity,
     inter,
     inverse,
     is_acyclic,
+    minus,
+    optional,
     plus,
     reflexive_pairs,
     restrict,
@@ -96,180 +116,97 @@ from syncverify.model.relations import (
     union,
 )
 
+# ----- what a relation depends on -------------------------------------------------------------
 
-def relation(fn: Callable[[Execution], frozenset]) -> Callable[[Execution], frozenset]:
-    """Memoise a relation on its execution: each ``let`` is computed once per execution."""
 
-    @functools.wraps(fn)
-    def wrapper(x: Execution) -> frozenset:
-        memo = x._memo
-        if fn.__name__ not in memo:
-            memo[fn.__name__] = fn(x)
-        return memo[fn.__name__]
+class Depends(Enum):
+    """What a relation is computed from, which is how long the explorer may keep it.
 
-    return wrapper
+    Each level includes the ones above it. The explorer keeps ``SHAPE`` relations per skeleton
+    shape (:func:`syncverify.explore.skeleton.static_relations`) and every relation but the
+    ``COHERENCE`` ones across the coherence choices of one reads-from choice
+    (:mod:`syncverify.explore.driver`).
+    """
+
+    SHAPE = "the events without their values (thread, kind, location, semantics, scope, placement), program and host order"
+    SKELETON = "the skeleton: values, rmw pairs, dependencies and barrier phases too"
+    READS_FROM = "reads-from and the Fence-SC order too"
+    COHERENCE = "coherence too"
+
+
+#: Each relation (``let``) by name, in definition order, and what it depends on.
+RELATIONS: dict[str, Callable[[Execution], frozenset]] = {}
+DEPENDS: dict[str, Depends] = {}
+
+
+def relation(depends: Depends) -> Callable[[Callable[[Execution], frozenset]], Callable[[Execution], frozenset]]:
+    """Declare a ``let``: the relation is computed once per execution (memoised under its name)
+    and declares what it ``depends`` on (:func:`lets`)."""
+
+    def declare(fn: Callable[[Execution], frozenset]) -> Callable[[Execution], frozenset]:
+        name = fn.__name__
+        if name in RELATIONS:
+            raise ValueError(f"relation {name!r} is declared twice")
+
+        @functools.wraps(fn)
+        def let(x: Execution) -> frozenset:
+            memo = x._memo
+            if name not in memo:
+                memo[name] = fn(x)
+            return memo[name]
+
+        RELATIONS[name], DEPENDS[name] = let, depends
+        return let
+
+    return declare
+
+
+def lets(depends: Depends) -> tuple[str, ...]:
+    """The names of the relations declared to depend on ``depends``, in definition order."""
+    return tuple(name for name, d in DEPENDS.items() if d is depends)
 
 
 # ----- events ---------------------------------------------------------------------------------
 
 def strong_write(e: Event) -> bool:
-    """``W & (RLX | REL)``."""
-    return e.is_write and e.sem in ("relaxed", "release")
+    """``strong-write = W & (RLX | REL)``."""
+    return e.kind == WRITE and e.sem in (RELAXED, RELEASE)
 
 
 def strong_read(e: Event) -> bool:
-    """``R & (RLX | ACQ)``."""
-    return e.is_read and e.sem in ("relaxed", "acquire")
+    """``strong-read = R & (RLX | ACQ)``."""
+    return e.kind == READ and e.sem in (RELAXED, ACQUIRE)
 
 
 def strong_operation(e: Event) -> bool:
-    """``strong-write | strong-read | F``: a strong memory operation or a fence."""
-    return strong_write(e) or strong_read(e) or e.is_fence
+    """``strong-operation = strong-write | strong-read | F``."""
+    return strong_write(e) or strong_read(e) or e.kind == FENCE
 
 
 def release_write(e: Event) -> bool:
     """``W & REL``."""
-    return e.is_write and e.sem == "release"
+    return e.kind == WRITE and e.sem == RELEASE
 
 
 def acquire_read(e: Event) -> bool:
     """``R & ACQ``."""
-    return e.is_read and e.sem == "acquire"
+    return e.kind == READ and e.sem == ACQUIRE
 
 
 def acq_rel_fence(e: Event) -> bool:
     """``F & ACQ_REL``; a ``fence.sc`` is one too (modeling choice 4)."""
-    return e.is_fence and e.sem in ("acq_rel", "sc")
+    return e.kind == FENCE and e.sem in (ACQ_REL, SC)
 
 
 def sc_fence(e: Event) -> bool:
     """``F & SC``."""
-    return e.is_fence and e.sem == "sc"
-
-
-# ----- relations ------------------------------------------------------------------------------
-
-@relation
-def po(x: Execution) -> frozenset:
-    """``po``: program order (transitive), initial writes before everything (choice 2)."""
-    inits = [e.eid for e in x.events if e.is_init]
-    others = [e.eid for e in x.events if not e.is_init]
-    return x.po | frozenset((i, o) for i in inits for o in others)
-
-
-@relation
-def loc(x: Execution) -> frozenset:
-    """``loc``: pairs of distinct memory events on the same location."""
-    by_loc: dict[str, list[int]] = {}
-    for e in x.events:
-        if e.is_memory:
-            by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
-    return frozenset((a, b) for ids in by_loc.values() for a in ids for b in ids if a != b)
-
-
-@relation
-def po_loc(x: Execution) -> frozenset:
-    """``po-loc = po & loc``."""
-    return inter(po(x), loc(x))
-
-
-@relation
-def rf(x: Execution) -> frozenset:
-    """``rf``: write -> the reads that read from it."""
-    return frozenset((w, r) for r, w in x.rf.items())
-
-
-def memory_order_pairs(orders: dict[str, tuple[int, ...]]) -> frozenset:
-    """The pairs of each location's memory order (a total order per location)."""
-    return frozenset(
-        (order[i], order[j]) for order in orders.values()
-        for i in range(len(order)) for j in range(i + 1, len(order))
-    )
-
-
-@relation
-def co(x: Execution) -> frozenset:
-    """``let co = co+``: coherence order, a partial order per location (choice 1).
-
-    ``ptx-v6.0.cat``: "Explicitly add transitivity for coherence since the co in PTX is not total".
-    An execution built with a total order only (``co_rel`` None) has that order as its coherence.
-    """
-    if x.co_rel is None:
-        return memory_order_pairs(x.co)
-    return x.co_rel  # transitively closed by construction (syncverify.explore.location_choices.coherence_of): co+ = co
-
-
-@relation
-def fr(x: Execution) -> frozenset:
-    """``fr = rf^-1 ; co``: from-reads, a read before the writes that overwrite what it read."""
-    return seq(inverse(rf(x)), co(x))
-
-
-@relation
-def rmw(x: Execution) -> frozenset:
-    """``rmw``: the read and the write of one atomic."""
-    return x.rmw
-
-
-def morally_strong_pair(a: Event, b: Event, ordered: frozenset) -> bool:
-    """Whether ``a`` and ``b`` are morally strong relative to each other (``ordered``: ``po``).
-
-    They are if related in program order, or if each is strong and specifies a scope that
-    includes the thread executing the other; two memory operations must also overlap completely
-    (callers pair memory operations of one location only).
-    """
-    if ((a.eid, b.eid) in ordered or (b.eid, a.eid) in ordered) and (a.is_init or b.is_init or a.thread == b.thread):
-        if (a.is_memory and b.is_memory) or (strong_operation(a) and strong_operation(b)):
-            return True
-    return strong_operation(a) and strong_operation(b) and _mutual_scope(a, b)
-
-
-def morally_strong_at(events: list[Event], ordered: frozenset) -> set[tuple[int, int]]:
-    """The morally strong pairs (both directions) among the memory events of one location."""
-    pairs = set()
-    for i, a in enumerate(events):
-        for b in events[i + 1:]:
-            if morally_strong_pair(a, b, ordered):
-                pairs.add((a.eid, b.eid))
-                pairs.add((b.eid, a.eid))
-    return pairs
-
-
-@relation
-def morally_strong(x: Execution) -> frozenset:
-    """``morally-strong = sr-fence | po-fence | sr-m | po-m`` (``ptx.cat``; ISA "Morally strong"):
-    :func:`morally_strong_pair` over the pairs of memory operations of each location and over
-    each fence and strong operation, never over all pairs of events."""
-    ordered = po(x)
-    by_loc: dict[str, list[Event]] = {}
-    fences = []
-    for e in x.events:
-        if e.is_memory:
-            by_loc.setdefault(e.loc, []).append(e)  # type: ignore[arg-type]
-        elif e.is_fence:
-            fences.append(e)
-    pairs: set[tuple[int, int]] = set()
-    for group in by_loc.values():
-        pairs |= morally_strong_at(group, ordered)
-    strong = [e for e in x.events if strong_operation(e)]
-    for f in fences:
-        for b in strong:
-            if b.eid != f.eid and morally_strong_pair(f, b, ordered):
-                pairs.add((f.eid, b.eid))
-                pairs.add((b.eid, f.eid))
-    return frozenset(pairs)
-
-
-@relation
-def morally_strong_writes(x: Execution) -> frozenset:
-    """``([W]; morally-strong; [W]) & loc``: the write pairs Coherence2 requires to be ordered."""
-    writes = {e.eid for e in x.events if e.is_write and not e.ghost}
-    same_loc = loc(x)
-    return frozenset(p for p in morally_strong(x) if p[0] in writes and p[1] in writes and p in same_loc)
+    return e.kind == FENCE and e.sem == SC
 
 
 @functools.lru_cache(maxsize=65536)
 def _scope_key(scope: str | None, gpu: int, cta: int, init: bool, other_gpu: int, other_cta: int, other_init: bool) -> bool:
+    """Whether an operation with ``scope`` at (``gpu``, ``cta``) includes a thread at the other
+    place; initial writes are system-scoped and every scope includes them (choice 2)."""
     if init or other_init or scope == "sys":
         return True
     if scope == "gpu":
@@ -279,83 +216,97 @@ def _scope_key(scope: str | None, gpu: int, cta: int, init: bool, other_gpu: int
     return False
 
 
-def _mutual_scope(a: Event, b: Event) -> bool:
+def sr(a: Event, b: Event) -> bool:
+    """``sr`` (a base relation): each of ``a`` and ``b`` specifies a scope that includes the
+    thread executing the other."""
     return (_scope_key(a.scope, a.gpu, a.cta, a.is_init, b.gpu, b.cta, b.is_init)
             and _scope_key(b.scope, b.gpu, b.cta, b.is_init, a.gpu, a.cta, a.is_init))
 
 
-@relation
-def observation(x: Execution) -> frozenset:
-    """``let rec observation = (morally-strong & rf) | (observation ; rmw ; observation)``."""
-    obs = inter(morally_strong(x), rf(x))
-    while True:
-        grown = obs | seq(obs, rmw(x), obs)
-        if grown == obs:
-            return obs
-        obs = grown
+def ms1(a: Event, b: Event, ordered: frozenset) -> bool:
+    """``ms1 = (po | po^-1) | ([strong-operation]; sr; [strong-operation])`` for one pair
+    (``ordered``: program order): asked only of the pairs of :func:`ms2`."""
+    return ((a.eid, b.eid) in ordered or (b.eid, a.eid) in ordered
+            or (strong_operation(a) and strong_operation(b) and sr(a, b)))
 
 
-@relation
+# ----- relations ------------------------------------------------------------------------------
+
+@relation(Depends.SHAPE)
+def po(x: Execution) -> frozenset:
+    """``po``: program order (transitive), initial writes before everything (choice 2)."""
+    inits = [e.eid for e in x.events if e.is_init]
+    others = [e.eid for e in x.events if not e.is_init]
+    return x.po | frozenset((i, o) for i in inits for o in others)
+
+
+@relation(Depends.SHAPE)
+def loc(x: Execution) -> frozenset:
+    """``loc``, on memory events: ``(M * M) & loc \\ id``, distinct memory events of one location."""
+    by_loc: dict[str, list[int]] = {}
+    for e in x.events:
+        if e.is_memory:
+            by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
+    return frozenset((a, b) for ids in by_loc.values() for a in ids for b in ids if a != b)
+
+
+@relation(Depends.SHAPE)
+def po_loc(x: Execution) -> frozenset:
+    """``po-loc = po & loc``."""
+    return inter(po(x), loc(x))
+
+
+@relation(Depends.SHAPE)
+def ms2(x: Execution) -> frozenset:
+    """``ms2 = ((M * M) & loc) | ((_ * _) \\ (M * M))`` without ``id``, its second part narrowed to
+    a fence and a strong operation, the only such pairs an axiom reads (modeling choice 10)."""
+    fences = [e.eid for e in x.events if e.kind == FENCE]
+    strong = [e.eid for e in x.events if strong_operation(e)]
+    return loc(x) | frozenset(pair for f in fences for s in strong if s != f for pair in ((f, s), (s, f)))
+
+
+@relation(Depends.SHAPE)
+def morally_strong(x: Execution) -> frozenset:
+    """``morally-strong = (ms1 & ms2) \\ id`` (ISA, "Morally strong"); both are symmetric, so each
+    pair is asked once."""
+    events, ordered = x.events, po(x)
+    one_way = [(a, b) for a, b in ms2(x) if a < b and ms1(events[a], events[b], ordered)]
+    return frozenset(one_way) | inverse(one_way)
+
+
+@relation(Depends.SHAPE)
+def morally_strong_writes(x: Execution) -> frozenset:
+    """``([W]; morally-strong; [W]) & loc``: the write pairs Coherence2 requires to be ordered
+    (ghost writes carry no coherence: choice 8)."""
+    writes = {e.eid for e in x.events if e.is_write and not e.ghost}
+    return restrict(inter(morally_strong(x), loc(x)), writes.__contains__, writes.__contains__)
+
+
+@relation(Depends.SHAPE)
 def release_pattern(x: Execution) -> frozenset:
-    """``([W & REL]; po-loc?; [strong-write]) | ([F & ACQ_REL]; po; [strong-write])``."""
+    """``release-pattern = ([W & REL]; po-loc?; [strong-write]) | ([F & ACQ_REL]; po; [strong-write])``."""
     ev = x.events
-    first = restrict(po_loc(x) | identity(e.eid for e in ev), lambda a: release_write(ev[a]),
-                     lambda b: strong_write(ev[b]))
-    second = restrict(po(x), lambda a: acq_rel_fence(ev[a]), lambda b: strong_write(ev[b]))
-    return first | second
+    every = [e.eid for e in ev]
+    return (restrict(optional(po_loc(x), every), lambda a: release_write(ev[a]), lambda b: strong_write(ev[b]))
+            | restrict(po(x), lambda a: acq_rel_fence(ev[a]), lambda b: strong_write(ev[b])))
 
 
-@relation
+@relation(Depends.SHAPE)
 def acquire_pattern(x: Execution) -> frozenset:
-    """``([strong-read]; po-loc?; [R & ACQ]) | ([strong-read]; po; [F & ACQ_REL])``."""
+    """``acquire-pattern = ([strong-read]; po-loc?; [R & ACQ]) | ([strong-read]; po; [F & ACQ_REL])``."""
     ev = x.events
-    first = restrict(po_loc(x) | identity(e.eid for e in ev), lambda a: strong_read(ev[a]),
-                     lambda b: acquire_read(ev[b]))
-    second = restrict(po(x), lambda a: strong_read(ev[a]), lambda b: acq_rel_fence(ev[b]))
-    return first | second
+    every = [e.eid for e in ev]
+    return (restrict(optional(po_loc(x), every), lambda a: strong_read(ev[a]), lambda b: acquire_read(ev[b]))
+            | restrict(po(x), lambda a: strong_read(ev[a]), lambda b: acq_rel_fence(ev[b])))
 
 
-@relation
-def synchronizes_with(x: Execution) -> frozenset:
-    """``sync = morally-strong & (release-pattern ; observation ; acquire-pattern)``.
-
-    ISA: "A release pattern X synchronizes with an acquire pattern Y if a write in X is observed
-    by a read in Y, and X and Y are morally strong."
-    """
-    return inter(morally_strong(x), seq(release_pattern(x), observation(x), acquire_pattern(x)))
-
-
-@relation
-def fence_sc_order(x: Execution) -> frozenset:
-    """``sync_fence``: the Fence-SC order restricted to morally strong pairs (choice 4)."""
-    order = x.fence_sc
-    ms = morally_strong(x)
-    return frozenset(
-        (order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))
-        if (order[i], order[j]) in ms
-    )
-
-
-def barrier_phase_sync(phase: list[Event]) -> frozenset:
-    """``sync_barrier`` within one phase: every arrival -> every other ``bar.sync``/``bar.red``
-    of the phase (choice 3); ``bar.arrive`` is a source only."""
-    return frozenset((a.eid, b.eid) for a in phase for b in phase
-                     if a.eid != b.eid and b.sem in ("sync", "red"))
-
-
-@relation
-def barrier(x: Execution) -> frozenset:
-    """``sync_barrier``: arrive/sync -> sync within one CTA-barrier instance (choice 3)."""
-    return x.barrier_sync
-
-
-@relation
+@relation(Depends.SHAPE)
 def host(x: Execution) -> frozenset:
     """Pairs ordered by the host: launches, host barriers, stream order (choice 7)."""
     return x.host_order
 
 
-@relation
+@relation(Depends.SHAPE)
 def po_immediate(x: Execution) -> frozenset:
     """``po`` without the pairs it has by transitivity: each event to the next of its thread, each
     initial write to each thread's first event (``po = po_immediate+``)."""
@@ -373,7 +324,7 @@ def po_immediate(x: Execution) -> frozenset:
     return frozenset(pairs) | frozenset((i.eid, f) for i in x.events if i.is_init for f in first.values())
 
 
-@relation
+@relation(Depends.SHAPE)
 def host_immediate(x: Execution) -> frozenset:
     """``host`` between the last event of each thread of a launch and the first event of each
     thread of a later one (``(po | host)+ = (po_immediate | host_immediate)+``: every event of a
@@ -388,7 +339,64 @@ def host_immediate(x: Execution) -> frozenset:
     return frozenset((a, b) for a, b in host(x) if a in last and b in first)
 
 
-@relation
+@relation(Depends.SKELETON)
+def rmw(x: Execution) -> frozenset:
+    """``rmw``: the read and the write of one atomic."""
+    return x.rmw
+
+
+@relation(Depends.SKELETON)
+def barrier(x: Execution) -> frozenset:
+    """``sync_barrier``: arrive/sync -> sync within one CTA-barrier phase (choice 3)."""
+    return x.barrier_sync
+
+
+def barrier_phase_sync(phase: list[Event]) -> frozenset:
+    """``sync_barrier`` within one phase: every arrival -> every other ``bar.sync``/``bar.red``
+    of the phase (choice 3); ``bar.arrive`` is a source only."""
+    return frozenset((a.eid, b.eid) for a in phase for b in phase
+                     if a.eid != b.eid and b.sem in (SYNC, RED))
+
+
+@relation(Depends.READS_FROM)
+def rf(x: Execution) -> frozenset:
+    """``rf``: write -> the reads that read from it."""
+    return frozenset((w, r) for r, w in x.rf.items())
+
+
+@relation(Depends.READS_FROM)
+def observation(x: Execution) -> frozenset:
+    """``let rec observation = (morally-strong & rf) | (observation ; rmw ; observation)``."""
+    obs = inter(morally_strong(x), rf(x))
+    while True:
+        grown = obs | seq(obs, rmw(x), obs)
+        if grown == obs:
+            return obs
+        obs = grown
+
+
+@relation(Depends.READS_FROM)
+def synchronizes_with(x: Execution) -> frozenset:
+    """``sync = morally-strong & (release-pattern ; observation ; acquire-pattern)``.
+
+    ISA: "A release pattern X synchronizes with an acquire pattern Y if a write in X is observed
+    by a read in Y, and X and Y are morally strong."
+    """
+    return inter(morally_strong(x), seq(release_pattern(x), observation(x), acquire_pattern(x)))
+
+
+@relation(Depends.READS_FROM)
+def fence_sc_order(x: Execution) -> frozenset:
+    """``sync_fence``: the Fence-SC order restricted to morally strong pairs (choice 4)."""
+    order = x.fence_sc
+    ms = morally_strong(x)
+    return frozenset(
+        (order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))
+        if (order[i], order[j]) in ms
+    )
+
+
+@relation(Depends.READS_FROM)
 def base_causality(x: Execution) -> frozenset:
     """``cause-base = (po | sync | sync_fence | sync_barrier | host)+`` (choices 5 and 7).
 
@@ -397,97 +405,84 @@ def base_causality(x: Execution) -> frozenset:
     return plus(union(po_immediate(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host_immediate(x)))
 
 
-@relation
+@relation(Depends.READS_FROM)
 def causality(x: Execution) -> frozenset:
     """``cause = cause-base | (observation ; cause-base)`` (``ptx-v6.0.cat``; ISA "Causality order")."""
     return base_causality(x) | seq(observation(x), base_causality(x))
 
 
+def memory_order_pairs(orders: dict[str, tuple[int, ...]]) -> frozenset:
+    """The pairs of each location's memory order (a total order per location)."""
+    return frozenset(
+        (order[i], order[j]) for order in orders.values()
+        for i in range(len(order)) for j in range(i + 1, len(order))
+    )
+
+
+@relation(Depends.COHERENCE)
+def co(x: Execution) -> frozenset:
+    """``let co = co+``: coherence order, a partial order per location (choice 1).
+
+    ``ptx-v6.0.cat``: "Explicitly add transitivity for coherence since the co in PTX is not total".
+    An execution built with a total order only (``co_rel`` None) has that order as its coherence.
+    """
+    if x.co_rel is None:
+        return memory_order_pairs(x.co)
+    return x.co_rel  # transitively closed by construction (syncverify.explore.location_choices.coherence_of): co+ = co
+
+
+@relation(Depends.COHERENCE)
+def fr(x: Execution) -> frozenset:
+    """``fr = rf^-1 ; co``: from-reads, a read before the writes that overwrite what it read."""
+    return seq(inverse(rf(x)), co(x))
+
+
 # ----- axioms ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Axiom:
-    """A named axiom: ``kind`` of check (``acyclic``, ``irreflexive`` or ``empty``) over ``relation``.
-
-    :meth:`evidence` returns what breaks it: the cycle (edges), the reflexive pairs, or the pairs
-    of the relation that should be empty; an empty list means the axiom holds.
-    """
-
-    name: str
-    kind: str
-    relation: Callable[[Execution], frozenset]
-    source: str
-
-    def holds(self, x: Execution) -> bool:
-        """Whether ``x`` passes the axiom: :meth:`evidence` is empty, decided without building
-        the evidence (the explorer asks this of every candidate execution)."""
-        r = self.relation(x)
-        if self.kind == "acyclic":
-            return is_acyclic(r)
-        if self.kind == "irreflexive":
-            return not any(a == b for a, b in r)
-        return not r
-
-    def evidence(self, x: Execution) -> list[tuple[int, int]]:
-        r = self.relation(x)
-        if self.kind == "acyclic":
-            return find_cycle(r) or []
-        if self.kind == "irreflexive":
-            return reflexive_pairs(r)
-        return sorted(r)
-
-
-def _writes(x: Execution) -> Callable[[int], bool]:
-    return lambda e: x.events[e].is_write and not x.events[e].ghost
-
-
-def same_location_writes(x: Execution) -> list[list[int]]:
-    """The (non-ghost) writes of each location, initial write included."""
+def causal_writes(x: Execution) -> frozenset:
+    """``([W]; cause; [W]) & loc``, looked up pair by pair (a location has few writes; ``cause``
+    has many pairs); ghost writes carry no coherence (choice 8)."""
     by_loc: dict[str, list[int]] = {}
     for e in x.events:
         if e.is_write and not e.ghost:
             by_loc.setdefault(e.loc, []).append(e.eid)  # type: ignore[arg-type]
-    return list(by_loc.values())
-
-
-def causal_writes(x: Execution) -> frozenset:
-    """``([W]; cause; [W]) & loc``, looked up pair by pair (a location has few writes; ``cause``
-    has many pairs)."""
     cause = causality(x)
-    return frozenset((a, b) for group in same_location_writes(x) for a in group for b in group
+    return frozenset((a, b) for group in by_loc.values() for a in group for b in group
                      if a != b and (a, b) in cause)
 
 
 def coherence(x: Execution) -> frozenset:
-    """``([W]; cause; [W]) & loc \\ co``: causally ordered writes to one location are in co order."""
-    return causal_writes(x) - co(x)
+    """``(([W]; cause; [W]) & loc) \\ co``, empty: causally ordered writes to one location are in co order."""
+    return minus(causal_writes(x), co(x))
 
 
 def coherence2(x: Execution) -> frozenset:
-    """``(([W]; morally-strong; [W]) & loc) \\ (co | co^-1)``: morally strong writes to one location
-    are coherence-ordered (one way or the other); other pairs may stay unordered."""
+    """``(([W]; morally-strong; [W]) & loc) \\ (co | co^-1)``, empty: morally strong writes to one
+    location are coherence-ordered (one way or the other); other pairs may stay unordered."""
     ordered = co(x)
     return frozenset((a, b) for a, b in morally_strong_writes(x) if (a, b) not in ordered and (b, a) not in ordered)
 
 
 def fence_sc(x: Execution) -> frozenset:
-    """``fence_sc ; cause``, which must be irreflexive: Fence-SC order cannot contradict causality."""
+    """``sync_fence ; cause``, irreflexive: Fence-SC order cannot contradict causality (choice 4)."""
     return seq(fence_sc_order(x), causality(x))
 
 
 def atomicity(x: Execution) -> frozenset:
-    """``((ms & fr) ; (ms & co)) & rmw``: no morally strong write between an atomic's read and write."""
+    """``((morally-strong & fr) ; (morally-strong & co)) & rmw``, empty: no morally strong write
+    between an atomic's read and write."""
     ms = morally_strong(x)
     return inter(seq(inter(ms, fr(x)), inter(ms, co(x))), rmw(x))
 
 
 def no_thin_air(x: Execution) -> frozenset:
-    """``rf | dep``, which must be acyclic: values do not appear out of thin air."""
+    """``rf | dep``, acyclic: values do not appear out of thin air."""
     return rf(x) | x.dep
 
 
 def sc_per_location(x: Execution) -> frozenset:
-    """``(ms & (rf | co | fr)) | po-loc``, acyclic: morally strong accesses to one location are SC."""
+    """``(morally-strong & (rf | co | fr)) | po-loc``, acyclic: morally strong accesses to one
+    location are SC."""
     return inter(morally_strong(x), union(rf(x), co(x), fr(x))) | po_loc(x)
 
 
@@ -496,20 +491,64 @@ def causality_axiom(x: Execution) -> frozenset:
     return seq(rf(x) | fr(x), causality(x))
 
 
+class AxiomKind(Enum):
+    """The kind of an axiom, as the ``.cat`` language writes it before the relation."""
+
+    ACYCLIC = "acyclic"
+    IRREFLEXIVE = "irreflexive"
+    EMPTY = "empty"
+
+    def holds(self, r: frozenset) -> bool:
+        """Whether ``r`` passes, decided without building the evidence."""
+        if self is AxiomKind.ACYCLIC:
+            return is_acyclic(r)
+        if self is AxiomKind.IRREFLEXIVE:
+            return not any(a == b for a, b in r)
+        return not r
+
+    def evidence(self, r: frozenset) -> list[tuple[int, int]]:
+        """What breaks it: the cycle (edges), the reflexive pairs, or the pairs of ``r``; empty
+        when it holds."""
+        if self is AxiomKind.ACYCLIC:
+            return find_cycle(r) or []
+        if self is AxiomKind.IRREFLEXIVE:
+            return reflexive_pairs(r)
+        return sorted(r)
+
+
+@dataclass(frozen=True)
+class Axiom:
+    """A named axiom: its ``kind`` (acyclic, irreflexive or empty) of ``relation``; ``name`` as
+    in the ISA and ``ptx-v6.0.cat`` (``axiom-NAME``), so that verdicts line up."""
+
+    name: str
+    kind: AxiomKind
+    relation: Callable[[Execution], frozenset]
+    source: str
+
+    def holds(self, x: Execution) -> bool:
+        """Whether ``x`` passes the axiom (the explorer asks this of every candidate execution)."""
+        return self.kind.holds(self.relation(x))
+
+    def evidence(self, x: Execution) -> list[tuple[int, int]]:
+        """What breaks the axiom in ``x`` (see :meth:`AxiomKind.evidence`); empty when it holds."""
+        return self.kind.evidence(self.relation(x))
+
+
 AXIOMS: tuple[Axiom, ...] = (
-    Axiom("Coherence", "empty", coherence,
+    Axiom("Coherence", AxiomKind.EMPTY, coherence,
           "ISA: if a write W precedes an overlapping write W' in causality order, then W must precede W' in coherence order"),
-    Axiom("Coherence2", "empty", coherence2,
+    Axiom("Coherence2", AxiomKind.EMPTY, coherence2,
           "ISA: coherence order ... relates every pair of morally strong overlapping writes (ptx-v6.0.cat axiom-Coherence2)"),
-    Axiom("FenceSC", "irreflexive", fence_sc,
+    Axiom("FenceSC", AxiomKind.IRREFLEXIVE, fence_sc,
           "ISA: Fence-SC order cannot contradict causality order"),
-    Axiom("Atomicity", "empty", atomicity,
+    Axiom("Atomicity", AxiomKind.EMPTY, atomicity,
           "ISA: no morally strong write intervenes in coherence order between the read and the write of a morally strong atomic"),
-    Axiom("No-Thin-Air", "acyclic", no_thin_air,
+    Axiom("No-Thin-Air", AxiomKind.ACYCLIC, no_thin_air,
           "ISA: values may not appear out of thin air (acyclic rf | dep)"),
-    Axiom("SC-per-Location", "acyclic", sc_per_location,
+    Axiom("SC-per-Location", AxiomKind.ACYCLIC, sc_per_location,
           "ISA: within any set of overlapping, pairwise morally strong operations, communication order cannot contradict program order"),
-    Axiom("Causality", "irreflexive", causality_axiom,
+    Axiom("Causality", AxiomKind.IRREFLEXIVE, causality_axiom,
           "ISA: relations in communication order cannot contradict causality order"),
 )
 

@@ -14,10 +14,7 @@ The operators are named after herd's ``.cat`` language so that ``syncverify.mode
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Iterable, TypeVar
-
-E = TypeVar("E")
-Relation = frozenset  # frozenset[tuple[E, E]]
+from typing import Callable, Iterable
 
 EMPTY: frozenset = frozenset()
 

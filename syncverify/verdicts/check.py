@@ -33,7 +33,8 @@ from syncverify.explore.driver import (
     candidate_executions,
     explore,
 )
-from syncverify.explore.location_choices import spin_is_real
+from syncverify.explore.bounds import Clock
+from syncverify.explore.location_choices import is_execution
 from syncverify.scenarios.build import Scenario
 
 KINDS = ("race", "unwritten-read", "stale-read", "hang")
@@ -316,13 +317,12 @@ def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None
 
     Violations found are real (their executions are consistent); finding none is not a proof.
     """
-    start = time.monotonic()
     rng = random.Random(seed)
     result = CheckResult(scenario, sampled=0, seed=seed)
-    deadline = start + timeout if timeout else None
+    clock = Clock(timeout if timeout else None)
     pool: list = []
     try:
-        for item in candidate_executions(scenario.program, deadline=deadline, max_steps=max_steps):
+        for item in candidate_executions(scenario.program, clock=clock, max_steps=max_steps):
             result.candidates += 1
             # reservoir sampling over the candidate stream
             if len(pool) < samples:
@@ -331,20 +331,17 @@ def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None
                 j = rng.randrange(result.candidates)
                 if j < samples:
                     pool[j] = item
-            if deadline is not None and time.monotonic() > deadline:
-                raise LimitHit("timeout", "while sampling")
+            clock.check("while sampling")
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
     for skeleton, x in pool:
         result.sampled += 1  # type: ignore[operator]
-        if skeleton.stuck and not spin_is_real(skeleton, x, scenario.program):
-            continue
-        if not ptx.is_consistent(x):
+        if not is_execution(skeleton, x, scenario.program):
             continue
         result.executions += 1
         for kind, sentence, evidence in classify(x):
             result.violations.setdefault(kind, Violation(kind, sentence, x, evidence))
-    result.seconds = time.monotonic() - start
+    result.seconds = clock.elapsed()
     return result
 
 
