@@ -426,4 +426,26 @@ def execution_trace(x: Execution, scenario: Scenario, evidence: list[tuple[int, 
                 row["reads_from"] = _role(x, src[0])
                 row["value"] = x.events[src[0]].value
         rows.append(row)
+    return rows + _spin_rows(x, scenario)
+
+
+def _spin_rows(x: Execution, scenario: Scenario) -> list[dict]:
+    """One row per lock a hanging thread spins on: its poll, and the value it keeps reading.
+
+    The explorer cuts a spin's failed iterations (their reads change no register that lives on),
+    so the execution holds no read event for them; the trace still shows the poll that hangs,
+    with the step that made it, so a cause that names that poll names a row of its trace."""
+    rows = []
+    for t, reason in sorted(x.stuck.items()):
+        if reason[0] != "spin":
+            continue
+        info = scenario.threads[t]
+        labels: dict[str, str] = {}  # each lock's first labelled access: the poll (a later one is a one-off)
+        for ins in scenario.program.threads[t].instructions:
+            if getattr(ins, "loc", None) is not None and getattr(ins, "label", ""):
+                labels.setdefault(ins.loc, ins.label)
+        for loc, seen in reason[1]:
+            rows.append({"rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.role,
+                         "step": labels.get(loc, f"poll {loc}"), "event": f"R {loc}={seen} (spins forever)",
+                         "location": loc, "value": seen, "reads_from": None, "offending": True})
     return rows

@@ -63,7 +63,10 @@ DEFAULT_TIMEOUT = 120.0  # seconds for the whole search
 DEFAULT_CHECK_TIMEOUT = 10.0  # seconds per re-check
 
 #: Cost of one change of each kind: the order in which fixes are offered.
-KIND_COST = {"sem": 1, "scope": 1, "barrier": 2, "fence": 3, "read": 4}
+KIND_COST = {"sem": 1, "scope": 1, "barrier": 2, "reset": 2, "fence": 3, "target": 3, "read": 4}
+
+#: ``until`` operators whose target can grow with the call (a counter or flag that only rises).
+GROWING_UNTILS = ("==", ">=", ">")
 
 SIGNAL_WRITES = ("store", "atomic_xchg", "atomic_add")
 
@@ -102,8 +105,10 @@ class Change:
         return self.kind in ("barrier", "fence")
 
     def to_json(self) -> dict[str, Any]:
+        edits = ({f"{section} step {i + 1}": {key: value} for section, i, key, value in self.fields}
+                 if self.kind == "target" else dict(self.fields))
         return {"kind": self.kind, "section": self.section, "index": self.index,
-                "set": dict(self.fields), "description": self.description}
+                "set": edits, "description": self.description}
 
 
 def _step_name(section: str, index: int) -> str:
@@ -185,8 +190,45 @@ def _insertions(section: str, steps: list[dict[str, Any]]) -> list[Change]:
     return found
 
 
-def candidate_changes(protocol: Protocol) -> list[Change]:
-    """Every single strengthening of ``protocol``, in generation order (signal, then wait)."""
+def _reset_changes(data: dict[str, Any]) -> list[Change]:
+    """Reset the locks between calls (a lock that keeps the last call's value satisfies the next
+    call's wait): by the host between barriers, or by the consumer after its loads (``owner``,
+    where some wait polls its own copy)."""
+    owner_ok = any(s["op"] == "await" and s.get("from", "self") == "self" for s in data["wait"])
+    return [Change("reset", "protocol", 0, (("reset", new),),
+                   f'reset the locks between calls: reset = "{new}" (was "{data.get("reset", "none")}")',
+                   KIND_COST["reset"])
+            for new in ("host", "owner") if new != data.get("reset") and (new != "owner" or owner_ok)]
+
+
+def _grown(expression: Any) -> str:
+    """``expression`` times ``(epoch + 1)``: what a constant becomes once it grows with the call."""
+    return "epoch + 1" if expression in (1, "1") else f"({expression}) * (epoch + 1)"
+
+
+def _target_changes(data: dict[str, Any]) -> list[Change]:
+    """Make the target grow with the call: every constant ``until`` of an ``await`` (``==``,
+    ``>=``, ``>``) and every constant value an ``atomic_xchg`` or ``store`` signal writes, times
+    ``(epoch + 1)`` (an ``atomic_add`` counts up by itself). One change: the two go together."""
+    waits = [i for i, s in enumerate(data["wait"]) if s["op"] == "await" and "epoch" not in str(s["until"])
+             and str(s["until"]).split()[0] in GROWING_UNTILS]
+    if not waits:
+        return []
+    writes = [i for i, s in enumerate(data["signal"]) if s["op"] in ("store", "atomic_xchg")
+              and "epoch" not in str(s["value"])]
+    fields = tuple(("wait", i, "until", f"{data['wait'][i]['until'].split()[0]} "
+                    f"{_grown(data['wait'][i]['until'].split(maxsplit=1)[1])}") for i in waits)
+    fields += tuple(("signal", i, "value", _grown(data["signal"][i]["value"])) for i in writes)
+    said = ", ".join(f"{_step_name(section, i)}'s {key} = {value!r}" for section, i, key, value in fields)
+    return [Change("target", "protocol", 1, fields, f"make the target grow with the call: {said}",
+                   KIND_COST["target"])]
+
+
+def candidate_changes(protocol: Protocol, *, calls: int = 2, resets: bool = True) -> list[Change]:
+    """Every single strengthening of ``protocol``, in generation order (signal, then wait, then,
+    when ``calls`` > 1, what carries over between calls: a reset between them, a target that grows
+    with them; ``resets=False`` leaves out the reset, as when the scenario's reset policy is given).
+    One call has nothing between calls: neither change could matter there."""
     data = protocol.to_dict()
     changes: list[Change] = []
     for section in ("signal", "wait"):
@@ -195,6 +237,8 @@ def candidate_changes(protocol: Protocol) -> list[Change]:
             changes += _scope_changes(section, index, step)
             changes += _read_changes(section, index, step)
         changes += _insertions(section, data[section])
+    if calls > 1:
+        changes += (_reset_changes(data) if resets else []) + _target_changes(data)
     return changes
 
 
@@ -205,8 +249,15 @@ def apply_changes(data: dict[str, Any], changes: tuple[Change, ...]) -> dict[str
     and fence, barrier on the wait side.
     """
     out = dict(data)
+    grown = {(section, i): {} for section in ("signal", "wait") for i in range(len(data[section]))}
+    for change in changes:
+        if change.kind == "reset":
+            out.update(change.fields)
+        elif change.kind == "target":
+            for section, i, key, value in change.fields:
+                grown[section, i][key] = value
     for section in ("signal", "wait"):
-        steps = [dict(s) for s in data[section]]
+        steps = [{**s, **grown[section, i]} for i, s in enumerate(data[section])]
         for change in changes:
             if change.section == section and not change.inserts:
                 step = steps[change.index]
@@ -389,7 +440,7 @@ def suggest(protocol, *, scenario: str = "all-reduce", world_size: int = 2,
     if base.safe:
         return Suggestions(max_changes=max_changes, safe_already=True, seconds=time.monotonic() - start)
     data = protocol.to_dict()
-    singles = candidate_changes(protocol)
+    singles = candidate_changes(protocol, calls=options.get("epochs", 1), resets=options.get("reset") is None)
     rank = {change: n for n, change in enumerate(singles)}
     seen: set[str] = {json.dumps(data, sort_keys=True)}
     state = {"tried": 0, "unknown": 0, "stopped": None}
