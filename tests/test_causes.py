@@ -127,30 +127,9 @@ def test_the_json_verdict_and_the_text_output_carry_the_cause(capsys):
 
 # ----- causes that match their traces (issue 23, item 3) ----------------------------------------
 
-GENERATION_FLAG = """\
-name = "generation-flag-never-reset"
-summary = "release xchg(1) on the producer's own lock, acquire polls until == 1; locks never reset"
-origin = "a test: a generation flag whose target does not grow with the call"
-reset = "none"
+from tests.test_stress_cli import GENERATION_FLAG as COUNTING_FLAG  # noqa: E402 -- one text of it
 
-[[signal]]
-op = "barrier"
-
-[[signal]]
-op = "atomic_xchg"
-value = 1
-sem = "release"
-scope = "sys"
-to = "self"
-
-[[wait]]
-op = "await"
-read = "load"
-sem = "acquire"
-scope = "sys"
-from = "each"
-until = "== 1"
-"""
+GENERATION_FLAG = COUNTING_FLAG.replace('until = ">= 1"', 'until = "== 1"')  # a generation flag: == 1
 
 
 @pytest.mark.parametrize("protocol, scenario", [("iris-465-hardcoded-lock-value", "all-reduce"),
