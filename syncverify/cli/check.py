@@ -42,7 +42,7 @@ def check_command(
     progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
     samples: Optional[int] = typer.Option(None, "--sample", min=1, help="Check N random executions instead of all (finding none is not a proof).", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
-    suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings) and print at most 5 with TOML diffs."),
+    suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings; with --epochs 2 or more also a reset between calls or a target that grows with the call), one per PTX lowering, and print at most 5, each a diff of the protocol file as written (apply with: patch -p0)."),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
 
@@ -174,6 +174,8 @@ def _print_suggestions(suggestions) -> None:
     out.print(f"suggest: {suggestions.message}", markup=False)
     for number, fix in enumerate(suggestions[:MAX_SUGGESTIONS], start=1):
         out.print(f"fix {number}: {fix.description}", markup=False)
+        for same in fix.same_ptx:
+            out.print(f"  (the same PTX as: {same})", markup=False)
         out.print(fix.diff.rstrip("\n"), markup=False)
 
 

@@ -37,14 +37,22 @@ Decisions made here:
 * **A fix is proven for the scenario it was checked in, no more.** ``xchg-flag``'s fixes at world
   size 2 (its ``xchg(1)`` to ``others`` reaches the one other rank) are unsafe at 3; check a fix
   at the sizes that matter, or search there (``world_size=3`` finds none within 2 changes).
-* **Diffs** are unified diffs of the protocol written as TOML by :func:`protocol_toml` (the file's
-  own layout with defaults filled in, as ``to_dict()`` gives it; comments are not kept).
+* **Diffs** are unified diffs of the protocol's own file as written (:func:`file_diff`: its lines
+  edited in place, comments and omitted defaults kept, a missing key added to its step's table),
+  so they apply with ``patch -p0`` from the directory ``check`` ran in; each is checked by parsing
+  the edited text back to the fixed protocol. A protocol with no file (or not one table per step)
+  gets the diff of its re-written TOML (:func:`protocol_toml`) under a line saying so.
+* **One fix per lowering**: two fixes whose protocols lower to the same PTX
+  (:func:`lowering_key`: ``read = "load"`` with ``sem = "acquire"`` and ``read = "atomic_add"`` of 0
+  with ``sem = "acquire"`` are both ``ld.acquire`` on one thread, then ``bar.sync``) are one; the
+  first is kept and names the other (``same_ptx``).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -324,6 +332,174 @@ def toml_diff(before: Protocol, after: Protocol) -> str:
         fromfile=f"a/{before.name}.toml", tofile=f"b/{after.name}.toml"))
 
 
+_HEADER = re.compile(r"\s*\[\[\s*(before_store|signal|wait|after_load)\s*\]\]\s*(#.*)?\Z")
+_ANY_HEADER = re.compile(r"\s*\[")
+_KEY = re.compile(r"(?P<indent>\s*)(?P<key>[A-Za-z_][A-Za-z0-9_-]*|\"[^\"]+\")\s*=\s*(?P<rest>.*?)(?P<eol>\r?\n?)\Z")
+
+
+def _key_of(line: str) -> str | None:
+    match = _KEY.match(line)
+    return match["key"].strip('"') if match and not _ANY_HEADER.match(line) else None
+
+
+def _comment_of(rest: str) -> str:
+    """The trailing comment of a ``key = value  # ...`` line ('' if none): the text after the
+    first ``#`` at which what comes before it parses as a TOML value."""
+    import tomllib
+
+    for at in [i for i, ch in enumerate(rest) if ch == "#"]:
+        try:
+            tomllib.loads(f"k = {rest[:at]}")
+        except tomllib.TOMLDecodeError:
+            continue
+        value = rest[:at].rstrip()
+        return rest[len(value):].rstrip() if value else ""  # the comment with the spaces before it
+    return ""
+
+
+class _FileText:
+    """A protocol file's own text, edited in place: a fix's diff is against the file as written
+    (its comments, its order of keys, the defaults it leaves out), so ``patch`` applies it."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines(keepends=True)
+        if self.lines and not self.lines[-1].endswith("\n"):
+            self.lines[-1] += "\n"
+        self.tables: dict[str, list[tuple[int, int]]] = {}
+        self.first_header = len(self.lines)
+        headers = [i for i, line in enumerate(self.lines) if _ANY_HEADER.match(line)]
+        for n, i in enumerate(headers):
+            self.first_header = min(self.first_header, i)
+            match = _HEADER.match(self.lines[i].rstrip("\r\n"))
+            if match:
+                end = headers[n + 1] if n + 1 < len(headers) else len(self.lines)
+                self.tables.setdefault(match[1], []).append((i, end))
+        self.replaced: dict[int, list[str]] = {}
+        self.before: dict[int, list[str]] = {}  # lines inserted before line i (len(lines): at the end)
+
+    def _body_end(self, start: int, end: int) -> int:
+        """Just after the last ``key = value`` line in ``start..end`` (trailing blanks and comments
+        belong to what follows)."""
+        last = start
+        for i in range(start, end):
+            if _key_of(self.lines[i]) is not None:
+                last = i
+        return last + 1
+
+    def set(self, start: int, end: int, key: str, value: Any) -> None:
+        """Set ``key`` in the table whose lines are ``start..end``: its line edited (its comment
+        kept), or a new line after the table's last key when the file left it out."""
+        for i in range(start, end):
+            if _key_of(self.lines[i]) == key:
+                match = _KEY.match(self.lines[i])
+                comment = _comment_of(match["rest"])
+                self.replaced[i] = [f"{match['indent']}{key} = {_toml_value(value)}{comment}\n"]
+                return
+        self.before.setdefault(self._body_end(start, end), []).append(f"{key} = {_toml_value(value)}\n")
+
+    def drop(self, start: int, end: int, key: str) -> None:
+        for i in range(start, end):
+            if _key_of(self.lines[i]) == key:
+                self.replaced[i] = []
+
+    def step(self, section: str, index: int) -> tuple[int, int]:
+        return self.tables[section][index]
+
+    def insert_step(self, section: str, gap: int, step: dict[str, Any]) -> None:
+        """A new ``[[section]]`` table before original step ``gap`` (above the comments just over
+        its header), or after the section's last table."""
+        table = [f"[[{section}]]\n"] + [f"{k} = {_toml_value(v)}\n" for k, v in step.items()]
+        tables = self.tables[section]
+        if gap < len(tables):
+            at = tables[gap][0]
+            while at > 0 and self.lines[at - 1].lstrip().startswith("#"):
+                at -= 1
+            self.before.setdefault(at, []).extend(table + ["\n"])
+        else:
+            self.before.setdefault(self._body_end(*tables[-1]), []).extend(["\n"] + table)
+
+    def text(self) -> str:
+        out: list[str] = []
+        for i, line in enumerate(self.lines):
+            out += self.before.get(i, [])
+            out += self.replaced.get(i, [line])
+        out += self.before.get(len(self.lines), [])
+        return "".join(out)
+
+
+def _edited_text(text: str, data: dict[str, Any], changes: tuple[Change, ...]) -> str | None:
+    """``text`` (a protocol file) with ``changes`` made to its lines, or None when its layout is
+    not one table per step (inline arrays: the edit is not attempted)."""
+    f = _FileText(text)
+    for section in ("signal", "wait"):
+        if len(f.tables.get(section, [])) != len(data[section]):
+            return None
+    for change in changes:
+        if change.kind == "reset":
+            for key, value in change.fields:
+                f.set(0, f.first_header, key, value)
+        elif change.kind == "target":
+            for section, i, key, value in change.fields:
+                f.set(*f.step(section, i), key, value)
+        elif change.inserts:
+            f.insert_step(change.section, change.index, dict(change.fields))
+        else:
+            start, end = f.step(change.section, change.index)
+            for key in change.drop:
+                f.drop(start, end, key)
+            for key, value in change.fields:
+                f.set(start, end, key, value)
+    return f.text()
+
+
+def _shown_path(path: str) -> str:
+    """The file as ``patch -p0`` finds it from the current directory: relative when inside it."""
+    import os
+
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    return relative if not relative.startswith("..") else absolute
+
+
+def file_diff(protocol: Protocol, changes: tuple[Change, ...], fixed: Protocol) -> str:
+    """The fix as a unified diff of the protocol's own file, as written: it applies with
+    ``patch -p0`` (or ``git apply -p0``) from the current directory. A protocol with no file, or
+    a file whose layout is not one ``[[signal]]``/``[[wait]]`` table per step, gets the diff of its
+    re-written TOML (:func:`toml_diff`) under a line saying so."""
+    from pathlib import Path
+
+    from syncverify.protocols.loader import parse_protocol
+
+    path = getattr(protocol, "path", "") or ""
+    if path and not path.startswith("<") and Path(path).is_file():
+        text = Path(path).read_text(encoding="utf-8")
+        edited = _edited_text(text, protocol.to_dict(), changes)
+        if edited is not None and parse_protocol(edited, path=path).to_dict() == fixed.to_dict():
+            shown = _shown_path(path)
+            return "".join(difflib.unified_diff(text.splitlines(keepends=True), edited.splitlines(keepends=True),
+                                                fromfile=shown, tofile=shown))
+    where = f"{path}'s layout" if path and not path.startswith("<") else "a protocol with no file"
+    return (f"# not a patch of {where}: the protocol re-written with its defaults filled in\n"
+            + toml_diff(protocol, fixed))
+
+
+def lowering_key(protocol: Protocol) -> tuple:
+    """What a protocol runs, as the PTX it lowers to (:func:`syncverify.protocols.lowering.lower_step`)
+    and every field the lowering does not carry (locks, targets, values, reset). Two fixes with
+    one key are one fix: the same instructions on the GPU, whatever the TOML says."""
+    from syncverify.protocols.lowering import lower_step, lower_tile_load, lower_tile_store
+    from syncverify.protocols.rules import SECTIONS, section_steps
+
+    def key(step) -> tuple:
+        ops = lower_step(step)
+        # an atomic_add of 0 that lowers to a load has no value on the GPU: ld.acquire reads
+        carried = ("op", "sem", "scope", "read", "cache") + (("value",) if ops[0].kind == "ld" else ())
+        return ops, tuple(sorted((k, str(v)) for k, v in step.to_dict().items() if k not in carried))
+
+    steps = tuple((section, tuple(key(step) for step in section_steps(protocol, section))) for section in SECTIONS)
+    return (protocol.reset, lower_tile_store(protocol), lower_tile_load(protocol), steps)
+
+
 # ----- the search ------------------------------------------------------------------------------
 
 @dataclass
@@ -333,6 +509,7 @@ class Fix:
     changes: tuple[Change, ...]
     protocol: Protocol
     diff: str
+    same_ptx: tuple[str, ...] = ()  # descriptions of the fixes that lower to the same PTX as this one
 
     @property
     def description(self) -> str:
@@ -344,7 +521,7 @@ class Fix:
 
     def to_json(self) -> dict[str, Any]:
         return {"changes": [c.to_json() for c in self.changes], "description": self.description,
-                "diff": self.diff}
+                "diff": self.diff, "same_ptx": list(self.same_ptx)}
 
 
 class Suggestions(list):
@@ -386,6 +563,19 @@ class Suggestions(list):
         """``suggestions`` (at most ``limit``), ``suggest_message``, ``suggest_tried``, ``suggest_stopped``."""
         return {"suggestions": [f.to_json() for f in self[:limit]], "suggest_message": self.message,
                 "suggest_tried": self.tried, "suggest_stopped": self.stopped}
+
+
+def _one_per_lowering(fixes: list[Fix]) -> list[Fix]:
+    """The fixes with one per PTX lowering (:func:`lowering_key`): the first, smallest, is kept and
+    names the others (``same_ptx``)."""
+    kept: dict[tuple, Fix] = {}
+    for fix in fixes:
+        key = lowering_key(fix.protocol)
+        if key in kept:
+            kept[key].same_ptx += (fix.description,)
+        else:
+            kept[key] = fix
+    return list(kept.values())
 
 
 def _order(changes: tuple[Change, ...], rank: dict[Change, int]) -> tuple:
@@ -465,8 +655,8 @@ def suggest(protocol, *, scenario: str = "all-reduce", world_size: int = 2,
             if result.safe is None:
                 state["unknown"] += 1
             elif result.safe:
-                fixes.append(Fix(changes, candidate, toml_diff(protocol, candidate)))
-        return fixes
+                fixes.append(Fix(changes, candidate, file_diff(protocol, changes, candidate)))
+        return _one_per_lowering(fixes)
 
     fixes = search([(c,) for c in singles])
     if not fixes and not state["stopped"] and max_changes == 2:
