@@ -132,10 +132,17 @@ def stress_command(
 
 
 def _model_verdict(options: dict):
-    """The model's verdict over the calls the campaign makes (:func:`~syncverify.stress.report.campaign_verdict`)."""
+    """The model's verdict over the calls the campaign makes (:func:`~syncverify.stress.report.campaign_verdict`),
+    with a progress line on stderr while it runs (two calls at a large world size take a while)."""
+    from syncverify.cli.progress import StderrProgress
     from syncverify.stress.report import campaign_verdict
 
-    return campaign_verdict(options)
+    class Display(StderrProgress):
+        def line(self) -> str:
+            return f"model: checking {options['protocol']} over 1, then 2 calls, {self.elapsed():.0f} s"
+
+    with Display(after=2.0, plain_every=5.0, name="syncverify-stress-model"):
+        return campaign_verdict(options)
 
 
 def _verdict_words(model) -> str:
