@@ -146,13 +146,16 @@ class GuidedPlan:
     world_size: int
     safe: bool | None
     schedules: list[Schedule] = field(default_factory=list)
+    calls: int = 1  # consecutive kernel calls the verdict covers (a campaign's iterations are calls)
 
     def to_dict(self) -> dict:
         return {"protocol": self.protocol, "kernel": self.kernel, "world_size": self.world_size,
-                "safe": self.safe, "schedules": [s.to_dict() for s in self.schedules]}
+                "safe": self.safe, "calls": self.calls, "schedules": [s.to_dict() for s in self.schedules]}
 
     def describe(self) -> str:
-        verdict = {True: "safe", False: "unsafe", None: "unknown"}[self.safe]
+        calls = f"{self.calls} call{'' if self.calls == 1 else 's'}"
+        verdict = {True: f"safe ({calls})", False: f"unsafe ({calls})",
+                   None: f"unknown ({calls}, bound hit)"}[self.safe]
         head = f"guided schedules for {self.protocol} in {self.kernel}, W={self.world_size} (model: {verdict})"
         lines = [head]
         for schedule in self.schedules:
@@ -172,7 +175,8 @@ class GuidedPlan:
         schedules = [Schedule(**{**s, "entries": tuple(GuidedDelay(**e) for e in s["entries"]),
                                  **{k: tuple(s[k]) for k in ("reasons", "ahead", "order")}})
                      for s in data["schedules"]]
-        return cls(data["protocol"], data["kernel"], data["world_size"], data["safe"], schedules)
+        return cls(data["protocol"], data["kernel"], data["world_size"], data["safe"], schedules,
+                   data.get("calls", 1))
 
 
 # ----- reading a witness trace ---------------------------------------------------------------------
@@ -393,21 +397,24 @@ def search_realizable(protocol: Any, *, kernel: str, world_size: int, kinds: set
 def guided_plan(protocol: Any, *, kernel: str, world_size: int, num_warps: int = 8,
                 timeout: float = 120.0, search_seconds: float = 10.0, **scenario_options: Any) -> GuidedPlan:
     """Check ``protocol`` in ``kernel``'s scenario at ``world_size`` and build one schedule per
-    violation kind (the same scenario options as ``syncverify check``). When the model's witness
-    cannot be forced by delays, the other counterexamples of that kind (one launch, then two) are
-    searched for ``search_seconds`` for one that can.
+    violation kind (the same scenario options as ``syncverify check``). Without ``epochs`` the
+    model checks the calls a campaign makes (:func:`~syncverify.verdicts.check.check_calls`: one,
+    then two when one is safe), since every iteration is a new call on the same locks. When the
+    model's witness cannot be forced by delays, the other counterexamples of that kind (one launch,
+    then two) are searched for ``search_seconds`` for one that can.
 
     >>> plan = guided_plan("fenced-release-acquire", kernel="all-reduce", world_size=2)
     >>> [(s.kind, s.entries[0].site, s.entries[0].warps) for s in plan.schedules]
     [('unwritten-read', 'before-store', 254), ('race', 'before-store', 254)]
     """
-    from syncverify.verdicts.check import check_protocol
+    from syncverify.verdicts.check import check_calls, check_protocol
     from syncverify.protocols import load_protocol
 
     if not hasattr(protocol, "signal"):
         protocol = load_protocol(protocol)
-    model = check_protocol(protocol, scenario=kernel, world_size=world_size, timeout=timeout, **scenario_options)
-    plan = GuidedPlan(protocol.name, kernel, world_size, model.safe)
+    checker = check_protocol if "epochs" in scenario_options else check_calls
+    model = checker(protocol, scenario=kernel, world_size=world_size, timeout=timeout, **scenario_options)
+    plan = GuidedPlan(protocol.name, kernel, world_size, model.safe, calls=model.scenario.options.epochs)
     own: dict[str, Schedule] = {}
     for kind, violation in model.violations.items():
         cause = violation.cause(violation.part or model.scenario).kind

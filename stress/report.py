@@ -65,6 +65,19 @@ def first_failure_lines(result: CampaignResult, *, replay: str | None = None) ->
     return lines
 
 
+def campaign_verdict(options: dict):
+    """The model's verdict beside a campaign (a ``CheckResult``): its protocol in its kernel's
+    scenario at its world size, with its reset, push, production and distribution, over the calls
+    the campaign makes (:func:`~syncverify.verdicts.check.check_calls`: every iteration is a new
+    call on the same locks, so one call is not what runs). ``options``: the campaign's options."""
+    from syncverify.verdicts.check import check_calls
+
+    return check_calls(options["protocol"], scenario=options["kernel"], world_size=options["world_size"],
+                       timeout=120.0, push=options.get("push") or "epoch-flag", reset=options.get("reset"),
+                       production=options.get("production") or "every-rank",
+                       distribution=options.get("distribution") or "striding")
+
+
 def interpreter_lines(result: CampaignResult, model) -> list[str]:
     """What an interpreted run can and cannot show, every time, beside the model's verdict
     (``model``: a ``CheckResult``)."""

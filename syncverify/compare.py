@@ -100,11 +100,13 @@ class ModelColumns:
     limit: str | None = None
     limit_detail: str = ""
     witnesses: dict[str, Witness] = field(default_factory=dict, repr=False)
+    calls: int = 1  # consecutive kernel calls checked (a campaign's iterations are calls)
 
     def to_json(self, graphs: dict[str, str] | None = None) -> dict:
         graphs = graphs or {}
         return {
             "verdict": self.verdict,
+            "calls": self.calls,
             "safe": {"safe": True, "unsafe": False}.get(self.verdict),
             "kinds": list(self.kinds),
             "executions": self.executions,
@@ -207,15 +209,17 @@ class Row:
 # ----- the two halves ---------------------------------------------------------------------------
 
 def model_columns(protocol: str, scenario: str, world_size: int, timeout: float) -> ModelColumns:
-    """Check one pair (in a worker process: arguments and result are picklable)."""
-    from syncverify.verdicts.check import check_protocol
+    """Check one pair (in a worker process: arguments and result are picklable) over the calls a
+    campaign makes (:func:`~syncverify.verdicts.check.check_calls`): a campaign's iterations are
+    calls on the same locks, so the verdict beside it covers two calls, not one."""
+    from syncverify.verdicts.check import check_calls
 
-    result = check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout)
+    result = check_calls(protocol, scenario=scenario, world_size=world_size, timeout=timeout)
     verdict = {True: "safe", False: "unsafe", None: "unknown"}[result.safe]
     witnesses = {kind: Witness(kind, v.explanation, v.execution, tuple(v.evidence))
                  for kind, v in result.violations.items()}
     return ModelColumns(verdict, tuple(result.violations), result.executions, result.seconds,
-                        result.limit_hit, result.limit_detail, witnesses)
+                        result.limit_hit, result.limit_detail, witnesses, result.scenario.options.epochs)
 
 
 def cuda_available() -> bool:
@@ -431,7 +435,8 @@ def _as_done(pool: ProcessPoolExecutor, futures: dict) -> Iterable[tuple[Any, An
 
 def model_cells(model: ModelColumns) -> tuple[str, str, str, str]:
     """verdict, kinds, executions, seconds: the model's four cells."""
-    verdict = model.verdict.upper() + (f" ({model.limit})" if model.limit else "")
+    calls = f"{model.calls} call{'' if model.calls == 1 else 's'}"
+    verdict = model.verdict.upper() + (f" ({calls}, bound hit: {model.limit})" if model.limit else f" ({calls})")
     return verdict, ", ".join(model.kinds) or "-", f"{model.executions:,}", f"{model.seconds:.2f}"
 
 
@@ -471,7 +476,8 @@ def unsound_lines(rows: Sequence[Row]) -> list[str]:
     for row in rows:
         if row.unsound:
             _it, bad, first = hardware_cells(row.hardware)
-            lines.append(f"MODEL UNSOUND: {row.label}: the model says safe, the hardware showed bad tiles "
+            lines.append(f"MODEL UNSOUND: {row.label}: the model says safe ({row.model.calls} calls), the "
+                         "hardware showed bad tiles "
                          f"({bad}; first after {first})")
     return lines
 

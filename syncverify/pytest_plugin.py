@@ -26,7 +26,11 @@ Precedence: the call's arguments, then ``@pytest.mark.syncverify(...)`` (same ke
 nearest the test wins), then the command-line options, then the defaults above.
 
 Returns a :class:`syncverify.testing.StressResult`: ``.clean``, ``.counts``, ``.first_failure``,
-``.replay_command``, ``.assert_clean()`` (and every ``CampaignResult`` attribute).
+``.replay_command``, ``.assert_clean()`` (and every ``CampaignResult`` attribute). Interpreted, it
+also carries ``.model`` (the model's verdict over the calls the campaign makes, as ``syncverify
+stress --interpret`` prints it) and ``.notes`` (what the interpreter cannot show), and
+``assert_clean()`` fails unless the model proves the protocol safe: the interpreter runs programs
+one at a time, so its clean run is no evidence (see :meth:`StressResult.assert_clean`).
 
 Without a CUDA GPU and without ``--syncverify-interpret`` (or without torch and triton) the test is
 skipped, naming what is missing. Bad arguments fail the test with one line naming the argument
@@ -135,7 +139,13 @@ def syncverify_stress(request: pytest.FixtureRequest):
 
         # SyncVerifyError here: a limit of this machine (more ranks than GPUs, ...)
         campaign = _fail_on_error(run_campaign, **options)
-        return StressResult(campaign, replay_command(campaign, given))
+        model = notes = None
+        if options["interpret"]:  # a clean interpreted run proves nothing: the model must say it
+            from syncverify.stress.report import campaign_verdict, interpreter_lines
+
+            model = _fail_on_error(campaign_verdict, dict(campaign.options, protocol=options["protocol"]))
+            notes = tuple(interpreter_lines(campaign, model))
+        return StressResult(campaign, replay_command(campaign, given), model=model, notes=notes or ())
 
     stress.__signature__ = inspect.Signature(  # what help() and IDEs show
         [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=DEFAULTS[name])

@@ -159,6 +159,10 @@ class StressResult:
 
     campaign: Any
     replay_command: str | None = None
+    #: Interpreted runs: the model's ``CheckResult`` over the calls the campaign makes
+    #: (:func:`syncverify.stress.report.campaign_verdict`), and what the interpreter cannot show.
+    model: Any = None
+    notes: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -173,9 +177,21 @@ class StressResult:
     def first_failure(self) -> dict | None:
         return self.campaign.first_failure
 
+    @property
+    def model_verdict(self) -> str | None:
+        """The model's verdict in words (``safe (2 calls)``, ``unsafe (race; 1 call)``, ``unknown
+        (2 calls, bound hit)``), or None when the model was not asked (a GPU run)."""
+        if self.model is None:
+            return None
+        from syncverify.verdicts.check import calls_words
+
+        return calls_words(self.model)
+
     def __repr__(self) -> str:
         found = {kind: n for kind, n in self.counts.items() if n}
-        return f"StressResult(clean={self.clean}, bad tiles={found}, replay_command={self.replay_command!r})"
+        model = f", model={self.model_verdict!r}" if self.model is not None else ""
+        return (f"StressResult(clean={self.clean}, bad tiles={found}{model}, "
+                f"replay_command={self.replay_command!r})")
 
     def __getattr__(self, name: str):
         if name == "campaign":  # not set yet (copy, pickle): no recursion
@@ -193,11 +209,34 @@ class StressResult:
         from syncverify.stress.report import first_failure_lines
 
         lines += first_failure_lines(r, replay=self.replay_command)
+        if self.model is not None:
+            lines.append(f"model: {self.model_verdict}")
+            lines += self._model_lines()
+        lines += list(self.notes)
         return "\n".join(lines)
 
+    def _model_lines(self) -> list[str]:
+        """Why the model is not safe: each violation's cause, or the bound it hit."""
+        m = self.model
+        if m.safe is None:
+            return [f"  unknown: limit '{m.limit_hit}' hit ({m.limit_detail}); nothing was proven: check a "
+                    "smaller world size, or run on a GPU"]
+        return [f"  {v.kind}: {v.cause(v.part or m.scenario).text}" for v in m.violations.values()]
+
     def assert_clean(self) -> "StressResult":
-        """Raise ``AssertionError`` (:meth:`describe`) unless no tile of any iteration was bad."""
+        """Raise ``AssertionError`` (:meth:`describe`) unless no tile of any iteration was bad and,
+        for an interpreted run, the model proves the protocol safe over the calls the campaign made.
+
+        Why an interpreted run needs the model: Triton's interpreter runs the programs one at a
+        time, sequentially consistent, so it cannot show a missing barrier, fence, release or
+        acquire. Its clean run is no evidence of safety, and passing on it would turn a CI job
+        running ``pytest --syncverify-interpret`` green for a racy lock. So on the CPU the
+        assertion is the model's: it fails when the model finds violations (with their causes) and
+        when the model's check hit its bound (nothing is proven either way); it passes when the
+        run is clean and the model proves the protocol safe. A GPU run asserts what the hardware
+        showed, as before (the model is not asked: ``syncverify check`` is the place for it).
+        """
         __tracebackhide__ = True  # pytest: the failure is the test's line, not this one
-        if not self.clean:
+        if not self.clean or (self.model is not None and self.model.safe is not True):
             raise AssertionError(self.describe())
         return self

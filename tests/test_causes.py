@@ -123,3 +123,55 @@ def test_the_json_verdict_and_the_text_output_carry_the_cause(capsys):
     assert main(["check", "fenced-release-acquire"]) == 1
     out = capsys.readouterr().out
     assert out.count("cause: only the signalling thread is ordered") == 2
+
+
+# ----- causes that match their traces (issue 23, item 3) ----------------------------------------
+
+from tests.test_stress_cli import GENERATION_FLAG as COUNTING_FLAG  # noqa: E402 -- one text of it
+
+GENERATION_FLAG = COUNTING_FLAG.replace('until = ">= 1"', 'until = "== 1"')  # a generation flag: == 1
+
+
+@pytest.mark.parametrize("protocol, scenario", [("iris-465-hardcoded-lock-value", "all-reduce"),
+                                                ("generation-flag", "gemm-reduce-scatter")])
+def test_a_flag_left_by_the_previous_call_is_the_cause_and_the_needed_edge(protocol, scenario, tmp_path, capsys):
+    from syncverify.cli import main
+
+    if protocol == "generation-flag":
+        protocol = str(tmp_path / "generation-flag.toml")
+        (tmp_path / "generation-flag.toml").write_text(GENERATION_FLAG)
+    assert main(["check", protocol, "--scenario", scenario, "--epochs", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "no poll reads a signal" not in out
+    assert out.count("cause: call 0's value satisfies call 1's wait: wait step 1 of rank 0's consumer") == 2
+    result, causes = _causes(protocol, scenario, epochs=2)
+    for kind, c in causes.items():
+        x = result.violations[kind].execution
+        assert c.kind == "stale-signal"
+        poll, source = x.events[c.details["poll"]], x.events[c.details["reads_from"]]
+        assert x.rf[poll.eid] == source.eid and poll.value == source.value == c.details["read"] == 1
+        (signal, polled), = c.evidence  # the needed edge: this call's signal to the poll that missed it
+        assert polled == poll.eid and x.events[signal].loc == poll.loc and "signal step" in x.events[signal].label
+        assert result.scenario.threads[x.events[signal].thread].epoch == 1
+
+
+def test_suggest_finds_a_reset_and_a_target_that_grows_with_the_call(capsys):
+    from syncverify.cli import main
+
+    assert main(["check", "iris-465-hardcoded-lock-value", "--epochs", "2", "--suggest"]) == 1
+    out = capsys.readouterr().out
+    assert 'fix 1: reset the locks between calls: reset = "host" (was "none")' in out
+    assert "fix 2: make the target grow with the call: wait step 1's until = '== epoch + 1'" in out
+    assert '+until = "== epoch + 1"' in out and '+value = "epoch + 1"' in out
+
+
+def test_a_hang_of_a_per_rank_copy_blames_the_target_not_the_to_that_from_each_implies(capsys):
+    from syncverify.cli import main
+
+    data = load_protocol("iris-465-hardcoded-lock-value").to_dict()
+    data["wait"][0]["until"] = "== 2"  # each copy is written once, by its own rank, with 1
+    result, causes = _causes(protocol_from_dict({**data, "reset": "host"}))
+    hang = causes["hang"]
+    assert hang.kind == "unreachable-target" and hang.details["missing_ranks"] == []
+    assert "look at the signal step's `to`" not in hang.text
+    assert 'with from = "each"' in hang.text and "look at the wait's `until`" in hang.text

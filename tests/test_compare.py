@@ -251,3 +251,25 @@ def test_the_campaign_options_run_for_real_in_the_interpreter():
     hardware = HardwareColumns.from_campaign(result)
     assert hardware.iterations == 1 and set(hardware.counts) == set(comparison.CLASS_NAMES)
     assert agreement(ModelColumns("unsafe", ("race",)), hardware) in ("agree", "latent (1 iteration)")
+
+
+# --- the model column covers the calls a campaign makes (issue 23, item 2) ----------------------
+
+def test_the_model_column_checks_two_calls_as_the_campaign_beside_it_makes(fake_gpu, capsys, tmp_path):
+    # A never-reset flag with a constant target: one call is safe, the second reads the first's 1.
+    from tests.test_stress_cli import GENERATION_FLAG
+
+    path = tmp_path / "generation-flag.toml"
+    path.write_text(GENERATION_FLAG)
+    fake_gpu[0].add(str(path))
+    assert main(["compare", str(path), *FAST, "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["model"]["verdict"] == "unsafe" and row["model"]["calls"] == 2
+    assert "stale-read" in row["model"]["kinds"] and row["agreement"] == "agree"
+
+
+def test_model_unsound_names_the_calls_the_model_checked(fake_gpu, capsys):
+    fake_gpu[0].add(SAFE)
+    assert main(["compare", SAFE, *FAST]) == 1
+    out = capsys.readouterr().out
+    assert "SAFE (2 calls)" in out and "the model says safe (2 calls)" in out

@@ -308,3 +308,50 @@ def test_assert_safe_inside_a_users_test_shows_the_violation_kinds(pytester):
     result = run(pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*xchg-flag in all-reduce is UNSAFE*", "*unwritten-read: *", "*race: *"])
+
+
+# ----- an interpreted run is no evidence: the model decides (issue 23, item 1) -------------------
+
+def test_a_protocol_the_model_proves_unsafe_fails_assert_clean_under_the_interpreter(pytester):
+    # fenced-release-acquire has no CTA barrier before its signal: the interpreter (one program at
+    # a time) runs it clean, the model finds a race and an unwritten read.
+    pytester.makepyfile("""
+        def test_lock(syncverify_stress):
+            result = syncverify_stress(protocol="fenced-release-acquire", iterations=1)
+            assert result.clean and result.model.safe is False
+            assert result.model_verdict == "unsafe (unwritten-read, race; 1 call)"
+            assert any("no evidence" in note for note in result.notes)
+            result.assert_clean()
+    """)
+    result = run(pytester, "--syncverify-interpret")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*AssertionError: stress: fenced-release-acquire in all-reduce, world size 2, interpreter: "
+        "0 of 1 iterations bad; bad tiles: none",
+        "*model: unsafe (unwritten-read, race; 1 call)",
+        "*race: only the signalling thread is ordered*",
+        "*note: the Triton interpreter runs the programs one at a time*no evidence*",
+    ])
+
+
+def test_an_interpreted_pass_carries_the_model_verdict_over_two_calls(pytester):
+    pytester.makepyfile("""
+        def test_lock(syncverify_stress):
+            result = syncverify_stress(protocol="epoch-flag", iterations=1).assert_clean()
+            assert result.model_verdict == "safe (2 calls)" and "model='safe (2 calls)'" in repr(result)
+            assert result.notes and "no evidence" in result.notes[0]
+    """)
+    run(pytester, "--syncverify-interpret").assert_outcomes(passed=1)
+
+
+def test_assert_clean_of_an_interpreted_run_fails_when_the_model_hit_its_bound(monkeypatch):
+    # unknown is not safe: nothing was proven, and the interpreter cannot prove it either
+    from syncverify.stress.campaign import CampaignResult
+    from syncverify.testing import StressResult
+    from syncverify.verdicts.check import check_calls
+
+    model = check_calls("epoch-flag", max_executions=1)
+    result = StressResult(CampaignResult("epoch-flag", "all-reduce", 2, "interpreter", "cpu", iterations=1),
+                          model=model)
+    with pytest.raises(AssertionError, match=r"model: unknown \(1 call, bound hit\)"):
+        result.assert_clean()

@@ -35,6 +35,7 @@ from syncverify.protocols.loader import (
     STORE_CACHES,
     TARGETS,
 )
+from syncverify.verdicts.causes import CAUSE_KINDS
 from syncverify.verdicts.check import check
 from syncverify.scenarios.build import ScenarioOptions, build
 
@@ -376,3 +377,62 @@ def test_all_scatter_checked_stage_by_stage_finds_what_the_whole_program_finds(p
     note(f"pub: {pub}\npush: {push}")
     event(f"kinds: {sorted(whole.violations)}")
     assert set(split.violations) == set(whole.violations)
+
+
+# ----- causes match their own traces (issue 23, item 3) -----------------------------------------
+
+def assert_cause_matches_its_trace(result, violation) -> None:
+    """A cause states facts of its witness: the events it names exist, the steps it blames appear
+    in its trace, and what it says was read (from where, which value) is what the execution read."""
+    c = violation.cause(result.scenario)
+    scenario = violation.part or result.scenario
+    x = violation.execution
+    trace_steps = [row["step"] for row in violation.trace(result.scenario)]
+    assert c.kind in CAUSE_KINDS and c.kind != "unexplained", c.text
+    for a, b in c.evidence:
+        assert 0 <= a < len(x.events) and 0 <= b < len(x.events), (c.kind, c.evidence)
+    for ref in c.steps:  # the steps it blames (its named poll) are steps this trace ran
+        assert any(row == ref.name or row.startswith(ref.name + " ") for row in trace_steps), (ref.name, c.text)
+    if c.kind == "stale-signal":
+        poll, source = x.events[c.details["poll"]], x.events[c.details["reads_from"]]
+        assert x.rf[poll.eid] == source.eid and poll.value == source.value == c.details["read"]
+        assert scenario.threads[source.thread].epoch == c.details["signal_call"] < c.details["call"]
+    if c.kind == "wait-without-signal" and "producer_rank" in c.details:
+        # "no poll reads a signal of rank R's producer": none of the consumer CTA's polls does
+        (_src, p), = c.evidence
+        consumer = x.events[p].cta
+        for e in x.events:
+            if e.is_read and e.cta == consumer and "wait step" in e.label and e.eid in x.rf:
+                src = x.events[x.rf[e.eid]]
+                assert src.is_init or "signal step" not in src.label or not (
+                    scenario.threads[src.thread].rank == c.details["producer_rank"]
+                    and "producer" in scenario.threads[src.thread].cta), c.text
+    if c.kind == "unreachable-target":
+        loc = c.details["location"]
+        writers = {scenario.threads[e.thread].rank for e in x.events
+                   if e.is_write and not e.is_init and e.loc == loc and "signal step" in e.label}
+        assert not writers & set(c.details["missing_ranks"]), c.text
+        seen = {value for reason in x.stuck.values() if reason[0] == "spin" for at, value in reason[1] if at == loc}
+        assert c.details["last_value"] in seen, c.text  # the value the hanging poll keeps reading
+
+
+#: Two calls of a generated protocol take longer to explore: more time, and a few more discards.
+TWO_CALLS_TIMEOUT_S = 6.0
+cause_budget = LimitBudget(6, "checker")
+
+
+@cause_budget.guard
+@settings(max_examples=30, deadline=None)
+@given(protocol_data(), st.sampled_from((1, 2)), st.sampled_from((None, "none")))
+def test_every_cause_is_consistent_with_its_own_trace(data, epochs, reset):
+    """Over generated protocols, one or two calls, locks reset by the protocol's own policy or
+    never: every violation's cause names steps its trace ran and reads its execution made."""
+    from dataclasses import replace
+
+    protocol = protocol_from_dict(data)
+    result = check(build(protocol, replace(OPTIONS, epochs=epochs, reset=reset)),
+                   max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S if epochs == 1 else TWO_CALLS_TIMEOUT_S)
+    cause_budget.discard_if_hit(result.limit_hit)
+    for violation in result.violations.values():
+        event(f"cause: {violation.cause(result.scenario).kind}")
+        assert_cause_matches_its_trace(result, violation)

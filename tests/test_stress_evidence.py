@@ -178,7 +178,7 @@ def test_the_interpreter_says_it_is_sequential_and_shows_the_models_verdict():
     result = cli("--protocol", "fenced-release-acquire", "--interpret", "--iterations", "1")
     assert result.exit_code == 0
     assert INTERPRETER_NOTE in result.stdout
-    assert "model verdict          unsafe (unwritten-read, race)" in result.stdout
+    assert "model verdict          unsafe (unwritten-read, race; 1 call)" in result.stdout
     assert "trust the model here" in result.stdout
 
 

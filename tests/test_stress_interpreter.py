@@ -36,7 +36,9 @@ def kinds_by_iteration(result):
 
 @pytest.mark.parametrize("kernel, protocol", [
     ("all-reduce", "barrier-fenced-release-acquire"),
-    ("all-scatter", "barrier-release-xchg-cas-acquire"),
+    # barrier-release-xchg-cas-acquire ran here once, clean in the interpreter, though the model
+    # finds it unsafe in all-scatter (its acquire runs on one thread): assert_clean now refuses it
+    ("all-scatter", "barrier-fenced-release-acquire"),
 ])
 def test_a_safe_protocol_leaves_every_tile_right(syncverify_stress, kernel, protocol):
     result = syncverify_stress(kernel=kernel, protocol=protocol, iterations=2).assert_clean()

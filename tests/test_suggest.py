@@ -23,7 +23,7 @@ def test_every_unsafe_builtin_gets_a_fix_that_checks_safe_or_an_explicit_no_fix(
     if fixes:
         for fix in fixes:
             assert check_protocol(fix.protocol, timeout=30).safe is True, fix.description
-            assert fix.diff.startswith(f"--- a/{name}.toml")
+            assert fix.diff.startswith("--- ") and fix.diff.splitlines()[0].endswith(f"{name}.toml")
         assert len({len(f.changes) for f in fixes}) == 1  # only the smallest fixes
     else:
         assert fixes.message.startswith("no fix within 2 strengthenings")
@@ -73,7 +73,7 @@ def test_the_toml_writer_round_trips_every_builtin(name):
 def test_check_suggest_keeps_the_verdicts_exit_code_and_prints_fixes(capsys):
     assert main(["check", "fenced-release-acquire", "--suggest"]) == 1
     text = capsys.readouterr().out
-    assert "fix 1: add a CTA barrier" in text and "+++ b/fenced-release-acquire.toml" in text
+    assert "fix 1: add a CTA barrier" in text and "+++ protocols/fenced-release-acquire.toml" in text
     assert main(["check", "epoch-flag", "--suggest"]) == 0
     assert "nothing to fix" in capsys.readouterr().out
 
@@ -84,3 +84,88 @@ def test_check_suggest_json_has_suggestions(capsys):
     assert data["suggestions"][0]["description"].startswith("add a CTA barrier")
     assert {"changes", "description", "diff"} <= set(data["suggestions"][0])
     assert len(data["suggestions"]) <= 5
+
+
+# ----- diffs of the file as written, one fix per lowering (issue 23, item 4) ---------------------
+
+RELAXED_POLL = """\
+# A counter whose consumers poll with a relaxed load: no acquire. The comments, the keys' order
+# and the defaults left out (lock, to's default, reset, tile_store) must survive every fix.
+name = "relaxed-poll"
+summary = "release atomic_add(1) to every rank after a CTA barrier; consumers poll relaxed"
+origin = "tests/test_suggest.py"
+
+[[signal]]
+op = "barrier"
+
+[[signal]]  # the count
+op = "atomic_add"
+to = "all"
+value = 1
+sem = "release"
+scope = "sys"
+
+[[wait]]
+op = "await"
+read = "load"
+sem = "relaxed"   # the bug: no acquire
+scope = "sys"
+until = ">= world_size"
+
+[[wait]]
+op = "barrier"
+"""
+
+
+def _applied(directory, name: str, diff: str, tool: list[str]) -> str:
+    """``diff`` applied by ``tool`` (reading the diff on stdin) to a fresh copy of the file."""
+    import shutil
+    import subprocess
+
+    work = directory / tool[0]
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    shutil.copy(directory / name, work / name)
+    done = subprocess.run(tool, input=diff, text=True, cwd=work, capture_output=True)
+    assert done.returncode == 0, (tool, done.stdout, done.stderr, diff)
+    return (work / name).read_text()
+
+
+@pytest.mark.parametrize("source, epochs", [("relaxed-poll", 1), ("iris-465-hardcoded-lock-value", 2)])
+def test_every_suggested_diff_applies_to_the_file_as_written(source, epochs, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from syncverify.protocols.registry import load_protocol as load
+
+    if source == "relaxed-poll":
+        (tmp_path / "lock.toml").write_text(RELAXED_POLL)
+    else:  # a real protocol file: comments, defaults left out, a [zoo] table after the steps
+        shutil.copy(load_protocol(source).path, tmp_path / "lock.toml")
+    original = (tmp_path / "lock.toml").read_text()
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "lock.toml", "--epochs", str(epochs), "--suggest", "--json"]) == 1
+    fixes = json.loads(capsys.readouterr().out)["suggestions"]
+    assert len(fixes) >= 2
+    for fix in fixes:
+        assert fix["diff"].startswith("--- lock.toml\n+++ lock.toml\n"), fix["diff"]
+        for tool in (["patch", "-p0"], ["git", "apply", "-p0", "-"]):
+            if shutil.which(tool[0]) is None:
+                continue
+            fixed = _applied(tmp_path, "lock.toml", fix["diff"], tool)
+            kept = [line for line in original.splitlines() if line.startswith("#")]
+            assert all(line in fixed.splitlines() for line in kept)  # the comments stay
+            protocol = load(str(tmp_path / tool[0] / "lock.toml"))
+            assert check_protocol(protocol, epochs=epochs).safe is True, fix["description"]
+
+
+def test_two_fixes_that_lower_to_the_same_ptx_are_one(tmp_path, capsys):
+    # sem = "acquire" on the load, or an acquire atomic_add(0): both are ld.acquire.sys on one
+    # thread, then bar.sync (protocols/lowering.py)
+    path = tmp_path / "lock.toml"
+    path.write_text(RELAXED_POLL)
+    fixes = suggest(str(path))
+    assert [f.description for f in fixes] == ["make wait step 1's sem acquire",
+                                              "add an acquire fence (sys) after wait step 1"]
+    assert fixes[0].same_ptx == ("poll with an acquire atomic_add(0) at sys scope instead of a load in wait step 1",)
+    assert main(["check", str(path), "--suggest"]) == 1
+    assert "  (the same PTX as: poll with an acquire atomic_add(0)" in capsys.readouterr().out

@@ -42,7 +42,7 @@ def check_command(
     progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
     samples: Optional[int] = typer.Option(None, "--sample", min=1, help="Check N random executions instead of all (finding none is not a proof).", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
-    suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings) and print at most 5 with TOML diffs."),
+    suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings; with --epochs 2 or more also a reset between calls or a target that grows with the call), one per PTX lowering, and print at most 5, each a diff of the protocol file as written (apply with: patch -p0)."),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
 
@@ -79,7 +79,7 @@ def check_command(
         with ProgressReport(after=after, plain_every=every) as report:
             result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
                            progress_interval=min(0.5, every), first=first, max_steps=max_steps)
-    suggestions = _suggest(proto, built.options, result) if suggest else None
+    suggestions = _suggest(proto, built.options, result, reset=reset) if suggest else None
     if as_json:  # the verdict first: a failure while drawing cannot lose it
         doc = result.to_json()
         if suggestions is not None:
@@ -155,8 +155,10 @@ def _print_text(result) -> None:
 MAX_SUGGESTIONS = 5  # fixes shown by --suggest
 
 
-def _suggest(proto, options, result):
-    """:func:`syncverify.verdicts.suggest.suggest` in the checked scenario (nothing to search unless unsafe)."""
+def _suggest(proto, options, result, *, reset: str | None):
+    """:func:`syncverify.verdicts.suggest.suggest` in the checked scenario (nothing to search unless
+    unsafe). ``reset``: the ``--reset`` given, if any (None: each candidate's own ``reset`` field
+    decides, so a fix may change it)."""
     from syncverify.verdicts.suggest import Suggestions, suggest
 
     if result.safe is None:
@@ -164,14 +166,16 @@ def _suggest(proto, options, result):
     if result.safe:
         return Suggestions(max_changes=2, safe_already=True)
     fields = {k: getattr(options, k) for k in ("tiles", "epochs", "threads_per_cta", "production",
-                                                "distribution", "reset", "symmetry", "push")}
-    return suggest(proto, scenario=options.scenario, world_size=options.world_size, **fields)
+                                                "distribution", "symmetry", "push")}
+    return suggest(proto, scenario=options.scenario, world_size=options.world_size, reset=reset, **fields)
 
 
 def _print_suggestions(suggestions) -> None:
     out.print(f"suggest: {suggestions.message}", markup=False)
     for number, fix in enumerate(suggestions[:MAX_SUGGESTIONS], start=1):
         out.print(f"fix {number}: {fix.description}", markup=False)
+        for same in fix.same_ptx:
+            out.print(f"  (the same PTX as: {same})", markup=False)
         out.print(fix.diff.rstrip("\n"), markup=False)
 
 

@@ -132,21 +132,37 @@ def stress_command(
 
 
 def _model_verdict(options: dict):
-    """``syncverify check`` of the run's protocol in its kernel's scenario at its world size."""
-    from syncverify.verdicts.check import check_protocol
+    """The model's verdict over the calls the campaign makes (:func:`~syncverify.stress.report.campaign_verdict`),
+    with a progress line on stderr while it runs (two calls at a large world size take a while)."""
+    from syncverify.cli.progress import StderrProgress
+    from syncverify.stress.report import campaign_verdict
 
-    return check_protocol(options["protocol"], scenario=options["kernel"], world_size=options["world_size"],
-                          timeout=120.0, push=options.get("push") or "epoch-flag", reset=options.get("reset"),
-                          production=options.get("production") or "every-rank",
-                          distribution=options.get("distribution") or "striding")
+    class Display(StderrProgress):
+        def line(self) -> str:
+            return f"model: checking {options['protocol']} over 1, then 2 calls, {self.elapsed():.0f} s"
+
+    with Display(after=2.0, plain_every=5.0, name="syncverify-stress-model"):
+        return campaign_verdict(options)
 
 
 def _verdict_words(model) -> str:
-    if model.safe:
-        return "safe"
-    if model.safe is None:
-        return f"unknown ({model.limit_hit})"
-    return "unsafe (" + ", ".join(model.violations) + ")"
+    from syncverify.verdicts.check import calls_words
+
+    words = calls_words(model)
+    return words if model.safe is not None else f"{words}: limit '{model.limit_hit}' ({model.limit_detail})"
+
+
+def unsound_line(result, model) -> str | None:
+    """MODEL UNSOUND, in words, when the run failed where the model (over the same calls) says
+    safe; None otherwise. Never two quiet lines: the one answer that matters most is said."""
+    if result.clean or model.safe is not True:
+        return None
+    from syncverify.verdicts.check import calls_words
+
+    found = ", ".join(f"{kind} {n}" for kind, n in result.counts.items() if n) or result.stopped or "bad tiles"
+    return (f"MODEL UNSOUND: the run failed ({found}) where the model says {calls_words(model)} for "
+            f"{result.protocol} in {result.kernel} at world size {result.world_size}: a bug in the model, "
+            "the lowering or the kernels (or a run option the model does not see); replay it and report it")
 
 
 def _campaign(options: dict, out, json_output: bool, *, control: bool | None) -> int:
@@ -167,9 +183,12 @@ def _campaign(options: dict, out, json_output: bool, *, control: bool | None) ->
         notes.append("verdict: no protocol failure (exit 0): every bad tile is a hang of --order consumers-first")
     if control_info is not None and not control_info["effective"]:
         code = exitcodes.FOUND
+    unsound = None if code == exitcodes.OK else unsound_line(result, model)
     if json_output:
         data = result.to_dict()
-        data["model"] = {"safe": model.safe, "violations": list(model.violations)}
+        data["model"] = {"safe": model.safe, "violations": list(model.violations),
+                         "calls": model.scenario.options.epochs, "verdict": _verdict_words(model),
+                         "unsound": unsound is not None}
         if interpret:
             data["notes"] = notes
         if control_info is not None:
@@ -178,6 +197,8 @@ def _campaign(options: dict, out, json_output: bool, *, control: bool | None) ->
     else:
         text = render_text(result, model=_verdict_words(model))
         out.print(text, markup=False)
+        if unsound is not None:
+            out.print(unsound, markup=False)
         for line in notes:
             out.print(line, markup=False)
         if control_info is not None:
@@ -225,7 +246,9 @@ def _guided(options: dict, out, json_output: bool, *, schedule: Path | None, com
     num_warps = campaign_options(**{k: v for k, v in options.items() if k in (
         "protocol", "kernel", "world_size", "interpret", "virtual_ranks")}).num_warps
     plan = guided_plan(options["protocol"], kernel=options["kernel"], world_size=options["world_size"],
-                       num_warps=num_warps, push=options.get("push") or "epoch-flag")
+                       num_warps=num_warps, push=options.get("push") or "epoch-flag", reset=options.get("reset"),
+                       production=options.get("production") or "every-rank",
+                       distribution=options.get("distribution") or "striding")
     control = None
     if plan.safe:  # aim at the positive control's counterexample, with the safe protocol under it too
         control = positive_control(options["protocol"], kernel=options["kernel"], world_size=options["world_size"],
@@ -245,6 +268,11 @@ def _guided(options: dict, out, json_output: bool, *, schedule: Path | None, com
                             progress=progress, **o)
     rows = report["rows"]
     code = exitcodes.FOUND if any(r["guided_reproduced"] for r in rows) else exitcodes.OK
+    if plan.safe:  # the protocol itself failed under the schedules, where the model says safe
+        failed = [r for r in [*report["guided"], report["random"]] if r is not None and not r.clean]
+        if failed:
+            lines.append(unsound_line(failed[0], _model_verdict(options)) or "")
+            code = exitcodes.FOUND
     if control is not None:
         with _progress("control") as progress:
             sibling = run_guided(control.protocol, seconds=seconds, compare_random=False, plan=plan,

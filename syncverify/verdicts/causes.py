@@ -49,6 +49,7 @@ CAUSE_KINDS = (
     "no-acquire",             # the poll is strong but no acquire read or fence follows it
     "consumer-not-ordered",   # the acquire ran on one thread and no bar.sync follows it
     "reset-race",             # a host reset of a lock races with the kernel
+    "stale-signal",           # an earlier call's signal, never reset, satisfies this call's wait
     "unreachable-target",     # a poll waits for a value no write brings
     "barrier-hang",           # a CTA barrier another thread never reaches
     "wait-without-signal",    # the wait exits without reading the producer's signal
@@ -370,6 +371,9 @@ def _no_chain(names: _Names, w: Event, r: Event, polls: list[Event]) -> Cause:
                 f"{names.who(w)} has signalled; its tile ({w.loc}) is then read before it is written")
         return Cause("reset-race", text, _refs(names, p), "observation",
                      ((reset.eid, p.eid),), {"reset_policy": names.scenario.options.reset})
+    stale = _stale_signal(names, w, polls)
+    if stale is not None:
+        return stale
     if p is None:
         text = (f"{names.who(r)} reads {r.loc} with no wait step of its own before it, so nothing orders "
                 f"{names.who(w)}'s store before the load")
@@ -390,6 +394,48 @@ def _no_chain(names: _Names, w: Event, r: Event, polls: list[Event]) -> Cause:
     return Cause("wait-without-signal", text, wait_refs + _refs(names, *(e for e in [src] if e is not None)),
                  "observation", ((src.eid if src else w.eid, p.eid),),
                  {"polled": polled, "producer_rank": producer.rank})
+
+
+def _epoch(names: _Names, e: Event) -> int:
+    return names.scenario.threads[e.thread].epoch or 0
+
+
+def _stale_signal(names: _Names, w: Event, polls: list[Event]) -> Cause | None:
+    """A poll of this call that exits on a signal an earlier call left in the lock (not reset, and
+    the target the same or already met), or None. The poll of the lock ``w``'s producer signals
+    is preferred: that is the signal the load needed."""
+    x = names.x
+    call = _epoch(names, w)
+    stale = [(p, x.events[x.rf[p.eid]]) for p in polls if p.eid in x.rf and _epoch(names, p) == call]
+    stale = [(p, src) for p, src in stale if not src.is_init and "signal step" in src.label
+             and _epoch(names, src) < call]
+    if not stale:
+        return None
+    p, src = next(((p, src) for p, src in stale if names.rank(src) == names.rank(w)), stale[0])
+    before = _epoch(names, src)
+    ref, step = _await_step(names, p.loc)
+    env = dict(world_size=names.scenario.options.world_size)
+    if step is not None and step.until:
+        then, now = step.until.target(**env, epoch=before), step.until.target(**env, epoch=call)
+        target = (f"the wait has the same target in every call ({step.until.op} {now})" if then == now else
+                  f"call {call}'s target ({step.until.op} {now}) is already met by it")
+        until = f" until {step.until.source}"
+    else:
+        target, until = "a target that does not tell the calls apart", ""
+    ours = [e for e in x.events if e.is_write and not e.is_init and e.loc == p.loc and "signal step" in e.label
+            and _epoch(names, e) == call]
+    producer = names.who(w).split(" (")[0]
+    text = (f"call {before}'s value satisfies call {call}'s wait: {ref.name if ref else 'the poll'} of "
+            f"{names.who(p)} polls {p.loc}{until} and reads {p.value}, written by {names.who(src)} in call "
+            f"{before} ({names.what(src)}); the lock keeps that value into call {call} (reset policy "
+            f"{names.scenario.options.reset}) and {target}, so the wait exits before {producer} signals in "
+            f"call {call}, and its tile store ({w.loc}) is read before it is written: reset the lock "
+            f"between calls (reset = \"host\" or \"owner\") or make the target grow with the call (count with "
+            f"atomic_add and wait until >= world_size * (epoch + 1), as epoch-flag does)")
+    needed = tuple((e.eid, p.eid) for e in ours[:1]) or ((src.eid, p.eid),)
+    return Cause("stale-signal", text, ((ref,) if ref else ()) + _refs(names, src), "observation", needed,
+                 {"poll": p.eid, "location": p.loc, "read": p.value, "reads_from": src.eid,
+                  "signal_call": before, "call": call, "reset_policy": names.scenario.options.reset})
 
 
 def _stage_of_loc(loc: str) -> str:
@@ -459,12 +505,34 @@ def _hang_cause(names: _Names, violation) -> Cause:
     by = "; ".join(f"rank {q} ({name})" for q, name in writers) or "no signal at all"
     ranks = {names.scenario.threads[i].rank for i, th in enumerate(names.scenario.threads)
              if "producer" in th.cta or "comm" in th.cta}
+    each = step is not None and getattr(step, "from_", None) == "each"
+    if each:  # by design only the copy's own rank writes it: its signals alone must reach the target
+        ranks = {int(m[1]) for m in [re.search(r"\.r(\d+)(?:\.|$)", loc or "")] if m}
     missing = sorted(ranks - {q for q, _ in writers})
     why = (f"; rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} never "
            f"write{'s' if len(missing) == 1 else ''} to it (look at the signal step's `to`)" if missing else "")
+    if each and not missing:
+        why = (f"; with from = \"each\" the wait polls every rank's copy and each copy is written by its own "
+               f"rank only, by design: the target ({needed}) must be what that one rank's signals bring, and they "
+               f"bring {seen} (look at the wait's `until`, or the signal's value)")
     ms = ptx.morally_strong(x)
-    lost = [(u, v) for i, u in enumerate(signals) for v in signals[i + 1:]
+    adds = {w for _r, w in x.rmw}  # only read-modify-writes can lose an increment to each other
+    counters = [e for e in signals if e.eid in adds and getattr(names.protocol_step(e), "op", "") == "atomic_add"]
+    lost = [(u, v) for i, u in enumerate(counters) for v in counters[i + 1:]
             if u.thread != v.thread and (u.eid, v.eid) not in ms]
+    if signals and not missing and not counters and not each:
+        values = sorted({e.value for e in signals})
+        why = (f"; those writes set it to {', '.join(map(str, values))}: a store or exchange overwrites, it "
+               f"does not add up, so no value reaches {needed}: count with atomic_add, or wait for the value "
+               f"one write brings (look at the wait's `until`)")
+    target = step.until.target(**env) if step is not None and step.until else None
+    overshoot = step is not None and step.until and step.until.op == "==" and isinstance(seen, int) and seen > target
+    if overshoot and not missing:
+        why = (f"; together they bring it to {seen}, past the target: == {target} holds only between two of "
+               f"them, and the poll need not read it then (wait with >= instead, or for the total)")
+        lost = []
+    if lost and not missing and isinstance(seen, int) and target is not None and seen >= target:
+        lost = []  # every increment arrived: none was lost
     if lost and not missing:
         u, v = lost[0]
         narrow, other = (u, v) if not _scope_includes(u, v) else (v, u)

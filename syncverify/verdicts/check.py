@@ -265,6 +265,53 @@ def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 
     return check(built, max_executions=max_executions, timeout=timeout)
 
 
+#: Calls a stress campaign makes on the same locks and buffers that the model checks: each
+#: iteration is a new call, and state (locks, workspaces) persists from one to the next unless a
+#: reset restores it, so one call is not what the hardware runs. Two calls show every bug of
+#: state carried from one call into the next (a stale flag, a reset racing the next launch).
+CAMPAIGN_CALLS = 2
+
+
+def check_calls(protocol, *, calls: int = CAMPAIGN_CALLS, scenario: str = "all-reduce", world_size: int = 2,
+                timeout: float | None = 600.0, **options) -> CheckResult:
+    """:func:`check_protocol` of ``calls`` consecutive calls (``epochs``): the verdict beside a
+    stress campaign, which calls the kernel again and again on the same locks.
+
+    One call is checked first (cheap; a violation there is a violation of every campaign); when it
+    is safe, ``calls`` calls are checked in what is left of ``timeout``. The result is the one
+    that decides: unsafe at one call, or the ``calls``-call check (safe, unsafe, or unknown when it
+    hit its bound; never safe because one call was). :func:`calls_words` says it in words.
+
+    >>> result = check_calls("iris-465-hardcoded-lock-value")
+    >>> result.safe, result.scenario.options.epochs, sorted(result.violations)
+    (False, 2, ['race', 'stale-read'])
+    """
+    start = time.monotonic()
+    one = check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout, epochs=1,
+                         **options)
+    if calls <= 1 or one.safe is not True:
+        return one
+    left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
+    return check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=left, epochs=calls,
+                          **options)
+
+
+def calls_words(result: CheckResult) -> str:
+    """A verdict with the calls it covers: ``safe (2 calls)``, ``unsafe (stale-read; 2 calls)``,
+    ``unknown (2 calls, bound hit)``.
+
+    >>> calls_words(check_calls("epoch-flag"))
+    'safe (2 calls)'
+    """
+    calls = result.scenario.options.epochs
+    counted = f"{calls} call{'' if calls == 1 else 's'}"
+    if result.safe is None:
+        return f"unknown ({counted}, bound hit)"
+    if result.safe:
+        return f"safe ({counted})"
+    return f"unsafe ({', '.join(result.violations)}; {counted})"
+
+
 def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | None,
                  progress: Callable[[Progress], None] | None, progress_interval: float, first: bool,
                  max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
@@ -376,4 +423,26 @@ def execution_trace(x: Execution, scenario: Scenario, evidence: list[tuple[int, 
                 row["reads_from"] = _role(x, src[0])
                 row["value"] = x.events[src[0]].value
         rows.append(row)
+    return rows + _spin_rows(x, scenario)
+
+
+def _spin_rows(x: Execution, scenario: Scenario) -> list[dict]:
+    """One row per lock a hanging thread spins on: its poll, and the value it keeps reading.
+
+    The explorer cuts a spin's failed iterations (their reads change no register that lives on),
+    so the execution holds no read event for them; the trace still shows the poll that hangs,
+    with the step that made it, so a cause that names that poll names a row of its trace."""
+    rows = []
+    for t, reason in sorted(x.stuck.items()):
+        if reason[0] != "spin":
+            continue
+        info = scenario.threads[t]
+        labels: dict[str, str] = {}  # each lock's first labelled access: the poll (a later one is a one-off)
+        for ins in scenario.program.threads[t].instructions:
+            if getattr(ins, "loc", None) is not None and getattr(ins, "label", ""):
+                labels.setdefault(ins.loc, ins.label)
+        for loc, seen in reason[1]:
+            rows.append({"rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.role,
+                         "step": labels.get(loc, f"poll {loc}"), "event": f"R {loc}={seen} (spins forever)",
+                         "location": loc, "value": seen, "reads_from": None, "offending": True})
     return rows

@@ -37,14 +37,22 @@ Decisions made here:
 * **A fix is proven for the scenario it was checked in, no more.** ``xchg-flag``'s fixes at world
   size 2 (its ``xchg(1)`` to ``others`` reaches the one other rank) are unsafe at 3; check a fix
   at the sizes that matter, or search there (``world_size=3`` finds none within 2 changes).
-* **Diffs** are unified diffs of the protocol written as TOML by :func:`protocol_toml` (the file's
-  own layout with defaults filled in, as ``to_dict()`` gives it; comments are not kept).
+* **Diffs** are unified diffs of the protocol's own file as written (:func:`file_diff`: its lines
+  edited in place, comments and omitted defaults kept, a missing key added to its step's table),
+  so they apply with ``patch -p0`` from the directory ``check`` ran in; each is checked by parsing
+  the edited text back to the fixed protocol. A protocol with no file (or not one table per step)
+  gets the diff of its re-written TOML (:func:`protocol_toml`) under a line saying so.
+* **One fix per lowering**: two fixes whose protocols lower to the same PTX
+  (:func:`lowering_key`: ``read = "load"`` with ``sem = "acquire"`` and ``read = "atomic_add"`` of 0
+  with ``sem = "acquire"`` are both ``ld.acquire`` on one thread, then ``bar.sync``) are one; the
+  first is kept and names the other (``same_ptx``).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +71,10 @@ DEFAULT_TIMEOUT = 120.0  # seconds for the whole search
 DEFAULT_CHECK_TIMEOUT = 10.0  # seconds per re-check
 
 #: Cost of one change of each kind: the order in which fixes are offered.
-KIND_COST = {"sem": 1, "scope": 1, "barrier": 2, "fence": 3, "read": 4}
+KIND_COST = {"sem": 1, "scope": 1, "barrier": 2, "reset": 2, "fence": 3, "target": 3, "read": 4}
+
+#: ``until`` operators whose target can grow with the call (a counter or flag that only rises).
+GROWING_UNTILS = ("==", ">=", ">")
 
 SIGNAL_WRITES = ("store", "atomic_xchg", "atomic_add")
 
@@ -102,8 +113,10 @@ class Change:
         return self.kind in ("barrier", "fence")
 
     def to_json(self) -> dict[str, Any]:
+        edits = ({f"{section} step {i + 1}": {key: value} for section, i, key, value in self.fields}
+                 if self.kind == "target" else dict(self.fields))
         return {"kind": self.kind, "section": self.section, "index": self.index,
-                "set": dict(self.fields), "description": self.description}
+                "set": edits, "description": self.description}
 
 
 def _step_name(section: str, index: int) -> str:
@@ -185,8 +198,45 @@ def _insertions(section: str, steps: list[dict[str, Any]]) -> list[Change]:
     return found
 
 
-def candidate_changes(protocol: Protocol) -> list[Change]:
-    """Every single strengthening of ``protocol``, in generation order (signal, then wait)."""
+def _reset_changes(data: dict[str, Any]) -> list[Change]:
+    """Reset the locks between calls (a lock that keeps the last call's value satisfies the next
+    call's wait): by the host between barriers, or by the consumer after its loads (``owner``,
+    where some wait polls its own copy)."""
+    owner_ok = any(s["op"] == "await" and s.get("from", "self") == "self" for s in data["wait"])
+    return [Change("reset", "protocol", 0, (("reset", new),),
+                   f'reset the locks between calls: reset = "{new}" (was "{data.get("reset", "none")}")',
+                   KIND_COST["reset"])
+            for new in ("host", "owner") if new != data.get("reset") and (new != "owner" or owner_ok)]
+
+
+def _grown(expression: Any) -> str:
+    """``expression`` times ``(epoch + 1)``: what a constant becomes once it grows with the call."""
+    return "epoch + 1" if expression in (1, "1") else f"({expression}) * (epoch + 1)"
+
+
+def _target_changes(data: dict[str, Any]) -> list[Change]:
+    """Make the target grow with the call: every constant ``until`` of an ``await`` (``==``,
+    ``>=``, ``>``) and every constant value an ``atomic_xchg`` or ``store`` signal writes, times
+    ``(epoch + 1)`` (an ``atomic_add`` counts up by itself). One change: the two go together."""
+    waits = [i for i, s in enumerate(data["wait"]) if s["op"] == "await" and "epoch" not in str(s["until"])
+             and str(s["until"]).split()[0] in GROWING_UNTILS]
+    if not waits:
+        return []
+    writes = [i for i, s in enumerate(data["signal"]) if s["op"] in ("store", "atomic_xchg")
+              and "epoch" not in str(s["value"])]
+    fields = tuple(("wait", i, "until", f"{data['wait'][i]['until'].split()[0]} "
+                    f"{_grown(data['wait'][i]['until'].split(maxsplit=1)[1])}") for i in waits)
+    fields += tuple(("signal", i, "value", _grown(data["signal"][i]["value"])) for i in writes)
+    said = ", ".join(f"{_step_name(section, i)}'s {key} = {value!r}" for section, i, key, value in fields)
+    return [Change("target", "protocol", 1, fields, f"make the target grow with the call: {said}",
+                   KIND_COST["target"])]
+
+
+def candidate_changes(protocol: Protocol, *, calls: int = 2, resets: bool = True) -> list[Change]:
+    """Every single strengthening of ``protocol``, in generation order (signal, then wait, then,
+    when ``calls`` > 1, what carries over between calls: a reset between them, a target that grows
+    with them; ``resets=False`` leaves out the reset, as when the scenario's reset policy is given).
+    One call has nothing between calls: neither change could matter there."""
     data = protocol.to_dict()
     changes: list[Change] = []
     for section in ("signal", "wait"):
@@ -195,6 +245,8 @@ def candidate_changes(protocol: Protocol) -> list[Change]:
             changes += _scope_changes(section, index, step)
             changes += _read_changes(section, index, step)
         changes += _insertions(section, data[section])
+    if calls > 1:
+        changes += (_reset_changes(data) if resets else []) + _target_changes(data)
     return changes
 
 
@@ -205,8 +257,15 @@ def apply_changes(data: dict[str, Any], changes: tuple[Change, ...]) -> dict[str
     and fence, barrier on the wait side.
     """
     out = dict(data)
+    grown = {(section, i): {} for section in ("signal", "wait") for i in range(len(data[section]))}
+    for change in changes:
+        if change.kind == "reset":
+            out.update(change.fields)
+        elif change.kind == "target":
+            for section, i, key, value in change.fields:
+                grown[section, i][key] = value
     for section in ("signal", "wait"):
-        steps = [dict(s) for s in data[section]]
+        steps = [{**s, **grown[section, i]} for i, s in enumerate(data[section])]
         for change in changes:
             if change.section == section and not change.inserts:
                 step = steps[change.index]
@@ -273,6 +332,174 @@ def toml_diff(before: Protocol, after: Protocol) -> str:
         fromfile=f"a/{before.name}.toml", tofile=f"b/{after.name}.toml"))
 
 
+_HEADER = re.compile(r"\s*\[\[\s*(before_store|signal|wait|after_load)\s*\]\]\s*(#.*)?\Z")
+_ANY_HEADER = re.compile(r"\s*\[")
+_KEY = re.compile(r"(?P<indent>\s*)(?P<key>[A-Za-z_][A-Za-z0-9_-]*|\"[^\"]+\")\s*=\s*(?P<rest>.*?)(?P<eol>\r?\n?)\Z")
+
+
+def _key_of(line: str) -> str | None:
+    match = _KEY.match(line)
+    return match["key"].strip('"') if match and not _ANY_HEADER.match(line) else None
+
+
+def _comment_of(rest: str) -> str:
+    """The trailing comment of a ``key = value  # ...`` line ('' if none): the text after the
+    first ``#`` at which what comes before it parses as a TOML value."""
+    import tomllib
+
+    for at in [i for i, ch in enumerate(rest) if ch == "#"]:
+        try:
+            tomllib.loads(f"k = {rest[:at]}")
+        except tomllib.TOMLDecodeError:
+            continue
+        value = rest[:at].rstrip()
+        return rest[len(value):].rstrip() if value else ""  # the comment with the spaces before it
+    return ""
+
+
+class _FileText:
+    """A protocol file's own text, edited in place: a fix's diff is against the file as written
+    (its comments, its order of keys, the defaults it leaves out), so ``patch`` applies it."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines(keepends=True)
+        if self.lines and not self.lines[-1].endswith("\n"):
+            self.lines[-1] += "\n"
+        self.tables: dict[str, list[tuple[int, int]]] = {}
+        self.first_header = len(self.lines)
+        headers = [i for i, line in enumerate(self.lines) if _ANY_HEADER.match(line)]
+        for n, i in enumerate(headers):
+            self.first_header = min(self.first_header, i)
+            match = _HEADER.match(self.lines[i].rstrip("\r\n"))
+            if match:
+                end = headers[n + 1] if n + 1 < len(headers) else len(self.lines)
+                self.tables.setdefault(match[1], []).append((i, end))
+        self.replaced: dict[int, list[str]] = {}
+        self.before: dict[int, list[str]] = {}  # lines inserted before line i (len(lines): at the end)
+
+    def _body_end(self, start: int, end: int) -> int:
+        """Just after the last ``key = value`` line in ``start..end`` (trailing blanks and comments
+        belong to what follows)."""
+        last = start
+        for i in range(start, end):
+            if _key_of(self.lines[i]) is not None:
+                last = i
+        return last + 1
+
+    def set(self, start: int, end: int, key: str, value: Any) -> None:
+        """Set ``key`` in the table whose lines are ``start..end``: its line edited (its comment
+        kept), or a new line after the table's last key when the file left it out."""
+        for i in range(start, end):
+            if _key_of(self.lines[i]) == key:
+                match = _KEY.match(self.lines[i])
+                comment = _comment_of(match["rest"])
+                self.replaced[i] = [f"{match['indent']}{key} = {_toml_value(value)}{comment}\n"]
+                return
+        self.before.setdefault(self._body_end(start, end), []).append(f"{key} = {_toml_value(value)}\n")
+
+    def drop(self, start: int, end: int, key: str) -> None:
+        for i in range(start, end):
+            if _key_of(self.lines[i]) == key:
+                self.replaced[i] = []
+
+    def step(self, section: str, index: int) -> tuple[int, int]:
+        return self.tables[section][index]
+
+    def insert_step(self, section: str, gap: int, step: dict[str, Any]) -> None:
+        """A new ``[[section]]`` table before original step ``gap`` (above the comments just over
+        its header), or after the section's last table."""
+        table = [f"[[{section}]]\n"] + [f"{k} = {_toml_value(v)}\n" for k, v in step.items()]
+        tables = self.tables[section]
+        if gap < len(tables):
+            at = tables[gap][0]
+            while at > 0 and self.lines[at - 1].lstrip().startswith("#"):
+                at -= 1
+            self.before.setdefault(at, []).extend(table + ["\n"])
+        else:
+            self.before.setdefault(self._body_end(*tables[-1]), []).extend(["\n"] + table)
+
+    def text(self) -> str:
+        out: list[str] = []
+        for i, line in enumerate(self.lines):
+            out += self.before.get(i, [])
+            out += self.replaced.get(i, [line])
+        out += self.before.get(len(self.lines), [])
+        return "".join(out)
+
+
+def _edited_text(text: str, data: dict[str, Any], changes: tuple[Change, ...]) -> str | None:
+    """``text`` (a protocol file) with ``changes`` made to its lines, or None when its layout is
+    not one table per step (inline arrays: the edit is not attempted)."""
+    f = _FileText(text)
+    for section in ("signal", "wait"):
+        if len(f.tables.get(section, [])) != len(data[section]):
+            return None
+    for change in changes:
+        if change.kind == "reset":
+            for key, value in change.fields:
+                f.set(0, f.first_header, key, value)
+        elif change.kind == "target":
+            for section, i, key, value in change.fields:
+                f.set(*f.step(section, i), key, value)
+        elif change.inserts:
+            f.insert_step(change.section, change.index, dict(change.fields))
+        else:
+            start, end = f.step(change.section, change.index)
+            for key in change.drop:
+                f.drop(start, end, key)
+            for key, value in change.fields:
+                f.set(start, end, key, value)
+    return f.text()
+
+
+def _shown_path(path: str) -> str:
+    """The file as ``patch -p0`` finds it from the current directory: relative when inside it."""
+    import os
+
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    return relative if not relative.startswith("..") else absolute
+
+
+def file_diff(protocol: Protocol, changes: tuple[Change, ...], fixed: Protocol) -> str:
+    """The fix as a unified diff of the protocol's own file, as written: it applies with
+    ``patch -p0`` (or ``git apply -p0``) from the current directory. A protocol with no file, or
+    a file whose layout is not one ``[[signal]]``/``[[wait]]`` table per step, gets the diff of its
+    re-written TOML (:func:`toml_diff`) under a line saying so."""
+    from pathlib import Path
+
+    from syncverify.protocols.loader import parse_protocol
+
+    path = getattr(protocol, "path", "") or ""
+    if path and not path.startswith("<") and Path(path).is_file():
+        text = Path(path).read_text(encoding="utf-8")
+        edited = _edited_text(text, protocol.to_dict(), changes)
+        if edited is not None and parse_protocol(edited, path=path).to_dict() == fixed.to_dict():
+            shown = _shown_path(path)
+            return "".join(difflib.unified_diff(text.splitlines(keepends=True), edited.splitlines(keepends=True),
+                                                fromfile=shown, tofile=shown))
+    where = f"{path}'s layout" if path and not path.startswith("<") else "a protocol with no file"
+    return (f"# not a patch of {where}: the protocol re-written with its defaults filled in\n"
+            + toml_diff(protocol, fixed))
+
+
+def lowering_key(protocol: Protocol) -> tuple:
+    """What a protocol runs, as the PTX it lowers to (:func:`syncverify.protocols.lowering.lower_step`)
+    and every field the lowering does not carry (locks, targets, values, reset). Two fixes with
+    one key are one fix: the same instructions on the GPU, whatever the TOML says."""
+    from syncverify.protocols.lowering import lower_step, lower_tile_load, lower_tile_store
+    from syncverify.protocols.rules import SECTIONS, section_steps
+
+    def key(step) -> tuple:
+        ops = lower_step(step)
+        # an atomic_add of 0 that lowers to a load has no value on the GPU: ld.acquire reads
+        carried = ("op", "sem", "scope", "read", "cache") + (("value",) if ops[0].kind == "ld" else ())
+        return ops, tuple(sorted((k, str(v)) for k, v in step.to_dict().items() if k not in carried))
+
+    steps = tuple((section, tuple(key(step) for step in section_steps(protocol, section))) for section in SECTIONS)
+    return (protocol.reset, lower_tile_store(protocol), lower_tile_load(protocol), steps)
+
+
 # ----- the search ------------------------------------------------------------------------------
 
 @dataclass
@@ -282,6 +509,7 @@ class Fix:
     changes: tuple[Change, ...]
     protocol: Protocol
     diff: str
+    same_ptx: tuple[str, ...] = ()  # descriptions of the fixes that lower to the same PTX as this one
 
     @property
     def description(self) -> str:
@@ -293,7 +521,7 @@ class Fix:
 
     def to_json(self) -> dict[str, Any]:
         return {"changes": [c.to_json() for c in self.changes], "description": self.description,
-                "diff": self.diff}
+                "diff": self.diff, "same_ptx": list(self.same_ptx)}
 
 
 class Suggestions(list):
@@ -335,6 +563,19 @@ class Suggestions(list):
         """``suggestions`` (at most ``limit``), ``suggest_message``, ``suggest_tried``, ``suggest_stopped``."""
         return {"suggestions": [f.to_json() for f in self[:limit]], "suggest_message": self.message,
                 "suggest_tried": self.tried, "suggest_stopped": self.stopped}
+
+
+def _one_per_lowering(fixes: list[Fix]) -> list[Fix]:
+    """The fixes with one per PTX lowering (:func:`lowering_key`): the first, smallest, is kept and
+    names the others (``same_ptx``)."""
+    kept: dict[tuple, Fix] = {}
+    for fix in fixes:
+        key = lowering_key(fix.protocol)
+        if key in kept:
+            kept[key].same_ptx += (fix.description,)
+        else:
+            kept[key] = fix
+    return list(kept.values())
 
 
 def _order(changes: tuple[Change, ...], rank: dict[Change, int]) -> tuple:
@@ -389,7 +630,7 @@ def suggest(protocol, *, scenario: str = "all-reduce", world_size: int = 2,
     if base.safe:
         return Suggestions(max_changes=max_changes, safe_already=True, seconds=time.monotonic() - start)
     data = protocol.to_dict()
-    singles = candidate_changes(protocol)
+    singles = candidate_changes(protocol, calls=options.get("epochs", 1), resets=options.get("reset") is None)
     rank = {change: n for n, change in enumerate(singles)}
     seen: set[str] = {json.dumps(data, sort_keys=True)}
     state = {"tried": 0, "unknown": 0, "stopped": None}
@@ -414,8 +655,8 @@ def suggest(protocol, *, scenario: str = "all-reduce", world_size: int = 2,
             if result.safe is None:
                 state["unknown"] += 1
             elif result.safe:
-                fixes.append(Fix(changes, candidate, toml_diff(protocol, candidate)))
-        return fixes
+                fixes.append(Fix(changes, candidate, file_diff(protocol, changes, candidate)))
+        return _one_per_lowering(fixes)
 
     fixes = search([(c,) for c in singles])
     if not fixes and not state["stopped"] and max_changes == 2:
