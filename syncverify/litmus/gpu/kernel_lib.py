@@ -5,12 +5,13 @@ Both use plain Triton operations (no inline asm), so they run the same on the GP
 barrier on its own counter.
 """
 
-import triton
 import triton.language as tl
 
+from syncverify.kernels._jit import jit
 
-@triton.jit
-def stress_line(line, tid, ITERS: tl.constexpr, PATTERN: tl.constexpr, LINE_WORDS: tl.constexpr):
+
+@jit
+def stress_line(line, tid, ITERS, PATTERN, LINE_WORDS: tl.constexpr):
     """``ITERS`` accesses by every thread to one word of a scratch line (MC Mutants' patterns).
 
     PATTERN 0 store-store, 1 store-load, 2 load-store, 3 load-load. Volatile loads and stores of
@@ -19,7 +20,8 @@ def stress_line(line, tid, ITERS: tl.constexpr, PATTERN: tl.constexpr, LINE_WORD
     """
     p = line + tid % LINE_WORDS
     acc = tid
-    for i in range(ITERS):
+    i = 0
+    while i < ITERS:  # a runtime bound (the interpreter's range() wants a constant)
         if PATTERN == 0:
             tl.store(p, acc + i)
             tl.store(p, acc - i)
@@ -32,12 +34,13 @@ def stress_line(line, tid, ITERS: tl.constexpr, PATTERN: tl.constexpr, LINE_WORD
         else:
             acc += tl.load(p, volatile=True)
             acc += tl.load(p, volatile=True)
+        i += 1
     if PATTERN == 3:  # keep the loads live
         tl.store(p, acc, mask=acc == -1)
 
 
-@triton.jit
-def global_barrier(sync_ptr, NPROGS: tl.constexpr, SPINS: tl.constexpr):
+@jit
+def global_barrier(sync_ptr, NPROGS, SPINS):
     """All test programs meet here before the test; a program that polls ``SPINS`` times
     without seeing them all counts itself in ``sync_ptr[1]`` (a misaligned start) and goes on.
 

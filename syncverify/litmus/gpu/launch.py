@@ -78,14 +78,25 @@ class DeviceRun:
         return self.instances / self.seconds if self.seconds > 0 else 0.0
 
 
-def plan_for(program: Program) -> KernelPlan:
-    """The kernel plan of ``program`` in the form this process runs (see :func:`interpreting`)."""
-    return generate(program, "interpret" if interpreting() else "ptx")
+#: The kernel's runtime stress arguments, in order (see :func:`runtime_args`).
+RUNTIME_ARGS = ("NTEST", "STRESS_ITERS", "STRESS_PATTERN", "PRE_STRESS_ITERS", "ALIGNED", "BARRIER_SPINS", "MAX_ITERS")
+
+
+def runtime_args(params: StressParams, test_programs: int) -> tuple[int, ...]:
+    """The values of :data:`RUNTIME_ARGS` for one launch."""
+    return (test_programs, params.stress_iterations, params.stress_pattern, params.pre_stress_iterations,
+            int(params.aligned_start), params.barrier_spins, params.max_iterations)
+
+
+def plan_for(program: Program, *, interpret: bool | None = None) -> KernelPlan:
+    """The kernel plan of ``program`` in the interpreter's form or the PTX one (default: as
+    :func:`interpreting` says)."""
+    return generate(program, "interpret" if (interpreting() if interpret is None else interpret) else "ptx")
 
 
 def run_on_device(program: Program, params: StressParams, *, iterations: int, seconds: float,
                   seed: int = 0, progress: Callable[[DeviceRun], None] | None = None,
-                  plan: KernelPlan | None = None) -> DeviceRun:
+                  plan: KernelPlan | None = None, interpret: bool | None = None) -> DeviceRun:
     """Launch ``program``'s kernel until ``iterations`` launches or ``seconds`` have passed.
 
     Each launch draws a fresh layout from ``seed``. Under the interpreter the stress sizes are cut
@@ -93,13 +104,15 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
     """
     import torch  # lazily: the model and the report run without torch
 
-    interpret = interpreting()
+    interpret = interpreting() if interpret is None else interpret
     if not interpret and not torch.cuda.is_available():
         raise SyncVerifyError("--gpu needs a CUDA device; set TRITON_INTERPRET=1 to run through "
                               "Triton's CPU interpreter (which cannot show weak outcomes)")
     if interpret:
         params = interpreter_sized(params)
-    plan = plan or plan_for(program)
+    plan = plan or plan_for(program, interpret=interpret)
+    if (plan.form == "interpret") != interpret:
+        raise SyncVerifyError(f"{program.name}: a {plan.form}-form kernel cannot run {'in' if interpret else 'out of'} the interpreter")
     kernel = load_kernel(plan)
     device = "cpu" if interpret else "cuda"
     items = observed_items(program)
@@ -122,12 +135,11 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
         status = torch.zeros(layout.instances * n_threads, dtype=torch.int32, device=device)
         sync = torch.zeros(2, dtype=torch.int32, device=device)
         grid = (layout.test_programs + params.stress_programs,)
-        launch = lambda: kernel[grid](  # noqa: E731 (timed twice below)
+        launch = lambda: kernel.launcher(grid, interpret=interpret)(  # noqa: E731 (timed twice below)
             t["mem"], t["addr"], t["cta"], t["role"], t["inst"], out, status, scratch, t["line"], sync,
-            NTEST=layout.test_programs, BLOCK=32 * plan.num_warps, NLOC=n_loc, NOUT=n_out, NTHREADS=n_threads,
-            LINE_WORDS=LINE_WORDS, STRESS_ITERS=params.stress_iterations, STRESS_PATTERN=params.stress_pattern,
-            PRE_STRESS_ITERS=params.pre_stress_iterations, ALIGNED=params.aligned_start,
-            BARRIER_SPINS=params.barrier_spins, MAX_ITERS=params.max_iterations, num_warps=plan.num_warps)
+            *runtime_args(params, layout.test_programs),
+            BLOCK=32 * plan.num_warps, NLOC=n_loc, NOUT=n_out, NTHREADS=n_threads, LINE_WORDS=LINE_WORDS,
+            num_warps=plan.num_warps)
         if interpret:
             k0 = time.perf_counter()
             launch()
@@ -185,7 +197,7 @@ def _tally(run: DeviceRun, layout, memory: np.ndarray, out: np.ndarray, status: 
     run.instances += int(finished.sum())
 
 
-def ptx_of(plan: KernelPlan, params: StressParams | None = None, *, arch: int = 90) -> str:
+def ptx_of(plan: KernelPlan, *, arch: int = 90) -> str:
     """The PTX Triton emits for ``plan`` on ``sm_<arch>``, compiled on the CPU (no GPU needed).
 
     ``plan`` must be in the ``"ptx"`` form and this process must not interpret (an interpreted
@@ -193,17 +205,13 @@ def ptx_of(plan: KernelPlan, params: StressParams | None = None, *, arch: int = 
     from triton.backends.compiler import GPUTarget  # lazily: needs triton
     from triton.compiler import ASTSource, compile as triton_compile
 
-    params = params or StressParams()
     kernel = load_kernel(plan)
     pointers = ("mem_ptr", "addr_ptr", "cta_ptr", "role_ptr", "inst_ptr", "out_ptr", "status_ptr",
                 "scratch_ptr", "line_ptr", "sync_ptr")
-    constants = dict(NTEST=params.test_programs, BLOCK=32 * plan.num_warps, NLOC=len(plan.locations),
-                     NOUT=max(1, len(plan.outputs)), NTHREADS=len({t for c in plan.ctas for t in c}),
-                     LINE_WORDS=LINE_WORDS, STRESS_ITERS=params.stress_iterations,
-                     STRESS_PATTERN=params.stress_pattern, PRE_STRESS_ITERS=params.pre_stress_iterations,
-                     ALIGNED=params.aligned_start, BARRIER_SPINS=params.barrier_spins,
-                     MAX_ITERS=params.max_iterations)
+    constants = dict(BLOCK=32 * plan.num_warps, NLOC=len(plan.locations), NOUT=max(1, len(plan.outputs)),
+                     NTHREADS=len({t for c in plan.ctas for t in c}), LINE_WORDS=LINE_WORDS)
     signature = {name: "*i32" for name in pointers}
+    signature.update({name: "i32" for name in RUNTIME_ARGS})
     signature.update({name: "constexpr" for name in constants})
     source = ASTSource(kernel, signature, constants)
     compiled = triton_compile(source, target=GPUTarget("cuda", arch, 32), options={"num_warps": plan.num_warps})

@@ -29,7 +29,8 @@ def gpu_refusal(program: Program, model: ModelOutcomes) -> str | None:
 
 def check_on_device(program: Program, params: StressParams, *, iterations: int, seconds: float, seed: int = 0,
                     file: str = "", model: ModelOutcomes | None = None,
-                    progress: Callable | None = None, model_timeout: float | None = 60.0) -> TestReport:
+                    progress: Callable | None = None, model_timeout: float | None = 60.0,
+                    interpret: bool | None = None) -> TestReport:
     """Run ``program`` on the device (or the interpreter) and judge it against the model."""
     from syncverify.litmus.gpu.launch import plan_for, run_on_device  # lazily: needs triton
 
@@ -41,11 +42,11 @@ def check_on_device(program: Program, params: StressParams, *, iterations: int, 
     if why is not None:
         return refused(program.name, why, file=file)
     try:
-        plan = plan_for(program)
+        plan = plan_for(program, interpret=interpret)
     except NotOnGpu as error:
         return refused(program.name, str(error), file=file)
     run = run_on_device(program, params, iterations=iterations, seconds=seconds, seed=seed, progress=progress,
-                        plan=plan)
+                        plan=plan, interpret=interpret)
     report = judge(program, model, dict(run.counts), form=run.form, timeouts=run.timeouts, launches=run.launches,
                    misaligned=run.misaligned, seconds=run.seconds, kernel_seconds=run.kernel_seconds,
                    params=run.params.to_json())
