@@ -41,7 +41,8 @@ def wilson(count: int, total: int, *, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / total
     centre = (p + z * z / (2 * total)) / denom
     half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # The interval holds p exactly; min/max only undo rounding at p = 0 or 1.
+    return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
 
 
 def describe(items: tuple[Item, ...], outcome: Outcome) -> str:

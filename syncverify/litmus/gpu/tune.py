@@ -38,8 +38,8 @@ def _key(score: MutationScore) -> tuple[float, float]:
 def search(mutants: list[Mutant], *, budget_seconds: float, seconds_each: float, start: list[StressParams] = (),
            seed: int = 0, progress: Callable[[str], None] | None = None,
            run: Callable | None = None) -> TuneResult:
-    """Try ``start`` (e.g. the shipped and default parameters), then random points of
-    :data:`~syncverify.litmus.gpu.stress.SPACE`, until ``budget_seconds`` have passed."""
+    """Try every point of ``start`` (e.g. the shipped and default parameters), then random points
+    of :data:`~syncverify.litmus.gpu.stress.SPACE` until ``budget_seconds`` have passed."""
     rng = random.Random(seed)
     began = time.perf_counter()
     tried: list[tuple[StressParams, MutationScore]] = []
@@ -51,7 +51,7 @@ def search(mutants: list[Mutant], *, budget_seconds: float, seconds_each: float,
         if progress is not None:
             progress(f"candidate {len(tried)}: score {score.killed}/{score.total}, "
                      f"{score.weak_instances} weak of {score.instances} instances")
-        if time.perf_counter() - began >= budget_seconds:
+        if not queue and time.perf_counter() - began >= budget_seconds:
             break
     best, best_score = max(tried, key=lambda ps: _key(ps[1]))
     return TuneResult(best, best_score, tried, time.perf_counter() - began)
