@@ -74,7 +74,7 @@ def test_an_allowed_target_is_a_weak_outcome_seen_and_exit_0():
     assert [r.outcome for r in report.weak_seen] == [(0, 0)]
     assert report.weak_allowed == ((0, 0),)
     assert report.exit_code == 0 and not report.unsound
-    assert any("weak outcomes allowed: P0:r1=0 P1:r2=0; seen: P0:r1=0 P1:r2=0" in line for line in text(report))
+    assert any("weak outcomes allowed (not SC): P0:r1=0 P1:r2=0; seen: P0:r1=0 P1:r2=0" in line for line in text(report))
 
 
 def test_an_outcome_missing_from_an_incomplete_model_listing_is_unknown_exit_3():
@@ -90,6 +90,29 @@ def test_the_interpreter_report_says_it_cannot_show_weak_outcomes():
     report = judge(program, model_outcomes(program), {(1, 1): 1}, form="interpret")
     assert INTERPRETER_NOTE in text(report)[-1]
     assert report.to_json()["note"] == INTERPRETER_NOTE
+
+
+def test_sc_outcomes_come_from_the_strengthened_test_and_are_allowed_by_the_model_everywhere():
+    """The SC outcomes (the same model on the test with every access strong and fenced) are a
+    subset of the allowed ones for every shipped and known test; SB's two zeros are the weak one."""
+    from syncverify.litmus.gpu.outcomes import strengthened
+
+    sb = model_outcomes(example("sb"))
+    assert sb.allowed - sb.sequential == {(0, 0)}
+    assert "fence.sc" not in repr(strengthened(example("sb")).threads[0].instructions[0])  # none before the first
+    for path in SHIPPED + sorted((Path(__file__).parent / "litmus" / "known").glob("*.litmus")):
+        model = model_outcomes(parse_litmus_file(path), timeout=20)
+        if model.sequential is not None and model.limit is None:
+            assert model.sequential <= model.allowed, path.name
+
+
+def test_unknown_sc_outcomes_make_weak_unknown_not_guessed():
+    program = example("sb")
+    model = model_outcomes(program)
+    blind = ModelOutcomes(model.items, model.allowed, False, False, None, sequential=None)
+    report = judge(program, blind, {(0, 0): 1}, form="ptx")
+    assert report.weak_seen == [] and not report.weak_known
+    assert any("weak outcomes: unknown" in line for line in text(report))
 
 
 # ----- the compiler ---------------------------------------------------------------------------

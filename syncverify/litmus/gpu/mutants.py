@@ -122,7 +122,7 @@ def mutation_score(mutants: list[Mutant], params, *, seconds_each: float, iterat
     per, killed, weak_total, total = [], 0, 0, 0
     for n, m in enumerate(mutants):
         report = run(m.program, params, iterations=iterations_each, seconds=seconds_each, seed=seed + n, model=m.model)
-        weak = sum(r.count for r in report.weak_seen)
+        weak = report.target_seen
         per.append((m.name, weak, report.instances))
         killed += weak > 0
         weak_total += weak

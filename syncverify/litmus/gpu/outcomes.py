@@ -6,19 +6,25 @@ condition names nothing observes every register its threads write. The model's a
 outcome of every complete execution the explorer (:func:`syncverify.explore.explore`) reports;
 executions whose final state fails the test's ``filter`` are left out on both sides.
 
+A *weak* outcome is one the model allows but sequential consistency does not. The SC outcomes
+come from the same model run on the test *strengthened* (:func:`strengthened`): every access made
+morally strong at system scope (loads acquire, stores release, atomics acq_rel) with a
+``fence.sc.sys`` before each, which the PTX model makes sequentially consistent (Lustig et al.,
+ASPLOS '19: fence.sc between every pair of accesses restores SC). One model, no second
+interpreter; CTA barriers keep their meaning.
+
 The *target* of a test is the outcome its condition asks about: an outcome satisfying the
 proposition of an ``exists`` / ``~exists`` test, violating the proposition of a ``forall`` test.
-By litmus convention the target is the relaxed ("weak") behaviour (MP's stale read, SB's two
-zeros), so the report calls allowed targets *weak* outcomes. This is the test author's notion of
-weak, not a sequential-consistency check (no SC interpreter runs here).
+Mutants (:mod:`~syncverify.litmus.gpu.mutants`) are judged on their target, as MC Mutants does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from syncverify.program import (
-    And, Atomic, Barrier, Compare, Load, LocRef, Not, Or, Program, Prop, RegOp, RegRef, TrueProp, evaluate,
+    And, Atomic, Barrier, Compare, Fence, Load, LocRef, Not, Or, Program, Prop, RegOp, RegRef, Store, Thread,
+    TrueProp, evaluate,
 )
 
 Item = tuple[str, str, str]  # ("reg", thread, register) or ("loc", location, "")
@@ -110,6 +116,31 @@ def item_name(item: Item) -> str:
     return f"{name}:{reg}" if kind == "reg" else name
 
 
+def strengthened(program: Program) -> Program:
+    """``program`` with every access morally strong at sys scope and a ``fence.sc.sys`` before
+    each: its allowed outcomes are the sequentially consistent ones (see the module doc)."""
+    threads = []
+    for thread in program.threads:
+        code: list = []
+        for ins in thread.instructions:
+            if isinstance(ins, (Load, Store, Atomic)):
+                # A fence before every access but a thread's first: between every two accesses
+                # in program order (one before the first orders nothing, and each fence.sc
+                # multiplies the explorer's Fence-SC orders).
+                if any(isinstance(i, (Load, Store, Atomic)) for i in code):
+                    code.append(Fence("sc", "sys"))
+                if isinstance(ins, Load):
+                    code.append(replace(ins, sem="acquire", scope="sys", ghost=False))
+                elif isinstance(ins, Store):
+                    code.append(replace(ins, sem="release", scope="sys", ghost=False))
+                else:
+                    code.append(replace(ins, sem="acq_rel", scope="sys"))
+            elif not isinstance(ins, Fence):  # the test's own fences are subsumed
+                code.append(ins)
+        threads.append(Thread(thread.name, thread.gpu, thread.cta, tuple(code), thread.role, thread.phase))
+    return replace(program, name=f"{program.name} (SC)", threads=tuple(threads))
+
+
 @dataclass(frozen=True)
 class ModelOutcomes:
     """The model's side of a test: its allowed outcomes and whether the list is complete."""
@@ -119,10 +150,15 @@ class ModelOutcomes:
     can_hang: bool
     barrier_hang: bool  # some execution waits forever at a CTA barrier (a GPU run would hang)
     limit: str | None  # the explorer bound hit (then ``allowed`` may be incomplete)
+    sequential: frozenset[Outcome] | None = None  # the SC outcomes; None: not computed or bound hit
 
 
-def model_outcomes(program: Program, *, timeout: float | None = 60.0) -> ModelOutcomes:
-    """Every outcome the explorer allows for ``program`` (filtered executions left out)."""
+SC_TIMEOUT = 10.0  # seconds for the SC outcomes; past it weak outcomes are "unknown", not guessed
+
+
+def model_outcomes(program: Program, *, timeout: float | None = 60.0, sequential: bool = True) -> ModelOutcomes:
+    """Every outcome the explorer allows for ``program`` (filtered executions left out), and with
+    ``sequential`` the SC ones (the same for :func:`strengthened` ``program``)."""
     from syncverify.explore import explore  # the model is heavy to import; only runs need it
     from syncverify.litmus.runner import hang_reasons
 
@@ -140,5 +176,17 @@ def model_outcomes(program: Program, *, timeout: float | None = 60.0) -> ModelOu
             allowed.add(outcome)
 
     result = explore(program, timeout=timeout, on_execution=collect, keep=False)
+    sc = None
+    if sequential:
+        strong = model_outcomes(strengthened(program), timeout=min(timeout or SC_TIMEOUT, SC_TIMEOUT),
+                                sequential=False)
+        sc = strong.allowed if strong.limit is None else None
     return ModelOutcomes(items=items, allowed=frozenset(allowed), can_hang=result.can_hang,
-                         barrier_hang=barrier_hang[0], limit=result.limit_hit)
+                         barrier_hang=barrier_hang[0], limit=result.limit_hit, sequential=sc)
+
+
+def is_weak(model: ModelOutcomes, outcome: Outcome) -> bool | None:
+    """Whether an outcome the model allows is one SC does not (None: SC set unknown)."""
+    if model.sequential is None:
+        return None
+    return outcome in model.allowed and outcome not in model.sequential

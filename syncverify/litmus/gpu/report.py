@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from syncverify import exitcodes
-from syncverify.litmus.gpu.outcomes import Item, ModelOutcomes, Outcome, is_target, item_name
+from syncverify.litmus.gpu.outcomes import Item, ModelOutcomes, Outcome, is_target, is_weak, item_name
 from syncverify.program import Program
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
@@ -60,7 +60,8 @@ class OutcomeRow:
     low: float
     high: float
     allowed: bool  # the model allows it
-    target: bool  # the test's condition asks about it (a weak outcome when allowed)
+    target: bool  # the test's condition asks about it
+    weak: bool | None  # allowed but not sequentially consistent (None: SC outcomes unknown)
 
 
 @dataclass
@@ -75,7 +76,8 @@ class TestReport:
     items: tuple[Item, ...] = ()
     rows: list[OutcomeRow] = field(default_factory=list)
     allowed: tuple[Outcome, ...] = ()
-    weak_allowed: tuple[Outcome, ...] = ()  # allowed outcomes that are the test's target
+    weak_allowed: tuple[Outcome, ...] = ()  # allowed outcomes that SC does not allow
+    weak_known: bool = True  # the SC outcomes were computed (else weak is unknown)
     model_limit: str | None = None
     instances: int = 0
     timeouts: int = 0
@@ -97,8 +99,13 @@ class TestReport:
 
     @property
     def weak_seen(self) -> list[OutcomeRow]:
-        """Allowed outcomes that are the test's target (see :mod:`~syncverify.litmus.gpu.outcomes`)."""
-        return [r for r in self.rows if r.allowed and r.target]
+        """Outcomes seen that the model allows and SC does not (see :mod:`~syncverify.litmus.gpu.outcomes`)."""
+        return [r for r in self.rows if r.allowed and r.weak]
+
+    @property
+    def target_seen(self) -> int:
+        """Instances whose outcome is the test's target and allowed (a mutant is killed by one)."""
+        return sum(r.count for r in self.rows if r.allowed and r.target)
 
     @property
     def exit_code(self) -> int:
@@ -121,9 +128,9 @@ class TestReport:
             "name": self.name, "file": self.file, "status": self.status, "reason": self.reason,
             "form": self.form, "items": names, "exit_code": self.exit_code,
             "model_unsound": bool(self.unsound), "model_limit": self.model_limit,
-            "allowed": [list(o) for o in self.allowed], "weak_allowed": [list(o) for o in self.weak_allowed],
+            "allowed": [list(o) for o in self.allowed], "weak_allowed": [list(o) for o in self.weak_allowed] if self.weak_known else None,
             "outcomes": [{"values": list(r.outcome), "count": r.count, "rate": r.rate, "ci95": [r.low, r.high],
-                          "allowed": r.allowed, "target": r.target} for r in self.rows],
+                          "allowed": r.allowed, "target": r.target, "weak": r.weak} for r in self.rows],
             "weak_seen": [list(r.outcome) for r in self.weak_seen],
             "unsound": [list(r.outcome) for r in self.unsound],
             "instances": self.instances, "timeouts": self.timeouts, "launches": self.launches,
@@ -141,11 +148,12 @@ def judge(program: Program, model: ModelOutcomes, counts: dict[Outcome, int], **
     for outcome, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         low, high = wilson(n, total)
         rows.append(OutcomeRow(outcome=outcome, count=n, rate=n / total if total else 0.0, low=low, high=high,
-                               allowed=outcome in model.allowed, target=is_target(program, model.items, outcome)))
+                               allowed=outcome in model.allowed, target=is_target(program, model.items, outcome),
+                               weak=is_weak(model, outcome)))
     allowed = tuple(sorted(model.allowed))
-    weak = tuple(o for o in allowed if is_target(program, model.items, o))
+    weak = tuple(o for o in allowed if is_weak(model, o))
     return TestReport(name=program.name, items=model.items, rows=rows, allowed=allowed, weak_allowed=weak,
-                      model_limit=model.limit, instances=total, **run_facts)
+                      weak_known=model.sequential is not None, model_limit=model.limit, instances=total, **run_facts)
 
 
 def refused(name: str, reason: str, *, file: str = "") -> TestReport:
@@ -163,7 +171,7 @@ def text(report: TestReport) -> list[str]:
              f"misaligned starts {report.misaligned}"]
     for r in report.rows:
         tag = "allowed" if r.allowed else ("NOT LISTED (model bound hit)" if report.model_limit else "FORBIDDEN")
-        if r.target and r.allowed:
+        if r.weak:
             tag += ", weak"
         lines.append(f"  {describe(report.items, r.outcome):<32} {r.count:>12,}  rate {r.rate:.6f} "
                      f"[{r.low:.6f}, {r.high:.6f}]  {tag}")
@@ -171,7 +179,10 @@ def text(report: TestReport) -> list[str]:
     lines.append(f"  model allows: {allowed}" + (f" (explorer bound '{report.model_limit}' hit)" if report.model_limit else ""))
     weak = [describe(report.items, o) for o in report.weak_allowed]
     seen = [describe(report.items, r.outcome) for r in report.weak_seen]
-    lines.append(f"  weak outcomes allowed: {', '.join(weak) or 'none'}; seen: {', '.join(seen) or 'none'}")
+    if report.weak_known:
+        lines.append(f"  weak outcomes allowed (not SC): {', '.join(weak) or 'none'}; seen: {', '.join(seen) or 'none'}")
+    else:
+        lines.append("  weak outcomes: unknown (the SC outcomes were not computed within their bound)")
     for r in report.unsound:
         lines.append(f"  MODEL UNSOUND: {describe(report.items, r.outcome)} seen {r.count:,} times; the model forbids it")
     if report.form == "interpret":
@@ -192,7 +203,7 @@ def plot(reports: list[TestReport], path) -> None:
     names = [r.name for r in ran]
     rates, errs, colours = [], [], []
     for r in ran:
-        weak = sum(row.count for row in r.rows if row.target)
+        weak = sum(row.count for row in r.weak_seen)
         low, high = wilson(weak, r.instances)
         rate = weak / r.instances if r.instances else 0.0
         rates.append(rate)
@@ -200,7 +211,7 @@ def plot(reports: list[TestReport], path) -> None:
         colours.append("tab:red" if r.unsound else ("tab:orange" if r.weak_seen else "tab:blue"))
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(ran) + 1.5))
     ax.barh(names, rates, xerr=list(zip(*errs)) if errs else None, color=colours)
-    ax.set_xlabel("rate of the test's target (weak) outcome, 95% Wilson interval")
+    ax.set_xlabel("rate of weak outcomes (allowed, not SC), 95% Wilson interval")
     ax.set_title("syncverify litmus --gpu (red: MODEL UNSOUND, orange: weak seen)")
     ax.invert_yaxis()
     fig.tight_layout()
