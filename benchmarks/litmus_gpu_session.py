@@ -172,7 +172,7 @@ def main() -> int:
     save()
 
     # ----- the table
-    head = ("test", "inst/s", "instances", "outcomes", "weak seen", "UNSOUND")
+    head = ("test", "inst/s", "device%", "instances", "outcomes", "weak seen", "UNSOUND")
     rows = [row(r) for _, r in reports]
     with open(args.out / "table.txt", "w") as f:
         widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
@@ -209,10 +209,11 @@ def status_word(report) -> str:
 
 def row(report) -> tuple[str, ...]:
     if report.status != "ran":
-        return (report.name, "-", "-", "-", report.status, "-")
+        return (report.name, "-", "-", "-", "-", report.status, "-")
     weak = sum(r.count for r in report.weak_seen)
     rate = f" ({weak / report.instances:.2e})" if report.instances and weak else ""
-    return (report.name, f"{report.instances_per_second:,.0f}", f"{report.instances:,}", str(len(report.rows)),
+    device = f"{100 * report.kernel_seconds / report.seconds:.0f}" if report.seconds else "-"
+    return (report.name, f"{report.instances_per_second:,.0f}", device, f"{report.instances:,}", str(len(report.rows)),
             f"{weak:,}{rate}", "MODEL UNSOUND" if report.unsound else "-")
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from syncverify.errors import SyncVerifyError
 from syncverify.litmus.gpu.codegen import KernelPlan, generate
 from syncverify.litmus.gpu.layout import make_layout, scratch_words
-from syncverify.litmus.gpu.outcomes import Item, Outcome, observed_items
+from syncverify.litmus.gpu.outcomes import Item, observed_items
 from syncverify.litmus.gpu.stress import LINE_WORDS, StressParams, interpreter_sized
 from syncverify.program import Program
 
@@ -94,13 +94,19 @@ def plan_for(program: Program, *, interpret: bool | None = None) -> KernelPlan:
     return generate(program, "interpret" if (interpreting() if interpret is None else interpret) else "ptx")
 
 
+LAYOUT_POOL = 16  # layouts drawn per run; launches cycle through them, one round = one of each
+
+
 def run_on_device(program: Program, params: StressParams, *, iterations: int, seconds: float,
                   seed: int = 0, progress: Callable[[DeviceRun], None] | None = None,
                   plan: KernelPlan | None = None, interpret: bool | None = None) -> DeviceRun:
     """Launch ``program``'s kernel until ``iterations`` launches or ``seconds`` have passed.
 
-    Each launch draws a fresh layout from ``seed``. Under the interpreter the stress sizes are cut
-    (:func:`~syncverify.litmus.gpu.stress.interpreter_sized`).
+    :data:`LAYOUT_POOL` random layouts are drawn from ``seed`` and uploaded once; each *round*
+    launches the kernel once per layout back to back, each launch on its own fresh memory and
+    result buffers, then synchronizes once and tallies the round on the host, so the host's work
+    per launch is a few tensor operations, not a round trip. Under the interpreter the stress
+    sizes are cut (:func:`~syncverify.litmus.gpu.stress.interpreter_sized`).
     """
     import torch  # lazily: the model and the report run without torch
 
@@ -112,7 +118,8 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
         params = interpreter_sized(params)
     plan = plan or plan_for(program, interpret=interpret)
     if (plan.form == "interpret") != interpret:
-        raise SyncVerifyError(f"{program.name}: a {plan.form}-form kernel cannot run {'in' if interpret else 'out of'} the interpreter")
+        raise SyncVerifyError(f"{program.name}: a {plan.form}-form kernel cannot run "
+                              f"{'in' if interpret else 'out of'} the interpreter")
     kernel = load_kernel(plan)
     device = "cpu" if interpret else "cuda"
     items = observed_items(program)
@@ -120,41 +127,43 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
     init = np.array([program.init.get(loc, 0) for loc in plan.locations], dtype=np.int32)
     columns = _columns(items, plan, program)
     rng = np.random.default_rng(seed)
+    pool = [_upload(make_layout(plan.ctas, plan.num_warps, n_loc, params, rng, single_lane=plan.single_lane),
+                    init, n_loc, torch, device) for _ in range(min(LAYOUT_POOL, iterations))]
     run = DeviceRun(name=program.name, form=plan.form, items=items, params=params)
     scratch = torch.zeros(scratch_words(params), dtype=torch.int32, device=device)
+    block = 32 * plan.num_warps
     start = time.perf_counter()
     last_report = start
     while True:
-        layout = make_layout(plan.ctas, plan.num_warps, n_loc, params, rng, single_lane=plan.single_lane)
-        memory = np.zeros(layout.memory_words, dtype=np.int32)
-        memory[layout.address] = np.tile(init, layout.instances)
-        t = {name: torch.from_numpy(np.ascontiguousarray(a)).to(device) for name, a in (
-            ("mem", memory), ("addr", layout.address), ("cta", layout.cta_of_program), ("role", layout.role),
-            ("inst", layout.instance), ("line", layout.line_of_program))}
-        out = torch.zeros(layout.instances * n_out, dtype=torch.int32, device=device)
-        status = torch.zeros(layout.instances * n_threads, dtype=torch.int32, device=device)
-        sync = torch.zeros(2, dtype=torch.int32, device=device)
-        grid = (layout.test_programs + params.stress_programs,)
-        launch = lambda: kernel.launcher(grid, interpret=interpret)(  # noqa: E731 (timed twice below)
-            t["mem"], t["addr"], t["cta"], t["role"], t["inst"], out, status, scratch, t["line"], sync,
-            *runtime_args(params, layout.test_programs),
-            BLOCK=32 * plan.num_warps, NLOC=n_loc, NOUT=n_out, NTHREADS=n_threads, LINE_WORDS=LINE_WORDS,
-            num_warps=plan.num_warps)
-        if interpret:
-            k0 = time.perf_counter()
-            launch()
-            run.kernel_seconds += time.perf_counter() - k0
-        else:
+        round_ = pool[: iterations - run.launches]
+        begin = end = None
+        if not interpret:
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()
-            launch()
+        k0 = time.perf_counter()
+        results = []
+        for up in round_:
+            lay = up["layout"]
+            mem = up["mem_init"].clone()
+            out = torch.zeros(lay.instances * n_out, dtype=torch.int32, device=device)
+            status = torch.zeros(lay.instances * n_threads, dtype=torch.int32, device=device)
+            sync = torch.zeros(2, dtype=torch.int32, device=device)
+            grid = (lay.test_programs + params.stress_programs,)
+            kernel.launcher(grid, interpret=interpret)(
+                mem, up["addr"], up["cta"], up["role"], up["inst"], out, status, scratch, up["line"], sync,
+                *runtime_args(params, lay.test_programs),
+                BLOCK=block, NLOC=n_loc, NOUT=n_out, NTHREADS=n_threads, LINE_WORDS=LINE_WORDS,
+                num_warps=plan.num_warps)
+            results.append(_observe(up, mem, out, status, sync, columns, n_loc, n_out, n_threads, torch))
+        if interpret:
+            run.kernel_seconds += time.perf_counter() - k0
+        else:
             end.record()
             end.synchronize()
             run.kernel_seconds += begin.elapsed_time(end) / 1000
-        _tally(run, layout, t["mem"].cpu().numpy(), out.cpu().numpy().reshape(layout.instances, n_out),
-               status.cpu().numpy().reshape(layout.instances, n_threads), columns, n_loc)
-        run.misaligned += int(sync[1].item())
-        run.launches += 1
+        for values, finished, timeouts, misaligned in results:
+            _tally(run, values.cpu().numpy(), finished.cpu().numpy(), int(timeouts), int(misaligned))
+        run.launches += len(round_)
         now = time.perf_counter()
         run.seconds = now - start
         if progress is not None and now - last_report >= 2.0:
@@ -167,6 +176,31 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
             run.stopped_by = "seconds"
             break
     return run
+
+
+def _upload(layout, init: np.ndarray, n_loc: int, torch, device: str) -> dict:
+    """One layout's tables and initial memory on the device."""
+    memory = np.zeros(layout.memory_words, dtype=np.int32)
+    memory[layout.address] = np.tile(init, layout.instances)
+    up = {name: torch.from_numpy(np.ascontiguousarray(a)).to(device) for name, a in (
+        ("mem_init", memory), ("addr", layout.address), ("cta", layout.cta_of_program), ("role", layout.role),
+        ("inst", layout.instance), ("line", layout.line_of_program))}
+    up["addr_long"] = up["addr"].long().view(layout.instances, n_loc)
+    up["layout"] = layout
+    return up
+
+
+def _observe(up: dict, mem, out, status, sync, columns: list[tuple[str, int]], n_loc: int, n_out: int,
+             n_threads: int, torch):
+    """A launch's outcomes as device tensors (no synchronization): values per instance, which
+    instances finished, how many timed out, how many programs started misaligned."""
+    instances = up["layout"].instances
+    out = out.view(instances, n_out)
+    status = status.view(instances, n_threads)
+    cols = [out[:, c] if kind == "out" else mem[up["addr_long"][:, c]] for kind, c in columns]
+    values = torch.stack(cols, dim=1) if cols else torch.zeros((instances, 0), dtype=torch.int32, device=out.device)
+    finished = (status == 1).all(dim=1)
+    return values, finished, (status == 2).any(dim=1).sum(), sync[1]
 
 
 def _columns(items: tuple[Item, ...], plan: KernelPlan, program: Program) -> list[tuple[str, int]]:
@@ -183,14 +217,10 @@ def _columns(items: tuple[Item, ...], plan: KernelPlan, program: Program) -> lis
     return cols
 
 
-def _tally(run: DeviceRun, layout, memory: np.ndarray, out: np.ndarray, status: np.ndarray,
-           columns: list[tuple[str, int]], n_loc: int) -> None:
-    """Count the finished instances' outcomes; instances with a timed-out thread are timeouts."""
-    address = layout.address.reshape(layout.instances, n_loc)
-    values = np.stack([out[:, c] if kind == "out" else memory[address[:, c]] for kind, c in columns], axis=1) \
-        if columns else np.zeros((layout.instances, 0), dtype=np.int32)
-    finished = (status == 1).all(axis=1)
-    run.timeouts += int((status == 2).any(axis=1).sum())
+def _tally(run: DeviceRun, values: np.ndarray, finished: np.ndarray, timeouts: int, misaligned: int) -> None:
+    """Count one launch's finished instances by outcome (instances with a timed-out thread are timeouts)."""
+    run.timeouts += timeouts
+    run.misaligned += misaligned
     rows, counts = np.unique(values[finished], axis=0, return_counts=True)
     for row, n in zip(rows, counts):
         run.counts[tuple(int(v) for v in row)] += int(n)
