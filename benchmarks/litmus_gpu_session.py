@@ -19,7 +19,7 @@ examples and classic shapes, and any known-suite test with a weak outcome or MOD
 
 On the H200 (from the repository root)::
 
-    timeout 590 python3 benchmarks/litmus_gpu_session.py --out $OUT
+    timeout 540 python3 benchmarks/litmus_gpu_session.py --out $OUT
 
 Rehearsal on the CPU (tiny sizes, the interpreter: no weak outcomes can show)::
 
@@ -56,15 +56,16 @@ def all_tests() -> list[tuple[str, str, str]]:
     return tests
 
 
-def warm(text: str) -> dict:
-    """Worker: the model's outcomes and one launch (fills Triton's cache). Never raises."""
+def warm(test) -> dict:
+    """Worker: the model's outcomes and one launch (fills Triton's cache) of a test (its litmus
+    text, or a mutant's program). Never raises."""
     try:
         from syncverify.litmus.gpu.outcomes import model_outcomes
         from syncverify.litmus.gpu.stress import StressParams
         from syncverify.litmus.gpu.suite import check_on_device
         from syncverify.litmus.parser import parse_litmus
 
-        program = parse_litmus(text)
+        program = parse_litmus(test) if isinstance(test, str) else test
         if len({t.gpu for t in program.threads}) > 1:
             return {"model": None}
         model = model_outcomes(program, timeout=60)
@@ -76,7 +77,7 @@ def warm(text: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", type=float, default=450.0, help="seconds for the whole session")
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds for the whole session")
     parser.add_argument("--tune-seconds", type=float, default=75.0, help="seconds of tuning search")
     parser.add_argument("--seconds-each", type=float, default=1.0, help="seconds per test in the suite")
     parser.add_argument("--mutant-seconds", type=float, default=0.25, help="seconds per mutant per candidate")
@@ -113,6 +114,7 @@ def main() -> int:
     if args.workers > 0:
         pool = ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
         futures = {pool.submit(warm, text): name for name, text in texts.items()}
+        futures.update({pool.submit(warm, m.program): m.name for m in mutants})  # their kernels, for tuning
         done, pending = wait(futures, timeout=warm_deadline)
         for future in done:
             result = future.result()
