@@ -95,6 +95,7 @@ def plan_for(program: Program, *, interpret: bool | None = None) -> KernelPlan:
 
 
 LAYOUT_POOL = 16  # layouts drawn per run; launches cycle through them, one round = one of each
+INTERPRETER_POOL = 2  # the interpreter takes a second or so per launch: short rounds keep budgets
 
 
 def run_on_device(program: Program, params: StressParams, *, iterations: int, seconds: float,
@@ -128,7 +129,8 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
     columns = _columns(items, plan, program)
     rng = np.random.default_rng(seed)
     pool = [_upload(make_layout(plan.ctas, plan.num_warps, n_loc, params, rng, single_lane=plan.single_lane),
-                    init, n_loc, torch, device) for _ in range(min(LAYOUT_POOL, iterations))]
+                    init, n_loc, torch, device)
+            for _ in range(min(INTERPRETER_POOL if interpret else LAYOUT_POOL, iterations))]
     run = DeviceRun(name=program.name, form=plan.form, items=items, params=params)
     scratch = torch.zeros(scratch_words(params), dtype=torch.int32, device=device)
     block = 32 * plan.num_warps
