@@ -157,6 +157,7 @@ def test_the_emitted_ptx_for_sm90_has_each_instruction_with_its_sem_and_scope(na
 
     ptx = ptx_of(generate(example(name), "ptx"))
     assert Counter(_instructions(ptx)) >= Counter(PTX_CASES[name])
+    assert re.search(r"@%p nanosleep\.u32 %r\d+;", ptx)  # the start jitter, a register per warp
     if name == "warp-specialized-handoff":  # barrier 1 for 3 threads: hardware barrier 1 for 3 warps
         assert "barrier.sync 1, 96;" in ptx and "barrier.arrive 1, 96;" in ptx
 

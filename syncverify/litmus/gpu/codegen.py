@@ -375,7 +375,7 @@ def generate(program: Program, form: str) -> KernelPlan:
     emit("def litmus_kernel(")
     emit("    # pointers: test memory, its address table, placement tables, results, stress scratch")
     emit("    mem_ptr, addr_ptr, cta_ptr, role_ptr, inst_ptr, out_ptr, status_ptr,")
-    emit("    scratch_ptr, line_ptr, sync_ptr,")
+    emit("    scratch_ptr, line_ptr, sync_ptr, delay_ptr,")
     emit("    # stress parameters: runtime values, so a parameter search compiles each test once")
     emit("    NTEST, STRESS_ITERS, STRESS_PATTERN, PRE_STRESS_ITERS, ALIGNED, BARRIER_SPINS, MAX_ITERS,")
     emit("    # meta-parameters")
@@ -419,6 +419,11 @@ def generate(program: Program, form: str) -> KernelPlan:
     emit("stress_line(line, tid, PRE_STRESS_ITERS, STRESS_PATTERN, LINE_WORDS)")
     emit("if ALIGNED != 0:")
     emit("    global_barrier(sync_ptr, NTEST, BARRIER_SPINS)")
+    emit("delay = tl.load(delay_ptr + pid * BLOCK + tid)  # one value per warp: no divergence")
+    if k.ptx:
+        k.asm("{ .reg .pred %p; setp.ne.s32 %p, $1, 0; @%p nanosleep.u32 $1; mov.u32 $0, 0; }", "=r,r", ["delay"])
+    else:
+        emit("pass  # start jitter: the interpreter runs programs one after another anyway")
     emit("# ----- the test: one block per test CTA")
     for c, members in enumerate(ctas):
         emit(f"if c == {c}:")

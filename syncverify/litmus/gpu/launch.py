@@ -152,7 +152,7 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
             sync = torch.zeros(2, dtype=torch.int32, device=device)
             grid = (lay.test_programs + params.stress_programs,)
             kernel.launcher(grid, interpret=interpret)(
-                mem, up["addr"], up["cta"], up["role"], up["inst"], out, status, scratch, up["line"], sync,
+                mem, up["addr"], up["cta"], up["role"], up["inst"], out, status, scratch, up["line"], sync, up["delay"],
                 *runtime_args(params, lay.test_programs),
                 BLOCK=block, NLOC=n_loc, NOUT=n_out, NTHREADS=n_threads, LINE_WORDS=LINE_WORDS,
                 num_warps=plan.num_warps)
@@ -186,7 +186,7 @@ def _upload(layout, init: np.ndarray, n_loc: int, torch, device: str) -> dict:
     memory[layout.address] = np.tile(init, layout.instances)
     up = {name: torch.from_numpy(np.ascontiguousarray(a)).to(device) for name, a in (
         ("mem_init", memory), ("addr", layout.address), ("cta", layout.cta_of_program), ("role", layout.role),
-        ("inst", layout.instance), ("line", layout.line_of_program))}
+        ("inst", layout.instance), ("line", layout.line_of_program), ("delay", layout.delay))}
     up["addr_long"] = up["addr"].long().view(layout.instances, n_loc)
     up["layout"] = layout
     return up
@@ -239,7 +239,7 @@ def ptx_of(plan: KernelPlan, *, arch: int = 90) -> str:
 
     kernel = load_kernel(plan)
     pointers = ("mem_ptr", "addr_ptr", "cta_ptr", "role_ptr", "inst_ptr", "out_ptr", "status_ptr",
-                "scratch_ptr", "line_ptr", "sync_ptr")
+                "scratch_ptr", "line_ptr", "sync_ptr", "delay_ptr")
     constants = dict(BLOCK=32 * plan.num_warps, NLOC=len(plan.locations), NOUT=max(1, len(plan.outputs)),
                      NTHREADS=len({t for c in plan.ctas for t in c}), LINE_WORDS=LINE_WORDS)
     signature = {name: "*i32" for name in pointers}

@@ -29,6 +29,7 @@ class Layout:
     address: np.ndarray  # [instances * locations]: word offset of each location
     memory_words: int
     line_of_program: np.ndarray  # [all programs]: the scratch line each program stresses
+    delay: np.ndarray  # [test_programs * block]: ns each lane sleeps after the start (one value per warp)
 
 
 def make_layout(ctas: tuple[tuple[int, ...], ...], num_warps: int, n_locations: int, params: StressParams,
@@ -63,9 +64,12 @@ def make_layout(ctas: tuple[tuple[int, ...], ...], num_warps: int, n_locations: 
     address = (slot_of * params.location_stride).astype(np.int32)
     n_programs = programs + params.stress_programs
     line_of_program = rng.integers(0, params.stress_lines, size=n_programs, dtype=np.int32)
+    warp_delay = rng.integers(0, params.start_jitter_ns + 1, size=(programs, num_warps, 1), dtype=np.int32)
+    delay = np.broadcast_to(warp_delay, (programs, num_warps, 32)).reshape(-1).copy()
     return Layout(instances=instances, test_programs=programs, cta_of_program=cta_of_program,
                   role=role.reshape(-1), instance=instance.reshape(-1), address=address,
-                  memory_words=max(1, slots * params.location_stride), line_of_program=line_of_program)
+                  memory_words=max(1, slots * params.location_stride), line_of_program=line_of_program,
+                  delay=delay)
 
 
 def scratch_words(params: StressParams) -> int:

@@ -19,6 +19,8 @@ behaviours than untuned stress. Ours, with what each does in the kernel
 ``aligned_start``        test CTAs meet at a global-memory spin barrier before the test
 ``barrier_spins``        polls of that barrier before a CTA gives up (counted as a misaligned start)
 ``max_iterations``       bound on a spinning test thread's loop (then the instance is a timeout)
+``start_jitter_ns``      each test warp sleeps a random 0..N ns (``nanosleep``) after the start barrier
+                         (our H200 probes: weak behaviour that delays can force shows, without them not)
 """
 
 from __future__ import annotations
@@ -52,12 +54,13 @@ class StressParams:
     aligned_start: bool = True
     barrier_spins: int = 20000
     max_iterations: int = 256
+    start_jitter_ns: int = 0
 
     def __post_init__(self) -> None:
         bounds = {"test_programs": (1, 4096), "lanes": (1, 32), "location_stride": (1, 4096),
                   "stress_programs": (0, 4096), "stress_lines": (1, 1 << 16), "stress_iterations": (0, 1 << 20),
                   "stress_pattern": (0, 3), "pre_stress_iterations": (0, 1 << 16), "barrier_spins": (1, 1 << 24),
-                  "max_iterations": (1, 1 << 16)}
+                  "max_iterations": (1, 1 << 16), "start_jitter_ns": (0, 1_000_000)}
         for name, (lo, hi) in bounds.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
@@ -92,6 +95,7 @@ SPACE = {
     "stress_pattern": (0, 1, 2, 3),
     "pre_stress_iterations": (0, 8, 64, 256),
     "aligned_start": (False, True),
+    "start_jitter_ns": (0, 0, 200, 2000),
 }
 
 
