@@ -386,3 +386,17 @@ def test_every_known_and_classic_test_through_the_interpreter_is_explained_by_th
         assert not report.unsound, (program.name, report.to_json())
         assert report.exit_code == 0
     assert ran >= (160 if full else 25)
+
+
+def test_the_wheel_ships_the_gpu_package_and_its_tuned_parameters(tmp_path):
+    import subprocess
+    import sys
+    import zipfile
+
+    pytest.importorskip("setuptools")
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path), str(root)], check=True, capture_output=True, timeout=300)
+    (wheel,) = tmp_path.glob("syncverify-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"syncverify/litmus/gpu/codegen.py", "syncverify/litmus/gpu/tuned.json"} <= names
