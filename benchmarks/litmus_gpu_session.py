@@ -60,13 +60,14 @@ def warm(test) -> dict:
     """Worker: the model's outcomes and one launch (fills Triton's cache) of a test (its litmus
     text, or a mutant's program). Never raises."""
     try:
+        from syncverify.litmus.gpu.codegen import gpus_needed
         from syncverify.litmus.gpu.outcomes import model_outcomes
         from syncverify.litmus.gpu.stress import StressParams
         from syncverify.litmus.gpu.suite import check_on_device
         from syncverify.litmus.parser import parse_litmus
 
         program = parse_litmus(test) if isinstance(test, str) else test
-        if len({t.gpu for t in program.threads}) > 1:
+        if gpus_needed(program):
             return {"model": None}
         model = model_outcomes(program, timeout=60)
         check_on_device(program, StressParams(), iterations=1, seconds=0.01, model=model)

@@ -86,11 +86,18 @@ class _Emitter:
         self.lines.append("    " * self.depth + text)
 
 
-def _check_program(program: Program) -> None:
+def gpus_needed(program: Program) -> str | None:
+    """Why ``program`` cannot run on one GPU (its threads are on several), or None."""
     gpus = sorted({t.gpu for t in program.threads})
     if len(gpus) > 1:
-        raise NotOnGpu(f"{program.name}: needs {len(gpus)} GPUs (threads on gpu {', '.join(map(str, gpus))}); "
-                       "--gpu runs single-GPU tests only")
+        return f"needs {len(gpus)} GPUs (threads on gpu {', '.join(map(str, gpus))}); --gpu runs single-GPU tests only"
+    return None
+
+
+def _check_program(program: Program) -> None:
+    why = gpus_needed(program)
+    if why is not None:
+        raise NotOnGpu(f"{program.name}: {why}")
     for thread in program.threads:
         has_branch = any(isinstance(i, Branch) for i in thread.instructions)
         for ins in thread.instructions:
@@ -174,7 +181,8 @@ class _Kernel:
         return f"{{ .reg .pred %p; setp.ne.s32 %p, {pred_operand}, 0; {body} }}"
 
     # ----- instructions -----------------------------------------------------------------------
-    def instruction(self, t: int, ins, act: str, plan: dict) -> None:
+    def instruction(self, t: int, ins, act: str) -> None:
+        """Emit one instruction of thread ``t``, active on the lanes where ``act`` is nonzero."""
         emit = self.emit
         if isinstance(ins, Load):
             ptr = f"P_{self.locs[ins.loc]}"
@@ -336,7 +344,7 @@ def _loop_thread(k: _Kernel, t: int, thread: Thread, act: str) -> None:
             cond = "True" if ins.cond is None else f"({k.val(t, ins.lhs)} {BRANCH_OPS[ins.cond]} {k.val(t, ins.rhs)})"
             emit(f"PC{t} = tl.where({e} != 0, tl.where({cond}, {labels[ins.target]}, {n + 1}), PC{t})")
         else:
-            k.instruction(t, ins, e, {})
+            k.instruction(t, ins, e)
             emit(f"PC{t} = tl.where({e} != 0, {n + 1}, PC{t})")
     k.emit.depth -= 1
     emit(f"D{t} = tl.where(PC{t} == {len(code)}, 1, 2)")
@@ -440,7 +448,7 @@ def generate(program: Program, form: str) -> KernelPlan:
                 if r < len(pieces) and pieces[r]:
                     emit(f"# {program.threads[t].name}, piece {r}")
                     for ins in pieces[r]:
-                        k.instruction(t, ins, f"A{t}", {})
+                        k.instruction(t, ins, f"A{t}")
             for t, (_, bars) in split.items():
                 if r < len(bars):
                     ins = bars[r]

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from typing import Callable
 
-from syncverify.litmus.gpu.codegen import NotOnGpu
+from syncverify.litmus.gpu.codegen import NotOnGpu, gpus_needed
 from syncverify.litmus.gpu.outcomes import ModelOutcomes, model_outcomes
 from syncverify.litmus.gpu.report import TestReport, judge, refused
 from syncverify.litmus.gpu.stress import StressParams
 from syncverify.program import Program
 
 
-def gpu_refusal(program: Program, model: ModelOutcomes) -> str | None:
-    """Why ``program`` cannot run on one GPU, or None (the compiler's own refusals come later)."""
-    if len({t.gpu for t in program.threads}) > 1:
-        gpus = sorted({t.gpu for t in program.threads})
-        return (f"needs {len(gpus)} GPUs (threads on gpu {', '.join(map(str, gpus))}); "
-                "--gpu runs single-GPU tests only")
-    if model.barrier_hang:
+def gpu_refusal(program: Program, model: ModelOutcomes | None) -> str | None:
+    """Why ``program`` cannot run on one GPU, or None (the compiler's own refusals come later).
+    Without ``model`` only what needs no exploration is checked."""
+    why = gpus_needed(program)
+    if why is not None:
+        return why
+    if model is not None and model.barrier_hang:
         return ("the model has an execution that waits forever at a CTA barrier; a GPU barrier "
                 "cannot be bounded, so the test is not launched")
     return None
@@ -34,9 +34,9 @@ def check_on_device(program: Program, params: StressParams, *, iterations: int, 
     """Run ``program`` on the device (or the interpreter) and judge it against the model."""
     from syncverify.litmus.gpu.launch import plan_for, run_on_device  # lazily: needs triton
 
-    if len({t.gpu for t in program.threads}) > 1:  # refused before exploring: no model work wasted
-        return refused(program.name, gpu_refusal(program, ModelOutcomes((), frozenset(), False, False, None)) or "",
-                       file=file)
+    why = gpu_refusal(program, None)  # before exploring: no model work wasted
+    if why is not None:
+        return refused(program.name, why, file=file)
     model = model or model_outcomes(program, timeout=model_timeout)
     why = gpu_refusal(program, model)
     if why is not None:
