@@ -400,3 +400,12 @@ def test_the_wheel_ships_the_gpu_package_and_its_tuned_parameters(tmp_path):
     (wheel,) = tmp_path.glob("syncverify-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"syncverify/litmus/gpu/codegen.py", "syncverify/litmus/gpu/tuned.json"} <= names
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--iterations", "3"], "--iterations needs --gpu"),
+    (["--gpu", "--graph", "out"], "--graph draws the model's executions; it does not apply to --gpu"),
+])
+def test_cli_options_of_the_other_mode_are_refused_not_ignored(args, message, capsys):
+    code = main(["litmus", *args, str(EXAMPLES / "mp-gpu.litmus")])
+    assert code == 2 and message in capsys.readouterr().err

@@ -32,8 +32,11 @@ def load_params(path: Path | None):
 
 
 def run_gpu_command(files: list[Path], *, as_json: bool, iterations: int, seconds: float, seed: int,
-                    stress: Path | None, plot: Path | None, out, err) -> int:
-    """Run every file on the device and print the reports; returns the exit code."""
+                    stress: Path | None, plot: Path | None, out, err, model_timeout: float | None = None) -> int:
+    """Run every file on the device and print the reports; returns the exit code.
+
+    ``model_timeout`` bounds each test's exploration (``--timeout``; default 60 s): past it the
+    model's list is incomplete and an outcome missing from it is reported as unknown (exit 3)."""
     from syncverify.litmus.gpu.report import refused, text
     from syncverify.litmus.gpu.suite import check_on_device
     from syncverify.litmus.parser import parse_litmus_file
@@ -54,7 +57,8 @@ def run_gpu_command(files: list[Path], *, as_json: bool, iterations: int, second
         try:
             program = parse_litmus_file(path)
             report = check_on_device(program, params, iterations=iterations, seconds=seconds, seed=seed + n,
-                                     file=str(path), progress=progress)
+                                     file=str(path), progress=progress,
+                                     model_timeout=60.0 if model_timeout is None else model_timeout)
         except SyncVerifyError as error:
             report = refused(Path(path).stem, str(error), file=str(path))
         reports.append(report)
