@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("syncverify.verdicts",),
     ("syncverify.litmus",),
     ("syncverify.kernels",),
-    ("syncverify.stress",),
+    ("syncverify.stress", "syncverify.litmus.gpu"),  # litmus tests on the GPU: compiled like the kernels
     ("syncverify.frontend",),
     ("syncverify.compare",),
     # the user's doors: the command line, and the pytest helpers that print command lines

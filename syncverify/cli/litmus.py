@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from syncverify import exitcodes
-from syncverify.cli.app import app, err, out
+from syncverify.cli.app import app, err, fail, out
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS
 
 
@@ -21,6 +21,12 @@ def litmus_command(
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Stop and answer Unknown after this many executions."),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Answer Unknown when one thread runs more instructions than this on one path."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per test before answering Unknown (default: none).", show_default=False),
+    gpu: bool = typer.Option(False, "--gpu", help="Run each test on the GPU (TRITON_INTERPRET=1: Triton's CPU interpreter) and hold its outcomes against the model; MODEL UNSOUND exits 1. See docs/litmus-gpu.md."),
+    iterations: Optional[int] = typer.Option(None, "--iterations", min=1, help="--gpu: launches per test, each running many instances (default: 100).", show_default=False),
+    seconds: Optional[float] = typer.Option(None, "--seconds", min=0.001, help="--gpu: wall-clock seconds per test; stops at whichever of --iterations / --seconds comes first (default: 10).", show_default=False),
+    seed: Optional[int] = typer.Option(None, "--seed", help="--gpu: seed of the random placement; test n uses seed + n (default: 0).", show_default=False),
+    stress: Optional[Path] = typer.Option(None, "--stress", help="--gpu: a JSON object of stress parameters (default: the tuned ones for this machine, syncverify/litmus/gpu/tuned.json).", show_default=False),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="--gpu: write a bar chart of each test's weak-outcome rate to this PNG.", show_default=False),
 ) -> int:
     """Explore every execution the PTX model allows and print herd7-style observations.
 
@@ -35,6 +41,17 @@ def litmus_command(
     from syncverify.litmus.parser import parse_litmus_file
     from syncverify.litmus.runner import run_litmus
 
+    gpu_only = {"--iterations": iterations, "--seconds": seconds, "--seed": seed, "--stress": stress, "--plot": plot}
+    if not gpu and any(v is not None for v in gpu_only.values()):
+        raise fail(f"{next(k for k, v in gpu_only.items() if v is not None)} needs --gpu")
+    if gpu:
+        if graph is not None:
+            raise fail("--graph draws the model's executions; it does not apply to --gpu (use --plot)")
+        from syncverify.cli.litmus_gpu import run_gpu_command
+
+        return run_gpu_command(list(files), as_json=as_json, iterations=100 if iterations is None else iterations,
+                               seconds=10.0 if seconds is None else seconds, seed=0 if seed is None else seed,
+                               stress=stress, plot=plot, model_timeout=timeout, out=out, err=err)
     if graph is not None:
         check_writable(graph, "--graph", kind="dir")  # bad input fails before work, as below
     # Each file is parsed and run on its own: a bad file is reported (one line, exit 2 in the
