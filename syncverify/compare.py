@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from syncverify.errors import SyncVerifyError
+from syncverify.json_schema import versioned
+from syncverify.scenarios.build import KERNEL_SCENARIOS
 
 __all__ = [
     "CLASS_NAMES",
@@ -66,7 +68,8 @@ DEFAULT_TIMEOUT = 600.0  #: seconds per model check before it answers unknown
 #: Bad-tile classes of a campaign (``syncverify.stress.campaign.CLASS_NAMES``, repeated here so
 #: this module does not import the stress package).
 CLASS_NAMES = ("unwritten", "stale", "missing-ranks", "corrupt", "hang")
-SCENARIO_NAMES = ("all-reduce", "all-scatter")
+#: Every scenario the model checks and the kernels run (``--scenario all``): one source, the scenarios' own.
+SCENARIO_NAMES = KERNEL_SCENARIOS
 UNSOUND = "MODEL UNSOUND"
 
 #: ``progress(phase, done, total, detail)``: phase is ``"model"``, ``"hardware"`` or ``"graphs"``.
@@ -271,7 +274,7 @@ def _scenarios(scenarios: Iterable[str]) -> list[str]:
             if s not in chosen:
                 chosen.append(s)
     if not chosen:
-        raise CompareError("no scenario given: use all-reduce, all-scatter or all")
+        raise CompareError(f"no scenario given: use {', '.join(SCENARIO_NAMES)} or all")
     return chosen
 
 
@@ -310,7 +313,7 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
     protocols
         Built-in names or ``.toml`` paths; empty: every built-in.
     scenarios
-        ``"all-reduce"``, ``"all-scatter"`` or ``"all"`` (both).
+        A scenario name, or ``"all"`` (the four of :data:`SCENARIO_NAMES`).
     worlds
         World sizes.
     seconds
@@ -480,13 +483,13 @@ def report_json(rows: Sequence[Row], *, note: str | None = None,
                 graphs: dict[tuple[int, str], str] | None = None) -> dict:
     """report.json (and ``compare --json``): every row, plus the hardware note and the unsound rows."""
     graphs = graphs or {}
-    return {
+    return versioned({
         "hardware": has_hardware(rows),
         "note": note,
         "unsound": [row.label for row in rows if row.unsound],
         "rows": [row.to_json({kind: path for (i2, kind), path in graphs.items() if i2 == i})
                  for i, row in enumerate(rows)],
-    }
+    }, "compare")
 
 
 def _md_escape(text: str) -> str:

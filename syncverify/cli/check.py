@@ -9,8 +9,11 @@ from typing import Optional
 import typer
 
 from syncverify import exitcodes
+from syncverify.baseline import findings_of, read_baseline
+from syncverify.baseline import write_baseline as write_baseline_file
 from syncverify.cli.app import app, err, out
-from syncverify.cli.progress import StderrProgress
+from syncverify.json_schema import versioned
+from syncverify.cli.progress import DEFAULT_MAX_MEMORY_MB, MemoryCap, StderrProgress
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
 from syncverify.protocols.rules import RESET_HELP, describe_reset
 
@@ -29,7 +32,7 @@ def check_command(
     threads_per_cta: int = typer.Option(2, "--threads-per-cta", help="Threads modeled per CTA (2 shows missing CTA barriers)."),
     production: str = typer.Option("every-rank", "--production", help="every-rank | owner-only (all-reduce)."),
     distribution: str = typer.Option("striding", "--distribution", help="striding | block (all-reduce)."),
-    push: str = typer.Option("epoch-flag", "--push", help="all-scatter: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file."),
+    push: Optional[str] = typer.Option(None, "--push", help="all-scatter only: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file (default: epoch-flag).", show_default=False),
     reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP, show_default=False),
     launches: str = typer.Option("host-barrier", "--launches", help="host-barrier (every rank's launch k before any rank's launch k+1) | per-rank-stream (only each GPU's stream orders its launches: buffer-reuse bugs)."),
     no_symmetry: bool = typer.Option(False, "--no-symmetry", help="Build every tile and rank (no symmetry reduction or slicing)."),
@@ -38,10 +41,13 @@ def check_command(
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Answer unknown after this many executions."),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Answer unknown when one thread runs more instructions than this on one path (a protocol with many steps needs more)."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=0.001, help="Seconds before answering unknown (exit 3).", show_default=True),
+    max_memory: float = typer.Option(DEFAULT_MAX_MEMORY_MB, "--max-memory", min=1, help="MiB of memory before answering unknown (exit 3, limit 'memory'), checked with the clock.", show_default=True),
     first: bool = typer.Option(False, "--first", help="Stop at the first violation found and print its counterexample (exit 1)."),
     progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
     samples: Optional[int] = typer.Option(None, "--sample", min=1, help="Check N random executions instead of all (finding none is not a proof).", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Accepted findings (a file --write-baseline wrote): still listed, marked accepted, but only the others fail (exit 1).", show_default=False),
+    write_baseline: Optional[Path] = typer.Option(None, "--write-baseline", help="Write this run's findings to FILE, to accept them with --baseline FILE.", show_default=False),
     suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings) and print at most 5 with TOML diffs."),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
@@ -57,14 +63,18 @@ def check_command(
     from syncverify.protocols.registry import load_protocol
     from syncverify.verdicts.check import check, sample
     from syncverify.verdicts.graphs import write_graph
-    from syncverify.scenarios.build import ScenarioOptions, build
+    from syncverify.scenarios.build import ScenarioOptions, build, push_option
     from syncverify.cli.output_files import check_writable, write_or_warn
 
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
     if graph is not None:
         check_writable(graph, "--graph")  # before the run; an unwritable path is bad input (exit 2)
+    if write_baseline is not None:
+        check_writable(write_baseline, "--write-baseline")
+    accepted_findings = read_baseline(baseline) if baseline is not None else set()
     proto = load_protocol(protocol)
+    push = push_option(scenario, push)
     built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, epochs=epochs,
                                          threads_per_cta=threads_per_cta, production=production,
                                          distribution=distribution, reset=reset, symmetry=not no_symmetry,
@@ -76,17 +86,22 @@ def check_command(
             err.print(f"checking {proto.name} in {scenario} (world size {world_size}) ...", markup=False)
         after = PROGRESS_AFTER if progress_every is None else progress_every
         every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
-        with ProgressReport(after=after, plain_every=every) as report:
+        with ProgressReport(after=after, plain_every=every, max_memory=max_memory) as report:
             result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
                            progress_interval=min(0.5, every), first=first, max_steps=max_steps)
     suggestions = _suggest(proto, built.options, result) if suggest else None
+    accepted = [kind for (_p, _s, kind) in findings_of(result) if (_p, _s, kind) in accepted_findings]
     if as_json:  # the verdict first: a failure while drawing cannot lose it
-        doc = result.to_json()
+        doc = versioned(result.to_json(), "check")
+        doc["assumptions"] = assumptions(result)
+        doc["accepted"] = accepted
+        for violation in doc["violations"]:
+            violation["accepted"] = violation["kind"] in accepted
         if suggestions is not None:
             doc.update(suggestions.to_json(limit=MAX_SUGGESTIONS))
         out.print(json.dumps(doc, indent=2), markup=False)
     else:
-        _print_text(result)
+        _print_text(result, accepted, baseline)
         if suggestions is not None:
             _print_suggestions(suggestions)
     if graph is not None and result.violations:
@@ -98,14 +113,30 @@ def check_command(
     elif graph is not None:  # say so rather than leave the user looking for a file
         err.print(f"--graph {graph}: nothing drawn: no violation was found (--graph draws a counterexample)",
                   markup=False)
-    if result.violations:
+    if write_baseline is not None:
+        write_or_warn(lambda: write_baseline_file(write_baseline, findings_of(result)), "--write-baseline", write_baseline)
+        if not as_json:
+            out.print(f"baseline: {len(result.violations)} finding(s) written to {write_baseline}", markup=False)
+    if set(result.violations) - set(accepted):
         return exitcodes.FOUND
-    if result.safe is None:
+    if result.safe is None or result.limit_hit:
         return exitcodes.UNKNOWN
     return exitcodes.OK
 
 
-def _print_text(result) -> None:
+#: What every verdict assumes, printed beside it (a SAFE holds for these bounds only).
+MODEL = "PTX memory model (Dartagnan's ptx-v6.0.cat axioms, syncverify/model/ptx.py)"
+
+
+def assumptions(result) -> dict:
+    """The bounds and assumptions a verdict holds under: ``--json``'s ``assumptions``."""
+    opts = result.scenario.options
+    return {"model": MODEL, "world_size": opts.world_size, "calls": opts.epochs, "tiles": opts.tiles,
+            "threads_per_cta": opts.threads_per_cta, "launches": opts.launches,
+            "exhaustive": result.sampled is None and not result.limit_hit and not result.stopped_at_first}
+
+
+def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) -> None:
     from rich.table import Table
 
     opts = result.scenario.options
@@ -114,6 +145,11 @@ def _print_text(result) -> None:
     out.print(f"  world size {opts.world_size}, tiles {opts.tiles}, epochs {opts.epochs}, "
               f"{opts.threads_per_cta} threads per CTA, production {opts.production}, "
               f"reset {describe_reset(opts.reset, result.scenario.protocol.reset)}", markup=False)
+    bounds = assumptions(result)
+    calls = "1 call" if bounds["calls"] == 1 else f"{bounds['calls']} calls"
+    out.print(f"  assumes: the {MODEL}; {opts.world_size} ranks, {calls} of the kernel on the same locks "
+              f"(--epochs), {opts.threads_per_cta} threads per CTA, launches {opts.launches}"
+              + ("; holds for these bounds only" if result.safe else ""), markup=False)
     for note in result.scenario.notes:
         out.print(f"  note: {note}", markup=False)
     if result.sampled is not None:
@@ -136,11 +172,15 @@ def _print_text(result) -> None:
         out.print(f"  unknown: limit '{result.limit_hit}' hit ({result.limit_detail}); explored so far as above", markup=False)
     if not result.violations:
         return
+    if accepted:
+        left = len(result.violations) - len(accepted)
+        out.print(f"  baseline {baseline}: {len(accepted)} of {len(result.violations)} finding(s) accepted "
+                  f"({', '.join(accepted)}); {left} not accepted", markup=False)
     table = Table(title="violations", show_lines=True)
     table.add_column("kind")
     table.add_column("what goes wrong")
     for v in result.violations.values():
-        table.add_row(v.kind, v.explanation)
+        table.add_row(v.kind + (f" (accepted: baseline {baseline})" if v.kind in accepted else ""), v.explanation)
     out.print(table)
     for v in result.violations.values():
         out.print(f"counterexample for {v.kind}:", markup=False)
@@ -195,12 +235,15 @@ class ProgressReport(StderrProgress):
     """A long check's progress (:mod:`syncverify.cli.progress`): the check hands over its latest
     :class:`~syncverify.explore.driver.Progress` (:meth:`update`)."""
 
-    def __init__(self, *, after: float, plain_every: float) -> None:
+    def __init__(self, *, after: float, plain_every: float, max_memory: float | None = None) -> None:
         super().__init__(after=after, plain_every=plain_every)
         self.latest: Progress | None = None
+        self.memory_cap = MemoryCap(max_memory)
 
     def update(self, progress: Progress) -> None:
+        """Keep the latest progress; over the memory cap, stop the check (``limit: memory``)."""
         self.latest = progress
+        self.memory_cap()
 
     def line(self) -> str:
         return progress_line(self.latest, self.elapsed())

@@ -162,6 +162,22 @@ def stages(scenario: str) -> dict[str, str]:
     return out
 
 
+def push_option(scenario: str, push: str | None) -> str:
+    """The push protocol a command runs for ``--push`` (None: not given): :data:`DEFAULT_PUSH` when
+    not given; given, the scenario must have a push stage and the protocol must load, else one
+    line (a flag that changes nothing is refused, never ignored)."""
+    if push is None:
+        return DEFAULT_PUSH
+    from syncverify.protocols.registry import load_protocol
+
+    with_push = [name for name in SCENARIOS if "push" in stages(name).values()]
+    if scenario in SCENARIOS and scenario not in with_push:
+        raise ScenarioError(f"--push {push}: the {scenario} scenario has no push stage (--push applies to "
+                            f"{', '.join(with_push)})")
+    load_protocol(push)
+    return push
+
+
 # ----- options --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
