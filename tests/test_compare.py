@@ -180,7 +180,7 @@ def test_out_writes_the_report_the_chart_and_one_graph_per_violation(capsys, tmp
     (["no-such-protocol"], "unknown protocol 'no-such-protocol'"),
     ([SAFE, "--seconds", "0"], "--seconds=0 must be positive"),
     ([SAFE, "--seconds", "-2"], "--seconds=-2 must be positive"),
-    ([SAFE, "--world-size", "0"], "world size 0 is out of range"),
+    ([SAFE, "--world-size", "0"], "--world-size=0 must be in 1..64"),
     ([SAFE, "--scenario", "all-gather"], "--scenario='all-gather' is not one of"),
     ([SAFE, "--jobs", "0"], "--jobs=0 must be at least 1"),
 ])

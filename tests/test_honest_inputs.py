@@ -201,3 +201,60 @@ def test_compare_takes_each_scenario_by_name(capsys):
     assert main(["compare", "barrier-fenced-release-acquire", "--no-gpu", "--scenario", "all-gather-gemm",
                  "--jobs", "1"]) == 0
     assert "all-gather-gemm" in capsys.readouterr().out
+
+
+# ----- stress and bench: their own defaults valid, bad options before the missing GPU ----------
+
+def _has_cuda() -> bool:
+    from syncverify.compare import cuda_available
+
+    return cuda_available()
+
+
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter"])
+def test_stress_defaults_are_valid_at_every_world_size(kernel):
+    from syncverify.kernels.config import MAX_WORLD, check_config
+    from syncverify.stress.campaign import campaign_options, kernel_config
+
+    for world_size in range(1, MAX_WORLD + 1):
+        check_config(kernel_config(campaign_options(protocol="epoch-flag", kernel=kernel, world_size=world_size,
+                                                    virtual_ranks=True)))
+
+
+@pytest.mark.skipif(_has_cuda(), reason="without a GPU the one line is the missing GPU")
+@pytest.mark.parametrize("kernel", ["all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter"])
+def test_stress_at_three_ranks_says_only_that_the_gpu_is_missing(capsys, kernel):
+    code = main(["stress", "--kernel", kernel, "--protocol", "epoch-flag", "--world-size", "3", "--iterations", "1"])
+    line = _one_error_line(capsys)  # one line: no progress line before it
+    assert code == 2 and "needs a CUDA GPU" in line
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["stress", "--kernel", "all-reduce", "--protocol", "epoch-flag", "--interpret", "--iterations", "1",
+      "--replay", "99"], "--replay=99 is past the run's --iterations=1"),
+    (["stress", "--kernel", "all-reduce", "--protocol", "epoch-flag", "--interpret", "--replay", "-1"],
+     "--replay=-1 must be"),
+    (["stress", "--kernel", "all-reduce", "--protocol", "epoch-flag", "--world-size", "0"], "--world-size=0 must be in 1..8"),
+    (["bench", "--kernel", "bogus"], "--kernel='bogus' is not one of"),
+    (["bench", "--kernel", "all-reduce", "--world-size", "0"], "--world-size=0 must be in 1..8"),
+])
+def test_bad_stress_and_bench_options_come_first(capsys, argv, phrase):
+    code = main(argv)
+    line = _one_error_line(capsys)
+    assert code == 2 and phrase in line
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["check", "epoch-flag", "--world-size", "65"], "--world-size=65 must be in 1..64"),
+    (["check", "epoch-flag", "--threads-per-cta", "9"], "--threads-per-cta=9 must be in 1..8"),
+    (["check", "epoch-flag", "--epochs", "0"], "--epochs=0 must be at least 1"),
+])
+def test_one_wording_for_a_range(capsys, argv, phrase):
+    assert main(argv) == 2
+    assert phrase in _one_error_line(capsys)
+
+
+def test_help_gives_the_ranges(capsys):
+    assert main(["check", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Threads modeled per CTA, 1..8" in text and "at least 1" in text and "Ranks, 1..64" in text

@@ -118,6 +118,7 @@ def stress_command(
 
         refuse_unsynchronized(protocol)  # before the model is asked about it
         options["push"] = push_option(kernel, push)
+        _check_before_work(options, replay_iteration)
         if output is not None:  # before the run: an unwritable path is bad input, not a late traceback
             check_writable(output, "--output")
         if replay_iteration is not None:
@@ -131,6 +132,27 @@ def stress_command(
         err.print(f"syncverify: error: {error}", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
     raise typer.Exit(code)
+
+
+def _check_before_work(options: dict, replay_iteration: int | None) -> None:
+    """Bad options first, then the missing GPU, before the model is asked anything (and before a
+    progress line can show): the user fixes what they typed before looking for a GPU."""
+    from syncverify.kernels.config import check_config
+    from syncverify.stress.campaign import campaign_options, kernel_config
+
+    check_config(kernel_config(campaign_options(**options)))
+    if replay_iteration is not None:
+        iterations = options.get("iterations")
+        if replay_iteration < 0:
+            raise SyncVerifyError(f"--replay={replay_iteration} must be an iteration number (0 or more)")
+        if iterations is not None and replay_iteration >= iterations:
+            raise SyncVerifyError(f"--replay={replay_iteration} is past the run's --iterations={iterations} "
+                                  f"(iterations 0..{iterations - 1}): replay one of those, or give "
+                                  f"--iterations {replay_iteration + 1} or more")
+    if not options["interpret"]:
+        from syncverify.kernels._deps import require_cuda
+
+        require_cuda("syncverify stress without --interpret")
 
 
 def _model_verdict(options: dict):

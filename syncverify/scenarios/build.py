@@ -204,13 +204,13 @@ class ScenarioOptions:
         one_of("production", self.production, PRODUCTIONS, error=ScenarioError)
         one_of("distribution", self.distribution, DISTRIBUTIONS, error=ScenarioError)
         if not 1 <= self.world_size <= MAX_WORLD_SIZE:  # rules.MODEL_MAX_WORLD says why
-            raise ScenarioError(f"world size {self.world_size} is out of range: use 1 to {MAX_WORLD_SIZE}")
+            raise ScenarioError(f"--world-size={self.world_size} must be in 1..{MAX_WORLD_SIZE}")
         if self.tiles < 1:
-            raise ScenarioError(f"tiles={self.tiles}: a scenario needs at least 1 tile")
+            raise ScenarioError(f"--tiles={self.tiles} must be at least 1")
         if self.epochs < 1:
-            raise ScenarioError(f"epochs={self.epochs}: a scenario needs at least 1 epoch")
+            raise ScenarioError(f"--epochs={self.epochs} must be at least 1 (one call of the kernel)")
         if not 1 <= self.threads_per_cta <= 8:
-            raise ScenarioError(f"threads per CTA {self.threads_per_cta} is out of range: use 1 to 8 (2 shows barrier bugs)")
+            raise ScenarioError(f"--threads-per-cta={self.threads_per_cta} must be in 1..8 (2 shows barrier bugs)")
         if self.production == "owner-only" and self.scenario != "all-reduce":
             raise ScenarioError("production='owner-only' applies to the all-reduce scenario only")
         if self.reset is not None:
