@@ -414,7 +414,46 @@ def _pool(jobs: int, tasks: int) -> ProcessPoolExecutor:
         context.set_forkserver_preload(["syncverify.verdicts.check", "syncverify.verdicts.graphs"])
     except ValueError:  # no forkserver on this platform
         context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=min(jobs, tasks), mp_context=context)
+    return ProcessPoolExecutor(max_workers=min(jobs, tasks), mp_context=context,
+                               initializer=_die_with, initargs=(os.getpid(),))
+
+
+WATCHDOG_EVERY = 0.5  # seconds between a worker's looks at its main process
+
+
+def _die_with(main_pid: int) -> None:
+    """A worker's watchdog: exit as soon as the main process is gone (even SIGKILLed, when nothing
+    else would stop a check running up to its timeout). A worker's parent is the forkserver, not
+    the main process, so ``PR_SET_PDEATHSIG`` would not see it go; the main process's id is polled."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_EVERY)
+            try:
+                os.kill(main_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid was reused by another user's process: ours is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, name="syncverify-worker-watchdog", daemon=True).start()
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now: a check already running would
+    otherwise run to its timeout (Python's exit waits for the pool's workers)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if terminate is not None:
+        terminate()
+        return
+    # Before 3.14 there is no public way; shutdown() forgets the processes, so take them first.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
 
 
 def _as_done(pool: ProcessPoolExecutor, futures: dict) -> Iterable[tuple[Any, Any]]:
@@ -425,8 +464,8 @@ def _as_done(pool: ProcessPoolExecutor, futures: dict) -> Iterable[tuple[Any, An
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 yield futures[future], future.result()
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+    except BaseException:  # an error, or Ctrl-C / kill -INT: stop every worker with us
+        _stop_workers(pool)
         raise
 
 
