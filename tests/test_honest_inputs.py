@@ -258,3 +258,12 @@ def test_help_gives_the_ranges(capsys):
     assert main(["check", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "Threads modeled per CTA, 1..8" in text and "at least 1" in text and "Ranks, 1..64" in text
+
+
+def test_sample_answers_exactly_where_the_exhaustive_check_is_cheap(capsys):
+    """all-scatter at W = 3: the sampler alone ran to --timeout (it must see every candidate of
+    the whole program, which the exhaustive check splits into stages)."""
+    code = main(["check", "barrier-fenced-release-acquire", "--scenario", "all-scatter", "--world-size", "3",
+                 "--sample", "10", "--timeout", "8"])
+    out = capsys.readouterr().out
+    assert code == 0 and "SAFE" in out and "answer is exact, not sampled" in out
