@@ -267,3 +267,10 @@ def test_sample_answers_exactly_where_the_exhaustive_check_is_cheap(capsys):
                  "--sample", "10", "--timeout", "8"])
     out = capsys.readouterr().out
     assert code == 0 and "SAFE" in out and "answer is exact, not sampled" in out
+
+
+@pytest.mark.parametrize("option", ["--sweep", "--check"])
+def test_bench_input_files_are_bounded_too(tmp_path, capsys, option):
+    code = main(["bench", option, "/dev/zero"])
+    line = _one_error_line(capsys)
+    assert code == 2 and "not a regular file" in line

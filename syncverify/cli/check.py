@@ -13,6 +13,7 @@ from syncverify.baseline import findings_of, read_baseline
 from syncverify.baseline import write_baseline as write_baseline_file
 from syncverify.cli.app import app, err, out
 from syncverify.json_schema import versioned
+from syncverify.verdicts.text import counterexample_lines
 from syncverify.cli.progress import DEFAULT_MAX_MEMORY_MB, MemoryCap, StderrProgress
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
 from syncverify.protocols.rules import RESET_HELP, describe_reset
@@ -184,12 +185,8 @@ def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) 
     out.print(table)
     for v in result.violations.values():
         out.print(f"counterexample for {v.kind}:", markup=False)
-        out.print(f"  cause: {v.cause(result.scenario).text}", markup=False)
-        for row in v.trace(result.scenario):
-            mark = ">>" if row["offending"] else "  "
-            rf = f" <- {row['reads_from']}" if row["reads_from"] else ""
-            out.print(f"  {mark} rank {row['rank']} {row['cta']} t{row['thread']}: {row['event']}"
-                      f"  [{row['step']}]{rf}", markup=False)
+        for line in counterexample_lines(v, result.scenario):
+            out.print(f"  {line}", markup=False)
 
 
 MAX_SUGGESTIONS = 5  # fixes shown by --suggest

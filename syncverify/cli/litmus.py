@@ -75,6 +75,9 @@ def litmus_command(
     # Graphs only once every verdict is out: a failure while drawing warns and keeps the exit code.
     for program, verdict in zip(programs, verdicts):
         witness = verdict.witness or verdict.hang_witness
+        if graph is not None and witness is None:  # say so rather than leave the user looking for a file
+            err.print(f"--graph {graph}: nothing drawn for {program.name}: no execution satisfies its condition "
+                      f"and none hangs (--graph draws one that does)", markup=False)
         if graph is not None and witness is not None:
             stem = graph / _safe(program.name)
             what = "satisfies the condition" if verdict.witness is not None else "hangs"

@@ -34,7 +34,9 @@ from syncverify.explore.driver import (
     explore,
 )
 from syncverify.explore.location_choices import spin_is_real
+from syncverify.errors import ScenarioError
 from syncverify.scenarios.build import Scenario
+from syncverify.validation import did_you_mean
 
 KINDS = ("race", "unwritten-read", "stale-read", "hang")
 
@@ -258,6 +260,11 @@ def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 
     from syncverify.protocols import load_protocol
     from syncverify.scenarios.build import ScenarioOptions, build
 
+    fields = set(ScenarioOptions.__dataclass_fields__) - {"scenario", "world_size"}
+    for name in options:  # one line with the closest name, not a TypeError from ScenarioOptions
+        if name not in fields:
+            raise ScenarioError(f"unknown keyword {name}={options[name]!r}{did_you_mean(name, sorted(fields))}; "
+                                f"known: scenario, world_size, timeout, max_executions, {', '.join(sorted(fields))}")
     if not hasattr(protocol, "signal"):
         protocol = load_protocol(protocol)
     built = build(protocol, ScenarioOptions(scenario=scenario, world_size=world_size, **options))
@@ -370,7 +377,10 @@ def execution_trace(x: Execution, scenario: Scenario, evidence: list[tuple[int, 
             "rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.role,
             "step": e.label, "event": e.describe() if not e.ghost else f"{'R' if e.is_read else 'W'} {e.loc}",
             "location": e.loc, "value": e.value, "reads_from": None, "offending": eid in hot,
+            "epoch": _epoch_of(x, eid) if not e.is_init else None,
         }
+        if row["epoch"] is None:
+            row["epoch"] = info.epoch
         if e.is_read and not e.ghost and eid in x.rf:
             row["reads_from"] = _role(x, x.rf[eid])
         if e.is_read and e.ghost:
