@@ -106,6 +106,7 @@ def test_litmus_shows_progress(capsys, slow_litmus):
     captured = capsys.readouterr()
     assert code == 0
     assert "executions" in captured.err and "elapsed" in captured.err
+    assert "violations" not in captured.err  # a litmus test has observations, not violations
 
 
 @pytest.mark.parametrize("command", ["check", "litmus"])

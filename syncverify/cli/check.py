@@ -239,25 +239,27 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def progress_line(progress: Progress | None, seconds: float) -> str:
-    """One line on how far a check is: executions, violations by kind, rate, elapsed."""
+def progress_line(progress: Progress | None, seconds: float, *, violations: bool = True) -> str:
+    """One line on how far a check is: executions, violations by kind (``violations``: a litmus
+    test has none to count), rate, elapsed."""
     executions = progress.executions if progress is not None else 0
-    violations = progress.violations if progress is not None else {}
-    found = ", ".join(f"{kind} {n}" for kind, n in sorted(violations.items())) or "none"
+    found = ", ".join(f"{kind} {n}" for kind, n in sorted((progress.violations if progress else {}).items())) or "none"
     rate = executions / seconds if seconds > 0 else 0.0
     # Violations last: on a narrow terminal they are what gets cut, not the clock.
-    return (f"checking: {executions:,} executions, {rate:,.0f}/s, {seconds:.0f}s elapsed, "
-            f"violations: {found}")
+    return (f"checking: {executions:,} executions, {rate:,.0f}/s, {seconds:.0f}s elapsed"
+            + (f", violations: {found}" if violations else ""))
 
 
 class ProgressReport(StderrProgress):
     """A long check's progress (:mod:`syncverify.cli.progress`): the check hands over its latest
     :class:`~syncverify.explore.driver.Progress` (:meth:`update`)."""
 
-    def __init__(self, *, after: float, plain_every: float, max_memory: float | None = None) -> None:
+    def __init__(self, *, after: float, plain_every: float, max_memory: float | None = None,
+                 violations: bool = True) -> None:
         super().__init__(after=after, plain_every=plain_every)
         self.latest: Progress | None = None
         self.memory_cap = MemoryCap(max_memory)
+        self.violations = violations
 
     def update(self, progress: Progress) -> None:
         """Keep the latest progress; over the memory cap, stop the check (``limit: memory``)."""
@@ -265,4 +267,4 @@ class ProgressReport(StderrProgress):
         self.memory_cap()
 
     def line(self) -> str:
-        return progress_line(self.latest, self.elapsed())
+        return progress_line(self.latest, self.elapsed(), violations=self.violations)

@@ -55,7 +55,7 @@ def litmus_command(
                 err.print(warning, markup=False)
             after = PROGRESS_AFTER if progress_every is None else progress_every
             every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
-            with ProgressReport(after=after, plain_every=every, max_memory=max_memory) as report:
+            with ProgressReport(after=after, plain_every=every, max_memory=max_memory, violations=False) as report:
                 verdict = run_litmus(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps,
                                      progress=report.update, progress_interval=min(0.5, every))
         except SyncVerifyError as error:
