@@ -28,6 +28,9 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
     "litmus": {  # one object per file, in a list
         "schema_version": (_INT,), "command": (_STR,), "file": (_STR,),
     },
+    "list": {  # list --json has protocols, scenarios, roles, default_push; list --zoo --json has zoo
+        "schema_version": (_INT,), "command": (_STR,),
+    },
     "compare": {
         "schema_version": (_INT,), "command": (_STR,), "hardware": (_BOOL,), "note": (_STR, _NONE),
         "unsound": (_LIST,), "rows": (_LIST,),

@@ -79,3 +79,9 @@ def test_a_bad_baseline_is_one_line(tmp_path, capsys):
     assert main(["check", "xchg-flag", "--baseline", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a baseline file" in err[0]
+
+
+def test_list_json_is_versioned(capsys):
+    for argv in (["list", "--json"], ["list", "--zoo", "--json"]):
+        assert main(argv) == 0
+        assert problems(json.loads(capsys.readouterr().out), "list") == []

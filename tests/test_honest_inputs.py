@@ -275,3 +275,14 @@ def test_bench_input_files_are_bounded_too(tmp_path, capsys, option):
     code = main(["bench", option, "/dev/zero"])
     line = _one_error_line(capsys)
     assert code == 2 and "not a regular file" in line
+
+
+@pytest.mark.parametrize("scenario, push, phrase", [
+    ("all-reduce", "xchg-flag", "no push stage"),
+    ("all-scatter", "no-such-push", "unknown protocol 'no-such-push'"),
+])
+def test_the_python_api_refuses_a_push_that_changes_nothing(scenario, push, phrase):
+    from syncverify.errors import SyncVerifyError
+
+    with pytest.raises(SyncVerifyError, match=phrase):
+        syncverify.check_protocol("epoch-flag", scenario=scenario, push=push)

@@ -258,13 +258,15 @@ def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 
     True
     """
     from syncverify.protocols import load_protocol
-    from syncverify.scenarios.build import ScenarioOptions, build
+    from syncverify.scenarios.build import DEFAULT_PUSH, ScenarioOptions, build, push_option
 
     fields = set(ScenarioOptions.__dataclass_fields__) - {"scenario", "world_size"}
     for name in options:  # one line with the closest name, not a TypeError from ScenarioOptions
         if name not in fields:
             raise ScenarioError(f"unknown keyword {name}={options[name]!r}{did_you_mean(name, sorted(fields))}; "
                                 f"known: scenario, world_size, timeout, max_executions, {', '.join(sorted(fields))}")
+    if options.get("push", DEFAULT_PUSH) != DEFAULT_PUSH:  # another push protocol: refused where it
+        push_option(scenario, options["push"])  # changes nothing, and loaded, as on the command line
     if not hasattr(protocol, "signal"):
         protocol = load_protocol(protocol)
     built = build(protocol, ScenarioOptions(scenario=scenario, world_size=world_size, **options))
