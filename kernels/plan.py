@@ -229,7 +229,7 @@ def _check_step(step: Any, section: str, number: int, lock_dtype: str, where: st
     if lock_dtype == "int8" and (atomic or (step.op == "store" and step.sem != "weak")):
         what = f"op={step.op!r}" + (f" read={step.read!r}" if step.read else "")
         raise UnsupportedStep(
-            f"{at}: {what} needs 32-bit locks (Triton has no 8-bit atomics, seed 001's fix made "
+            f"{at}: {what} needs 32-bit locks (Triton has no 8-bit atomics, iris example 10's fix made "
             "its int8 locks int32); use --lock-dtype int32"
         )
     if step.op not in ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await"):

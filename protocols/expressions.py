@@ -154,6 +154,9 @@ def _variables(tree: tuple) -> set[str]:
     return set().union(*(_variables(t) for t in tree[1:]))
 
 
+#: A literal the lock dtype (int32) cannot hold is refused: stored, it would wrap silently.
+LOCK_MIN, LOCK_MAX = -(2**31), 2**31 - 1
+
 _EXPR_RULE = "expressions are integers, world_size and epoch with + - * // and parentheses"
 
 
@@ -161,6 +164,10 @@ def _expr_tree(node: ast.AST) -> tuple:
     """The whitelisted tree of ``node``; raises :class:`Invalid` with the problem only."""
     if isinstance(node, ast.Constant):
         if type(node.value) is int:
+            if not LOCK_MIN <= node.value <= LOCK_MAX:
+                wrapped = (node.value - LOCK_MIN) % 2**32 + LOCK_MIN
+                raise Invalid(f"uses {node.value}, which a 32-bit lock cannot hold (it would wrap to {wrapped}); "
+                              f"use {LOCK_MIN} to {LOCK_MAX}")
             return ("int", node.value)
         raise Invalid(f"uses {node.value!r}, which is not an integer")
     if isinstance(node, ast.Name):

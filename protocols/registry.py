@@ -11,6 +11,7 @@ from importlib import resources
 
 from syncverify.validation import did_you_mean
 from syncverify.errors import ProtocolError
+from syncverify.inputs import read_input_file
 
 from syncverify.protocols.loader import parse_protocol
 from syncverify.protocols.model import Protocol
@@ -130,7 +131,7 @@ def load_protocol(name_or_path: str | os.PathLike[str]) -> Protocol:
     if name_or_path.lower().endswith(".litmus"):
         raise ProtocolError(f"{name_or_path} is a litmus test, not a protocol: run it with "
                             f"'syncverify litmus {name_or_path}'")
-    if _looks_like_path(name_or_path):
+    if _looks_like_path(name_or_path) or os.path.exists(name_or_path):  # proto.txt is a file too
         return _load_file(name_or_path)
     names = builtin_names()
     raise ProtocolError(
@@ -147,14 +148,7 @@ def _looks_like_path(text: str) -> bool:
 
 
 def _load_file(path: str) -> Protocol:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        reason = error.strerror or error
-        raise ProtocolError(f"{path}: cannot read protocol file: {reason}") from None
-    except ValueError as error:  # e.g. an embedded NUL in the path
-        raise ProtocolError(f"{path!r}: not a usable path: {error}") from None
+    data = read_input_file(path, "protocol file", ProtocolError)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from syncverify.protocols import rules
 from syncverify.validation import one_of
-from syncverify.kernels.config import ORDERS, KernelConfig
+from syncverify.kernels.config import K_SLICED, ORDERS, KernelConfig
 from syncverify.kernels.errors import StressConfigError
 from syncverify.kernels.processes import init_rank, run_workers
 from syncverify.stress.delays import (
@@ -124,12 +124,19 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
         raise StressConfigError(f"--delay-sites={o.delay_sites!r}: {error}") from None
     tiny = o.interpret
     gemm_sms, comm_sms, recv_sms = default_programs(o, sms)
+    # GPU sizes: about 1024 each, rounded down to what the kernel splits W ways into whole blocks
+    # (at W = 3: K 960, N 768, ...), so the defaults are valid at every world size.
+    W = max(o.world_size, 1)  # a world size out of range is refused by check_config, naming it
+    blocks = dict(block_m=16 if tiny else (_power_of_two_at_most(max(16, 128 // W)) if o.kernel == "all-gather-gemm" else 128),
+                  block_n=16 if tiny else 128, block_k=16 if tiny else 64)
+    blocks = {k: v if getattr(o, k) is None else getattr(o, k) for k, v in blocks.items()}
+    split_k, split_m, split_n = (o.kernel in K_SLICED, o.kernel == "all-gather-gemm", o.kernel == "all-scatter")
     defaults = dict(
-        m=(32 * (o.world_size if o.kernel == "all-gather-gemm" else 1)) if tiny else 1024,
-        n=32 * (o.world_size if o.kernel == "all-scatter" else 1) if tiny else 1024,
-        k=16 * o.world_size if tiny else 1024,
+        m=(32 * (W if split_m else 1)) if tiny else _fit(1024, blocks["block_m"] * (W if split_m else 1)),
+        n=32 * (W if split_n else 1) if tiny else _fit(1024, blocks["block_n"] * (W if split_n else 1)),
+        k=16 * W if tiny else _fit(1024, blocks["block_k"] * (W if split_k else 1)),
         # all-gather-gemm's GEMM holds one row tile of every shard: W * block_m rows of accumulator
-        block_m=16 if tiny else (max(16, 128 // o.world_size) if o.kernel == "all-gather-gemm" else 128), block_n=16 if tiny else 128, block_k=16 if tiny else 64,
+        **blocks,
         gemm_sms=gemm_sms, comm_sms=comm_sms, recv_sms=recv_sms, num_warps=4 if tiny else 8,
         # Real ranks launch independently: the peer's kernel can start milliseconds late (measured
         # on nvidia-h200-x2: 16,384 polls timed out in 25 of 70,656 iterations of a safe protocol,
@@ -144,6 +151,24 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
     if o.chunk < 1:  # not a command-line option: campaign_options(chunk=...) from Python only
         raise StressConfigError(f"campaign option chunk={o.chunk} must be at least 1")
     return o
+
+
+def _fit(about: int, unit: int) -> int:
+    """The largest multiple of ``unit`` not above ``about`` (``unit`` itself if it is larger).
+
+    >>> _fit(1024, 3 * 64), _fit(1024, 2 * 64), _fit(1024, 3000)
+    (960, 1024, 3000)
+    """
+    return unit * max(1, about // unit) if unit >= 1 else about  # a bad block size is refused later, by name
+
+
+def _power_of_two_at_most(value: int) -> int:
+    """The largest power of two not above ``value`` (``value >= 1``).
+
+    >>> _power_of_two_at_most(42), _power_of_two_at_most(64)
+    (32, 64)
+    """
+    return 1 << (value.bit_length() - 1)
 
 
 def default_programs(o: CampaignOptions, sms: int = 132) -> tuple[int, int, int]:

@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from syncverify.errors import SyncVerifyError
+from syncverify.json_schema import versioned
+from syncverify.scenarios.build import KERNEL_SCENARIOS
 
 __all__ = [
     "CLASS_NAMES",
@@ -66,7 +68,8 @@ DEFAULT_TIMEOUT = 600.0  #: seconds per model check before it answers unknown
 #: Bad-tile classes of a campaign (``syncverify.stress.campaign.CLASS_NAMES``, repeated here so
 #: this module does not import the stress package).
 CLASS_NAMES = ("unwritten", "stale", "missing-ranks", "corrupt", "hang")
-SCENARIO_NAMES = ("all-reduce", "all-scatter")
+#: Every scenario the model checks and the kernels run (``--scenario all``): one source, the scenarios' own.
+SCENARIO_NAMES = KERNEL_SCENARIOS
 UNSOUND = "MODEL UNSOUND"
 
 #: ``progress(phase, done, total, detail)``: phase is ``"model"``, ``"hardware"`` or ``"graphs"``.
@@ -275,7 +278,7 @@ def _scenarios(scenarios: Iterable[str]) -> list[str]:
             if s not in chosen:
                 chosen.append(s)
     if not chosen:
-        raise CompareError("no scenario given: use all-reduce, all-scatter or all")
+        raise CompareError(f"no scenario given: use {', '.join(SCENARIO_NAMES)} or all")
     return chosen
 
 
@@ -314,7 +317,7 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
     protocols
         Built-in names or ``.toml`` paths; empty: every built-in.
     scenarios
-        ``"all-reduce"``, ``"all-scatter"`` or ``"all"`` (both).
+        A scenario name, or ``"all"`` (the four of :data:`SCENARIO_NAMES`).
     worlds
         World sizes.
     seconds
@@ -415,7 +418,46 @@ def _pool(jobs: int, tasks: int) -> ProcessPoolExecutor:
         context.set_forkserver_preload(["syncverify.verdicts.check", "syncverify.verdicts.graphs"])
     except ValueError:  # no forkserver on this platform
         context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=min(jobs, tasks), mp_context=context)
+    return ProcessPoolExecutor(max_workers=min(jobs, tasks), mp_context=context,
+                               initializer=_die_with, initargs=(os.getpid(),))
+
+
+WATCHDOG_EVERY = 0.5  # seconds between a worker's looks at its main process
+
+
+def _die_with(main_pid: int) -> None:
+    """A worker's watchdog: exit as soon as the main process is gone (even SIGKILLed, when nothing
+    else would stop a check running up to its timeout). A worker's parent is the forkserver, not
+    the main process, so ``PR_SET_PDEATHSIG`` would not see it go; the main process's id is polled."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_EVERY)
+            try:
+                os.kill(main_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid was reused by another user's process: ours is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, name="syncverify-worker-watchdog", daemon=True).start()
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now: a check already running would
+    otherwise run to its timeout (Python's exit waits for the pool's workers)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if terminate is not None:
+        terminate()
+        return
+    # Before 3.14 there is no public way; shutdown() forgets the processes, so take them first.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
 
 
 def _as_done(pool: ProcessPoolExecutor, futures: dict) -> Iterable[tuple[Any, Any]]:
@@ -426,8 +468,8 @@ def _as_done(pool: ProcessPoolExecutor, futures: dict) -> Iterable[tuple[Any, An
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 yield futures[future], future.result()
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+    except BaseException:  # an error, or Ctrl-C / kill -INT: stop every worker with us
+        _stop_workers(pool)
         raise
 
 
@@ -486,13 +528,13 @@ def report_json(rows: Sequence[Row], *, note: str | None = None,
                 graphs: dict[tuple[int, str], str] | None = None) -> dict:
     """report.json (and ``compare --json``): every row, plus the hardware note and the unsound rows."""
     graphs = graphs or {}
-    return {
+    return versioned({
         "hardware": has_hardware(rows),
         "note": note,
         "unsound": [row.label for row in rows if row.unsound],
         "rows": [row.to_json({kind: path for (i2, kind), path in graphs.items() if i2 == i})
                  for i, row in enumerate(rows)],
-    }
+    }, "compare")
 
 
 def _md_escape(text: str) -> str:

@@ -20,6 +20,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from syncverify.verdicts.text import counterexample_lines
+
 __all__ = ["StressResult", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
 
 
@@ -51,6 +53,7 @@ def assert_safe(protocol, *, scenario: str = "all-reduce", world_size: int = 2, 
     >>> assert_safe("epoch-flag").safe
     True
     """
+    __tracebackhide__ = True  # pytest shows the caller's line and the counterexample, not this function
     from syncverify.verdicts.check import check_protocol
 
     result = check_protocol(protocol, scenario=scenario, world_size=world_size, **options)
@@ -71,11 +74,7 @@ def describe_check(result) -> str:
     for v in result.violations.values():
         lines.append(f"{v.kind}: {v.explanation}")
         lines.append(f"  counterexample for {v.kind} (>> marks the offending events):")
-        for row in v.trace(result.scenario):
-            mark = ">>" if row["offending"] else "  "
-            rf = f" <- {row['reads_from']}" if row["reads_from"] else ""
-            lines.append(f"  {mark} rank {row['rank']} {row['cta']} t{row['thread']}: {row['event']}"
-                         f"  [{row['step']}]{rf}")
+        lines += [f"  {line}" for line in counterexample_lines(v, result.scenario)]
     return "\n".join(lines)
 
 

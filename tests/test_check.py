@@ -307,8 +307,8 @@ def test_check_cli_exit_codes_and_json(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, phrase", [
     (["check", "no-such-protocol"], "unknown protocol 'no-such-protocol'"),
-    (["check", "epoch-flag", "--world-size", "0"], "world size 0 is out of range"),
-    (["check", "epoch-flag", "--world-size", "65"], "world size 65 is out of range"),
+    (["check", "epoch-flag", "--world-size", "0"], "--world-size=0 must be in 1..64"),
+    (["check", "epoch-flag", "--world-size", "65"], "--world-size=65 must be in 1..64"),
     (["check", "epoch-flag", "--tiles", "0"], "tiles=0"),
     (["check", "epoch-flag", "--scenario", "nope"], "scenario='nope'"),
     (["check", "epoch-flag", "--reset", "sometimes"], "reset='sometimes'"),

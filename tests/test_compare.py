@@ -55,11 +55,12 @@ def no_gpu(monkeypatch):
 
 # --- the model columns --------------------------------------------------------------------------
 
-def test_model_columns_of_a_safe_and_an_unsafe_protocol_in_both_scenarios():
+def test_model_columns_of_a_safe_and_an_unsafe_protocol_in_all_four_scenarios():
     rows = compare([SAFE, UNSAFE], ["all"], [2], gpu=False, jobs=2)  # jobs=2: through worker processes
+    four = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
     assert [(r.protocol, r.scenario, r.world_size) for r in rows] == [
-        (SAFE, "all-reduce", 2), (SAFE, "all-scatter", 2), (UNSAFE, "all-reduce", 2), (UNSAFE, "all-scatter", 2)]
-    safe, unsafe = rows[0].model, rows[2].model
+        (p, s, 2) for p in (SAFE, UNSAFE) for s in four]
+    safe, unsafe = rows[0].model, rows[4].model
     assert safe.verdict == "safe" and safe.kinds == () and safe.executions > 0 and safe.seconds >= 0
     assert unsafe.verdict == "unsafe" and {"unwritten-read", "race"} <= set(unsafe.kinds)
     assert all(w.explanation and w.execution is not None for w in unsafe.witnesses.values())
@@ -179,7 +180,7 @@ def test_out_writes_the_report_the_chart_and_one_graph_per_violation(capsys, tmp
     (["no-such-protocol"], "unknown protocol 'no-such-protocol'"),
     ([SAFE, "--seconds", "0"], "--seconds=0 must be positive"),
     ([SAFE, "--seconds", "-2"], "--seconds=-2 must be positive"),
-    ([SAFE, "--world-size", "0"], "world size 0 is out of range"),
+    ([SAFE, "--world-size", "0"], "--world-size=0 must be in 1..64"),
     ([SAFE, "--scenario", "all-gather"], "--scenario='all-gather' is not one of"),
     ([SAFE, "--jobs", "0"], "--jobs=0 must be at least 1"),
 ])

@@ -99,7 +99,10 @@ def test_check_of_a_litmus_file_says_to_use_syncverify_litmus(capsys):
                            f"run it with 'syncverify litmus {path}'")
 
 
-def test_sample_without_seed_prints_seed_0_and_how_to_change_it(capsys):
+def test_sample_without_seed_prints_seed_0_and_how_to_change_it(capsys, monkeypatch):
+    import syncverify.cli.check
+
+    monkeypatch.setattr(syncverify.cli.check, "EXACT_FIRST", 0.0)  # sample even where the exact check is cheap
     main(["check", "epoch-flag", "--sample", "1"])
     out = capsys.readouterr().out
     assert "sampled 1 candidate execution (seed 0; --seed N draws others)" in out

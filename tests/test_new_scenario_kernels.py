@@ -134,7 +134,7 @@ def test_consumers_scheduled_before_every_producer_hang_with_a_safe_protocol(ker
     (["--kernel", "gemm-reduce-scatter", "--world-size", "3", "--k", "32"],
      "--k=32 does not divide into --world-size=3 slices"),
     (["--kernel", "gemm-reduce-scatter", "--production", "owner-only"],
-     "applies to the all-reduce scenario only"),
+     "--production applies to --kernel all-reduce only"),
 ])
 def test_sizes_that_do_not_divide_exit_2_with_one_line(args, message):
     import typer

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from syncverify.errors import SyncVerifyError
+from syncverify.inputs import read_input_file
 
 NO_SYNC = "none"  # syncverify.kernels.build.NO_SYNC (that module needs no GPU either; kept equal by a test)
 UNSAFE_NOTE = "UNSAFE: no synchronization, output not validated; cost baseline only"
@@ -318,10 +319,11 @@ def parse_sweep(text: str, *, path: str = "<sweep>", kernels: tuple[str, ...] = 
 
 def load_sweep(path: str | Path, **defaults: Any) -> Sweep:
     """:func:`parse_sweep` of a file (an unreadable file is bad input)."""
+    data = read_input_file(path, "--sweep file", BenchInputError)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise BenchInputError(f"--sweep {path}: cannot read it ({error.strerror or error})") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BenchInputError(f"--sweep {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
     return parse_sweep(text, path=str(path), **defaults)
 
 
@@ -620,10 +622,11 @@ def make_baseline(rows: list[dict], *, machine: str, command: str = "", date: st
 
 def load_baseline(path: str | Path) -> dict:
     """Read a baseline file; anything that is not one is bad input."""
+    raw = read_input_file(path, "--check baseline", BenchInputError)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise BenchInputError(f"--check {path}: cannot read it ({error.strerror or error})") from None
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise BenchInputError(f"--check {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
     except json.JSONDecodeError as error:
         raise BenchInputError(f"--check {path}: not JSON ({error.msg}, line {error.lineno})") from None
     if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT or not isinstance(data.get("tflops"), dict):

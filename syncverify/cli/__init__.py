@@ -11,7 +11,9 @@ stderr and the verdict's exit code stands (:func:`syncverify.cli.output_files.wr
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import typer
 
@@ -23,17 +25,31 @@ from syncverify.errors import SyncVerifyError
 __all__ = ["app", "err", "fail", "main", "out"]
 
 
+INTERRUPTED = 130  # the shell's code for a command stopped by SIGINT
+
+
+def _interruptible() -> None:
+    """Let ``kill -INT`` stop any command: a command started in the background by a
+    non-interactive shell inherits SIGINT *ignored*, and Python then leaves it ignored, so a long
+    check or comparison could only be killed (leaving its workers behind)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns (and exits with) the exit code."""
+    _interruptible()
     try:
         code = app(args=argv, standalone_mode=False)
         code = code if isinstance(code, int) else exitcodes.OK
+        if code == INTERRUPTED:  # typer turns Ctrl-C / kill -INT into Exit(130), returned here
+            err.print("syncverify: interrupted", markup=False)
     except SyncVerifyError as error:
         err.print(f"syncverify: error: {error}", markup=False)
         code = exitcodes.INPUT_ERROR
     except typer.Abort:
         err.print("syncverify: interrupted", markup=False)
-        code = 130
+        code = INTERRUPTED
     except Exception as error:  # click's exceptions, whichever click typer carries
         if hasattr(error, "exit_code") and not hasattr(error, "format_message"):
             code = error.exit_code  # typer.Exit

@@ -56,6 +56,8 @@ from syncverify.kernels.bench.report import (
     with_baseline_protocol,
 )
 from syncverify.cli.app import app, err, fail, out
+from syncverify.kernels.config import KERNELS, MAX_WORLD
+from syncverify.validation import one_of
 from syncverify.cli.output_files import check_writable, write_or_warn
 from syncverify.cli.progress import StderrProgress
 from syncverify.errors import SyncVerifyError
@@ -136,6 +138,10 @@ def bench_command(
             check_writable(out_dir, "--out", kind="dir")
         names = tuple(p.strip() for p in protocol.split(",") if p.strip())
         kernels = tuple(x.strip() for x in kernel.split(",") if x.strip())
+        for name in kernels:  # bad options before the missing GPU: the user fixes what they typed first
+            one_of("--kernel", name, KERNELS, error=BenchInputError)
+        if not 1 <= world_size <= MAX_WORLD:
+            raise BenchInputError(f"--world-size={world_size} must be in 1..{MAX_WORLD}")
         if sweep_file is not None:
             sweep = load_sweep(sweep_file, kernels=kernels, protocols=names, world_size=world_size)
         else:

@@ -9,8 +9,12 @@ from typing import Optional
 import typer
 
 from syncverify import exitcodes
+from syncverify.baseline import findings_of, read_baseline
+from syncverify.baseline import write_baseline as write_baseline_file
 from syncverify.cli.app import app, err, out
-from syncverify.cli.progress import StderrProgress
+from syncverify.json_schema import versioned
+from syncverify.verdicts.text import counterexample_lines
+from syncverify.cli.progress import DEFAULT_MAX_MEMORY_MB, MemoryCap, StderrProgress
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
 from syncverify.protocols.rules import RESET_HELP, describe_reset
 
@@ -23,13 +27,13 @@ PLAIN_PROGRESS_EVERY = 5.0  # seconds between two plain progress lines (stderr n
 def check_command(
     protocol: str = typer.Argument(..., help="A built-in protocol name (see 'syncverify list') or a .toml file.", show_default=False),
     scenario: str = typer.Option("all-reduce", "--scenario", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter."),
-    world_size: int = typer.Option(2, "--world-size", help="Ranks (1 to 64)."),
-    tiles: int = typer.Option(1, "--tiles", help="Tiles (>= 1)."),
-    epochs: int = typer.Option(1, "--epochs", help="Kernel iterations, counted from 0."),
-    threads_per_cta: int = typer.Option(2, "--threads-per-cta", help="Threads modeled per CTA (2 shows missing CTA barriers)."),
+    world_size: int = typer.Option(2, "--world-size", help="Ranks, 1..64."),
+    tiles: int = typer.Option(1, "--tiles", help="Tiles, at least 1."),
+    epochs: int = typer.Option(1, "--epochs", help="Calls of the kernel on the same locks (state persists between them), at least 1; counted from 0 in traces."),
+    threads_per_cta: int = typer.Option(2, "--threads-per-cta", help="Threads modeled per CTA, 1..8 (2 shows missing CTA barriers)."),
     production: str = typer.Option("every-rank", "--production", help="every-rank | owner-only (all-reduce)."),
     distribution: str = typer.Option("striding", "--distribution", help="striding | block (all-reduce)."),
-    push: str = typer.Option("epoch-flag", "--push", help="all-scatter: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file."),
+    push: Optional[str] = typer.Option(None, "--push", help="all-scatter only: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file (default: epoch-flag).", show_default=False),
     reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP, show_default=False),
     launches: str = typer.Option("host-barrier", "--launches", help="host-barrier (every rank's launch k before any rank's launch k+1) | per-rank-stream (only each GPU's stream orders its launches: buffer-reuse bugs)."),
     no_symmetry: bool = typer.Option(False, "--no-symmetry", help="Build every tile and rank (no symmetry reduction or slicing)."),
@@ -38,10 +42,13 @@ def check_command(
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Answer unknown after this many executions."),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Answer unknown when one thread runs more instructions than this on one path (a protocol with many steps needs more)."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=0.001, help="Seconds before answering unknown (exit 3).", show_default=True),
+    max_memory: float = typer.Option(DEFAULT_MAX_MEMORY_MB, "--max-memory", min=1, help="MiB of memory before answering unknown (exit 3, limit 'memory'), checked with the clock.", show_default=True),
     first: bool = typer.Option(False, "--first", help="Stop at the first violation found and print its counterexample (exit 1)."),
     progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
-    samples: Optional[int] = typer.Option(None, "--sample", min=1, help="Check N random executions instead of all (finding none is not a proof).", show_default=False),
+    samples: Optional[int] = typer.Option(None, "--sample", min=1, help="Check N random executions instead of all (finding none is not a proof); where the exhaustive check answers within 2 s, its exact answer is given instead (a note says so).", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Accepted findings (a file --write-baseline wrote): still listed, marked accepted, but only the others fail (exit 1).", show_default=False),
+    write_baseline: Optional[Path] = typer.Option(None, "--write-baseline", help="Write this run's findings to FILE, to accept them with --baseline FILE.", show_default=False),
     suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings; with --epochs 2 or more also a reset between calls or a target that grows with the call), one per PTX lowering, and print at most 5, each a diff of the protocol file as written (apply with: patch -p0)."),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
@@ -55,38 +62,47 @@ def check_command(
     shows its progress on stderr.
     """
     from syncverify.protocols.registry import load_protocol
-    from syncverify.verdicts.check import check, sample
+    from syncverify.verdicts.check import check
     from syncverify.verdicts.graphs import write_graph
-    from syncverify.scenarios.build import ScenarioOptions, build
+    from syncverify.scenarios.build import ScenarioOptions, build, push_option
     from syncverify.cli.output_files import check_writable, write_or_warn
 
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
     if graph is not None:
         check_writable(graph, "--graph")  # before the run; an unwritable path is bad input (exit 2)
+    if write_baseline is not None:
+        check_writable(write_baseline, "--write-baseline")
+    accepted_findings = read_baseline(baseline) if baseline is not None else set()
     proto = load_protocol(protocol)
+    push = push_option(scenario, push)
     built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, epochs=epochs,
                                          threads_per_cta=threads_per_cta, production=production,
                                          distribution=distribution, reset=reset, symmetry=not no_symmetry,
                                          push=push, launches=launches))
     if samples is not None:
-        result = sample(built, samples=samples, seed=seed, timeout=timeout, max_steps=max_steps)
+        result = _sample_or_exact(built, samples=samples, seed=seed, timeout=timeout, max_steps=max_steps)
     else:
         if not as_json:
             err.print(f"checking {proto.name} in {scenario} (world size {world_size}) ...", markup=False)
         after = PROGRESS_AFTER if progress_every is None else progress_every
         every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
-        with ProgressReport(after=after, plain_every=every) as report:
+        with ProgressReport(after=after, plain_every=every, max_memory=max_memory) as report:
             result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
                            progress_interval=min(0.5, every), first=first, max_steps=max_steps)
     suggestions = _suggest(proto, built.options, result, reset=reset) if suggest else None
+    accepted = [kind for (_p, _s, kind) in findings_of(result) if (_p, _s, kind) in accepted_findings]
     if as_json:  # the verdict first: a failure while drawing cannot lose it
-        doc = result.to_json()
+        doc = versioned(result.to_json(), "check")
+        doc["assumptions"] = assumptions(result)
+        doc["accepted"] = accepted
+        for violation in doc["violations"]:
+            violation["accepted"] = violation["kind"] in accepted
         if suggestions is not None:
             doc.update(suggestions.to_json(limit=MAX_SUGGESTIONS))
         out.print(json.dumps(doc, indent=2), markup=False)
     else:
-        _print_text(result)
+        _print_text(result, accepted, baseline)
         if suggestions is not None:
             _print_suggestions(suggestions)
     if graph is not None and result.violations:
@@ -98,14 +114,30 @@ def check_command(
     elif graph is not None:  # say so rather than leave the user looking for a file
         err.print(f"--graph {graph}: nothing drawn: no violation was found (--graph draws a counterexample)",
                   markup=False)
-    if result.violations:
+    if write_baseline is not None:
+        write_or_warn(lambda: write_baseline_file(write_baseline, findings_of(result)), "--write-baseline", write_baseline)
+        if not as_json:
+            out.print(f"baseline: {len(result.violations)} finding(s) written to {write_baseline}", markup=False)
+    if set(result.violations) - set(accepted):
         return exitcodes.FOUND
-    if result.safe is None:
+    if result.safe is None or result.limit_hit:
         return exitcodes.UNKNOWN
     return exitcodes.OK
 
 
-def _print_text(result) -> None:
+#: What every verdict assumes, printed beside it (a SAFE holds for these bounds only).
+MODEL = "PTX memory model (Dartagnan's ptx-v6.0.cat axioms, syncverify/model/ptx.py)"
+
+
+def assumptions(result) -> dict:
+    """The bounds and assumptions a verdict holds under: ``--json``'s ``assumptions``."""
+    opts = result.scenario.options
+    return {"model": MODEL, "world_size": opts.world_size, "calls": opts.epochs, "tiles": opts.tiles,
+            "threads_per_cta": opts.threads_per_cta, "launches": opts.launches,
+            "exhaustive": result.sampled is None and not result.limit_hit and not result.stopped_at_first}
+
+
+def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) -> None:
     from rich.table import Table
 
     opts = result.scenario.options
@@ -114,6 +146,11 @@ def _print_text(result) -> None:
     out.print(f"  world size {opts.world_size}, tiles {opts.tiles}, epochs {opts.epochs}, "
               f"{opts.threads_per_cta} threads per CTA, production {opts.production}, "
               f"reset {describe_reset(opts.reset, result.scenario.protocol.reset)}", markup=False)
+    bounds = assumptions(result)
+    calls = "1 call" if bounds["calls"] == 1 else f"{bounds['calls']} calls"
+    out.print(f"  assumes: the {MODEL}; {opts.world_size} ranks, {calls} of the kernel on the same locks "
+              f"(--epochs), {opts.threads_per_cta} threads per CTA, launches {opts.launches}"
+              + ("; holds for these bounds only" if result.safe else ""), markup=False)
     for note in result.scenario.notes:
         out.print(f"  note: {note}", markup=False)
     if result.sampled is not None:
@@ -136,23 +173,45 @@ def _print_text(result) -> None:
         out.print(f"  unknown: limit '{result.limit_hit}' hit ({result.limit_detail}); explored so far as above", markup=False)
     if not result.violations:
         return
+    if accepted:
+        left = len(result.violations) - len(accepted)
+        out.print(f"  baseline {baseline}: {len(accepted)} of {len(result.violations)} finding(s) accepted "
+                  f"({', '.join(accepted)}); {left} not accepted", markup=False)
     table = Table(title="violations", show_lines=True)
     table.add_column("kind")
     table.add_column("what goes wrong")
     for v in result.violations.values():
-        table.add_row(v.kind, v.explanation)
+        table.add_row(v.kind + (f" (accepted: baseline {baseline})" if v.kind in accepted else ""), v.explanation)
     out.print(table)
     for v in result.violations.values():
         out.print(f"counterexample for {v.kind}:", markup=False)
-        out.print(f"  cause: {v.cause(result.scenario).text}", markup=False)
-        for row in v.trace(result.scenario):
-            mark = ">>" if row["offending"] else "  "
-            rf = f" <- {row['reads_from']}" if row["reads_from"] else ""
-            out.print(f"  {mark} rank {row['rank']} {row['cta']} t{row['thread']}: {row['event']}"
-                      f"  [{row['step']}]{rf}", markup=False)
+        for line in counterexample_lines(v, result.scenario):
+            out.print(f"  {line}", markup=False)
 
 
 MAX_SUGGESTIONS = 5  # fixes shown by --suggest
+#: --sample first tries the exhaustive check for this long: a sampler must see the whole candidate
+#: stream (reservoir sampling), which in a scenario checked stage by stage (all-scatter) is far
+#: larger than the stages' together, so sampling could run to --timeout where the exact answer
+#: takes 0.03 s. Past this budget the sampler runs in the time left.
+EXACT_FIRST = 2.0
+
+
+def _sample_or_exact(built, *, samples: int, seed: int, timeout: float, max_steps: int):
+    """``--sample N``: the exhaustive check when it answers within :data:`EXACT_FIRST` seconds
+    (exact, said in a note), else N sampled executions in the time left."""
+    import time
+
+    from syncverify.verdicts.check import check, sample
+
+    start = time.monotonic()
+    exact = check(built, timeout=min(EXACT_FIRST, timeout), max_steps=max_steps) if EXACT_FIRST > 0 else None
+    if exact is not None and exact.limit_hit is None:
+        built.notes.append(f"--sample {samples}: the exhaustive check answered in {exact.seconds:.2f}s, so this "
+                           f"answer is exact, not sampled")
+        return exact
+    left = max(timeout - (time.monotonic() - start), 0.001)
+    return sample(built, samples=samples, seed=seed, timeout=left, max_steps=max_steps)
 
 
 def _suggest(proto, options, result, *, reset: str | None):
@@ -184,27 +243,32 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def progress_line(progress: Progress | None, seconds: float) -> str:
-    """One line on how far a check is: executions, violations by kind, rate, elapsed."""
+def progress_line(progress: Progress | None, seconds: float, *, violations: bool = True) -> str:
+    """One line on how far a check is: executions, violations by kind (``violations``: a litmus
+    test has none to count), rate, elapsed."""
     executions = progress.executions if progress is not None else 0
-    violations = progress.violations if progress is not None else {}
-    found = ", ".join(f"{kind} {n}" for kind, n in sorted(violations.items())) or "none"
+    found = ", ".join(f"{kind} {n}" for kind, n in sorted((progress.violations if progress else {}).items())) or "none"
     rate = executions / seconds if seconds > 0 else 0.0
     # Violations last: on a narrow terminal they are what gets cut, not the clock.
-    return (f"checking: {executions:,} executions, {rate:,.0f}/s, {seconds:.0f}s elapsed, "
-            f"violations: {found}")
+    return (f"checking: {executions:,} executions, {rate:,.0f}/s, {seconds:.0f}s elapsed"
+            + (f", violations: {found}" if violations else ""))
 
 
 class ProgressReport(StderrProgress):
     """A long check's progress (:mod:`syncverify.cli.progress`): the check hands over its latest
     :class:`~syncverify.explore.driver.Progress` (:meth:`update`)."""
 
-    def __init__(self, *, after: float, plain_every: float) -> None:
+    def __init__(self, *, after: float, plain_every: float, max_memory: float | None = None,
+                 violations: bool = True) -> None:
         super().__init__(after=after, plain_every=plain_every)
         self.latest: Progress | None = None
+        self.memory_cap = MemoryCap(max_memory)
+        self.violations = violations
 
     def update(self, progress: Progress) -> None:
+        """Keep the latest progress; over the memory cap, stop the check (``limit: memory``)."""
         self.latest = progress
+        self.memory_cap()
 
     def line(self) -> str:
-        return progress_line(self.latest, self.elapsed())
+        return progress_line(self.latest, self.elapsed(), violations=self.violations)

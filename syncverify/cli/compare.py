@@ -25,7 +25,7 @@ PLAIN_PROGRESS_EVERY = 5.0  # seconds between two plain progress lines (stderr n
 @app.command("compare")
 def compare_command(
     protocols: Optional[List[str]] = typer.Argument(None, help="Built-in protocol names or .toml files (default: every built-in).", show_default=False),
-    scenario: str = typer.Option("all", "--scenario", help="all-reduce | all-scatter | all (both)."),
+    scenario: str = typer.Option("all", "--scenario", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter | all (the four)."),
     world_sizes: Optional[List[int]] = typer.Option(None, "--world-size", help="Ranks; repeat for several (default: 2).", show_default=False),
     seconds: float = typer.Option(DEFAULT_SECONDS, "--seconds", help="Stress seconds per (protocol, scenario, world size) on the GPU."),
     no_gpu: bool = typer.Option(False, "--no-gpu", help="Model columns only, even where a GPU is present."),
@@ -40,7 +40,7 @@ def compare_command(
     agreement: 'agree' (model safe and hardware clean, or unsafe and failed), 'latent (N
     iterations)' (a violation the hardware has not shown yet), 'MODEL UNSOUND' (the hardware failed
     where the model says safe), 'unknown' (the model check hit --timeout). Without a GPU (or with
-    --no-gpu) only the model columns are shown. All built-ins, both scenarios, W=2: about a second.
+    --no-gpu) only the model columns are shown. All built-ins, all four scenarios, W=2: a few seconds.
 
     Exit 0 nothing unsound, 1 a row is MODEL UNSOUND, 2 bad input.
     """

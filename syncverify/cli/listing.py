@@ -7,6 +7,7 @@ import json
 import typer
 
 from syncverify import exitcodes
+from syncverify.json_schema import versioned
 from syncverify.cli.app import app, out
 
 
@@ -23,10 +24,11 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     protocols = builtin_protocols()
     items = protocols.values() if isinstance(protocols, dict) else protocols
     if as_json:
-        out.print(json.dumps({"protocols": [{"name": p.name, "summary": p.summary, "origin": p.origin} for p in items],
-                              "scenarios": list(SCENARIOS),
-                              "roles": {s: [_role_json(r) for r in ROLES[s]] for s in SCENARIOS},
-                              "default_push": DEFAULT_PUSH}, indent=2), markup=False)
+        out.print(json.dumps(versioned({"protocols": [{"name": p.name, "summary": p.summary, "origin": p.origin}
+                                                   for p in items],
+                                        "scenarios": list(SCENARIOS),
+                                        "roles": {s: [_role_json(r) for r in ROLES[s]] for s in SCENARIOS},
+                                        "default_push": DEFAULT_PUSH}, "list"), indent=2), markup=False)
         return exitcodes.OK
     from rich.table import Table
 
@@ -73,17 +75,22 @@ def _list_zoo(as_json: bool) -> int:
 
     protocols = zoo_protocols()
     if as_json:
-        out.print(json.dumps({"zoo": [{"name": p.name, "summary": p.summary, "origin": p.origin, **p.zoo.to_dict()}
-                                      for p in protocols]}, indent=2), markup=False)
+        out.print(json.dumps(versioned({"zoo": [{"name": p.name, "summary": p.summary, "origin": p.origin,
+                                                 **p.zoo.to_dict()} for p in protocols]}, "list"), indent=2),
+                  markup=False)
         return exitcodes.OK
     from rich.table import Table
 
     table = Table(title="zoo of reported bugs (syncverify check NAME --scenario S --epochs E --launches L)")
-    for column in ("name", "checked in", "model verdict", "users saw", "source"):
+    for column in ("name", "checked in", "model verdict", "users saw"):
         table.add_column(column, no_wrap=column == "name")
     for p in protocols:
         z = p.zoo
         table.add_row(p.name, f"{z.scenario}, {z.epochs} epoch{'s' if z.epochs > 1 else ''}, {z.launches}",
-                      z.expected, z.users_saw, z.source)
+                      z.expected, z.users_saw)
     out.print(table)
+    # Sources below the table, one whole line each: a URL cut to fit a column cannot be opened.
+    out.print("sources:", markup=False)
+    for p in protocols:
+        out.print(f"  {p.name}: {p.zoo.source}", markup=False)
     return exitcodes.OK

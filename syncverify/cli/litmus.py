@@ -10,6 +10,9 @@ import typer
 
 from syncverify import exitcodes
 from syncverify.cli.app import app, err, fail, out
+from syncverify.json_schema import versioned
+from syncverify.cli.check import DEFAULT_TIMEOUT, PLAIN_PROGRESS_EVERY, PROGRESS_AFTER, ProgressReport
+from syncverify.cli.progress import DEFAULT_MAX_MEMORY_MB
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS
 
 
@@ -20,7 +23,9 @@ def litmus_command(
     graph: Optional[Path] = typer.Option(None, "--graph", help="Write DOT and PNG of one witnessing execution per test into this folder (created if missing; its parent must exist).", show_default=False),
     max_executions: int = typer.Option(DEFAULT_MAX_EXECUTIONS, "--max-executions", min=1, help="Stop and answer Unknown after this many executions."),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Answer Unknown when one thread runs more instructions than this on one path."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per test before answering Unknown (default: none).", show_default=False),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=0.001, help="Seconds per test before answering Unknown (exit 3), as in 'syncverify check'.", show_default=True),
+    max_memory: float = typer.Option(DEFAULT_MAX_MEMORY_MB, "--max-memory", min=1, help="MiB of memory before answering Unknown (exit 3, limit 'memory'), checked with the clock.", show_default=True),
+    progress_every: Optional[float] = typer.Option(None, "--progress-every", min=0.01, hidden=True, help="Seconds before progress shows and between plain progress lines (tests)."),
     gpu: bool = typer.Option(False, "--gpu", help="Run each test on the GPU (TRITON_INTERPRET=1: Triton's CPU interpreter) and hold its outcomes against the model; MODEL UNSOUND exits 1. See docs/litmus-gpu.md."),
     iterations: Optional[int] = typer.Option(None, "--iterations", min=1, help="--gpu: launches per test, each running many instances (default: 100).", show_default=False),
     seconds: Optional[float] = typer.Option(None, "--seconds", min=0.001, help="--gpu: wall-clock seconds per test; stops at whichever of --iterations / --seconds comes first (default: 10).", show_default=False),
@@ -31,7 +36,8 @@ def litmus_command(
     """Explore every execution the PTX model allows and print herd7-style observations.
 
     Observations are results, not failures (as in herd7): exit 0 when every test was explored,
-    2 on bad input, 3 when a bound was hit (Unknown). Each test's Ok/No validation is printed.
+    2 on bad input, 3 when a bound was hit (Unknown: --timeout, default 600 s, --max-memory, ...).
+    A test that runs longer than 2 s shows its progress on stderr, as 'check' does. Each test's Ok/No validation is printed.
     With several files, each is reported (a bad one does not stop the others) and the exit code
     is the most severe one (bad input, then Unknown, then 0).
     """
@@ -64,17 +70,21 @@ def litmus_command(
             program = parse_litmus_file(path)
             for warning in program.warnings:  # accepted where the ISA is stricter: one line per rule
                 err.print(warning, markup=False)
-            verdict = run_litmus(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps)
+            after = PROGRESS_AFTER if progress_every is None else progress_every
+            every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
+            with ProgressReport(after=after, plain_every=every, max_memory=max_memory, violations=False) as report:
+                verdict = run_litmus(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps,
+                                     progress=report.update, progress_interval=min(0.5, every))
         except SyncVerifyError as error:
             codes.append(exitcodes.INPUT_ERROR)
-            reports.append({"file": str(path), "error": str(error), "exit_code": exitcodes.INPUT_ERROR})
+            reports.append(versioned({"file": str(path), "error": str(error), "exit_code": exitcodes.INPUT_ERROR}, "litmus"))
             if not as_json:
                 err.print(f"error: {error}", markup=False)
             continue
         programs.append(program)
         verdicts.append(verdict)
         codes.append(exitcodes.UNKNOWN if verdict.unknown else exitcodes.OK)
-        reports.append(dict(verdict.to_json(), file=str(path)))
+        reports.append(versioned(dict(verdict.to_json(), file=str(path)), "litmus"))
         if not as_json:
             _print_text(verdict)
     if as_json:
@@ -82,6 +92,9 @@ def litmus_command(
     # Graphs only once every verdict is out: a failure while drawing warns and keeps the exit code.
     for program, verdict in zip(programs, verdicts):
         witness = verdict.witness or verdict.hang_witness
+        if graph is not None and witness is None:  # say so rather than leave the user looking for a file
+            err.print(f"--graph {graph}: nothing drawn for {program.name}: no execution satisfies its condition "
+                      f"and none hangs (--graph draws one that does)", markup=False)
         if graph is not None and witness is not None:
             stem = graph / _safe(program.name)
             what = "satisfies the condition" if verdict.witness is not None else "hangs"

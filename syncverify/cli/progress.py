@@ -9,10 +9,42 @@ elapsed time moves on even while nothing new is reported.
 
 from __future__ import annotations
 
+import os
+import resource
 import threading
 import time
 
 from syncverify.cli.app import err
+from syncverify.explore.bounds import LimitHit
+
+#: MiB a check or litmus run may hold before it answers unknown (``limit: memory``): a run that
+#: outgrows it would be killed by the system instead, with no answer at all.
+DEFAULT_MAX_MEMORY_MB = 8192
+
+
+def memory_in_use_mb() -> float:
+    """This process's resident memory in MiB (Linux's ``/proc/self/statm``; elsewhere the peak)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+        return peak / 2**10 if peak < 2**40 else peak / 2**20
+
+
+class MemoryCap:
+    """Checked with the clock (each progress report): over ``max_mb`` it raises the ``memory``
+    :class:`LimitHit`, which the explorer turns into an unknown answer like its own bounds."""
+
+    def __init__(self, max_mb: float | None) -> None:
+        self.max_mb = max_mb
+
+    def __call__(self) -> None:
+        if self.max_mb is None:
+            return
+        used = memory_in_use_mb()
+        if used > self.max_mb:
+            raise LimitHit("memory", f"{used:,.0f} MiB in use, over --max-memory {self.max_mb:,.0f} MiB")
 
 
 class StderrProgress:

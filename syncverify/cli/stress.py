@@ -27,6 +27,7 @@ from syncverify.cli.output_files import check_writable
 from syncverify.errors import SyncVerifyError
 from syncverify.cli.app import app
 from syncverify.protocols.rules import RESET_HELP
+from syncverify.scenarios.build import push_option
 from syncverify.stress.report import INTERPRETER_NOTE
 
 
@@ -73,7 +74,7 @@ def stress_command(
     gemm_sms: Optional[int] = typer.Option(None, "--gemm-sms", help="producer programs per rank (default: two thirds of three quarters of the SMs a rank gets: " + _programs_help(0) + "; 2 interpreted)"),
     comm_sms: Optional[int] = typer.Option(None, "--comm-sms", help="consumer (all-scatter: comm) programs per rank (default: the rest: " + _programs_help(1) + "; 1 interpreted)"),
     recv_sms: Optional[int] = typer.Option(None, "--recv-sms", help="all-scatter receiver programs per rank (default: the other half; 1 interpreted)"),
-    push: str = typer.Option("epoch-flag", "--push", help="all-scatter: the protocol of the cross-rank push stage, as in 'syncverify check --push' (default: epoch-flag)"),
+    push: Optional[str] = typer.Option(None, "--push", help="all-scatter only: the protocol of the cross-rank push stage, as in 'syncverify check --push' (default: epoch-flag)"),
     distribution: str = typer.Option("striding", "--distribution", help="all-reduce tile owners: striding | block (default: striding)"),
     production: str = typer.Option("every-rank", "--production", help="all-reduce partials: every-rank | owner-only (default: every-rank)"),
     reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP),
@@ -116,6 +117,8 @@ def stress_command(
         from syncverify.stress.campaign import refuse_unsynchronized
 
         refuse_unsynchronized(protocol)  # before the model is asked about it
+        options["push"] = push_option(kernel, push)
+        _check_before_work(options, replay_iteration)
         if output is not None:  # before the run: an unwritable path is bad input, not a late traceback
             check_writable(output, "--output")
         if replay_iteration is not None:
@@ -129,6 +132,27 @@ def stress_command(
         err.print(f"syncverify: error: {error}", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
     raise typer.Exit(code)
+
+
+def _check_before_work(options: dict, replay_iteration: int | None) -> None:
+    """Bad options first, then the missing GPU, before the model is asked anything (and before a
+    progress line can show): the user fixes what they typed before looking for a GPU."""
+    from syncverify.kernels.config import check_config
+    from syncverify.stress.campaign import campaign_options, kernel_config
+
+    check_config(kernel_config(campaign_options(**options)))
+    if replay_iteration is not None:
+        iterations = options.get("iterations")
+        if replay_iteration < 0:
+            raise SyncVerifyError(f"--replay={replay_iteration} must be an iteration number (0 or more)")
+        if iterations is not None and replay_iteration >= iterations:
+            raise SyncVerifyError(f"--replay={replay_iteration} is past the run's --iterations={iterations} "
+                                  f"(iterations 0..{iterations - 1}): replay one of those, or give "
+                                  f"--iterations {replay_iteration + 1} or more")
+    if not options["interpret"]:
+        from syncverify.kernels._deps import require_cuda
+
+        require_cuda("syncverify stress without --interpret")
 
 
 def _model_verdict(options: dict):

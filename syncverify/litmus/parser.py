@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Callable, Iterator, NoReturn
 
 from syncverify.errors import LitmusSyntaxError, SyncVerifyError, UnsupportedConstruct
+from syncverify.inputs import read_input_file
 from syncverify.program import (
     ATOMIC_OPS,
     ISA_ATOMIC_OPS,
@@ -157,6 +158,10 @@ class _Source:
 
     def fail(self, message: str, line: int | None) -> NoReturn:
         raise LitmusSyntaxError(message, path=self.path, line=line)
+
+    def note(self, key: str, message: str, line: int | None) -> None:
+        """A warning about the test itself (likely a mistake), not about the ISA: one per ``key``."""
+        self.warnings.setdefault(key, f"{self.path}:{line}: warning: {message}")
 
     def warn(self, rule: str, message: str, line: int | None) -> None:
         """Accept a construct the PTX ISA forbids or reads otherwise: one warning per ``rule``."""
@@ -949,6 +954,7 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
     comment, init_start = _comments(src, after_header, first_comment)
     entries, after_init = _init_block(src, init_start)
     memory, registers = _init_entries(src, entries)
+    init_locations = list(memory)  # before the condition's own locations are added at 0
     placements, code, condition_line = _table(src, after_init)
     names = {name for name, _, _ in placements}
     for (thread, reg), (_, line) in registers.items():
@@ -969,6 +975,10 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
         for loc in parser.locations:
             if loc not in memory and loc not in touched:
                 memory[loc] = 0  # herd: a location only the condition names starts at 0
+    else:
+        src.note("no-condition", "the test has no final condition (exists, ~exists or forall): read as "
+                 "'exists (true)', which every execution satisfies", len(src.lines))
+    _warn_single_use(src, code, init_locations, parser.locations if tokens else ())
     threads = tuple(
         Thread(thread, gpu, cta, tuple(instructions))
         for (thread, cta, gpu), instructions in zip(placements, code)
@@ -984,6 +994,25 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
         filter=filter_prop,
         warnings=tuple(src.warnings.values()),
     )
+
+
+def _warn_single_use(src: _Source, code: list, init_locations: list[str], condition_locations) -> None:
+    """A location named once in the whole test (init block, instructions, condition) is most likely
+    a typo: read as a fresh location at 0, it can flip the answer. One warning per such location."""
+    uses: dict[str, list[int | None]] = {}
+    for loc in init_locations:
+        uses.setdefault(loc, []).append(None)
+    for instructions in code:
+        for ins in instructions:
+            loc = getattr(ins, "loc", None)
+            if isinstance(loc, str):
+                uses.setdefault(loc, []).append(getattr(ins, "line", None))
+    for loc in condition_locations:
+        uses.setdefault(loc, []).append(None)
+    for loc, lines in sorted(uses.items()):
+        if len(lines) == 1:
+            src.note(f"once:{loc}", f"location {loc!r} is used only once in the test (a typo? a location "
+                     f"nothing else names reads 0 and changes the answer)", lines[0])
 
 
 def _warn_partial_barriers(src: _Source, threads: tuple[Thread, ...]) -> None:
@@ -1016,11 +1045,7 @@ def _text_of(ins: Barrier) -> str:
 def parse_litmus_file(path: str | Path) -> Program:
     """Read and parse a litmus file; an unreadable file raises :class:`SyncVerifyError`."""
     name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise SyncVerifyError(f"{name}: cannot read litmus file ({reason})") from None
+    data = read_input_file(path, "litmus file", SyncVerifyError)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

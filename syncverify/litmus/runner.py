@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from syncverify.model.events import Execution
-from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, explore
+from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, DEFAULT_PROGRESS_INTERVAL, Progress, explore
 from syncverify.program import Program, TrueProp, evaluate
 
 
@@ -81,8 +82,13 @@ def hang_reasons(x: Execution) -> list[dict]:
 
 
 def run_litmus(program: Program, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
-               timeout: float | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> LitmusVerdict:
-    """Explore ``program`` and count the executions that satisfy its final condition."""
+               timeout: float | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+               progress: Callable[[Progress], None] | None = None,
+               progress_interval: float = DEFAULT_PROGRESS_INTERVAL) -> LitmusVerdict:
+    """Explore ``program`` and count the executions that satisfy its final condition.
+
+    ``progress`` is handed to the explorer (:func:`~syncverify.explore.driver.explore`); a
+    :class:`~syncverify.explore.bounds.LimitHit` it raises (a memory cap) makes the verdict Unknown."""
     condition = program.condition
     prop = condition.prop if condition is not None else TrueProp()
     quantifier = condition.quantifier if condition is not None else "exists"
@@ -106,7 +112,8 @@ def run_litmus(program: Program, *, max_executions: int = DEFAULT_MAX_EXECUTIONS
         else:
             counts["neg"] += 1
 
-    result = explore(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps, on_execution=judge, keep=False)
+    result = explore(program, max_executions=max_executions, timeout=timeout, max_steps=max_steps, on_execution=judge,
+                     keep=False, progress=progress, progress_interval=progress_interval)
     pos, neg = counts["pos"], counts["neg"]
     if result.limit_hit:
         observation = "Unknown"

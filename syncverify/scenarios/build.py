@@ -162,6 +162,22 @@ def stages(scenario: str) -> dict[str, str]:
     return out
 
 
+def push_option(scenario: str, push: str | None) -> str:
+    """The push protocol a command runs for ``--push`` (None: not given): :data:`DEFAULT_PUSH` when
+    not given; given, the scenario must have a push stage and the protocol must load, else one
+    line (a flag that changes nothing is refused, never ignored)."""
+    if push is None:
+        return DEFAULT_PUSH
+    from syncverify.protocols.registry import load_protocol
+
+    with_push = [name for name in SCENARIOS if "push" in stages(name).values()]
+    if scenario in SCENARIOS and scenario not in with_push:
+        raise ScenarioError(f"--push {push}: the {scenario} scenario has no push stage (--push applies to "
+                            f"{', '.join(with_push)})")
+    load_protocol(push)
+    return push
+
+
 # ----- options --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -188,13 +204,13 @@ class ScenarioOptions:
         one_of("production", self.production, PRODUCTIONS, error=ScenarioError)
         one_of("distribution", self.distribution, DISTRIBUTIONS, error=ScenarioError)
         if not 1 <= self.world_size <= MAX_WORLD_SIZE:  # rules.MODEL_MAX_WORLD says why
-            raise ScenarioError(f"world size {self.world_size} is out of range: use 1 to {MAX_WORLD_SIZE}")
+            raise ScenarioError(f"--world-size={self.world_size} must be in 1..{MAX_WORLD_SIZE}")
         if self.tiles < 1:
-            raise ScenarioError(f"tiles={self.tiles}: a scenario needs at least 1 tile")
+            raise ScenarioError(f"--tiles={self.tiles} must be at least 1")
         if self.epochs < 1:
-            raise ScenarioError(f"epochs={self.epochs}: a scenario needs at least 1 epoch")
+            raise ScenarioError(f"--epochs={self.epochs} must be at least 1 (one call of the kernel)")
         if not 1 <= self.threads_per_cta <= 8:
-            raise ScenarioError(f"threads per CTA {self.threads_per_cta} is out of range: use 1 to 8 (2 shows barrier bugs)")
+            raise ScenarioError(f"--threads-per-cta={self.threads_per_cta} must be in 1..8 (2 shows barrier bugs)")
         if self.production == "owner-only" and self.scenario != "all-reduce":
             raise ScenarioError("production='owner-only' applies to the all-reduce scenario only")
         if self.reset is not None:

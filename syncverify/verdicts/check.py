@@ -35,7 +35,9 @@ from syncverify.explore.driver import (
 )
 from syncverify.explore.bounds import Clock
 from syncverify.explore.location_choices import is_execution
+from syncverify.errors import ScenarioError
 from syncverify.scenarios.build import Scenario
+from syncverify.validation import did_you_mean
 
 KINDS = ("race", "unwritten-read", "stale-read", "hang")
 
@@ -257,8 +259,15 @@ def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 
     True
     """
     from syncverify.protocols import load_protocol
-    from syncverify.scenarios.build import ScenarioOptions, build
+    from syncverify.scenarios.build import DEFAULT_PUSH, ScenarioOptions, build, push_option
 
+    fields = set(ScenarioOptions.__dataclass_fields__) - {"scenario", "world_size"}
+    for name in options:  # one line with the closest name, not a TypeError from ScenarioOptions
+        if name not in fields:
+            raise ScenarioError(f"unknown keyword {name}={options[name]!r}{did_you_mean(name, sorted(fields))}; "
+                                f"known: scenario, world_size, timeout, max_executions, {', '.join(sorted(fields))}")
+    if options.get("push", DEFAULT_PUSH) != DEFAULT_PUSH:  # another push protocol: refused where it
+        push_option(scenario, options["push"])  # changes nothing, and loaded, as on the command line
     if not hasattr(protocol, "signal"):
         protocol = load_protocol(protocol)
     built = build(protocol, ScenarioOptions(scenario=scenario, world_size=world_size, **options))
@@ -414,7 +423,10 @@ def execution_trace(x: Execution, scenario: Scenario, evidence: list[tuple[int, 
             "rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.role,
             "step": e.label, "event": e.describe() if not e.ghost else f"{'R' if e.is_read else 'W'} {e.loc}",
             "location": e.loc, "value": e.value, "reads_from": None, "offending": eid in hot,
+            "epoch": _epoch_of(x, eid) if not e.is_init else None,
         }
+        if row["epoch"] is None:
+            row["epoch"] = info.epoch
         if e.is_read and not e.ghost and eid in x.rf:
             row["reads_from"] = _role(x, x.rf[eid])
         if e.is_read and e.ghost:
