@@ -21,7 +21,7 @@ PLAIN_PROGRESS_EVERY = 5.0  # seconds between two plain progress lines (stderr n
 
 @app.command("check")
 def check_command(
-    protocol: str = typer.Argument(..., help="A built-in protocol name (see 'syncverify list') or a .toml file.", show_default=False),
+    protocol: str = typer.Argument(..., help="A built-in protocol name (see 'syncverify list'), a .toml file, or a harness FILE.py[::NAME] that launches your own Triton kernels.", show_default=False),
     scenario: str = typer.Option("all-reduce", "--scenario", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter."),
     world_size: int = typer.Option(2, "--world-size", help="Ranks (1 to 64)."),
     tiles: int = typer.Option(1, "--tiles", help="Tiles (>= 1)."),
@@ -43,6 +43,8 @@ def check_command(
     samples: Optional[int] = typer.Option(None, "--sample", min=1, help="Check N random executions instead of all (finding none is not a proof).", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
     suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings) and print at most 5 with TOML diffs."),
+    calls: int = typer.Option(1, "--calls", min=1, help="Harness (FILE.py) only: how many calls of the harness's operation to model."),
+    declare_asm: list[str] = typer.Option([], "--declare-asm", help="Harness only: the meaning of inline asm the model cannot read, 'TEXT=no-op' or 'TEXT=PTX' (repeatable; listed in the verdict).", show_default=False),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
 
@@ -54,6 +56,15 @@ def check_command(
     --epochs 2 (checked stage by stage). Beyond that, --timeout answers unknown. A check that runs longer than 2 s
     shows its progress on stderr.
     """
+    from syncverify.cli.kernel import check_harness, is_harness_argument
+
+    if is_harness_argument(protocol):  # the user's own kernels, through a harness
+        if graph is not None and graph.suffix not in (".dot", ".png"):
+            raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
+        return check_harness(protocol, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
+                             timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
+                             as_json=as_json, graph=graph, declare_asm=declare_asm, suggest=suggest,
+                             progress_every=progress_every)
     from syncverify.protocols.registry import load_protocol
     from syncverify.check import check, sample
     from syncverify.graphs import write_graph

@@ -1,0 +1,790 @@
+"""One run of one program (CTA) of one launch, as one model thread sees it, in Triton's interpreter.
+
+The user's ``@triton.jit`` code runs unchanged; what the model needs it gets from hooks around
+Triton 3.6's interpreter primitives (the same ones ``syncverify.kernels.trace`` hooks):
+
+* ``InterpreterBuilder.create_masked_load/store`` (every ``tl.load``/``tl.store``, block pointers
+  and tensor descriptors included), ``create_atomic_rmw/cas``, ``create_barrier``
+  (``tl.debug_barrier``), ``create_inline_asm`` (read with the litmus parser,
+  :mod:`syncverify.frontend.asm`), ``create_descriptor_load/store`` (noted as generic accesses);
+* every other builder method and the interpreter's reductions propagate a *taint* (which reads a
+  value came from) on the handles they make, and the places where a value leaves data flow are
+  *sinks*: a tensor turned into a Python ``bool``/``int`` (a branch, a loop bound, an assert), a
+  pointer or mask of a memory access, an atomic's operand, a value stored to a synchronization
+  location. A read whose value reaches no sink leaves the run unchanged whatever it returns.
+
+Nothing is written to memory: reads are answered by the :class:`Oracle` (the value the driver
+chose, :mod:`syncverify.frontend.programs`), or, for data (GHOST) locations and memory no one
+writes, the memory's contents when the harness finished. So a run is a pure function of its
+choices, which is what lets the driver re-run a program to enumerate them (GenMC/loom style).
+
+Which model thread executes what (``syncverify.lowering``'s CTA facts, checked against compiled
+PTX by ``tests/test_frontend_ptx.py``): a block access is split over the CTA's model threads (each
+its contiguous share of the block's elements, in row-major order); a scalar load runs on every
+thread; a scalar store or atomic on thread 0; ``atomic_add(p, 0)`` with a literal 0 and sem
+relaxed/acquire is a load on thread 0; a scalar atomic whose result is used is followed by
+``bar.sync`` (and, for threads other than 0, the value arrives through that barrier: a *broadcast*
+choice); ``tl.load(volatile=True)`` is relaxed at sys scope; ``tl.debug_barrier()`` is ``bar.sync 0``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from syncverify.bounds import LimitHit
+from syncverify.errors import SyncVerifyError, UnsupportedConstruct
+from syncverify.values import wrap_int32
+
+#: Triton versions whose interpreter internals these hooks were written and tested against.
+TESTED_TRITON = ("3.6.0",)
+
+
+class KernelError(SyncVerifyError):
+    """The user's kernel cannot run in the interpreter (its error and line)."""
+
+
+class _Cut(BaseException):
+    """A run reached a choice point in a state it was already in (a BaseException: Triton wraps
+    every ``Exception`` raised inside a helper call)."""
+
+    def __init__(self, choice: int) -> None:
+        self.choice = choice
+
+
+class _Bound(BaseException):
+    def __init__(self, hit: LimitHit) -> None:
+        self.hit = hit
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where an operation comes from in the user's source."""
+
+    file: str
+    line: int
+    function: str
+    kernel: str
+    text: str = ""
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A memory element: ``buffer`` (an allocation's name), rank copy (None: not in the heap), index."""
+
+    buffer: str
+    rank: int | None
+    index: int
+
+    def __str__(self) -> str:
+        where = "" if self.rank is None else f"@{self.rank}"
+        return f"{self.buffer}{where}[{self.index}]"
+
+
+@dataclass
+class Item:
+    """What one model thread did at one step of a run.
+
+    ``kind``: ``ld``/``st``/``atom`` (plain accesses: ``locs`` are ghost or constant-free data),
+    ``read`` (a choice point: one location's value), ``fence``, ``bar``, ``oob`` (an access
+    outside every allocation). ``key``: the state at a choice point (None: not a possible loop head).
+    """
+
+    kind: str
+    site: Site
+    site_key: tuple
+    locs: tuple = ()
+    sem: str = "weak"
+    scope: str | None = None
+    op: str = ""  # atom op / read: "ld", "atom" or "bcast"
+    operands: tuple = ()
+    values: tuple = ()  # st: one value per loc
+    unsigned: bool = False
+    scalar_one: bool = False  # a scalar op of thread 0 (bar.sync after it when its result is used)
+    key: Any = None
+    descriptor: bool = False
+    choice: int | None = None  # read: its choice index in the run
+    barrier_id: int = 0
+    count: int | None = None
+    fence_kind: str = ""
+
+
+@dataclass
+class RunResult:
+    """Everything one run recorded."""
+
+    items: list[Item] = field(default_factory=list)
+    chosen: list[int] = field(default_factory=list)  # the value of each choice
+    domains: list[tuple[int, ...]] = field(default_factory=list)  # the values each choice could take
+    cut: int | None = None  # the run returned to the state of this choice
+    sinks: set = field(default_factory=set)  # taint ids that reached a sink
+    used: set = field(default_factory=set)  # taint ids whose value was used at all
+    ghost_reads: set = field(default_factory=set)  # ghost locations read
+    written: dict = field(default_factory=dict)  # Loc -> values written (model ints)
+    transitions: dict = field(default_factory=dict)  # Loc -> {(old or None, new)}: what each write makes of it
+    accessed: dict = field(default_factory=dict)  # Loc -> set of access kinds ("weak", "sync")
+    descriptor: bool = False
+    assumptions: set = field(default_factory=set)
+
+
+class Memory:
+    """The allocations a check knows (each rank's heap buffers, ``heap_bases``, other launch
+    arguments) and their contents when the harness finished: what constant and ghost reads see."""
+
+    def __init__(self) -> None:
+        self.ranges: list[tuple[int, int, str, int | None, int, np.ndarray]] = []  # start, end, name, rank, itemsize, bytes
+
+    def add(self, name: str, rank: int | None, start: int, nbytes: int, itemsize: int, raw: np.ndarray) -> None:
+        self.ranges.append((start, start + nbytes, name, rank, itemsize, raw))
+
+    def locate(self, address: int) -> tuple[Loc, np.ndarray, int] | None:
+        for start, end, name, rank, itemsize, raw in self.ranges:
+            if start <= address < end:
+                offset = address - start
+                return Loc(name, rank, offset // itemsize), raw, offset
+        return None
+
+
+def to_model(value: Any, np_dtype: np.dtype) -> int:
+    """A stored element as the model's 32-bit value (floats by their bit pattern)."""
+    arr = np.asarray(value, dtype=np_dtype).reshape(1)
+    if arr.dtype.kind == "f":
+        bits = arr.view(np.int32 if arr.dtype.itemsize == 4 else (np.int16 if arr.dtype.itemsize == 2 else np.int64))
+        return wrap_int32(int(bits[0]))
+    if arr.dtype.kind == "b":
+        return int(bool(arr[0]))
+    return wrap_int32(int(arr[0]))
+
+
+def from_model(value: int, np_dtype: np.dtype) -> Any:
+    """The inverse of :func:`to_model` for one element."""
+    dt = np.dtype(np_dtype)
+    if dt.kind == "f":
+        width = {2: np.int16, 4: np.int32, 8: np.int64}[dt.itemsize]
+        return np.array([value], dtype=width).view(dt)[0]
+    if dt.kind == "b":
+        return bool(value)
+    return np.array([value & ((1 << (8 * dt.itemsize)) - 1)], dtype=np.uint64).astype(dt)[0] if dt.kind == "u" \
+        else np.array([value], dtype=np.int64).astype(dt)[0]
+
+
+class Oracle:
+    """How one run answers reads: the classification of locations, their value domains, and the
+    choices to replay (then the first value of each new choice)."""
+
+    def __init__(self, *, nonghost: frozenset, written: frozenset, domains: dict, prefix: list[int],
+                 thread: int, threads: int, max_items: int) -> None:
+        self.nonghost = nonghost  # written Locs that are synchronization locations; the others are data
+        self.written = written  # Locs some operation writes (others are constant)
+        self.domains = domains  # Loc -> sorted tuple of model values
+        self.prefix = prefix
+        self.thread = thread
+        self.threads = threads
+        self.max_items = max_items
+
+
+# ----- taint ------------------------------------------------------------------------------------
+
+_TAINT = "syncverify_taint"
+_CONSTANT = "syncverify_constant"
+_EMPTY: frozenset = frozenset()
+
+
+def taint_of(obj: Any) -> frozenset:
+    """The read ids a value depends on (handles, tensors, block pointers, lists of them)."""
+    import triton.runtime.interpreter as interp
+
+    if isinstance(obj, interp.TensorHandle):
+        return obj.attr.get(_TAINT, _EMPTY)
+    if isinstance(obj, interp.BlockPointerHandle):
+        return taint_of(obj.base).union(*(taint_of(o) for o in obj.offsets))
+    handle = getattr(obj, "handle", None)
+    if handle is not None and handle is not obj:
+        return taint_of(handle)
+    if isinstance(obj, (list, tuple)):
+        return _EMPTY.union(*(taint_of(o) for o in obj)) if obj else _EMPTY
+    return _EMPTY
+
+
+def _mark(obj: Any, taint: frozenset) -> None:
+    import triton.runtime.interpreter as interp
+
+    if isinstance(obj, interp.TensorHandle):
+        obj.attr[_TAINT] = obj.attr.get(_TAINT, _EMPTY) | taint
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _mark(o, taint)
+    else:
+        handle = getattr(obj, "handle", None)
+        if handle is not None and handle is not obj:
+            _mark(handle, taint)
+
+
+# ----- the hooks ----------------------------------------------------------------------------------
+
+_SPECIAL = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
+            "create_barrier", "create_inline_asm", "create_descriptor_load", "create_descriptor_store",
+            "create_load", "create_store", "create_tensor_pointer_load", "create_tensor_pointer_store",
+            "create_descriptor_gather", "create_descriptor_scatter", "create_get_program_id",
+            "create_get_num_programs", "create_make_range")
+
+_active: "ProgramRun | None" = None
+
+
+def _current() -> "ProgramRun":
+    if _active is None:  # a hook called outside a run: the front end's own bug
+        raise RuntimeError("syncverify front end: interpreter hook called outside a run")
+    return _active
+
+
+def check_triton_version() -> None:
+    """Refuse, in one line, a Triton whose interpreter internals these hooks were not tested on."""
+    try:
+        import triton
+    except ImportError as error:
+        raise KernelError("checking a Triton kernel needs triton (and torch, numpy): "
+                          f"pip install torch triton=={TESTED_TRITON[0]} numpy ({error})") from None
+    if triton.__version__ not in TESTED_TRITON:
+        raise KernelError(f"triton {triton.__version__} is not supported by the kernel front end, which hooks the "
+                          f"interpreter's internals; tested with triton {', '.join(TESTED_TRITON)}")
+
+
+@contextlib.contextmanager
+def hooks():
+    """While active, Triton's interpreter answers to the current :class:`ProgramRun`."""
+    import triton.runtime.interpreter as interp
+    from syncverify.kernels import _jit
+
+    b = interp.InterpreterBuilder
+    saved: dict[str, Any] = {}
+
+    def patch(owner, name, value):
+        saved[(owner, name)] = owner.__dict__.get(name, _MISSING)
+        setattr(owner, name, value)
+
+    def propagating(fn):
+        def run(self, *args, **kwargs):
+            taint = taint_of(args) | taint_of(tuple(kwargs.values()))
+            out = fn(self, *args, **kwargs)
+            if taint:
+                _current().used |= taint
+                _mark(out, taint)
+            return out
+        return run
+
+    def constant(fn):
+        def make(self, *args):
+            handle = fn(self, *args)
+            handle.attr[_CONSTANT] = True
+            return handle
+        return make
+
+    with _jit._interpreting_calls():
+        for name, member in list(vars(b).items()):
+            if not callable(member) or name.startswith("_") or name in _SPECIAL:
+                continue
+            if name.startswith("get_") and not name.endswith("_ty"):
+                patch(b, name, constant(member))
+            elif name.startswith(("create_", "binary_op", "ternary_op", "unary_op", "cast_impl")):
+                patch(b, name, propagating(member))
+        patch(b, "create_masked_load", lambda self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile:
+              _current().load(ptrs, mask, other, cache_modifier, is_volatile))
+        patch(b, "create_masked_store", lambda self, ptrs, value, mask, cache_modifier, eviction_policy:
+              _current().store(ptrs, value, mask))
+        patch(b, "create_atomic_rmw", lambda self, rmw, ptr, val, mask, sem, scope:
+              _current().atomic(rmw, ptr, (val,), mask, sem, scope))
+        patch(b, "create_atomic_cas", lambda self, ptr, cmp, val, sem, scope:
+              _current().atomic("cas", ptr, (cmp, val), None, sem, scope))
+        patch(b, "create_barrier", lambda self: _current().barrier())
+        patch(b, "create_inline_asm", lambda self, asm, constraints, values, type, is_pure, pack:
+              _current().inline_asm(asm, constraints, values, type, pack))
+        for name in ("create_descriptor_load", "create_descriptor_store"):
+            patch(b, name, _descriptor(getattr(b, name)))
+        apply = interp.ReduceScanOpInterface.apply
+
+        def reduce_apply(self, input):
+            out = apply(self, input)
+            taint = taint_of(input if isinstance(input, tuple) else (input,))
+            if taint:
+                _current().used |= taint
+                _mark(out, taint)
+            return out
+
+        patch(interp.ReduceScanOpInterface, "apply", reduce_apply)
+        bool_of_handle = interp.TensorHandle.__bool__
+
+        def handle_bool(self):
+            _current().sink(taint_of(self))
+            return bool_of_handle(self)
+
+        patch(interp.TensorHandle, "__bool__", handle_bool)
+        lang_tensor = interp._patch_lang_tensor
+
+        def patch_lang_tensor(tensor, scope):
+            lang_tensor(tensor, scope)
+
+            def to_bool(self):
+                _current().sink(taint_of(self))
+                data = self.handle.data
+                return bool(data) if data.size == 1 else True
+
+            def to_index(self):
+                _current().sink(taint_of(self))
+                return int(self.handle.data.reshape(-1)[0].item())
+
+            scope.set_attr(tensor, "__bool__", to_bool)
+            scope.set_attr(tensor, "__index__", to_index)
+
+        interp._patch_lang_tensor = patch_lang_tensor
+        try:
+            yield
+        finally:
+            interp._patch_lang_tensor = lang_tensor
+            for (owner, name), value in saved.items():
+                if value is _MISSING:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, value)
+
+
+_MISSING = object()
+
+
+def _descriptor(fn):
+    def run(self, *args, **kwargs):
+        current = _current()
+        current.in_descriptor += 1
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            current.in_descriptor -= 1
+    return run
+
+
+# ----- one run ------------------------------------------------------------------------------------
+
+_SEM = _SCOPE = _RMW = None
+
+
+def _names():
+    global _SEM, _SCOPE, _RMW
+    if _SEM is None:
+        from triton._C.libtriton import ir
+
+        _SEM = {ir.MEM_SEMANTIC.ACQUIRE: "acquire", ir.MEM_SEMANTIC.RELEASE: "release",
+                ir.MEM_SEMANTIC.RELAXED: "relaxed", ir.MEM_SEMANTIC.ACQUIRE_RELEASE: "acq_rel"}
+        _SCOPE = {ir.MEM_SYNC_SCOPE.GPU: "gpu", ir.MEM_SYNC_SCOPE.CTA: "cta", ir.MEM_SYNC_SCOPE.SYSTEM: "sys"}
+        _RMW = {ir.ATOMIC_OP.ADD: ("add", False), ir.ATOMIC_OP.XCHG: ("exch", False),
+                ir.ATOMIC_OP.MAX: ("max", False), ir.ATOMIC_OP.MIN: ("min", False),
+                ir.ATOMIC_OP.UMAX: ("max", True), ir.ATOMIC_OP.UMIN: ("min", True),
+                ir.ATOMIC_OP.AND: ("and", False), ir.ATOMIC_OP.OR: ("or", False), ir.ATOMIC_OP.XOR: ("xor", False),
+                ir.ATOMIC_OP.FADD: ("fadd", False)}
+    return _SEM, _SCOPE, _RMW
+
+
+_SKIP_DIRS: tuple[str, ...] = ()
+
+
+def _skip_dirs() -> tuple[str, ...]:
+    global _SKIP_DIRS
+    if not _SKIP_DIRS:
+        import triton
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        _SKIP_DIRS = (os.path.dirname(os.path.abspath(triton.__file__)), os.path.dirname(np.__file__), here,
+                      os.path.join(os.path.dirname(os.path.dirname(here)), "kernels", "_jit.py"),
+                      os.path.dirname(contextlib.__file__))
+    return _SKIP_DIRS
+
+
+def _freeze(value: Any, depth: int = 0) -> Any:
+    """A hashable picture of a kernel local (tensors by their contents)."""
+    if depth > 4:
+        return ("deep",)
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return value
+    handle = getattr(value, "handle", None)
+    if handle is not None and hasattr(handle, "data"):
+        data = np.asarray(handle.data)
+        return ("t", str(data.dtype), data.shape, data.tobytes())
+    if hasattr(value, "data") and isinstance(getattr(value, "data", None), np.ndarray):
+        return ("h", value.data.tobytes())
+    if hasattr(value, "offsets") and hasattr(value, "base"):  # a block pointer
+        return ("bp", _freeze(value.base, depth + 1), tuple(_freeze(o, depth + 1) for o in value.offsets))
+    if isinstance(value, (tuple, list)):
+        return tuple(_freeze(v, depth + 1) for v in value)
+    inner = getattr(value, "value", None)  # constexpr
+    if inner is not None and not callable(inner):
+        return ("c", _freeze(inner, depth + 1))
+    return ("o", type(value).__name__, id(value))
+
+
+class ProgramRun:
+    """One run of program ``pid`` of a launch for model thread ``oracle.thread``."""
+
+    def __init__(self, launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracle) -> None:
+        self.launch = launch
+        self.pid = pid
+        self.memory = memory
+        self.oracle = oracle
+        self.result = RunResult()
+        self.used = self.result.used
+        self.seen: dict[Any, int] = {}  # state key -> choice index
+        self.in_descriptor = 0
+
+    # ----- what the hooks call ----------------------------------------------------------------
+    def sink(self, taint: frozenset) -> None:
+        if taint:
+            self.result.sinks |= taint
+            self.used |= taint
+
+    def _frames(self) -> list:
+        skip = _skip_dirs()
+        frames = []
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code is not _invoke.__code__:
+            name = frame.f_code.co_filename
+            if not name.startswith(skip) and not name.startswith("<"):
+                frames.append(frame)
+            frame = frame.f_back
+        return frames
+
+    def _site(self, frames) -> tuple[Site, tuple]:
+        import linecache
+
+        kernel = self.launch.kernel_name
+        if not frames:
+            return Site("<unknown>", 0, kernel, kernel), ()
+        inner = frames[0]
+        text = linecache.getline(inner.f_code.co_filename, inner.f_lineno).strip()
+        site = Site(inner.f_code.co_filename, inner.f_lineno, inner.f_code.co_name, kernel, text)
+        return site, tuple((f.f_code.co_filename, f.f_code.co_name, f.f_lasti) for f in frames)
+
+    def _state(self, frames) -> Any:
+        return tuple((f.f_code.co_filename, f.f_code.co_name, f.f_lasti,
+                      tuple(sorted((k, _freeze(v)) for k, v in f.f_locals.items()))) for f in frames)
+
+    def _add(self, item: Item) -> None:
+        self.result.items.append(item)
+        if len(self.result.items) > self.oracle.max_items:
+            raise _Bound(LimitHit("max-steps", f"program {self.pid[0]} of {self.launch.kernel_name} made more than "
+                                  f"{self.oracle.max_items} memory operations on one path without repeating a state "
+                                  f"(last at {item.site}); raise max_steps"))
+
+    def _choose(self, loc: Loc | None, domain: tuple[int, ...], frames, first: bool) -> tuple[int, int]:
+        """A new choice: its index and the value the oracle answers. At the first choice of an
+        operation, a state seen before in this run cuts the run there."""
+        index = len(self.result.chosen)
+        if first:
+            key = self._state(frames)
+            if key in self.seen:
+                raise _Cut(self.seen[key])
+            self.seen[key] = index
+        if index < len(self.oracle.prefix):
+            value = domain[self.oracle.prefix[index]]
+        else:
+            value = domain[0]
+        self.result.chosen.append(value)
+        self.result.domains.append(domain)
+        return index, value
+
+    def _shares(self, size: int) -> list[bool]:
+        """Which elements of a block of ``size`` this model thread owns."""
+        t, n = self.oracle.thread, self.oracle.threads
+        return [j * n // size == t for j in range(size)]
+
+    def _where(self, address: int, site: Site, kind: str):
+        found = self.memory.locate(int(address))
+        if found is None:
+            self.result.accessed.setdefault(("oob", str(site)), set()).add(kind)
+        return found
+
+    def _check_pointer(self, ptrs, mask) -> None:
+        self.sink(taint_of(ptrs) | (taint_of(mask) if mask is not None else _EMPTY))
+
+    def load(self, ptrs, mask, other, cache_modifier, is_volatile):
+        import triton.runtime.interpreter as interp
+
+        self._check_pointer(ptrs, mask)
+        frames = self._frames()
+        site, site_key = self._site(frames)
+        dtype_tt = ptrs.get_element_ty()
+        np_dtype = interp._get_np_dtype(dtype_tt)
+        addrs = np.asarray(ptrs.data).reshape(-1)
+        active = np.asarray(mask.data).reshape(-1) if mask is not None else np.ones(addrs.size, bool)
+        if other is None:
+            out = np.zeros(addrs.size, dtype=np_dtype)
+        else:
+            out = np.broadcast_to(np.asarray(other.data), np.asarray(ptrs.data).shape).reshape(-1).astype(np_dtype).copy()
+        scalar = addrs.size == 1
+        owned = [True] if scalar else self._shares(addrs.size)
+        sem, scope = ("relaxed", "sys") if is_volatile else ("weak", None)
+        descriptor = self.in_descriptor > 0
+        if descriptor:
+            self.result.assumptions.add("tensor descriptors are treated as generic accesses (async proxy not modeled)")
+        taint: set = set()
+        plain: list[Loc] = []
+        first = True
+        for j in range(addrs.size):
+            if not active[j]:
+                continue
+            found = self._where(addrs[j], site, "ld")
+            if found is None:
+                if owned[j]:
+                    self._add(Item("oob", site, site_key, op="ld"))
+                continue
+            loc, raw, offset = found
+            kind = "sync" if is_volatile else "weak"
+            self.result.accessed.setdefault(loc, set()).add(kind)
+            if loc not in self.oracle.written:
+                out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]  # constant memory: its contents
+                continue
+            if loc not in self.oracle.nonghost and not is_volatile:
+                out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]
+                taint.add(("ghost", loc))
+                self.result.ghost_reads.add(loc)
+                if owned[j]:
+                    plain.append(loc)
+                continue
+            if not owned[j]:
+                out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]
+                taint.add(("foreign", str(site)))
+                continue
+            domain = self.oracle.domains.get(loc) or (to_model(raw[offset:offset + out.itemsize].view(np_dtype)[0], np_dtype),)
+            index, value = self._choose(loc, domain, frames, first)
+            first = False
+            self._add(Item("read", site, site_key, (loc,), sem, scope, "ld", choice=index, descriptor=descriptor,
+                           key=index))
+            out[j] = from_model(value, np_dtype)
+            taint.add(index)
+        if plain:
+            self._add(Item("ld", site, site_key, tuple(plain), sem, scope, descriptor=descriptor))
+        handle = interp.TensorHandle(out.reshape(np.asarray(ptrs.data).shape), dtype_tt)
+        if taint:
+            handle.attr[_TAINT] = frozenset(taint)
+        return handle
+
+    def store(self, ptrs, value, mask):
+        import triton.runtime.interpreter as interp
+
+        self._check_pointer(ptrs, mask)
+        frames = self._frames()
+        site, site_key = self._site(frames)
+        addrs = np.asarray(ptrs.data).reshape(-1)
+        np_dtype = interp._get_np_dtype(ptrs.get_element_ty())
+        values = np.broadcast_to(np.asarray(value.data), np.asarray(ptrs.data).shape).reshape(-1)
+        active = np.asarray(mask.data).reshape(-1) if mask is not None else np.ones(addrs.size, bool)
+        scalar = addrs.size == 1
+        owned = [self.oracle.thread == 0] if scalar else self._shares(addrs.size)
+        descriptor = self.in_descriptor > 0
+        if descriptor:
+            self.result.assumptions.add("tensor descriptors are treated as generic accesses (async proxy not modeled)")
+        value_taint = taint_of(value)
+        self.used |= value_taint
+        locs, vals = [], []
+        for j in range(addrs.size):
+            if not active[j]:
+                continue
+            found = self._where(addrs[j], site, "st")
+            if found is None:
+                if owned[j]:
+                    self._add(Item("oob", site, site_key, op="st"))
+                continue
+            loc = found[0]
+            self.result.accessed.setdefault(loc, set()).add("weak")
+            model_value = to_model(values[j], np_dtype)
+            self.result.written.setdefault(loc, set()).add(model_value)
+            self.result.transitions.setdefault(loc, set()).add((None, model_value))
+            if loc in self.oracle.nonghost:
+                self.sink(value_taint)  # the value written to a synchronization location matters
+            if owned[j]:
+                locs.append(loc)
+                vals.append(model_value)
+        if locs:
+            self._add(Item("st", site, site_key, tuple(locs), values=tuple(vals), scalar_one=scalar,
+                           descriptor=descriptor))
+
+    def atomic(self, rmw, ptr, operands, mask, sem, scope):
+        import triton.runtime.interpreter as interp
+        from syncverify.paths import atomic_result
+
+        sems, scopes, rmws = _names()
+        self._check_pointer(ptr, mask)
+        for operand in operands:
+            self.sink(taint_of(operand))
+        frames = self._frames()
+        site, site_key = self._site(frames)
+        op, unsigned = ("cas", False) if rmw == "cas" else rmws[rmw]
+        if op == "fadd":
+            raise UnsupportedConstruct(f"{site}: a floating-point atomic_add is not modeled (the model's values are "
+                                       "32-bit integers); use an integer counter")
+        sem_name, scope_name = sems[sem], scopes[scope]
+        dtype_tt = ptr.get_element_ty()
+        np_dtype = interp._get_np_dtype(dtype_tt)
+        addrs = np.asarray(ptr.data).reshape(-1)
+        shape = np.asarray(ptr.data).shape
+        active = np.asarray(mask.data).reshape(-1) if mask is not None else np.ones(addrs.size, bool)
+        args = [np.broadcast_to(np.asarray(o.data), shape).reshape(-1) for o in operands]
+        constant = all(o.attr.get(_CONSTANT) for o in operands)
+        scalar = addrs.size == 1
+        owned = [self.oracle.thread == 0] if scalar else self._shares(addrs.size)
+        # Triton 3.6: atomic_add(p, 0) with a literal 0 and sem relaxed/acquire is a load (PLATFORM.md)
+        as_load = (op == "add" and constant and int(args[0][0]) == 0 and sem_name in ("relaxed", "acquire")
+                   and scalar)
+        out = np.zeros(addrs.size, dtype=np_dtype)
+        taint: set = set()
+        first = True
+        for j in range(addrs.size):
+            if not active[j]:
+                continue
+            found = self._where(addrs[j], site, "atom")
+            if found is None:
+                if owned[j]:
+                    self._add(Item("oob", site, site_key, op="atom"))
+                continue
+            loc, raw, offset = found
+            self.result.accessed.setdefault(loc, set()).add("sync")
+            init = to_model(raw[offset:offset + out.itemsize].view(np_dtype)[0], np_dtype)
+            domain = self.oracle.domains.get(loc) or (init,)
+            ops = tuple(to_model(a[j], np_dtype) for a in args)
+            if not as_load:
+                for old in domain:  # what it can write, for the value domain
+                    new = atomic_result(op, old, ops, unsigned)
+                    if new is not None:
+                        self.result.written.setdefault(loc, set()).add(wrap_int32(new))
+                        self.result.transitions.setdefault(loc, set()).add((old, wrap_int32(new)))
+            if not owned[j]:
+                if scalar:  # thread 0's result, broadcast through bar.sync: a choice of its own
+                    index, value = self._choose(loc, domain, frames, first)
+                    first = False
+                    self._add(Item("read", site, site_key, (loc,), op="bcast", choice=index, key=index))
+                    out[j] = from_model(value, np_dtype)
+                    taint.add(index)
+                else:
+                    taint.add(("foreign", str(site)))
+                continue
+            index, value = self._choose(loc, domain, frames, first)
+            first = False
+            if as_load:
+                self._add(Item("read", site, site_key, (loc,), sem_name, scope_name, "ld", choice=index, key=index,
+                               scalar_one=True))
+            else:
+                self._add(Item("read", site, site_key, (loc,), sem_name, scope_name, "atom", operands=ops,
+                               unsigned=unsigned, choice=index, key=index, scalar_one=scalar, fence_kind=op))
+            out[j] = from_model(value, np_dtype)
+            taint.add(index)
+        handle = interp.TensorHandle(out.reshape(shape), dtype_tt)
+        if taint:
+            handle.attr[_TAINT] = frozenset(taint)
+        return handle
+
+    def barrier(self) -> None:
+        site, site_key = self._site(self._frames())
+        self._add(Item("bar", site, site_key))
+
+    def inline_asm(self, asm, constraints, values, type_, pack):
+        import triton.runtime.interpreter as interp
+        from syncverify.frontend.asm import read_inline_asm
+
+        site, site_key = self._site(self._frames())
+        for item in read_inline_asm(str(asm), site, site_key, self.launch.declared_asm):
+            if item.kind == "assume":
+                self.result.assumptions.add(item.op)
+            else:
+                self._add(item)
+        results = []
+        for ty in type_ if isinstance(type_, (list, tuple)) else [type_]:
+            scalar = getattr(ty, "scalar", ty)
+            shape = tuple(getattr(ty, "shape", ())) or (1,)
+            results.append(interp.TensorHandle(np.zeros(shape, dtype=interp._get_np_dtype(scalar)), scalar))
+        return _AsmResults(results)
+
+
+class _AsmResults:
+    """What ``create_inline_asm`` returns to ``tl.inline_asm_elementwise``: its results by index
+    (zeros: a fence or barrier's output register carries no value)."""
+
+    def __init__(self, results: list) -> None:
+        self.results = results
+
+    def get_result(self, index: int):
+        return self.results[index]
+
+
+def _invoke(fn, args: dict) -> None:
+    """The frame every run starts from (frames above it are the user's kernel)."""
+    fn(**args)
+
+
+def run_program(launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracle) -> RunResult:
+    """Run program ``pid`` of ``launch`` once under :func:`hooks` (the caller holds them)."""
+    import triton.runtime.interpreter as interp
+
+    global _active
+    run = ProgramRun(launch, pid, memory, oracle)
+    builder = interp.interpreter_builder
+    builder.set_grid_dim(*launch.grid3)
+    builder.set_grid_idx(*pid)
+    _active = run
+    try:
+        with np.errstate(all="ignore"):  # the kernel's own arithmetic (it runs on the values we chose)
+            _invoke(launch.fn, launch.args)
+    except _Cut as cut:
+        run.result.cut = cut.choice
+    except _Bound as bound:
+        raise bound.hit from None
+    except SyncVerifyError:
+        raise
+    except Exception as error:  # noqa: BLE001 -- the user's kernel: its error and line, one line
+        raise KernelError(f"kernel {launch.kernel_name} (program {pid[0]}) cannot run in the interpreter: "
+                          f"{_describe(error)}") from None
+    finally:
+        _active = None
+    return run.result
+
+
+def _describe(error: BaseException) -> str:
+    """The innermost user-code line of an error (through Triton's wrapping) and its message."""
+    skip = _skip_dirs()
+    place = ""
+    root = error
+    chain = [error]
+    while chain[-1].__cause__ is not None:
+        chain.append(chain[-1].__cause__)
+    for e in chain:
+        tb = e.__traceback__
+        while tb is not None:
+            name = tb.tb_frame.f_code.co_filename
+            if not name.startswith(skip) and not name.startswith("<") and "syncverify" not in name:
+                place = f"{name}:{tb.tb_lineno}"
+            tb = tb.tb_next
+        root = e
+    if isinstance(root, SyncVerifyError):
+        return str(root)
+    return f"{type(root).__name__}: {root}" + (f" ({place})" if place else "")
+
+
+def kernel_args(kernel, args: tuple, kwargs: dict):
+    """The kernel's Python function (rewritten as the interpreter runs it) and its arguments as
+    the interpreter passes them (tensors as pointers, scalars as tensors, constexprs as given)."""
+    import triton.runtime.interpreter as interp
+    from triton.runtime.jit import _normalize_ty
+
+    fn = getattr(kernel, "fn", kernel)
+    rewritten = interp.InterpretedFunction(fn).rewrite()
+    names = list(inspect.signature(fn).parameters)
+    annotations = {n: _normalize_ty(t) for n, t in fn.__annotations__.items()}
+    constexprs = {n for n in names if annotations.get(n) == "constexpr"}
+    kwargs = {k: v for k, v in kwargs.items() if k in names}
+    bound = inspect.getcallargs(fn, *args, **kwargs)
+    converted = {n: v if n in constexprs else interp._implicit_cvt(v) for n, v in bound.items()}
+    return rewritten, converted, bound

@@ -1,0 +1,51 @@
+"""Bad input for the kernel front end: each harness must be refused in one line (exit 2)."""
+
+import torch
+import triton
+import triton.language as tl
+
+import syncverify
+
+
+@triton.jit
+def divides_by_zero(x_ptr):
+    v = tl.load(x_ptr)
+    tl.store(x_ptr, v // 0 + tl.zeros((3,), tl.int32))  # shapes do not match: the interpreter refuses
+
+
+@triton.jit
+def unknown_asm(x_ptr):
+    tl.inline_asm_elementwise("s_waitcnt vmcnt(0); mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    tl.store(x_ptr, 1)
+
+
+@triton.jit
+def fenced(x_ptr):
+    tl.store(x_ptr, 1)
+    tl.inline_asm_elementwise("fence.acq_rel.sys; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@syncverify.harness
+def raises(sv):
+    raise ValueError("this harness needs a GPU named Bob")
+
+
+def refuses_world_size(sv):
+    if sv.world_size != 2:
+        raise ValueError(f"needs world size 2, got {sv.world_size}")
+    return None
+
+
+def cannot_run(sv):
+    x = sv.heap.zeros((1,), torch.int32)
+    sv.launch(divides_by_zero, (1,), x.on(0), rank=0)
+
+
+def asm_unknown(sv):
+    x = sv.heap.zeros((1,), torch.int32)
+    sv.launch(unknown_asm, (1,), x.on(0), rank=0)
+
+
+def asm_fence(sv):
+    x = sv.heap.zeros((1,), torch.int32)
+    sv.launch(fenced, (1,), x.on(0), rank=0)

@@ -1,0 +1,138 @@
+"""Known-answer kernels and harnesses for the kernel front end (tests/test_frontend.py).
+
+Each harness is a user's view: a kernel as a user writes it, and what must hold after each call.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+import syncverify
+
+
+# ----- message passing between two programs ---------------------------------------------------
+
+@triton.jit
+def message_pass(data_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr, SEM: tl.constexpr, BARRIER: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 1:  # producer
+        tl.store(data_ptr + offs, offs + 1)
+        if BARRIER:
+            tl.debug_barrier()
+        tl.atomic_xchg(flag_ptr, 1, sem=SEM, scope="gpu")
+    else:  # consumer (a lower program id: the plain interpreter runs it first)
+        while tl.atomic_add(flag_ptr, 0, sem="acquire" if SEM == "release" else "relaxed", scope="gpu") == 0:
+            pass
+        tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def _message_pass(sv, sem, barrier):
+    data = sv.heap.zeros((8,), torch.int32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    out = sv.heap.zeros((8,), torch.int32)
+
+    def call(k):
+        sv.launch(message_pass, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=8, SEM=sem, BARRIER=barrier, rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+@syncverify.harness
+def release_acquire(sv):
+    return _message_pass(sv, "release", True)
+
+
+def relaxed(sv):
+    return _message_pass(sv, "relaxed", True)
+
+
+def missing_barrier(sv):
+    return _message_pass(sv, "release", False)
+
+
+# ----- a shortcut the program-id-order interpreter never leaves ---------------------------------
+
+@triton.jit
+def shortcut(data_ptr, late_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 0:  # consumer, first in grid order: it always finds the flag unset there
+        if tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu") == 1:
+            tl.store(out_ptr + offs, tl.load(data_ptr + offs) + tl.load(late_ptr + offs))
+        # else: nothing ready yet, take the shortcut (skip)
+    else:  # producer
+        tl.store(data_ptr + offs, offs + 1)
+        tl.debug_barrier()
+        tl.atomic_xchg(flag_ptr, 1, sem="release", scope="gpu")
+        tl.store(late_ptr + offs, offs)  # BUG: written after the flag
+
+
+def shortcut_harness(sv):
+    data = sv.heap.zeros((4,), torch.int32)
+    late = sv.heap.zeros((4,), torch.int32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    out = sv.heap.zeros((4,), torch.int32)
+    sv.launch(shortcut, (2,), data.on(0), late.on(0), flag.on(0), out.on(0), BLOCK=4, rank=0)
+
+
+# ----- an exchange that overwrites a signal ------------------------------------------------------
+
+@triton.jit
+def count_arrivals(counter_ptr, XCHG: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid == 0:  # waits for the two others
+        while tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < 2:
+            pass
+    else:
+        if XCHG:
+            tl.atomic_xchg(counter_ptr, 1, sem="release", scope="gpu")  # BUG: both write 1
+        else:
+            tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
+
+
+def xchg_overwrite(sv):
+    counter = sv.heap.zeros((1,), torch.int32)
+    sv.launch(count_arrivals, (3,), counter.on(0), XCHG=True, rank=0)
+
+
+def add_arrivals(sv):
+    counter = sv.heap.zeros((1,), torch.int32)
+    sv.launch(count_arrivals, (3,), counter.on(0), XCHG=False, rank=0)
+
+
+# ----- a reset on the wrong stream across two calls ---------------------------------------------
+
+@triton.jit
+def signal_wait(data_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 1:
+        tl.store(data_ptr + offs, offs + 1)
+        tl.debug_barrier()
+        tl.atomic_xchg(flag_ptr, 1, sem="release", scope="gpu")
+    else:
+        while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu") == 0:
+            pass
+        tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def _reset(sv, stream):
+    data = sv.heap.zeros((4,), torch.int32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    out = sv.heap.zeros((4,), torch.int32)
+
+    def call(k):
+        sv.zero_(flag.on(0), rank=0, stream=stream)  # reset the lock before each call
+        sv.wait_event(sv.record_event(rank=0, stream=stream), rank=0, stream="main")  # the kernel after the reset
+        sv.launch(signal_wait, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=4, rank=0, stream="main")
+        sv.expect_written(out.on(0))
+    return call
+
+
+def reset_same_stream(sv):
+    return _reset(sv, "main")
+
+
+def reset_wrong_stream(sv):
+    return _reset(sv, "gemm")

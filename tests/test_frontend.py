@@ -1,0 +1,156 @@
+"""The kernel front end (issue 22): the user's own Triton kernels, through a harness, under the model.
+
+Known answers on small kernels (tests/frontend_kernels/known.py), the required test (a race only
+reachable through a branch the program-id-order interpreter never takes), bad input, the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+import syncverify  # noqa: E402
+from syncverify.cli import main  # noqa: E402
+
+KNOWN = Path(__file__).parent / "frontend_kernels" / "known.py"
+BAD = Path(__file__).parent / "frontend_kernels" / "bad.py"
+
+
+def check(name: str, **options):
+    options.setdefault("world_size", 1)
+    options.setdefault("timeout", 120)
+    return syncverify.check_kernel(f"{KNOWN}::{name}", **options)
+
+
+def test_release_acquire_message_pass_with_a_cta_barrier_is_safe():
+    result = check("release_acquire")
+    assert result.safe is True, result.text()
+    assert result.executions > 0
+
+
+def test_relaxed_message_pass_races_and_reads_unwritten_data():
+    result = check("relaxed")
+    assert result.safe is False
+    assert {"race", "unwritten-read"} <= set(result.violations)
+    race = result.violations["race"]
+    assert "known.py:27" in race.explanation and "known.py:20" in race.explanation  # the user's lines
+
+
+def test_missing_cta_barrier_before_the_release_races_on_the_other_threads_share():
+    result = check("missing_barrier")
+    assert "race" in result.violations
+    # thread 0 stored its share before its own release; the race is on thread 1's share
+    assert "thread 1" in result.violations["race"].explanation
+    one_thread = check("missing_barrier", threads_per_cta=1)
+    assert one_thread.safe is True, "with one model thread per CTA the missing barrier is invisible"
+
+
+def test_a_race_reachable_only_through_a_branch_the_sequential_interpreter_never_takes():
+    """The consumer has the lower program id: Triton's interpreter runs it first, it always reads
+    the flag unset and takes the shortcut, so a sequential run never reads ``late``. The model
+    explores the value 1 too, and finds the race on ``late`` (written after the flag)."""
+    import torch
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from syncverify.kernels import _jit
+
+    from tests.frontend_kernels import known
+
+    data, late, flag, out = (torch.zeros(4, dtype=torch.int32) for _ in range(4))
+    with _jit._interpreting_calls():
+        InterpretedFunction(known.shortcut.fn)[(2,)](data, late, flag, out, BLOCK=4)
+    assert out.tolist() == [0, 0, 0, 0] and flag.tolist()[0] == 1, "the sequential run took the shortcut"
+
+    result = check("shortcut_harness")
+    assert "race" in result.violations, result.text()
+    race = result.violations["race"]
+    assert "late" in race.explanation and "known.py:68" in race.explanation
+    assert "shortcut[0]" in race.explanation  # the consumer, on the branch the interpreter never took
+
+
+def test_an_exchange_that_overwrites_a_signal_hangs_and_an_add_does_not():
+    result = check("xchg_overwrite")
+    assert set(result.violations) == {"hang"}, result.text()
+    assert "count_arrivals[0]" in result.violations["hang"].explanation
+    assert "known.py:85" in result.violations["hang"].explanation  # the poll's line
+    assert check("add_arrivals").safe is True
+
+
+def test_a_reset_on_the_wrong_stream_races_with_the_previous_call():
+    assert check("reset_same_stream", calls=2).safe is True
+    wrong = check("reset_wrong_stream", calls=2)
+    assert wrong.safe is False
+    assert "race" in wrong.violations, wrong.text()
+    assert "fill_" in wrong.violations["race"].explanation
+    assert check("reset_wrong_stream", calls=1).safe is True, "one call alone has nothing to race with"
+
+
+def test_every_verdict_states_its_model_and_bounds():
+    text = check("release_acquire").text()
+    assert "PTX memory model" in text and "as if compiled for NVIDIA" in text
+    assert "world size 1, 1 call(s)" in text
+
+
+# ----- bad input -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, words", [
+    ("raises", "harness raises raised ValueError: this harness needs a GPU named Bob"),
+    ("refuses_world_size", "needs world size 2, got 1"),
+    ("cannot_run", "kernel divides_by_zero (program 0) cannot run in the interpreter"),
+    ("asm_unknown", "bad.py:18: inline asm 's_waitcnt vmcnt(0)'"),
+])
+def test_bad_input_is_one_line_naming_the_problem_and_exit_2(name, words, capsys):
+    code = main(["check", f"{BAD}::{name}", "--world-size", "1"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert words in captured.err
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_declared_inline_asm_is_accepted_and_listed_as_an_assumption():
+    result = syncverify.check_kernel(f"{BAD}::asm_unknown", world_size=1,
+                                     declare_asm={"s_waitcnt vmcnt(0)": "no-op"})
+    assert result.safe is True
+    assert any("s_waitcnt vmcnt(0)" in note and "no-op" in note for note in result.assumptions)
+
+
+def test_an_inline_asm_fence_is_read_with_the_litmus_parser():
+    result = syncverify.check_kernel(f"{BAD}::asm_fence", world_size=1)
+    fences = [ins for t in result.lifted.program.threads for ins in t.instructions
+              if type(ins).__name__ == "Fence"]
+    assert fences and fences[0].kind == "acq_rel" and fences[0].scope == "sys"
+
+
+def test_an_untested_triton_version_is_refused_in_one_line(monkeypatch, capsys):
+    import triton
+
+    monkeypatch.setattr(triton, "__version__", "9.9.9")
+    assert main(["check", f"{KNOWN}::release_acquire", "--world-size", "1"]) == 2
+    assert "tested with triton 3.6.0" in capsys.readouterr().err
+
+
+# ----- the command line and the pytest assertion ------------------------------------------------
+
+def test_check_cli_exit_codes_for_a_harness(capsys):
+    assert main(["check", f"{KNOWN}", "--world-size", "1"]) == 0  # the file's one marked harness
+    assert "SAFE" in capsys.readouterr().out
+    assert main(["check", f"{KNOWN}::relaxed", "--world-size", "1"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("UNSAFE") and "race" in out
+    assert main(["check", f"{KNOWN}::relaxed", "--world-size", "1", "--max-executions", "1"]) in (1, 3)
+    assert main(["check", f"{KNOWN}::nope", "--world-size", "1"]) == 2
+    assert "has no function 'nope'" in capsys.readouterr().err
+
+
+def test_a_bound_answers_unknown_exit_3(capsys):
+    assert main(["check", f"{KNOWN}::release_acquire", "--world-size", "1", "--timeout", "0.001"]) == 3
+
+
+def test_assert_kernel_safe():
+    syncverify.assert_kernel_safe(f"{KNOWN}::release_acquire", world_size=1)
+    with pytest.raises(AssertionError, match="race"):
+        syncverify.assert_kernel_safe(f"{KNOWN}::relaxed", world_size=1)
