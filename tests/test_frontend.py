@@ -154,3 +154,23 @@ def test_assert_kernel_safe():
     syncverify.assert_kernel_safe(f"{KNOWN}::release_acquire", world_size=1)
     with pytest.raises(AssertionError, match="race"):
         syncverify.assert_kernel_safe(f"{KNOWN}::relaxed", world_size=1)
+
+
+# ----- suggestions, re-checked on the mutated source ----------------------------------------------
+
+def test_suggest_strengthens_the_relaxed_signal_and_rechecks_it(capsys):
+    assert main(["check", f"{KNOWN}::relaxed_signal_harness", "--world-size", "1", "--suggest"]) == 1
+    out = capsys.readouterr().out
+    assert 'line 150 (known.py:150): `sem="relaxed"` → `sem="release"`; re-checked: SAFE' in out
+    assert "acq_rel" not in out.split("suggested fixes")[1], "only the weakest strengthening that works"
+
+
+def test_suggest_inserts_the_missing_cta_barrier_and_replaces_the_overwriting_exchange(capsys):
+    from syncverify.frontend.suggest import suggest_fixes
+
+    result = check("missing_barrier")
+    fixes = suggest_fixes(f"{KNOWN}::missing_barrier", result, world_size=1, calls=1, threads_per_cta=2)
+    assert [f.text() for f in fixes] == ["insert `tl.debug_barrier()` before line 23 (known.py:23); re-checked: SAFE"]
+    result = check("xchg_overwrite")
+    fixes = suggest_fixes(f"{KNOWN}::xchg_overwrite", result, world_size=1, calls=1, threads_per_cta=2)
+    assert any("`tl.atomic_xchg` → `tl.atomic_add`" in f.text() for f in fixes)

@@ -313,10 +313,14 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress)
     ghost = frozenset(written - nonghost)
     accesses: list[tuple] = []
     assumptions: set = set()
+    files: set = set()
     for tree in trees.values():
         assumptions |= tree.assumptions
         for node in _nodes(tree.root):
+            if node.read is not None:
+                files.add(node.read.site.file)
             for item in node.pre:
+                files.add(item.site.file)
                 if item.kind in ("ld", "st"):
                     accesses.append(tuple(item.locs))
     accesses += [tuple(v) for v in host_writes.values()] + [tuple(v) for v in expects.values()]
@@ -389,7 +393,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress)
     size = {"programs": sum(len(l.pids()) for l in launches), "threads": len(threads_out), "paths": paths,
             "locations": len(program.locations()), "ghost_groups": len(owners)}
     notes = sorted(assumptions)
-    return Lifted(program, infos, owners, oob), size, notes
+    return Lifted(program, infos, owners, oob, files), size, notes
 
 
 def _domain(init: int, transitions: set, writes: float) -> tuple[int, ...]:

@@ -44,6 +44,7 @@ class Lifted:
     threads: list[ThreadInfo]
     ghost_names: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # group -> (buffer, rank)
     oob: set = field(default_factory=set)  # out-of-bounds location names
+    files: set = field(default_factory=set)  # the source files the kernels' operations come from
 
 
 class _Namer:

@@ -136,3 +136,26 @@ def reset_same_stream(sv):
 
 def reset_wrong_stream(sv):
     return _reset(sv, "gemm")
+
+
+# ----- a relaxed signal, for --suggest ------------------------------------------------------------
+
+@triton.jit
+def relaxed_signal(data_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 1:
+        tl.store(data_ptr + offs, offs + 1)
+        tl.debug_barrier()
+        tl.atomic_xchg(flag_ptr, 1, sem="relaxed", scope="gpu")  # BUG: a relaxed signal publishes nothing
+    else:
+        while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu") == 0:
+            pass
+        tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def relaxed_signal_harness(sv):
+    data = sv.heap.zeros((4,), torch.int32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    out = sv.heap.zeros((4,), torch.int32)
+    sv.launch(relaxed_signal, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=4, rank=0)
