@@ -197,7 +197,6 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     from syncverify.frontend.runner import check_triton_version
 
     check_triton_version()
-    os.environ.setdefault("TRITON_INTERPRET", "1")
     if not isinstance(world_size, int) or world_size < 1:
         raise HarnessError(f"world_size={world_size!r} must be a positive integer")
     if not isinstance(calls, int) or calls < 1:
