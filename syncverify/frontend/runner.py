@@ -439,6 +439,7 @@ class ProgramRun:
         self.result = RunResult()
         self.used = self.result.used
         self.seen: dict[Any, int] = {}  # state key -> choice index
+        self.last_at: dict[tuple, int] = {}  # position -> the last choice made there
         self.in_descriptor = 0
 
     # ----- what the hooks call ----------------------------------------------------------------
@@ -469,9 +470,19 @@ class ProgramRun:
         site = Site(inner.f_code.co_filename, inner.f_lineno, inner.f_code.co_name, kernel, text)
         return site, tuple((f.f_code.co_filename, f.f_code.co_name, f.f_lasti) for f in frames)
 
-    def _state(self, frames) -> Any:
-        return tuple((f.f_code.co_filename, f.f_code.co_name, f.f_lasti,
-                      tuple(sorted((k, _freeze(v)) for k, v in f.f_locals.items()))) for f in frames)
+    def _position(self, frames) -> tuple:
+        """Where each kernel frame is, as the source span of its current instruction: the two
+        copies CPython 3.11 compiles of a ``while`` condition (before the loop, at its end) are
+        one point, two reads on one line are two."""
+        return tuple((f.f_code.co_filename, f.f_code.co_name, _span(f.f_code, f.f_lasti)) for f in frames)
+
+    def _state(self, frames, position: tuple) -> Any:
+        """The state at a choice point: positions, every kernel frame's locals, and the values
+        chosen since the last choice at this position (values a read left on the expression stack,
+        ``tl.load(q) + tl.load(p)``, are not locals)."""
+        since = self.last_at.get(position)
+        pending = tuple(self.result.chosen[since + 1:]) if since is not None else ()
+        return (position, pending, tuple(tuple(sorted((k, _freeze(v)) for k, v in f.f_locals.items())) for f in frames))
 
     def _add(self, item: Item) -> None:
         self.result.items.append(item)
@@ -485,10 +496,12 @@ class ProgramRun:
         operation, a state seen before in this run cuts the run there."""
         index = len(self.result.chosen)
         if first:
-            key = self._state(frames)
+            position = self._position(frames)
+            key = self._state(frames, position)
             if key in self.seen:
                 raise _Cut(self.seen[key])
             self.seen[key] = index
+            self.last_at[position] = index
         if index < len(self.oracle.prefix):
             value = domain[self.oracle.prefix[index]]
         else:
@@ -718,6 +731,18 @@ class _AsmResults:
 
     def get_result(self, index: int):
         return self.results[index]
+
+
+_SPANS: dict = {}
+
+
+def _span(code, lasti: int) -> tuple:
+    """The source span (line, end line, column, end column) of the instruction at ``lasti``."""
+    spans = _SPANS.get(code)
+    if spans is None:
+        spans = _SPANS[code] = list(code.co_positions())
+    index = lasti // 2
+    return spans[index] if 0 <= index < len(spans) else (lasti,)
 
 
 def _invoke(fn, args: dict) -> None:

@@ -72,8 +72,9 @@ def classify(x: Execution, lifted) -> list[tuple[str, str, list[tuple[int, int]]
         if reason[0] == "spin":
             waits = []
             for loc, value in reason[1]:
-                polls = [e for e in events if e.thread == t and e.is_read and e.loc == loc]
-                where = _where(x, polls[-1].eid) if polls else "?"
+                polls = [ins for ins in lifted.program.threads[t].instructions
+                         if getattr(ins, "loc", None) == loc and getattr(ins, "label", "")]
+                where = polls[-1].label.split("  [")[0] if polls else "?"
                 waits.append(f"{loc} (at {where}) keeps reading {value}")
             found.append(("hang", f"{role} waits forever: " + "; ".join(waits) +
                           ", the final value, which never lets it leave its loop", []))
