@@ -174,3 +174,23 @@ def test_suggest_inserts_the_missing_cta_barrier_and_replaces_the_overwriting_ex
     result = check("xchg_overwrite")
     fixes = suggest_fixes(f"{KNOWN}::xchg_overwrite", result, world_size=1, calls=1, threads_per_cta=2)
     assert any("`tl.atomic_xchg` → `tl.atomic_add`" in f.text() for f in fixes)
+
+
+# ----- hangs on nothing the model can change, out-of-bounds, descriptors --------------------------
+
+def test_a_kernel_spinning_on_memory_no_one_writes_is_a_hang_not_a_hung_checker():
+    result = syncverify.check_kernel(f"{BAD}::spin_forever", world_size=1, timeout=60)
+    assert set(result.violations) == {"hang"}
+    assert "bad.py:56" in result.violations["hang"].explanation and "keeps reading 0" in result.violations["hang"].explanation
+
+
+def test_an_access_outside_every_allocation_is_out_of_bounds_and_a_masked_one_is_not():
+    result = syncverify.check_kernel(f"{BAD}::out_of_bounds", world_size=1, timeout=60)
+    assert set(result.violations) == {"out-of-bounds"}
+    assert "bad.py:69" in result.violations["out-of-bounds"].explanation
+
+
+def test_tensor_descriptors_are_generic_accesses_listed_as_an_assumption_even_when_safe():
+    result = syncverify.check_kernel(f"{BAD}::descriptors", world_size=1, timeout=60)
+    assert result.safe is True
+    assert "async proxy not modeled" in result.text()

@@ -346,6 +346,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress)
                 emitter = ThreadEmitter(namer, t, threads, cta, used, needed, smem, launch.call)
                 code = emitter.emit(tree.root)
                 oob |= emitter.oob
+                for name, value in emitter.spins.items():
+                    init.setdefault(name, value)
                 role = (f"rank {launch.rank} {launch.kernel_name}[{pid[0]}]" + (f" thread {t}" if threads > 1 else "")
                         + f" (call {launch.call}, stream {launch.stream})")
                 threads_out.append(Thread(f"T{len(threads_out)}", launch.rank, cta, code, role, launch.phase))

@@ -116,6 +116,7 @@ class ThreadEmitter:
         self.entry: dict[int, str] = {}
         self.at_read: dict[int, str] = {}
         self.oob: set = set()
+        self.spins: dict[str, int] = {}  # never-written locations a spin polls -> their value
 
     def _fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -164,6 +165,13 @@ class ThreadEmitter:
             return
         if node.kind == "goto":
             self.code.append(Branch(self.at_read[id(node.target)]))
+            return
+        if node.kind == "spin":  # polls memory no one writes: a read of its value, forever
+            loc, value, site = node.spin
+            label = self._fresh("S")
+            self.spins[str(loc)] = value
+            self.code += [Label(label), Load(self._fresh("r"), str(loc), line=site.line,
+                                             label=f"{site} ({site.kernel}) {site.text}"), Branch(label)]
             return
         if id(node) in self.targets:
             label = self._fresh("R")

@@ -36,7 +36,8 @@ class Node:
     """A point of the decision tree: the operations before the next choice, then the choice.
 
     ``kind``: ``choice`` (``read`` and ``children`` by value; ``matters`` False: one child
-    serves every value), ``end`` (the program returned) or ``goto`` (back to ``target``'s choice).
+    serves every value), ``end`` (the program returned), ``goto`` (back to ``target``'s choice)
+    or ``spin`` (it polls memory no one writes, forever: ``spin`` is (Loc, value, Site)).
     """
 
     pre: list[Item] = field(default_factory=list)
@@ -45,6 +46,7 @@ class Node:
     children: dict[int, "Node"] = field(default_factory=dict)
     matters: bool = False
     target: "Node | None" = None
+    spin: tuple | None = None
 
 
 @dataclass
@@ -94,6 +96,8 @@ def _insert(root: Node, result: RunResult) -> None:
         node.pre = segments[len(result.chosen)]
         if result.cut is not None:
             node.kind, node.target = "goto", path[result.cut]
+        elif result.spin is not None:
+            node.kind, node.spin = "spin", result.spin
         else:
             node.kind = "end"
 

@@ -58,6 +58,14 @@ class _Cut(BaseException):
         self.choice = choice
 
 
+class _Spin(BaseException):
+    """A run returned to a read of memory no one writes in the same state, with no choice in
+    between: it spins forever on a value nothing can change."""
+
+    def __init__(self, loc, value: int, site) -> None:
+        self.loc, self.value, self.site = loc, value, site
+
+
 class _Bound(BaseException):
     def __init__(self, hit: LimitHit) -> None:
         self.hit = hit
@@ -126,6 +134,7 @@ class RunResult:
     chosen: list[int] = field(default_factory=list)  # the value of each choice
     domains: list[tuple[int, ...]] = field(default_factory=list)  # the values each choice could take
     cut: int | None = None  # the run returned to the state of this choice
+    spin: tuple | None = None  # (Loc, value, Site): it spins forever reading constant memory
     sinks: set = field(default_factory=set)  # taint ids that reached a sink
     used: set = field(default_factory=set)  # taint ids whose value was used at all
     ghost_reads: set = field(default_factory=set)  # ghost locations read
@@ -440,6 +449,8 @@ class ProgramRun:
         self.used = self.result.used
         self.seen: dict[Any, int] = {}  # state key -> choice index
         self.last_at: dict[tuple, int] = {}  # position -> the last choice made there
+        self.constant_seen: set = set()
+        self.reads = 0
         self.in_descriptor = 0
 
     # ----- what the hooks call ----------------------------------------------------------------
@@ -510,6 +521,18 @@ class ProgramRun:
         self.result.domains.append(domain)
         return index, value
 
+    def _constant_read(self, frames, loc, value: int, site) -> None:
+        """A read of memory no one writes leaves no event, but a run that comes back to it in the
+        same state with no choice in between loops forever (and must not hang the checker)."""
+        self.reads += 1
+        if self.reads > 20 * self.oracle.max_items:
+            raise _Bound(LimitHit("max-steps", f"program {self.pid[0]} of {self.launch.kernel_name} read more than "
+                                  f"{20 * self.oracle.max_items} times on one path ({site})"))
+        key = ("constant", loc, self._state(frames, self._position(frames)))
+        if key in self.constant_seen:
+            raise _Spin(loc, value, site)
+        self.constant_seen.add(key)
+
     def _shares(self, size: int) -> list[bool]:
         """Which elements of a block of ``size`` this model thread owns."""
         t, n = self.oracle.thread, self.oracle.threads
@@ -560,6 +583,7 @@ class ProgramRun:
             self.result.accessed.setdefault(loc, set()).add(kind)
             if loc not in self.oracle.written:
                 out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]  # constant memory: its contents
+                self._constant_read(frames, loc, to_model(out[j], np_dtype), site)
                 continue
             if loc not in self.oracle.nonghost and not is_volatile:
                 out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]
@@ -765,6 +789,8 @@ def run_program(launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracl
             _invoke(launch.fn, launch.args)
     except _Cut as cut:
         run.result.cut = cut.choice
+    except _Spin as spin:
+        run.result.spin = (spin.loc, spin.value, spin.site)
     except _Bound as bound:
         raise bound.hit from None
     except SyncVerifyError:

@@ -49,3 +49,40 @@ def asm_unknown(sv):
 def asm_fence(sv):
     x = sv.heap.zeros((1,), torch.int32)
     sv.launch(fenced, (1,), x.on(0), rank=0)
+
+
+@triton.jit
+def spins_on_nothing(flag_ptr):
+    while tl.load(flag_ptr, volatile=True) == 0:  # no one ever sets it
+        pass
+
+
+def spin_forever(sv):
+    flag = sv.heap.zeros((1,), torch.int32)
+    sv.launch(spins_on_nothing, (1,), flag.on(0), rank=0)
+
+
+@triton.jit
+def writes_past_the_end(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1, mask=offs < 4)  # inside: masked
+    tl.store(x_ptr + 4 + offs, 2)  # BUG: the buffer has 4 elements
+
+
+def out_of_bounds(sv):
+    x = sv.heap.zeros((4,), torch.int32)
+    sv.launch(writes_past_the_end, (1,), x.on(0), BLOCK=4, rank=0)
+
+
+@triton.jit
+def descriptor_copy(src_ptr, dst_ptr, BLOCK: tl.constexpr):
+    src = tl.make_tensor_descriptor(src_ptr, shape=[BLOCK], strides=[1], block_shape=[BLOCK])
+    dst = tl.make_tensor_descriptor(dst_ptr, shape=[BLOCK], strides=[1], block_shape=[BLOCK])
+    dst.store([0], src.load([0]))
+
+
+def descriptors(sv):
+    src = sv.heap.zeros((16,), torch.int32)
+    dst = sv.heap.zeros((16,), torch.int32)
+    sv.launch(descriptor_copy, (1,), src.on(0), dst.on(0), BLOCK=16, rank=0)
+    sv.expect_written(dst.on(0))
