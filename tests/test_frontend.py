@@ -194,3 +194,18 @@ def test_tensor_descriptors_are_generic_accesses_listed_as_an_assumption_even_wh
     result = syncverify.check_kernel(f"{BAD}::descriptors", world_size=1, timeout=60)
     assert result.safe is True
     assert "async proxy not modeled" in result.text()
+
+
+def test_check_json_graph_and_progress(tmp_path, capsys):
+    import json
+
+    graph = tmp_path / "race.dot"
+    code = main(["check", f"{KNOWN}::reset_wrong_stream", "--world-size", "1", "--calls", "2", "--json",
+                 "--graph", str(graph), "--progress-every", "0.01"])
+    captured = capsys.readouterr()
+    assert code == 1
+    doc = json.loads(captured.out)
+    assert doc["safe"] is False and "race" in {v["kind"] for v in doc["violations"]}
+    assert doc["calls"] == 2 and "PTX memory model" in doc["model"]
+    assert graph.exists() and "digraph" in graph.read_text()
+    assert "interpreting:" in captured.err or "exploring:" in captured.err

@@ -51,7 +51,8 @@ def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta
         err.print(f"checking {argument} (world size {world_size}, {calls} call(s)) ...", markup=False)
     result = check_kernel(argument, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
                           timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
-                          declare_asm=parse_declarations(declare_asm), progress=progress)
+                          declare_asm=parse_declarations(declare_asm), progress=progress,
+                          progress_interval=min(2.0, every))
     fixes = None
     if suggest and result.violations:
         from syncverify.frontend.suggest import suggest_fixes

@@ -171,7 +171,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  timeout: float | None = 600.0, max_executions: int = DEFAULT_MAX_EXECUTIONS,
                  max_steps: int = DEFAULT_MAX_STEPS, max_items: int = DEFAULT_MAX_ITEMS,
                  declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
-                 first: bool = False, progress: Callable[[str], None] | None = None) -> KernelCheckResult:
+                 first: bool = False, progress: Callable[[str], None] | None = None,
+                 progress_interval: float = 2.0) -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
     Parameters
@@ -188,8 +189,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         Meanings of inline asm the model cannot read (``{"s_waitcnt vmcnt(0)": "no-op"}``).
     first
         Stop at the first execution that shows a violation.
-    progress
-        Called with a line now and then (what the check is doing).
+    progress, progress_interval
+        Called with a line (what the check is doing) at most every ``progress_interval`` seconds.
 
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
@@ -209,19 +210,20 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
     result = KernelCheckResult(name, world_size, calls, threads_per_cta)
     try:
-        lifted, size, assumptions = _build(sv, threads_per_cta, declare_asm or {}, max_items, deadline, progress)
+        lifted, size, assumptions = _build(sv, threads_per_cta, declare_asm or {}, max_items, deadline, progress,
+                                           progress_interval)
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
         result.seconds = time.monotonic() - start
         return result
     result.lifted, result.size = lifted, size
     result.assumptions = assumptions
-    _explore(result, lifted, deadline, max_executions, max_steps, first, progress, start)
+    _explore(result, lifted, deadline, max_executions, max_steps, first, progress, progress_interval)
     result.seconds = time.monotonic() - start
     return result
 
 
-def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress):
+def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0):
     """Paths of every program to a fixpoint, then the lifted program."""
     import triton.runtime.interpreter as interp
 
@@ -289,7 +291,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress)
                             for loc, kinds in tree.accessed.items():
                                 accessed.setdefault(loc, set()).update(kinds)
                             ghost_sinks |= tree.ghost_sinks
-                            if progress is not None and time.monotonic() - last_report > 2.0:
+                            if progress is not None and time.monotonic() - last_report > progress_interval:
                                 last_report = time.monotonic()
                                 progress(f"interpreting: round {_round + 1}, {runs} program runs")
                 finally:
@@ -428,7 +430,8 @@ def _nodes(root):
         stack.extend(n.children.values())
 
 
-def _explore(result: KernelCheckResult, lifted, deadline, max_executions, max_steps, first, progress, start) -> None:
+def _explore(result: KernelCheckResult, lifted, deadline, max_executions, max_steps, first, progress,
+             progress_interval: float) -> None:
     from syncverify.explore import explore
 
     def judge(x) -> bool:
@@ -448,7 +451,7 @@ def _explore(result: KernelCheckResult, lifted, deadline, max_executions, max_st
     left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
     explored = explore(lifted.program, max_executions=max_executions, timeout=left, max_steps=max_steps,
                        on_execution=judge, keep=False, progress=report if progress else None,
-                       progress_interval=2.0)
+                       progress_interval=progress_interval)
     result.executions = explored.complete_count + explored.hang_count
     result.limit_hit, result.limit_detail = explored.limit_hit, explored.limit_detail
     if result.limit_hit is None and result.executions == 0:
