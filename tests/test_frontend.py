@@ -209,3 +209,15 @@ def test_check_json_graph_and_progress(tmp_path, capsys):
     assert doc["calls"] == 2 and "PTX memory model" in doc["model"]
     assert graph.exists() and "digraph" in graph.read_text()
     assert "interpreting:" in captured.err or "exploring:" in captured.err
+
+
+def test_inline_ptx_memory_instructions_are_read_with_the_litmus_parser():
+    result = check("asm_release_acquire")
+    assert result.safe is True, result.text()
+    producer0, producer1 = result.lifted.program.threads[2:4]
+    stores = [i for i in producer0.instructions if type(i).__name__ == "Store" and i.sem == "release"]
+    assert [(s.loc, s.scope) for s in stores] == [("flag@0[0]", "gpu")]  # @p st.release: thread 0 only
+    assert not any(type(i).__name__ == "Store" and i.sem == "release" for i in producer1.instructions)
+    consumer1 = result.lifted.program.threads[1]
+    assert any(type(i).__name__ == "Load" and i.sem == "acquire" for i in consumer1.instructions)  # every thread
+    assert "race" in check("asm_missing_barrier").violations

@@ -301,10 +301,13 @@ def _call_capturing_locals(fn: Callable, sv: Harness, out: dict) -> Any:
     import sys
 
     code = getattr(fn, "__code__", None)
+    file = getattr(code, "co_filename", None)
 
     def profile(frame, event, arg):
-        if event == "return" and frame.f_code is code:
-            out.update(frame.f_locals)
+        # the harness and the helpers it calls from its own file: their buffer variables
+        if event == "return" and file is not None and frame.f_code.co_filename == file:
+            for var, value in frame.f_locals.items():
+                out.setdefault(var, value)
 
     previous = sys.getprofile()
     sys.setprofile(profile)

@@ -253,7 +253,8 @@ class ThreadEmitter:
                 self.code.append(Store(name, self.call + 1, line=line, label=text, ghost=True))
             for loc, value in zip(item.locs, item.values):
                 if loc not in self.namer.ghost:
-                    self.code.append(Store(str(loc), value, line=line, label=text))
+                    self.code.append(Store(str(loc), value, item.sem, item.scope if item.sem != "weak" else None,
+                                           line=line, label=text))
         elif item.kind == "fence":
             self.code.append(Fence(item.fence_kind, item.scope, line=line, label=text))
         elif item.kind == "bar":

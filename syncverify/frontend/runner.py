@@ -547,7 +547,8 @@ class ProgramRun:
     def _check_pointer(self, ptrs, mask) -> None:
         self.sink(taint_of(ptrs) | (taint_of(mask) if mask is not None else _EMPTY))
 
-    def load(self, ptrs, mask, other, cache_modifier, is_volatile):
+    def load(self, ptrs, mask, other, cache_modifier, is_volatile, *, strong: tuple | None = None):
+        """A load; ``strong``: (sem, scope) of an inline-PTX ``ld.relaxed/acquire`` (every thread)."""
         import triton.runtime.interpreter as interp
 
         self._check_pointer(ptrs, mask)
@@ -564,6 +565,9 @@ class ProgramRun:
         scalar = addrs.size == 1
         owned = [True] if scalar else self._shares(addrs.size)
         sem, scope = ("relaxed", "sys") if is_volatile else ("weak", None)
+        if strong is not None:
+            sem, scope = strong
+            is_volatile = True  # a strong load: a synchronization location, never ghost
         descriptor = self.in_descriptor > 0
         if descriptor:
             self.result.assumptions.add("tensor descriptors are treated as generic accesses (async proxy not modeled)")
@@ -610,7 +614,9 @@ class ProgramRun:
             handle.attr[_TAINT] = frozenset(taint)
         return handle
 
-    def store(self, ptrs, value, mask):
+    def store(self, ptrs, value, mask, *, strong: tuple | None = None, everyone: bool = False):
+        """A store; ``strong``: (sem, scope) of an inline-PTX ``st``; ``everyone``: unpredicated
+        inline PTX, which every thread runs (Triton predicates its own scalar stores to one)."""
         import triton.runtime.interpreter as interp
 
         self._check_pointer(ptrs, mask)
@@ -621,7 +627,8 @@ class ProgramRun:
         values = np.broadcast_to(np.asarray(value.data), np.asarray(ptrs.data).shape).reshape(-1)
         active = np.asarray(mask.data).reshape(-1) if mask is not None else np.ones(addrs.size, bool)
         scalar = addrs.size == 1
-        owned = [self.oracle.thread == 0] if scalar else self._shares(addrs.size)
+        owned = [self.oracle.thread == 0 or everyone] if scalar else self._shares(addrs.size)
+        sem, scope = strong if strong is not None else ("weak", None)
         descriptor = self.in_descriptor > 0
         if descriptor:
             self.result.assumptions.add("tensor descriptors are treated as generic accesses (async proxy not modeled)")
@@ -637,7 +644,7 @@ class ProgramRun:
                     self._add(Item("oob", site, site_key, op="st"))
                 continue
             loc = found[0]
-            self.result.accessed.setdefault(loc, set()).add("weak")
+            self.result.accessed.setdefault(loc, set()).add("weak" if strong is None else "sync")
             model_value = to_model(values[j], np_dtype)
             self.result.written.setdefault(loc, set()).add(model_value)
             self.result.transitions.setdefault(loc, set()).add((None, model_value))
@@ -647,10 +654,12 @@ class ProgramRun:
                 locs.append(loc)
                 vals.append(model_value)
         if locs:
-            self._add(Item("st", site, site_key, tuple(locs), values=tuple(vals), scalar_one=scalar,
+            self._add(Item("st", site, site_key, tuple(locs), sem, scope, values=tuple(vals), scalar_one=scalar,
                            descriptor=descriptor))
 
-    def atomic(self, rmw, ptr, operands, mask, sem, scope):
+    def atomic(self, rmw, ptr, operands, mask, sem, scope, *, everyone: bool = False):
+        """An atomic; ``rmw`` a Triton op or ``("add", unsigned)``-style pair with ``sem``/``scope``
+        as names (inline PTX); ``everyone``: unpredicated inline PTX, run by every thread."""
         import triton.runtime.interpreter as interp
         from syncverify.paths import atomic_result
 
@@ -660,20 +669,21 @@ class ProgramRun:
             self.sink(taint_of(operand))
         frames = self._frames()
         site, site_key = self._site(frames)
-        op, unsigned = ("cas", False) if rmw == "cas" else rmws[rmw]
+        named = isinstance(rmw, tuple)
+        op, unsigned = rmw if named else (("cas", False) if rmw == "cas" else rmws[rmw])
         if op == "fadd":
             raise UnsupportedConstruct(f"{site}: a floating-point atomic_add is not modeled (the model's values are "
                                        "32-bit integers); use an integer counter")
-        sem_name, scope_name = sems[sem], scopes[scope]
+        sem_name, scope_name = (sem, scope) if named else (sems[sem], scopes[scope])
         dtype_tt = ptr.get_element_ty()
         np_dtype = interp._get_np_dtype(dtype_tt)
         addrs = np.asarray(ptr.data).reshape(-1)
         shape = np.asarray(ptr.data).shape
         active = np.asarray(mask.data).reshape(-1) if mask is not None else np.ones(addrs.size, bool)
         args = [np.broadcast_to(np.asarray(o.data), shape).reshape(-1) for o in operands]
-        constant = all(o.attr.get(_CONSTANT) for o in operands)
+        constant = all(o.attr.get(_CONSTANT) for o in operands) and not named
         scalar = addrs.size == 1
-        owned = [self.oracle.thread == 0] if scalar else self._shares(addrs.size)
+        owned = [self.oracle.thread == 0 or everyone] if scalar else self._shares(addrs.size)
         # Triton 3.6: atomic_add(p, 0) with a literal 0 and sem relaxed/acquire is a load (PLATFORM.md)
         as_load = (op == "add" and constant and int(args[0][0]) == 0 and sem_name in ("relaxed", "acquire")
                    and scalar)
@@ -700,7 +710,7 @@ class ProgramRun:
                         self.result.written.setdefault(loc, set()).add(wrap_int32(new))
                         self.result.transitions.setdefault(loc, set()).add((old, wrap_int32(new)))
             if not owned[j]:
-                if scalar:  # thread 0's result, broadcast through bar.sync: a choice of its own
+                if scalar and not everyone:  # thread 0's result, broadcast through bar.sync: a choice of its own
                     index, value = self._choose(loc, domain, frames, first)
                     first = False
                     self._add(Item("read", site, site_key, (loc,), op="bcast", choice=index, key=index))
@@ -716,7 +726,8 @@ class ProgramRun:
                                scalar_one=True))
             else:
                 self._add(Item("read", site, site_key, (loc,), sem_name, scope_name, "atom", operands=ops,
-                               unsigned=unsigned, choice=index, key=index, scalar_one=scalar, fence_kind=op))
+                               unsigned=unsigned, choice=index, key=index, scalar_one=scalar and not everyone,
+                               fence_kind=op))
             out[j] = from_model(value, np_dtype)
             taint.add(index)
         handle = interp.TensorHandle(out.reshape(shape), dtype_tt)
@@ -733,17 +744,67 @@ class ProgramRun:
         from syncverify.frontend.asm import read_inline_asm
 
         site, site_key = self._site(self._frames())
+        outputs = sum(1 for c in str(constraints).split(",") if c.strip().startswith("="))
+        results = []
+        loaded: dict[int, Any] = {}
         for item in read_inline_asm(str(asm), site, site_key, self.launch.declared_asm):
             if item.kind == "assume":
                 self.result.assumptions.add(item.op)
+            elif item.kind == "asm-memory":
+                loaded.update(self._asm_memory(item, values, outputs, site))
             else:
                 self._add(item)
-        results = []
         for ty in type_ if isinstance(type_, (list, tuple)) else [type_]:
             scalar = getattr(ty, "scalar", ty)
             shape = tuple(getattr(ty, "shape", ())) or (1,)
             results.append(interp.TensorHandle(np.zeros(shape, dtype=interp._get_np_dtype(scalar)), scalar))
+        for index, handle in loaded.items():
+            if index < len(results):
+                results[index] = handle
         return _AsmResults(results)
+
+    def _asm_memory(self, item: Item, values, outputs: int, site) -> dict:
+        """One memory instruction of inline PTX (read by the litmus parser into ``item.op``: a
+        Load, Store or Atomic whose operands name the asm's ``$N``), run like the Triton op."""
+        ins, one = item.op, item.scalar_one
+
+        def operand(name):
+            if isinstance(name, int):
+                return name
+            index = int(name[1:])
+            if index < outputs or index - outputs >= len(values):
+                raise UnsupportedConstruct(f"{site}: inline asm operand ${index} is not an input")
+            return values[index - outputs]
+
+        address = operand(ins.loc)
+        if np.asarray(address.data).size != 1:
+            raise UnsupportedConstruct(f"{site}: inline asm memory access on a block (pack or elementwise over a "
+                                       "tensor) is not modeled; use it on a scalar pointer")
+        kind = type(ins).__name__
+        if kind == "Store":
+            value = operand(ins.value)
+            if isinstance(value, int):
+                value = self._literal(value)
+            self.store(address, value, None, strong=(ins.sem, ins.scope) if ins.sem != "weak" else None,
+                       everyone=not one)
+            return {}
+        if one:
+            raise UnsupportedConstruct(f"{site}: a predicated inline asm read gives the other threads no value; "
+                                       "not modeled")
+        if kind == "Load":
+            out = self.load(address, None, None, None, ins.sem != "weak",
+                            strong=(ins.sem, ins.scope) if ins.sem != "weak" else None)
+            return {int(ins.dst[1:]): out}
+        args = tuple(self._literal(o) if isinstance(o, int) else operand(o) for o in ins.operands)
+        out = self.atomic((ins.op, ins.unsigned), address, args, None, ins.sem, ins.scope, everyone=True)
+        return {int(ins.dst[1:]): out} if ins.dst else {}
+
+    @staticmethod
+    def _literal(value: int):
+        import triton.language as tl
+        import triton.runtime.interpreter as interp
+
+        return interp.TensorHandle(np.array([value], dtype=np.int32), tl.int32)
 
 
 class _AsmResults:

@@ -159,3 +159,50 @@ def relaxed_signal_harness(sv):
     flag = sv.heap.zeros((1,), torch.int32)
     out = sv.heap.zeros((4,), torch.int32)
     sv.launch(relaxed_signal, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=4, rank=0)
+
+
+# ----- inline PTX memory instructions (st.release on thread 0, ld.acquire on every thread) ----------
+
+@triton.jit
+def st_release(ptr, value):
+    tl.inline_asm_elementwise(
+        "{ .reg .pred p; .reg .u32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
+        "@p st.release.gpu.global.b32 [$1], $2; mov.u32 $0, 0; }",
+        "=r,l,r", [ptr, value], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def ld_acquire(ptr):
+    return tl.inline_asm_elementwise("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", [ptr],
+                                     dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def asm_message_pass(data_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 1:
+        tl.store(data_ptr + offs, offs + 1)
+        if BARRIER:
+            tl.debug_barrier()
+        st_release(flag_ptr, 1)
+    else:
+        while ld_acquire(flag_ptr) == 0:
+            pass
+        tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def _asm_message_pass(sv, barrier):
+    data = sv.heap.zeros((8,), torch.int32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    out = sv.heap.zeros((8,), torch.int32)
+    sv.launch(asm_message_pass, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=8, BARRIER=barrier, rank=0)
+    sv.expect_written(out.on(0))
+
+
+def asm_release_acquire(sv):
+    _asm_message_pass(sv, True)
+
+
+def asm_missing_barrier(sv):
+    _asm_message_pass(sv, False)
