@@ -221,3 +221,15 @@ def test_inline_ptx_memory_instructions_are_read_with_the_litmus_parser():
     consumer1 = result.lifted.program.threads[1]
     assert any(type(i).__name__ == "Load" and i.sem == "acquire" for i in consumer1.instructions)  # every thread
     assert "race" in check("asm_missing_barrier").violations
+
+
+def test_data_whose_value_reaches_a_branch_or_an_address_is_detected_and_not_ghost():
+    result = check("data_decides_harness", threads_per_cta=1)
+    program = result.lifted.program
+    loads = {i.loc: i for t in program.threads for i in t.instructions if type(i).__name__ == "Load"}
+    assert not loads["data@0[0]"].ghost and not loads["index@0[0]"].ghost  # taint reached a sink
+    consumer = program.threads[0]
+    assert any(type(i).__name__ == "Branch" and i.lhs for i in consumer.instructions)  # both values explored
+    table = [i.loc for i in consumer.instructions if getattr(i, "loc", "").startswith("table")]
+    assert "table@0[0]" not in table  # table is never written: read as its contents, no event
+    assert {"race"} <= set(result.violations)

@@ -318,6 +318,17 @@ def hooks():
               _current().inline_asm(asm, constraints, values, type, pack))
         for name in ("create_descriptor_load", "create_descriptor_store"):
             patch(b, name, _descriptor(getattr(b, name)))
+        for name in ("create_tensor_pointer_load", "create_tensor_pointer_store"):
+            patch(b, name, _addressing(getattr(b, name)))
+        clone = interp.TensorHandle.clone
+
+        def clone_keeping_taint(self):  # block pointers' offsets are cloned on every tl.advance
+            out = clone(self)
+            if _TAINT in self.attr:
+                out.attr[_TAINT] = self.attr[_TAINT]
+            return out
+
+        patch(interp.TensorHandle, "clone", clone_keeping_taint)
         apply = interp.ReduceScanOpInterface.apply
 
         def reduce_apply(self, input):
@@ -350,8 +361,14 @@ def hooks():
                 _current().sink(taint_of(self))
                 return int(self.handle.data.reshape(-1)[0].item())
 
+            def transpose(self):  # the interpreter's .T makes its handle outside the builder
+                out = self.trans()
+                _mark(out, taint_of(self))
+                return out
+
             scope.set_attr(tensor, "__bool__", to_bool)
             scope.set_attr(tensor, "__index__", to_index)
+            scope.set_attr(tensor, "T", property(transpose))
 
         interp._patch_lang_tensor = patch_lang_tensor
         try:
@@ -368,9 +385,19 @@ def hooks():
 _MISSING = object()
 
 
+def _addressing(fn):
+    """A block-pointer access: the pointer's base and offsets are an address (a sink)."""
+    def run(self, ptr, *args, **kwargs):
+        _current().sink(taint_of(ptr))
+        return fn(self, ptr, *args, **kwargs)
+    return run
+
+
 def _descriptor(fn):
+    """A tensor-descriptor access: generic (assumption listed); its indices are an address."""
     def run(self, *args, **kwargs):
         current = _current()
+        current.sink(taint_of(args[1:]) | taint_of(tuple(kwargs.values())))
         current.in_descriptor += 1
         try:
             return fn(self, *args, **kwargs)

@@ -206,3 +206,25 @@ def asm_release_acquire(sv):
 
 def asm_missing_barrier(sv):
     _asm_message_pass(sv, False)
+
+
+# ----- data whose value reaches a branch or an address is not ghost --------------------------------
+
+@triton.jit
+def data_decides(data_ptr, index_ptr, table_ptr, out_ptr):
+    pid = tl.program_id(0)
+    if pid == 1:
+        tl.store(data_ptr, 1)  # plain stores, no synchronization at all
+        tl.store(index_ptr, 2)
+    else:
+        if tl.load(data_ptr) == 1:  # a plain load whose value decides a branch
+            tl.store(out_ptr, 1)
+        tl.store(out_ptr + 1, tl.load(table_ptr + tl.load(index_ptr)))  # ... and an address
+
+
+def data_decides_harness(sv):
+    data = sv.heap.zeros((1,), torch.int32)
+    index = sv.heap.zeros((1,), torch.int32)
+    table = sv.heap.zeros((4,), torch.int32)
+    out = sv.heap.zeros((2,), torch.int32)
+    sv.launch(data_decides, (2,), data.on(0), index.on(0), table.on(0), out.on(0), rank=0)
