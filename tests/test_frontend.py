@@ -233,3 +233,11 @@ def test_data_whose_value_reaches_a_branch_or_an_address_is_detected_and_not_gho
     table = [i.loc for i in consumer.instructions if getattr(i, "loc", "").startswith("table")]
     assert "table@0[0]" not in table  # table is never written: read as its contents, no event
     assert {"race"} <= set(result.violations)
+
+
+def test_a_flag_left_set_by_the_previous_call_gives_stale_data_and_an_epoch_flag_does_not():
+    stale = check("flag_left_set", calls=2)
+    assert {"stale-read", "race"} <= set(stale.violations), stale.text()
+    assert "in call 1, but can read what call 0 wrote" in stale.violations["stale-read"].explanation
+    assert check("flag_left_set", calls=1).safe is True
+    assert check("flag_by_epoch", calls=2).safe is True

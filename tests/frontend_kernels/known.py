@@ -228,3 +228,42 @@ def data_decides_harness(sv):
     table = sv.heap.zeros((4,), torch.int32)
     out = sv.heap.zeros((2,), torch.int32)
     sv.launch(data_decides, (2,), data.on(0), index.on(0), table.on(0), out.on(0), rank=0)
+
+
+# ----- a flag left set by the previous call (stale data in the next one) ---------------------------
+
+@triton.jit
+def epoch_wait(data_ptr, flag_ptr, out_ptr, epoch, BLOCK: tl.constexpr, BY_EPOCH: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 1:
+        tl.store(data_ptr + offs, offs + epoch)
+        tl.debug_barrier()
+        tl.atomic_xchg(flag_ptr, epoch + 1, sem="release", scope="gpu")
+    else:
+        if BY_EPOCH:
+            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu") != epoch + 1:
+                pass
+        else:  # BUG: any non-zero flag will do, and nobody resets it between calls
+            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu") == 0:
+                pass
+        tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def _epochs(sv, by_epoch):
+    data = sv.heap.zeros((4,), torch.int32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    out = sv.heap.zeros((4,), torch.int32)
+
+    def call(k):
+        sv.launch(epoch_wait, (2,), data.on(0), flag.on(0), out.on(0), k, BLOCK=4, BY_EPOCH=by_epoch, rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+def flag_left_set(sv):
+    return _epochs(sv, False)
+
+
+def flag_by_epoch(sv):
+    return _epochs(sv, True)
