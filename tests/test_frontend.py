@@ -241,3 +241,12 @@ def test_a_flag_left_set_by_the_previous_call_gives_stale_data_and_an_epoch_flag
     assert "in call 1, but can read what call 0 wrote" in stale.violations["stale-read"].explanation
     assert check("flag_left_set", calls=1).safe is True
     assert check("flag_by_epoch", calls=2).safe is True
+
+
+def test_a_kernel_looping_without_memory_operations_answers_unknown_instead_of_hanging(monkeypatch):
+    from syncverify.frontend import runner
+
+    monkeypatch.setattr(runner, "RUN_SILENCE_LIMIT", 1.0)
+    result = syncverify.check_kernel(f"{BAD}::silent_loop", world_size=1, timeout=60)
+    assert result.safe is None and result.limit_hit == "timeout"
+    assert "without any memory operation" in result.limit_detail

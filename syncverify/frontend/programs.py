@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from syncverify.bounds import LimitHit
 from syncverify.errors import UnsupportedConstruct
-from syncverify.frontend.runner import Item, Memory, Oracle, RunResult, run_program
+from syncverify.frontend.runner import Item, Memory, Oracle, RunResult, run_program, watch_deadline
 
 #: Runs of one program for one model thread before the answer is unknown.
 DEFAULT_MAX_RUNS = 20_000
@@ -107,6 +107,7 @@ def explore_thread(launch, pid: tuple[int, int, int], thread: int, threads: int,
                    max_runs: int = DEFAULT_MAX_RUNS, deadline: float | None = None) -> ThreadTree:
     """The decision tree of program ``pid`` of ``launch`` as model thread ``thread`` sees it."""
     tree = ThreadTree(Node())
+    watch_deadline(deadline)
     stack: list[list] = []  # per choice on the current prefix: [domain, index of its value, matters]
     while True:
         if deadline is not None and time.monotonic() > deadline:

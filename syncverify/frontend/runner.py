@@ -66,6 +66,11 @@ class _Spin(BaseException):
         self.loc, self.value, self.site = loc, value, site
 
 
+class _Stuck(BaseException):
+    """Raised into a run by the watchdog: the kernel's Python code ran too long without reaching
+    any memory operation (a loop with no read or write in it)."""
+
+
 class _Bound(BaseException):
     def __init__(self, hit: LimitHit) -> None:
         self.hit = hit
@@ -247,6 +252,41 @@ _SPECIAL = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "c
             "create_get_num_programs", "create_make_range")
 
 _active: "ProgramRun | None" = None
+#: Seconds one run may go without a memory operation before the watchdog stops it (unknown).
+RUN_SILENCE_LIMIT = 60.0
+
+
+class _Watchdog:
+    """Stops a run whose Python code loops without any memory operation (nothing the hooks see),
+    which would otherwise hang the checker: the rule is that nothing may hang."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.target = threading.main_thread().ident if threading.current_thread() is threading.main_thread() \
+            else threading.get_ident()
+        self.stamp: float | None = None
+        self.deadline: float | None = None  # the check's own deadline (monotonic)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="syncverify-watchdog", daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        import ctypes
+        import time as clock
+
+        while not self.done.wait(0.5):
+            stamp, now = self.stamp, clock.monotonic()
+            late = self.deadline is not None and now > self.deadline
+            if stamp is not None and (now - stamp > RUN_SILENCE_LIMIT or late):
+                self.stamp = None
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), ctypes.py_object(_Stuck))
+
+    def stop(self) -> None:
+        self.done.set()
+
+
+_watchdog: "_Watchdog | None" = None
 
 
 def _current() -> "ProgramRun":
@@ -371,9 +411,13 @@ def hooks():
             scope.set_attr(tensor, "T", property(transpose))
 
         interp._patch_lang_tensor = patch_lang_tensor
+        global _watchdog
+        _watchdog = _Watchdog()
         try:
             yield
         finally:
+            _watchdog.stop()
+            _watchdog = None
             interp._patch_lang_tensor = lang_tensor
             for (owner, name), value in saved.items():
                 if value is _MISSING:
@@ -523,6 +567,7 @@ class ProgramRun:
         return (position, pending, tuple(tuple(sorted((k, _freeze(v)) for k, v in f.f_locals.items())) for f in frames))
 
     def _add(self, item: Item) -> None:
+        _tick()
         self.result.items.append(item)
         if len(self.result.items) > self.oracle.max_items:
             raise _Bound(LimitHit("max-steps", f"program {self.pid[0]} of {self.launch.kernel_name} made more than "
@@ -552,6 +597,7 @@ class ProgramRun:
         """A read of memory no one writes leaves no event, but a run that comes back to it in the
         same state with no choice in between loops forever (and must not hang the checker)."""
         self.reads += 1
+        _tick()
         if self.reads > 20 * self.oracle.max_items:
             raise _Bound(LimitHit("max-steps", f"program {self.pid[0]} of {self.launch.kernel_name} read more than "
                                   f"{20 * self.oracle.max_items} times on one path ({site})"))
@@ -857,6 +903,20 @@ def _span(code, lasti: int) -> tuple:
     return spans[index] if 0 <= index < len(spans) else (lasti,)
 
 
+def watch_deadline(deadline: float | None) -> None:
+    """Let the watchdog stop a run that is still going at the check's deadline."""
+    if _watchdog is not None:
+        _watchdog.deadline = deadline
+
+
+def _tick() -> None:
+    """The current run is alive: it reached a memory operation."""
+    import time as clock
+
+    if _watchdog is not None:
+        _watchdog.stamp = clock.monotonic()
+
+
 def _invoke(fn, args: dict) -> None:
     """The frame every run starts from (frames above it are the user's kernel)."""
     fn(**args)
@@ -872,6 +932,7 @@ def run_program(launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracl
     builder.set_grid_dim(*launch.grid3)
     builder.set_grid_idx(*pid)
     _active = run
+    _tick()
     try:
         with np.errstate(all="ignore"):  # the kernel's own arithmetic (it runs on the values we chose)
             _invoke(launch.fn, launch.args)
@@ -881,6 +942,9 @@ def run_program(launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracl
         run.result.spin = (spin.loc, spin.value, spin.site)
     except _Bound as bound:
         raise bound.hit from None
+    except _Stuck:
+        raise LimitHit("timeout", f"program {pid[0]} of {launch.kernel_name} ran {RUN_SILENCE_LIMIT:.0f} s without "
+                       "any memory operation (a loop with nothing the model sees in it)") from None
     except SyncVerifyError:
         raise
     except Exception as error:  # noqa: BLE001 -- the user's kernel: its error and line, one line
@@ -888,6 +952,8 @@ def run_program(launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracl
                           f"{_describe(error)}") from None
     finally:
         _active = None
+        if _watchdog is not None:
+            _watchdog.stamp = None
     return run.result
 
 

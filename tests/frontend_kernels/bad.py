@@ -86,3 +86,16 @@ def descriptors(sv):
     dst = sv.heap.zeros((16,), torch.int32)
     sv.launch(descriptor_copy, (1,), src.on(0), dst.on(0), BLOCK=16, rank=0)
     sv.expect_written(dst.on(0))
+
+
+@triton.jit
+def loops_without_memory(x_ptr):
+    i = 0
+    while i >= 0:  # never ends, and touches no memory
+        i = (i + 1) % 7
+    tl.store(x_ptr, i)
+
+
+def silent_loop(sv):
+    x = sv.heap.zeros((1,), torch.int32)
+    sv.launch(loops_without_memory, (1,), x.on(0), rank=0)
