@@ -167,6 +167,19 @@ def _init_value(memory, loc) -> int:
     return to_model(raw[loc.index * itemsize:(loc.index + 1) * itemsize].view(dtype)[0], dtype)
 
 
+def _require() -> None:
+    """torch, numpy and a tested triton, or one line saying what to install."""
+    try:
+        import numpy  # noqa: F401  -- lazily: the model runs without them
+        import torch  # noqa: F401
+    except ImportError as error:
+        raise HarnessError(f"checking a Triton kernel needs torch, triton and numpy ({error}); "
+                           "pip install torch triton==3.6.0 numpy") from None
+    from syncverify.frontend.runner import check_triton_version
+
+    check_triton_version()
+
+
 def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta: int = 2,
                  timeout: float | None = 600.0, max_executions: int = DEFAULT_MAX_EXECUTIONS,
                  max_steps: int = DEFAULT_MAX_STEPS, max_items: int = DEFAULT_MAX_ITEMS,
@@ -195,9 +208,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
     """
-    from syncverify.frontend.runner import check_triton_version
-
-    check_triton_version()
+    _require()
     if not isinstance(world_size, int) or world_size < 1:
         raise HarnessError(f"world_size={world_size!r} must be a positive integer")
     if not isinstance(calls, int) or calls < 1:
