@@ -186,11 +186,15 @@ class ThreadEmitter:
                 self._node(children[0][1])
                 return
             self.code.append(Barrier("sync", 0, line=line, label=text + "  [bar.sync: result broadcast]"))
-            if item.site_key not in self.needed or not node.matters:
+            if item.site_key not in self.needed:
                 self._node(children[0][1])
                 return
+            # thread 0 sends the value whenever some thread needs it: every thread takes both barriers
             self.code.append(Load(reg, self._smem(item), line=line, label=text + "  [result from thread 0]"))
             self.code.append(Barrier("sync", 0, line=line, label=text + "  [bar.sync]"))
+            if not node.matters:
+                self._node(children[0][1])
+                return
             valid = [(v, c) for v, c in children if not self._failed(node, c)]
             if not valid:  # thread 0 never leaves its poll: this thread waits at the barrier above
                 self.code.append(Branch("END"))
