@@ -250,3 +250,11 @@ def test_a_kernel_looping_without_memory_operations_answers_unknown_instead_of_h
     result = syncverify.check_kernel(f"{BAD}::silent_loop", world_size=1, timeout=60)
     assert result.safe is None and result.limit_hit == "timeout"
     assert "without any memory operation" in result.limit_detail
+
+
+def test_suggest_pairs_a_release_with_its_acquire_when_no_single_change_is_enough(capsys):
+    assert main(["check", f"{KNOWN}::relaxed_both_harness", "--world-size", "1", "--suggest"]) == 1
+    out = [line.strip() for line in capsys.readouterr().out.split("suggested fixes (each re-checked):")[1].splitlines()
+           if line.strip()]
+    assert out == ['line 283 (known.py:283): `sem="relaxed"` → `sem="acquire"` and line 281 (known.py:281): '
+                   '`sem="relaxed"` → `sem="release"`; re-checked together: SAFE'], out

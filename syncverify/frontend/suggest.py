@@ -7,7 +7,8 @@ program's instructions carry each one's ``file:line`` and source text):
   ``"acquire"`` or ``"acq_rel"``; a ``scope="cta"``/``"gpu"`` widened;
 * ``tl.debug_barrier()`` inserted before a line that signals (an atomic or a store of a flag): the
   CTA barrier that makes the other threads' stores part of the release;
-* ``tl.atomic_xchg`` replaced by ``tl.atomic_add`` (an exchange overwrites another signal).
+* ``tl.atomic_xchg`` replaced by ``tl.atomic_add`` (an exchange overwrites another signal);
+* when no single change is enough, pairs of them (a release needs its acquire).
 
 Each candidate is applied to a copy of the file in a temporary folder, the check is run again on
 the mutated source (same harness, same bounds), and only the candidates that make it SAFE are
@@ -26,6 +27,7 @@ from pathlib import Path
 
 MAX_FIXES = 5
 MAX_CANDIDATES = 24
+MAX_PAIRS = 40  # pairs of changes tried when no single change makes the harness safe
 
 
 @dataclass(frozen=True)
@@ -96,56 +98,98 @@ def _file_of(lifted, label: str) -> str:
 
 
 def suggest_fixes(argument, result, *, world_size: int, calls: int, threads_per_cta: int,
-                  timeout: float | None = 60.0) -> list[Fix]:
-    """The candidates that make the harness SAFE, each re-checked on the mutated source."""
-    from syncverify.errors import SyncVerifyError
-    from syncverify.frontend.check import check_kernel
+                  timeout: float | None = 60.0) -> list:
+    """The candidates (single changes, then pairs when no single one works) that make the
+    harness SAFE, each re-checked on the mutated source. A pair is a tuple of two :class:`Fix`."""
+    from itertools import combinations
 
     if result.lifted is None or not isinstance(argument, str):
         return []
-    harness_file, _, name = argument.partition("::")
-    found: list[Fix] = []
+    singles = candidates(result.lifted)
+    found: list = []
     fixed: set = set()  # (file, line, what) already fixed by a weaker change: stronger ones are not suggested
-    for fix in candidates(result.lifted):
+    for fix in singles:
         kind = (fix.file, fix.line, fix.change.split("=")[0])
         if kind in fixed:
             continue
-        try:
-            with _mutated(harness_file, fix) as mutated:
-                target = mutated + (f"::{name}" if name else "")
-                again = check_kernel(target, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
-                                     timeout=timeout)
-        except SyncVerifyError:
-            continue
-        if again.safe is True:
+        if _safe_with(argument, [fix], world_size, calls, threads_per_cta, timeout):
             found.append(fix)
             fixed.add(kind)
             if len(found) >= MAX_FIXES:
+                return found
+    if found:
+        return found
+    tried = 0
+    paired: set = set()  # line pairs already fixed by weaker changes
+    for a, b in combinations(singles, 2):
+        lines = ((a.file, a.line), (b.file, b.line))
+        if a.line == b.line and a.file == b.file or lines in paired:
+            continue
+        tried += 1
+        if tried > MAX_PAIRS:
+            break
+        if _safe_with(argument, [a, b], world_size, calls, threads_per_cta, timeout):
+            found.append(Pair(a, b))
+            paired.add(lines)
+            if len(found) >= MAX_FIXES:
                 break
     return found
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two changes that are safe together (neither alone is)."""
+
+    first: Fix
+    second: Fix
+
+    def text(self) -> str:
+        return (self.first.text().replace("; re-checked: SAFE", "") + " and " +
+                self.second.text().replace("; re-checked: SAFE", "") + "; re-checked together: SAFE")
+
+    def to_json(self) -> dict:
+        return {"together": [self.first.to_json(), self.second.to_json()]}
+
+
+def _safe_with(argument: str, fixes: list, world_size: int, calls: int, threads_per_cta: int,
+               timeout: float | None) -> bool:
+    from syncverify.errors import SyncVerifyError
+    from syncverify.frontend.check import check_kernel
+
+    harness_file, _, name = argument.partition("::")
+    try:
+        with _mutated(harness_file, fixes) as mutated:
+            target = mutated + (f"::{name}" if name else "")
+            again = check_kernel(target, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
+                                 timeout=timeout)
+    except SyncVerifyError:
+        return False
+    return again.safe is True
 
 
 class _mutated:
     """A copy of the harness's folder with one line changed, imported in place of the original
     (modules loaded from the original folder are set aside meanwhile, then restored)."""
 
-    def __init__(self, harness_file: str, fix: Fix) -> None:
+    def __init__(self, harness_file: str, fixes: list) -> None:
         self.harness = Path(harness_file).resolve()
-        self.fix = fix
+        self.fixes = fixes
 
     def __enter__(self) -> str:
         folder = self.harness.parent
         self.tmp = tempfile.mkdtemp(prefix="syncverify-fix-")
         for path in folder.glob("*.py"):
             shutil.copy(path, self.tmp)
-        target = Path(self.tmp) / Path(self.fix.file).name
-        if Path(self.fix.file).resolve().parent != folder:
-            shutil.copy(self.fix.file, target)
-        lines = target.read_text().splitlines(keepends=True)
-        lines[self.fix.line - 1] = self.fix.new_text + "\n"
-        target.write_text("".join(lines))
-        self.saved = {n: m for n, m in sys.modules.items()
-                      if str(getattr(m, "__file__", "") or "").startswith((str(folder), str(Path(self.fix.file).parent)))}
+        # later lines first, so that an inserted line does not move the next change
+        for fix in sorted(self.fixes, key=lambda f: -f.line):
+            target = Path(self.tmp) / Path(fix.file).name
+            if Path(fix.file).resolve().parent != folder and not target.exists():
+                shutil.copy(fix.file, target)
+            lines = target.read_text().splitlines(keepends=True)
+            lines[fix.line - 1] = fix.new_text + "\n"
+            target.write_text("".join(lines))
+        folders = (str(folder),) + tuple(str(Path(f.file).parent) for f in self.fixes)
+        self.saved = {n: m for n, m in sys.modules.items() if str(getattr(m, "__file__", "") or "").startswith(folders)}
         for n in self.saved:
             del sys.modules[n]
         sys.path.insert(0, self.tmp)

@@ -267,3 +267,26 @@ def flag_left_set(sv):
 
 def flag_by_epoch(sv):
     return _epochs(sv, True)
+
+
+# ----- both sides relaxed: one change is not enough (--suggest pairs) -------------------------------
+
+@triton.jit
+def relaxed_both(data_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 1:
+        tl.store(data_ptr + offs, offs + 1)
+        tl.debug_barrier()
+        tl.atomic_xchg(flag_ptr, 1, sem="relaxed", scope="gpu")
+    else:
+        while tl.atomic_add(flag_ptr, 0, sem="relaxed", scope="gpu") == 0:
+            pass
+        tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def relaxed_both_harness(sv):
+    data = sv.heap.zeros((4,), torch.int32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    out = sv.heap.zeros((4,), torch.int32)
+    sv.launch(relaxed_both, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=4, rank=0)
