@@ -258,3 +258,10 @@ def test_suggest_pairs_a_release_with_its_acquire_when_no_single_change_is_enoug
            if line.strip()]
     assert out == ['line 283 (known.py:283): `sem="relaxed"` → `sem="acquire"` and line 281 (known.py:281): '
                    '`sem="relaxed"` → `sem="release"`; re-checked together: SAFE'], out
+
+
+def test_options_of_the_other_kind_of_check_are_refused_not_ignored(capsys):
+    assert main(["check", f"{KNOWN}", "--scenario", "all-scatter"]) == 2
+    assert "--scenario applies to protocols, not to a harness" in capsys.readouterr().err
+    assert main(["check", "epoch-flag", "--calls", "2"]) == 2
+    assert "--calls applies to a harness" in capsys.readouterr().err

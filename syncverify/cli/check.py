@@ -58,13 +58,26 @@ def check_command(
     """
     from syncverify.cli.kernel import check_harness, is_harness_argument
 
+    protocol_only = {"--scenario": scenario != "all-reduce", "--tiles": tiles != 1, "--epochs": epochs != 1,
+                     "--production": production != "every-rank", "--distribution": distribution != "striding",
+                     "--push": push != "epoch-flag", "--reset": reset is not None,
+                     "--launches": launches != "host-barrier", "--no-symmetry": no_symmetry,
+                     "--sample": samples is not None}
+    harness_only = {"--calls": calls != 1, "--declare-asm": bool(declare_asm)}
     if is_harness_argument(protocol):  # the user's own kernels, through a harness
+        given = [name for name, set_ in protocol_only.items() if set_]
+        if given:
+            raise typer.BadParameter(f"{', '.join(given)} applies to protocols, not to a harness ({protocol}): "
+                                     "the harness says what runs")
         if graph is not None and graph.suffix not in (".dot", ".png"):
             raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
         return check_harness(protocol, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
                              timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
                              as_json=as_json, graph=graph, declare_asm=declare_asm, suggest=suggest,
                              progress_every=progress_every)
+    given = [name for name, set_ in harness_only.items() if set_]
+    if given:
+        raise typer.BadParameter(f"{', '.join(given)} applies to a harness (FILE.py), not to protocol {protocol}")
     from syncverify.protocols.registry import load_protocol
     from syncverify.check import check, sample
     from syncverify.graphs import write_graph
