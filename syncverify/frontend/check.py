@@ -268,6 +268,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         nonghost: frozenset = frozenset()
         domains: dict = {}
         ghost_sinks: set = set()
+        cache: dict = {}  # (launch, pid, thread) -> (what its runs read, its tree): reused across rounds
         last_report = time.monotonic()
         for _round in range(MAX_ROUNDS):
             trees: dict = {}
@@ -289,8 +290,13 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 try:
                     for pid in launch.pids():
                         for t in range(threads):
-                            tree = explore_thread(launch, pid, t, threads, memory, nonghost=nonghost, written=written,
-                                                  domains=domains, max_items=max_items, deadline=deadline)
+                            key = (launch.index, pid, t)
+                            tree = _reuse(cache.get(key), written, nonghost, domains)
+                            if tree is None:
+                                tree = explore_thread(launch, pid, t, threads, memory, nonghost=nonghost,
+                                                      written=written, domains=domains, max_items=max_items,
+                                                      deadline=deadline)
+                                cache[key] = (_signature(tree, written, nonghost, domains), tree)
                             trees[(launch.index, pid, t)] = tree
                             runs += tree.runs
                             for loc, values in tree.written.items():
@@ -408,6 +414,24 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
             "locations": len(program.locations()), "ghost_groups": len(owners)}
     notes = sorted(assumptions)
     return Lifted(program, infos, owners, oob, files), size, notes
+
+
+def _signature(tree, written: frozenset, nonghost: frozenset, domains: dict) -> tuple:
+    """What a program's runs depend on: how each location they accessed was answered (constant,
+    data, or a choice over which values). Runs are a function of the answers, so a tree whose
+    signature is unchanged in the next round is the tree that round would build again."""
+    from syncverify.frontend.runner import Loc
+
+    return tuple(sorted(((str(loc), loc in written, loc in nonghost, domains.get(loc))
+                         for loc in tree.accessed if isinstance(loc, Loc)), key=lambda item: item[0]))
+
+
+def _reuse(cached, written: frozenset, nonghost: frozenset, domains: dict):
+    """The cached tree when the answers its runs got are unchanged (:func:`_signature`)."""
+    if cached is None:
+        return None
+    signature, tree = cached
+    return tree if _signature(tree, written, nonghost, domains) == signature else None
 
 
 def _domain(init: int, transitions: set, writes: float) -> tuple[int, ...]:

@@ -495,7 +495,7 @@ def _freeze(value: Any, depth: int = 0) -> Any:
     handle = getattr(value, "handle", None)
     if handle is not None and hasattr(handle, "data"):
         data = np.asarray(handle.data)
-        return ("t", str(data.dtype), data.shape, data.tobytes())
+        return ("t", data.dtype.str, data.shape, data.tobytes())
     if hasattr(value, "data") and isinstance(getattr(value, "data", None), np.ndarray):
         return ("h", value.data.tobytes())
     if hasattr(value, "offsets") and hasattr(value, "base"):  # a block pointer
@@ -647,6 +647,7 @@ class ProgramRun:
         taint: set = set()
         plain: list[Loc] = []
         first = True
+        constant_checked = False
         for j in range(addrs.size):
             if not active[j]:
                 continue
@@ -660,7 +661,9 @@ class ProgramRun:
             self.result.accessed.setdefault(loc, set()).add(kind)
             if loc not in self.oracle.written:
                 out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]  # constant memory: its contents
-                self._constant_read(frames, loc, to_model(out[j], np_dtype), site)
+                if constant_checked is False:  # once per operation: is this run looping on it?
+                    constant_checked = True
+                    self._constant_read(frames, loc, to_model(out[j], np_dtype), site)
                 continue
             if loc not in self.oracle.nonghost and not is_volatile:
                 out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]
