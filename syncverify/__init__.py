@@ -63,6 +63,9 @@ _EXPORTS = {
     "ScenarioOptions": "syncverify.scenarios.build", "build_scenario": ("syncverify.scenarios.build", "build"),
     "ROLES": "syncverify.scenarios.build", "check_protocol": "syncverify.verdicts.check", "CheckResult": "syncverify.verdicts.check",
     "Violation": "syncverify.verdicts.check", "assert_safe": "syncverify.testing",
+    # the user's own Triton kernels, through a harness
+    "harness": "syncverify.frontend.harness", "check_kernel": "syncverify.frontend.check",
+    "assert_kernel_safe": "syncverify.testing", "KernelCheckResult": "syncverify.frontend.verdicts",
     # litmus tests
     "parse_litmus": "syncverify.litmus.parser", "parse_litmus_file": "syncverify.litmus.parser",
     "run_litmus": "syncverify.litmus.runner",
@@ -88,6 +91,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "CheckResult",
+    "KernelCheckResult",
     "LitmusSyntaxError",
     "Protocol",
     "ProtocolError",
@@ -98,8 +102,10 @@ __all__ = [
     "UnsupportedConstruct",
     "Violation",
     "__version__",
+    "assert_kernel_safe",
     "assert_safe",
     "build_scenario",
+    "check_kernel",
     "builtin_names",
     "check_protocol",
     "load_protocol",
@@ -108,6 +114,7 @@ __all__ = [
     "parse_protocol",
     "protocol_from_dict",
     "guided_plan",
+    "harness",
     "positive_control",
     "replay",
     "run_campaign",

@@ -22,7 +22,7 @@ from typing import Any
 
 from syncverify.verdicts.text import counterexample_lines
 
-__all__ = ["StressResult", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
+__all__ = ["StressResult", "assert_kernel_safe", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
 
 
 # ----- the model check -------------------------------------------------------------------------
@@ -60,6 +60,35 @@ def assert_safe(protocol, *, scenario: str = "all-reduce", world_size: int = 2, 
     if result.safe is True:
         return result
     raise AssertionError(describe_check(result))
+
+
+def assert_kernel_safe(harness, *, world_size: int = 2, calls: int = 1, **options: Any):
+    """Assert that the model finds the kernels a harness launches safe; return the result.
+
+    Runs on the CPU (Triton's interpreter; needs torch and triton, no GPU).
+
+    Parameters
+    ----------
+    harness : str, path or function
+        A harness function, ``"file.py"`` (its one ``@syncverify.harness``) or ``"file.py::name"``.
+    world_size, calls, **options
+        As :func:`syncverify.frontend.check.check_kernel` (``threads_per_cta``, ``timeout``,
+        ``declare_asm``, ...).
+
+    Raises
+    ------
+    AssertionError
+        Unsafe: the verdict with each violation's words and counterexample (the user's
+        ``file:line``); unknown: the bound hit.
+    SyncVerifyError
+        Bad input (a harness that raises, a kernel the interpreter cannot run, unknown inline asm).
+    """
+    from syncverify.frontend.check import check_kernel
+
+    result = check_kernel(harness, world_size=world_size, calls=calls, **options)
+    if result.safe is True:
+        return result
+    raise AssertionError(result.text())
 
 
 def describe_check(result) -> str:

@@ -25,7 +25,7 @@ PLAIN_PROGRESS_EVERY = 5.0  # seconds between two plain progress lines (stderr n
 
 @app.command("check")
 def check_command(
-    protocol: str = typer.Argument(..., help="A built-in protocol name (see 'syncverify list') or a .toml file.", show_default=False),
+    protocol: str = typer.Argument(..., help="A built-in protocol name (see 'syncverify list'), a .toml file, or a harness FILE.py[::NAME] that launches your own Triton kernels.", show_default=False),
     scenario: str = typer.Option("all-reduce", "--scenario", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter."),
     world_size: int = typer.Option(2, "--world-size", help="Ranks, 1..64."),
     tiles: int = typer.Option(1, "--tiles", help="Tiles, at least 1."),
@@ -50,6 +50,8 @@ def check_command(
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Accepted findings (a file --write-baseline wrote): still listed, marked accepted, but only the others fail (exit 1).", show_default=False),
     write_baseline: Optional[Path] = typer.Option(None, "--write-baseline", help="Write this run's findings to FILE, to accept them with --baseline FILE.", show_default=False),
     suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings; with --epochs 2 or more also a reset between calls or a target that grows with the call), one per PTX lowering, and print at most 5, each a diff of the protocol file as written (apply with: patch -p0)."),
+    calls: int = typer.Option(1, "--calls", min=1, help="Harness (FILE.py) only: how many calls of the harness's operation to model."),
+    declare_asm: list[str] = typer.Option([], "--declare-asm", help="Harness only: the meaning of inline asm the model cannot read, 'TEXT=no-op' or 'TEXT=PTX' (repeatable; listed in the verdict).", show_default=False),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
 
@@ -61,6 +63,28 @@ def check_command(
     --epochs 2 (checked stage by stage). Beyond that, --timeout answers unknown. A check that runs longer than 2 s
     shows its progress on stderr.
     """
+    from syncverify.cli.kernel import check_harness, is_harness_argument
+
+    protocol_only = {"--scenario": scenario != "all-reduce", "--tiles": tiles != 1, "--epochs": epochs != 1,
+                     "--production": production != "every-rank", "--distribution": distribution != "striding",
+                     "--push": push is not None, "--reset": reset is not None,
+                     "--launches": launches != "host-barrier", "--no-symmetry": no_symmetry,
+                     "--sample": samples is not None}
+    harness_only = {"--calls": calls != 1, "--declare-asm": bool(declare_asm)}
+    if is_harness_argument(protocol):  # the user's own kernels, through a harness
+        given = [name for name, set_ in protocol_only.items() if set_]
+        if given:
+            raise typer.BadParameter(f"{', '.join(given)} applies to protocols, not to a harness ({protocol}): "
+                                     "the harness says what runs")
+        if graph is not None and graph.suffix not in (".dot", ".png"):
+            raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
+        return check_harness(protocol, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
+                             timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
+                             as_json=as_json, graph=graph, declare_asm=declare_asm, suggest=suggest,
+                             progress_every=progress_every)
+    given = [name for name, set_ in harness_only.items() if set_]
+    if given:
+        raise typer.BadParameter(f"{', '.join(given)} applies to a harness (FILE.py), not to protocol {protocol}")
     from syncverify.protocols.registry import load_protocol
     from syncverify.verdicts.check import check
     from syncverify.verdicts.graphs import write_graph

@@ -1,0 +1,86 @@
+"""``syncverify check FILE.py[::HARNESS]``: the user's own Triton kernels, through a harness.
+
+The ``check`` command hands a ``.py`` argument here (every other argument keeps its meaning);
+exit codes are ``check``'s: 0 safe, 1 violations, 2 bad input, 3 unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from syncverify import exitcodes
+from syncverify.cli.app import err, out
+from syncverify.errors import SyncVerifyError
+
+
+def is_harness_argument(argument: str) -> bool:
+    """Whether ``check``'s argument names a harness file (``FILE.py`` or ``FILE.py::NAME``)."""
+    return argument.partition("::")[0].endswith(".py")
+
+
+def parse_declarations(declarations: list[str]) -> dict[str, str]:
+    """``--declare-asm 'TEXT=MEANING'`` options as a dict (MEANING ``no-op`` or PTX)."""
+    found = {}
+    for text in declarations:
+        asm, sep, meaning = text.partition("=")
+        if not sep or not asm.strip():
+            raise SyncVerifyError(f"--declare-asm {text!r}: write 'INLINE ASM=MEANING', MEANING no-op or PTX")
+        found[asm.strip()] = meaning.strip()
+    return found
+
+
+def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta: int, timeout: float,
+                  max_executions: int, max_steps: int, first: bool, as_json: bool, graph: Path | None,
+                  declare_asm: list[str], suggest: bool, progress_every: float | None) -> int:
+    """Run :func:`syncverify.frontend.check.check_kernel` and print the verdict."""
+    from syncverify.frontend.check import check_kernel
+
+    started = time.monotonic()
+    every = 5.0 if progress_every is None else progress_every
+    shown = [started]
+
+    def progress(line: str) -> None:
+        now = time.monotonic()
+        if now - started >= min(2.0, every) and now - shown[0] >= every:
+            shown[0] = now
+            err.print(f"  {line}", markup=False)
+
+    if not as_json:
+        err.print(f"checking {argument} (world size {world_size}, {calls} call(s)) ...", markup=False)
+    result = check_kernel(argument, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
+                          timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
+                          declare_asm=parse_declarations(declare_asm), progress=progress,
+                          progress_interval=min(2.0, every))
+    fixes = None
+    if suggest and result.violations:
+        from syncverify.frontend.suggest import suggest_fixes
+
+        fixes = suggest_fixes(argument, result, world_size=world_size, calls=calls,
+                              threads_per_cta=threads_per_cta, timeout=timeout)
+    if as_json:
+        doc = result.to_json()
+        if fixes is not None:
+            doc["suggestions"] = [f.to_json() for f in fixes]
+        out.print(json.dumps(doc, indent=2), markup=False)
+    else:
+        out.print(result.text(), markup=False)
+        if fixes is not None:
+            out.print("suggested fixes (each re-checked):" if fixes else "no single-line fix found", markup=False)
+            for fix in fixes:
+                out.print(f"  {fix.text()}", markup=False)
+    if graph is not None and result.violations:
+        from syncverify.cli.output_files import write_or_warn
+        from syncverify.verdicts.graphs import write_graph
+
+        witness = next(iter(result.violations.values()))
+        drawn = write_or_warn(lambda: write_graph(witness.execution, graph, title=f"{argument}: {witness.kind}",
+                                                  highlight=witness.evidence), "--graph", graph)
+        if drawn and not as_json:
+            out.print(f"graph of the first counterexample: {graph}", markup=False)
+    if result.violations:
+        return exitcodes.FOUND
+    if result.safe is None:
+        return exitcodes.UNKNOWN
+    return exitcodes.OK

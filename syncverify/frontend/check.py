@@ -1,0 +1,494 @@
+"""``check_kernel``: a harness's kernels, as written, explored under the PTX model.
+
+The steps (each in its own module): run the harness to record what the host does
+(:mod:`~syncverify.frontend.harness`); enumerate every path of every program for every model thread
+by re-running its Python code in Triton's interpreter (:mod:`~syncverify.frontend.programs`,
+:mod:`~syncverify.frontend.runner`), growing the value domains and the ghost classification to a
+fixpoint; lift the paths and the host's ordering into one program (:mod:`~syncverify.frontend.lift`);
+explore it with the explorer every protocol check uses (:mod:`syncverify.explore.driver`) and judge each
+execution (:mod:`~syncverify.frontend.verdicts`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, LimitHit
+from syncverify.errors import SyncVerifyError
+from syncverify.frontend.harness import DEFAULT_HEAP_BYTES, HarnessError, run_harness
+from syncverify.frontend.verdicts import MODEL_NOTE, KernelCheckResult, KernelViolation, classify
+
+#: Fixpoint rounds (value domains, ghost classification) before the answer is unknown.
+MAX_ROUNDS = 12
+#: Memory operations one program may make on one path before the answer is unknown.
+DEFAULT_MAX_ITEMS = 5_000
+
+
+@dataclass
+class LaunchSpec:
+    """One launch, ready to run program by program."""
+
+    index: int
+    call: int
+    rank: int
+    stream: str
+    kernel_name: str
+    fn: Any  # the rewritten Python function the interpreter runs
+    original: Any  # the user's Python function (its globals are patched while it runs)
+    args: dict
+    grid3: tuple[int, int, int]
+    phase: str
+    declared_asm: dict = field(default_factory=dict)
+
+    def pids(self) -> list[tuple[int, int, int]]:
+        gx, gy, gz = self.grid3
+        return [(x, y, z) for x in range(gx) for y in range(gy) for z in range(gz)]
+
+
+def load_harness(target: str | Callable) -> tuple[Callable, str]:
+    """The harness function ``target`` names (``file.py``, ``file.py::name``, or the function)."""
+    if callable(target):
+        return target, getattr(target, "__name__", "harness")
+    text = str(target)
+    path, _, name = text.partition("::")
+    if not path.endswith(".py"):
+        raise HarnessError(f"{text!r} is not a harness file: name a .py file (FILE.py or FILE.py::harness)")
+    file = Path(path)
+    if not file.is_file():
+        raise HarnessError(f"harness file {path} does not exist")
+    module = _import(file)
+    if name:
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            marked = _marked(module)
+            raise HarnessError(f"{path} has no function {name!r}" + (f"; its harnesses: {', '.join(marked)}" if marked else ""))
+        return fn, f"{path}::{name}"
+    marked = _marked(module)
+    if not marked:
+        raise HarnessError(f"{path} has no @syncverify.harness function; mark one or name it as {path}::NAME")
+    if len(marked) > 1:
+        raise HarnessError(f"{path} has several harnesses ({', '.join(marked)}): name one as {path}::NAME")
+    return getattr(module, marked[0]), f"{path}::{marked[0]}"
+
+
+def _marked(module) -> list[str]:
+    return [n for n, v in vars(module).items() if callable(v) and getattr(v, "_syncverify_harness", False)]
+
+
+def _import(file: Path):
+    name = f"syncverify_harness_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    folder = str(file.resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except SyncVerifyError:
+        raise
+    except Exception as error:  # noqa: BLE001 -- the user's file: one line
+        from syncverify.frontend.harness import _raise_site
+
+        raise HarnessError(f"importing {file} raised {type(error).__name__}: {error}{_raise_site(error)}") from None
+    finally:
+        if sys.path and sys.path[0] == folder:
+            sys.path.pop(0)
+    return module
+
+
+def _memory(sv, launches_args: list) -> Any:
+    import numpy as np
+    import torch
+
+    from syncverify.frontend.runner import Memory
+
+    memory = Memory()
+    dtypes: dict = {}
+    for r in range(sv.world_size):
+        heap = sv.heap.memory[r].numpy()
+        base = int(sv.heap.bases[r])
+        for a in sv.heap.allocations:
+            raw = heap[a.offset:a.offset + a.nbytes]
+            memory.add(a.name, r, base + a.offset, a.nbytes, a.itemsize, raw)
+            dtypes[(a.name, r)] = torch.empty((), dtype=a.dtype).numpy().dtype
+    bases = sv.heap.bases
+    memory.add("heap_bases", None, bases.data_ptr(), bases.numel() * 8, 8, bases.numpy().view(np.uint8))
+    dtypes[("heap_bases", None)] = np.dtype(np.int64)
+    seen = {bases.data_ptr()}
+    heap_ranges = [(int(sv.heap.bases[r]), int(sv.heap.bases[r]) + sv.heap.size) for r in range(sv.world_size)]
+    for name, tensor in launches_args:
+        ptr = tensor.data_ptr()
+        if ptr in seen or any(lo <= ptr < hi for lo, hi in heap_ranges):
+            continue
+        seen.add(ptr)
+        flat = tensor.detach().contiguous()
+        if flat.data_ptr() != ptr:
+            raise HarnessError(f"argument {name} is not contiguous; pass a contiguous tensor")
+        memory.add(name, None, ptr, flat.numel() * flat.element_size(), flat.element_size(),
+                   flat.view(-1).numpy().view(np.uint8))
+        dtypes[(name, None)] = flat.numpy().dtype
+    memory.dtypes = dtypes
+    return memory
+
+
+def _tensor_locs(memory, tensor) -> list:
+    """The memory elements of a torch tensor view (every element, in row-major order)."""
+    import numpy as np
+
+    size = tensor.element_size()
+    index = np.indices(tuple(tensor.shape)).reshape(len(tensor.shape), -1) if tensor.dim() else np.zeros((0, 1), int)
+    offsets = (np.array(tensor.stride()).reshape(-1, 1) * index).sum(axis=0) if tensor.dim() else np.zeros(1, int)
+    locs = []
+    for off in offsets:
+        found = memory.locate(tensor.data_ptr() + int(off) * size)
+        if found is None:
+            raise HarnessError("an expectation or host write names memory outside the symmetric heap")
+        locs.append(found[0])
+    return locs
+
+
+def _init_value(memory, loc) -> int:
+    from syncverify.frontend.runner import to_model
+
+    found = None
+    for start, end, name, rank, itemsize, raw in memory.ranges:
+        if name == loc.buffer and rank == loc.rank:
+            found = (itemsize, raw)
+            break
+    itemsize, raw = found  # type: ignore[misc]
+    dtype = memory.dtypes[(loc.buffer, loc.rank)]
+    return to_model(raw[loc.index * itemsize:(loc.index + 1) * itemsize].view(dtype)[0], dtype)
+
+
+def _require() -> None:
+    """torch, numpy and a tested triton, or one line saying what to install."""
+    try:
+        import numpy  # noqa: F401  -- lazily: the model runs without them
+        import torch  # noqa: F401
+    except ImportError as error:
+        raise HarnessError(f"checking a Triton kernel needs torch, triton and numpy ({error}); "
+                           "pip install torch triton==3.6.0 numpy") from None
+    from syncverify.frontend.runner import check_triton_version
+
+    check_triton_version()
+
+
+def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta: int = 2,
+                 timeout: float | None = 600.0, max_executions: int = DEFAULT_MAX_EXECUTIONS,
+                 max_steps: int = DEFAULT_MAX_STEPS, max_items: int = DEFAULT_MAX_ITEMS,
+                 declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
+                 first: bool = False, progress: Callable[[str], None] | None = None,
+                 progress_interval: float = 2.0) -> KernelCheckResult:
+    """Check the kernels a harness launches, as written, against the PTX memory model.
+
+    Parameters
+    ----------
+    target
+        A harness function, ``"file.py"`` (its one ``@syncverify.harness``) or ``"file.py::name"``.
+    world_size, calls
+        Virtual ranks on the symmetric heap; how many times the harness's call runs.
+    threads_per_cta
+        Model threads per program (2 shows missing CTA barriers).
+    timeout, max_executions, max_steps, max_items
+        Bounds: hitting one answers unknown (``safe is None``), never hangs.
+    declare_asm
+        Meanings of inline asm the model cannot read (``{"s_waitcnt vmcnt(0)": "no-op"}``).
+    first
+        Stop at the first execution that shows a violation.
+    progress, progress_interval
+        Called with a line (what the check is doing) at most every ``progress_interval`` seconds.
+
+    Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
+    :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
+    """
+    _require()
+    if not isinstance(world_size, int) or world_size < 1:
+        raise HarnessError(f"world_size={world_size!r} must be a positive integer")
+    if not isinstance(calls, int) or calls < 1:
+        raise HarnessError(f"calls={calls!r} must be a positive integer")
+    if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 32:
+        raise HarnessError(f"threads_per_cta={threads_per_cta!r} must be 1 to 32")
+    start = time.monotonic()
+    deadline = None if timeout is None else start + timeout
+    fn, name = load_harness(target)
+    sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
+    result = KernelCheckResult(name, world_size, calls, threads_per_cta)
+    try:
+        lifted, size, assumptions = _build(sv, threads_per_cta, declare_asm or {}, max_items, deadline, progress,
+                                           progress_interval)
+    except LimitHit as hit:
+        result.limit_hit, result.limit_detail = hit.limit, hit.detail
+        result.seconds = time.monotonic() - start
+        return result
+    result.lifted, result.size = lifted, size
+    result.assumptions = assumptions
+    _explore(result, lifted, deadline, max_executions, max_steps, first, progress, progress_interval)
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0):
+    """Paths of every program to a fixpoint, then the lifted program."""
+    import triton.runtime.interpreter as interp
+
+    from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
+    from syncverify.frontend.programs import explore_thread, max_writes
+    from syncverify.frontend.runner import Loc, hooks, kernel_args, to_model
+    from syncverify.program import Load, Program, Store, Thread
+
+    launches: list[LaunchSpec] = []
+    arg_tensors: list = []
+    phase_of: dict[int, str] = {}
+    with hooks():
+        for op in sv.ops:
+            if op.kind == "launch":
+                fn, args, bound = kernel_args(op.kernel, op.args, op.kwargs)
+                for pname, value in bound.items():
+                    if hasattr(value, "data_ptr"):
+                        arg_tensors.append((pname, value))
+                grid3 = tuple(op.grid) + (1,) * (3 - len(op.grid))
+                kname = getattr(getattr(op.kernel, "fn", op.kernel), "__name__", "kernel")
+                phase = f"c{op.call}.{op.index} {kname} rank {op.rank}/{op.stream}"
+                phase_of[op.index] = phase
+                launches.append(LaunchSpec(op.index, op.call, op.rank, op.stream, kname, fn,
+                                           getattr(op.kernel, "fn", op.kernel), args, grid3, phase, declared))
+            elif op.kind == "write":
+                phase_of[op.index] = f"c{op.call}.{op.index} fill_ rank {op.rank}/{op.stream}"
+        memory = _memory(sv, arg_tensors)
+        host_writes = {op.index: _tensor_locs(memory, op.tensor) for op in sv.ops if op.kind == "write"}
+        expects = {op.index: _tensor_locs(memory, op.tensor) for op in sv.ops if op.kind == "expect"}
+        written: frozenset = frozenset()
+        nonghost: frozenset = frozenset()
+        domains: dict = {}
+        ghost_sinks: set = set()
+        cache: dict = {}  # (launch, pid, thread) -> (what its runs read, its tree): reused across rounds
+        last_report = time.monotonic()
+        for _round in range(MAX_ROUNDS):
+            trees: dict = {}
+            all_written: dict = {}
+            transitions: dict = {}
+            chain: dict = {}  # Loc -> the most writes of it one execution can make
+            accessed: dict = {}
+            for op in sv.ops:
+                if op.kind == "write":
+                    for loc in host_writes[op.index]:
+                        dtype = memory.dtypes[(loc.buffer, loc.rank)]
+                        all_written.setdefault(loc, set()).add(to_model(op.value, dtype))
+                        transitions.setdefault(loc, set()).add((None, to_model(op.value, dtype)))
+                        chain[loc] = chain.get(loc, 0) + 1
+                        accessed.setdefault(loc, set()).add("weak")
+            runs = 0
+            for launch in launches:
+                scope = interp._patch_lang(launch.original)
+                try:
+                    for pid in launch.pids():
+                        for t in range(threads):
+                            key = (launch.index, pid, t)
+                            tree = _reuse(cache.get(key), written, nonghost, domains)
+                            if tree is None:
+                                tree = explore_thread(launch, pid, t, threads, memory, nonghost=nonghost,
+                                                      written=written, domains=domains, max_items=max_items,
+                                                      deadline=deadline)
+                                cache[key] = (_signature(tree, written, nonghost, domains), tree)
+                            trees[(launch.index, pid, t)] = tree
+                            runs += tree.runs
+                            for loc, values in tree.written.items():
+                                all_written.setdefault(loc, set()).update(values)
+                            for loc, pairs in tree.transitions.items():
+                                transitions.setdefault(loc, set()).update(pairs)
+                            for loc, n in max_writes(tree.root).items():
+                                chain[loc] = chain.get(loc, 0) + n
+                            for loc, kinds in tree.accessed.items():
+                                accessed.setdefault(loc, set()).update(kinds)
+                            ghost_sinks |= tree.ghost_sinks
+                            if progress is not None and time.monotonic() - last_report > progress_interval:
+                                last_report = time.monotonic()
+                                progress(f"interpreting: round {_round + 1}, {runs} program runs")
+                finally:
+                    scope.restore()
+            new_written = frozenset(l for l in all_written if isinstance(l, Loc))
+            sync = {l for l, kinds in accessed.items() if "sync" in kinds}
+            new_nonghost = frozenset(l for l in new_written if l in sync or l in ghost_sinks)
+            new_domains = {l: _domain(_init_value(memory, l), transitions.get(l, set()), chain.get(l, 0))
+                           for l in new_nonghost}
+            too_big = [l for l, d in new_domains.items() if len(d) > DEFAULT_MAX_DOMAIN]
+            if too_big:
+                raise LimitHit("max-domain", f"{too_big[0]} can hold more than {DEFAULT_MAX_DOMAIN} values")
+            if (new_written, new_nonghost, new_domains) == (written, nonghost, domains):
+                break
+            written, nonghost, domains = new_written, new_nonghost, new_domains
+        else:
+            raise LimitHit("max-steps", f"the value domains did not settle in {MAX_ROUNDS} rounds")
+
+    # ----- lift -------------------------------------------------------------------------------
+    ghost = frozenset(written - nonghost)
+    accesses: list[tuple] = []
+    assumptions: set = set()
+    files: set = set()
+    for tree in trees.values():
+        assumptions |= tree.assumptions
+        for node in _nodes(tree.root):
+            if node.read is not None:
+                files.add(node.read.site.file)
+            for item in node.pre:
+                files.add(item.site.file)
+                if item.kind in ("ld", "st"):
+                    accesses.append(tuple(item.locs))
+    accesses += [tuple(v) for v in host_writes.values()] + [tuple(v) for v in expects.values()]
+    groups, owners = ghost_groups(accesses, ghost)
+    namer = _Namer(ghost, groups)
+    threads_out: list[Thread] = []
+    infos: list[ThreadInfo] = []
+    init: dict[str, int] = {}
+    for loc, dom in domains.items():
+        init[str(loc)] = _init_value(memory, loc)
+    oob: set = set()
+    cta = 0
+    paths = 0
+    for launch in launches:
+        used = set().union(*(trees[(launch.index, pid, t)].used_sites for pid in launch.pids() for t in range(threads)))
+        needed = set().union(*(trees[(launch.index, pid, t)].needed_sites for pid in launch.pids()
+                               for t in range(1, threads))) if threads > 1 else set()
+        for pid in launch.pids():
+            cta += 1
+            smem: dict = {}
+            for t in range(threads):
+                tree = trees[(launch.index, pid, t)]
+                paths += tree.runs
+                emitter = ThreadEmitter(namer, t, threads, cta, used, needed, smem, launch.call)
+                code = emitter.emit(tree.root)
+                oob |= emitter.oob
+                for name, value in emitter.spins.items():
+                    init.setdefault(name, value)
+                role = (f"rank {launch.rank} {launch.kernel_name}[{pid[0]}]" + (f" thread {t}" if threads > 1 else "")
+                        + f" (call {launch.call}, stream {launch.stream})")
+                threads_out.append(Thread(f"T{len(threads_out)}", launch.rank, cta, code, role, launch.phase))
+                infos.append(ThreadInfo("program", role, launch.call, launch.rank))
+            for name in smem.values():
+                init.setdefault(name, 0)
+    for op in sv.ops:
+        if op.kind == "write":
+            cta += 1
+            code = []
+            names = namer.ghost_locs(host_writes[op.index])
+            code += [Store(n, op.call + 1, label=f"{op.site} fill_", ghost=True) for n in names]
+            dtype_of = memory.dtypes
+            code += [Store(str(l), to_model(op.value, dtype_of[(l.buffer, l.rank)]), label=f"{op.site} fill_")
+                     for l in host_writes[op.index] if l not in ghost]
+            role = f"rank {op.rank} host fill_ (call {op.call}, stream {op.stream})"
+            threads_out.append(Thread(f"T{len(threads_out)}", op.rank, cta, tuple(code), role, phase_of[op.index]))
+            infos.append(ThreadInfo("host-write", role, op.call, op.rank))
+    pairs = host_order(sv.ops, phase_of)
+    for op in sv.ops:
+        if op.kind != "expect":
+            continue
+        cta += 1
+        phase = f"c{op.call}.{op.index} expect"
+        locs = expects[op.index]
+        code = [Load("e", n, label=f"{op.site} expect", ghost=True) for n in namer.ghost_locs(locs)]
+        code += [Load(f"e{i}", str(l), label=f"{op.site} expect") for i, l in enumerate(locs)
+                 if l not in ghost and l in written]
+        # an element no operation writes at all can only hold its initial contents
+        code += [Load("e", str(l), label=f"{op.site} expect", ghost=True) for l in dict.fromkeys(locs)
+                 if l not in written]
+        rank = locs[0].rank if locs else 0
+        role = f"host check after call {op.call} (rank {rank})"
+        threads_out.append(Thread(f"T{len(threads_out)}", rank or 0, cta, tuple(code), role, phase))
+        infos.append(ThreadInfo("check", role, op.call, rank))
+        for other in sv.ops:
+            if other.call == op.call and other.index in phase_of:
+                pairs.append((phase_of[other.index], phase))
+    program = Program("harness", tuple(threads_out), init=init, host_order=tuple(pairs),
+                      observed_registers=frozenset())
+    if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
+        assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "
+                        "holds, not data values")
+    size = {"programs": sum(len(l.pids()) for l in launches), "threads": len(threads_out), "paths": paths,
+            "locations": len(program.locations()), "ghost_groups": len(owners)}
+    notes = sorted(assumptions)
+    return Lifted(program, infos, owners, oob, files), size, notes
+
+
+def _signature(tree, written: frozenset, nonghost: frozenset, domains: dict) -> tuple:
+    """What a program's runs depend on: how each location they accessed was answered (constant,
+    data, or a choice over which values). Runs are a function of the answers, so a tree whose
+    signature is unchanged in the next round is the tree that round would build again."""
+    from syncverify.frontend.runner import Loc
+
+    return tuple(sorted(((str(loc), loc in written, loc in nonghost, domains.get(loc))
+                         for loc in tree.accessed if isinstance(loc, Loc)), key=lambda item: item[0]))
+
+
+def _reuse(cached, written: frozenset, nonghost: frozenset, domains: dict):
+    """The cached tree when the answers its runs got are unchanged (:func:`_signature`)."""
+    if cached is None:
+        return None
+    signature, tree = cached
+    return tree if _signature(tree, written, nonghost, domains) == signature else None
+
+
+def _domain(init: int, transitions: set, writes: float) -> tuple[int, ...]:
+    """The values a location can hold: reachable from its initial value by at most ``writes``
+    writes (the most one execution makes to it), each write one of ``transitions``."""
+    depth = {init: 0}
+    frontier = [init]
+    plain = {new for old, new in transitions if old is None}
+    step = 0
+    while frontier and step < writes:
+        step += 1
+        nxt = []
+        for value in plain | {new for old, new in transitions if old in frontier}:
+            if value not in depth:
+                depth[value] = step
+                nxt.append(value)
+        if len(depth) > DEFAULT_MAX_DOMAIN:
+            break
+        frontier = nxt
+    return tuple(sorted(depth))
+
+
+def _nodes(root):
+    seen, stack = set(), [root]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(n.children.values())
+
+
+def _explore(result: KernelCheckResult, lifted, deadline, max_executions, max_steps, first, progress,
+             progress_interval: float) -> None:
+    from syncverify.explore.driver import explore
+
+    def judge(x) -> bool:
+        found = classify(x, lifted)
+        for kind, sentence, evidence in (found[:1] if first else found):
+            current = result.violations.get(kind)
+            if current is None or len(x.events) < len(current.execution.events):
+                lines = sorted({x.events[e].label.split(" (")[0] for pair in evidence for e in pair
+                                if x.events[e].label})
+                result.violations[kind] = KernelViolation(kind, sentence, x, evidence, lines)
+        return first and bool(found)
+
+    def report(p) -> None:
+        if progress is not None:
+            progress(f"exploring: {p.executions} executions, {p.seconds:.0f} s")
+
+    left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+    explored = explore(lifted.program, max_executions=max_executions, timeout=left, max_steps=max_steps,
+                       on_execution=judge, keep=False, progress=report if progress else None,
+                       progress_interval=progress_interval)
+    result.executions = explored.complete_count + explored.hang_count
+    result.limit_hit, result.limit_detail = explored.limit_hit, explored.limit_detail
+    if result.limit_hit is None and result.executions == 0:
+        result.limit_hit = "no-executions"
+        result.limit_detail = "the model found no consistent execution of this harness, so nothing was verified"

@@ -1,0 +1,309 @@
+"""Decision trees and host operations lifted into the program IR the explorer checks.
+
+* Each model thread's decision tree (:class:`~syncverify.frontend.programs.Node`) becomes one
+  :class:`~syncverify.program.Thread`: the operations before a choice, then the read (``ld`` or
+  ``atom`` into a register of its own), then ``beq`` on each value the read can return (none when
+  the value reached no sink), a cut run a ``goto`` back to the read of the repeated state. Every
+  instruction's ``label`` is the user's ``file:line (kernel) source``.
+* A scalar atomic of thread 0 whose result is used is followed by ``bar.sync`` (Triton 3.6); when
+  another model thread branches on that result, the value travels as the compiled code sends it:
+  thread 0 stores it to a shared-memory location between two ``bar.sync``s and the other threads
+  load it between the same two.
+* GHOST data: locations only plain loads and stores touch and whose values reach no sink
+  (detected by the taint of :mod:`~syncverify.frontend.runner`) are ghost accesses
+  (``syncverify.program``); elements accessed by exactly the same operations are one location.
+* Phases and ``host_order`` come from the streams, events and synchronizations of the harness
+  (:mod:`~syncverify.frontend.harness` states the rules); an ``expect_*`` is a host thread that
+  reads the expected elements after every operation of its call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from syncverify.errors import UnsupportedConstruct
+from syncverify.frontend.runner import Item, Loc
+from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
+
+
+@dataclass
+class ThreadInfo:
+    """What a verdict says about one model thread."""
+
+    kind: str  # "program", "host-write" or "check"
+    role: str
+    call: int
+    rank: int | None = None
+
+
+@dataclass
+class Lifted:
+    """The program and what the verdicts need to speak in the user's terms."""
+
+    program: Program
+    threads: list[ThreadInfo]
+    ghost_names: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # group -> (buffer, rank)
+    oob: set = field(default_factory=set)  # out-of-bounds location names
+    files: set = field(default_factory=set)  # the source files the kernels' operations come from
+
+
+class _Namer:
+    """Model location names: one per non-ghost element, one per ghost group."""
+
+    def __init__(self, ghost: frozenset, groups: dict[Loc, str]) -> None:
+        self.ghost = ghost
+        self.groups = groups
+
+    def ghost_locs(self, locs) -> list[str]:
+        seen: dict[str, None] = {}
+        for loc in locs:
+            if loc in self.ghost:
+                seen.setdefault(self.groups[loc], None)
+        return list(seen)
+
+
+def ghost_groups(accesses: list[tuple[Loc, ...]], ghost: frozenset) -> tuple[dict[Loc, str], dict[str, tuple]]:
+    """Ghost elements grouped by the set of accesses that touch them (exactly the same accesses:
+    one location), each group named after its buffer, rank and index range."""
+    ids: dict[tuple, int] = {}
+    signature: dict[Loc, set[int]] = {}
+    for locs in accesses:
+        key = tuple(sorted((l for l in locs if l in ghost), key=lambda l: (l.buffer, l.rank or 0, l.index)))
+        if not key:
+            continue
+        n = ids.setdefault(key, len(ids))
+        for loc in key:
+            signature.setdefault(loc, set()).add(n)
+    by_sig: dict[tuple, list[Loc]] = {}
+    for loc, sig in signature.items():
+        by_sig.setdefault((loc.buffer, loc.rank, tuple(sorted(sig))), []).append(loc)
+    names: dict[Loc, str] = {}
+    owners: dict[str, tuple] = {}
+    for (buffer, rank, _sig), locs in by_sig.items():
+        idx = sorted(l.index for l in locs)
+        where = "" if rank is None else f"@{rank}"
+        span = f"{idx[0]}" if len(idx) == 1 else f"{idx[0]}..{idx[-1]}"
+        name = f"{buffer}{where}[{span}]"
+        base, k = name, 1
+        while name in owners:
+            k += 1
+            name = f"{base}#{k}"
+        owners[name] = (buffer, rank)
+        for loc in locs:
+            names[loc] = name
+    return names, owners
+
+
+def _label(item: Item) -> str:
+    return f"{item.site} ({item.site.kernel}) {item.site.text}".rstrip()
+
+
+class ThreadEmitter:
+    """The instructions of one model thread from its decision tree."""
+
+    def __init__(self, namer: _Namer, thread: int, threads: int, cta: int, used: set, needed: set,
+                 smem: dict, call: int) -> None:
+        self.namer = namer
+        self.thread = thread
+        self.threads = threads
+        self.cta = cta
+        self.used = used
+        self.needed = needed
+        self.smem = smem  # site key -> shared-memory location name (per CTA)
+        self.call = call
+        self.code: list = []
+        self.counter = 0
+        self.entry: dict[int, str] = {}
+        self.at_read: dict[int, str] = {}
+        self.oob: set = set()
+        self.spins: dict[str, int] = {}  # never-written locations a spin polls -> their value
+
+    def _fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def emit(self, root) -> tuple:
+        targets = set()
+        self._targets(root, targets, set())
+        self.targets = targets
+        self._node(root)
+        self.code.append(Label("END"))
+        return tuple(self.code)
+
+    def _targets(self, node, out: set, seen: set) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if n.kind == "goto":
+                out.add(id(n.target))
+            stack.extend(n.children.values())
+
+    def _smem(self, item: Item) -> str:
+        return self.smem.setdefault(item.site_key, f"smem.cta{self.cta}.{len(self.smem)}")
+
+    @staticmethod
+    def _failed(node, child) -> bool:
+        """A failed poll iteration: the child polls again (or loops back) with nothing in between.
+        Its ``bar.sync`` is left out, as ``syncverify.protocols.lowering`` does for protocol polls: the
+        barriers of failed iterations order nothing the final one does not, and a loop whose
+        body arrives at a barrier is never a pure spin for the explorer."""
+        if child.pre:
+            return False
+        if child.kind == "goto":
+            return True
+        return (child.kind == "choice" and child.read.site.line == node.read.site.line
+                and child.read.op == node.read.op)
+
+    def _node(self, node) -> None:
+        for item in node.pre:
+            self._item(item)
+        if node.kind == "end" or node.kind == "open":
+            self.code.append(Branch("END"))
+            return
+        if node.kind == "goto":
+            self.code.append(Branch(self.at_read[id(node.target)]))
+            return
+        if node.kind == "spin":  # polls memory no one writes: a read of its value, forever
+            loc, value, site = node.spin
+            label = self._fresh("S")
+            self.spins[str(loc)] = value
+            self.code += [Label(label), Load(self._fresh("r"), str(loc), line=site.line,
+                                             label=f"{site} ({site.kernel}) {site.text}"), Branch(label)]
+            return
+        if id(node) in self.targets:
+            label = self._fresh("R")
+            self.at_read[id(node)] = label
+            self.code.append(Label(label))
+        item = node.read
+        reg = self._fresh("r")
+        children = list(node.children.items())
+        line, text = item.site.line, _label(item)
+        if item.op == "bcast":
+            if item.site_key not in self.used:
+                self._node(children[0][1])
+                return
+            self.code.append(Barrier("sync", 0, line=line, label=text + "  [bar.sync: result broadcast]"))
+            if item.site_key not in self.needed:
+                self._node(children[0][1])
+                return
+            # thread 0 sends the value whenever some thread needs it: every thread takes both barriers
+            self.code.append(Load(reg, self._smem(item), line=line, label=text + "  [result from thread 0]"))
+            self.code.append(Barrier("sync", 0, line=line, label=text + "  [bar.sync]"))
+            if not node.matters:
+                self._node(children[0][1])
+                return
+            valid = [(v, c) for v, c in children if not self._failed(node, c)]
+            if not valid:  # thread 0 never leaves its poll: this thread waits at the barrier above
+                self.code.append(Branch("END"))
+                return
+            self._branch(node, reg, valid, lambda child: None)
+            return
+        self._read(item, reg)
+        post = item.scalar_one and item.site_key in self.used and self.threads > 1
+
+        def before(child) -> None:
+            if post and not self._failed(node, child):
+                self._broadcast(item, reg)
+
+        if not node.matters or len(children) == 1:
+            before(children[0][1])
+            self._node(children[0][1])
+            return
+        self._branch(node, reg, children, before)
+
+    def _branch(self, node, reg: str, children: list, before) -> None:
+        labels = []
+        for value, child in children[1:]:
+            label = self._fresh("V")
+            labels.append((label, child))
+            self.code.append(Branch(label, "eq", reg, value, line=node.read.site.line, label=_label(node.read)))
+        before(children[0][1])
+        self._node(children[0][1])
+        for label, child in labels:
+            self.code.append(Label(label))
+            before(child)
+            self._node(child)
+
+    def _read(self, item: Item, reg: str) -> None:
+        loc = str(item.locs[0])
+        line, text = item.site.line, _label(item)
+        if item.op == "ld":
+            self.code.append(Load(reg, loc, item.sem, item.scope if item.sem != "weak" else None, line=line, label=text))
+        else:
+            self.code.append(Atomic(item.fence_kind, reg, loc, item.operands, item.sem, item.scope, line=line,
+                                    label=text, unsigned=item.unsigned))
+
+    def _broadcast(self, item: Item, reg: str) -> None:
+        """Thread 0 after a used scalar read: ``bar.sync``; the value to the others when they need it."""
+        line, text = item.site.line, _label(item)
+        if item.site_key in self.needed:
+            self.code.append(Store(self._smem(item), reg, line=line, label=text + "  [result to other threads]"))
+            self.code.append(Barrier("sync", 0, line=line, label=text + "  [bar.sync: result broadcast]"))
+            self.code.append(Barrier("sync", 0, line=line, label=text + "  [bar.sync]"))
+        else:
+            self.code.append(Barrier("sync", 0, line=line, label=text + "  [bar.sync: result broadcast]"))
+
+    def _item(self, item: Item) -> None:
+        line, text = item.site.line, _label(item)
+        if item.kind == "ld":
+            for name in self.namer.ghost_locs(item.locs):
+                self.code.append(Load("g", name, line=line, label=text, ghost=True))
+        elif item.kind == "st":
+            ghost = set(self.namer.ghost_locs(item.locs))
+            for name in ghost:
+                self.code.append(Store(name, self.call + 1, line=line, label=text, ghost=True))
+            for loc, value in zip(item.locs, item.values):
+                if loc not in self.namer.ghost:
+                    self.code.append(Store(str(loc), value, item.sem, item.scope if item.sem != "weak" else None,
+                                           line=line, label=text))
+        elif item.kind == "fence":
+            self.code.append(Fence(item.fence_kind, item.scope, line=line, label=text))
+        elif item.kind == "bar":
+            if item.count is not None:
+                raise UnsupportedConstruct(f"{item.site}: bar.sync with a thread count is not modeled by the kernel "
+                                           "front end yet")
+            self.code.append(Barrier("sync", item.barrier_id, line=line, label=text))
+        elif item.kind == "oob":
+            name = f"out-of-bounds {item.site}"
+            self.oob.add(name)
+            if item.op == "ld":
+                self.code.append(Load("g", name, line=line, label=text, ghost=True))
+            else:
+                self.code.append(Store(name, 1, line=line, label=text, ghost=True))
+        else:
+            raise UnsupportedConstruct(f"{item.site}: {item.kind} has no lowering in the kernel front end")
+
+
+def host_order(ops, phase_of: dict[int, str]) -> list[tuple[str, str]]:
+    """``host_order`` pairs from the harness's operations (rules: :mod:`~syncverify.frontend.harness`)."""
+    pairs: list[tuple[str, str]] = []
+    last: dict[tuple, str] = {}  # (rank, stream) -> its last work phase
+    pending: dict[tuple, set] = {}  # (rank, stream) -> phases its next work waits for
+    floor: dict[int, set] = {}  # rank -> phases every later work of that rank follows
+    floor_all: set = set()
+    issued: dict[int, list[str]] = {}  # rank -> work phases so far
+    recorded: dict[int, str | None] = {}  # record op index -> the work it follows
+    for op in ops:
+        if op.kind in ("launch", "write"):
+            phase = phase_of[op.index]
+            key = (op.rank, op.stream)
+            preds = set(pending.pop(key, set())) | floor.get(op.rank, set()) | floor_all
+            if key in last:
+                preds.add(last[key])
+            pairs.extend((p, phase) for p in sorted(preds))
+            last[key] = phase
+            issued.setdefault(op.rank, []).append(phase)
+        elif op.kind == "record":
+            recorded[op.index] = last.get((op.rank, op.stream))
+        elif op.kind == "wait":
+            before = recorded.get(op.event.position)
+            if before is not None:
+                pending.setdefault((op.rank, op.stream), set()).add(before)
+        elif op.kind == "synchronize":
+            floor.setdefault(op.rank, set()).update(issued.get(op.rank, []))
+        elif op.kind == "host_barrier":
+            floor_all.update(p for phases in issued.values() for p in phases)
+    return pairs

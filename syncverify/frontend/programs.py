@@ -1,0 +1,208 @@
+"""Every path of one program (CTA) for one model thread: a stateless DFS over the reads' values.
+
+The driver (GenMC's and loom's, without their execution graph): run the program's Python code
+from the start with a list of choices (:class:`~syncverify.frontend.runner.Oracle`); each read of
+a synchronization location is a choice point answered from its location's value domain; new
+choice points get their first value. After each run, back up to the deepest choice that has
+values left *and whose value reached a sink* in some run below it (:mod:`~syncverify.frontend.runner`
+says what a sink is): a read whose value reached no sink leaves every run below it unchanged
+whatever it returns, so one subtree serves all its values (exact, and what keeps counters whose
+old value is unused from multiplying the paths).
+
+A run that reaches a choice point in the state of an earlier choice point of the same run (the
+same source positions and the same locals in every kernel frame) is cut there: from equal states
+the Python code does the same thing, so the rest of the run is the subtree already being explored
+from the earlier point. The paths form a decision tree (:class:`Node`) whose cut runs are
+``goto``s back to that point. Lifted into the program IR (:mod:`syncverify.frontend.lift`), the
+explorer's own spin-loop cut (``syncverify.explore.driver``, step 2) then decides which loops can spin
+forever (a hang) and drops failed iterations, exactly as for protocols.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from syncverify.explore.bounds import LimitHit
+from syncverify.errors import UnsupportedConstruct
+from syncverify.frontend.runner import Item, Memory, Oracle, RunResult, run_program, watch_deadline
+
+#: Runs of one program for one model thread before the answer is unknown.
+DEFAULT_MAX_RUNS = 20_000
+
+
+@dataclass(eq=False)
+class Node:
+    """A point of the decision tree: the operations before the next choice, then the choice.
+
+    ``kind``: ``choice`` (``read`` and ``children`` by value; ``matters`` False: one child
+    serves every value), ``end`` (the program returned), ``goto`` (back to ``target``'s choice)
+    or ``spin`` (it polls memory no one writes, forever: ``spin`` is (Loc, value, Site)).
+    """
+
+    pre: list[Item] = field(default_factory=list)
+    kind: str = "open"
+    read: Item | None = None
+    children: dict[int, "Node"] = field(default_factory=dict)
+    matters: bool = False
+    target: "Node | None" = None
+    spin: tuple | None = None
+
+
+@dataclass
+class ThreadTree:
+    """One model thread's decision tree and what its runs found."""
+
+    root: Node
+    runs: int = 0
+    written: dict = field(default_factory=dict)  # Loc -> set of model values
+    transitions: dict = field(default_factory=dict)  # Loc -> {(old or None, new)}
+    accessed: dict = field(default_factory=dict)  # Loc -> {"weak", "sync"}; ("oob", site) for outside accesses
+    ghost_sinks: set = field(default_factory=set)  # ghost Locs whose value reached a sink
+    used_sites: set = field(default_factory=set)  # site keys of scalar reads whose result was used
+    needed_sites: set = field(default_factory=set)  # site keys of broadcasts whose value mattered
+    assumptions: set = field(default_factory=set)
+
+
+def _segments(result: RunResult) -> tuple[list[list[Item]], list[Item]]:
+    """The run's items split at its choice items: ``segments[k]`` precedes choice ``k``."""
+    segments: list[list[Item]] = [[]]
+    choices: list[Item] = []
+    for item in result.items:
+        if item.kind == "read":
+            choices.append(item)
+            segments.append([])
+        else:
+            segments[-1].append(item)
+    return segments, choices
+
+
+def _insert(root: Node, result: RunResult) -> None:
+    segments, choices = _segments(result)
+    path = [root]
+    node = root
+    for k, value in enumerate(result.chosen):
+        if node.kind == "open":
+            node.pre = segments[k]
+            node.kind, node.read = "choice", choices[k]
+        if k in result.sinks:
+            node.matters = True
+        child = node.children.get(value)
+        if child is None:
+            child = node.children[value] = Node()
+        node = child
+        path.append(node)
+    if node.kind == "open":
+        node.pre = segments[len(result.chosen)]
+        if result.cut is not None:
+            node.kind, node.target = "goto", path[result.cut]
+        elif result.spin is not None:
+            node.kind, node.spin = "spin", result.spin
+        else:
+            node.kind = "end"
+
+
+def explore_thread(launch, pid: tuple[int, int, int], thread: int, threads: int, memory: Memory, *,
+                   nonghost: frozenset, written: frozenset, domains: dict, max_items: int,
+                   max_runs: int = DEFAULT_MAX_RUNS, deadline: float | None = None) -> ThreadTree:
+    """The decision tree of program ``pid`` of ``launch`` as model thread ``thread`` sees it."""
+    tree = ThreadTree(Node())
+    watch_deadline(deadline)
+    stack: list[list] = []  # per choice on the current prefix: [domain, index of its value, matters]
+    while True:
+        if deadline is not None and time.monotonic() > deadline:
+            raise LimitHit("timeout", f"while running program {pid[0]} of {launch.kernel_name}")
+        oracle = Oracle(nonghost=nonghost, written=written, domains=domains, prefix=[e[1] for e in stack],
+                        thread=thread, threads=threads, max_items=max_items)
+        result = run_program(launch, pid, memory, oracle)
+        tree.runs += 1
+        if tree.runs > max_runs:
+            raise LimitHit("max-steps", f"program {pid[0]} of {launch.kernel_name} has more than {max_runs} paths; "
+                           "raise max_runs or make the harness smaller")
+        _collect(tree, result)
+        for i in range(len(stack), len(result.chosen)):
+            stack.append([result.domains[i], 0, False])
+        for i in range(len(result.chosen)):
+            if i in result.sinks:
+                stack[i][2] = True
+        _insert(tree.root, result)
+        while stack:
+            entry = stack[-1]
+            if entry[2] and entry[1] + 1 < len(entry[0]):
+                entry[1] += 1
+                break
+            stack.pop()
+        if not stack:
+            return tree
+
+
+def _collect(tree: ThreadTree, result: RunResult) -> None:
+    for loc, values in result.written.items():
+        tree.written.setdefault(loc, set()).update(values)
+    for loc, pairs in result.transitions.items():
+        tree.transitions.setdefault(loc, set()).update(pairs)
+    for loc, kinds in result.accessed.items():
+        tree.accessed.setdefault(loc, set()).update(kinds)
+    for taint in result.sinks:
+        if isinstance(taint, tuple) and taint[0] == "ghost":
+            tree.ghost_sinks.add(taint[1])
+        elif isinstance(taint, tuple) and taint[0] == "foreign":
+            raise UnsupportedConstruct(
+                f"{taint[1]}: the values of a block read of a synchronization location decide control flow or an "
+                "address; with several model threads per CTA each owns part of the block and the model cannot "
+                "tell what the others read (check with threads_per_cta=1, or read the flag as a scalar)")
+    for item in result.items:
+        if item.kind == "read" and item.choice in result.used and (item.scalar_one or item.op == "bcast"):
+            tree.used_sites.add(item.site_key)
+        if item.kind == "read" and item.op == "bcast" and item.choice in result.sinks:
+            tree.needed_sites.add(item.site_key)
+    tree.assumptions |= result.assumptions
+
+
+INFINITE = float("inf")
+
+
+def _writes(item: Item) -> list:
+    """The locations an item writes (a store's synchronization locations, an atomic's)."""
+    if item.kind == "st":
+        return list(item.locs)
+    if item.kind == "read" and item.op == "atom":
+        return list(item.locs)
+    return []
+
+
+def max_writes(root: Node) -> dict:
+    """Per location, the most writes one path of the tree makes to it (``INFINITE`` when a loop
+    that writes it can repeat): the longest chain of writes a value of it can come from."""
+    from collections import Counter
+
+    memo: dict[int, Counter] = {}
+
+    def visit(node: Node, on_path: list) -> Counter:
+        if id(node) in memo:
+            return memo[id(node)]
+        here = Counter()
+        for item in node.pre:
+            here.update(_writes(item))
+        if node.read is not None:
+            here.update(_writes(node.read))
+        best: Counter = Counter()
+        if node.kind == "goto":
+            start = next(i for i, n in enumerate(on_path) if n is node.target)
+            loop: Counter = Counter()
+            for n in on_path[start:] + [node]:
+                for item in n.pre:
+                    loop.update(_writes(item))
+                if n.read is not None and n is not node:
+                    loop.update(_writes(n.read))
+            best = Counter({loc: INFINITE for loc in loop})
+        for child in node.children.values():
+            sub = visit(child, on_path + [node])
+            for loc, n in sub.items():
+                best[loc] = max(best[loc], n)
+        total = Counter({loc: here[loc] + best[loc] for loc in set(here) | set(best)})
+        if node.kind != "goto" and not any(n.kind == "goto" for n in node.children.values()):
+            memo[id(node)] = total
+        return total
+
+    return dict(visit(root, []))
