@@ -131,3 +131,16 @@ def test_each_version_compiles_for_sm90_to_the_instructions_its_docstring_descri
         for rule in PTX[kernel]:
             present = any(n.startswith(rule[1:]) for n in names)
             assert present == (rule[0] == "+"), (kernel, rule, sorted(names))
+
+
+# ----- the docs show the same verdicts ----------------------------------------------------------
+
+@pytest.mark.parametrize("doc", ["kernels.md", "kernels-readme-section.md"])
+def test_the_docs_tables_show_each_examples_expected_verdict(doc):
+    text = (EXAMPLES.parent / "docs" / doc).read_text()
+    rows = re.findall(r"^\| `(?:syncverify check )?examples/(\w+)/harness\.py::(\w+)[^|]*\| (SAFE|UNSAFE: [a-z, -]+?)(?: \(|\s*\|)",
+                      text, flags=re.M)
+    shown = {(folder, name): verdict for folder, name, verdict in rows}
+    assert set(shown) == {(folder, name) for folder, name, *_ in CASES}
+    for folder, name, _, _, safe, kinds, _ in CASES:
+        assert shown[(folder, name)] == ("SAFE" if safe else "UNSAFE: " + ", ".join(kinds)), (doc, name)
