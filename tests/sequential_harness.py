@@ -46,9 +46,9 @@ class Symmetric:
 class Heap:
     """``world_size`` heaps of ``size`` bytes and ``bases``, their addresses (iris's ``heap_bases``)."""
 
-    def __init__(self, world_size: int, size: int = 1 << 16) -> None:
-        self.memory = [torch.zeros(size, dtype=torch.uint8) for _ in range(world_size)]
-        self.bases = torch.tensor([m.data_ptr() for m in self.memory], dtype=torch.int64)
+    def __init__(self, world_size: int, size: int = 1 << 16, device: str = "cpu") -> None:
+        self.memory = [torch.zeros(size, dtype=torch.uint8, device=device) for _ in range(world_size)]
+        self.bases = torch.tensor([m.data_ptr() for m in self.memory], dtype=torch.int64, device=device)
         self.top = 0
 
     def zeros(self, shape, dtype=torch.float32) -> Symmetric:
@@ -61,13 +61,17 @@ class Heap:
 
 
 class SequentialHarness:
-    """The harness API, executed: launches run at once (``mode="interpret"``) or compile for
-    sm_90 (``mode="compile"``, their PTX kept in ``ptx``); ``expect_equal`` records what to compare."""
+    """The harness API, executed: launches run at once (``mode="interpret"``), compile for sm_90
+    (``mode="compile"``, their PTX kept in ``ptx``) or run on a CUDA GPU (``mode="cuda"``: every
+    rank's heap on one GPU, one CUDA stream per stream name, inputs copied to the GPU);
+    ``expect_equal`` records what to compare."""
 
     def __init__(self, world_size: int, *, mode: str = "interpret") -> None:
         self.world_size = world_size
-        self.heap = Heap(world_size)
+        self.heap = Heap(world_size, device="cuda" if mode == "cuda" else "cpu")
         self.mode = mode
+        self.streams: dict[str, torch.cuda.Stream] = {}
+        self.on_gpu: dict[int, torch.Tensor] = {}
         self.expected: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.ptx: dict[str, str] = {}
 
@@ -78,21 +82,41 @@ class SequentialHarness:
             key = f"{kernel.fn.__name__}[{kwargs.get('VERSION', '')}]"
             self.ptx.setdefault(key, compile_like_launch(kernel, *args, **kwargs).asm["ptx"])
             return
+        if self.mode == "cuda":
+            args = [self._gpu(a) for a in args]
+            with torch.cuda.stream(self._stream(stream)):
+                kernel[tuple(grid)](*args, **kwargs)
+            return
         with _interpreting_calls(), fences_as_no_ops():
             _interpreted(kernel)[tuple(grid)](*args, **kwargs)
 
+    def _stream(self, name: str):
+        return self.streams.setdefault(name, torch.cuda.Stream())
+
+    def _gpu(self, value):
+        """A CPU tensor argument's copy on the GPU (made once); anything else as it is."""
+        if isinstance(value, torch.Tensor) and not value.is_cuda:
+            return self.on_gpu.setdefault(id(value), value.cuda())
+        return value
+
     def zero_(self, tensor, *, rank: int, stream: str = "main") -> None:
-        tensor.zero_()
+        if self.mode == "cuda":
+            with torch.cuda.stream(self._stream(stream)):
+                tensor.zero_()
+        else:
+            tensor.zero_()
 
     def synchronize(self, *, rank: int) -> None:
-        pass
+        if self.mode == "cuda":
+            torch.cuda.synchronize()
 
     def host_barrier(self) -> None:
-        pass
+        self.synchronize(rank=0)
 
     def expect_equal(self, tensor: Symmetric, reference: torch.Tensor) -> None:
+        self.synchronize(rank=0)
         for r in range(self.world_size):
-            self.expected.append((tensor.on(r).clone(), reference))
+            self.expected.append((tensor.on(r).cpu().clone(), reference))
 
 
 class _AsmCall:
