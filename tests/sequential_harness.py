@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -29,6 +30,32 @@ from syncverify.frontend import devices
 from syncverify.kernels._jit import _interpreted, _interpreting_calls
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@contextlib.contextmanager
+def compiled_jit():
+    """``triton.jit`` makes ``JITFunction`` s while inside, whatever ``TRITON_INTERPRET`` says: it picks
+    interpreted or compiled when it decorates, and other tests (``bench --interpret``) set it for
+    the whole process. A ``JITFunction`` both compiles and, here, interprets."""
+    saved = os.environ.pop("TRITON_INTERPRET", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["TRITON_INTERPRET"] = saved
+
+
+def jit(fn):
+    """``triton.jit`` under :func:`compiled_jit`: a test kernel that both compiles and interprets."""
+    import triton
+
+    with compiled_jit():
+        return triton.jit(fn)
+
+
+with compiled_jit():
+    devices.shim("iris"), devices.shim("symm_mem")  # decorated once, as JITFunctions
+
 _FENCE = re.compile(r"^\s*fence\.(sc|acq_rel)\.(cta|gpu|sys)\s*;\s*mov\.u32 \$0, 0;\s*$")
 
 
@@ -163,7 +190,9 @@ def example_module(folder: str, module: str = "harness"):
     sys.path.insert(0, path)
     try:
         with devices.provided():
-            yield importlib.import_module(module)
+            with compiled_jit():
+                imported = importlib.import_module(module)
+            yield imported
     finally:
         sys.path.remove(path)
         forget()

@@ -19,6 +19,7 @@ import triton.language as tl
 
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend import devices
+from tests.sequential_harness import jit  # first: the shims are then JITFunctions whatever TRITON_INTERPRET says
 from syncverify.frontend.devices import iris, symm_mem
 from syncverify.kernels._jit import _interpreted, _interpreting_calls
 from syncverify.kernels.compile import compile_like_launch
@@ -105,7 +106,7 @@ def test_each_iris_function_takes_iris_parameters_in_iris_order(name):
     assert params[:len(IRIS_SIGNATURES[name])] == IRIS_SIGNATURES[name]
 
 
-@triton.jit
+@jit
 def _every_iris_call(x, bases, cur: tl.constexpr, other: tl.constexpr, B: tl.constexpr):
     offs = tl.arange(0, B)
     v = iris.load(x + offs, cur, other, bases, cache_modifier=".cv", volatile=True)   # peer's [0:B]
@@ -144,7 +145,7 @@ def test_every_iris_function_reaches_the_right_ranks_copy_with_the_right_value()
 
 
 def test_put_refuses_the_copy_engine_by_name():
-    @triton.jit
+    @jit
     def with_sdma(x, bases):
         iris.put(x, x, 0, 1, bases, use_copy_engine=True)
 
@@ -155,7 +156,7 @@ def test_put_refuses_the_copy_engine_by_name():
 
 # ----- PyTorch symmetric-memory helpers ---------------------------------------------------------
 
-@triton.jit
+@jit
 def _sync_then_write(pads, buffers, rank: tl.constexpr, W: tl.constexpr):
     symm_mem.symm_mem_sync(pads, None, rank, W, hasPreviousMemAccess=True, hasSubsequentMemAccess=True)
     peer = symm_mem.get_remote_ptr(buffers, (rank + 1) % W, tl.int32)
@@ -174,7 +175,7 @@ def test_symm_mem_sync_signals_every_peer_consumes_its_own_slots_and_peer_pointe
 
 
 def test_send_and_wait_signal_are_a_cas_spin_on_the_slot():
-    @triton.jit
+    @jit
     def send_then_wait(slot):
         symm_mem.send_signal(slot, "release")
         symm_mem.wait_signal(slot, "acquire")
