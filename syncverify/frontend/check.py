@@ -22,6 +22,7 @@ from typing import Any
 
 from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, LimitHit
 from syncverify.errors import SyncVerifyError
+from syncverify.frontend.devices import provided
 from syncverify.frontend.harness import DEFAULT_HEAP_BYTES, HarnessError, run_harness
 from syncverify.frontend.verdicts import MODEL_NOTE, KernelCheckResult, KernelViolation, classify
 
@@ -90,7 +91,8 @@ def _import(file: Path):
     sys.path.insert(0, folder)
     try:
         sys.modules[name] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        with provided():  # `import iris` in the user's files gets our device API, for this import only
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
     except SyncVerifyError:
         raise
     except Exception as error:  # noqa: BLE001 -- the user's file: one line

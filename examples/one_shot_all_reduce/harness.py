@@ -1,0 +1,109 @@
+"""Harnesses for ``gemm_one_shot_all_reduce.py`` (seed 000: iris example 17), one per version.
+
+Each harness gives every rank a K-slice of A and B (small integers, so sums are exact), launches
+the producer kernel on stream ``gemm`` and the consumer kernel on stream ``comm`` of every rank
+(concurrent, as the example runs them), and expects every rank's C to be written by this call.
+Sizes are the smallest that show the bugs: one tile per rank (``world_size`` tiles of 4 x 4),
+one producer and one consumer program per rank, a K-slice of one block. From the second call
+on, the flags are zeroed between two host barriers (seed 001's fix) before the launches.
+
+What each version should get, and why (``EXPECTED`` below is the one table the tests and
+``docs/kernels.md`` use):
+
+* ``original`` (``VERSION="xchg"``), UNSAFE: **race**, **unwritten-read** (the ``C=0.0`` of the
+  report). The local partial is announced by a weak ``.wt`` flag store after
+  ``tl.debug_barrier()``: no release, and the ``.cv`` volatile poll is no acquire, so the
+  consumer may sum a partial its own rank has not written yet (and the flag itself is a data
+  race). From ``--world-size 3`` on, the two other ranks both ``atomic_xchg`` 1 into
+  ``tile_ready``: the consumer leaves after the first and may read the second's partial unwritten.
+* ``barrier_without_fence`` (``VERSION="add"``), UNSAFE: **race**, **unwritten-read**. Counting the
+  remote signals with ``atomic_add`` fixes the overwrite, but the local path is still the CTA
+  barrier and a plain flag with no release: "debug_barrier only synchronizes threads".
+* ``seed_fix`` (``VERSION="fenced"``, the final commit as its description says), UNSAFE:
+  **race**, **unwritten-read**. The report implies SAFE; the PTX model disagrees. A fence orders
+  only the accesses of the thread that runs it, and the CTA barrier was removed: other warps'
+  tile stores are not ordered before thread 0's release ``atomic_add`` (``docs/origins.md``:
+  built-in ``fenced-release-acquire``, same verdict). The local ``.wt`` flag is also still a race.
+* ``fix_with_barrier`` (``VERSION="fenced_barrier"``), SAFE: ``tl.debug_barrier()`` then the release
+  fence and a release ``atomic_add`` on every rank's ``tile_ready`` (itself included); the
+  consumer's acquire CAS (its result is used, so Triton broadcasts it behind a ``bar.sync``) waits
+  for ``world_size``, then an acquire fence. Built-in ``barrier-fenced-release-acquire``.
+
+Run: ``syncverify check examples/one_shot_all_reduce/harness.py::original --world-size 2``.
+"""
+
+import torch
+
+import syncverify
+from gemm_one_shot_all_reduce import persistent_all_reduce, persistent_gemm
+
+#: harness -> (world size, calls, safe?, violation kinds, the built-in protocol with the same verdict)
+EXPECTED = {
+    "original": (2, 1, False, ("race", "unwritten-read"), "xchg-flag"),
+    "barrier_without_fence": (2, 1, False, ("race", "unwritten-read"), "wt-cv-flag"),
+    "seed_fix": (2, 1, False, ("race", "unwritten-read"), "fenced-release-acquire"),
+    "fix_with_barrier": (2, 1, True, (), "barrier-fenced-release-acquire"),
+}
+
+BLOCK = 4  # tile and K-slice size: the model's cost grows with programs and steps, not elements
+
+
+def one_shot(sv, version: str):
+    """One call of the one-shot all-reduce GEMM at ``sv.world_size`` ranks, kernels at ``version``."""
+    W = sv.world_size
+    if W < 2:
+        raise ValueError(f"the one-shot all-reduce needs --world-size 2 or more (got {W})")
+    M, N, K = W * BLOCK, BLOCK, BLOCK  # W tiles (tile t is rank t % W's), one K block per rank
+    g = torch.Generator().manual_seed(0)
+    A = [torch.randint(-2, 3, (M, K), generator=g).float() for _ in range(W)]
+    B = [torch.randint(-2, 3, (K, N), generator=g).float() for _ in range(W)]
+    reference = sum(A[r] @ B[r] for r in range(W))
+
+    local_C = sv.heap.zeros((M, N), torch.float32)
+    C = sv.heap.zeros((M, N), torch.float32)
+    locks = sv.heap.zeros((W,), torch.int32)
+    tile_ready = sv.heap.zeros((W,), torch.int32)
+    meta = dict(BLOCK_SIZE_M=BLOCK, BLOCK_SIZE_N=BLOCK, VERSION=version, heap_bases=sv.heap.bases, world_size=W)
+
+    def call(k):
+        if k > 0:  # reset the flags between two host barriers (seed 001's preamble)
+            sv.host_barrier()
+            for r in range(W):
+                sv.zero_(locks.on(r), rank=r, stream="gemm")
+                sv.zero_(tile_ready.on(r), rank=r, stream="gemm")
+            sv.host_barrier()
+        for r in range(W):  # producers first: the Triton interpreter runs launches in issue order
+            sv.launch(persistent_gemm, (1,), A[r], B[r], local_C.on(r), locks.on(r), tile_ready.on(r),
+                      M, N, K, A[r].stride(0), A[r].stride(1), B[r].stride(0), B[r].stride(1), N, 1,
+                      BLOCK_SIZE_K=BLOCK, GEMM_SMS=1, cur_rank=r, rank=r, stream="gemm", **meta)
+        for r in range(W):
+            sv.launch(persistent_all_reduce, (1,), local_C.on(r), C.on(r), locks.on(r), tile_ready.on(r),
+                      M, N, N, 1, COMM_SMS=1, cur_rank=r, rank=r, stream="comm", **meta)
+        sv.host_barrier()
+        sv.expect_equal(C, reference)
+
+    return call
+
+
+@syncverify.harness
+def original(sv):
+    """The kernel the bug report was filed against: ``.wt`` flag + ``debug_barrier``, ``atomic_xchg`` signals."""
+    return one_shot(sv, "xchg")
+
+
+@syncverify.harness
+def barrier_without_fence(sv):
+    """``atomic_xchg`` replaced by ``atomic_add``; the CTA barrier and ``.wt`` flag, with no release, kept."""
+    return one_shot(sv, "add")
+
+
+@syncverify.harness
+def seed_fix(sv):
+    """The final commit as described: release fence instead of the CTA barrier, count ``world_size``."""
+    return one_shot(sv, "fenced")
+
+
+@syncverify.harness
+def fix_with_barrier(sv):
+    """The final commit with the CTA barrier put back and the ``.wt`` flag dropped: the fix that holds."""
+    return one_shot(sv, "fenced_barrier")
