@@ -21,8 +21,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("TRITON_DISABLE_LINE_INFO", "1")
-os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ptx-snapshot-"))  # compile, never reuse
 
 
 def strip(ptx: str) -> str:
@@ -49,30 +47,33 @@ _KEPT = re.compile(r"^(@!?%p\d+\s+)?(ld|st|atom|red|bar|fence|bra|ret|call|cp|wg
 
 
 def skeleton(ptx: str) -> str:
-    """The memory, synchronization, control-flow and inline-asm instructions of stripped PTX, in
+    """The memory, synchronization, control-flow and inline-asm instructions (all of the asm) of stripped PTX, in
     order, with register numbers and branch labels replaced by placeholders (``%r12`` -> ``%r``,
     ``$L__BB0_7`` -> ``$L``; the kernel-parameter loads sorted): what stays when only the placement
     of arithmetic changed."""
     kept, params = [], []
+    asm = False  # inside "// begin inline asm" .. "// end inline asm": delays, fences, flag stores
     for line in ptx.splitlines():
         s = line.strip()
-        if _KEPT.match(s):
+        asm = (asm or s == "// begin inline asm") and s != "// end inline asm"
+        if (asm and not s.startswith("//")) or _KEPT.match(s):
+            s = re.sub(r"SVW\d+", "SVW", s)  # the delay spin's label, unique per asm instance
             s = re.sub(r"\$L__BB\d+_\d+", "$L", re.sub(r"%([a-z]+)\d+", r"%\1", s))
             (params if s.startswith("ld.param") else kept).append(s)
     return "\n".join(sorted(params) + kept) + "\n"  # parameter loads: which, not in what order
 
 
 def loop_counts(ptx: str) -> tuple[int, int]:
-    """Instructions ``(inside loops, outside)``, by LLVM's ``// in Loop:`` comments on the blocks."""
+    """Instructions ``(inside loops, outside)``, by LLVM's comments on the blocks (``in Loop``, ``Loop Header``)."""
     inside = outside = 0
     in_loop = label = False
     for line in ptx.splitlines():
         s = line.strip()
         if re.match(r"^(\$L__BB\d+_\d+:|// %bb\.\d+:)", s):
-            in_loop, label = "in Loop" in s, True
+            in_loop, label = "in Loop" in s or "Loop Header" in s, True
             continue
         if label and s.startswith("//"):
-            in_loop = in_loop or "in Loop" in s
+            in_loop = in_loop or "in Loop" in s or "Loop Header" in s
             continue
         label = False
         if s and not s.startswith(("//", ".", "{", "}", "(", ")")) and not s.endswith(":"):
@@ -171,6 +172,8 @@ def compare(before: Path, after: Path) -> int:
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("TRITON_DISABLE_LINE_INFO", "1")
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ptx-snapshot-"))  # compile, never reuse
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     if sys.argv[1:2] == ["--compare"]:
         sys.exit(compare(Path(sys.argv[2]), Path(sys.argv[3])))

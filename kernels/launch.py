@@ -5,7 +5,8 @@
 ``meta_parameters`` (:func:`meta_parameters_for`) keeps the ones its kernel declares, once per
 build. :func:`launcher` makes a module's launch function: check (the build did) -> allocate the
 per-launch tensors -> grid -> launch, each kernel argument found by its parameter's name
-(:func:`kernel_arguments`), so a kernel's parameter list is its only description of its launch.
+(:func:`heap_fields`, once per kernel), so a kernel's parameter list is its only description of
+its launch.
 """
 
 from __future__ import annotations
@@ -60,34 +61,48 @@ def meta_parameters_for(fn, extra: Callable[[BuiltKernel], dict] | None = None):
     return once_per_build(meta)
 
 
-def kernel_arguments(fn, built: BuiltKernel, heap, A, B, status, run: dict) -> list:
-    """The run-time arguments of kernel ``fn``, in its parameter order, found by name: ``A``, ``B``,
+#: Kernel parameters that are not heap buffers (:func:`kernel_arguments`).
+NOT_HEAP = frozenset({"A", "B", "status", "M", "N", "K", "stride_ar", "stride_am", "stride_ak", "stride_br",
+                      "stride_bk", "stride_bn", "ownership", "rank", "vals", "max_polls", "delay_seed", "delay_pct",
+                      "delay_max_ns", "delay_sites", "delay_table"})
+
+
+def heap_fields(fn) -> list[tuple[str, str | None]]:
+    """Where each run-time argument of kernel ``fn`` comes from, in its parameter order: ``(name,
+    None)`` for :data:`NOT_HEAP`, else ``(buffer, field)``: ``X`` is heap buffer ``X``'s ``local``,
+    ``X_table`` its ``table``, ``X_rank_stride`` its ``rank_stride``."""
+    fields = []
+    for name in (p.name for p in fn.params if not p.is_constexpr):
+        if name in NOT_HEAP:
+            fields.append((name, None))
+        elif name.endswith("_rank_stride"):
+            fields.append((name.removesuffix("_rank_stride"), "rank_stride"))
+        elif name.endswith("_table"):
+            fields.append((name.removesuffix("_table"), "table"))
+        else:
+            fields.append((name, "local"))
+    return fields
+
+
+def kernel_arguments(fields, built: BuiltKernel, heap, A, B, status, run: dict) -> list:
+    """The run-time arguments of a kernel whose :func:`heap_fields` are ``fields``: ``A``, ``B``,
     ``status``, the sizes ``M, N, K`` (one rank's block of N, slice of K), the input strides
-    (``stride_ar``/``stride_br``: between virtual ranks' inputs, 0 for one rank's), ``ownership``,
-    a heap buffer ``X`` with its ``X_table`` and ``X_rank_stride``, and ``run``'s values."""
+    (``stride_ar``/``stride_br``: between virtual ranks' inputs, 0 for one rank's), ``ownership``
+    (``syncverify.rules.ownership_table``), the heap's buffers, and ``run``'s values."""
     c = built.config
     virtual_inputs = A.shape[0] > 1
     values = dict(A=A, B=B, status=status, M=c.m, N=c.n_per_rank, K=c.k_per_rank,
                   stride_ar=A.stride(0) if virtual_inputs else 0, stride_am=A.stride(1), stride_ak=A.stride(2),
                   stride_br=B.stride(0) if virtual_inputs else 0, stride_bk=B.stride(1), stride_bn=B.stride(2),
                   **run)
-    args = []
-    for name in (p.name for p in fn.params if not p.is_constexpr):
-        if name in values:
-            args.append(values[name])
-        elif name == "ownership":
-            args.append(ownership_tensor(c, A.device))
-        elif name.endswith("_rank_stride"):
-            args.append(heap[name.removesuffix("_rank_stride")].rank_stride)
-        elif name.endswith("_table"):
-            args.append(heap[name.removesuffix("_table")].table)
-        else:
-            args.append(heap[name].local)
-    return args
+    if ("ownership", None) in fields:
+        values["ownership"] = ownership_tensor(c, A.device)
+    return [values[name] if field is None else getattr(heap[name], field) for name, field in fields]
 
 
 def launcher(fn, meta: Callable[[BuiltKernel], dict], doc: str):
     """A kernel module's launch function for kernel ``fn`` (``doc``: what its heap holds)."""
+    fields = heap_fields(fn)
 
     def launch(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                max_polls: int = 1 << 20, delay_seed: int = 0, delay_pct: int = 0, delay_max_ns: int = 1,
@@ -99,7 +114,7 @@ def launcher(fn, meta: Callable[[BuiltKernel], dict], doc: str):
                    delay_seed=delay_seed, delay_pct=delay_pct, delay_max_ns=max(delay_max_ns, 1),
                    delay_sites=delay_sites, delay_table=delay_table_tensor(delay_table, A.device))
         return fn.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
-            *kernel_arguments(fn, built, heap, A, B, status, run),
+            *kernel_arguments(fields, built, heap, A, B, status, run),
             num_warps=c.num_warps, num_stages=c.num_stages, **meta(built))
 
     launch.__doc__ = doc + """
