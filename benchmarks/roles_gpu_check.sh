@@ -14,7 +14,8 @@
 # 3. python -m pytest -q tests/gpu (every GPU test: stress, new scenarios, warp barriers, ranks).
 # 4. the PTX comparison needs no GPU (docs/kernels-roles.md); it is not repeated here.
 #
-# Runs from this repository's root, whatever the current directory. PYTHON picks the interpreter.
+# Runs from this repository's root, whatever the current directory. PYTHON picks the interpreter;
+# STEPS picks steps (default "bench new tests"; e.g. STEPS=tests when one call may run 10 minutes).
 # Every step runs even when an earlier one fails; the exit code is the first failure's (0: all passed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,15 +39,18 @@ step() {  # step NAME LOGFILE COMMAND...: run, keep the log, remember the exit c
   tail -n 3 "$OUT/$log"
 }
 
-step "bench --check (seeds sweep)" bench-check.log \
+STEPS="${STEPS:-bench new tests}"
+want() { [[ " $STEPS " == *" $1 "* ]]; }
+
+want bench && step "bench --check (seeds sweep)" bench-check.log \
   "$PY" -m syncverify bench --sweep benchmarks/sweeps/seeds-2gpu.toml --virtual-ranks \
   --check benchmarks/baselines/nvidia-h200.json --out "$OUT/bench"
-for kernel in all-gather-gemm gemm-reduce-scatter; do
+want new && for kernel in all-gather-gemm gemm-reduce-scatter; do
   step "bench $kernel 8192x4608x8192" "bench-$kernel.log" \
     "$PY" -m syncverify bench --kernel "$kernel" --virtual-ranks --world-size 2 --m 8192 --n 4608 --k 8192 \
     --protocol epoch-flag --out "$OUT/bench-$kernel"  # 'none' is always added
 done
-step "pytest tests/gpu" pytest-gpu.log "$PY" -m pytest -q tests/gpu -p no:cacheprovider
+want tests && step "pytest tests/gpu" pytest-gpu.log "$PY" -m pytest -q tests/gpu -p no:cacheprovider
 
 # ----- compact table: each step, then the gate's verdict and the slowest rows against the baseline
 echo
@@ -77,7 +81,7 @@ print(f"\n{len(pairs)} rows against the baseline; lowest ratios:")
 print("| ratio | TFLOP/s now | baseline | row |")
 print("| --- | --- | --- | --- |")
 for ratio, key, now, then in sorted(pairs)[:8]:
-    print(f"| {ratio:.2f} | {now:.1f} | {then:.1f} | {key} |")
+    print(f"| {ratio:.2f} | {now:.1f} | {then:.1f} | {key.replace('|', '/')} |")
 EOF
 echo
 echo "roles_gpu_check: exit $status (raw outputs in $OUT)"
