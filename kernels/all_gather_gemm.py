@@ -4,15 +4,12 @@ Each rank owns a row-shard of A (``M / W`` rows, all of K) and B (``K x N``); ev
 the whole ``C = A @ B`` (``M x N``). One persistent launch per rank runs the two roles of the
 model (``syncverify.kernels.roles``), steps in the model's order (``tests/test_drift.py``):
 
-* **senders** (``GEMM_SMS`` programs per rank) take the rank's shard tile by tile (tile ``t``:
-  rows ``t * BLOCK_M ..`` of the shard), run the protocol's ``before_store`` steps, store the
-  rows into *every* rank's ``gathered`` (the sender's own column block: ``gathered`` is
-  ``M / W x W * K`` per rank, block ``b`` holding rank ``b``'s shard) and run the ``signal``
-  steps (``to = "owner"`` is the sender itself: ``syncverify.scenarios.signal_owner``);
-* **GEMM** programs (``COMM_SMS`` per rank) run, for tile ``t``, the ``wait`` steps (for every
-  remote shard's signal, before the K-loop), read tile ``t`` of every block of their own
-  ``gathered`` in the K-loop, run ``after_load`` and store the C rows of tile ``t`` of every
-  shard (rows ``b * M / W + t * BLOCK_M ..``) into their own ``out``.
+* **senders** (``GEMM_SMS`` per rank), per tile ``t`` of the rank's shard (rows ``t * BLOCK_M ..``):
+  ``before_store``, the rows stored into *every* rank's ``gathered`` (``M / W x W * K`` per rank,
+  column block ``b`` holding rank ``b``'s shard), ``signal`` (``to = "owner"``: the sender itself);
+* **GEMM** programs (``COMM_SMS`` per rank), per tile ``t``: ``wait`` (every shard's signal, before
+  the K-loop), tile ``t`` of every block of their own ``gathered`` multiplied by B, ``after_load``,
+  the C rows of tile ``t`` of every shard (rows ``b * M / W + t * BLOCK_M ..``) into their ``out``.
 
 The GEMM stacks tile ``t`` of the ``W`` blocks into one ``ROWS x BLOCK_K`` operand
 (``syncverify.kernels.tile.gathered_gemm``). With several column tiles the model's order holds
@@ -133,10 +130,10 @@ def all_gather_gemm_kernel(
         my_out = rank_base(out, out_table, out_rank_stride, me, TABLE)
         my_parked = parked + me * parked_rank_stride + first * ROWS * N + tl.arange(0, ROWS)[:, None] * N
         consumer(((rank_base(gathered, gathered_table, gathered_rank_stride, me, TABLE), B + me * stride_br,
-                   my_parked, my_out, MR, N, K, stride_bk, stride_bn), ROWS, BLOCK_M, BLOCK_N, BLOCK_K,
-                  HAS_AFTER, TILE_LOAD_VOLATILE, INTERPRET), (my_out, my_parked, N, BLOCK_N, HAS_AFTER), None, status, lock, vals, max_polls, delay, me, first, MR // BLOCK_M, multiply_gathered,
-                 write_c, False, WAIT, AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS, WORLD, TABLE, COMM_SMS, DELAYS,
-                 NUM_WARPS, INTERPRET)
+                   my_parked, my_out, MR, N, K, stride_bk, stride_bn), ROWS, BLOCK_M, BLOCK_N, BLOCK_K, HAS_AFTER,
+                  TILE_LOAD_VOLATILE, INTERPRET), (my_out, my_parked, N, BLOCK_N, HAS_AFTER), None, status, lock,
+                 vals, max_polls, delay, me, first, MR // BLOCK_M, WAIT, AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS, WORLD,
+                 TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET, READ=multiply_gathered, WRITE=write_c, OWNED=False)
 
 
 def _own_meta(built) -> dict:
@@ -148,4 +145,4 @@ def _own_meta(built) -> dict:
 
 meta_parameters = meta_parameters_for(all_gather_gemm_kernel, _own_meta)
 launch_all_gather_gemm = launcher(all_gather_gemm_kernel, meta_parameters, """Launch one iteration: ``heap`` holds
-    :func:`buffers` (``gathered``, ``out``, ``locks``, ``parked``).""")
+    ``syncverify.kernels.registry.buffers`` (``gathered``, ``out``, ``locks``, ``parked``).""")

@@ -76,16 +76,16 @@ def gemm_all_reduce_kernel(
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
         producer((A, B, stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn), M, N, K,
                  (partial, partial_table, partial_rank_stride), ownership, status, lock, vals, max_polls, delay,
-                 me, first, "table", PRODUCTION, False, True, SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS,
-                 WORLD, TABLE, BLOCK_M, BLOCK_N, BLOCK_K, GEMM_SMS, LOADS, GROUP_M, TILE_STORE_CACHE, DELAYS,
-                 NUM_WARPS, INTERPRET)
+                 me, first, SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS, WORLD, TABLE, BLOCK_M, BLOCK_N,
+                 BLOCK_K, GEMM_SMS, LOADS, GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET,
+                 OWNER="table", PRODUCTION=PRODUCTION, INBOX=False, REPORT=True)
     else:
         # ----- consumer: its owned tiles; wait, sum every rank's partial, write every rank's C -----
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
         consumer(((partial, partial_table, partial_rank_stride), M, N, BLOCK_M, BLOCK_N, TILE_LOAD_VOLATILE, False),
                  ((out, out_table, out_rank_stride), N), ownership, status, lock, vals, max_polls, delay, me, first,
-                 tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N), sum_tiles, write_every_rank, True, WAIT, AFTER_LOAD,
-                 HAS_AFTER, SLOTS, NLOCKS, WORLD, TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET)
+                 tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N), WAIT, AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS, WORLD,
+                 TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET, READ=sum_tiles, WRITE=write_every_rank, OWNED=True)
 
 
 meta_parameters = meta_parameters_for(gemm_all_reduce_kernel)

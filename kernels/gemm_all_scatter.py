@@ -72,8 +72,9 @@ def gemm_all_scatter_kernel(
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
         producer((A, B, stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn), M, N, K,
                  (local, local_table, local_rank_stride), None, status, lock, vals, max_polls, delay, me, first,
-                 "self", "", False, False, SIGNAL, BEFORE_STORE, HAS_BEFORE, 1, 1, WORLD, TABLE, BLOCK_M, BLOCK_N,
-                 BLOCK_K, GEMM_SMS, LOADS, GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
+                 SIGNAL, BEFORE_STORE, HAS_BEFORE, 1, 1, WORLD, TABLE, BLOCK_M, BLOCK_N, BLOCK_K, GEMM_SMS, LOADS,
+                 GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET,
+                 OWNER="self", PRODUCTION="", INBOX=False, REPORT=False)
     elif index < COMM_SMS * RANKS:
         # ----- comm: wait (pub), read the tile, push it into every rank's out, signal (push) ------
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)

@@ -67,18 +67,19 @@ def gemm_reduce_scatter_kernel(
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
         producer((A, B, stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn), M, N, K,
                  (inbox, inbox_table, inbox_rank_stride), ownership, status, lock, vals, max_polls, delay, me, first,
-                 "table", "", True, True, SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS, WORLD, TABLE, BLOCK_M,
-                 BLOCK_N, BLOCK_K, GEMM_SMS, LOADS, GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
+                 SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS, WORLD, TABLE, BLOCK_M, BLOCK_N, BLOCK_K,
+                 GEMM_SMS, LOADS, GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET,
+                 OWNER="table", PRODUCTION="", INBOX=True, REPORT=True)
     else:
         # ----- consumer: its owned tiles; wait, sum every block of its inbox, write its own C ------
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
         consumer((rank_base(inbox, inbox_table, inbox_rank_stride, me, TABLE), M, N, BLOCK_M, BLOCK_N,
                   TILE_LOAD_VOLATILE, True), (rank_base(out, out_table, out_rank_stride, me, TABLE), N), ownership,
-                 status, lock, vals, max_polls, delay, me, first, tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N), sum_tiles,
-                 write_own, True, WAIT, AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS, WORLD, TABLE, COMM_SMS, DELAYS,
-                 NUM_WARPS, INTERPRET)
+                 status, lock, vals, max_polls, delay, me, first, tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N), WAIT,
+                 AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS, WORLD, TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET,
+                 READ=sum_tiles, WRITE=write_own, OWNED=True)
 
 
 meta_parameters = meta_parameters_for(gemm_reduce_scatter_kernel)
-launch_reduce_scatter = launcher(gemm_reduce_scatter_kernel, meta_parameters,
-                                 """Launch one iteration: ``heap`` holds :func:`buffers` (``inbox``, ``out``, ``locks``).""")
+launch_reduce_scatter = launcher(gemm_reduce_scatter_kernel, meta_parameters, """Launch one iteration: ``heap``
+    holds ``syncverify.kernels.registry.buffers`` (``inbox``, ``out``, ``locks``).""")

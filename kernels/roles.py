@@ -73,12 +73,12 @@ def before_store(lock, n_tiles, lock_tile, me, owner, vals, budget, max_polls, r
 
 @jit
 def producer(inputs, M, N, K, dst, ownership, status, lock, vals, max_polls, delay, me, first,
-             OWNER: tl.constexpr, PRODUCTION: tl.constexpr, INBOX: tl.constexpr, REPORT: tl.constexpr,
              SIGNAL: tl.constexpr, BEFORE_STORE: tl.constexpr, HAS_BEFORE: tl.constexpr,
              SLOTS: tl.constexpr, NLOCKS: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GEMM_SMS: tl.constexpr,
              LOADS: tl.constexpr, GROUP_M: tl.constexpr, TILE_STORE_CACHE: tl.constexpr,
-             DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr):
+             DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr,
+             OWNER: tl.constexpr, PRODUCTION: tl.constexpr, INBOX: tl.constexpr, REPORT: tl.constexpr):
     """A GEMM program of rank ``me``: its share of the tiles of ``A @ B`` (``M x N``), in grouped
     order; per tile the ``before_store`` steps, the store into ``dst`` and the ``signal`` steps.
 
@@ -130,10 +130,10 @@ def producer(inputs, M, N, K, dst, ownership, status, lock, vals, max_polls, del
 
 @jit
 def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, first, n_tiles,
-             READ: tl.constexpr, WRITE: tl.constexpr, OWNED: tl.constexpr,
              WAIT: tl.constexpr, AFTER_LOAD: tl.constexpr, HAS_AFTER: tl.constexpr,
              SLOTS: tl.constexpr, NLOCKS: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
-             COMM_SMS: tl.constexpr, DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr):
+             COMM_SMS: tl.constexpr, DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr,
+             READ: tl.constexpr, WRITE: tl.constexpr, OWNED: tl.constexpr):
     """A consumer program of rank ``me``: per tile the ``wait`` steps, ``READ(src, t, slot, late,
     WORLD, TABLE)`` (the scenario's tile reads, after the wait-read delay ``late``), the
     ``after_load`` steps (the back-signal, the owner's reset), then ``WRITE(dst, what READ

@@ -54,8 +54,9 @@ $L__BB0_1:                              // %loop
 
 
 def test_the_skeleton_keeps_memory_sync_and_asm_and_drops_arithmetic_and_numbering():
+    swapped = "[k_param_0];\n\tld.param.b64 \t%rd2, [k_param_1]"  # the parameter loads in the other order
     renumbered = (PTX.replace("%r4", "%r9").replace("%r3", "%r8").replace("BB0_1", "BB0_7")
-                  .replace("[k_param_1];\n\tld.param.b64 \t%rd2, [k_param_0]", "[k_param_0];\n\tld.param.b64 \t%rd2, [k_param_1]"))
+                  .replace("[k_param_1];\n\tld.param.b64 \t%rd2, [k_param_0]", swapped))
     moved = PTX.replace("\tadd.s32 \t%r3, %r1, 127;\n", "").replace("\tmul.lo", "\tadd.s32 \t%r3, %r1, 127;\n\tmul.lo")
     assert skeleton(renumbered) == skeleton(PTX) == skeleton(moved)
     assert skeleton(PTX.replace("release.gpu", "relaxed.gpu")) != skeleton(PTX)  # a different sem
