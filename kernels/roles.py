@@ -10,7 +10,13 @@ says. The roles run the protocol's steps around those accesses, the same way in 
   writes (``WRITE``) (all-reduce, gemm-reduce-scatter, all-gather-gemm's GEMM programs);
 * :func:`comm` and :func:`receiver`: all-scatter's relay (``wait``, copy to every rank, the push
   protocol's ``signal``) and its readers (the push protocol's ``wait``);
-* :func:`sender`: all-gather-gemm's copies of a shard into every rank, then ``signal``.
+* :func:`sender`: all-gather-gemm's copies of a shard into every rank, then ``signal``;
+* their parts: :func:`before_store` (with its timeout row), :func:`sum_tiles` (the summing
+  ``READ`` of all-reduce and gemm-reduce-scatter), :func:`timed_out`, :func:`copy_of`.
+
+A scenario's choices are the keyword arguments at the end of a role's call (``OWNER``,
+``PRODUCTION``, ``INBOX``, ``REPORT``; ``READ``, ``WRITE``, ``OWNED``), all ``tl.constexpr``: a
+choice compiles to straight-line code, never a run-time branch.
 
 Arguments travel in small tuples, which Triton flattens at compile time (the PTX is that of
 separate arguments; ``benchmarks/ptx_snapshot.py`` compares): a symmetric buffer is
