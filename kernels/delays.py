@@ -141,19 +141,67 @@ def wait_tile(v, deadline, MARK: tl.constexpr, INTERPRET: tl.constexpr):
     if INTERPRET:
         return v
     else:
-        if v.dtype.primitive_bitwidth == 16:
-            bits = v.to(tl.int16, bitcast=True).to(tl.int32)
-            bits = tl.inline_asm_elementwise(
-                "/* syncverify-delay " + MARK + " */ { .reg .u64 g; .reg .pred p; "
-                "SVW${:uid}: mov.u64 g, %globaltimer; setp.lt.u64 p, g, $2; @p bra SVW${:uid}; "
-                "mov.b32 $0, $1; }",
-                "=r,r,l", [bits, deadline], dtype=tl.int32, is_pure=False, pack=1)
-            return bits.to(tl.int16).to(v.dtype, bitcast=True)
-        else:
-            bits = v.to(tl.int32, bitcast=True).to(tl.int64)
-            bits = tl.inline_asm_elementwise(
-                "/* syncverify-delay " + MARK + " */ { .reg .u64 g; .reg .pred p; "
-                "SVW${:uid}: mov.u64 g, %globaltimer; setp.lt.u64 p, g, $2; @p bra SVW${:uid}; "
-                "mov.b64 $0, $1; }",
-                "=l,l,l", [bits, deadline], dtype=tl.int64, is_pure=False, pack=1)
-            return bits.to(tl.int32).to(v.dtype, bitcast=True)
+        # the bits (16 or 32) and their widened register (32-bit "r" or 64-bit "l")
+        HALF: tl.constexpr = v.dtype.primitive_bitwidth == 16
+        NARROW = tl.int16 if HALF else tl.int32  # a dtype: a constexpr by nature
+        WIDE = tl.int32 if HALF else tl.int64
+        REG: tl.constexpr = "r" if HALF else "l"
+        MOV: tl.constexpr = "mov.b32" if HALF else "mov.b64"
+        bits = tl.inline_asm_elementwise(
+            "/* syncverify-delay " + MARK + " */ { .reg .u64 g; .reg .pred p; "
+            "SVW${:uid}: mov.u64 g, %globaltimer; setp.lt.u64 p, g, $2; @p bra SVW${:uid}; "
+            + MOV + " $0, $1; }",
+            "=" + REG + "," + REG + ",l", [v.to(NARROW, bitcast=True).to(WIDE), deadline], dtype=WIDE,
+            is_pure=False, pack=1)
+        return bits.to(NARROW).to(v.dtype, bitcast=True)
+
+
+# ----- the delay row: what the kernels pass, and the delays at each site -------------------------
+# A kernel packs its delay arguments into one tuple, ``delay = (seed, pct, max_ns, sites, iteration,
+# table)`` (Triton flattens a tuple at compile time: the PTX is that of the separate arguments).
+
+@jit
+def row_ns(delay, SITE: tl.constexpr, rank, tile):
+    """:func:`delay_ns` of the delay row ``delay`` at ``SITE`` for (rank, tile)."""
+    seed, pct, max_ns, sites, iteration, table = delay
+    return delay_ns(seed, SITE, rank, tile, iteration, pct, max_ns, sites, table)
+
+
+@jit
+def row_warps(delay, SITE: tl.constexpr, rank, tile, NUM_WARPS: tl.constexpr):
+    """:func:`delay_warp_mask` of the delay row ``delay`` at ``SITE`` for (rank, tile)."""
+    seed, pct, max_ns, sites, iteration, table = delay
+    return delay_warp_mask(seed, SITE, rank, tile, iteration, NUM_WARPS, pct, table)
+
+
+@jit
+def cta_late(delay, SITE: tl.constexpr, rank, tile, DELAYS: tl.constexpr, INTERPRET: tl.constexpr):
+    """The whole CTA late at ``SITE`` (store-signal, before-wait) when ``DELAYS``: int32 0 (or the
+    constant 0) to add to the next access's offset, so the access comes after the sleep."""
+    late = 0
+    if DELAYS:
+        late = sleep(row_ns(delay, SITE, rank, tile), INTERPRET)
+    return late
+
+
+@jit
+def wait_read_late(delay, rank, tile, NUM_WARPS: tl.constexpr, DELAYS: tl.constexpr, INTERPRET: tl.constexpr):
+    """Some warps late between the wait and the tile reads (site wait-read) when ``DELAYS``: 0 to add
+    to the base pointer of the reads (:func:`warp_sleep_here`)."""
+    late = 0
+    if DELAYS:
+        late = warp_sleep_here(row_ns(delay, SITE_WAIT_READ, rank, tile),
+                               row_warps(delay, SITE_WAIT_READ, rank, tile, NUM_WARPS), "wait-read", INTERPRET)
+    return late
+
+
+@jit
+def before_store_hold(v, delay, rank, tile, NUM_WARPS: tl.constexpr, DELAYS: tl.constexpr,
+                      INTERPRET: tl.constexpr):
+    """Some warps late before their tile stores (site before-store; a missing CTA barrier shows)
+    when ``DELAYS``: ``v`` held by :func:`wait_tile` until each thread's deadline."""
+    if DELAYS:
+        ns = row_ns(delay, SITE_BEFORE_STORE, rank, tile)
+        warps = row_warps(delay, SITE_BEFORE_STORE, rank, tile, NUM_WARPS)
+        v = wait_tile(v, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
+    return v

@@ -1,56 +1,40 @@
 """GEMM + reduce-scatter, producer/consumer (``syncverify.scenarios.build.ROLES["gemm-reduce-scatter"]``).
 
-Each rank holds a K-slice of A and B. One persistent launch per rank runs the two roles of the
-model, steps in the model's order (``tests/test_drift.py`` compares them):
+Each rank holds a K-slice of A and B; one persistent launch per rank runs the model's two roles
+(``syncverify.kernels.roles``), steps in the model's order (``tests/test_drift.py``):
 
-* **producers** (``GEMM_SMS`` programs per rank) compute, tile by tile, the partial product of
-  the rank's K-slice, run the protocol's ``before_store`` steps, store the partial into the
-  *tile owner's* ``inbox`` (the column block of the producing rank: ``inbox`` is ``M x W*N`` per
-  rank, block ``b`` holding rank ``b``'s partial) and run its ``signal`` steps (``to = "owner"``
-  is the tile's owner, ``syncverify.scenarios.build.signal_owner``);
-* **consumers** (``COMM_SMS`` programs per rank) take the tiles the rank owns
-  (``syncverify.protocols.rules.ownership_table``), run the ``wait`` steps, read every block of their own
-  ``inbox``, run ``after_load`` and write the sum into their own ``out`` only: each rank ends
-  with its slice of C (the tiles it owns); the other tiles of its ``out`` are never written.
+* **producers** (``GEMM_SMS`` per rank): each tile's partial product, ``before_store``, a store
+  into the *tile owner's* ``inbox`` (``M x W*N`` per rank, column block ``b`` holding rank ``b``'s
+  partial), ``signal`` (``to = "owner"``: the tile's owner, ``syncverify.scenarios.build.signal_owner``);
+* **consumers** (``COMM_SMS`` per rank), for the tiles the rank owns (``syncverify.protocols.rules``'s
+  ``ownership_table``): ``wait``, every block of their own ``inbox`` summed, ``after_load``, the
+  sum into their own ``out`` only (each rank ends with its slice of C).
 
-The tile computation and the store-then-signal are the shared helpers of
-``syncverify.kernels.tile``, exactly as in ``gemm_all_reduce``; the protocol enters only as the
-plans (``syncverify.kernels.plan``). Every wait is bounded: a consumer that gives up writes
-``(1, last value, step, polls)`` into status row ``t`` and skips the tile (its C stays poisoned);
-a producer whose ``before_store`` wait gives up writes row ``T + t``.
+Every wait is bounded: a consumer that gives up writes status row ``t`` (its C stays poisoned), a
+producer whose ``before_store`` gives up row ``T + t``.
 """
 
 from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.build import BuiltKernel, delay_table_tensor, launch_values, once_per_build, ownership_tensor
-from syncverify.kernels.delays import SITE_WAIT_READ, delay_ns, delay_warp_mask, warp_sleep_here
-from syncverify.kernels.gemm_all_scatter import timed_out
-from syncverify.kernels.steps import program_role, rank_base, role_rank, run_steps, wrap_plan
-from syncverify.kernels.tile import (
-    delayed_wait,
-    gemm_tile,
-    operand_descriptors,
-    store_and_signal,
-    tile_of,
-    use_scratch_allocator,
-)
+from syncverify.kernels.launch import launcher, meta_parameters_for
+from syncverify.kernels.roles import consumer, producer, sum_tiles
+from syncverify.kernels.steps import program_role, rank_base, role_rank
 
 
-def buffers(built: BuiltKernel) -> dict[str, tuple[tuple[int, ...], str]]:
-    """The symmetric buffers of one launch: name -> (shape per rank, ``data`` or ``lock``).
-    ``inbox`` holds ``slots`` slots of ``M`` rows (the published buffer rotates with them)."""
-    c = built.config
-    return {"inbox": ((c.m * built.plan.slots, c.world_size * c.n), "data"), "out": ((c.m, c.n), "data"),
-            "locks": ((built.lock_count, c.tiles), "lock")}
+@jit
+def write_own(dst, got, WORLD: tl.constexpr, TABLE: tl.constexpr):
+    """The sum into this rank's own ``out`` only (``dst``: its copy and ``N``)."""
+    total, offs_m, offs_n = got
+    tl.store(dst[0] + offs_m[:, None] * dst[1] + offs_n[None, :], total.to(dst[0].dtype.element_ty))
 
 
 @jit(do_not_specialize=["rank", "max_polls", "delay_seed", "delay_pct", "delay_max_ns", "delay_sites"])
 def gemm_reduce_scatter_kernel(
     # inputs: rank r's K-slice of A (M x K) and B (K x N)
     A, B,
-    # symmetric heap: inbox [slots * M, W * N] (block b: rank b's partial), out [M, N], locks [L, T]
+    # symmetric heap (registry.buffers): inbox [slots * M, W * N] (block b: rank b's partial), out, locks
     inbox, inbox_table, out, out_table, locks, locks_table,
     # who owns which tile: syncverify.protocols.rules.ownership_table, computed on the host (one rule)
     ownership,
@@ -66,8 +50,7 @@ def gemm_reduce_scatter_kernel(
     # meta-parameters
     WORLD: tl.constexpr, VIRTUAL: tl.constexpr, TABLE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
-    LOADS: tl.constexpr, GROUP_M: tl.constexpr,
+    GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr, LOADS: tl.constexpr, GROUP_M: tl.constexpr,
     SIGNAL: tl.constexpr, WAIT: tl.constexpr,
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
     DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
@@ -75,127 +58,28 @@ def gemm_reduce_scatter_kernel(
     BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
     HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
 ):
-    # ----- role and rank ---------------------------------------------------------------------
-    pid = tl.program_id(0)
-    # the delays' iteration is the launch's epoch, read from the device-side operand ring (slot 0),
-    # so a captured CUDA graph replays launches whose iteration advances (syncverify.stress.runner)
-    iteration = tl.load(vals)
-    RANKS: tl.constexpr = WORLD if VIRTUAL else 1
-    is_producer, index = program_role(pid, ORDER, GEMM_SMS, COMM_SMS, RANKS)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    n_tiles = num_pid_m * num_pid_n
-    rm = tl.arange(0, BLOCK_M)
-    rn = tl.arange(0, BLOCK_N)
-    WIDE = N * WORLD  # a row of inbox: one column block per producing rank
-
+    # ----- role and rank; the delays' iteration is the launch's epoch (vals[0]) ------------------
+    delay = (delay_seed, delay_pct, delay_max_ns, delay_sites, tl.load(vals), delay_table)
+    is_producer, index = program_role(tl.program_id(0), ORDER, GEMM_SMS, COMM_SMS, WORLD if VIRTUAL else 1)
+    lock = (locks, locks_table, locks_rank_stride)
     if is_producer:
-        # ----- producer: partial tiles of this rank's K-slice, pushed to each tile's owner -------
+        # ----- producer: partial tiles of this rank's K-slice, into each tile's owner's inbox ------
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
-        a_ops, b_ops = operand_descriptors(A + me * stride_ar, B + me * stride_br, M, N, K,
-                                           stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, LOADS)
-        slot = tl.load(vals) % SLOTS  # vals[0] is the epoch: this launch's slot of inbox and locks
-        my_status = status + me * (2 * n_tiles) * 4
-        budget = max_polls + 0 * me
-        for i in range(first, n_tiles, GEMM_SMS):
-            t = tile_of(i, num_pid_m, num_pid_n, GROUP_M)
-            owner = tl.load(ownership + t)
-            acc, offs_m, offs_n = gemm_tile(a_ops, b_ops, t, num_pid_n, K, stride_am, stride_ak,
-                                            stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, LOADS, INTERPRET)
-            lock_tile = t + slot * NLOCKS * n_tiles
-            free = 1
-            if HAS_BEFORE:  # e.g. wait until the owner has read the previous call's partials
-                free, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, lock_tile,
-                                                     me, owner, vals, budget, BEFORE_STORE, WORLD, TABLE, INTERPRET)
-                if free == 0:
-                    timed_out(my_status + (n_tiles + t) * 4, last, step, max_polls - budget)
-            if free != 0:
-                # the owner's inbox, this rank's column block, this launch's slot
-                dst = rank_base(inbox, inbox_table, inbox_rank_stride, owner, TABLE) + slot * M * WIDE + me * N
-                store_and_signal(dst, acc, offs_m, offs_n, WIDE, lock_tile, me, owner, locks, locks_table,
-                                 locks_rank_stride, n_tiles, vals, delay_seed, delay_pct, delay_max_ns,
-                                 delay_sites, iteration, delay_table, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS,
-                                 NUM_WARPS, INTERPRET)
+        producer((A, B, stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn), M, N, K,
+                 (inbox, inbox_table, inbox_rank_stride), ownership, status, lock, vals, max_polls, delay, me, first,
+                 SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS, WORLD, TABLE, BLOCK_M, BLOCK_N, BLOCK_K,
+                 GEMM_SMS, LOADS, GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET,
+                 OWNER="table", PRODUCTION="", INBOX=True, REPORT=True)
     else:
-        # ----- consumer: wait, sum every block of its inbox, write its own slice of C ------------
+        # ----- consumer: its owned tiles; wait, sum every block of its inbox, write its own C ------
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
-        my_status = status + me * (2 * n_tiles) * 4
-        my_inbox = rank_base(inbox, inbox_table, inbox_rank_stride, me, TABLE)
-        my_out = rank_base(out, out_table, out_rank_stride, me, TABLE)
-        budget = max_polls + 0 * me
-        slot = tl.load(vals) % SLOTS
-        for j in range(first, tl.load(ownership + n_tiles + me), COMM_SMS):
-            t = tl.load(ownership + n_tiles + WORLD + me * tl.cdiv(n_tiles, WORLD) + j)
-            lock_tile = t + slot * NLOCKS * n_tiles
-            ok, last, step, budget = delayed_wait(locks, locks_table, locks_rank_stride, n_tiles, lock_tile, t, me, vals,
-                                                 budget, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration,
-                                                 delay_table, WAIT, WORLD, TABLE, DELAYS, INTERPRET)
-            if ok != 0:
-                offs_m = (t // num_pid_n) * BLOCK_M + rm
-                offs_n = (t % num_pid_n) * BLOCK_N + rn
-                late = 0
-                if DELAYS:
-                    ns = delay_ns(delay_seed, SITE_WAIT_READ, me, t, iteration, delay_pct, delay_max_ns,
-                                  delay_sites, delay_table)
-                    warps = delay_warp_mask(delay_seed, SITE_WAIT_READ, me, t, iteration, NUM_WARPS, delay_pct,
-                                            delay_table)
-                    late = warp_sleep_here(ns, warps, "wait-read", INTERPRET)
-                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-                for b in tl.static_range(WORLD):
-                    src = my_inbox + slot * M * WIDE + b * N + late
-                    total += tl.load(src + offs_m[:, None] * WIDE + offs_n[None, :],
-                                     volatile=TILE_LOAD_VOLATILE).to(tl.float32)
-                if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the loads
-                    ok, last, step, budget = run_steps(locks, locks_table, locks_rank_stride, n_tiles, lock_tile,
-                                                       me, me, vals, budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
-                    step = tl.where(ok != 0, step, step + len(WAIT))
-                tl.store(my_out + offs_m[:, None] * N + offs_n[None, :], total.to(out.dtype.element_ty))
-            if ok == 0:
-                timed_out(my_status + t * 4, last, step, max_polls - budget)
+        consumer((rank_base(inbox, inbox_table, inbox_rank_stride, me, TABLE), M, N, BLOCK_M, BLOCK_N,
+                  TILE_LOAD_VOLATILE, True), (rank_base(out, out_table, out_rank_stride, me, TABLE), N), ownership,
+                 status, lock, vals, max_polls, delay, me, first, tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N), WAIT,
+                 AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS, WORLD, TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET,
+                 READ=sum_tiles, WRITE=write_own, OWNED=True)
 
 
-@once_per_build
-def meta_parameters(built: BuiltKernel) -> dict:
-    """The ``tl.constexpr`` arguments of :func:`gemm_reduce_scatter_kernel` for a built kernel."""
-    c, plan = built.config, built.plan
-    return dict(
-        WORLD=c.world_size, VIRTUAL=c.virtual, TABLE=c.table,
-        BLOCK_M=c.block_m, BLOCK_N=c.block_n, BLOCK_K=c.block_k,
-        GEMM_SMS=c.gemm_sms, COMM_SMS=c.comm_sms, LOADS=c.loads, GROUP_M=c.group_m,
-        SIGNAL=wrap_plan(plan.signal), WAIT=wrap_plan(plan.wait),
-        TILE_STORE_CACHE=plan.tile_store_cache, TILE_LOAD_VOLATILE=plan.tile_load_volatile,
-        DELAYS=c.delays, NUM_WARPS=c.num_warps, ORDER=c.order, INTERPRET=c.interpret,
-        BEFORE_STORE=wrap_plan(plan.before_store), AFTER_LOAD=wrap_plan(plan.after_load),
-        HAS_BEFORE=bool(plan.before_store), HAS_AFTER=bool(plan.after_load),
-        SLOTS=plan.slots, NLOCKS=len(plan.locks),
-    )
-
-
-def launch_reduce_scatter(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
-                          max_polls: int = 1 << 20, delay_seed: int = 0,
-                          delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
-                          delay_table=None, vals=None, compile_only: bool = False):
-    """Launch one iteration: ``heap`` holds :func:`buffers` (``inbox``, ``out``, ``locks``).
-
-    ``A``/``B`` are ``[world, M, K/W]``/``[world, K/W, N]`` (virtual ranks) or this rank's
-    ``[1, ...]``; ``status`` is ``[world, 2 * tiles, 4]`` int32, zeroed by the caller.
-    """
-    c = built.config
-    inbox, out, locks = heap["inbox"], heap["out"], heap["locks"]
-    virtual_inputs = A.shape[0] > 1
-    if not c.interpret:
-        use_scratch_allocator()
-    return gemm_reduce_scatter_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
-        A, B,
-        inbox.local, inbox.table, out.local, out.table, locks.local, locks.table,
-        ownership_tensor(c, A.device),
-        status,
-        c.m, c.n, c.k_per_rank,
-        A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
-        B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
-        inbox.rank_stride, out.rank_stride, locks.rank_stride,
-        rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
-        max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
-        num_warps=c.num_warps, num_stages=c.num_stages,
-        **meta_parameters(built),
-    )
+meta_parameters = meta_parameters_for(gemm_reduce_scatter_kernel)
+launch_reduce_scatter = launcher(gemm_reduce_scatter_kernel, meta_parameters, """Launch one iteration: ``heap``
+    holds ``syncverify.kernels.registry.buffers`` (``inbox``, ``out``, ``locks``).""")

@@ -21,16 +21,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.delays import (
-    SITE_BEFORE_STORE,
-    SITE_BEFORE_WAIT,
-    SITE_STORE_SIGNAL,
-    delay_ns,
-    delay_warp_mask,
-    sleep,
-    wait_tile,
-    warp_deadline,
-)
+from syncverify.kernels.delays import SITE_BEFORE_WAIT, SITE_STORE_SIGNAL, before_store_hold, cta_late
 from syncverify.kernels.steps import run_signal, run_wait
 
 LOADS = ("descriptor", "pointer")
@@ -121,48 +112,69 @@ def gemm_tile(a_rank, b_rank, t, num_pid_n, K, stride_am, stride_ak, stride_bk, 
 
 
 @jit
-def store_and_signal(dst, acc, offs_m, offs_n, N, t, me, owner, locks, locks_table, locks_rank_stride,
-                     n_tiles, vals, delay_seed, delay_pct, delay_max_ns, delay_sites, iteration, delay_table,
+def tile_offsets(t, num_pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The row and column offsets in C of the row-major tile ``t``."""
+    offs_m = (t // num_pid_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = (t % num_pid_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    return offs_m, offs_n
+
+
+@jit
+def store_and_signal(dst, acc, offs_m, offs_n, N, t, me, owner, lock, n_tiles, vals, delay,
                      SIGNAL: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
                      TILE_STORE_CACHE: tl.constexpr, DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr,
                      INTERPRET: tl.constexpr):
     """Store the tile into ``dst`` and run the protocol's signal steps for it. Delays: some warps
     late before their stores (a missing CTA barrier shows), the whole CTA late before the signal."""
     c_offs = offs_m[:, None] * N + offs_n[None, :]
-    c = acc.to(dst.dtype.element_ty)
-    if DELAYS:
-        ns = delay_ns(delay_seed, SITE_BEFORE_STORE, me, t, iteration, delay_pct, delay_max_ns, delay_sites,
-                      delay_table)
-        warps = delay_warp_mask(delay_seed, SITE_BEFORE_STORE, me, t, iteration, NUM_WARPS, delay_pct, delay_table)
-        c = wait_tile(c, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
+    c = before_store_hold(acc.to(dst.dtype.element_ty), delay, me, t, NUM_WARPS, DELAYS, INTERPRET)
     tl.store(dst + c_offs, c, cache_modifier=TILE_STORE_CACHE)
-    delayed_signal(locks, locks_table, locks_rank_stride, n_tiles, t, t, me, owner, vals, delay_seed, delay_pct,
-                   delay_max_ns, delay_sites, iteration, delay_table, SIGNAL, WORLD, TABLE, DELAYS, INTERPRET)
+    delayed_signal(lock, n_tiles, t, t, me, owner, vals, delay, SIGNAL, WORLD, TABLE, DELAYS, INTERPRET)
 
 
 @jit
-def delayed_signal(locks, locks_table, locks_rank_stride, n_tiles, lock_tile, t, me, owner, vals, delay_seed,
-                   delay_pct, delay_max_ns, delay_sites, iteration, delay_table, SIGNAL: tl.constexpr,
+def delayed_signal(lock, n_tiles, lock_tile, t, me, owner, vals, delay, SIGNAL: tl.constexpr,
                    WORLD: tl.constexpr, TABLE: tl.constexpr, DELAYS: tl.constexpr, INTERPRET: tl.constexpr):
-    """The protocol's signal steps for ``lock_tile``; delays: the whole CTA late before them (site
-    store-signal, drawn for tile ``t``; the sleep's zero is added to the lock offset so it comes first)."""
-    tile = lock_tile
-    if DELAYS:
-        tile = lock_tile + sleep(delay_ns(delay_seed, SITE_STORE_SIGNAL, me, t, iteration,
-                                          delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
-    run_signal(locks, locks_table, locks_rank_stride, n_tiles, tile, me, owner, vals,
-               SIGNAL, WORLD, TABLE, INTERPRET)
+    """The protocol's signal steps for ``lock_tile`` of the lock array ``lock`` (``(locks, table,
+    rank_stride)``); delays: the whole CTA late before them (site store-signal, drawn for tile ``t``;
+    the sleep's zero is added to the lock offset so it comes first)."""
+    tile = lock_tile + cta_late(delay, SITE_STORE_SIGNAL, me, t, DELAYS, INTERPRET)
+    run_signal(lock[0], lock[1], lock[2], n_tiles, tile, me, owner, vals, SIGNAL, WORLD, TABLE, INTERPRET)
 
 
 @jit
-def delayed_wait(locks, locks_table, locks_rank_stride, n_tiles, lock_tile, t, me, vals, budget, delay_seed,
-                 delay_pct, delay_max_ns, delay_sites, iteration, delay_table, WAIT: tl.constexpr,
+def delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT: tl.constexpr,
                  WORLD: tl.constexpr, TABLE: tl.constexpr, DELAYS: tl.constexpr, INTERPRET: tl.constexpr):
     """The protocol's wait for ``lock_tile`` (``run_wait``'s results); delays: the whole CTA late
     before it (site before-wait, drawn for tile ``t``)."""
-    tile = lock_tile
-    if DELAYS:
-        tile = lock_tile + sleep(delay_ns(delay_seed, SITE_BEFORE_WAIT, me, t, iteration,
-                                          delay_pct, delay_max_ns, delay_sites, delay_table), INTERPRET)
-    return run_wait(locks, locks_table, locks_rank_stride, n_tiles, tile, me, vals, budget, WAIT, WORLD, TABLE,
-                    INTERPRET)
+    tile = lock_tile + cta_late(delay, SITE_BEFORE_WAIT, me, t, DELAYS, INTERPRET)
+    return run_wait(lock[0], lock[1], lock[2], n_tiles, tile, me, vals, budget, WAIT, WORLD, TABLE, INTERPRET)
+
+
+@jit
+def gathered_gemm(src, B_rank, t, pn, slot_rows, K, stride_bk, stride_bn, late,
+                  WORLD: tl.constexpr, ROWS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr, INTERPRET: tl.constexpr):
+    """all-gather-gemm's tile: the C rows of tile ``t`` of every shard, column tile ``pn``: a
+    ``ROWS x BLOCK_N`` fp32 accumulator whose row ``b * BLOCK_M + i`` is row ``i`` of tile ``t`` of
+    rank ``b``'s shard. Each K chunk loads tile ``t`` of each block of ``src`` (this rank's
+    ``gathered``, ``W * K`` wide) once, masked to its rows; a masked-off lane points into the same
+    block, so every load stays in one block (the trace sees one load per block, as the model)."""
+    r = tl.arange(0, ROWS)
+    i = r % BLOCK_M
+    rk = tl.arange(0, BLOCK_K)
+    offs_n = pn * BLOCK_N + tl.arange(0, BLOCK_N)
+    WIDE = K * WORLD
+    acc = tl.zeros((ROWS, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.zeros((ROWS, BLOCK_K), dtype=tl.float32)
+        for b in tl.static_range(WORLD):
+            offs = (slot_rows + t * BLOCK_M + i)[:, None] * WIDE + b * K + (k * BLOCK_K + rk)[None, :]
+            mine = (r // BLOCK_M == b)[:, None] & (rk < BLOCK_K)[None, :]
+            a += tl.load(src + late + offs, mask=mine, other=0.0, volatile=TILE_LOAD_VOLATILE).to(tl.float32)
+        bk = tl.load(B_rank + (k * BLOCK_K + rk)[:, None] * stride_bk + offs_n[None, :] * stride_bn)
+        if INTERPRET:  # the interpreter's dot mishandles bf16: multiply in fp32
+            acc = tl.dot(a, bk.to(tl.float32), acc)
+        else:
+            acc = tl.dot(a.to(bk.dtype), bk, acc)
+    return acc, offs_n
