@@ -40,8 +40,17 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+import json
+import multiprocessing
 
 from syncverify.errors import SyncVerifyError
+from syncverify.kernels.build import build
+from syncverify.protocols import builtin_names, load_protocol
+from syncverify.scenarios.build import ScenarioOptions
+from syncverify.stress.campaign import campaign_options, kernel_config, run_campaign
+from syncverify.validation import one_of
+from syncverify.verdicts.check import check_protocol
+from syncverify.verdicts.graphs import write_graph
 
 __all__ = [
     "CLASS_NAMES",
@@ -208,8 +217,6 @@ class Row:
 
 def model_columns(protocol: str, scenario: str, world_size: int, timeout: float) -> ModelColumns:
     """Check one pair (in a worker process: arguments and result are picklable)."""
-    from syncverify.verdicts.check import check_protocol
-
     result = check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout)
     verdict = {True: "safe", False: "unsafe", None: "unknown"}[result.safe]
     witnesses = {kind: Witness(kind, v.explanation, v.execution, tuple(v.evidence))
@@ -222,6 +229,7 @@ def cuda_available() -> bool:
     """Whether torch is installed and sees a CUDA GPU (imports torch only when it is there)."""
     if importlib.util.find_spec("torch") is None:
         return False
+    # torch: only the GPU path needs it (the model runs without torch and triton)
     import torch
 
     return bool(torch.cuda.is_available())
@@ -235,10 +243,6 @@ def _campaign_options(protocol: str, scenario: str, world_size: int, seconds: fl
 def check_stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float) -> None:
     """Refuse, before anything runs, a pair the kernels cannot run (a world size beyond 1..8, a
     step the kernels cannot express): the same checks as ``syncverify stress``, no torch needed."""
-    from syncverify.kernels.build import build
-    from syncverify.protocols import load_protocol
-    from syncverify.stress.campaign import campaign_options, kernel_config
-
     options = campaign_options(**_campaign_options(protocol, scenario, world_size, seconds))
     build(load_protocol(protocol), kernel_config(options), push=load_protocol(options.push))
 
@@ -249,8 +253,6 @@ def stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float
 
     ``progress(iterations, seconds)`` is called at every synchronization of the campaign.
     """
-    from syncverify.stress.campaign import run_campaign
-
     def report(done: int, _total: int | None, elapsed: float, _bad: int = 0) -> None:
         if progress is not None:
             progress(done, elapsed)
@@ -262,8 +264,6 @@ def stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float
 # ----- the comparison ---------------------------------------------------------------------------
 
 def _scenarios(scenarios: Iterable[str]) -> list[str]:
-    from syncverify.validation import one_of
-
     chosen: list[str] = []
     for name in scenarios:
         one_of("--scenario", name, (*SCENARIO_NAMES, "all"), error=CompareError)
@@ -282,9 +282,6 @@ def plan(protocols: Sequence[str], scenarios: Iterable[str], worlds: Iterable[in
     model refuses raises a one-line :class:`~syncverify.errors.SyncVerifyError` here, before any
     work.
     """
-    from syncverify.protocols import builtin_names, load_protocol
-    from syncverify.scenarios.build import ScenarioOptions
-
     arguments = list(protocols) or builtin_names()
     chosen = _scenarios(scenarios)
     sizes = list(dict.fromkeys(worlds))
@@ -404,8 +401,6 @@ def _pool(jobs: int, tasks: int) -> ProcessPoolExecutor:
     progress thread, and forking a threaded process can deadlock); the server imports the checker
     and the graphs once and every worker inherits them.
     """
-    import multiprocessing
-
     try:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["syncverify.verdicts.check", "syncverify.verdicts.graphs"])
@@ -541,9 +536,11 @@ def graph_name(row: Row, kind: str) -> str:
 def write_chart(rows: Sequence[Row], path: Path) -> str:
     """bad-tiles.png: bad tiles per protocol and class, or (no hardware data) violation kinds per
     protocol. Returns the sentence report.md says about it."""
+    # matplotlib: about a second to import, only for drawing a picture
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: about a second to import, only for drawing a picture
     import matplotlib.pyplot as plt
 
     protocols = list(dict.fromkeys(row.protocol for row in rows))
@@ -560,6 +557,7 @@ def write_chart(rows: Sequence[Row], path: Path) -> str:
         title = "no hardware data: the model's violation kinds per protocol"
         sentence = ("No hardware data: `bad-tiles.png` shows the model's violation kinds per protocol "
                     "instead (how many (scenario, world size) pairs show each kind).")
+    # matplotlib: about a second to import, only for drawing a picture
     from matplotlib.ticker import MaxNLocator
 
     # Grouped bars (one per class or kind), not stacked: each count reads off the axis. Bad tiles
@@ -592,8 +590,6 @@ def write_chart(rows: Sequence[Row], path: Path) -> str:
 
 def _draw(execution, path: Path, title: str, evidence) -> list[Path]:
     """One violation's happens-before graph, ``path.dot`` and ``path.png`` (in a worker process)."""
-    from syncverify.verdicts.graphs import write_graph
-
     return write_graph(execution, path, title=title, highlight=evidence)
 
 
@@ -605,8 +601,6 @@ def write_report(rows: Sequence[Row], directory: str | Path, *, note: str | None
     :func:`syncverify.cli.output_files.check_writable` with ``kind="dir"``). The graphs are drawn
     ``jobs`` at a time in worker processes (default ``os.cpu_count()``; 1: in this process).
     """
-    import json
-
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     directory = Path(directory)
     directory.mkdir(exist_ok=True)

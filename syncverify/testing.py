@@ -19,6 +19,15 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from typing import Any
+from pathlib import Path
+import inspect
+import os
+
+from syncverify.cli.stress import stress_command
+from syncverify.kernels.build import build
+from syncverify.stress.campaign import campaign_options, kernel_config, load
+from syncverify.stress.report import first_failure_lines
+from syncverify.verdicts.check import check_protocol
 
 __all__ = ["StressResult", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
 
@@ -51,8 +60,6 @@ def assert_safe(protocol, *, scenario: str = "all-reduce", world_size: int = 2, 
     >>> assert_safe("epoch-flag").safe
     True
     """
-    from syncverify.verdicts.check import check_protocol
-
     result = check_protocol(protocol, scenario=scenario, world_size=world_size, **options)
     if result.safe is True:
         return result
@@ -90,9 +97,6 @@ def check_stress_options(**options: Any):
     SyncVerifyError
         With one line naming the option and the fix.
     """
-    from syncverify.kernels.build import build
-    from syncverify.stress.campaign import campaign_options, kernel_config, load
-
     protocol = load(options.pop("protocol"))
     o = campaign_options(protocol=getattr(protocol, "name", "?"), **options)
     build(protocol, kernel_config(o), push=load(o.push))
@@ -114,9 +118,6 @@ def replay_command(result, given: dict | None = None) -> str | None:
     failure = result.first_failure
     if failure is None:
         return None
-    import inspect
-
-    from syncverify.cli.stress import stress_command
 
     cli = set(inspect.signature(stress_command).parameters) - {"json_output", "output"}
     o = result.options
@@ -140,9 +141,6 @@ def replay_command(result, given: dict | None = None) -> str | None:
 
 def _protocol_argument(result, given: dict | None) -> str:
     """A built-in name as given; a file as an absolute path (the replay may run elsewhere)."""
-    import os
-    from pathlib import Path
-
     asked = (given or {}).get("protocol")
     if isinstance(asked, str) and not asked.endswith(".toml") and os.sep not in asked:
         return asked
@@ -190,7 +188,6 @@ class StressResult:
                  f"{r.bad_iterations} of {r.iterations} iterations bad; bad tiles: {found}"]
         if r.stopped:
             lines.append(f"stopped: {r.stopped}")
-        from syncverify.stress.report import first_failure_lines
 
         lines += first_failure_lines(r, replay=self.replay_command)
         return "\n".join(lines)

@@ -138,7 +138,7 @@ def test_slots_hold_with_delays_on():
 def test_a_tile_load_moved_before_the_wait_is_a_drift(scenario, monkeypatch):
     """The new scenarios' kernels are held to the model's step order: a model whose consumer
     reads its buffer before waiting (the order swapped in ROLES) no longer matches the kernel."""
-    from syncverify.scenarios.build import build as scenarios
+    from syncverify.scenarios import build as scenarios
 
     roles = list(scenarios.ROLES[scenario])
     consumer = roles[1]

@@ -7,12 +7,19 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.table import Table
 
 from syncverify import exitcodes
 from syncverify.cli.app import app, err, out
 from syncverify.cli.progress import StderrProgress
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
 from syncverify.protocols.rules import RESET_HELP, describe_reset
+from syncverify.cli.output_files import check_writable, write_or_warn
+from syncverify.protocols.registry import load_protocol
+from syncverify.scenarios.build import ScenarioOptions, build
+from syncverify.verdicts.check import check, sample
+from syncverify.verdicts.graphs import write_graph
+from syncverify.verdicts.suggest import Suggestions, suggest
 
 DEFAULT_TIMEOUT = 600.0  # seconds: a check answers unknown rather than run on unseen
 PROGRESS_AFTER = 2.0  # seconds before a check starts showing progress
@@ -54,12 +61,6 @@ def check_command(
     --epochs 2 (checked stage by stage). Beyond that, --timeout answers unknown. A check that runs longer than 2 s
     shows its progress on stderr.
     """
-    from syncverify.protocols.registry import load_protocol
-    from syncverify.verdicts.check import check, sample
-    from syncverify.verdicts.graphs import write_graph
-    from syncverify.scenarios.build import ScenarioOptions, build
-    from syncverify.cli.output_files import check_writable, write_or_warn
-
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
     if graph is not None:
@@ -106,8 +107,6 @@ def check_command(
 
 
 def _print_text(result) -> None:
-    from rich.table import Table
-
     opts = result.scenario.options
     verdict = {True: "SAFE", False: "UNSAFE", None: "UNKNOWN"}[result.safe]
     out.print(f"{result.scenario.protocol.name} in {opts.scenario}: {verdict}", markup=False)
@@ -157,8 +156,6 @@ MAX_SUGGESTIONS = 5  # fixes shown by --suggest
 
 def _suggest(proto, options, result):
     """:func:`syncverify.verdicts.suggest.suggest` in the checked scenario (nothing to search unless unsafe)."""
-    from syncverify.verdicts.suggest import Suggestions, suggest
-
     if result.safe is None:
         return Suggestions(max_changes=2, note="the verdict is unknown: no fix searched (--suggest needs an unsafe verdict)")
     if result.safe:

@@ -11,6 +11,11 @@ import typer
 from syncverify import exitcodes
 from syncverify.cli.app import app, err, out
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS
+from syncverify.cli.output_files import check_writable, write_or_warn
+from syncverify.errors import SyncVerifyError
+from syncverify.litmus.parser import parse_litmus_file
+from syncverify.litmus.runner import run_litmus
+from syncverify.verdicts.graphs import write_graph
 
 
 @app.command("litmus")
@@ -29,12 +34,6 @@ def litmus_command(
     With several files, each is reported (a bad one does not stop the others) and the exit code
     is the most severe one (bad input, then Unknown, then 0).
     """
-    from syncverify.cli.output_files import check_writable, write_or_warn
-    from syncverify.errors import SyncVerifyError
-    from syncverify.verdicts.graphs import write_graph
-    from syncverify.litmus.parser import parse_litmus_file
-    from syncverify.litmus.runner import run_litmus
-
     if graph is not None:
         check_writable(graph, "--graph", kind="dir")  # bad input fails before work, as below
     # Each file is parsed and run on its own: a bad file is reported (one line, exit 2 in the

@@ -21,20 +21,25 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
 
 from syncverify import exitcodes
 from syncverify.cli.output_files import check_writable
 from syncverify.errors import SyncVerifyError
 from syncverify.cli.app import app
 from syncverify.protocols.rules import RESET_HELP
-from syncverify.stress.report import INTERPRETER_NOTE
+from syncverify.stress.report import INTERPRETER_NOTE, interpreter_lines, render_text
+from syncverify.cli.progress import StderrProgress
+from syncverify.stress.campaign import campaign_options, default_programs, refuse_unsynchronized, run_campaign
+from syncverify.stress.controls import control_verdict, positive_control
+from syncverify.stress.guided import guided_plan, render_rows, run_guided
+from syncverify.stress.replay import replay
+from syncverify.verdicts.check import check_protocol
 
 
 
 def _programs_help(role: int) -> str:
     """The default program counts as runs use them (``default_programs``), on a 132-SM H200."""
-    from syncverify.stress.campaign import campaign_options, default_programs
-
     def count(kernel: str, world: int, virtual: bool) -> int:
         return default_programs(campaign_options(kernel=kernel, world_size=world, virtual_ranks=virtual), 132)[role]
 
@@ -44,8 +49,6 @@ def _programs_help(role: int) -> str:
 
 
 def _consoles():
-    from rich.console import Console
-
     return (Console(highlight=False, soft_wrap=True),
             Console(stderr=True, highlight=False, soft_wrap=True))
 
@@ -113,8 +116,6 @@ def stress_command(
         err.print("syncverify: error: give --iterations or --seconds, not both", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
     try:
-        from syncverify.stress.campaign import refuse_unsynchronized
-
         refuse_unsynchronized(protocol)  # before the model is asked about it
         if output is not None:  # before the run: an unwritable path is bad input, not a late traceback
             check_writable(output, "--output")
@@ -133,8 +134,6 @@ def stress_command(
 
 def _model_verdict(options: dict):
     """``syncverify check`` of the run's protocol in its kernel's scenario at its world size."""
-    from syncverify.verdicts.check import check_protocol
-
     return check_protocol(options["protocol"], scenario=options["kernel"], world_size=options["world_size"],
                           timeout=120.0, push=options.get("push") or "epoch-flag", reset=options.get("reset"),
                           production=options.get("production") or "every-rank",
@@ -151,8 +150,6 @@ def _verdict_words(model) -> str:
 
 def _campaign(options: dict, out, json_output: bool, *, control: bool | None) -> int:
     """A campaign, its interpreter caveats, and (on a GPU, model-safe protocol) its positive control."""
-    from syncverify.stress.report import interpreter_lines, render_text
-
     interpret = options["interpret"]
     model = _model_verdict(options)
     result = _run(options, json_output=json_output)
@@ -196,8 +193,6 @@ def _only_order_artifacts(result, model) -> bool:
 
 def _positive_control(options: dict, result, *, json_output: bool) -> dict:
     """Run the safe protocol's sibling under the same delays; say whether the delays worked."""
-    from syncverify.stress.controls import control_verdict, positive_control
-
     found = positive_control(options["protocol"], kernel=options["kernel"], world_size=options["world_size"],
                              push=options.get("push") or "epoch-flag")
     sibling = None
@@ -216,10 +211,6 @@ def _positive_control(options: dict, result, *, json_output: bool) -> dict:
 
 def _guided(options: dict, out, json_output: bool, *, schedule: Path | None, compare_random: bool) -> int:
     """Schedules from the model's counterexamples; each run next to random delays."""
-    from syncverify.stress.campaign import campaign_options
-    from syncverify.stress.controls import positive_control
-    from syncverify.stress.guided import guided_plan, render_rows, run_guided
-
     o = {k: v for k, v in options.items() if k not in ("protocol", "delays", "iterations", "seconds")}
     seconds = options.get("seconds") or 10.0
     num_warps = campaign_options(**{k: v for k, v in options.items() if k in (
@@ -272,8 +263,6 @@ def _schedule_path(options: dict) -> Path:
 
 
 def _replay(options: dict, out, json_output: bool, *, iteration: int, times: int, rank, tile, kind) -> int:
-    from syncverify.stress.replay import replay
-
     if times < 1:
         raise SyncVerifyError(f"--replay-times={times} must be at least 1")
     with _progress("replay") as progress:
@@ -306,8 +295,6 @@ class _StressProgress:
 def _progress(label: str):
     """A progress display on stderr while the body runs (a status on a terminal, a plain line
     every 5 s otherwise: logs and CI see it too); yields the callback campaigns report to."""
-    from syncverify.cli.progress import StderrProgress
-
     state = _StressProgress(label)
 
     class Display(StderrProgress):
@@ -320,8 +307,6 @@ def _progress(label: str):
 
 def _run(options: dict, *, json_output: bool):
     """One campaign with its progress display."""
-    from syncverify.stress.campaign import run_campaign
-
     with _progress("stress") as progress:
         return run_campaign(progress=progress, **options)
 

@@ -54,6 +54,8 @@ from syncverify.protocols.loader import (
     ATOMIC_SEMS, FENCE_SEMS, READ_SEMS, SCOPES, STORE_SEMS, protocol_from_dict,
 )
 from syncverify.protocols.model import Protocol
+from syncverify.protocols import load_protocol
+from syncverify.verdicts.check import check_protocol
 
 __all__ = ["Change", "Fix", "Suggestions", "protocol_toml", "suggest"]
 
@@ -371,9 +373,6 @@ def suggest(protocol, *, scenario: str = "all-reduce", world_size: int = 2,
     >>> fixes[0].description
     'add a CTA barrier before signal step 1'
     """
-    from syncverify.verdicts.check import check_protocol
-    from syncverify.protocols import load_protocol
-
     if max_changes not in (1, 2):
         raise SyncVerifyError(f"max_changes={max_changes!r} must be 1 or 2")
     if max_checks < 1:
