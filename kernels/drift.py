@@ -154,7 +154,8 @@ def model_ops(scenario) -> dict[Key, list[Op]]:
     """``(role, rank, tile, epoch) -> ops`` of a scenario built with ``symmetry=False``."""
     threads: dict[Key, dict[int, list[Op]]] = {}
     raw: dict[Key, dict[int, tuple]] = {}
-    for thread, origin in zip(scenario.program.threads, scenario.threads):
+    for thread in scenario.program.threads:
+        origin = thread.role  # a ThreadOrigin: the scenario builder made it
         if origin.is_host_reset:
             continue  # not compared
         key = (origin.role, origin.rank, origin.tile, origin.epoch)

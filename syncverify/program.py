@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from syncverify.model.values import wrap_int32
+from syncverify.model.int32 import wrap_int32
 from syncverify.validation import one_of
 from syncverify.errors import UnsupportedConstruct
 
@@ -414,7 +414,7 @@ def evaluate(prop: Prop, registers: dict[tuple[str, str], int], memory: dict[str
 
     def value(term: Term) -> int:
         if isinstance(term, int):
-            return wrap_int32(term)  # compared as the 32-bit value it denotes (syncverify.model.values)
+            return wrap_int32(term)  # compared as the 32-bit value it denotes (syncverify.model.int32)
         if isinstance(term, RegRef):
             return registers.get((term.thread, term.reg), 0)
         return memory[term.loc]
@@ -452,7 +452,7 @@ class Program:
     warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        # Memory and registers are 32-bit (syncverify.model.values): an initial value is held wrapped.
+        # Memory and registers are 32-bit (syncverify.model.int32): an initial value is held wrapped.
         object.__setattr__(self, "init", {loc: wrap_int32(v) for loc, v in self.init.items()})
         object.__setattr__(self, "registers", {key: wrap_int32(v) for key, v in self.registers.items()})
 

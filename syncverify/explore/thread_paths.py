@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from syncverify.explore.bounds import DEFAULT_MAX_STEPS, LimitHit
 from syncverify.errors import UnsupportedConstruct
-from syncverify.model.values import wrap_int32
+from syncverify.model.int32 import wrap_int32
 from syncverify.program import (
     Atomic,
     Barrier,
@@ -540,7 +540,7 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
     operands = tuple(_operand_value(o, state.regs) for o in ins.operands)
     written = atomic_result(ins.op, v, operands, ins.unsigned)
     if written is not None:
-        written = wrap_int32(written)  # the GPU's int32 arithmetic wraps (syncverify.model.values)
+        written = wrap_int32(written)  # the GPU's int32 arithmetic wraps (syncverify.model.int32)
     events = state.events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=state.ctrl, label=text,
                                         line=line),)
     seen = state.seen

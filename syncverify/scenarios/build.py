@@ -287,7 +287,6 @@ class Scenario:
     program: Program
     options: ScenarioOptions
     protocol: object
-    threads: list[ThreadOrigin] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     push_protocol: object = None  # all-scatter's push protocol
     #: One program per lock stage, checked in its place (see :func:`stage_parts`); empty: check
@@ -299,6 +298,11 @@ class Scenario:
     locations: dict[str, Location] = field(default_factory=dict)
     #: Each protocol step's instruction label (as events carry it) -> the step.
     steps: dict[str, StepOrigin] = field(default_factory=dict)
+
+    @property
+    def threads(self) -> tuple[ThreadOrigin, ...]:
+        """Who each thread of the program is, by thread index (each thread's ``role``)."""
+        return tuple(thread.role for thread in self.program.threads)
 
     def step_of(self, label: str) -> StepOrigin | None:
         """The protocol step an event's ``label`` comes from (None: a tile access or a host reset)."""
@@ -724,8 +728,7 @@ class _Program:
         name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")
         program = Program(name, tuple(self.threads),
                           host_order=host_order, symmetry=symmetry, observed_registers=frozenset())
-        return Scenario(program, opts, protocol, [th.role for th in self.threads],
-                        _notes(opts, symmetry, self.protocols), self.protocols.get("push"), stage=self.part or "",
+        return Scenario(program, opts, protocol, _notes(opts, symmetry, self.protocols), self.protocols.get("push"), stage=self.part or "",
                         locations=self.builder.locations, steps=self.builder.step_labels)
 
 
