@@ -307,7 +307,7 @@ def test_the_fused_kernels_compute_the_product_with_either_load_path_and_tile_or
 def test_a_wrong_product_is_caught_by_the_validation(monkeypatch):
     import torch
 
-    from syncverify.kernels.bench.timing import timing as bench
+    from syncverify.kernels.bench import timing as bench
     from syncverify.kernels.build import build
 
     case = Case(kernel="all-reduce", m=32, n=32, k=32, block=(16, 16, 16), split=(2, 1))

@@ -96,7 +96,7 @@ def test_the_new_fused_kernels_and_their_gemm_parts_compute_the_product(kernel, 
 def test_the_all_gather_gemm_part_multiplies_what_gathered_holds():
     """Its GEMM programs read ``gathered`` as filled before the launch: a shard left out of it
     (the senders' share, which the GEMM part does not run) is a wrong product."""
-    from syncverify.kernels.bench.timing import timing as bench
+    from syncverify.kernels.bench import timing as bench
 
     run, inputs = _run("all-gather-gemm", None, gemm_only=True)
     assert run.config.grid == 2 * run.config.gemm_sms  # no senders in the grid
@@ -114,7 +114,7 @@ def test_the_all_gather_gemm_part_multiplies_what_gathered_holds():
 def test_a_wrong_product_of_a_new_kernel_is_caught(kernel, monkeypatch):
     import torch
 
-    from syncverify.kernels.bench.timing import timing as bench
+    from syncverify.kernels.bench import timing as bench
 
     run, inputs = _run(kernel, "epoch-flag")
     monkeypatch.setattr(bench, "reference", lambda case, A, B: torch.ones(2, 64, 64) if
