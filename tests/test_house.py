@@ -118,8 +118,6 @@ def test_the_folders_of_the_plan_exist(folder):
 #: What a function may import lazily: torch and triton (the model runs without them, on a machine
 #: without a GPU) and matplotlib (about a second to import, only for drawing a picture).
 LAZY_ROOTS = ("torch", "triton", "matplotlib")
-#: The other half of issue 20 (the explorer and the model internals) keeps its own imports for now.
-NOT_YET = ("syncverify.explore", "syncverify.model")
 
 
 def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
@@ -181,8 +179,8 @@ def _says_why(lines: list[str], index: int) -> bool:
 
 
 def test_imports_sit_at_the_top_of_the_file_but_the_commented_torch_triton_guards():
-    """Every import inside a function (or a method, or a lambda) of a module outside
-    ``syncverify.explore`` and ``syncverify.model`` is a *lazy guard*: it imports torch, triton or
+    """Every import inside a function (or a method, or a lambda) of any module of the installed
+    layout is a *lazy guard*: it imports torch, triton or
     matplotlib, or a project module of :func:`gpu_modules` (one whose import imports torch or
     triton), and a comment naming torch, triton or matplotlib says why, on the import's line or
     above its group of consecutive imports. Any other import belongs at the top of the file, where
@@ -191,8 +189,6 @@ def test_imports_sit_at_the_top_of_the_file_but_the_commented_torch_triton_guard
     gpu = gpu_modules()
     bad = []
     for module, path in known.items():
-        if any(module == p or module.startswith(p + ".") for p in NOT_YET):
-            continue
         text = path.read_text()
         lines = text.splitlines()
         for node in _function_imports(ast.parse(text, str(path))):
