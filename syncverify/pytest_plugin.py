@@ -45,11 +45,6 @@ from typing import Any
 import pytest
 
 from syncverify.errors import SyncVerifyError
-from syncverify.kernels.config import KERNELS
-from syncverify.kernels.errors import StressConfigError
-from syncverify.stress.campaign import CampaignOptions, run_campaign
-from syncverify.testing import StressResult, check_stress_options, replay_command
-from syncverify.validation import one_of
 
 #: The fixture's own keywords and their defaults (None: decided at the call, see above).
 DEFAULTS: dict[str, Any] = dict(protocol=None, kernel="all-reduce", world_size=2, iterations=None,
@@ -135,6 +130,9 @@ def syncverify_stress(request: pytest.FixtureRequest):
         given = dict(options)
         _fail_on_error(_check, options)
         _skip_unless_runnable(options["interpret"])
+        # pytest loads this plugin in every session: the campaign is imported when a test runs one
+        from syncverify.stress.campaign import run_campaign
+        from syncverify.testing import StressResult, replay_command
 
         # SyncVerifyError here: a limit of this machine (more ranks than GPUs, ...)
         campaign = _fail_on_error(run_campaign, **options)
@@ -209,6 +207,13 @@ def _protocol_path(protocol, request: pytest.FixtureRequest):
 def _check(options: dict) -> None:
     """The fixture's own arguments first (named as the test wrote them), then every check the
     campaign makes before it needs torch or a GPU (its messages name the command-line option)."""
+    # pytest loads this plugin in every session: the rest of syncverify is imported when a test uses it
+    from syncverify.validation import one_of
+    from syncverify.kernels.config import KERNELS
+    from syncverify.kernels.errors import StressConfigError
+    from syncverify.stress.campaign import CampaignOptions
+    from syncverify.testing import check_stress_options
+
     one_of("kernel", options["kernel"], KERNELS, error=StressConfigError)
     for name in ("world_size", "iterations", "seed"):
         value = options[name]
@@ -232,7 +237,7 @@ def _check(options: dict) -> None:
 def _skip_unless_runnable(interpret: bool) -> None:
     """Skip, naming what is missing and the flag that would change it."""
     try:
-        # torch: only the GPU path needs it (the model runs without torch and triton)
+        # torch, triton: only a campaign needs them; without them the fixture skips
         import torch
         import triton  # noqa: F401
     except ImportError as error:

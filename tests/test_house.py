@@ -118,6 +118,10 @@ def test_the_folders_of_the_plan_exist(folder):
 #: What a function may import lazily: torch and triton (the model runs without them, on a machine
 #: without a GPU) and matplotlib (about a second to import, only for drawing a picture).
 LAZY_ROOTS = ("torch", "triton", "matplotlib")
+#: Modules a third party imports at its own start, which import the rest of syncverify only when
+#: it is used, and the word their comment names: pytest loads the plugin in every session
+#: (entry point ``pytest11``), where importing the campaign and the command line costs seconds.
+DEFERRING = {"syncverify.pytest_plugin": "pytest"}
 
 
 def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
@@ -162,11 +166,11 @@ def gpu_modules() -> set[str]:
     return gpu | {m for m in graph if m not in gpu and nx.descendants(graph, m) & gpu}
 
 
-def _says_why(lines: list[str], index: int) -> bool:
-    """A comment naming torch, triton or matplotlib on line ``index`` or on the lines of comments
-    and imports directly above it (one comment may head a group of lazy imports)."""
+def _says_why(lines: list[str], index: int, words: tuple[str, ...] = LAZY_ROOTS) -> bool:
+    """A comment naming one of ``words`` on line ``index`` or on the lines of comments and imports
+    directly above it (one comment may head a group of lazy imports)."""
     def names_it(line: str) -> bool:
-        return "#" in line and any(word in line.split("#", 1)[1] for word in LAZY_ROOTS)
+        return "#" in line and any(word in line.split("#", 1)[1] for word in words)
 
     while index >= 0:
         line = lines[index].strip()
@@ -180,11 +184,12 @@ def _says_why(lines: list[str], index: int) -> bool:
 
 def test_imports_sit_at_the_top_of_the_file_but_the_commented_torch_triton_guards():
     """Every import inside a function (or a method, or a lambda) of any module of the installed
-    layout is a *lazy guard*: it imports torch, triton or
-    matplotlib, or a project module of :func:`gpu_modules` (one whose import imports torch or
-    triton), and a comment naming torch, triton or matplotlib says why, on the import's line or
-    above its group of consecutive imports. Any other import belongs at the top of the file, where
-    a reader (and this file's import graph) sees it."""
+    layout is a *lazy guard*: it imports torch, triton or matplotlib, or a project module of
+    :func:`gpu_modules` (one whose import imports torch or triton), and a comment naming torch,
+    triton or matplotlib says why, on the import's line or above its group of consecutive imports.
+    The one other kind: in a module of :data:`DEFERRING` (the pytest plugin), any import, with a
+    comment naming the third party that loads it. Any other import belongs at the top of the
+    file, where a reader (and this file's import graph) sees it."""
     known = modules()
     gpu = gpu_modules()
     bad = []
@@ -194,7 +199,8 @@ def test_imports_sit_at_the_top_of_the_file_but_the_commented_torch_triton_guard
         for node in _function_imports(ast.parse(text, str(path))):
             targets = _imported(node, module, path.name == "__init__.py", known)
             guard = set(_roots(node)) & set(LAZY_ROOTS) or (targets and set(targets) <= gpu)
-            if not guard or not _says_why(lines, node.lineno - 1):
+            deferred = module in DEFERRING and _says_why(lines, node.lineno - 1, (DEFERRING[module],))
+            if not deferred and (not guard or not _says_why(lines, node.lineno - 1)):
                 bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
     assert bad == []
 
