@@ -26,6 +26,12 @@ could see from the happens-before order of each execution. This is exact when, a
 scenario, the data's values never reach a branch, a lock or an address, and each location is read
 at most once per thread (then the choices for different reads are independent of each other and of
 the lock protocol).
+
+IDENTITY: a scenario's thread carries who it is (:class:`ThreadOrigin`, its ``role``) and the host
+phase it runs in (:class:`Phase`), made once by the scenario builder; the builder also keeps what
+each location and each protocol step's label is (``syncverify.scenarios.build.Location``,
+``StepOrigin``). Causes, pictures, traces, the drift test and guided stress read those fields;
+nothing parses a name back. The explorer only compares them.
 """
 
 from __future__ import annotations
@@ -439,7 +445,7 @@ class Program:
     comment: str = ""
     # (a, b): every event of phase a happens before every event of phase b (a host barrier, or
     # stream order between two launches). Pairs are closed transitively by the explorer.
-    host_order: tuple[tuple[str, str], ...] = ()
+    host_order: tuple[tuple[Phase | str, Phase | str], ...] = ()
     # Groups of interchangeable units (each a tuple of thread indices): see explore's symmetry.
     symmetry: tuple[tuple[tuple[int, ...], ...], ...] = ()
     # Registers whose final values matter (a litmus condition reads them); None: all of them.
