@@ -23,9 +23,12 @@ import functools
 import threading
 
 import triton.runtime.interpreter as _interpreter
-from syncverify.kernels._deps import interpreting
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
+
+from syncverify.kernels._deps import interpreting
+from syncverify.kernels.errors import UnsupportedStep
+from syncverify.kernels.ptx_reader import arrive_laps
 
 _lock = threading.RLock()
 
@@ -123,9 +126,6 @@ def refuse_arrive_laps(name: str, ptx: str) -> None:
     there again before the phase it arrived in completes (``syncverify.kernels.ptx_reader.arrive_laps``):
     the phase would complete with the wrong warps, or a waiting warp would hang at ``bar.sync``,
     which no bound can stop. Raises :class:`~syncverify.kernels.errors.UnsupportedStep`."""
-    from syncverify.kernels.errors import UnsupportedStep
-    from syncverify.kernels.ptx_reader import arrive_laps
-
     laps = arrive_laps(ptx)
     if laps:
         raise UnsupportedStep(f"{name}: {laps[0]}, so a warp that only arrives could arrive for its next tile "

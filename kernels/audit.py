@@ -16,12 +16,17 @@ load and store (``syncverify.scenarios.build.ROLES``, the probes' ``tile``/``out
 from __future__ import annotations
 
 import functools
+import inspect
 
 from syncverify.kernels._deps import tl, triton
 from syncverify.kernels._jit import jit
 from syncverify.kernels.plan import build_plan
 from syncverify.kernels.ptx_reader import parse_ptx, sync_ops
 from syncverify.kernels.steps import run_signal, run_wait, wrap_plan
+from syncverify.kernels.registry import kernel_function
+from syncverify.protocols import lowering
+from syncverify.protocols.rules import KERNEL_WARPS, SECTIONS, section_steps
+from syncverify.scenarios.build import ROLES, Stage
 
 AUDIT_WORLD = 2  # ranks the probes are specialized for: to=all writes two copies, to=others one
 BLOCK = 1024  # tile elements: 8 per thread at 4 warps
@@ -63,8 +68,6 @@ def probe_warps(protocol) -> int:
     """Warps a probe of ``protocol`` compiles with: 4 (quick to compile; nothing the audit reads
     depends on it), or the kernels' 8 when a barrier step selects warps, which are warps of an
     8-warp CTA (``syncverify.protocols.rules.KERNEL_WARPS``)."""
-    from syncverify.protocols.rules import KERNEL_WARPS, SECTIONS, section_steps
-
     steps = [s for section in SECTIONS for s in section_steps(protocol, section)]
     return KERNEL_WARPS if any(s.op == "barrier" and s.selects_warps for s in steps) else 4
 
@@ -73,6 +76,7 @@ def probe_warps(protocol) -> int:
 def probe_ptx(protocol, side: str, *, world_size: int = AUDIT_WORLD, num_warps: int | None = None) -> str:
     """PTX for sm_90 of ``protocol``'s ``side`` (``"signal"`` or ``"wait"``) probe, with
     ``num_warps`` warps (default :func:`probe_warps`)."""
+    # triton: only the GPU path needs it (the model runs without torch and triton)
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -154,7 +158,7 @@ def audit(protocol, side: str, *, world_size: int = AUDIT_WORLD, lower=None) -> 
 
 def _lock_problems(protocol, side: str, ops, world_size: int, lower) -> list[str]:
     if lower is None:
-        from syncverify.protocols.lowering import lower_step as lower
+        lower = lowering.lower_step
     actual = [op for op in ops if op.buffer in (None, "locks")]
     problems: list[str] = []
     pos = 0
@@ -207,8 +211,6 @@ _NOUN = {"st": "store", "ld": "load"}
 
 def _lowered_tile(kind: str, protocol):
     """The model's tile store or load for ``protocol`` (looked up at call time: tests patch it)."""
-    from syncverify.protocols import lowering
-
     return lowering.lower_tile_store(protocol) if kind == "st" else lowering.lower_tile_load(protocol)
 
 
@@ -273,19 +275,20 @@ def tile_problems(protocol, side: str, ops) -> list[str]:
 # ----- the fused kernels -----------------------------------------------------------------------
 
 def _kernel_module(kernel: str):
+    # torch/triton: syncverify.kernels.gemm_all_reduce imports them; only the GPU path needs it
     from syncverify.kernels import gemm_all_reduce, gemm_all_scatter
 
     if kernel == "all-reduce":
         return gemm_all_reduce, gemm_all_reduce.gemm_all_reduce_kernel
     if kernel == "all-scatter":
         return gemm_all_scatter, gemm_all_scatter.gemm_all_scatter_kernel
-    from syncverify.kernels.registry import kernel_function
 
     return kernel_function(kernel)
 
 
 def kernel_ptx(built) -> str:
     """PTX for sm_90 of the fused kernel ``built`` is configured for (``compile_ptx``)."""
+    # torch/triton: syncverify.kernels.compile imports them; only the GPU path needs it
     from syncverify.kernels.compile import compile_ptx
 
     module, fn = _kernel_module(built.config.kernel)
@@ -295,8 +298,6 @@ def kernel_ptx(built) -> str:
 def kernel_ops(built, *, ptx: str | None = None) -> list:
     """The synchronization operations of the fused kernel ``built`` is configured for, each
     access named by the kernel parameter its address comes from."""
-    import inspect
-
     _, fn = _kernel_module(built.config.kernel)
     ptx = kernel_ptx(built) if ptx is None else ptx
     return sync_ops(parse_ptx(ptx), params=list(inspect.signature(fn.fn).parameters))
@@ -306,8 +307,6 @@ def tile_accesses(kernel: str) -> dict[tuple[str, str], bool]:
     """The tile accesses of a scenario's roles (``syncverify.scenarios.build.ROLES``):
     ``{(kind, buffer): published}``, ``published`` for a store a later signal of its role
     publishes (where the protocol's cache policy is the one the protocol was checked with)."""
-    from syncverify.scenarios.build import ROLES, Stage
-
     accesses: dict[tuple[str, str], bool] = {}
     for role in ROLES[kernel]:
         for n, step in enumerate(role.steps):

@@ -14,11 +14,14 @@ from typing import Any
 
 from syncverify.kernels.config import KernelConfig, check_config
 from syncverify.kernels.plan import KernelPlan, build_plan
+from syncverify.kernels.errors import UnsupportedStep
+from syncverify.protocols import rules
+from syncverify.protocols.registry import load_protocol
+from syncverify.scenarios.build import DEFAULT_PUSH, barrier_id_clash
 
 #: ``--protocol none``: signal and wait compiled out. Not a protocol (the model has nothing to
 #: check and would call it unsafe): the cost baseline ``syncverify bench`` measures others against.
 NO_SYNC = "none"
-NO_SYNC_NOTE = "UNSAFE: no synchronization (signal and wait compiled out; output not validated; cost baseline only)"
 
 
 def no_sync_plan(*, world_size: int, lock_dtype: str = "int32", push: bool = False) -> KernelPlan:
@@ -84,14 +87,9 @@ def build(protocol: Any, config: KernelConfig, *, sms: int | None = None,
                             push=config.kernel == "all-scatter")
         return BuiltKernel(config, plan, None)
     if config.kernel == "all-scatter" and getattr(protocol, "slots", 1) != 1:
-        from syncverify.kernels.errors import UnsupportedStep
-
         raise UnsupportedStep(f"protocol {protocol.name!r}: slots = {protocol.slots} is run by the all-reduce kernel "
                               "only; the all-scatter kernel keeps one slot of local tiles and locks")
     if config.kernel == "all-scatter" and push is None:
-        from syncverify.protocols.registry import load_protocol
-        from syncverify.scenarios.build import DEFAULT_PUSH
-
         push = load_protocol(DEFAULT_PUSH)
     _check_warp_selections(protocol, push if config.kernel == "all-scatter" else None, config)
     plan = build_plan(protocol, world_size=config.world_size, lock_dtype=config.lock_dtype,
@@ -104,10 +102,6 @@ def _check_warp_selections(protocol: Any, push: Any, config: KernelConfig) -> No
     warps (the interpreter runs no barrier, so any number there). A CTA that runs two protocols
     (all-scatter's comm CTA: the protocol's wait, the push protocol's signal) must not have them
     share the id of such a barrier (``syncverify.scenarios.build.barrier_id_clash``, as the model)."""
-    from syncverify.protocols import rules
-    from syncverify.kernels.errors import UnsupportedStep
-    from syncverify.scenarios.build import barrier_id_clash
-
     protocols = {"protocol": protocol} | ({"push": push} if push is not None else {})
     selecting = [(p.name, s) for p in protocols.values() for section in rules.SECTIONS
                  for s in rules.section_steps(p, section) if s.op == "barrier" and s.selects_warps]
@@ -122,12 +116,14 @@ def _check_warp_selections(protocol: Any, push: Any, config: KernelConfig) -> No
 
 def torch_dtype(name: str):
     """The torch dtype of a ``--dtype`` name."""
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
 
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
 def lock_torch_dtype(name: str):
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
 
     return {"int32": torch.int32, "int8": torch.int8}[name]
@@ -185,7 +181,7 @@ def visit_order(tiles_m: int, tiles_n: int, group_m: int) -> list[int]:
 
 @functools.lru_cache(maxsize=32)
 def _ownership(tiles_m: int, tiles_n: int, world_size: int, distribution: str, group_m: int, device: str):
-    from syncverify.protocols import rules
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
 
     tiles = tiles_m * tiles_n
@@ -210,6 +206,7 @@ def runtime_values_tensor(built: BuiltKernel, epochs, device):
     The padding keeps every row 16-byte aligned. Triton specializes a pointer argument on
     16-byte alignment, so with rows of one or two int32 the launch that reads row 1 compiled
     the kernel a second time, in the middle of a timed run."""
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
 
     rows = [built.plan.runtime_values(epoch=e) for e in epochs]
@@ -225,6 +222,7 @@ def delay_table_tensor(table, device):
 
 @functools.lru_cache(maxsize=8)
 def _zero_delay_table(device: str):
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
     from syncverify.kernels.delays import TABLE_SHAPE
 

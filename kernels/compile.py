@@ -64,6 +64,7 @@ def _freeze(d: dict):
 
 @functools.lru_cache(maxsize=64)
 def _compile(fn, signature, constexprs, num_warps: int, num_stages: int) -> str:
+    # triton: only the GPU path needs it (the model runs without torch and triton)
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -96,6 +97,7 @@ def compile_like_launch(fn, *args, num_warps: int = 4, num_stages: int = 3, **me
 
     Returns the compiled kernel (``.asm["ptx"]``, ``.asm["cubin"]``).
     """
+    # triton: only the GPU path needs it (the model runs without torch and triton)
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -113,6 +115,7 @@ def launch_specialization(fn, *args, num_warps: int = 4, num_stages: int = 3, **
 
 def _bind(fn, args, num_warps: int, num_stages: int, meta: dict):
     """Triton's own argument binding for sm_90: ``(backend, kwargs, (bound, specialization, options))``."""
+    # triton: only the GPU path needs it (the model runs without torch and triton)
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import CUDABackend
     from triton.runtime.jit import create_function_from_signature

@@ -5,7 +5,9 @@ Both sides become, for each ``(role, rank, tile, epoch)``, the ordered list of :
 whose copy, tile) or a data buffer (name, whose copy, whose column block, tile) and ``threads``
 says whether one thread or every thread of the CTA executes it.
 
-* model side (:func:`model_ops`): the scenario's threads with their ``role`` strings; thread 0
+* model side (:func:`model_ops`): the scenario's threads with their origins (role, rank, tile,
+  epoch, thread: :class:`~syncverify.program.ThreadOrigin`) and locations
+  (:class:`~syncverify.scenarios.build.Location`); thread 0
   and thread 1 of a CTA give ``one``/``all`` (an operation thread 1 also executes is ``all``);
   labels and branches are dropped, the branch's exit condition kept as a note on its poll.
 * kernel side (:func:`kernel_ops`): a :class:`syncverify.kernels.trace.Recorder` log, grouped
@@ -28,12 +30,15 @@ kernel's accesses to memory the model does not have (inputs A/B, run-time operan
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 
 from syncverify.protocols import rules
 from syncverify.protocols.lowering import barrier_split, fence_kind
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Store
+from syncverify.kernels.build import build
+from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.registry import allocate, launch_function
+from syncverify.protocols.registry import load_protocol
 
 Key = tuple  # (role, rank, tile, epoch)
 
@@ -111,20 +116,15 @@ def collapse_polls(ops: list[Op]) -> list[Op]:
 
 # ----- model side ----------------------------------------------------------------------------
 
-_LOC = re.compile(r"^(?P<name>[^.@]+)(@(?P<stage>\w+))?\.r(?P<copy>\d+)(\.b(?P<block>\d+))?\.t(?P<tile>\d+)(\.s\d+)?$")
-_ROLE = re.compile(r"^rank (\d+) (\w+) tile (\d+) epoch (\d+) thread (\d+)$")
-
-
-def _where(loc: str, lock: bool) -> Where:
-    m = _LOC.match(loc)
-    if m is None:
+def _where(locations: dict, loc: str, lock: bool) -> Where:
+    """The model location ``loc`` (:attr:`syncverify.scenarios.build.Scenario.locations`) as a :class:`Where`."""
+    if loc not in locations:
         raise ValueError(f"model location {loc!r} is neither a lock_loc nor a tile_loc")
-    block = m["block"]
-    return Where(lock, m["name"], m["stage"] or "", int(m["copy"]), None if block is None else int(block),
-                 int(m["tile"]))
+    at = locations[loc]
+    return Where(lock, at.slotted_name, at.stage, at.copy, at.block, at.tile)
 
 
-def _model_seq(instructions) -> list[Op]:
+def _model_seq(instructions, locations: dict) -> list[Op]:
     out: list[Op] = []
     for ins in instructions:
         if isinstance(ins, Label):
@@ -132,12 +132,13 @@ def _model_seq(instructions) -> list[Op]:
         if isinstance(ins, Branch):
             out[-1] = Op(**{**out[-1].__dict__, "until": (ins.cond, ins.rhs)})
         elif isinstance(ins, Load):
-            out.append(Op("ld", "", ins.sem, ins.scope, _where(ins.loc, not ins.ghost)))
+            out.append(Op("ld", "", ins.sem, ins.scope, _where(locations, ins.loc, not ins.ghost)))
         elif isinstance(ins, Store):
             operands = () if ins.ghost else (ins.value,)
-            out.append(Op("st", "", ins.sem, ins.scope, _where(ins.loc, not ins.ghost), operands=operands))
+            out.append(Op("st", "", ins.sem, ins.scope, _where(locations, ins.loc, not ins.ghost), operands=operands))
         elif isinstance(ins, Atomic):
-            out.append(Op("atom", ins.op, ins.sem, ins.scope, _where(ins.loc, True), operands=tuple(ins.operands)))
+            out.append(Op("atom", ins.op, ins.sem, ins.scope, _where(locations, ins.loc, True),
+                          operands=tuple(ins.operands)))
         elif isinstance(ins, Fence):
             out.append(Op("fence", "", ins.kind, ins.scope))
         elif isinstance(ins, Barrier):
@@ -154,12 +155,12 @@ def model_ops(scenario) -> dict[Key, list[Op]]:
     threads: dict[Key, dict[int, list[Op]]] = {}
     raw: dict[Key, dict[int, tuple]] = {}
     for thread in scenario.program.threads:
-        m = _ROLE.match(thread.role)
-        if m is None:
-            continue  # a host reset thread (not compared)
-        rank, role, tile, epoch, index = int(m[1]), m[2], int(m[3]), int(m[4]), int(m[5])
-        threads.setdefault((role, rank, tile, epoch), {})[index] = _model_seq(thread.instructions)
-        raw.setdefault((role, rank, tile, epoch), {})[index] = thread.instructions
+        origin = thread.role  # a ThreadOrigin: the scenario builder made it
+        if origin.is_host_reset:
+            continue  # not compared
+        key = (origin.role, origin.rank, origin.tile, origin.epoch)
+        threads.setdefault(key, {})[origin.thread] = _model_seq(thread.instructions, scenario.locations)
+        raw.setdefault(key, {})[origin.thread] = thread.instructions
     out: dict[Key, list[Op]] = {}
     per_cta = scenario.options.threads_per_cta
     for key, by_thread in threads.items():
@@ -407,15 +408,11 @@ def kernel_side(built) -> KernelSide:
 
 def push_protocol(built):
     """The push protocol a built all-scatter kernel runs (by name, as the plan records it)."""
-    from syncverify.protocols.registry import load_protocol
-
     return load_protocol(built.plan.push_protocol)
 
 
 def small_config(kernel: str, world_size: int):
     """One 16x16 tile per rank, one producer and one consumer program per rank, fp32."""
-    from syncverify.kernels.config import KernelConfig
-
     W = world_size
     return KernelConfig(kernel=kernel, world_size=W, m=16 * (W if kernel == "all-gather-gemm" else 1),
                         n=16 * (W if kernel == "all-scatter" else 1),
@@ -432,14 +429,12 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
     (``host-between-barriers``/``host-racing``, done before the next launch), and left as they
     are when it is ``none``: the launches run the way the protocol is meant to be used.
     """
+    # torch/triton: these modules import them at module level; only the GPU path needs them
     from syncverify.kernels._deps import torch
-    from syncverify.kernels.build import build
     from syncverify.kernels.gemm_all_reduce import launch_all_reduce
     from syncverify.kernels.gemm_all_scatter import launch_all_scatter
     from syncverify.kernels.heap import VirtualHeap
     from syncverify.kernels.trace import Recorder, recording
-
-    from syncverify.kernels.registry import allocate, launch_function
 
     built = build(protocol, config or small_config(kernel, world_size))
     c = built.config

@@ -64,6 +64,7 @@ class SymmetricHeap:
     """This rank's copies of symmetric buffers, one process per GPU (NCCL process group)."""
 
     def __init__(self, world_size: int, rank: int, device, group=None) -> None:
+        # torch: only the GPU path needs it (the model runs without torch and triton)
         import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
 

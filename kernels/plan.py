@@ -37,6 +37,7 @@ from syncverify.protocols import rules
 from syncverify.protocols.lowering import barrier_ptx, lower_barrier
 from syncverify.validation import one_of
 from syncverify.kernels.errors import UnsupportedStep
+from syncverify.protocols.expressions import evaluate_at, step_place
 
 #: Field order of a step tuple (the kernels index with the same names in ``syncverify.kernels.steps``).
 FIELDS: tuple[str, ...] = (
@@ -137,8 +138,6 @@ class KernelPlan:
 
     def runtime_values(self, *, epoch: int) -> tuple[int, ...]:
         """The run-time operand tuple for one launch: ``(epoch, slot1, slot2, ...)``."""
-        from syncverify.protocols.expressions import evaluate_at
-
         places = self.epoch_places or tuple((f"protocol {self.protocol!r}", "value", None) for _ in self.epoch_exprs)
         values = (epoch,) + tuple(
             evaluate_at(e, place=place, name=name, shown=shown, world_size=self.world_size, epoch=epoch)
@@ -171,8 +170,6 @@ class _Operands:
         self.places: list[tuple[str, str, str | None]] = []  # (place, field, shown) of each of exprs
 
     def operand(self, expr: Any, where: str, *, place: str = "", name: str = "", shown: str | None = None) -> tuple[str, int]:
-        from syncverify.protocols.expressions import evaluate_at
-
         if expr is None:
             return _NO_OPERAND
         if "epoch" not in expr.variables:
@@ -193,8 +190,6 @@ class _Operands:
 
 def _step_tuple(step: Any, section: str, number: int, locks: tuple[str, ...],
                 operands: _Operands, where: str, path: str = "") -> tuple:
-    from syncverify.protocols.expressions import step_place
-
     at = f"{where}{section} step {number}"
     lock = locks.index(step.lock) if step.lock is not None else 0
     until = step.until.op if step.until is not None else ""

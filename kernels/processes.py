@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 from typing import Any, Callable
+import multiprocessing as mp
 
 MULTICAST_OFF = {
     "NCCL_NVLS_ENABLE": "0",
@@ -45,8 +46,6 @@ def run_workers(target: Callable, args: tuple, *, world_size: int, watchdog_seco
     On a watchdog timeout or a worker that dies, every worker still alive is killed (by its own
     process object, never by name).
     """
-    import multiprocessing as mp
-
     os.environ.update(MULTICAST_OFF)  # inherited by every worker, whatever the caller had set
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -110,6 +109,7 @@ def scripted_worker(rank: int, world_size: int, port: int, q, script: tuple[str,
 
 
 def init_rank(rank: int, world_size: int, port: int | None, backend: str = "nccl"):
+    # torch: only the GPU path needs it (the model runs without torch and triton)
     import torch
     import torch.distributed as dist
 

@@ -29,6 +29,7 @@ LOADS = ("descriptor", "pointer")
 
 def scratch_allocator(size: int, alignment: int, stream):
     """Global scratch for in-kernel tensor descriptors (Triton asks for it at launch time)."""
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
 
     return torch.empty(size, dtype=torch.int8, device="cuda")
@@ -38,6 +39,7 @@ def use_scratch_allocator() -> None:
     """Give Triton :func:`scratch_allocator` for this context (``tl.make_tensor_descriptor``
     writes each program's descriptors there). Cheap; called before every compiled launch, since
     Triton keeps the allocator in a context variable (each thread, process, graph capture)."""
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import triton
 
     triton.set_allocator(scratch_allocator)

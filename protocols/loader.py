@@ -47,7 +47,8 @@ else:  # pragma: no cover - exercised on 3.10 only
 from syncverify.validation import did_you_mean, one_of
 from syncverify.errors import ProtocolError
 from syncverify.protocols.expressions import Invalid, parse_expr_field, parse_until_field
-from syncverify.protocols.model import Protocol, Step, TileLoad, TileStore
+from syncverify.protocols.model import Protocol, Step, TileLoad, TileStore, Zoo, warp_text
+from syncverify.protocols.rules import ALL_WARPS, BARRIER_ID_CLASH, KERNEL_WARPS, WARP_SIZE, barrier_id_clash
 
 __all__ = ["parse_protocol", "protocol_from_dict"]
 
@@ -450,9 +451,6 @@ def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
     ``bar.sync`` cannot be bounded in a kernel. A step that selects warps needs an id other than
     0 (Triton's own ``bar.sync 0`` runs on every warp) and must include warp 0 (whose thread 0
     runs the one-thread operations the barrier exists to order)."""
-    from syncverify.protocols.model import warp_text
-    from syncverify.protocols.rules import ALL_WARPS, WARP_SIZE
-
     barrier_id = table.get("id")
     if barrier_id is not None and (isinstance(barrier_id, bool) or not isinstance(barrier_id, int)
                                    or not 0 <= barrier_id <= 15):
@@ -500,8 +498,6 @@ def _barrier(table: Mapping[str, Any], read: str | None) -> Step:
 def _warps(table: Mapping[str, Any], key: str) -> tuple[int, ...] | None:
     """A warp selection: one warp (an integer) or a string of warps and ranges (``"1-7"``,
     ``"0,4-7"``), each a warp 0 to 7 of the kernels' CTA; sorted, without repeats."""
-    from syncverify.protocols.rules import KERNEL_WARPS
-
     if key not in table:
         return None
     value = table[key]
@@ -670,8 +666,6 @@ def _check_locks(protocol: Protocol, path: str, lines: _Lines) -> None:
 def _check_barrier_ids(protocol: Protocol, path: str, lines: _Lines) -> None:
     """A barrier step that selects warps has its id to itself (:func:`syncverify.protocols.rules.barrier_id_clash`
     says why); the later of two steps that share one is refused, with both named."""
-    from syncverify.protocols.rules import BARRIER_ID_CLASH, barrier_id_clash
-
     steps = [((section, index), step) for section in SECTIONS for index, step in enumerate(getattr(protocol, section))]
     clash = barrier_id_clash(steps)
     if clash is None:
@@ -697,8 +691,6 @@ def _writes(step: Step) -> bool:
 
 def _zoo(data: Mapping[str, Any]):
     """The ``[zoo]`` table of a reported bug: how to check it, what users saw, what the model shows."""
-    from syncverify.protocols.model import Zoo
-
     if "zoo" not in data:
         return None
     table = _table(data, "zoo", ZOO_FIELDS)

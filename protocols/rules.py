@@ -18,6 +18,7 @@ import operator
 from dataclasses import dataclass
 from typing import Callable
 
+from syncverify.program import Phase
 from syncverify.protocols.expressions import parse_expr_field
 from syncverify.protocols.model import Step, warp_text
 
@@ -309,19 +310,11 @@ def ownership_table(tiles: int, world_size: int, distribution: str) -> list[int]
     return owner_table(tiles, world_size, distribution) + [len(o) for o in owned] + rows
 
 
-def launch_phase(epoch: int, rank: int, launches: str) -> str:
+def launch_phase(epoch: int, rank: int, launches: str) -> Phase:
     """The host phase of ``rank``'s launch ``epoch``: ``e1`` for every rank with a host barrier
-    between launches, ``e1.r0`` per rank when only each rank's stream orders them."""
-    return f"e{epoch}" if launches == "host-barrier" else f"e{epoch}.r{rank}"
+    between launches, ``e1.r0`` per rank when only each rank's stream orders them.
 
-
-def phase_epoch(phase: str) -> int | None:
-    """The epoch of a launch phase (:func:`launch_phase`), None for a host reset phase.
-
-    >>> phase_epoch("e1"), phase_epoch("e2.r0"), phase_epoch("reset0")
-    (1, 2, None)
+    >>> str(launch_phase(1, 0, "host-barrier")), str(launch_phase(2, 0, "per-rank-stream"))
+    ('e1', 'e2.r0')
     """
-    import re
-
-    m = re.fullmatch(r"e(\d+)(\.r\d+)?", phase)
-    return int(m[1]) if m else None
+    return Phase("launch", epoch, None if launches == "host-barrier" else rank)

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from syncverify.protocols import rules
+from syncverify.protocols import load_protocol, rules
 from syncverify.validation import one_of
 from syncverify.kernels.config import K_SLICED, ORDERS, KernelConfig
 from syncverify.kernels.errors import StressConfigError
@@ -36,6 +36,7 @@ from syncverify.stress.delays import (
     delays_at,
     parse_sites,
 )
+from syncverify.kernels.build import NO_SYNC, build
 
 RESETS: tuple[str, ...] = rules.RESET_POLICIES
 POISONS: tuple[str, ...] = ("all", "outputs", "previous")
@@ -355,11 +356,7 @@ def suspect_producers(tile, options: CampaignOptions) -> list[int]:
 
 def refuse_unsynchronized(protocol) -> None:
     """Refuse ``--protocol none`` in one line: it is bench's cost baseline, not a protocol."""
-    from syncverify.kernels.build import NO_SYNC
-
     if protocol == NO_SYNC:  # every tile would be a race, nothing to classify
-        from syncverify.kernels.errors import StressConfigError
-
         raise StressConfigError(f"--protocol {NO_SYNC} has no synchronization (signal and wait compiled out, "
                                 "UNSAFE); it is the cost baseline of 'syncverify bench', not a protocol to stress")
 
@@ -369,7 +366,6 @@ def load(protocol):
     if hasattr(protocol, "signal"):
         return protocol
     refuse_unsynchronized(protocol)
-    from syncverify.protocols import load_protocol
 
     return load_protocol(protocol)
 
@@ -404,12 +400,12 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
         options["protocol"] = protocol_object.name
     o = campaign_options(**options)
     config = kernel_config(o)
-    from syncverify.kernels.build import build  # torch-free; the device work below needs torch
 
     push = load(o.push)
     build(protocol_object, config, push=push)  # every check that needs no GPU, before asking for one
     if o.interpret:
         return _run_local(o, config, protocol_object, "cpu", progress)
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import require_cuda, torch
 
     require_cuda("syncverify stress without --interpret")
@@ -431,7 +427,7 @@ def _reset_policy(o: CampaignOptions, protocol) -> str:
 
 def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
                progress) -> CampaignResult:
-    from syncverify.kernels.build import build
+    # torch/triton: syncverify.kernels.heap imports them; only the GPU path needs it
     from syncverify.kernels.heap import VirtualHeap
     from syncverify.stress.runner import Runner
 
@@ -452,6 +448,7 @@ def _run_local(o: CampaignOptions, config: KernelConfig, protocol, device: str,
 
 
 def _device_name() -> str:
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
 
     return torch.cuda.get_device_name(0)
@@ -550,7 +547,7 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
     (a :func:`run_workers` target): the process group and the process start are paid once."""
     try:
         torch, dist, device = init_rank(rank, world_size, port)
-        from syncverify.kernels.build import build
+        # torch/triton: syncverify.kernels.heap imports them; only the GPU path needs it
         from syncverify.kernels.heap import SymmetricHeap
         from syncverify.stress.runner import Runner
 

@@ -18,6 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from syncverify.protocols import load_protocol, protocol_from_dict
+from syncverify.verdicts.check import check_protocol
+
 #: What taking a step away is called, by op (barriers first: see the module docstring).
 _WEAKER = {"release": "relaxed", "acquire": "relaxed", "acq_rel": "relaxed"}
 
@@ -38,8 +41,6 @@ class Control:
 
 
 def _with_step(protocol: Any, section: str, index: int, step: dict | None, suffix: str) -> Any:
-    from syncverify.protocols import protocol_from_dict
-
     data = protocol.to_dict()
     steps = list(data[section])
     if step is None:
@@ -80,9 +81,6 @@ def positive_control(protocol: Any, *, kernel: str, world_size: int, timeout: fl
     >>> control.change, control.violations[0]
     ('without its CTA barrier (signal step 1)', 'unwritten-read')
     """
-    from syncverify.verdicts.check import check_protocol
-    from syncverify.protocols import load_protocol
-
     if not hasattr(protocol, "signal"):
         protocol = load_protocol(protocol)
     for change, sibling in sibling_candidates(protocol):

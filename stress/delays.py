@@ -167,6 +167,7 @@ def delays_at(config: DelayConfig, *, rank: int, tile: int, iteration: int, num_
 def delay_table(config: DelayConfig, device):
     """The kernels' guided table for ``config`` (int32 ``syncverify.kernels.delays.TABLE_SHAPE`` on
     ``device``; all zero unless ``config`` is guided). Imports torch: GPU and interpreter only."""
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
     from syncverify.kernels.delays import TABLE_SHAPE
 

@@ -36,11 +36,17 @@ Pure host code except :func:`run_guided` (which runs campaigns).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+import time
 
+from syncverify.program import HOST_RESET
 from syncverify.stress.delays import GuidedDelay
+from syncverify.explore.driver import explore
+from syncverify.protocols import load_protocol
+from syncverify.scenarios.build import ROLES, ScenarioOptions, Stage, build
+from syncverify.stress.campaign import campaign_options, run_campaign
+from syncverify.verdicts.check import check_calls, check_protocol, classify, execution_trace
 
 #: Delay ranges (ns) of a guided schedule. Per-warp store delays of 2 us exposed a missing CTA
 #: barrier in 19,800 of 19,800 tiles on an H200 (../shared/PLATFORM.md); a whole late CTA needs
@@ -62,14 +68,10 @@ SYMPTOMS: dict[str, tuple[str, ...]] = {
 #: Violation kinds whose hardware symptom is a wrong tile value (a hang is not one).
 DATA_KINDS = frozenset({"unwritten-read", "stale-read", "race"})
 
-_ROLE = re.compile(r"rank (?P<rank>\d+) (?P<cta>[\w-]+) tile (?P<tile>\d+) epoch (?P<epoch>\d+) thread (?P<thread>\d+)")
-
 
 def _signalling_roles() -> frozenset[str]:
     """Roles that run a protocol's ``signal`` steps in some scenario (``syncverify.scenarios.build.ROLES``):
     producer, all-scatter's comm, all-gather-gemm's sender."""
-    from syncverify.scenarios.build import ROLES, Stage
-
     return frozenset(role.name for roles in ROLES.values() for role in roles
                      if any(isinstance(step, Stage) and step.kind == "signal" for step in role.steps))
 
@@ -79,8 +81,6 @@ def _delayed_writers() -> frozenset[str]:
     all-gather-gemm's sender), whose programs come first in the grid
     (``syncverify.kernels.steps.program_role``) and hold the ``before-store`` and
     ``store-signal`` delay sites."""
-    from syncverify.scenarios.build import ROLES
-
     return frozenset(roles[0].name for roles in ROLES.values())
 
 
@@ -181,34 +181,31 @@ class GuidedPlan:
 
 # ----- reading a witness trace ---------------------------------------------------------------------
 
-def _cta_role(cta: str) -> str:
-    """``"producer of tile 0"`` -> ``"producer"``."""
-    return cta.split(" of ")[0]
-
-
 def _actor(entry: dict) -> Actor:
-    m = _ROLE.search(entry.get("role") or "")
-    return Actor(entry["rank"], _cta_role(entry["cta"]), entry["thread"], int(m["epoch"]) if m else 0)
+    """The thread of a trace row, from its ``origin`` (:func:`syncverify.verdicts.check.execution_trace`)."""
+    origin = entry["origin"]
+    return Actor(origin["rank"], origin["role"], origin["thread"], origin["epoch"] or 0)
 
 
-def _actor_of_role(role: str | None) -> Actor | None:
-    """The thread a ``reads_from`` role names (``"rank 1 producer tile 0 epoch 0 thread 0"``)."""
-    m = _ROLE.search(role or "")
-    return Actor(int(m["rank"]), m["cta"], int(m["thread"]), int(m["epoch"])) if m else None
+def _actor_of_origin(origin: dict | None) -> Actor | None:
+    """The kernel thread a row's ``reads_from_origin`` names (None: the initial state or a host reset)."""
+    if origin is None or origin["role"] == HOST_RESET:
+        return None
+    return Actor(origin["rank"], origin["role"], origin["thread"], origin["epoch"])
 
 
 def _is_tile_store(entry: dict) -> bool:
-    return entry["event"].startswith("W") and entry["step"].startswith("tile store")
+    return entry["kind"] == "W" and entry["tile_data"]
 
 
 def _is_tile_load(entry: dict) -> bool:
-    return entry["event"].startswith("R") and entry["step"].startswith("tile load")
+    return entry["kind"] == "R" and entry["tile_data"]
 
 
 def _barrier(entry: dict) -> tuple[str, int] | None:
     """``("sync" | "arrive" | "red", id)`` of a barrier event of a trace, else None."""
-    m = re.match(r"B\.(sync|arrive|red)\S* (\d+)", entry.get("event") or "")
-    return (m[1], int(m[2])) if m else None
+    barrier = entry.get("barrier")
+    return (barrier[0], barrier[1]) if barrier else None
 
 
 def _held_at(trace: list[dict], writer: Actor, signallers: set[Actor]) -> set[int] | None:
@@ -223,7 +220,7 @@ def _held_at(trace: list[dict], writer: Actor, signallers: set[Actor]) -> set[in
         if events:
             held = held or set()
         for e in events:
-            if e["event"].startswith("W") and "signal step" in e["step"]:
+            if e["kind"] == "W" and e["section"] == "signal":
                 break
             barrier = _barrier(e)
             if barrier is not None and barrier[0] != "arrive":
@@ -242,7 +239,7 @@ def barrier_after_store(trace: list[dict], writer: Actor, signallers: set[Actor]
             continue
         stored = stored or _is_tile_store(e)
         barrier = _barrier(e)
-        if stored and barrier is not None and "signal step" in e["step"] and (held is None or barrier[1] in held):
+        if stored and barrier is not None and e["section"] == "signal" and (held is None or barrier[1] in held):
             return True
     return False
 
@@ -280,10 +277,9 @@ def late_and_ahead(trace: list[dict]) -> tuple[Actor | None, Actor | None, set[A
     offending = [e for e in stores if e["offending"]]
     writer = _actor((this_launch or offending or stores)[0]) if stores else None
     signallers: set[Actor] = set()
-    polled = [e for e in trace if _actor(e).same_cta(reader) and e["event"].startswith("R")
-              and " wait step " in f" {e['step']}"]
+    polled = [e for e in trace if _actor(e).same_cta(reader) and e["kind"] == "R" and e["section"] == "wait"]
     for e in polled:
-        signallers |= _release_chain(trace, _actor_of_role(e["reads_from"]), e["location"])
+        signallers |= _release_chain(trace, _actor_of_origin(e["reads_from_origin"]), e["location"])
     return writer, reader, signallers, read["location"]
 
 
@@ -296,8 +292,8 @@ def _release_chain(trace: list[dict], source: Actor | None, location: str) -> se
     while source is not None and source.cta in signalling and source not in chain:
         chain.add(source)
         rmw = [e for e in trace if _actor(e) == source and e["location"] == location
-               and e["event"].startswith("R") and "signal step" in e["step"]]
-        source = _actor_of_role(rmw[0]["reads_from"]) if rmw else None
+               and e["kind"] == "R" and e["section"] == "signal"]
+        source = _actor_of_origin(rmw[0]["reads_from_origin"]) if rmw else None
     return chain
 
 
@@ -362,12 +358,6 @@ def search_realizable(protocol: Any, *, kernel: str, world_size: int, kinds: set
     """Among every counterexample of ``kinds`` (one launch, then two: a lock left set by the
     previous launch is a counterexample of two), the first whose schedule a delay can force, per
     kind. Stops when each kind has one or the time is spent."""
-    import time
-
-    from syncverify.verdicts.check import classify, execution_trace
-    from syncverify.explore.driver import explore
-    from syncverify.scenarios.build import ScenarioOptions, build
-
     found: dict[str, Schedule] = {}
     deadline = time.monotonic() + timeout
     for n in epochs:
@@ -407,9 +397,6 @@ def guided_plan(protocol: Any, *, kernel: str, world_size: int, num_warps: int =
     >>> [(s.kind, s.entries[0].site, s.entries[0].warps) for s in plan.schedules]
     [('unwritten-read', 'before-store', 254), ('race', 'before-store', 254)]
     """
-    from syncverify.verdicts.check import check_calls, check_protocol
-    from syncverify.protocols import load_protocol
-
     if not hasattr(protocol, "signal"):
         protocol = load_protocol(protocol)
     checker = check_protocol if "epochs" in scenario_options else check_calls
@@ -455,8 +442,6 @@ def run_guided(protocol: Any, *, kernel: str = "all-reduce", world_size: int = 2
     ``options`` are the other campaign options (``virtual_ranks``, ``interpret``, sizes, ...).
     Returns ``{"plan": GuidedPlan, "rows": [...], "guided": [CampaignResult], "random": CampaignResult}``.
     """
-    from syncverify.stress.campaign import campaign_options, run_campaign
-
     num_warps = campaign_options(kernel=kernel, world_size=world_size, **{
         k: v for k, v in options.items() if k in ("interpret", "num_warps", "virtual_ranks")}).num_warps
     if plan is None:

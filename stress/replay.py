@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncverify.stress.campaign import run_campaign
+
 
 @dataclass
 class ReplayResult:
@@ -41,8 +43,6 @@ def replay(options: dict[str, Any], *, iteration: int, rank: int | None = None, 
     """Run ``options`` (a campaign's, as ``CampaignResult.options`` holds them) for iterations
     ``0 .. iteration``, ``times`` times; count the runs whose iteration ``iteration`` has the bad
     tile ``(rank, tile, kind)`` (any bad tile when those are None)."""
-    from syncverify.stress.campaign import run_campaign
-
     if times < 1:
         raise ValueError(f"replay times={times} must be at least 1")
     run = {k: v for k, v in options.items() if k not in ("iterations", "seconds", "output", "stop_on_failure")}
@@ -58,11 +58,3 @@ def replay(options: dict[str, Any], *, iteration: int, rank: int | None = None, 
         out.details.append([(t["rank"], t["tile"], t["kind"]) for t in there][:8])
     return out
 
-
-def replay_first_failure(result: Any, *, times: int = 10, progress=None) -> ReplayResult | None:
-    """:func:`replay` of a campaign result's first failure (None when it had none)."""
-    f = result.first_failure
-    if not f:
-        return None
-    return replay(result.options, iteration=f["iteration"], rank=f["rank"], tile=f["tile"], kind=f["kind"],
-                  times=times, progress=progress)

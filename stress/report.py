@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from syncverify.stress.campaign import CLASS_NAMES, CampaignResult
+from syncverify.verdicts.check import check_calls
 
 INTERPRETER_NOTE = ("note: the Triton interpreter runs the programs one at a time (sequentially consistent): it "
                     "cannot show weak-memory bugs (a missing barrier, fence, release or acquire), so a clean run "
@@ -70,8 +71,6 @@ def campaign_verdict(options: dict):
     scenario at its world size, with its reset, push, production and distribution, over the calls
     the campaign makes (:func:`~syncverify.verdicts.check.check_calls`: every iteration is a new
     call on the same locks, so one call is not what runs). ``options``: the campaign's options."""
-    from syncverify.verdicts.check import check_calls
-
     return check_calls(options["protocol"], scenario=options["kernel"], world_size=options["world_size"],
                        timeout=120.0, push=options.get("push") or "epoch-flag", reset=options.get("reset"),
                        production=options.get("production") or "every-rank",

@@ -6,6 +6,7 @@ import importlib.abc
 import importlib.util
 import sys
 from pathlib import Path
+from importlib.machinery import PathFinder
 
 from syncverify.errors import (
     LitmusSyntaxError,
@@ -44,7 +45,6 @@ class _SourceFolders(importlib.abc.MetaPathFinder):
 def _install_finder() -> None:
     if any(isinstance(f, _SourceFolders) for f in sys.meta_path):
         return
-    from importlib.machinery import PathFinder
 
     after = [i for i, f in enumerate(sys.meta_path) if f is PathFinder]
     sys.meta_path.insert(after[0] + 1 if after else len(sys.meta_path), _SourceFolders())
@@ -80,8 +80,6 @@ def __getattr__(name: str):
     """Import an exported name on first use (PEP 562)."""
     if name not in _EXPORTS:
         raise AttributeError(f"module 'syncverify' has no attribute {name!r}")
-    import importlib
-
     where = _EXPORTS[name]
     module, attribute = where if isinstance(where, tuple) else (where, name)
     value = getattr(importlib.import_module(module), attribute)

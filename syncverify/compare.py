@@ -40,10 +40,22 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+import json
+import multiprocessing
 
 from syncverify.errors import SyncVerifyError
 from syncverify.json_schema import versioned
 from syncverify.scenarios.build import KERNEL_SCENARIOS
+from syncverify.kernels.build import build
+from syncverify.protocols import builtin_names, load_protocol
+from syncverify.scenarios.build import ScenarioOptions
+from syncverify.stress.campaign import campaign_options, kernel_config, run_campaign
+from syncverify.validation import one_of
+from syncverify.verdicts.check import check_protocol
+from syncverify.verdicts.graphs import write_graph
+from syncverify.verdicts.check import check_calls
+import threading
+import time
 
 __all__ = [
     "CLASS_NAMES",
@@ -215,7 +227,6 @@ def model_columns(protocol: str, scenario: str, world_size: int, timeout: float)
     """Check one pair (in a worker process: arguments and result are picklable) over the calls a
     campaign makes (:func:`~syncverify.verdicts.check.check_calls`): a campaign's iterations are
     calls on the same locks, so the verdict beside it covers two calls, not one."""
-    from syncverify.verdicts.check import check_calls
 
     result = check_calls(protocol, scenario=scenario, world_size=world_size, timeout=timeout)
     verdict = {True: "safe", False: "unsafe", None: "unknown"}[result.safe]
@@ -229,6 +240,7 @@ def cuda_available() -> bool:
     """Whether torch is installed and sees a CUDA GPU (imports torch only when it is there)."""
     if importlib.util.find_spec("torch") is None:
         return False
+    # torch: only the GPU path needs it (the model runs without torch and triton)
     import torch
 
     return bool(torch.cuda.is_available())
@@ -242,10 +254,6 @@ def _campaign_options(protocol: str, scenario: str, world_size: int, seconds: fl
 def check_stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float) -> None:
     """Refuse, before anything runs, a pair the kernels cannot run (a world size beyond 1..8, a
     step the kernels cannot express): the same checks as ``syncverify stress``, no torch needed."""
-    from syncverify.kernels.build import build
-    from syncverify.protocols import load_protocol
-    from syncverify.stress.campaign import campaign_options, kernel_config
-
     options = campaign_options(**_campaign_options(protocol, scenario, world_size, seconds))
     build(load_protocol(protocol), kernel_config(options), push=load_protocol(options.push))
 
@@ -256,8 +264,6 @@ def stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float
 
     ``progress(iterations, seconds)`` is called at every synchronization of the campaign.
     """
-    from syncverify.stress.campaign import run_campaign
-
     def report(done: int, _total: int | None, elapsed: float, _bad: int = 0) -> None:
         if progress is not None:
             progress(done, elapsed)
@@ -269,8 +275,6 @@ def stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float
 # ----- the comparison ---------------------------------------------------------------------------
 
 def _scenarios(scenarios: Iterable[str]) -> list[str]:
-    from syncverify.validation import one_of
-
     chosen: list[str] = []
     for name in scenarios:
         one_of("--scenario", name, (*SCENARIO_NAMES, "all"), error=CompareError)
@@ -289,9 +293,6 @@ def plan(protocols: Sequence[str], scenarios: Iterable[str], worlds: Iterable[in
     model refuses raises a one-line :class:`~syncverify.errors.SyncVerifyError` here, before any
     work.
     """
-    from syncverify.protocols import builtin_names, load_protocol
-    from syncverify.scenarios.build import ScenarioOptions
-
     arguments = list(protocols) or builtin_names()
     chosen = _scenarios(scenarios)
     sizes = list(dict.fromkeys(worlds))
@@ -411,8 +412,6 @@ def _pool(jobs: int, tasks: int) -> ProcessPoolExecutor:
     progress thread, and forking a threaded process can deadlock); the server imports the checker
     and the graphs once and every worker inherits them.
     """
-    import multiprocessing
-
     try:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["syncverify.verdicts.check", "syncverify.verdicts.graphs"])
@@ -429,8 +428,6 @@ def _die_with(main_pid: int) -> None:
     """A worker's watchdog: exit as soon as the main process is gone (even SIGKILLed, when nothing
     else would stop a check running up to its timeout). A worker's parent is the forkserver, not
     the main process, so ``PR_SET_PDEATHSIG`` would not see it go; the main process's id is polled."""
-    import threading
-    import time
 
     def watch() -> None:
         while True:
@@ -589,9 +586,11 @@ def graph_name(row: Row, kind: str) -> str:
 def write_chart(rows: Sequence[Row], path: Path) -> str:
     """bad-tiles.png: bad tiles per protocol and class, or (no hardware data) violation kinds per
     protocol. Returns the sentence report.md says about it."""
+    # matplotlib: about a second to import, only for drawing a picture
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: about a second to import, only for drawing a picture
     import matplotlib.pyplot as plt
 
     protocols = list(dict.fromkeys(row.protocol for row in rows))
@@ -608,6 +607,7 @@ def write_chart(rows: Sequence[Row], path: Path) -> str:
         title = "no hardware data: the model's violation kinds per protocol"
         sentence = ("No hardware data: `bad-tiles.png` shows the model's violation kinds per protocol "
                     "instead (how many (scenario, world size) pairs show each kind).")
+    # matplotlib: about a second to import, only for drawing a picture
     from matplotlib.ticker import MaxNLocator
 
     # Grouped bars (one per class or kind), not stacked: each count reads off the axis. Bad tiles
@@ -640,8 +640,6 @@ def write_chart(rows: Sequence[Row], path: Path) -> str:
 
 def _draw(execution, path: Path, title: str, evidence) -> list[Path]:
     """One violation's happens-before graph, ``path.dot`` and ``path.png`` (in a worker process)."""
-    from syncverify.verdicts.graphs import write_graph
-
     return write_graph(execution, path, title=title, highlight=evidence)
 
 
@@ -653,8 +651,6 @@ def write_report(rows: Sequence[Row], directory: str | Path, *, note: str | None
     :func:`syncverify.cli.output_files.check_writable` with ``kind="dir"``). The graphs are drawn
     ``jobs`` at a time in worker processes (default ``os.cpu_count()``; 1: in this process).
     """
-    import json
-
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     directory = Path(directory)
     directory.mkdir(exist_ok=True)

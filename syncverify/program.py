@@ -26,19 +26,24 @@ could see from the happens-before order of each execution. This is exact when, a
 scenario, the data's values never reach a branch, a lock or an address, and each location is read
 at most once per thread (then the choices for different reads are independent of each other and of
 the lock protocol).
+
+IDENTITY: a scenario's thread carries who it is (:class:`ThreadOrigin`, its ``role``) and the host
+phase it runs in (:class:`Phase`), made once by the scenario builder; the builder also keeps what
+each location and each protocol step's label is (``syncverify.scenarios.build.Location``,
+``StepOrigin``). Causes, pictures, traces, the drift test and guided stress read those fields;
+nothing parses a name back. The explorer only compares them.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Union
 
-from syncverify.model.values import wrap_int32
+from syncverify.model.int32 import wrap_int32
 from syncverify.validation import one_of
 from syncverify.errors import UnsupportedConstruct
 
-Scope = Literal["cta", "gpu", "sys"]
 SCOPES: tuple[str, ...] = ("cta", "gpu", "sys")
 
 Operand = Union[str, int]  # a register name or an integer constant
@@ -232,16 +237,114 @@ def _scope_rule(sem: str, scope: str | None) -> None:
         _check(scope, SCOPES, "scope")
 
 
+# ----- identity: who a thread is, and the host phase it runs in ----------------------------------
+
+#: The role of a host thread that zeroes a rank's locks between launches (a ``memset``).
+HOST_RESET = "host reset"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A host-side phase: kernel launch ``epoch`` (``kind="launch"``; of ``rank`` alone when only
+    each rank's stream orders the launches), or the host's reset of locks after launch ``epoch``
+    (``kind="reset"``: between host barriers; ``"racing"``: on another stream, unordered with the
+    next launch). Made once by the scenario builder (:func:`syncverify.protocols.rules.launch_phase`);
+    its text (``e1``, ``e1.r0``, ``reset0``, ``racing0``) is what traces and pictures show.
+
+    >>> str(Phase("launch", 1, rank=0)), Phase("reset", 0).words()
+    ('e1.r0', 'host reset after epoch 0')
+    """
+
+    kind: str
+    epoch: int
+    rank: int | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.kind, ("launch", "reset", "racing"), "phase kind")
+
+    def __str__(self) -> str:
+        if self.kind == "launch":
+            return f"e{self.epoch}" + ("" if self.rank is None else f".r{self.rank}")
+        return f"{self.kind}{self.epoch}"
+
+    def __lt__(self, other: object) -> bool:
+        # The explorer and the pictures sort phases: in the order of their names, as when they were names.
+        return str(self) < str(other)
+
+    @property
+    def launch_epoch(self) -> int | None:
+        """The epoch of a kernel launch; None for a host reset."""
+        return self.epoch if self.kind == "launch" else None
+
+    def words(self) -> str:
+        """``kernel launch, epoch 0`` (``(rank 1's stream)``), ``host reset after epoch 0``."""
+        if self.kind == "launch":
+            return f"kernel launch, epoch {self.epoch}" + ("" if self.rank is None else f" (rank {self.rank}'s stream)")
+        if self.kind == "reset":
+            return f"host reset after epoch {self.epoch}"
+        return str(self)
+
+
+@dataclass(frozen=True)
+class ThreadOrigin:
+    """Who a thread of a scenario is: thread ``thread`` of the CTA that plays ``role`` (producer,
+    consumer, comm, receiver, sender, gemm) on ``rank`` for ``tile`` in launch ``epoch``; or, with
+    ``role`` :data:`HOST_RESET`, the host zeroing ``rank``'s locks ``after_epoch``.
+
+    Made once by the scenario builder and read by every consumer (causes, pictures, the drift
+    test, guided stress); its text is the thread's name in counterexamples.
+
+    >>> origin = ThreadOrigin(1, "producer", thread=0, tile=0, epoch=0)
+    >>> str(origin), origin.cta
+    ('rank 1 producer tile 0 epoch 0 thread 0', 'producer of tile 0')
+    >>> reset = ThreadOrigin(0, HOST_RESET, after_epoch=0)
+    >>> str(reset), reset.trace_name
+    ("host reset of rank 0's locks after epoch 0", 'host reset after epoch 0')
+    """
+
+    rank: int
+    role: str
+    thread: int = 0
+    tile: int | None = None
+    epoch: int | None = None  # the launch; None for a host reset
+    after_epoch: int | None = None  # a host reset: the launch it follows
+
+    @property
+    def is_host_reset(self) -> bool:
+        return self.role == HOST_RESET
+
+    @property
+    def cta(self) -> str:
+        """The CTA's part: ``producer of tile 0``, or ``host reset``."""
+        return self.role if self.is_host_reset else f"{self.role} of tile {self.tile}"
+
+    @property
+    def trace_name(self) -> str:
+        """The thread in a trace's ``role`` column: its text, ``host reset after epoch 0`` for a reset."""
+        return f"{HOST_RESET} after epoch {self.after_epoch}" if self.is_host_reset else str(self)
+
+    def __str__(self) -> str:
+        if self.is_host_reset:
+            return f"{HOST_RESET} of rank {self.rank}'s locks after epoch {self.after_epoch}"
+        return f"rank {self.rank} {self.role} tile {self.tile} epoch {self.epoch} thread {self.thread}"
+
+
 @dataclass(frozen=True)
 class Thread:
-    """One thread, placed in the scope tree by ``(gpu, cta)``; threads of one CTA share both."""
+    """One thread, placed in the scope tree by ``(gpu, cta)``; threads of one CTA share both.
+
+    ``role`` says who it is (shown in counterexamples): a scenario's :class:`ThreadOrigin`, or any
+    text for a hand-written program. ``phase`` is the host-side phase it runs in (see
+    ``Program.host_order``): a scenario's :class:`Phase`, or any name (the explorer only compares
+    phases).
+    """
 
     name: str
     gpu: int
     cta: int
     instructions: tuple[Instruction, ...]
-    role: str = ""  # e.g. "rank 1 consumer, thread 0": shown in counterexamples
-    phase: str = ""  # host-side phase (kernel launch / reset) the thread runs in; see Program.host_order
+    role: ThreadOrigin | str = ""
+    phase: Phase | str = ""
 
 
 # ----- final conditions (litmus) -------------------------------------------------------------
@@ -318,7 +421,7 @@ def evaluate(prop: Prop, registers: dict[tuple[str, str], int], memory: dict[str
 
     def value(term: Term) -> int:
         if isinstance(term, int):
-            return wrap_int32(term)  # compared as the 32-bit value it denotes (syncverify.model.values)
+            return wrap_int32(term)  # compared as the 32-bit value it denotes (syncverify.model.int32)
         if isinstance(term, RegRef):
             return registers.get((term.thread, term.reg), 0)
         return memory[term.loc]
@@ -343,7 +446,7 @@ class Program:
     comment: str = ""
     # (a, b): every event of phase a happens before every event of phase b (a host barrier, or
     # stream order between two launches). Pairs are closed transitively by the explorer.
-    host_order: tuple[tuple[str, str], ...] = ()
+    host_order: tuple[tuple[Phase | str, Phase | str], ...] = ()
     # Groups of interchangeable units (each a tuple of thread indices): see explore's symmetry.
     symmetry: tuple[tuple[tuple[int, ...], ...], ...] = ()
     # Registers whose final values matter (a litmus condition reads them); None: all of them.
@@ -356,7 +459,7 @@ class Program:
     warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        # Memory and registers are 32-bit (syncverify.model.values): an initial value is held wrapped.
+        # Memory and registers are 32-bit (syncverify.model.int32): an initial value is held wrapped.
         object.__setattr__(self, "init", {loc: wrap_int32(v) for loc, v in self.init.items()})
         object.__setattr__(self, "registers", {key: wrap_int32(v) for key, v in self.registers.items()})
 

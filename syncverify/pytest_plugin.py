@@ -134,6 +134,7 @@ def syncverify_stress(request: pytest.FixtureRequest):
         given = dict(options)
         _fail_on_error(_check, options)
         _skip_unless_runnable(options["interpret"])
+        # pytest loads this plugin in every session: the campaign is imported when a test runs one
         from syncverify.stress.campaign import run_campaign
         from syncverify.testing import StressResult, replay_command
 
@@ -141,8 +142,7 @@ def syncverify_stress(request: pytest.FixtureRequest):
         campaign = _fail_on_error(run_campaign, **options)
         model = notes = None
         if options["interpret"]:  # a clean interpreted run proves nothing: the model must say it
-            from syncverify.stress.report import campaign_verdict, interpreter_lines
-
+            from syncverify.stress.report import campaign_verdict, interpreter_lines  # deferred: pytest loads this plugin at every start
             model = _fail_on_error(campaign_verdict, dict(campaign.options, protocol=options["protocol"]))
             notes = tuple(interpreter_lines(campaign, model))
         return StressResult(campaign, replay_command(campaign, given), model=model, notes=notes or ())
@@ -216,6 +216,7 @@ def _protocol_path(protocol, request: pytest.FixtureRequest):
 def _check(options: dict) -> None:
     """The fixture's own arguments first (named as the test wrote them), then every check the
     campaign makes before it needs torch or a GPU (its messages name the command-line option)."""
+    # pytest loads this plugin in every session: the rest of syncverify is imported when a test uses it
     from syncverify.validation import one_of
     from syncverify.kernels.config import KERNELS
     from syncverify.kernels.errors import StressConfigError
@@ -245,6 +246,7 @@ def _check(options: dict) -> None:
 def _skip_unless_runnable(interpret: bool) -> None:
     """Skip, naming what is missing and the flag that would change it."""
     try:
+        # torch, triton: only a campaign needs them; without them the fixture skips
         import torch
         import triton  # noqa: F401
     except ImportError as error:

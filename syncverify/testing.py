@@ -19,8 +19,19 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from typing import Any
+from pathlib import Path
+import inspect
+import os
+
+from syncverify.cli.stress import stress_command
+from syncverify.kernels.build import build
+from syncverify.stress.campaign import campaign_options, kernel_config, load
+from syncverify.stress.report import first_failure_lines
+from syncverify.verdicts.check import check_protocol
 
 from syncverify.verdicts.text import counterexample_lines
+from syncverify.frontend.check import check_kernel
+from syncverify.verdicts.check import calls_words
 
 __all__ = ["StressResult", "assert_kernel_safe", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
 
@@ -54,8 +65,6 @@ def assert_safe(protocol, *, scenario: str = "all-reduce", world_size: int = 2, 
     True
     """
     __tracebackhide__ = True  # pytest shows the caller's line and the counterexample, not this function
-    from syncverify.verdicts.check import check_protocol
-
     result = check_protocol(protocol, scenario=scenario, world_size=world_size, **options)
     if result.safe is True:
         return result
@@ -83,7 +92,6 @@ def assert_kernel_safe(harness, *, world_size: int = 2, calls: int = 1, **option
     SyncVerifyError
         Bad input (a harness that raises, a kernel the interpreter cannot run, unknown inline asm).
     """
-    from syncverify.frontend.check import check_kernel
 
     result = check_kernel(harness, world_size=world_size, calls=calls, **options)
     if result.safe is True:
@@ -118,9 +126,6 @@ def check_stress_options(**options: Any):
     SyncVerifyError
         With one line naming the option and the fix.
     """
-    from syncverify.kernels.build import build
-    from syncverify.stress.campaign import campaign_options, kernel_config, load
-
     protocol = load(options.pop("protocol"))
     o = campaign_options(protocol=getattr(protocol, "name", "?"), **options)
     build(protocol, kernel_config(o), push=load(o.push))
@@ -142,9 +147,6 @@ def replay_command(result, given: dict | None = None) -> str | None:
     failure = result.first_failure
     if failure is None:
         return None
-    import inspect
-
-    from syncverify.cli.stress import stress_command
 
     cli = set(inspect.signature(stress_command).parameters) - {"json_output", "output"}
     o = result.options
@@ -168,9 +170,6 @@ def replay_command(result, given: dict | None = None) -> str | None:
 
 def _protocol_argument(result, given: dict | None) -> str:
     """A built-in name as given; a file as an absolute path (the replay may run elsewhere)."""
-    import os
-    from pathlib import Path
-
     asked = (given or {}).get("protocol")
     if isinstance(asked, str) and not asked.endswith(".toml") and os.sep not in asked:
         return asked
@@ -211,7 +210,6 @@ class StressResult:
         (2 calls, bound hit)``), or None when the model was not asked (a GPU run)."""
         if self.model is None:
             return None
-        from syncverify.verdicts.check import calls_words
 
         return calls_words(self.model)
 
@@ -234,7 +232,6 @@ class StressResult:
                  f"{r.bad_iterations} of {r.iterations} iterations bad; bad tiles: {found}"]
         if r.stopped:
             lines.append(f"stopped: {r.stopped}")
-        from syncverify.stress.report import first_failure_lines
 
         lines += first_failure_lines(r, replay=self.replay_command)
         if self.model is not None:

@@ -361,7 +361,7 @@ def two_gpus(monkeypatch):
                                         cases_reported=0 if state.get("stop") else 1,
                                         stopped=state.get("stop"), partial=options["partial"])
 
-    monkeypatch.setattr(bench_ranks, "run_sweep_ranks", fake)
+    monkeypatch.setattr(cli_bench, "run_sweep_ranks", fake)  # the command's name for it
     return state
 
 

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 import syncverify
-import syncverify.verdicts.check
-import syncverify.verdicts.graphs
-import syncverify.litmus.runner
-import syncverify.stress.campaign
+import syncverify.cli.check as cli_check
+import syncverify.cli.litmus as cli_litmus
+import syncverify.cli.stress as cli_stress
 from syncverify.cli import main
 from syncverify.cli import output_files as paths
 from syncverify.cli.output_files import OutputPathError, check_writable
@@ -74,8 +73,8 @@ def assert_one_line_exit_2(code, captured, option, path, phrase):
 
 @pytest.mark.parametrize("case", FILE_CASES)
 def test_check_graph_that_cannot_be_written_is_exit_2_before_the_check(case, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(syncverify.verdicts.check, "check", _never_called)
-    monkeypatch.setattr(syncverify.verdicts.check, "sample", _never_called)
+    monkeypatch.setattr(cli_check, "check", _never_called)
+    monkeypatch.setattr(cli_check, "sample", _never_called)
     path, phrase = bad_files(tmp_path)[case]
     code = main(["check", "xchg-flag", "--graph", str(path)])
     assert_one_line_exit_2(code, capsys.readouterr(), "--graph", path, phrase)
@@ -83,7 +82,7 @@ def test_check_graph_that_cannot_be_written_is_exit_2_before_the_check(case, tmp
 
 @pytest.mark.parametrize("case", DIR_CASES)
 def test_litmus_graph_dir_that_cannot_be_written_is_exit_2_before_any_test(case, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(syncverify.litmus.runner, "run_litmus", _never_called)
+    monkeypatch.setattr(cli_litmus, "run_litmus", _never_called)
     path, phrase = bad_dirs(tmp_path)[case]
     code = main(["litmus", SB, "--graph", str(path)])
     assert_one_line_exit_2(code, capsys.readouterr(), "--graph", path, phrase)
@@ -91,7 +90,7 @@ def test_litmus_graph_dir_that_cannot_be_written_is_exit_2_before_any_test(case,
 
 @pytest.mark.parametrize("case", FILE_CASES)
 def test_stress_output_that_cannot_be_written_is_exit_2_before_the_campaign(case, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(syncverify.stress.campaign, "run_campaign", _never_called)
+    monkeypatch.setattr(cli_stress, "run_campaign", _never_called)
     path, phrase = bad_files(tmp_path)[case]
     code = main(["stress", "--protocol", "xchg-flag", "--interpret", "--iterations", "1", "--output", str(path)])
     assert_one_line_exit_2(code, capsys.readouterr(), "--output", path, phrase)
@@ -158,7 +157,7 @@ def _failing_draw(capsys, seen, error):
                                          (RuntimeError("matplotlib broke"), "matplotlib broke")])
 def test_check_text_verdict_is_printed_before_drawing_and_keeps_its_exit_code(error, text, tmp_path, monkeypatch, capsys):
     seen = []
-    monkeypatch.setattr(syncverify.verdicts.graphs, "write_graph", _failing_draw(capsys, seen, error))
+    monkeypatch.setattr(cli_check, "write_graph", _failing_draw(capsys, seen, error))
     png = tmp_path / "x.png"
     assert main(["check", "xchg-flag", "--graph", str(png)]) == 1  # the verdict's code: violations
     after = capsys.readouterr()
@@ -173,7 +172,7 @@ def test_check_text_verdict_is_printed_before_drawing_and_keeps_its_exit_code(er
 
 def test_check_json_verdict_is_printed_before_drawing_and_keeps_its_exit_code(tmp_path, monkeypatch, capsys):
     seen = []
-    monkeypatch.setattr(syncverify.verdicts.graphs, "write_graph", _failing_draw(capsys, seen, OSError(28, "No space left on device")))
+    monkeypatch.setattr(cli_check, "write_graph", _failing_draw(capsys, seen, OSError(28, "No space left on device")))
     png = tmp_path / "x.png"
     assert main(["check", "xchg-flag", "--json", "--graph", str(png)]) == 1
     after = capsys.readouterr()
@@ -185,7 +184,7 @@ def test_check_json_verdict_is_printed_before_drawing_and_keeps_its_exit_code(tm
 @pytest.mark.parametrize("as_json", [False, True])
 def test_litmus_verdicts_are_printed_before_drawing_and_keep_exit_0(as_json, tmp_path, monkeypatch, capsys):
     seen = []
-    monkeypatch.setattr(syncverify.verdicts.graphs, "write_graph", _failing_draw(capsys, seen, OSError(28, "No space left on device")))
+    monkeypatch.setattr(cli_litmus, "write_graph", _failing_draw(capsys, seen, OSError(28, "No space left on device")))
     assert main(["litmus", SB, "--graph", str(tmp_path), *(["--json"] if as_json else [])]) == 0
     after = capsys.readouterr()
     if as_json:

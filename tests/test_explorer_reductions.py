@@ -68,7 +68,7 @@ def test_the_done_flag_owner_has_one_path_per_flag_it_can_hang_on_instead_of_a_p
                                                                  launches="per-rank-stream"))
     program = scenario.program
     domain, paths = value_domain(program)
-    owner = next(t for t, th in enumerate(program.threads) if th.role.startswith("rank 0 consumer tile 0 epoch 0 thread 0"))
+    owner = next(t for t, th in enumerate(program.threads) if str(th.role) == "rank 0 consumer tile 0 epoch 0 thread 0")
     thread = program.threads[owner]
     assert len(paths[owner]) == 5
     assert len(thread_paths(thread, domain, initial_registers(program, thread), observed=frozenset())) == 1311

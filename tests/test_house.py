@@ -5,6 +5,8 @@ not from Python). The layers, bottom first, are the README's layout section in d
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -109,3 +111,132 @@ def test_no_import_runs_upward():
 @pytest.mark.parametrize("folder", ["model", "explore", "scenarios", "verdicts", "litmus", "cli"])
 def test_the_folders_of_the_plan_exist(folder):
     assert (ROOT / "syncverify" / folder / "__init__.py").is_file()
+
+
+# ----- imports at the top of the file -----------------------------------------------------------
+
+#: What a function may import lazily: torch and triton (the model runs without them, on a machine
+#: without a GPU) and matplotlib (about a second to import, only for drawing a picture).
+LAZY_ROOTS = ("torch", "triton", "matplotlib")
+#: Modules a third party imports at its own start, which import the rest of syncverify only when
+#: it is used, and the word their comment names: pytest loads the plugin in every session
+#: (entry point ``pytest11``), where importing the campaign and the command line costs seconds.
+DEFERRING = {"syncverify.pytest_plugin": "pytest"}
+
+
+def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append(child)
+            elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child)
+
+    visit(tree)
+    return found
+
+
+def _function_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    module_level = {id(n) for n in _module_level_imports(tree)}
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in module_level]
+
+
+def _roots(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name.split(".")[0] for alias in node.names]
+    return [] if node.level else [(node.module or "").split(".")[0]]
+
+
+def gpu_modules() -> set[str]:
+    """The project modules that import torch or triton when they are imported: directly, or
+    through a project module that does (module-level imports only)."""
+    known = modules()
+    reaches: dict[str, set[str]] = {}
+    gpu: set[str] = set()
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(), str(path))
+        reaches[module] = set()
+        for node in _module_level_imports(tree):
+            if set(_roots(node)) & {"torch", "triton"}:
+                gpu.add(module)
+            reaches[module].update(_imported(node, module, path.name == "__init__.py", known))
+    graph = nx.DiGraph([(a, b) for a, targets in reaches.items() for b in targets])
+    return gpu | {m for m in graph if m not in gpu and nx.descendants(graph, m) & gpu}
+
+
+def _says_why(lines: list[str], index: int, words: tuple[str, ...] = LAZY_ROOTS) -> bool:
+    """A comment naming one of ``words`` on line ``index`` or on the lines of comments and imports
+    directly above it (one comment may head a group of lazy imports)."""
+    def names_it(line: str) -> bool:
+        return "#" in line and any(word in line.split("#", 1)[1] for word in words)
+
+    while index >= 0:
+        line = lines[index].strip()
+        if names_it(line):
+            return True
+        if not line.startswith(("#", "import ", "from ")):
+            return False
+        index -= 1
+    return False
+
+
+def test_imports_sit_at_the_top_of_the_file_but_the_commented_torch_triton_guards():
+    """Every import inside a function (or a method, or a lambda) of any module of the installed
+    layout is a *lazy guard*: it imports torch, triton or matplotlib, or a project module of
+    :func:`gpu_modules` (one whose import imports torch or triton), and a comment naming torch,
+    triton or matplotlib says why, on the import's line or above its group of consecutive imports.
+    The one other kind: in a module of :data:`DEFERRING` (the pytest plugin), any import, with a
+    comment naming the third party that loads it. Any other import belongs at the top of the
+    file, where a reader (and this file's import graph) sees it."""
+    known = modules()
+    gpu = gpu_modules()
+    bad = []
+    for module, path in known.items():
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in _function_imports(ast.parse(text, str(path))):
+            targets = _imported(node, module, path.name == "__init__.py", known)
+            guard = set(_roots(node)) & set(LAZY_ROOTS) or (targets and set(targets) <= gpu)
+            deferred = module in DEFERRING and _says_why(lines, node.lineno - 1, (DEFERRING[module],))
+            if not deferred and (not guard or not _says_why(lines, node.lineno - 1)):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert bad == []
+
+
+def test_a_lazy_import_the_rule_refuses_is_found():
+    """The rule above, on a module written for it: a project import in a function without a
+    reason fails; the same import of a GPU module with a comment passes."""
+    lines = ["def f():", "    from syncverify.errors import SyncVerifyError", "",
+             "def g():", "    # torch: only the GPU path", "    from syncverify.kernels._deps import torch"]
+    tree = ast.parse("\n".join(lines))
+    found = [(n.lineno, _says_why(lines, n.lineno - 1)) for n in _function_imports(tree)]
+    assert found == [(2, False), (6, True)]
+    assert "syncverify.kernels._deps" in gpu_modules() and "syncverify.errors" not in gpu_modules()
+
+
+#: The front doors that must work on a machine without torch and triton: the package, the model,
+#: and the commands that need no GPU (each run to its end, in a fresh interpreter), with the exit
+#: code each gives.
+FRONT_DOORS = {
+    "import syncverify": ("import syncverify; rc = 0", 0),
+    "the model": ("import syncverify.model.ptx, syncverify.program, syncverify.explore.driver, "
+                  "syncverify.scenarios.build, syncverify.verdicts.check; rc = 0", 0),
+    "syncverify list": ("from syncverify.cli import main; rc = main(['list'])", 0),
+    "syncverify check": ("from syncverify.cli import main; rc = main(['check', 'xchg-flag'])", 1),
+    "syncverify litmus": ("from syncverify.cli import main; "
+                          "rc = main(['litmus', 'syncverify/litmus/examples/mp-gpu.litmus'])", 0),
+    "syncverify compare --no-gpu": ("from syncverify.cli import main; "
+                                    "rc = main(['compare', 'epoch-flag', '--scenario', 'all-reduce', '--no-gpu'])", 0),
+}
+
+
+@pytest.mark.parametrize("door", sorted(FRONT_DOORS))
+def test_the_front_doors_import_neither_torch_nor_triton(door):
+    code, exit_code = FRONT_DOORS[door]
+    done = subprocess.run([sys.executable, "-c", f"import sys\n{code}\nprint(rc, sorted(m for m in sys.modules "
+                           "if m.split('.')[0] in ('torch', 'triton')))"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == f"{exit_code} []", done.stdout[-2000:]

@@ -95,7 +95,7 @@ def test_the_model_program_carries_the_id_and_the_count_in_model_threads():
     from syncverify.scenarios.build import ScenarioOptions, build
 
     program = build(protocol_from_dict(with_barrier(id=1, count=128, warps="0-3")), ScenarioOptions(world_size=2)).program
-    bars = {(t.role.rsplit(" ", 1)[1], i.barrier_id, i.count) for t in program.threads for i in t.instructions
+    bars = {(str(t.role.thread), i.barrier_id, i.count) for t in program.threads for i in t.instructions
             if isinstance(i, Barrier) and "signal" in i.label}
     assert bars == {("0", 1, 1)}  # 2 model threads per CTA, 4 warps each: thread 0 alone takes part
 

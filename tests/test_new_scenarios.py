@@ -41,7 +41,7 @@ def test_the_gemm_waits_for_every_shard_before_reading_and_the_owner_reduces_eve
     assert producer.steps[1].copies == "owner" and consumer.runs_on == "owner"
     scenario = build(load_protocol("epoch-flag"), ScenarioOptions(scenario="gemm-reduce-scatter", world_size=3,
                                                                    symmetry=False))
-    owner_reads = {i.loc for t in scenario.program.threads if "consumer" in t.role for i in t.instructions
+    owner_reads = {i.loc for t in scenario.program.threads if t.role.role == "consumer" for i in t.instructions
                    if getattr(i, "ghost", False) and i.loc.startswith("inbox")}
     assert owner_reads == {f"inbox.r0.b{b}.t0.s{s}" for b in range(3) for s in range(2)}
 

@@ -55,19 +55,27 @@ def test_a_writer_whose_signal_the_consumer_never_read_is_delayed_whole():
 
 
 def test_a_barrier_between_store_and_signal_makes_the_witness_unforceable_by_delays():
+    def origin(role: str, thread: int) -> dict:
+        return {"rank": 0, "role": role, "thread": thread, "tile": 0, "epoch": 0, "after_epoch": None}
+
     trace = [
         {"rank": 0, "cta": "producer of tile 0", "thread": 1, "role": "rank 0 producer tile 0 epoch 0 thread 1",
          "step": "tile store: rank 0's local", "event": "W local.r0.t0.s1", "location": "local.r0.t0.s1",
-         "reads_from": None, "offending": False},
+         "reads_from": None, "offending": False, "origin": origin("producer", 1), "reads_from_origin": None,
+         "barrier": None, "kind": "W", "tile_data": True, "section": None},
         {"rank": 0, "cta": "producer of tile 0", "thread": 1, "role": "rank 0 producer tile 0 epoch 0 thread 1",
          "step": "signal step 1 (barrier)", "event": "B.sync 0", "location": None, "reads_from": None,
-         "offending": False},
+         "offending": False, "origin": origin("producer", 1), "reads_from_origin": None, "barrier": ["sync", 0],
+         "kind": "B", "tile_data": False, "section": "signal"},
         {"rank": 0, "cta": "comm of tile 0", "thread": 0, "role": "rank 0 comm tile 0 epoch 0 thread 0",
          "step": "wait step 1 (await): poll ready.r0.t0 until == 1", "event": "R ready.r0.t0=1",
-         "location": "ready.r0.t0", "reads_from": "rank 0 producer tile 0 epoch 0 thread 0", "offending": False},
+         "location": "ready.r0.t0", "reads_from": "rank 0 producer tile 0 epoch 0 thread 0", "offending": False,
+         "origin": origin("comm", 0), "reads_from_origin": origin("producer", 0), "barrier": None, "kind": "R",
+         "tile_data": False, "section": "wait"},
         {"rank": 0, "cta": "comm of tile 0", "thread": 1, "role": "rank 0 comm tile 0 epoch 0 thread 1",
          "step": "tile load: rank 0's local", "event": "R local.r0.t0.s1", "location": "local.r0.t0.s1",
-         "reads_from": "the initial state", "offending": True},
+         "reads_from": "the initial state", "offending": True, "origin": origin("comm", 1),
+         "reads_from_origin": None, "barrier": None, "kind": "R", "tile_data": True, "section": None},
     ]
     schedule = schedule_from_trace("unwritten-read", "not-morally-strong", "...", trace, num_warps=8)
     assert not schedule.realizable and schedule.entries == ()

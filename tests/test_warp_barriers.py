@@ -151,9 +151,9 @@ def test_in_the_handoff_warp_0_waits_and_every_other_warp_arrives_once():
     assert any(note.startswith("threads: 8 model threads per CTA (2 asked)") for note in scenario.notes)
     parts = {}
     for thread in scenario.program.threads:
-        if "producer" in thread.role:
+        if thread.role.role == "producer":
             bars = [(i.kind, i.barrier_id, i.count) for i in thread.instructions if isinstance(i, Barrier)]
-            parts[int(thread.role.rsplit(" ", 1)[1])] = bars
+            parts[thread.role.thread] = bars
     assert parts[0] == [("sync", 1, 8)]
     assert all(parts[t] == [("arrive", 1, 8)] for t in range(1, 8))
 
@@ -161,9 +161,9 @@ def test_in_the_handoff_warp_0_waits_and_every_other_warp_arrives_once():
 def test_one_warpgroups_barrier_keeps_two_model_threads_and_the_second_skips_it():
     scenario = build(load_protocol(ONE_WARPGROUP), ScenarioOptions(world_size=2))
     assert scenario.options.threads_per_cta == 2 and not any(n.startswith("threads:") for n in scenario.notes)
-    by_thread = {int(t.role.rsplit(" ", 1)[1]): [(i.kind, i.count) for i in t.instructions if isinstance(i, Barrier)
-                                                 and "signal" in i.label]
-                 for t in scenario.program.threads if "producer" in t.role}
+    by_thread = {t.role.thread: [(i.kind, i.count) for i in t.instructions if isinstance(i, Barrier)
+                                 and "signal" in i.label]
+                 for t in scenario.program.threads if t.role.role == "producer"}
     assert by_thread == {0: [("sync", 1)], 1: []}
 
 

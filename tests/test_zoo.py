@@ -96,7 +96,7 @@ def test_a_cas_signal_with_until_is_a_spin_and_without_it_a_one_off_write():
 def test_slots_rotate_lock_and_staging_locations_with_the_epoch():
     scenario = build(load_protocol("two-slot-early-reuse"),
                      ScenarioOptions(world_size=2, epochs=3, launches="per-rank-stream", symmetry=False))
-    locs = {(t.phase, i.loc) for t in scenario.program.threads for i in t.instructions if getattr(i, "loc", "")}
+    locs = {(str(t.phase), i.loc) for t in scenario.program.threads for i in t.instructions if getattr(i, "loc", "")}
     assert ("e0.r1", "ready#0.r1.t0") in locs and ("e1.r1", "ready#1.r1.t0") in locs
     assert ("e2.r1", "ready#0.r1.t0") in locs and ("e2.r1", "partial#0.r1.t0.s0") in locs
     assert not any(loc.startswith("out#") for _phase, loc in locs)  # the output does not rotate

@@ -44,7 +44,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from syncverify.kernels.bench.report import Case, Ceilings, Measurement, NO_SYNC, Sweep, combine_ranks, resolve
+from syncverify.kernels.bench.report import (BenchInputError, Case, Ceilings, Measurement, NO_SYNC, Sweep,
+                                             combine_ranks, resolve)
+from syncverify.kernels.build import build, torch_dtype
+from syncverify.kernels.processes import init_rank, run_workers
 
 BACKENDS = ("nccl", "gloo")
 DEFAULT_WATCHDOG = 300.0  # seconds without a report from any rank (a case's compiles report in between)
@@ -94,8 +97,8 @@ class CollectiveBaseline:
     """
 
     def __init__(self, case: Case, *, world_size: int, dist, device, rank: int = 0) -> None:
+        # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
         from syncverify.kernels._deps import torch
-        from syncverify.kernels.build import torch_dtype
 
         self.case, self.world_size, self.dist, self.rank = case, world_size, dist, rank
         self.n_local = case.n // world_size if case.kernel == "all-scatter" else case.n
@@ -112,6 +115,7 @@ class CollectiveBaseline:
     def matmul(self, inputs) -> None:
         """This rank's GEMM alone (``inputs``: this rank's ``[1, ...]`` A and B; all-gather-gemm:
         the gathered A as the last gather left it)."""
+        # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
         from syncverify.kernels._deps import torch
 
         A, B = inputs
@@ -132,6 +136,7 @@ class CollectiveBaseline:
     def result(self):
         """This rank's C: the all-reduced C, the gathered blocks side by side ``[M, N]``, its own
         product (all-gather-gemm) or its ``M / W`` rows of the sum (gemm-reduce-scatter)."""
+        # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
         from syncverify.kernels._deps import torch
 
         if self.scattered is not None:
@@ -142,6 +147,7 @@ class CollectiveBaseline:
 
     def validate(self, inputs, everyone) -> str:
         """One more run on ``inputs``, C compared with every rank's operands' fp32 product."""
+        # torch/triton: syncverify.kernels.bench.timing imports them; only the GPU path needs it
         from syncverify.kernels.bench.timing import TOLERANCE, reference, relative_error
 
         self.matmul_then_collective(inputs)
@@ -170,6 +176,7 @@ class RankContext:
 
     def host_barrier(self) -> None:
         """Every rank's queued work done, then a barrier: what follows starts on every rank together."""
+        # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
         from syncverify.kernels._deps import torch
 
         if self.device.type == "cuda":
@@ -194,10 +201,6 @@ def real_configs(case: Case, *, world_size: int, sms: int):
 def check_cases(sweep: Sweep, *, sms: int, gpus: int) -> None:
     """Build every case's configurations for real ranks: sizes that do not divide, or programs
     that do not fit the GPU, are refused (one line) before any process starts."""
-    from syncverify.kernels.build import build
-
-    from syncverify.kernels.bench.report import BenchInputError
-
     for case in sweep.cases:
         if case.kernel == "gemm-reduce-scatter" and case.m % sweep.world_size:
             raise BenchInputError(f"{case.key}: M={case.m} does not divide into {sweep.world_size} row blocks, "
@@ -211,9 +214,9 @@ def measure_case_ranks(case: Case, protocols: dict, *, ctx: RankContext, timer, 
                        progress: Callable[[str], None] = lambda label: None, seed: int = 0) -> list[Measurement]:
     """This rank's measurements of ``case``: cuBLAS, cuBLAS + NCCL, then (``fused``) the GEMM part
     and the fused kernel with each protocol, every rank in the same order."""
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import torch
     from syncverify.kernels.bench.timing import FusedRun, input_sets, rank_slice
-    from syncverify.kernels.build import build
 
     device, W, rank = ctx.device, ctx.world_size, ctx.rank
     case, part_config, fused_config = real_configs(case, world_size=W, sms=ctx.sms)
@@ -227,6 +230,7 @@ def measure_case_ranks(case: Case, protocols: dict, *, ctx: RankContext, timer, 
     runs: dict[str, FusedRun] = {}
     progress(f"{case.key}: compile and capture")
     if fused:
+        # torch/triton: syncverify.kernels.heap imports them; only the GPU path needs it
         from syncverify.kernels.heap import SymmetricHeap
 
         ctx.token = torch.zeros(1, dtype=torch.int32, device=device)
@@ -273,9 +277,8 @@ def bench_worker(rank: int, world_size: int, port: int, q, job: RanksJob) -> Non
     ``ceilings`` (:class:`~syncverify.kernels.bench.report.Ceilings`), ``case`` ``(index, measurements)``; every
     rank ``done`` at the end, or ``error`` with its traceback."""
     try:
-        from syncverify.kernels.processes import init_rank as _init
-
-        torch, dist, device = _init(rank, world_size, port, job.backend)
+        torch, dist, device = init_rank(rank, world_size, port, job.backend)
+        # torch/triton: syncverify.kernels.bench.timing imports them; only the GPU path needs it
         from syncverify.kernels.bench import timing
 
         device = torch.device(device)
@@ -355,8 +358,6 @@ def run_sweep_ranks(sweep: Sweep, *, seed: int = 0, backend: str = "nccl", graph
     after it; a rank that fails, dies, or leaves every rank silent for ``watchdog_seconds`` stops
     the run (every rank killed), and ``stopped`` says which.
     """
-    from syncverify.kernels.processes import run_workers
-
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not one of {BACKENDS}")
     outcome = RanksOutcome(ceilings=None, cases_total=len(sweep.cases), partial=partial)

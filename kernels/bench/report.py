@@ -33,8 +33,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 from syncverify.errors import SyncVerifyError
 from syncverify.inputs import read_input_file
+from syncverify.kernels.config import KernelConfig
+from syncverify.validation import did_you_mean
 
 NO_SYNC = "none"  # syncverify.kernels.build.NO_SYNC (that module needs no GPU either; kept equal by a test)
 UNSAFE_NOTE = "UNSAFE: no synchronization, output not validated; cost baseline only"
@@ -129,8 +136,6 @@ class Case:
     def kernel_config(self, *, world_size: int, virtual: bool = True, interpret: bool = False,
                       gemm_only: bool = False):
         """The ``syncverify.kernels.config.KernelConfig`` of this case (split resolved)."""
-        from syncverify.kernels.config import KernelConfig
-
         gemm, comm, recv = (tuple(self.split) + (1, 1, 1))[:3]
         return KernelConfig(kernel=self.kernel, world_size=world_size, m=self.m, n=self.n, k=self.k,
                             block_m=self.block[0], block_n=self.block[1], block_k=self.block[2],
@@ -200,8 +205,6 @@ def _where(path: str, section: str) -> str:
 
 
 def _unknown(keys: Iterable[str], known: dict, path: str, section: str) -> None:
-    from syncverify.validation import did_you_mean
-
     for key in keys:
         if key not in known:
             hint = did_you_mean(key, list(known))
@@ -285,10 +288,6 @@ def parse_sweep(text: str, *, path: str = "<sweep>", kernels: tuple[str, ...] = 
     >>> [(c.m, c.stages) for c in sweep.cases], sweep.protocols
     ([(1024, 3), (1024, 4), (2048, 3), (2048, 4)], ('none',))
     """
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -572,9 +571,11 @@ def draw_roofline(rows: list[dict], ceilings: Ceilings, path: str | Path, *, tit
     """A roofline PNG: arithmetic intensity (x, log) against achieved TFLOP/s (y, log), one marker
     per row kind, the measured matmul peak and ``bandwidth x intensity`` drawn as the ceilings
     (times the GPUs for real-rank rows)."""
+    # matplotlib: about a second to import, only for drawing a picture
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: about a second to import, only for drawing a picture
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)

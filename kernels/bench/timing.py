@@ -39,6 +39,7 @@ from syncverify.kernels._deps import torch
 from syncverify.kernels.build import BuiltKernel, build, runtime_values_tensor, torch_dtype
 from syncverify.kernels.heap import VirtualHeap
 from syncverify.kernels.registry import allocate, launch_function
+from syncverify.protocols.registry import load_protocol
 
 L2_BYTES = 60 * 1024 * 1024  # H200 (PyTorch reports 60 MB); the interpreter has no L2 to dodge
 MAX_SETS = 8
@@ -248,8 +249,6 @@ class FusedRun:
             self.lock_names.append("push_locks")
             push = None
             if built.protocol is not None:
-                from syncverify.protocols.registry import load_protocol
-
                 push = load_protocol(built.plan.push_protocol)
             self.resets.append(rules.reset_policy(push.reset) if push is not None else "none")
         self.status = torch.zeros((c.world_size, 2 * c.tiles, 4), dtype=torch.int32, device=device)
@@ -439,8 +438,6 @@ def measure_case(case: Case, protocols: dict, *, world_size: int, timer: Timer, 
 
 def load_protocols(names) -> dict:
     """name -> loaded protocol (``none`` -> None); an unknown name is bad input."""
-    from syncverify.protocols.registry import load_protocol
-
     return {name: (None if name == NO_SYNC else load_protocol(name)) for name in names}
 
 

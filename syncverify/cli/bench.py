@@ -32,35 +32,22 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Optional
+from dataclasses import replace
 
 import typer
 
 from syncverify import exitcodes
-from syncverify.kernels.bench.report import (
-    PROCESSES,
-    VIRTUAL,
-    BenchInputError,
-    Case,
-    Sweep,
-    check_machine,
-    check_rows,
-    check_speedup,
-    check_world,
-    draw_roofline,
-    load_baseline,
-    load_sweep,
-    make_baseline,
-    report_rows,
-    to_csv,
-    to_markdown,
-    with_baseline_protocol,
-)
+from syncverify.kernels.bench.report import (BenchInputError, Case, PROCESSES, Sweep, VIRTUAL, check_machine, machine_kind,
+                                             check_rows, check_speedup, check_world, draw_roofline, load_baseline,
+                                             load_sweep, machine_kind, make_baseline, report_rows, to_csv,
+                                             to_markdown, with_baseline_protocol)
 from syncverify.cli.app import app, err, fail, out
 from syncverify.kernels.config import KERNELS, MAX_WORLD
 from syncverify.validation import one_of
 from syncverify.cli.output_files import check_writable, write_or_warn
 from syncverify.cli.progress import StderrProgress
 from syncverify.errors import SyncVerifyError
+from syncverify.kernels.bench.ranks import check_cases, run_sweep_ranks
 
 DEFAULT_PROTOCOLS = "barrier-fenced-release-acquire,epoch-flag"
 NCCL_UNAVAILABLE = ("cuBLAS + NCCL (torch.matmul then all_reduce / all_gather_into_tensor / reduce_scatter_tensor, "
@@ -215,6 +202,7 @@ def _wrong_results(rows: list[dict]) -> list[dict]:
 
 def _gpus() -> tuple[int, str, int]:
     """``(visible GPUs, the first one's name, its SMs)``; no GPU is bad input (torch imported here)."""
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import require_cuda, torch
 
     require_cuda("syncverify bench")
@@ -225,9 +213,6 @@ def _gpus() -> tuple[int, str, int]:
 def _measure_ranks(sweep: Sweep, *, seed: int, baseline, check, graphs: bool, watchdog: float, out_dir):
     """One process per GPU (``syncverify.kernels.bench.ranks``): GPUs, sizes and the baseline's
     machine are checked before any process starts."""
-    from syncverify.kernels.bench.report import machine_kind
-    from syncverify.kernels.bench.ranks import check_cases, run_sweep_ranks
-
     gpus, name, sms = _gpus()
     check_world(sweep.world_size, gpus)
     if baseline is not None:
@@ -255,6 +240,7 @@ def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graph
     """Run the sweep (torch and triton imported here); the baseline's machine is checked first."""
     if interpret:
         os.environ.setdefault("TRITON_INTERPRET", "1")
+    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import require_cuda, torch
     from syncverify.kernels.bench.timing import run_sweep
 
@@ -262,8 +248,6 @@ def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graph
         device, machine = "cpu", "cpu-interpreter"
     else:
         require_cuda("syncverify bench")
-        from syncverify.kernels.bench.report import machine_kind
-
         device = "cuda"
         machine = machine_kind(torch.cuda.get_device_name(0), torch.cuda.device_count())
     if baseline is not None:
@@ -279,8 +263,6 @@ def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graph
 
 def _interpreted(sweep: Sweep) -> Sweep:
     """The interpreter times nothing real: one launch per graph, one repeat."""
-    from dataclasses import replace
-
     return replace(sweep, launches=1, repeats=1)
 
 

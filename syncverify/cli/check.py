@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.table import Table
 
 from syncverify import exitcodes
 from syncverify.baseline import findings_of, read_baseline
@@ -17,6 +18,16 @@ from syncverify.verdicts.text import counterexample_lines
 from syncverify.cli.progress import DEFAULT_MAX_MEMORY_MB, MemoryCap, StderrProgress
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Progress
 from syncverify.protocols.rules import RESET_HELP, describe_reset
+from syncverify.cli.output_files import check_writable, write_or_warn
+from syncverify.protocols.registry import load_protocol
+from syncverify.scenarios.build import ScenarioOptions, build
+from syncverify.verdicts.check import check, sample
+from syncverify.verdicts.graphs import write_graph
+from syncverify.verdicts.suggest import Suggestions, suggest
+from syncverify.cli.kernel import check_harness, is_harness_argument
+from syncverify.verdicts.check import check
+from syncverify.scenarios.build import ScenarioOptions, build, push_option
+import time
 
 DEFAULT_TIMEOUT = 600.0  # seconds: a check answers unknown rather than run on unseen
 PROGRESS_AFTER = 2.0  # seconds before a check starts showing progress
@@ -63,7 +74,6 @@ def check_command(
     --epochs 2 (checked stage by stage). Beyond that, --timeout answers unknown. A check that runs longer than 2 s
     shows its progress on stderr.
     """
-    from syncverify.cli.kernel import check_harness, is_harness_argument
 
     protocol_only = {"--scenario": scenario != "all-reduce", "--tiles": tiles != 1, "--epochs": epochs != 1,
                      "--production": production != "every-rank", "--distribution": distribution != "striding",
@@ -85,11 +95,6 @@ def check_command(
     given = [name for name, set_ in harness_only.items() if set_]
     if given:
         raise typer.BadParameter(f"{', '.join(given)} applies to a harness (FILE.py), not to protocol {protocol}")
-    from syncverify.protocols.registry import load_protocol
-    from syncverify.verdicts.check import check
-    from syncverify.verdicts.graphs import write_graph
-    from syncverify.scenarios.build import ScenarioOptions, build, push_option
-    from syncverify.cli.output_files import check_writable, write_or_warn
 
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
@@ -162,7 +167,6 @@ def assumptions(result) -> dict:
 
 
 def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) -> None:
-    from rich.table import Table
 
     opts = result.scenario.options
     verdict = {True: "SAFE", False: "UNSAFE", None: "UNKNOWN"}[result.safe]
@@ -224,9 +228,7 @@ EXACT_FIRST = 2.0
 def _sample_or_exact(built, *, samples: int, seed: int, timeout: float, max_steps: int):
     """``--sample N``: the exhaustive check when it answers within :data:`EXACT_FIRST` seconds
     (exact, said in a note), else N sampled executions in the time left."""
-    import time
 
-    from syncverify.verdicts.check import check, sample
 
     start = time.monotonic()
     exact = check(built, timeout=min(EXACT_FIRST, timeout), max_steps=max_steps) if EXACT_FIRST > 0 else None
@@ -242,7 +244,6 @@ def _suggest(proto, options, result, *, reset: str | None):
     """:func:`syncverify.verdicts.suggest.suggest` in the checked scenario (nothing to search unless
     unsafe). ``reset``: the ``--reset`` given, if any (None: each candidate's own ``reset`` field
     decides, so a fix may change it)."""
-    from syncverify.verdicts.suggest import Suggestions, suggest
 
     if result.safe is None:
         return Suggestions(max_changes=2, note="the verdict is unknown: no fix searched (--suggest needs an unsafe verdict)")

@@ -12,11 +12,16 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.console import Console
+from rich.measure import Measurement
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column, Table
 
-from syncverify import exitcodes
+from syncverify import compare as comparison, exitcodes
 from syncverify.cli.app import app, err, out
 from syncverify.cli.progress import StderrProgress
 from syncverify.compare import DEFAULT_SECONDS, DEFAULT_TIMEOUT
+from syncverify.cli.output_files import check_writable, write_or_warn
 
 PROGRESS_AFTER = 2.0  # seconds before progress shows
 PLAIN_PROGRESS_EVERY = 5.0  # seconds between two plain progress lines (stderr not a terminal)
@@ -44,9 +49,6 @@ def compare_command(
 
     Exit 0 nothing unsound, 1 a row is MODEL UNSOUND, 2 bad input.
     """
-    from syncverify import compare as comparison
-    from syncverify.cli.output_files import check_writable
-
     if out_dir is not None:
         check_writable(out_dir, "--out", kind="dir")  # before the run: an unwritable path is bad input
     if no_gpu:
@@ -61,8 +63,6 @@ def compare_command(
                                   jobs=jobs, timeout=timeout, progress=report.update)
         if out_dir is not None:
             # The answer is computed: a failure while drawing is a warning, not exit 2.
-            from syncverify.cli.output_files import write_or_warn
-
             write_or_warn(lambda: comparison.write_report(rows, out_dir, note=note, jobs=jobs, progress=report.update),
                           "--out", out_dir)
     if as_json:
@@ -78,10 +78,6 @@ def compare_command(
 
 
 def _print_table(rows, note: str | None) -> None:
-    from rich.table import Table
-
-    from syncverify import compare as comparison
-
     hardware = comparison.has_hardware(rows)
     if note:
         out.print(note, markup=False)
@@ -99,14 +95,11 @@ def _print_table(rows, note: str | None) -> None:
     # natural width; on a terminal narrower than the table's least width (kinds and bad tiles
     # wrapped), at that width, and the terminal wraps the lines. rich clamps
     # ``print(width=...)`` to the console's width, hence a console of the width needed.
-    from rich.measure import Measurement
 
     measured = Measurement.get(out, out.options.update_width(1000), table)
     needed = measured.minimum if out.is_terminal else measured.maximum
     console = out
     if needed > out.width:
-        from rich.console import Console
-
         console = Console(file=out.file, width=needed, highlight=False, soft_wrap=True,
                           force_terminal=out.is_terminal, color_system=out.color_system)
     console.print(table)
@@ -133,9 +126,6 @@ class CompareProgress(StderrProgress):
                 + (f" ({detail})" if detail else ""))
 
     def terminal(self) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        from rich.table import Column
-
         # Fixed widths but the detail's, which is cut to what is left: the bar does not jitter.
         columns = (TextColumn("{task.description}", table_column=Column(width=16, no_wrap=True)),
                    BarColumn(bar_width=24), MofNCompleteColumn(table_column=Column(width=7, no_wrap=True)),

@@ -13,6 +13,10 @@ from pathlib import Path
 from syncverify import exitcodes
 from syncverify.cli.app import err, out
 from syncverify.errors import SyncVerifyError
+from syncverify.frontend.check import check_kernel
+from syncverify.frontend.suggest import suggest_fixes
+from syncverify.cli.output_files import write_or_warn
+from syncverify.verdicts.graphs import write_graph
 
 
 def is_harness_argument(argument: str) -> bool:
@@ -35,7 +39,6 @@ def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta
                   max_executions: int, max_steps: int, first: bool, as_json: bool, graph: Path | None,
                   declare_asm: list[str], suggest: bool, progress_every: float | None) -> int:
     """Run :func:`syncverify.frontend.check.check_kernel` and print the verdict."""
-    from syncverify.frontend.check import check_kernel
 
     started = time.monotonic()
     every = 5.0 if progress_every is None else progress_every
@@ -55,7 +58,6 @@ def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta
                           progress_interval=min(2.0, every))
     fixes = None
     if suggest and result.violations:
-        from syncverify.frontend.suggest import suggest_fixes
 
         fixes = suggest_fixes(argument, result, world_size=world_size, calls=calls,
                               threads_per_cta=threads_per_cta, timeout=timeout)
@@ -71,8 +73,6 @@ def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta
             for fix in fixes:
                 out.print(f"  {fix.text()}", markup=False)
     if graph is not None and result.violations:
-        from syncverify.cli.output_files import write_or_warn
-        from syncverify.verdicts.graphs import write_graph
 
         witness = next(iter(result.violations.values()))
         drawn = write_or_warn(lambda: write_graph(witness.execution, graph, title=f"{argument}: {witness.kind}",

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import typer
+from rich.table import Table
 
 from syncverify import exitcodes
 from syncverify.json_schema import versioned
 from syncverify.cli.app import app, out
+from syncverify.protocols.registry import builtin_protocols, zoo_protocols
+from syncverify.scenarios.build import DEFAULT_PUSH, ROLES, SCENARIOS, Stage
 
 
 @app.command("list")
@@ -18,8 +21,6 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     """List the built-in protocols and the scenarios they can be checked in (--zoo: the reported bugs)."""
     if zoo:
         return _list_zoo(as_json)
-    from syncverify.protocols.registry import builtin_protocols
-    from syncverify.scenarios.build import DEFAULT_PUSH, ROLES, SCENARIOS
 
     protocols = builtin_protocols()
     items = protocols.values() if isinstance(protocols, dict) else protocols
@@ -30,7 +31,6 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
                                         "roles": {s: [_role_json(r) for r in ROLES[s]] for s in SCENARIOS},
                                         "default_push": DEFAULT_PUSH}, "list"), indent=2), markup=False)
         return exitcodes.OK
-    from rich.table import Table
 
     table = Table(title="built-in protocols")
     table.add_column("name", no_wrap=True)
@@ -53,8 +53,6 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
 
 def _step_text(step) -> str:
     """One role step in words, e.g. ``wait (pub, protocol)`` or ``store out: each rank's copy``."""
-    from syncverify.scenarios.build import Stage
-
     if isinstance(step, Stage):
         which = "the protocol" if step.protocol == "protocol" else "the push protocol"
         return f"{step.kind} ({step.stage or 'ready'} locks, {which})"
@@ -71,15 +69,12 @@ def _role_json(role) -> dict:
 def _list_zoo(as_json: bool) -> int:
     """``list --zoo``: each zoo protocol with how it is checked, the verdict the model gives
     (pinned by ``tests/test_zoo.py``), what users saw and its source."""
-    from syncverify.protocols.registry import zoo_protocols
-
     protocols = zoo_protocols()
     if as_json:
         out.print(json.dumps(versioned({"zoo": [{"name": p.name, "summary": p.summary, "origin": p.origin,
                                                  **p.zoo.to_dict()} for p in protocols]}, "list"), indent=2),
                   markup=False)
         return exitcodes.OK
-    from rich.table import Table
 
     table = Table(title="zoo of reported bugs (syncverify check NAME --scenario S --epochs E --launches L)")
     for column in ("name", "checked in", "model verdict", "users saw"):

@@ -14,6 +14,12 @@ from syncverify.json_schema import versioned
 from syncverify.cli.check import DEFAULT_TIMEOUT, PLAIN_PROGRESS_EVERY, PROGRESS_AFTER, ProgressReport
 from syncverify.cli.progress import DEFAULT_MAX_MEMORY_MB
 from syncverify.explore.driver import DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS
+from syncverify.cli.output_files import check_writable, write_or_warn
+from syncverify.errors import SyncVerifyError
+from syncverify.litmus.parser import parse_litmus_file
+from syncverify.litmus.runner import run_litmus
+from syncverify.verdicts.graphs import write_graph
+from syncverify.cli.litmus_gpu import run_gpu_command
 
 
 @app.command("litmus")
@@ -41,19 +47,12 @@ def litmus_command(
     With several files, each is reported (a bad one does not stop the others) and the exit code
     is the most severe one (bad input, then Unknown, then 0).
     """
-    from syncverify.cli.output_files import check_writable, write_or_warn
-    from syncverify.errors import SyncVerifyError
-    from syncverify.verdicts.graphs import write_graph
-    from syncverify.litmus.parser import parse_litmus_file
-    from syncverify.litmus.runner import run_litmus
-
     gpu_only = {"--iterations": iterations, "--seconds": seconds, "--seed": seed, "--stress": stress, "--plot": plot}
     if not gpu and any(v is not None for v in gpu_only.values()):
         raise fail(f"{next(k for k, v in gpu_only.items() if v is not None)} needs --gpu")
     if gpu:
         if graph is not None:
             raise fail("--graph draws the model's executions; it does not apply to --gpu (use --plot)")
-        from syncverify.cli.litmus_gpu import run_gpu_command
 
         return run_gpu_command(list(files), as_json=as_json, iterations=100 if iterations is None else iterations,
                                seconds=10.0 if seconds is None else seconds, seed=0 if seed is None else seed,

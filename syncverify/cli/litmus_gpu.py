@@ -13,12 +13,18 @@ from pathlib import Path
 
 from syncverify import exitcodes
 from syncverify.errors import SyncVerifyError
+from syncverify.litmus.gpu.stress import StressParams, load_tuned, machine_kind
+from syncverify.litmus.gpu.launch import interpreting
+from syncverify.litmus.gpu.report import refused, text
+from syncverify.litmus.gpu.suite import check_on_device
+from syncverify.litmus.parser import parse_litmus_file
+from syncverify.cli.output_files import check_writable
+from syncverify.cli.output_files import write_or_warn
+from syncverify.litmus.gpu.report import plot as draw
 
 
 def load_params(path: Path | None):
     """The stress parameters: from ``path`` (a JSON object) or the tuned ones for this machine."""
-    from syncverify.litmus.gpu.stress import StressParams, load_tuned, machine_kind
-    from syncverify.litmus.gpu.launch import interpreting
 
     if path is None:
         return load_tuned("default" if interpreting() else machine_kind())
@@ -37,12 +43,8 @@ def run_gpu_command(files: list[Path], *, as_json: bool, iterations: int, second
 
     ``model_timeout`` bounds each test's exploration (``--timeout``; default 60 s): past it the
     model's list is incomplete and an outcome missing from it is reported as unknown (exit 3)."""
-    from syncverify.litmus.gpu.report import refused, text
-    from syncverify.litmus.gpu.suite import check_on_device
-    from syncverify.litmus.parser import parse_litmus_file
 
     if plot is not None:
-        from syncverify.cli.output_files import check_writable
 
         check_writable(plot, "--plot")
     params = load_params(stress)
@@ -71,8 +73,6 @@ def run_gpu_command(files: list[Path], *, as_json: bool, iterations: int, second
     if as_json:
         out.print(json.dumps([r.to_json() for r in reports], indent=2), markup=False)
     if plot is not None:
-        from syncverify.cli.output_files import write_or_warn
-        from syncverify.litmus.gpu.report import plot as draw
 
         write_or_warn(lambda: draw(reports, plot), "--plot", plot)
     unsound = [r.name for r in reports if r.unsound]

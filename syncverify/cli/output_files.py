@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from syncverify.errors import SyncVerifyError
+from syncverify.cli.app import err
 
 __all__ = ["OutputPathError", "check_writable", "write_or_warn"]
 
@@ -108,8 +109,6 @@ def write_or_warn(write: Callable[[], object], option: str, path: str | Path) ->
     Called after the verdict is printed. Any ``Exception`` is caught, not only ``OSError``:
     whatever fails while drawing, the verdict is the answer and its exit code stands.
     """
-    from syncverify.cli.app import err
-
     try:
         write()
     except Exception as error:  # noqa: BLE001 - see the docstring

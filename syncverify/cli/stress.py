@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
 
 from syncverify import exitcodes
 from syncverify.cli.output_files import check_writable
@@ -29,13 +30,22 @@ from syncverify.cli.app import app
 from syncverify.protocols.rules import RESET_HELP
 from syncverify.scenarios.build import push_option
 from syncverify.stress.report import INTERPRETER_NOTE
+from syncverify.stress.report import INTERPRETER_NOTE, interpreter_lines, render_text
+from syncverify.cli.progress import StderrProgress
+from syncverify.stress.campaign import campaign_options, default_programs, refuse_unsynchronized, run_campaign
+from syncverify.stress.controls import control_verdict, positive_control
+from syncverify.stress.guided import guided_plan, render_rows, run_guided
+from syncverify.stress.replay import replay
+from syncverify.verdicts.check import check_protocol
+from syncverify.kernels.config import check_config
+from syncverify.stress.campaign import campaign_options, kernel_config
+from syncverify.stress.report import campaign_verdict
+from syncverify.verdicts.check import calls_words
 
 
 
 def _programs_help(role: int) -> str:
     """The default program counts as runs use them (``default_programs``), on a 132-SM H200."""
-    from syncverify.stress.campaign import campaign_options, default_programs
-
     def count(kernel: str, world: int, virtual: bool) -> int:
         return default_programs(campaign_options(kernel=kernel, world_size=world, virtual_ranks=virtual), 132)[role]
 
@@ -45,8 +55,6 @@ def _programs_help(role: int) -> str:
 
 
 def _consoles():
-    from rich.console import Console
-
     return (Console(highlight=False, soft_wrap=True),
             Console(stderr=True, highlight=False, soft_wrap=True))
 
@@ -114,8 +122,6 @@ def stress_command(
         err.print("syncverify: error: give --iterations or --seconds, not both", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
     try:
-        from syncverify.stress.campaign import refuse_unsynchronized
-
         refuse_unsynchronized(protocol)  # before the model is asked about it
         options["push"] = push_option(kernel, push)
         _check_before_work(options, replay_iteration)
@@ -137,8 +143,6 @@ def stress_command(
 def _check_before_work(options: dict, replay_iteration: int | None) -> None:
     """Bad options first, then the missing GPU, before the model is asked anything (and before a
     progress line can show): the user fixes what they typed before looking for a GPU."""
-    from syncverify.kernels.config import check_config
-    from syncverify.stress.campaign import campaign_options, kernel_config
 
     check_config(kernel_config(campaign_options(**options)))
     if replay_iteration is not None:
@@ -150,7 +154,7 @@ def _check_before_work(options: dict, replay_iteration: int | None) -> None:
                                   f"(iterations 0..{iterations - 1}): replay one of those, or give "
                                   f"--iterations {replay_iteration + 1} or more")
     if not options["interpret"]:
-        from syncverify.kernels._deps import require_cuda
+        from syncverify.kernels._deps import require_cuda  # torch/triton: loaded only where a kernel runs
 
         require_cuda("syncverify stress without --interpret")
 
@@ -158,8 +162,6 @@ def _check_before_work(options: dict, replay_iteration: int | None) -> None:
 def _model_verdict(options: dict):
     """The model's verdict over the calls the campaign makes (:func:`~syncverify.stress.report.campaign_verdict`),
     with a progress line on stderr while it runs (two calls at a large world size take a while)."""
-    from syncverify.cli.progress import StderrProgress
-    from syncverify.stress.report import campaign_verdict
 
     class Display(StderrProgress):
         def line(self) -> str:
@@ -170,7 +172,6 @@ def _model_verdict(options: dict):
 
 
 def _verdict_words(model) -> str:
-    from syncverify.verdicts.check import calls_words
 
     words = calls_words(model)
     return words if model.safe is not None else f"{words}: limit '{model.limit_hit}' ({model.limit_detail})"
@@ -181,7 +182,6 @@ def unsound_line(result, model) -> str | None:
     safe; None otherwise. Never two quiet lines: the one answer that matters most is said."""
     if result.clean or model.safe is not True:
         return None
-    from syncverify.verdicts.check import calls_words
 
     found = ", ".join(f"{kind} {n}" for kind, n in result.counts.items() if n) or result.stopped or "bad tiles"
     return (f"MODEL UNSOUND: the run failed ({found}) where the model says {calls_words(model)} for "
@@ -191,8 +191,6 @@ def unsound_line(result, model) -> str | None:
 
 def _campaign(options: dict, out, json_output: bool, *, control: bool | None) -> int:
     """A campaign, its interpreter caveats, and (on a GPU, model-safe protocol) its positive control."""
-    from syncverify.stress.report import interpreter_lines, render_text
-
     interpret = options["interpret"]
     model = _model_verdict(options)
     result = _run(options, json_output=json_output)
@@ -241,8 +239,6 @@ def _only_order_artifacts(result, model) -> bool:
 
 def _positive_control(options: dict, result, *, json_output: bool) -> dict:
     """Run the safe protocol's sibling under the same delays; say whether the delays worked."""
-    from syncverify.stress.controls import control_verdict, positive_control
-
     found = positive_control(options["protocol"], kernel=options["kernel"], world_size=options["world_size"],
                              push=options.get("push") or "epoch-flag")
     sibling = None
@@ -261,10 +257,6 @@ def _positive_control(options: dict, result, *, json_output: bool) -> dict:
 
 def _guided(options: dict, out, json_output: bool, *, schedule: Path | None, compare_random: bool) -> int:
     """Schedules from the model's counterexamples; each run next to random delays."""
-    from syncverify.stress.campaign import campaign_options
-    from syncverify.stress.controls import positive_control
-    from syncverify.stress.guided import guided_plan, render_rows, run_guided
-
     o = {k: v for k, v in options.items() if k not in ("protocol", "delays", "iterations", "seconds")}
     seconds = options.get("seconds") or 10.0
     num_warps = campaign_options(**{k: v for k, v in options.items() if k in (
@@ -324,8 +316,6 @@ def _schedule_path(options: dict) -> Path:
 
 
 def _replay(options: dict, out, json_output: bool, *, iteration: int, times: int, rank, tile, kind) -> int:
-    from syncverify.stress.replay import replay
-
     if times < 1:
         raise SyncVerifyError(f"--replay-times={times} must be at least 1")
     with _progress("replay") as progress:
@@ -358,8 +348,6 @@ class _StressProgress:
 def _progress(label: str):
     """A progress display on stderr while the body runs (a status on a terminal, a plain line
     every 5 s otherwise: logs and CI see it too); yields the callback campaigns report to."""
-    from syncverify.cli.progress import StderrProgress
-
     state = _StressProgress(label)
 
     class Display(StderrProgress):
@@ -372,8 +360,6 @@ def _progress(label: str):
 
 def _run(options: dict, *, json_output: bool):
     """One campaign with its progress display."""
-    from syncverify.stress.campaign import run_campaign
-
     with _progress("stress") as progress:
         return run_campaign(progress=progress, **options)
 

@@ -1,14 +1,14 @@
 """What an instruction does to values: operands, register operations, branches, atomics.
 
 The value semantics the thread-path search (:mod:`syncverify.explore.thread_paths`) runs each
-instruction with, in the GPU's 32-bit arithmetic (:mod:`syncverify.model.values`), and the text an
+instruction with, in the GPU's 32-bit arithmetic (:mod:`syncverify.model.int32`), and the text an
 instruction is shown with in a trace.
 """
 
 from __future__ import annotations
 
 from syncverify.errors import UnsupportedConstruct
-from syncverify.model.values import wrap_int32
+from syncverify.model.int32 import wrap_int32
 from syncverify.program import Atomic, Barrier, Fence, Load, Operand, Store
 
 

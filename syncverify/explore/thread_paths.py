@@ -23,7 +23,7 @@ from syncverify.explore.instructions import BRANCHES, REG_OPS, atomic_result, in
 from syncverify.explore.liveness import live_registers
 from syncverify.explore.path_types import LocalEvent, Path, PathState
 from syncverify.explore.value_classes import value_classes_at
-from syncverify.model.values import wrap_int32
+from syncverify.model.int32 import wrap_int32
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, RegOp, Store, Thread
 
 __all__ = ["LocalEvent", "Path", "PathState", "initial_registers", "live_registers", "thread_paths"]
@@ -232,7 +232,7 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
     operands = tuple(operand_value(o, state.regs) for o in ins.operands)
     written = atomic_result(ins.op, v, operands, ins.unsigned)
     if written is not None:
-        written = wrap_int32(written)  # the GPU's int32 arithmetic wraps (syncverify.model.values)
+        written = wrap_int32(written)  # the GPU's int32 arithmetic wraps (syncverify.model.int32)
     events = state.events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=state.ctrl, label=text,
                                         line=line),)
     seen = state.seen

@@ -54,7 +54,7 @@ from dataclasses import replace
 from syncverify.explore.instructions import BRANCHES
 from syncverify.explore.liveness import loop_positions
 from syncverify.explore.path_types import LocalEvent, Path
-from syncverify.model.values import wrap_int32
+from syncverify.model.int32 import wrap_int32
 from syncverify.program import Atomic, Branch, Label, Load, Program, Store, Thread
 
 

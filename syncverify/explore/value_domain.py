@@ -16,7 +16,7 @@ from syncverify.explore.liveness import loop_positions
 from syncverify.explore.symmetry import combinations
 from syncverify.explore.thread_paths import Path, initial_registers, thread_paths
 from syncverify.explore.value_classes import shared_by_units
-from syncverify.model.values import INT32_MAX, wrap_int32
+from syncverify.model.int32 import INT32_MAX, wrap_int32
 from syncverify.program import Atomic, Load, Program, Store
 
 
@@ -147,7 +147,7 @@ def value_ceiling(program: Program, phases: frozenset[str] | None = None,
     """
     tops = {loc: (None if w is None else max(w[0]) + sum(w[1]))
             for loc, w in _literal_writes(program, phases, with_init).items()}
-    # A sum past INT32_MAX wraps to negative values (syncverify.model.values): no upper bound then.
+    # A sum past INT32_MAX wraps to negative values (syncverify.model.int32): no upper bound then.
     return {loc: (None if top is None or top > INT32_MAX else top) for loc, top in tops.items()}
 
 

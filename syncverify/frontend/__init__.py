@@ -60,17 +60,8 @@ elements differently); ``expect_equal`` is checked as ``expect_written``.
 
 from __future__ import annotations
 
+from syncverify.frontend.check import check_kernel
+from syncverify.frontend.harness import Harness, harness
+from syncverify.frontend.verdicts import KernelCheckResult
+
 __all__ = ["Harness", "KernelCheckResult", "check_kernel", "harness"]
-
-
-def __getattr__(name: str):
-    """Import on first use: ``syncverify.frontend.harness`` needs torch only when a harness runs."""
-    if name in ("Harness", "harness"):
-        from syncverify.frontend import harness as module
-    elif name == "check_kernel":
-        from syncverify.frontend import check as module
-    elif name == "KernelCheckResult":
-        from syncverify.frontend import verdicts as module
-    else:
-        raise AttributeError(f"module 'syncverify.frontend' has no attribute {name!r}")
-    return getattr(module, name)

@@ -16,6 +16,8 @@ import re
 from syncverify.errors import UnsupportedConstruct
 from syncverify.program import Barrier, Fence
 from syncverify.frontend.items import Item
+from syncverify.errors import LitmusSyntaxError
+from syncverify.litmus.parser import _instruction, _Source
 
 _SKIP = re.compile(r"^(mov|cvt)\.\S+\s+\$\d+\s*,|^\.reg\b|^$")
 _TID = re.compile(r"^mov\.u32\s+(\w+)\s*,\s*%tid\.x$")
@@ -75,8 +77,6 @@ def _memory(statement: str, site, site_key, one: bool):
     """A memory instruction on the asm's operands, read by the litmus parser: ``$N`` operands
     become names it accepts (``[$1]`` the location ``a1``, ``$2`` the register ``r2``), the
     state space must be ``.global`` and the width 32 bits."""
-    from syncverify.errors import LitmusSyntaxError
-    from syncverify.litmus.parser import _instruction, _Source
 
     head, _, rest = statement.partition(" ")
     quals = head.split(".")
@@ -96,8 +96,6 @@ def _memory(statement: str, site, site_key, one: bool):
 
 
 def _one(statement: str, site, site_key):
-    from syncverify.errors import LitmusSyntaxError
-    from syncverify.litmus.parser import _instruction, _Source
 
     refuse = (f"{site}: inline asm {statement!r} in {site.kernel} is not a fence or CTA barrier the model reads; "
               "declare its meaning (check_kernel(..., declare_asm={TEXT: 'no-op' or PTX}) / --declare-asm 'TEXT=MEANING')")

@@ -25,6 +25,18 @@ from syncverify.errors import SyncVerifyError
 from syncverify.frontend.devices import provided
 from syncverify.frontend.harness import DEFAULT_HEAP_BYTES, HarnessError, run_harness
 from syncverify.frontend.verdicts import MODEL_NOTE, KernelCheckResult, KernelViolation, classify
+from syncverify.frontend.harness import _raise_site
+import numpy as np
+from syncverify.frontend.runner import Memory
+from syncverify.frontend.runner import to_model
+import numpy
+from syncverify.frontend.runner import check_triton_version
+from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
+from syncverify.frontend.programs import explore_thread, max_writes
+from syncverify.frontend.runner import Loc, hooks, kernel_args, to_model
+from syncverify.program import Load, Program, Store, Thread
+from syncverify.frontend.runner import Loc
+from syncverify.explore.driver import explore
 
 #: Fixpoint rounds (value domains, ghost classification) before the answer is unknown.
 MAX_ROUNDS = 12
@@ -96,7 +108,6 @@ def _import(file: Path):
     except SyncVerifyError:
         raise
     except Exception as error:  # noqa: BLE001 -- the user's file: one line
-        from syncverify.frontend.harness import _raise_site
 
         raise HarnessError(f"importing {file} raised {type(error).__name__}: {error}{_raise_site(error)}") from None
     finally:
@@ -106,10 +117,8 @@ def _import(file: Path):
 
 
 def _memory(sv, launches_args: list) -> Any:
-    import numpy as np
-    import torch
+    import torch  # torch/triton: loaded only where a kernel runs
 
-    from syncverify.frontend.runner import Memory
 
     memory = Memory()
     dtypes: dict = {}
@@ -142,7 +151,6 @@ def _memory(sv, launches_args: list) -> Any:
 
 def _tensor_locs(memory, tensor) -> list:
     """The memory elements of a torch tensor view (every element, in row-major order)."""
-    import numpy as np
 
     size = tensor.element_size()
     index = np.indices(tuple(tensor.shape)).reshape(len(tensor.shape), -1) if tensor.dim() else np.zeros((0, 1), int)
@@ -157,7 +165,6 @@ def _tensor_locs(memory, tensor) -> list:
 
 
 def _init_value(memory, loc) -> int:
-    from syncverify.frontend.runner import to_model
 
     found = None
     for start, end, name, rank, itemsize, raw in memory.ranges:
@@ -172,12 +179,10 @@ def _init_value(memory, loc) -> int:
 def _require() -> None:
     """torch, numpy and a tested triton, or one line saying what to install."""
     try:
-        import numpy  # noqa: F401  -- lazily: the model runs without them
-        import torch  # noqa: F401
+        import torch  # noqa: F401  (torch: a harness allocates torch tensors)
     except ImportError as error:
         raise HarnessError(f"checking a Triton kernel needs torch, triton and numpy ({error}); "
                            "pip install torch triton==3.6.0 numpy") from None
-    from syncverify.frontend.runner import check_triton_version
 
     check_triton_version()
 
@@ -238,12 +243,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
 
 def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0):
     """Paths of every program to a fixpoint, then the lifted program."""
-    import triton.runtime.interpreter as interp
+    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
-    from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
-    from syncverify.frontend.programs import explore_thread, max_writes
-    from syncverify.frontend.runner import Loc, hooks, kernel_args, to_model
-    from syncverify.program import Load, Program, Store, Thread
 
     launches: list[LaunchSpec] = []
     arg_tensors: list = []
@@ -422,7 +423,6 @@ def _signature(tree, written: frozenset, nonghost: frozenset, domains: dict) -> 
     """What a program's runs depend on: how each location they accessed was answered (constant,
     data, or a choice over which values). Runs are a function of the answers, so a tree whose
     signature is unchanged in the next round is the tree that round would build again."""
-    from syncverify.frontend.runner import Loc
 
     return tuple(sorted(((str(loc), loc in written, loc in nonghost, domains.get(loc))
                          for loc in tree.accessed if isinstance(loc, Loc)), key=lambda item: item[0]))
@@ -469,7 +469,6 @@ def _nodes(root):
 
 def _explore(result: KernelCheckResult, lifted, deadline, max_executions, max_steps, first, progress,
              progress_interval: float) -> None:
-    from syncverify.explore.driver import explore
 
     def judge(x) -> bool:
         found = classify(x, lifted)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from syncverify.errors import SyncVerifyError
+import math
+import sys
 
 #: Default size of each rank's heap (bytes). CPU pages are committed only when touched.
 DEFAULT_HEAP_BYTES = 1 << 22
@@ -101,9 +103,8 @@ class Heap:
             raise HarnessError(f"rank={rank!r} is not one of 0..{self.world_size - 1} (world size {self.world_size})")
 
     def _allocate(self, shape, dtype, name: str | None) -> SymmetricTensor:
-        import math
 
-        import torch
+        import torch  # torch/triton: loaded only where a kernel runs
 
         shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
         itemsize = torch.empty((), dtype=dtype).element_size()
@@ -122,7 +123,7 @@ class Heap:
     def zeros(self, shape, dtype=None, *, name: str | None = None) -> SymmetricTensor:
         """A symmetric buffer of zeros on every rank (``name``: how verdicts call it; by default
         the harness's variable name)."""
-        import torch
+        import torch  # torch/triton: loaded only where a kernel runs
 
         return self._allocate(shape, dtype or torch.float32, name)
 
@@ -167,7 +168,6 @@ class StreamEvent:
 
 
 def _site(depth: int = 2) -> str:
-    import sys
 
     frame = sys._getframe(depth)
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
@@ -298,7 +298,6 @@ def _raise_site(error: BaseException) -> str:
 
 def _call_capturing_locals(fn: Callable, sv: Harness, out: dict) -> Any:
     """``fn(sv)``, keeping the harness frame's locals when it returns (to name its buffers)."""
-    import sys
 
     code = getattr(fn, "__code__", None)
     file = getattr(code, "co_filename", None)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from syncverify.explore.bounds import LimitHit
 from syncverify.errors import UnsupportedConstruct
 from syncverify.frontend.runner import Item, Memory, Oracle, RunResult, run_program, watch_deadline
+from collections import Counter
 
 #: Runs of one program for one model thread before the answer is unknown.
 DEFAULT_MAX_RUNS = 20_000
@@ -174,7 +175,6 @@ def _writes(item: Item) -> list:
 def max_writes(root: Node) -> dict:
     """Per location, the most writes one path of the tree makes to it (``INFINITE`` when a loop
     that writes it can repeat): the longest chain of writes a value of it can come from."""
-    from collections import Counter
 
     memo: dict[int, Counter] = {}
 

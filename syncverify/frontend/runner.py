@@ -42,7 +42,12 @@ from syncverify.explore.bounds import LimitHit
 from syncverify.errors import SyncVerifyError, UnsupportedConstruct
 from syncverify.frontend.asm import read_inline_asm
 from syncverify.frontend.items import Item, Loc, Site
-from syncverify.model.values import wrap_int32
+from syncverify.model.int32 import wrap_int32
+import threading
+import ctypes
+import time as clock
+import linecache
+from syncverify.explore.instructions import atomic_result
 
 #: Triton versions whose interpreter internals these hooks were written and tested against.
 TESTED_TRITON = ("3.6.0",)
@@ -162,7 +167,7 @@ _EMPTY: frozenset = frozenset()
 
 def taint_of(obj: Any) -> frozenset:
     """The read ids a value depends on (handles, tensors, block pointers, lists of them)."""
-    import triton.runtime.interpreter as interp
+    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
     if isinstance(obj, interp.TensorHandle):
         return obj.attr.get(_TAINT, _EMPTY)
@@ -177,7 +182,7 @@ def taint_of(obj: Any) -> frozenset:
 
 
 def _mark(obj: Any, taint: frozenset) -> None:
-    import triton.runtime.interpreter as interp
+    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
     if isinstance(obj, interp.TensorHandle):
         obj.attr[_TAINT] = obj.attr.get(_TAINT, _EMPTY) | taint
@@ -208,7 +213,6 @@ class _Watchdog:
     which would otherwise hang the checker: the rule is that nothing may hang."""
 
     def __init__(self) -> None:
-        import threading
 
         self.target = threading.main_thread().ident if threading.current_thread() is threading.main_thread() \
             else threading.get_ident()
@@ -219,8 +223,6 @@ class _Watchdog:
         self.thread.start()
 
     def _watch(self) -> None:
-        import ctypes
-        import time as clock
 
         while not self.done.wait(0.5):
             stamp, now = self.stamp, clock.monotonic()
@@ -245,7 +247,7 @@ def _current() -> "ProgramRun":
 def check_triton_version() -> None:
     """Refuse, in one line, a Triton whose interpreter internals these hooks were not tested on."""
     try:
-        import triton
+        import triton  # torch/triton: loaded only where a kernel runs
     except ImportError as error:
         raise KernelError("checking a Triton kernel needs triton (and torch, numpy): "
                           f"pip install torch triton=={TESTED_TRITON[0]} numpy ({error})") from None
@@ -257,8 +259,8 @@ def check_triton_version() -> None:
 @contextlib.contextmanager
 def hooks():
     """While active, Triton's interpreter answers to the current :class:`ProgramRun`."""
-    import triton.runtime.interpreter as interp
-    from syncverify.kernels import _jit
+    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
+    from syncverify.kernels import _jit  # torch/triton: loaded only where a kernel runs
 
     b = interp.InterpreterBuilder
     saved: dict[str, Any] = {}
@@ -405,7 +407,7 @@ _SEM = _SCOPE = _RMW = None
 def _names():
     global _SEM, _SCOPE, _RMW
     if _SEM is None:
-        from triton._C.libtriton import ir
+        from triton._C.libtriton import ir  # torch/triton: loaded only where a kernel runs
 
         _SEM = {ir.MEM_SEMANTIC.ACQUIRE: "acquire", ir.MEM_SEMANTIC.RELEASE: "release",
                 ir.MEM_SEMANTIC.RELAXED: "relaxed", ir.MEM_SEMANTIC.ACQUIRE_RELEASE: "acq_rel"}
@@ -428,8 +430,8 @@ def _skip_dirs() -> tuple[str, ...]:
     code as far as state goes: their locals are part of a program's state."""
     global _SKIP_DIRS
     if not _SKIP_DIRS:
-        import triton
-        from syncverify.kernels import _jit
+        import triton  # torch/triton: loaded only where a kernel runs
+        from syncverify.kernels import _jit  # torch/triton: loaded only where a kernel runs
 
         here = os.path.dirname(os.path.abspath(__file__))
         _SKIP_DIRS = (os.path.dirname(os.path.abspath(triton.__file__)), os.path.dirname(np.__file__), here,
@@ -499,7 +501,6 @@ class ProgramRun:
         return frames
 
     def _site(self, frames) -> tuple[Site, tuple]:
-        import linecache
 
         kernel = self.launch.kernel_name
         if not frames:
@@ -579,7 +580,7 @@ class ProgramRun:
 
     def load(self, ptrs, mask, other, cache_modifier, is_volatile, *, strong: tuple | None = None):
         """A load; ``strong``: (sem, scope) of an inline-PTX ``ld.relaxed/acquire`` (every thread)."""
-        import triton.runtime.interpreter as interp
+        import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
         self._check_pointer(ptrs, mask)
         frames = self._frames()
@@ -650,7 +651,7 @@ class ProgramRun:
     def store(self, ptrs, value, mask, *, strong: tuple | None = None, everyone: bool = False):
         """A store; ``strong``: (sem, scope) of an inline-PTX ``st``; ``everyone``: unpredicated
         inline PTX, which every thread runs (Triton predicates its own scalar stores to one)."""
-        import triton.runtime.interpreter as interp
+        import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
         self._check_pointer(ptrs, mask)
         frames = self._frames()
@@ -693,8 +694,7 @@ class ProgramRun:
     def atomic(self, rmw, ptr, operands, mask, sem, scope, *, everyone: bool = False):
         """An atomic; ``rmw`` a Triton op or ``("add", unsigned)``-style pair with ``sem``/``scope``
         as names (inline PTX); ``everyone``: unpredicated inline PTX, run by every thread."""
-        import triton.runtime.interpreter as interp
-        from syncverify.explore.instructions import atomic_result
+        import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
         sems, scopes, rmws = _names()
         self._check_pointer(ptr, mask)
@@ -773,7 +773,7 @@ class ProgramRun:
         self._add(Item("bar", site, site_key))
 
     def inline_asm(self, asm, constraints, values, type_, pack):
-        import triton.runtime.interpreter as interp
+        import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
         site, site_key = self._site(self._frames())
         outputs = sum(1 for c in str(constraints).split(",") if c.strip().startswith("="))
@@ -833,8 +833,8 @@ class ProgramRun:
 
     @staticmethod
     def _literal(value: int):
-        import triton.language as tl
-        import triton.runtime.interpreter as interp
+        import triton.language as tl  # torch/triton: loaded only where a kernel runs
+        import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
         return interp.TensorHandle(np.array([value], dtype=np.int32), tl.int32)
 
@@ -870,7 +870,6 @@ def watch_deadline(deadline: float | None) -> None:
 
 def _tick() -> None:
     """The current run is alive: it reached a memory operation."""
-    import time as clock
 
     if _watchdog is not None:
         _watchdog.stamp = clock.monotonic()
@@ -883,7 +882,7 @@ def _invoke(fn, args: dict) -> None:
 
 def run_program(launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracle) -> RunResult:
     """Run program ``pid`` of ``launch`` once under :func:`hooks` (the caller holds them)."""
-    import triton.runtime.interpreter as interp
+    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
     global _active
     run = ProgramRun(launch, pid, memory, oracle)
@@ -940,8 +939,8 @@ def _describe(error: BaseException) -> str:
 def kernel_args(kernel, args: tuple, kwargs: dict):
     """The kernel's Python function (rewritten as the interpreter runs it) and its arguments as
     the interpreter passes them (tensors as pointers, scalars as tensors, constexprs as given)."""
-    import triton.runtime.interpreter as interp
-    from triton.runtime.jit import _normalize_ty
+    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
+    from triton.runtime.jit import _normalize_ty  # torch/triton: loaded only where a kernel runs
 
     fn = getattr(kernel, "fn", kernel)
     rewritten = interp.InterpretedFunction(fn).rewrite()

@@ -24,6 +24,9 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from itertools import combinations
+from syncverify.errors import SyncVerifyError
+from syncverify.frontend.check import check_kernel
 
 MAX_FIXES = 5
 MAX_CANDIDATES = 24
@@ -101,7 +104,6 @@ def suggest_fixes(argument, result, *, world_size: int, calls: int, threads_per_
                   timeout: float | None = 60.0) -> list:
     """The candidates (single changes, then pairs when no single one works) that make the
     harness SAFE, each re-checked on the mutated source. A pair is a tuple of two :class:`Fix`."""
-    from itertools import combinations
 
     if result.lifted is None or not isinstance(argument, str):
         return []
@@ -153,8 +155,6 @@ class Pair:
 
 def _safe_with(argument: str, fixes: list, world_size: int, calls: int, threads_per_cta: int,
                timeout: float | None) -> bool:
-    from syncverify.errors import SyncVerifyError
-    from syncverify.frontend.check import check_kernel
 
     harness_file, _, name = argument.partition("::")
     try:

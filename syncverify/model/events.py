@@ -8,6 +8,7 @@ is allowed is decided by :mod:`syncverify.model.ptx`.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +52,7 @@ class Event:
     label: str = ""  # what produced it: the instruction text or the protocol step
     line: int | None = None
     ghost: bool = False  # tile data: no rf/co choice (see syncverify.program, GHOST)
-    phase: str = ""
+    phase: Hashable = ""  # its thread's host phase (a syncverify.program.Phase, or a hand-written name)
     # Barrier arrivals only: the thread count the phase waits for (None: every thread of the
     # CTA that uses the barrier), and for bar.red the operation and this thread's predicate
     # (``value`` holds the reduced result the thread received).
@@ -134,7 +135,7 @@ class Execution:
     host_order: frozenset = frozenset()  # event pairs ordered by host barriers / stream order
     final_registers: dict[tuple[str, str], int] = field(default_factory=dict)
     stuck: dict[int, tuple] = field(default_factory=dict)
-    roles: tuple[str, ...] = ()
+    roles: tuple[object, ...] = ()  # each thread's role (a syncverify.program.ThreadOrigin, or text)
     # The ISA's coherence order as a relation (transitively closed, pairs of write eids): a partial
     # order per location (syncverify.model.ptx, modeling choice 1). None: total, as listed in ``co``.
     co_rel: frozenset | None = None

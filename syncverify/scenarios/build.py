@@ -40,10 +40,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from syncverify.protocols import rules
 from syncverify.errors import ScenarioError, UnsupportedConstruct
+from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, Store,
+                                Thread, ThreadOrigin)
+from syncverify.protocols import rules
+from syncverify.protocols.expressions import evaluate_at, step_place
 from syncverify.protocols.lowering import executes, lower_step, lower_tile_load, lower_tile_store
-from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
+from syncverify.protocols.registry import load_protocol
+from syncverify.validation import one_of
 
 SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
 #: Scenarios the Triton kernels run (``syncverify stress``, the drift test): all of them.
@@ -168,7 +172,6 @@ def push_option(scenario: str, push: str | None) -> str:
     line (a flag that changes nothing is refused, never ignored)."""
     if push is None:
         return DEFAULT_PUSH
-    from syncverify.protocols.registry import load_protocol
 
     with_push = [name for name in SCENARIOS if "push" in stages(name).values()]
     if scenario in SCENARIOS and scenario not in with_push:
@@ -198,8 +201,6 @@ class ScenarioOptions:
 
     def validated(self, protocol) -> "ScenarioOptions":
         """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
-        from syncverify.validation import one_of
-
         one_of("scenario", self.scenario, SCENARIOS, error=ScenarioError)
         one_of("production", self.production, PRODUCTIONS, error=ScenarioError)
         one_of("distribution", self.distribution, DISTRIBUTIONS, error=ScenarioError)
@@ -224,30 +225,103 @@ class ScenarioOptions:
         return replace(self, reset=reset)
 
 
-@dataclass
-class ThreadInfo:
-    """Who a thread of the program is, for counterexamples."""
+# ----- identity: what a location and a step of the program are ---------------------------------
 
-    rank: int
-    cta: str
-    thread: int
-    role: str
-    epoch: int | None
+@dataclass(frozen=True)
+class Location:
+    """A location of a scenario's program: ``copy``'s copy of a lock (``slice`` None) or one
+    thread's ``slice`` of a tile of a data buffer. ``name`` is the lock or the buffer; ``stage``
+    the lock stage (locks only); ``slot`` the protocol slot (``slots`` > 1); ``block`` whose
+    column block (all-scatter's ``out``, the shards of all-gather-gemm and reduce-scatter).
+
+    Made once by the builder (:func:`lock_loc`, :func:`tile_loc`); the program's instructions
+    name a location by its text, and :attr:`Scenario.locations` maps the text back to this.
+
+    >>> str(lock_loc("ready", "pub", 1, 0, 1)), str(tile_loc("out", 0, 0, 1, block=1))
+    ('ready#1@pub.r1.t0', 'out.r0.b1.t0.s1')
+    """
+
+    name: str
+    copy: int
+    tile: int
+    stage: str = ""
+    slot: int | None = None
+    block: int | None = None
+    slice: int | None = None
+
+    @property
+    def is_lock(self) -> bool:
+        return self.slice is None
+
+    @property
+    def slotted_name(self) -> str:
+        """The name with its slot: ``ready#1``."""
+        return self.name + ("" if self.slot is None else f"#{self.slot}")
+
+    def __str__(self) -> str:
+        if self.is_lock:
+            return f"{self.slotted_name}{'@' + self.stage if self.stage else ''}.r{self.copy}.t{self.tile}"
+        block = "" if self.block is None else f".b{self.block}"
+        return f"{self.slotted_name}.r{self.copy}{block}.t{self.tile}.s{self.slice}"
+
+
+@dataclass(frozen=True)
+class StepOrigin:
+    """The protocol step an instruction comes from: step ``index`` (from 1) of ``section`` of
+    ``protocol`` running lock ``stage``, its ``op``, and where it is written (``path``, ``line``).
+    ``broadcast``: the ``bar.sync`` after a one-thread poll (its result's broadcast), not the step's
+    own access. Made once by the builder; :attr:`Scenario.steps` maps each label to it."""
+
+    protocol: str
+    stage: str
+    section: str
+    index: int
+    op: str
+    path: str | None = None
+    line: int | None = None
+    broadcast: bool = False
+    step: object = field(default=None, compare=False)  # the protocol's Step (syncverify.protocols.model)
+
+    @property
+    def name(self) -> str:
+        """``signal step 2``, ``push stage: wait step 1``: as traces name it."""
+        return f"{_stage_name(self.stage)}{self.section} step {self.index}"
+
+    @property
+    def where(self) -> str | None:
+        """``path:line`` for a protocol read from a file, else None."""
+        if self.line is None or not self.path or self.path.startswith("<"):
+            return None
+        return f"{self.path}:{self.line}"
 
 
 @dataclass
 class Scenario:
-    """A built scenario: the program and what each thread is."""
+    """A built scenario: the program, who each thread is, and what each location and step label is."""
 
     program: Program
     options: ScenarioOptions
     protocol: object
-    threads: list[ThreadInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     push_protocol: object = None  # all-scatter's push protocol
     #: One program per lock stage, checked in its place (see :func:`stage_parts`); empty: check
     #: ``program`` itself.
     parts: list["Scenario"] = field(default_factory=list)
+    #: A stage program's lock stage (:func:`stage_parts`); "" for the whole scenario.
+    stage: str = ""
+    #: Each location's text (as instructions and events name it) -> what it is.
+    locations: dict[str, Location] = field(default_factory=dict)
+    #: Each protocol step's instruction label (as events carry it) -> the step.
+    steps: dict[str, StepOrigin] = field(default_factory=dict)
+
+    @property
+    def threads(self) -> tuple[ThreadOrigin, ...]:
+        """Who each thread of the program is, by thread index (each thread's ``role``)."""
+        return tuple(thread.role for thread in self.program.threads)
+
+    def step_of(self, label: str) -> StepOrigin | None:
+        """The protocol step an event's ``label`` comes from (None: a tile access or a host reset)."""
+        return self.steps.get(label)
 
 
 def owner(tile: int, opts: ScenarioOptions) -> int:
@@ -262,19 +336,16 @@ def signal_owner(rank: int, tile: int, opts: ScenarioOptions) -> int:
     return owner(tile, opts) if opts.scenario in ("all-reduce", "gemm-reduce-scatter") else rank
 
 
-def lock_loc(lock: str | None, stage: str, rank: int, tile: int, slot: int | None = None) -> str:
+def lock_loc(lock: str | None, stage: str, rank: int, tile: int, slot: int | None = None) -> Location:
     """The model location of ``rank``'s copy of a lock of ``stage`` for ``tile`` (``ready#1``: slot 1
     of a protocol with ``slots`` > 1)."""
-    return f"{lock or 'ready'}{_slot(slot)}{'@' + stage if stage else ''}.r{rank}.t{tile}"
+    return Location(lock or "ready", rank, tile, stage=stage, slot=slot)
 
 
-def tile_loc(buffer: str, copy: int, tile: int, thread: int, block: int | None = None, slot: int | None = None) -> str:
+def tile_loc(buffer: str, copy: int, tile: int, thread: int, block: int | None = None,
+             slot: int | None = None) -> Location:
     """The model location of one thread's slice of a tile in ``copy``'s ``buffer`` (ghost data)."""
-    return f"{buffer}{_slot(slot)}.r{copy}{'' if block is None else f'.b{block}'}.t{tile}.s{thread}"
-
-
-def _slot(slot: int | None) -> str:
-    return "" if slot is None else f"#{slot}"
+    return Location(buffer, copy, tile, slot=slot, block=block, slice=thread)
 
 
 # ----- turning protocol steps into instructions ------------------------------------------------
@@ -288,6 +359,19 @@ class _Builder:
         self.needed = needed_locks  # None: every lock copy is kept (no slicing)
         self.labels = 0
         self.epoch = 0
+        self.locations: dict[str, Location] = {}  # Scenario.locations
+        self.step_labels: dict[str, StepOrigin] = {}  # Scenario.steps
+
+    def place(self, location: Location) -> str:
+        """The text instructions name ``location`` by, remembered for :attr:`Scenario.locations`."""
+        text = str(location)
+        self.locations[text] = location
+        return text
+
+    def labelled(self, label: str, origin: StepOrigin) -> str:
+        """``label``, remembered as an instruction label of ``origin`` (:attr:`Scenario.steps`)."""
+        self.step_labels[label] = origin
+        return label
 
     def fresh(self, stem: str) -> str:
         self.labels += 1
@@ -326,7 +410,7 @@ class _Builder:
         """One thread's slice of a tile store: weak, every thread (:func:`lower_tile_store`)."""
         lower_tile_store(self.protocols["protocol"])
         whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block") + _slot_words(slot)
-        return Store(tile_loc(buffer, copy, tile, thread, block, slot), self.epoch + 1, ghost=True,
+        return Store(self.place(tile_loc(buffer, copy, tile, thread, block, slot)), self.epoch + 1, ghost=True,
                      label=f"tile store: {whose}")
 
     def tile_load(self, buffer: str, copy: int, tile: int, thread: int, block: int | None,
@@ -335,14 +419,13 @@ class _Builder:
         low = lower_tile_load(self.protocols["protocol"])
         sem = "relaxed" if low.sem == "volatile" else "weak"
         whose = f"rank {copy}'s {buffer}" + ("" if block is None else f", rank {block}'s block") + _slot_words(slot)
-        return Load(f"r{buffer}{copy}{'' if block is None else f'b{block}'}", tile_loc(buffer, copy, tile, thread, block, slot),
+        return Load(f"r{buffer}{copy}{'' if block is None else f'b{block}'}",
+                    self.place(tile_loc(buffer, copy, tile, thread, block, slot)),
                     sem, low.scope if sem != "weak" else None, ghost=True, label=f"tile load: {whose}")
 
     def operand(self, protocol, section: str, n: int, step, name: str) -> int:
         """Step ``n``'s ``name`` field (value, compare, until) at this world size and epoch; a
         division by zero is a one-line ``PATH:LINE: section step N: field=...`` error."""
-        from syncverify.protocols.expressions import evaluate_at, step_place
-
         expr = step.until.rhs if name == "until" else getattr(step, name)
         shown = repr(step.until.source) if name == "until" else None
         return evaluate_at(expr, place=step_place(protocol.path, section, n, step.line), name=name, shown=shown,
@@ -360,28 +443,31 @@ class _Builder:
         owner = signal_owner(rank, tile, self.opts)
         W = self.opts.world_size
         for n, step in enumerate(rules.section_steps(protocol, section), 1):
-            where = f"{_stage_name(stage)}{section} step {n} ({step.op})"
+            origin = StepOrigin(protocol.name, stage, section, n, step.op, getattr(protocol, "path", None),
+                                step.line, step=step)
+            where = f"{origin.name} ({step.op})"
             lowered = lower_step(step)
             first = lowered[0]
             if first.kind == "bar":
-                out += self.barrier(lowered, thread, where)
+                out += self.barrier(lowered, thread, self.labelled(where, origin))
                 continue
             if first.kind == "fence":
-                out.append(Fence(first.sem, first.scope, label=where))
+                out.append(Fence(first.sem, first.scope, label=self.labelled(where, origin)))
                 continue
             if step.to is not None:
                 copies = rules.signal_targets(step.to, rank, owner, W)
             else:
                 copies = rules.wait_sources(step.from_, rank, W)
             for q in copies:
-                loc = lock_loc(step.lock, stage, q, tile, slot)
+                loc = self.place(lock_loc(step.lock, stage, q, tile, slot))
                 polls = first.poll
                 if not polls and step.to is not None and self.needed is not None and loc not in self.needed:
                     continue  # sliced: no poll of the built program reads that copy
                 if executes(first, thread, self.opts.threads_per_cta):
-                    out += self.access(protocol, section, n, step, first, loc, q, where)
+                    out += self.access(protocol, section, n, step, first, loc, q, where, origin)
                 for _low in lowered[1:]:  # the bar.sync after each copy's one-thread poll (its broadcast)
-                    out.append(Barrier("sync", 0, label=f"{where}: broadcast"))
+                    out.append(Barrier("sync", 0, label=self.labelled(f"{where}: broadcast",
+                                                                       replace(origin, broadcast=True))))
         return out
 
     def barrier(self, lowered: tuple, thread: int, where: str) -> list:
@@ -396,7 +482,8 @@ class _Builder:
         return [Barrier("arrive" if low.op == "arrive" else "sync", low.barrier_id, count, label=where)
                 for low in lowered if executes(low, thread, threads)]
 
-    def access(self, protocol, section: str, n: int, step, first, loc: str, q: int, where: str) -> list:
+    def access(self, protocol, section: str, n: int, step, first, loc: str, q: int, where: str,
+               origin: StepOrigin) -> list:
         """One lock copy's access of step ``n``: a write, a one-off CAS, or a poll loop
         (``Label``, the read, a ``Branch`` back while ``until`` fails)."""
         out: list = []
@@ -406,6 +493,7 @@ class _Builder:
             label = self.fresh("L")
             out.append(Label(label))
             text = f"{where}: poll {loc} until {step.until}"
+        self.labelled(text, origin)
         if first.kind == "ld":
             sem = "relaxed" if first.sem == "volatile" else first.sem
             out.append(Load("rw", loc, sem, first.scope if sem != "weak" else None, label=text))
@@ -453,8 +541,6 @@ def build(protocol, opts: ScenarioOptions, *, push=None) -> Scenario:
     protocols = {"protocol": protocol}
     if "push" in stages(opts.scenario).values():
         if push is None:
-            from syncverify.protocols.registry import load_protocol
-
             push = load_protocol(opts.push)
         protocols["push"] = push
     asked = opts.threads_per_cta
@@ -541,7 +627,6 @@ class _Program:
         self.stage_protocol = stages(opts.scenario)
         self.tiles = [0] if opts.symmetry else list(range(opts.tiles))
         self.threads: list[Thread] = []
-        self.info: list[ThreadInfo] = []
         self.units: dict[int, list[int]] = {}
         self.ctas: dict[tuple[int, str], int] = {}
 
@@ -607,7 +692,7 @@ class _Program:
                         for r in self.ranks_of(role, t):
                             copies = (rules.signal_targets(s.to, r, signal_owner(r, t, self.opts), W)
                                       if s.to is not None else rules.wait_sources(s.from_, r, W))
-                            out.update(lock_loc(s.lock, step.stage, q, t, k) for q in copies for k in slots)
+                            out.update(str(lock_loc(s.lock, step.stage, q, t, k)) for q in copies for k in slots)
         return out
 
     def cta(self, rank: int, name: str, epoch: int) -> int:
@@ -617,7 +702,7 @@ class _Program:
 
     def build(self) -> Scenario:
         opts = self.opts
-        builder = _Builder(self.protocols, opts, self.polled())
+        builder = self.builder = _Builder(self.protocols, opts, self.polled())
         for epoch in range(opts.epochs):
             builder.epoch = epoch
             for t in self.tiles:
@@ -627,10 +712,9 @@ class _Program:
                         unit = r if checked is not None and r != checked and role.runs_on != "owner" else None
                         for i in range(opts.threads_per_cta):
                             code = builder.role_code(role, r, t, i)
-                            name = f"rank {r} {role.name} tile {t} epoch {epoch} thread {i}"
+                            origin = ThreadOrigin(r, role.name, thread=i, tile=t, epoch=epoch)
                             self.threads.append(Thread(f"P{len(self.threads)}", r, self.cta(r, f"{role.name}{t}", epoch),
-                                                       tuple(code), name, rules.launch_phase(epoch, r, opts.launches)))
-                            self.info.append(ThreadInfo(r, f"{role.name} of tile {t}", i, name, epoch))
+                                                       tuple(code), origin, rules.launch_phase(epoch, r, opts.launches)))
                             if unit is not None:
                                 self.units.setdefault(unit, []).append(len(self.threads) - 1)
         return self.finish()
@@ -643,16 +727,15 @@ class _Program:
                     for stage, which in self.stage_protocol.items()}
         lock_locs = sorted({ins.loc for th in self.threads for ins in th.instructions
                             if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
-        host_order, resets = _resets(opts.epochs, lock_locs, policies)
+        host_order, resets = _resets(opts.epochs, [self.builder.locations[loc] for loc in lock_locs], policies)
         if opts.launches == "per-rank-stream":  # only each rank's stream orders its launches
             ranks = sorted({th.gpu for th in self.threads})
             host_order = tuple((rules.launch_phase(e, r, opts.launches), rules.launch_phase(e + 1, r, opts.launches))
                                for e in range(opts.epochs - 1) for r in ranks)
         for rank, locs, phase, epoch in resets:
-            code = tuple(Store(loc, 0, label="host reset (memset)") for loc in locs)
+            code = tuple(Store(str(loc), 0, label=f"{HOST_RESET} (memset)") for loc in locs)
             self.threads.append(Thread(f"P{len(self.threads)}", rank, self.cta(rank, f"reset-{phase}", epoch), code,
-                                       f"host reset of rank {rank}'s locks after epoch {epoch}", phase))
-            self.info.append(ThreadInfo(rank, "host reset", 0, f"host reset after epoch {epoch}", None))
+                                       ThreadOrigin(rank, HOST_RESET, after_epoch=epoch), phase))
         symmetry = ()
         if len(self.units) > 1:  # per-rank phases and their host order rename with the ranks too
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
@@ -660,40 +743,36 @@ class _Program:
         name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")
         program = Program(name, tuple(self.threads),
                           host_order=host_order, symmetry=symmetry, observed_registers=frozenset())
-        return Scenario(program, opts, protocol, self.info, _notes(opts, symmetry, self.protocols),
-                        self.protocols.get("push"))
+        return Scenario(program, opts, protocol, _notes(opts, symmetry, self.protocols), self.protocols.get("push"), stage=self.part or "",
+                        locations=self.builder.locations, steps=self.builder.step_labels)
 
 
-def _stage_of(loc: str) -> str:
-    head = loc.split(".r")[0]
-    return head.split("@", 1)[1] if "@" in head else ""
-
-
-def _resets(epochs: int, lock_locs: list[str], policies: dict[str, str]) -> tuple[tuple, list]:
+def _resets(epochs: int, lock_locs: list[Location], policies: dict[str, str]) -> tuple[tuple, list]:
     """Host order between epochs and the host reset threads each stage's policy adds.
 
     Launches are always host-ordered (``e{k}`` before ``e{k+1}``); a ``host-between-barriers``
     reset runs between them (phase ``reset{k}``), a ``host-racing`` one after launch ``k`` but
     unordered with launch ``k+1`` (phase ``racing{k}``, or ``reset{k}`` when it is the only one).
     """
-    order: list[tuple[str, str]] = []
+    order: list[tuple[Phase, Phase]] = []
     resets = []
-    used = {policies.get(_stage_of(loc), "none") for loc in lock_locs} - {"none"}
+    used = {policies.get(loc.stage, "none") for loc in lock_locs} - {"none"}
     for e in range(epochs - 1):
-        order.append((f"e{e}", f"e{e + 1}"))
+        launch, next_launch = Phase("launch", e), Phase("launch", e + 1)
+        order.append((launch, next_launch))
         for policy in ("host-between-barriers", "host-racing"):
             if policy not in used:
                 continue
-            phase = f"reset{e}" if policy == "host-between-barriers" or len(used) == 1 else f"racing{e}"
-            by_rank: dict[int, list[str]] = {}
+            phase = Phase("reset" if policy == "host-between-barriers" or len(used) == 1 else "racing", e)
+            by_rank: dict[int, list[Location]] = {}
             for loc in lock_locs:
-                if policies.get(_stage_of(loc), "none") == policy:
-                    by_rank.setdefault(int(loc.split(".r")[1].split(".")[0]), []).append(loc)
+                if policies.get(loc.stage, "none") == policy:
+                    by_rank.setdefault(loc.copy, []).append(loc)
             for rank, locs in sorted(by_rank.items()):
                 resets.append((rank, locs, phase, e))
-            order.append((f"e{e}", phase))
+            order.append((launch, phase))
             if policy == "host-between-barriers":
-                order.append((phase, f"e{e + 1}"))
+                order.append((phase, next_launch))
     return tuple(order), resets
 
 

@@ -24,19 +24,20 @@ that gets furthest (the one the protocol's author meant). Races on a lock, reset
 signal, and hangs (a poll target no write reaches) have causes of their own.
 
 Choices: a chain's links are judged on the witness execution only (another execution may break
-another link first); a host reset is recognised by its step label (``host reset``).
+another link first); who an event's thread is, which protocol step made it and which lock it
+touches are read from the scenario (:class:`~syncverify.program.ThreadOrigin`,
+:attr:`~syncverify.scenarios.build.Scenario.steps`, :attr:`~syncverify.scenarios.build.Scenario.locations`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from syncverify.model import ptx
-
-from syncverify.protocols import rules
 from syncverify.model.events import Event, Execution
 from syncverify.model.relations import plus
+from syncverify.program import Phase, ThreadOrigin
+from syncverify.scenarios.build import StepOrigin, stages
 
 __all__ = ["Cause", "StepRef", "cause", "CAUSE_KINDS"]
 
@@ -57,7 +58,9 @@ CAUSE_KINDS = (
     "unexplained",            # every link holds on the witness: a bug of this module
 )
 
-_STEP = re.compile(r"^(?:(?P<stage>\w+) stage: )?(?P<side>signal|wait) step (?P<n>\d+) \((?P<op>\w+)\)")
+#: The sections whose steps a cause names: the ``before_store`` and ``after_load`` steps are not
+#: links of the chain (their events are named by their label).
+_NAMED_SECTIONS = ("signal", "wait")
 _SEM = {"weak": "weak", "relaxed": "relaxed", "release": "release", "acquire": "acquire",
         "acq_rel": "acq_rel", "sc": "sc"}
 
@@ -105,48 +108,39 @@ class _Names:
     """Who an event is and which protocol step made it, in the violation's scenario."""
 
     def __init__(self, x: Execution, scenario) -> None:
-        from syncverify.scenarios.build import stages
-
         self.x, self.scenario = x, scenario
         self.stage_protocol = stages(scenario.options.scenario)
+
+    def origin(self, e: Event) -> ThreadOrigin:
+        return self.scenario.threads[e.thread]
 
     def who(self, e: Event) -> str:
         if e.is_init:
             return "the initial state"
-        info = self.scenario.threads[e.thread]
-        if info.role.startswith("host reset"):
-            return info.role
-        return f"rank {info.rank}'s {info.cta.split(' of ')[0]} (thread {info.thread}, epoch {info.epoch})"
+        return _who(self.origin(e))
 
     def rank(self, e: Event) -> int:
-        return self.scenario.threads[e.thread].rank
+        return self.origin(e).rank
 
     def protocol_of(self, stage: str):
         which = self.stage_protocol.get(stage or "", "protocol")
         return self.scenario.push_protocol if which == "push" else self.scenario.protocol
 
+    def step_origin(self, e: Event) -> StepOrigin | None:
+        """The signal or wait step behind ``e`` (None: a tile access, a host reset, another section)."""
+        origin = self.scenario.step_of(e.label)
+        return origin if origin is not None and origin.section in _NAMED_SECTIONS else None
+
     def step(self, e: Event) -> StepRef | None:
-        match = _STEP.match(e.label)
-        if match is None:
+        origin = self.step_origin(e)
+        if origin is None:
             return None
-        stage = match["stage"] or ""
-        protocol = self.protocol_of(stage)
-        n, side = int(match["n"]), match["side"]
-        steps = getattr(protocol, side, ())
-        line = steps[n - 1].line if 0 < n <= len(steps) else None
-        path = getattr(protocol, "path", "<string>")
-        where = f"{path}:{line}" if line is not None and path and not path.startswith("<") else None
-        name = f"{stage + ' stage: ' if stage else ''}{side} step {n}"
-        return StepRef(name, match["op"], getattr(protocol, "name", "?"), where)
+        return StepRef(origin.name, origin.op, origin.protocol, origin.where)
 
     def protocol_step(self, e: Event):
         """The :class:`~syncverify.protocols.model.Step` behind ``e`` (or None)."""
-        match = _STEP.match(e.label)
-        if match is None:
-            return None
-        steps = getattr(self.protocol_of(match["stage"] or ""), match["side"], ())
-        n = int(match["n"])
-        return steps[n - 1] if 0 < n <= len(steps) else None
+        origin = self.step_origin(e)
+        return None if origin is None else origin.step
 
     def what(self, e: Event) -> str:
         """``signal step 2 (atomic_add, W.rel.sys ready.r0.t0=1)`` or the tile access."""
@@ -164,8 +158,27 @@ def _refs(names: _Names, *events: Event) -> tuple[StepRef, ...]:
     return tuple(seen.values())
 
 
+def _who(origin: ThreadOrigin, *, cta: bool = False) -> str:
+    """``rank 1's producer (thread 0, epoch 0)`` (``cta``: ``rank 1's producer``), or a host
+    reset's trace name."""
+    if origin.is_host_reset:
+        return origin.trace_name
+    return f"rank {origin.rank}'s {origin.role}" + ("" if cta else f" (thread {origin.thread}, epoch {origin.epoch})")
+
+
+def _epoch(e: Event) -> int | None:
+    """The launch epoch ``e`` runs in (None: a host reset, or a program without launches)."""
+    return e.phase.launch_epoch if isinstance(e.phase, Phase) else None
+
+
 def _is_reset(names: _Names, e: Event) -> bool:
-    return not e.is_init and e.label.startswith("host reset")
+    return not e.is_init and names.origin(e).is_host_reset
+
+
+def _is_section(names: _Names, e: Event, section: str) -> bool:
+    """Whether ``e`` comes from a step of ``section`` (of any stage)."""
+    origin = names.scenario.step_of(e.label)
+    return origin is not None and origin.section == section
 
 
 # ----- the chain --------------------------------------------------------------------------------
@@ -251,7 +264,7 @@ def _barrier_gap(names: _Names, w: Event, s: Event) -> tuple[str, tuple[Event, .
     skip it (a warp-selected barrier)."""
     x = names.x
     barriers = [e for e in x.events if e.is_barrier and e.thread == s.thread and (e.eid, s.eid) in x.po
-                and "broadcast" not in e.label]
+                and not getattr(names.scenario.step_of(e.label), "broadcast", False)]
     none = ("no CTA barrier (bar.sync) between the tile store and that signal orders the other threads' "
             "stores before it; add a barrier step before the signal")
     if not barriers:
@@ -317,7 +330,7 @@ def _chain(names: _Names, w: Event, r: Event, s: Event, p: Event) -> tuple[int, 
         y = ev[synced[0][1]]
         text = (f"the consumer's other threads are not ordered after the acquire: the acquire "
                 f"({names.what(y)}) runs on thread {names.scenario.threads[y.thread].thread} of "
-                f"{names.who(y).split(' (')[0]} only, and no CTA barrier (bar.sync) after it orders "
+                f"{_who(names.origin(y), cta=True)} only, and no CTA barrier (bar.sync) after it orders "
                 f"{names.who(r)}'s tile load ({r.loc}) after it; add a barrier step after the acquire")
         return 5, Cause("consumer-not-ordered", text, _refs(names, y, p), "load-after-acquire",
                         ((y.eid, r.eid),), {"acquire_thread": names.scenario.threads[y.thread].thread,
@@ -325,13 +338,13 @@ def _chain(names: _Names, w: Event, r: Event, s: Event, p: Event) -> tuple[int, 
     return len(LINKS), None
 
 
-def _signals(x: Execution, cta: int) -> list[Event]:
-    return [e for e in x.events if e.is_write and not e.ghost and not e.is_init and e.cta == cta
-            and "signal step" in e.label]
+def _signals(names: _Names, cta: int) -> list[Event]:
+    return [e for e in names.x.events if e.is_write and not e.ghost and not e.is_init and e.cta == cta
+            and _is_section(names, e, "signal")]
 
 
-def _polls(x: Execution, cta: int) -> list[Event]:
-    return [e for e in x.events if e.is_read and not e.ghost and e.cta == cta and "wait step" in e.label]
+def _polls(names: _Names, cta: int) -> list[Event]:
+    return [e for e in names.x.events if e.is_read and not e.ghost and e.cta == cta and _is_section(names, e, "wait")]
 
 
 def _data_cause(names: _Names, w: Event, r: Event) -> Cause:
@@ -339,8 +352,8 @@ def _data_cause(names: _Names, w: Event, r: Event) -> Cause:
     x = names.x
     comm = _comm(x)
     best: tuple[int, Cause | None] = (-1, None)
-    polls = _polls(x, r.cta)
-    for s in _signals(x, w.cta):
+    polls = _polls(names, r.cta)
+    for s in _signals(names, w.cta):
         for p in polls:
             if (s.eid, p.eid) not in comm:
                 continue
@@ -382,13 +395,14 @@ def _no_chain(names: _Names, w: Event, r: Event, polls: list[Event]) -> Cause:
     wait_refs = _refs(names, *polls)
     producer = names.scenario.threads[w.thread]
     signal_steps = [f"signal step {n} (to = {st.to or 'self'})"
-                    for n, st in enumerate(getattr(names.protocol_of(_stage_of_loc(p.loc)), "signal", ()), 1)
+                    for n, st in enumerate(getattr(names.protocol_of(names.scenario.locations[p.loc].stage),
+                                                   "signal", ()), 1)
                     if st.op in ("store", "atomic_xchg", "atomic_add")]
-    text = (f"the wait can exit without {names.who(w).split(' (')[0]}'s signal: the consumer's wait "
+    text = (f"the wait can exit without {_who(names.origin(w), cta=True)}'s signal: the consumer's wait "
             f"({', '.join(r.name for r in wait_refs)}) polls only {', '.join(polled)}, and "
             f"{names.what(p)} by {names.who(p)} is satisfied by {src.describe() if src else '?'} from "
             f"{names.who(src) if src else '?'}; no poll reads a signal of rank {producer.rank}'s "
-            f"{producer.cta.split(' of ')[0]} ({', '.join(signal_steps)}), so nothing orders its tile store "
+            f"{producer.role} ({', '.join(signal_steps)}), so nothing orders its tile store "
             f"({w.loc}) before the load: the wait must read every producer's signal (its `from`, or the "
             f"signal's `to` and the target)")
     return Cause("wait-without-signal", text, wait_refs + _refs(names, *(e for e in [src] if e is not None)),
@@ -396,7 +410,7 @@ def _no_chain(names: _Names, w: Event, r: Event, polls: list[Event]) -> Cause:
                  {"polled": polled, "producer_rank": producer.rank})
 
 
-def _epoch(names: _Names, e: Event) -> int:
+def _call_of(names: _Names, e: Event) -> int:
     return names.scenario.threads[e.thread].epoch or 0
 
 
@@ -405,14 +419,14 @@ def _stale_signal(names: _Names, w: Event, polls: list[Event]) -> Cause | None:
     the target the same or already met), or None. The poll of the lock ``w``'s producer signals
     is preferred: that is the signal the load needed."""
     x = names.x
-    call = _epoch(names, w)
-    stale = [(p, x.events[x.rf[p.eid]]) for p in polls if p.eid in x.rf and _epoch(names, p) == call]
+    call = _call_of(names, w)
+    stale = [(p, x.events[x.rf[p.eid]]) for p in polls if p.eid in x.rf and _call_of(names, p) == call]
     stale = [(p, src) for p, src in stale if not src.is_init and "signal step" in src.label
-             and _epoch(names, src) < call]
+             and _call_of(names, src) < call]
     if not stale:
         return None
     p, src = next(((p, src) for p, src in stale if names.rank(src) == names.rank(w)), stale[0])
-    before = _epoch(names, src)
+    before = _call_of(names, src)
     ref, step = _await_step(names, p.loc)
     env = dict(world_size=names.scenario.options.world_size)
     if step is not None and step.until:
@@ -423,7 +437,7 @@ def _stale_signal(names: _Names, w: Event, polls: list[Event]) -> Cause | None:
     else:
         target, until = "a target that does not tell the calls apart", ""
     ours = [e for e in x.events if e.is_write and not e.is_init and e.loc == p.loc and "signal step" in e.label
-            and _epoch(names, e) == call]
+            and _call_of(names, e) == call]
     producer = names.who(w).split(" (")[0]
     text = (f"call {before}'s value satisfies call {call}'s wait: {ref.name if ref else 'the poll'} of "
             f"{names.who(p)} polls {p.loc}{until} and reads {p.value}, written by {names.who(src)} in call "
@@ -436,11 +450,6 @@ def _stale_signal(names: _Names, w: Event, polls: list[Event]) -> Cause | None:
     return Cause("stale-signal", text, ((ref,) if ref else ()) + _refs(names, src), "observation", needed,
                  {"poll": p.eid, "location": p.loc, "read": p.value, "reads_from": src.eid,
                   "signal_call": before, "call": call, "reset_policy": names.scenario.options.reset})
-
-
-def _stage_of_loc(loc: str) -> str:
-    head = loc.split(".r")[0]
-    return head.partition("@")[2]
 
 
 # ----- races on locks, resets, hangs -----------------------------------------------------------------
@@ -482,14 +491,14 @@ def _hang_cause(names: _Names, violation) -> Cause:
     env = dict(world_size=names.scenario.options.world_size, epoch=info.epoch or 0)
     needed = f"{step.until.op} {step.until.target(**env)}" if step is not None and step.until else "?"
     writes = [e for e in x.events if e.is_write and e.loc == loc and not e.is_init]
-    signals = [e for e in writes if "signal step" in e.label]
+    signals = [e for e in writes if _is_section(names, e, "signal")]
     resets = [e for e in writes if _is_reset(names, e)]
-    who = f"rank {info.rank}'s {info.cta.split(' of ')[0]} (thread {info.thread}, epoch {info.epoch})"
+    who = _who(info)
     until = step.until.source if step is not None and step.until else "?"
     # A racing weak reset and a signal may be unordered in coherence (a partial order); what makes
     # the spin read the reset's value forever is that the reset is last in the memory order.
     co = ptx.co(x) | ptx.memory_order_pairs(x.co)
-    this_epoch = [e for e in signals if rules.phase_epoch(e.phase) == info.epoch]
+    this_epoch = [e for e in signals if _epoch(e) == info.epoch]
     late = [r for r in resets if any((sig.eid, r.eid) in co for sig in this_epoch)]
     if late:
         reset = late[0]
@@ -503,11 +512,11 @@ def _hang_cause(names: _Names, violation) -> Cause:
                       "reset_policy": names.scenario.options.reset})
     writers = sorted({(names.rank(e), getattr(names.step(e), "name", e.label)) for e in signals})
     by = "; ".join(f"rank {q} ({name})" for q, name in writers) or "no signal at all"
-    ranks = {names.scenario.threads[i].rank for i, th in enumerate(names.scenario.threads)
-             if "producer" in th.cta or "comm" in th.cta}
+    ranks = {th.rank for th in names.scenario.threads if th.role in ("producer", "comm")}
     each = step is not None and getattr(step, "from_", None) == "each"
-    if each:  # by design only the copy's own rank writes it: its signals alone must reach the target
-        ranks = {int(m[1]) for m in [re.search(r"\.r(\d+)(?:\.|$)", loc or "")] if m}
+    where = names.scenario.locations.get(loc) if loc is not None else None
+    if each and where is not None:  # by design only the copy's own rank writes it: its signals alone must reach the target
+        ranks = {where.copy}
     missing = sorted(ranks - {q for q, _ in writers})
     why = (f"; rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} never "
            f"write{'s' if len(missing) == 1 else ''} to it (look at the signal step's `to`)" if missing else "")
@@ -550,14 +559,16 @@ def _hang_cause(names: _Names, violation) -> Cause:
 
 
 def _await_step(names: _Names, loc: str | None):
-    """The wait step that polls ``loc`` (a lock copy ``lock[@stage].rQ.tT``): (StepRef, Step)."""
+    """The wait step that polls ``loc`` (a lock copy ``lock[@stage].rQ.tT``): (StepRef, Step).
+
+    A lock of a slotted protocol (``ready#1``) matches no step's lock name, so no step is named."""
     if loc is None:
         return None, None
-    head = loc.split(".r")[0]
-    lock, _, stage = head.partition("@")
+    lock = names.scenario.locations[loc]
+    stage = lock.stage
     protocol = names.protocol_of(stage)
     for n, step in enumerate(getattr(protocol, "wait", ()), 1):
-        if step.op == "await" and (step.lock or "ready") == lock:
+        if step.op == "await" and (step.lock or "ready") == lock.slotted_name:
             path = getattr(protocol, "path", "<string>")
             where = f"{path}:{step.line}" if step.line is not None and path and not path.startswith("<") else None
             name = f"{stage + ' stage: ' if stage else ''}wait step {n}"
@@ -583,7 +594,7 @@ def cause(violation, scenario) -> Cause:
     if violation.kind == "race":
         return _race_cause(names, a, b)
     r = b
-    epoch = rules.phase_epoch(r.phase) or 0
+    epoch = _epoch(r) or 0
     intended = [e for e in x.events if e.is_write and e.ghost and e.loc == r.loc and e.value == epoch + 1]
     if not intended:
         text = (f"no thread of the scenario writes {r.loc} in epoch {epoch}: {names.who(r)} reads a tile "

@@ -20,7 +20,9 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
+
+import networkx as nx
 
 from syncverify.model import ptx
 from syncverify.model.events import Execution
@@ -36,10 +38,11 @@ from syncverify.explore.driver import (
 from syncverify.explore.bounds import Clock
 from syncverify.explore.location_choices import is_execution
 from syncverify.errors import ScenarioError
-from syncverify.scenarios.build import Scenario
+from syncverify.program import Phase
+from syncverify.protocols import load_protocol
+from syncverify.scenarios.build import DEFAULT_PUSH, Scenario, ScenarioOptions, build, push_option
 from syncverify.validation import did_you_mean
-
-KINDS = ("race", "unwritten-read", "stale-read", "hang")
+from syncverify.verdicts.causes import Cause, cause
 
 
 @dataclass
@@ -62,8 +65,6 @@ class Violation:
         """Why it happens: the first missing link of the protocol's intended chain
         (:func:`syncverify.verdicts.causes.cause`), computed once. A failure there is reported as an
         ``unexplained`` cause rather than raised: it must not hide the verdict."""
-        from syncverify.verdicts.causes import Cause, cause
-
         if self._cause is None:
             try:
                 self._cause = cause(self, scenario)
@@ -129,15 +130,14 @@ class CheckResult:
 
 
 def _epoch_of(x: Execution, eid: int) -> int | None:
+    """The launch epoch of event ``eid`` (None: a host reset, or a program without launches)."""
     phase = x.events[eid].phase
-    from syncverify.protocols.rules import phase_epoch
-
-    return phase_epoch(phase)
+    return phase.launch_epoch if isinstance(phase, Phase) else None
 
 
 def _role(x: Execution, eid: int) -> str:
     e = x.events[eid]
-    return "the initial state" if e.is_init else (x.roles[e.thread] if x.roles else x.thread_names[e.thread])
+    return "the initial state" if e.is_init else str(x.roles[e.thread] if x.roles else x.thread_names[e.thread])
 
 
 def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
@@ -258,9 +258,6 @@ def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 
     >>> check_protocol("epoch-flag", scenario="all-scatter", world_size=3).safe
     True
     """
-    from syncverify.protocols import load_protocol
-    from syncverify.scenarios.build import DEFAULT_PUSH, ScenarioOptions, build, push_option
-
     fields = set(ScenarioOptions.__dataclass_fields__) - {"scenario", "world_size"}
     for name in options:  # one line with the closest name, not a TypeError from ScenarioOptions
         if name not in fields:
@@ -341,7 +338,7 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
                     progress=report if progress is not None else None, progress_interval=progress_interval)
         result.executions += sub.executions
         result.candidates += sub.candidates
-        result.stages.append((part.program.name.rsplit("/", 1)[-1], sub.executions, sub.seconds))
+        result.stages.append((part.stage, sub.executions, sub.seconds))
         if reachable:
             for kind, violation in sub.violations.items():
                 violation.part = part
@@ -402,9 +399,15 @@ def sample(scenario: Scenario, *, samples: int, seed: int, timeout: float | None
 
 
 def execution_trace(x: Execution, scenario: Scenario, evidence: list[tuple[int, int]]) -> list[dict]:
-    """The events of ``x`` (init writes left out) in an order consistent with causality."""
-    import networkx as nx
+    """The events of ``x`` (init writes left out) in an order consistent with causality.
 
+    Each row names its thread twice: as text (``rank``, ``cta``, ``thread``, ``role``) and as the
+    fields of its :class:`~syncverify.program.ThreadOrigin` (``origin``); ``reads_from_origin`` is
+    the origin of the write a read reads from (None: the initial state); ``kind`` is the event's
+    (``R``, ``W``, ``F``, ``B``), ``tile_data`` whether it is a tile access, ``section`` the
+    protocol section of its step (None: a tile access or a host reset), ``barrier`` a barrier
+    event's ``[kind, id]``: a reader (guided stress) need not parse the text.
+    """
     order_graph = nx.DiGraph()
     ids = [e.eid for e in x.events if not e.is_init]
     order_graph.add_nodes_from(ids)
@@ -420,20 +423,28 @@ def execution_trace(x: Execution, scenario: Scenario, evidence: list[tuple[int, 
         e = x.events[eid]
         info = scenario.threads[e.thread]
         row = {
-            "rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.role,
+            "rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.trace_name,
             "step": e.label, "event": e.describe() if not e.ghost else f"{'R' if e.is_read else 'W'} {e.loc}",
             "location": e.loc, "value": e.value, "reads_from": None, "offending": eid in hot,
             "epoch": _epoch_of(x, eid) if not e.is_init else None,
+            "origin": asdict(info), "reads_from_origin": None, "kind": e.kind, "tile_data": e.ghost,
+            "section": getattr(scenario.step_of(e.label), "section", None),
+            "barrier": [e.sem, e.barrier_id] if e.is_barrier else None,
         }
         if row["epoch"] is None:
             row["epoch"] = info.epoch
+        source = None
         if e.is_read and not e.ghost and eid in x.rf:
-            row["reads_from"] = _role(x, x.rf[eid])
+            source = x.rf[eid]
         if e.is_read and e.ghost:
             src = [a for a, b in evidence if b == eid]
             if src:
-                row["reads_from"] = _role(x, src[0])
+                source = src[0]
                 row["value"] = x.events[src[0]].value
+        if source is not None:
+            row["reads_from"] = _role(x, source)
+            if not x.events[source].is_init:
+                row["reads_from_origin"] = asdict(scenario.threads[x.events[source].thread])
         rows.append(row)
     return rows + _spin_rows(x, scenario)
 

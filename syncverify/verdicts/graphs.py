@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import textwrap
-
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import networkx as nx
 
 from syncverify.model import ptx
 from syncverify.model.events import Execution
+from syncverify.program import Phase, ThreadOrigin
 
 EDGE_STYLE = {  # relation -> (colour, dot style, label)
     "po": ("#555555", "solid", "po"),
@@ -93,7 +93,7 @@ def happens_before_graph(x: Execution) -> nx.MultiDiGraph:
     for e in x.events:
         thread = "init" if e.is_init else x.thread_names[e.thread]
         role = x.roles[e.thread] if x.roles and not e.is_init else ""
-        g.add_node(e.eid, thread=thread, index=e.index, text=e.describe(), label=e.label, role=role,
+        g.add_node(e.eid, thread=thread, index=e.index, text=e.describe(), label=e.label, role=str(role),
                    phase=e.phase, gpu=e.gpu, cta=e.cta,
                    column=("initial values" if e.is_init else column_label(thread, role, e)))
     g.graph["phases"] = _phase_order(x)
@@ -116,35 +116,21 @@ def happens_before_graph(x: Execution) -> nx.MultiDiGraph:
     return g
 
 
-_ROLE = re.compile(r"^rank (?P<rank>\d+) (?P<role>\w+)(?: tile (?P<tile>\d+))?(?: epoch (?P<epoch>\d+))?"
-                   r"(?: thread (?P<thread>\d+))?$")
-
-
-def column_label(name: str, role: str, e) -> str:
+def column_label(name: str, role: ThreadOrigin | str, e) -> str:
     """A thread's header: ``P2: rank 1 producer (GPU 1, CTA 1) epoch 0, tile 0, thread 0``."""
     where = f"GPU {e.gpu}, CTA {e.cta}"
-    m = _ROLE.match(role or "")
-    if m:
-        text = f"rank {m['rank']} {m['role']} ({where})"
-        if m["epoch"] is not None:
-            text += f" epoch {m['epoch']}"
-        extra = [f"tile {m['tile']}"] if m["tile"] is not None else []
-        extra += [f"thread {m['thread']}"] if m["thread"] is not None else []
-        return f"{name}: {text}" + (f", {', '.join(extra)}" if extra else "")
+    if isinstance(role, ThreadOrigin) and not role.is_host_reset:
+        return (f"{name}: rank {role.rank} {role.role} ({where}) epoch {role.epoch}, tile {role.tile}, "
+                f"thread {role.thread}")
     if role:
         return f"{name}: {role} ({where})"
     return f"{name} ({where})" + (f" {_phase_words(e.phase)}" if e.phase else "")
 
 
-def _phase_words(phase: str) -> str:
-    """``e0`` -> ``kernel launch, epoch 0``; ``reset0`` -> ``host reset after epoch 0``."""
-    m = re.fullmatch(r"e(\d+)(\.r(\d+))?", phase)
-    if m:
-        return f"kernel launch, epoch {m[1]}" + (f" (rank {m[3]}'s stream)" if m[3] else "")
-    m = re.fullmatch(r"reset(\d+)", phase)
-    if m:
-        return f"host reset after epoch {m[1]}"
-    return phase or "launch"
+def _phase_words(phase: Phase | str) -> str:
+    """``e0`` -> ``kernel launch, epoch 0``; ``reset0`` -> ``host reset after epoch 0``
+    (:meth:`~syncverify.program.Phase.words`); a hand-written program's phase name as it is."""
+    return phase.words() if isinstance(phase, Phase) else (phase or "launch")
 
 
 def _phase_order(x: Execution) -> list[tuple[str, str]]:
@@ -257,10 +243,10 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "", highlight: Iterable[tuple
         colour, style, label = HOST_STYLE
         lines.append('  subgraph cluster_host { label="host (CPU) order"; style=dashed;')
         for ph in _phases_in_order(pairs):
-            lines.append(f'    phase_{_ident(ph)} [label="{_escape(ph + ": " + _phase_words(ph))}", shape=cds];')
+            lines.append(f'    phase_{_ident(str(ph))} [label="{_escape(f"{ph}: {_phase_words(ph)}")}", shape=cds];')
         lines.append("  }")
         for a, b in pairs:
-            lines.append(f'  phase_{_ident(a)} -> phase_{_ident(b)} [label="{label}", color="{colour}", '
+            lines.append(f'  phase_{_ident(str(a))} -> phase_{_ident(str(b))} [label="{label}", color="{colour}", '
                          f'fontcolor="{colour}", style={style}, penwidth=2];')
     words = "\\l".join(_escape(EDGE_WORDS[k]) for k in _legend_keys(graph, marked, needed))
     if words:
@@ -292,9 +278,11 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
            highlight: Iterable[tuple[int, int]] = (), needed: Iterable[tuple[int, int]] = ()) -> None:
     """Draw the graph with matplotlib (no Graphviz needed): threads as columns, po downwards,
     at most :data:`MAX_WIDTH_PX` wide."""
+    # matplotlib: about a second to import, only for drawing a picture
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: about a second to import, only for drawing a picture
     import matplotlib.pyplot as plt
 
     marked = {tuple(p) for p in highlight}

@@ -62,6 +62,14 @@ from syncverify.protocols.loader import (
     ATOMIC_SEMS, FENCE_SEMS, READ_SEMS, SCOPES, STORE_SEMS, protocol_from_dict,
 )
 from syncverify.protocols.model import Protocol
+from syncverify.protocols import load_protocol
+from syncverify.verdicts.check import check_protocol
+import tomllib
+import os
+from pathlib import Path
+from syncverify.protocols.loader import parse_protocol
+from syncverify.protocols.lowering import lower_step, lower_tile_load, lower_tile_store
+from syncverify.protocols.rules import SECTIONS, section_steps
 
 __all__ = ["Change", "Fix", "Suggestions", "protocol_toml", "suggest"]
 
@@ -345,7 +353,6 @@ def _key_of(line: str) -> str | None:
 def _comment_of(rest: str) -> str:
     """The trailing comment of a ``key = value  # ...`` line ('' if none): the text after the
     first ``#`` at which what comes before it parses as a TOML value."""
-    import tomllib
 
     for at in [i for i, ch in enumerate(rest) if ch == "#"]:
         try:
@@ -454,7 +461,6 @@ def _edited_text(text: str, data: dict[str, Any], changes: tuple[Change, ...]) -
 
 def _shown_path(path: str) -> str:
     """The file as ``patch -p0`` finds it from the current directory: relative when inside it."""
-    import os
 
     absolute = os.path.abspath(path)
     relative = os.path.relpath(absolute)
@@ -466,9 +472,7 @@ def file_diff(protocol: Protocol, changes: tuple[Change, ...], fixed: Protocol) 
     ``patch -p0`` (or ``git apply -p0``) from the current directory. A protocol with no file, or
     a file whose layout is not one ``[[signal]]``/``[[wait]]`` table per step, gets the diff of its
     re-written TOML (:func:`toml_diff`) under a line saying so."""
-    from pathlib import Path
 
-    from syncverify.protocols.loader import parse_protocol
 
     path = getattr(protocol, "path", "") or ""
     if path and not path.startswith("<") and Path(path).is_file():
@@ -487,8 +491,6 @@ def lowering_key(protocol: Protocol) -> tuple:
     """What a protocol runs, as the PTX it lowers to (:func:`syncverify.protocols.lowering.lower_step`)
     and every field the lowering does not carry (locks, targets, values, reset). Two fixes with
     one key are one fix: the same instructions on the GPU, whatever the TOML says."""
-    from syncverify.protocols.lowering import lower_step, lower_tile_load, lower_tile_store
-    from syncverify.protocols.rules import SECTIONS, section_steps
 
     def key(step) -> tuple:
         ops = lower_step(step)
@@ -612,9 +614,6 @@ def suggest(protocol, *, scenario: str = "all-reduce", world_size: int = 2,
     >>> fixes[0].description
     'add a CTA barrier before signal step 1'
     """
-    from syncverify.verdicts.check import check_protocol
-    from syncverify.protocols import load_protocol
-
     if max_changes not in (1, 2):
         raise SyncVerifyError(f"max_changes={max_changes!r} must be 1 or 2")
     if max_checks < 1:

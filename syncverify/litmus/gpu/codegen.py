@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 from syncverify.errors import SyncVerifyError
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Operand, Program, RegOp, Store, Thread
+from syncverify.litmus.gpu.outcomes import observed_items
 
 FORMS = ("ptx", "interpret")
 BRANCH_OPS = {"eq": "==", "ne": "!=", "ge": ">=", "lt": "<", "gt": ">", "le": "<="}
@@ -365,8 +366,6 @@ def generate(program: Program, form: str) -> KernelPlan:
         num_warps *= 2
     hw = _barrier_plan(program, ctas)
     single_lane = any(isinstance(i, Barrier) and i.kind == "red" for th in program.threads for i in th.instructions)
-    from syncverify.litmus.gpu.outcomes import observed_items
-
     names = {th.name: i for i, th in enumerate(program.threads)}
     outputs = tuple((names[name], reg) for kind, name, reg in observed_items(program) if kind == "reg" and name in names)
     k = _Kernel(program, form, outputs)

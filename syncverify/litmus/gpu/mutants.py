@@ -15,6 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from syncverify.litmus.gpu.outcomes import ModelOutcomes, is_target, model_outcomes
+from syncverify.litmus.gpu.shapes import classic_tests
+from syncverify.litmus.gpu.suite import check_on_device
+from syncverify.litmus.parser import parse_litmus
 from syncverify.program import Atomic, Fence, Load, Program, Store, Thread
 
 #: The classic tests whose mutants measure the stress (names from :mod:`~syncverify.litmus.gpu.shapes`).
@@ -78,9 +81,6 @@ def mutants_of(program: Program, *, model: ModelOutcomes | None = None) -> list[
 def default_mutants(*, per_base: int | None = 2) -> list[Mutant]:
     """The mutants of :data:`MUTATION_BASES`, at most ``per_base`` of each (None: all), taken
     spread over the test's threads so that one base does not dominate the score."""
-    from syncverify.litmus.gpu.shapes import classic_tests
-    from syncverify.litmus.parser import parse_litmus
-
     tests = {t.name: t for t in classic_tests()}
     chosen = []
     for base in MUTATION_BASES:
@@ -118,7 +118,7 @@ def mutation_score(mutants: list[Mutant], params, *, seconds_each: float, iterat
 
     ``run`` replaces :func:`~syncverify.litmus.gpu.suite.check_on_device` (tests pass a fake)."""
     if run is None:
-        from syncverify.litmus.gpu.suite import check_on_device as run
+        run = check_on_device
     per, killed, weak_total, total = [], 0, 0, 0
     for n, m in enumerate(mutants):
         report = run(m.program, params, iterations=iterations_each, seconds=seconds_each, seed=seed + n, model=m.model)

@@ -26,6 +26,8 @@ from syncverify.program import (
     And, Atomic, Barrier, Compare, Fence, Load, LocRef, Not, Or, Program, Prop, RegOp, RegRef, Store, Thread,
     TrueProp, evaluate,
 )
+from syncverify.explore.driver import explore
+from syncverify.litmus.runner import hang_reasons
 
 Item = tuple[str, str, str]  # ("reg", thread, register) or ("loc", location, "")
 Outcome = tuple[int, ...]
@@ -159,8 +161,6 @@ SC_TIMEOUT = 10.0  # seconds for the SC outcomes; past it weak outcomes are "unk
 def model_outcomes(program: Program, *, timeout: float | None = 60.0, sequential: bool = True) -> ModelOutcomes:
     """Every outcome the explorer allows for ``program`` (filtered executions left out), and with
     ``sequential`` the SC ones (the same for :func:`strengthened` ``program``)."""
-    from syncverify.explore.driver import explore  # the model is heavy to import; only runs need it
-    from syncverify.litmus.runner import hang_reasons
 
     items = observed_items(program)
     allowed: set[Outcome] = set()

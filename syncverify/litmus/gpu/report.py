@@ -194,10 +194,10 @@ def plot(reports: list[TestReport], path) -> None:
     """A bar chart of each test's weak-outcome rate (upper 95% bound as the error bar) to ``path``.
 
     Tests that showed a forbidden outcome are drawn red; refused tests are left out."""
-    import matplotlib  # only --plot draws
+    import matplotlib  # matplotlib: only --plot draws
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # torch/triton: loaded only where a kernel runs
 
     ran = [r for r in reports if r.status == "ran"]
     names = [r.name for r in ran]

@@ -117,7 +117,7 @@ def interpreter_sized(params: StressParams) -> StressParams:
 
 def machine_kind() -> str:
     """The tuned-parameter key of this machine: ``nvidia-h200`` on an H200, else ``default``."""
-    import torch  # only a GPU run asks which GPU it is on
+    import torch  # torch: only a GPU run asks which GPU it is on
 
     if torch.cuda.is_available() and "H200" in torch.cuda.get_device_name(0):
         return "nvidia-h200"

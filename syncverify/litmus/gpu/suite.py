@@ -13,6 +13,7 @@ from syncverify.litmus.gpu.outcomes import ModelOutcomes, model_outcomes
 from syncverify.litmus.gpu.report import TestReport, judge, refused
 from syncverify.litmus.gpu.stress import StressParams
 from syncverify.program import Program
+from syncverify.litmus.gpu.launch import plan_for, run_on_device
 
 
 def gpu_refusal(program: Program, model: ModelOutcomes | None) -> str | None:
@@ -32,7 +33,6 @@ def check_on_device(program: Program, params: StressParams, *, iterations: int, 
                     progress: Callable | None = None, model_timeout: float | None = 60.0,
                     interpret: bool | None = None) -> TestReport:
     """Run ``program`` on the device (or the interpreter) and judge it against the model."""
-    from syncverify.litmus.gpu.launch import plan_for, run_on_device  # lazily: needs triton
 
     why = gpu_refusal(program, None)  # before exploring: no model work wasted
     if why is not None:

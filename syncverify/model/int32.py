@@ -1,4 +1,7 @@
-"""The values the model computes with: the GPU's 32-bit two's complement integers.
+"""The integers the model computes with: the GPU's 32-bit two's complement ``int32``.
+
+(Which values a register or location can take in a program is the explorer's
+:mod:`syncverify.explore.value_domain`; this module is only the arithmetic.)
 
 Locks, counters and flags are ``int32`` on the GPU (the kernels' lock dtype, and the run-time
 operand ring), and ``add``/``sub``/``atom.add`` wrap modulo 2^32 there. So every value the model

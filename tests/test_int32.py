@@ -1,4 +1,4 @@
-"""Values are the GPU's 32-bit integers (``syncverify.model.values``; ``syncverify.model.ptx`` modeling choice 9).
+"""Values are the GPU's 32-bit integers (``syncverify.model.int32``; ``syncverify.model.ptx`` modeling choice 9).
 
 A counter that overflows int32 wraps as the GPU's does: a protocol whose target lies past
 2^31 - 1 is no longer called safe.
@@ -17,7 +17,7 @@ from syncverify.litmus.parser import parse_litmus
 from syncverify.litmus.runner import run_litmus
 from syncverify.protocols.loader import parse_protocol
 from syncverify.scenarios.build import ScenarioOptions, build
-from syncverify.model.values import INT32_MAX, INT32_MIN, wrap_int32
+from syncverify.model.int32 import INT32_MAX, INT32_MIN, wrap_int32
 
 BIG = 2**31 - 1
 
