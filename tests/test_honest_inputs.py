@@ -96,7 +96,7 @@ def test_litmus_has_the_default_timeout_of_check(monkeypatch, capsys):
         seen.update(options)
         return real(program, **options)
 
-    monkeypatch.setattr(syncverify.litmus.runner, "run_litmus", spy)
+    monkeypatch.setattr("syncverify.cli.litmus.run_litmus", spy)
     assert main(["litmus", str(EXAMPLES / "sb.litmus")]) == 0
     assert seen["timeout"] == 600.0
 

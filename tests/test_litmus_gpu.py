@@ -244,7 +244,7 @@ def test_cli_gpu_exits_1_on_model_unsound(monkeypatch, capsys):
         return run
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(launch, "run_on_device", fake_run)
+    monkeypatch.setattr("syncverify.litmus.gpu.suite.run_on_device", fake_run)
     code = main(["litmus", "--gpu", str(EXAMPLES / "mp-gpu.litmus")])
     captured = capsys.readouterr()
     assert code == 1

@@ -104,6 +104,9 @@ def fake_failing_campaign(monkeypatch, *, kind: str = "stale"):
             options=dict(options, iterations=8, seed=0))
 
     monkeypatch.setattr(campaign, "run_campaign", run_campaign)
+    monkeypatch.setattr("syncverify.cli.stress.run_campaign", run_campaign)  # bound there at import
+    monkeypatch.setattr("syncverify.stress.guided.run_campaign", run_campaign)
+    monkeypatch.setattr("syncverify.kernels._deps.require_cuda", lambda what: None)  # the fake run is the GPU
 
 
 def test_the_model_verdict_beside_a_run_covers_two_calls(monkeypatch, tmp_path):

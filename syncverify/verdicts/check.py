@@ -467,5 +467,7 @@ def _spin_rows(x: Execution, scenario: Scenario) -> list[dict]:
         for loc, seen in reason[1]:
             rows.append({"rank": info.rank, "cta": info.cta, "thread": info.thread, "role": info.role,
                          "step": labels.get(loc, f"poll {loc}"), "event": f"R {loc}={seen} (spins forever)",
-                         "location": loc, "value": seen, "reads_from": None, "offending": True})
+                         "location": loc, "value": seen, "reads_from": None, "offending": True,
+                         "epoch": info.epoch, "origin": asdict(info), "reads_from_origin": None, "kind": "R",
+                         "tile_data": False, "section": None, "barrier": None})
     return rows
