@@ -352,6 +352,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     for loc, dom in domains.items():
         init[str(loc)] = _init_value(memory, loc)
     oob: set = set()
+    constants: dict = {}
     cta = 0
     paths = 0
     for launch in launches:
@@ -369,6 +370,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 oob |= emitter.oob
                 for name, value in emitter.spins.items():
                     init.setdefault(name, value)
+                constants.update(emitter.shown)
                 role = (f"rank {launch.rank} {launch.kernel_name}[{pid[0]}]" + (f" thread {t}" if threads > 1 else "")
                         + f" (call {launch.call}, stream {launch.stream})")
                 threads_out.append(Thread(f"T{len(threads_out)}", launch.rank, cta, code, role, launch.phase))
@@ -415,7 +417,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     size = {"programs": sum(len(l.pids()) for l in launches), "threads": len(threads_out), "paths": paths,
             "locations": len(program.locations()), "ghost_groups": len(owners)}
     notes = sorted(assumptions)
-    return Lifted(program, infos, owners, oob, files), size, notes
+    return Lifted(program, infos, owners, oob, files, constants), size, notes
 
 
 def _signature(tree, written: frozenset, nonghost: frozenset, domains: dict) -> tuple:
