@@ -210,6 +210,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
     """
+    start = time.monotonic()  # the bound counts from the call: importing torch and triton included
     _require()
     if not isinstance(world_size, int) or world_size < 1:
         raise HarnessError(f"world_size={world_size!r} must be a positive integer")
@@ -217,7 +218,6 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         raise HarnessError(f"calls={calls!r} must be a positive integer")
     if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 32:
         raise HarnessError(f"threads_per_cta={threads_per_cta!r} must be 1 to 32")
-    start = time.monotonic()
     deadline = None if timeout is None else start + timeout
     fn, name = load_harness(target)
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
@@ -363,6 +363,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
             cta += 1
             smem: dict = {}
             for t in range(threads):
+                if deadline is not None and time.monotonic() > deadline:
+                    raise LimitHit("timeout", "while lifting the programs' paths into the model")
                 tree = trees[(launch.index, pid, t)]
                 paths += tree.runs
                 emitter = ThreadEmitter(namer, t, threads, cta, used, needed, smem, launch.call)
