@@ -184,6 +184,29 @@ def meta_parameters(built: BuiltKernel) -> dict:
     )
 
 
+def all_reduce_arguments(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
+                         max_polls: int = 1 << 20, delay_seed: int = 0, delay_pct: int = 0, delay_max_ns: int = 1,
+                         delay_sites: int = -1, delay_table=None, vals=None) -> tuple[tuple, dict]:
+    """The positional arguments and meta-parameters of one launch of :func:`gemm_all_reduce_kernel`
+    (:func:`launch_all_reduce`'s; the kernel front end's cross-check launches the same)."""
+    c = built.config
+    partial, out, locks = heap["partial"], heap["out"], heap["locks"]
+    virtual_inputs = A.shape[0] > 1
+    args = (
+        A, B,
+        partial.local, partial.table, out.local, out.table, locks.local, locks.table,
+        ownership_tensor(c, A.device),
+        status,
+        c.m, c.n, c.k_per_rank,
+        A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
+        B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
+        partial.rank_stride, out.rank_stride, locks.rank_stride,
+        rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
+        max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
+    )
+    return args, meta_parameters(built)
+
+
 def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
                       max_polls: int = 1 << 20, delay_seed: int = 0,
                       delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1,
@@ -195,22 +218,10 @@ def launch_all_reduce(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, 
     Returns what the launcher returns (the compiled kernel, on the GPU).
     """
     c = built.config
-    partial, out, locks = heap["partial"], heap["out"], heap["locks"]
-    virtual_inputs = A.shape[0] > 1
+    args, meta = all_reduce_arguments(built, heap, A, B, status, rank=rank, epoch=epoch, max_polls=max_polls,
+                                      delay_seed=delay_seed, delay_pct=delay_pct, delay_max_ns=delay_max_ns,
+                                      delay_sites=delay_sites, delay_table=delay_table, vals=vals)
     if not c.interpret:
         use_scratch_allocator()
     return gemm_all_reduce_kernel.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
-        A, B,
-        partial.local, partial.table, out.local, out.table, locks.local, locks.table,
-        ownership_tensor(c, A.device),
-        status,
-        c.m, c.n, c.k_per_rank,
-        A.stride(0) if virtual_inputs else 0, A.stride(1), A.stride(2),
-        B.stride(0) if virtual_inputs else 0, B.stride(1), B.stride(2),
-        partial.rank_stride, out.rank_stride, locks.rank_stride,
-        rank, launch_values(built, epoch, vals, A.device), max_polls, delay_seed, delay_pct,
-        max(delay_max_ns, 1), delay_sites, delay_table_tensor(delay_table, A.device),
-        num_warps=c.num_warps, num_stages=c.num_stages,
-        **meta_parameters(built),
-    )
-
+        *args, num_warps=c.num_warps, num_stages=c.num_stages, **meta)
