@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.launch import launcher, meta_parameters_for
+from syncverify.kernels.build import BuiltKernel
+from syncverify.kernels.launch import launch_arguments, launcher, meta_parameters_for
 from syncverify.kernels.roles import consumer, copy_of, producer, sum_tiles
 from syncverify.kernels.steps import program_role, role_rank
 
@@ -91,3 +92,8 @@ def gemm_all_reduce_kernel(
 meta_parameters = meta_parameters_for(gemm_all_reduce_kernel)
 launch_all_reduce = launcher(gemm_all_reduce_kernel, meta_parameters,
                              """Launch one iteration: ``heap`` holds ``partial``, ``out`` and ``locks``.""")
+
+
+def all_reduce_arguments(built: BuiltKernel, heap, A, B, status, **run) -> tuple[list, dict]:
+    """The arguments and meta-parameters :data:`launch_all_reduce` passes (:func:`~syncverify.kernels.launch.launch_arguments`)."""
+    return launch_arguments(gemm_all_reduce_kernel, meta_parameters, built, heap, A, B, status, **run)

@@ -100,22 +100,31 @@ def kernel_arguments(fields, built: BuiltKernel, heap, A, B, status, run: dict) 
     return [values[name] if field is None else getattr(heap[name], field) for name, field in fields]
 
 
+def launch_arguments(fn, meta: Callable[[BuiltKernel], dict], built: BuiltKernel, heap, A, B, status, *,
+                     rank: int = 0, epoch: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
+                     delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1, delay_table=None,
+                     vals=None, fields: list | None = None) -> tuple[list, dict]:
+    """The positional arguments and keyword meta-parameters of one launch of kernel ``fn``: what
+    :func:`launcher`'s launch passes, for a caller that launches the kernel itself (the front
+    end's cross-check harness). ``fields``: ``heap_fields(fn)``, when the caller keeps it."""
+    c = built.config
+    run = dict(rank=rank, vals=launch_values(built, epoch, vals, A.device), max_polls=max_polls,
+               delay_seed=delay_seed, delay_pct=delay_pct, delay_max_ns=max(delay_max_ns, 1),
+               delay_sites=delay_sites, delay_table=delay_table_tensor(delay_table, A.device))
+    return (kernel_arguments(fields if fields is not None else heap_fields(fn), built, heap, A, B, status, run),
+            dict(num_warps=c.num_warps, num_stages=c.num_stages, **meta(built)))
+
+
 def launcher(fn, meta: Callable[[BuiltKernel], dict], doc: str):
     """A kernel module's launch function for kernel ``fn`` (``doc``: what its heap holds)."""
-    fields = heap_fields(fn)
+    fields = heap_fields(fn)  # once per kernel: the launch path is the stress loop's host cost
 
-    def launch(built: BuiltKernel, heap, A, B, status, *, rank: int = 0, epoch: int = 0,
-               max_polls: int = 1 << 20, delay_seed: int = 0, delay_pct: int = 0, delay_max_ns: int = 1,
-               delay_sites: int = -1, delay_table=None, vals=None, compile_only: bool = False):
+    def launch(built: BuiltKernel, heap, A, B, status, *, compile_only: bool = False, **run):
         c = built.config
         if not c.interpret:
             use_scratch_allocator()
-        run = dict(rank=rank, vals=launch_values(built, epoch, vals, A.device), max_polls=max_polls,
-                   delay_seed=delay_seed, delay_pct=delay_pct, delay_max_ns=max(delay_max_ns, 1),
-                   delay_sites=delay_sites, delay_table=delay_table_tensor(delay_table, A.device))
-        return fn.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(
-            *kernel_arguments(fields, built, heap, A, B, status, run),
-            num_warps=c.num_warps, num_stages=c.num_stages, **meta(built))
+        args, kwargs = launch_arguments(fn, meta, built, heap, A, B, status, fields=fields, **run)
+        return fn.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(*args, **kwargs)
 
     launch.__doc__ = doc + """
 

@@ -8,10 +8,13 @@ Also here: where a rank's copy of a buffer is (:func:`rank_base`), a plan operan
 (:func:`operand`), and which programs of the grid produce and which consume (:func:`program_role`).
 
 Every spin-wait is bounded by a poll budget and reports the last value it saw; nothing here can
-hang a kernel.
+hang a kernel (but in :data:`UNBOUNDED_WAITS`, the interpreter-only build of the front end's
+cross-check).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 from syncverify.protocols import rules
 from syncverify.kernels._deps import tl
@@ -43,6 +46,30 @@ UNTIL = tl.constexpr(FIELDS.index("until"))
 TARGET = tl.constexpr(FIELDS.index("target"))
 BARRIER = tl.constexpr(FIELDS.index("barrier"))
 WRITES = tl.constexpr(FIELDS.index("writes"))
+
+#: The cross-check's build (:func:`unbounded_waits`, ``tests/test_frontend_crosscheck.py``):
+#: every wait polls until its condition holds, with no budget, as the protocol model's ``await``
+#: does, so the kernel front end sees the same spin loop the protocol check cuts. Only ever set
+#: while the interpreter runs a kernel: the compiled default (False) keeps its PTX unchanged
+#: (``tests/test_ptx_audit.py``), and a kernel on a GPU never waits unbounded.
+UNBOUNDED_WAITS = tl.constexpr(False)
+
+
+@contextlib.contextmanager
+def unbounded_waits():
+    """While active, kernels run in the interpreter poll with no budget (:data:`UNBOUNDED_WAITS`).
+
+    The interpreter reads the module's globals each time a kernel runs. Use it around interpreter
+    runs only: a compiled kernel records the flag when it compiles.
+    """
+    global UNBOUNDED_WAITS
+    saved = UNBOUNDED_WAITS
+    UNBOUNDED_WAITS = tl.constexpr(True)
+    try:
+        yield
+    finally:
+        UNBOUNDED_WAITS = saved
+
 
 #: Polls a producer-side spin (a CAS repeated ``until``, an ``await`` in ``signal``) may make in
 #: ``run_signal``: a spin that gives up leaves its signal unwritten, so the consumer's own bounded
@@ -150,9 +177,13 @@ def bounded_poll(ptr, S: tl.constexpr, vals, target, budget):
     value = operand(S[VALUE], vals)
     v = read_flag(ptr, cmp, value, S[READ], S[SEM], S[SCOPE], S[CACHE])
     polls = 1
-    while (until_holds(v, S[UNTIL], target) == 0) & (polls < budget):
-        v = read_flag(ptr, cmp, value, S[READ], S[SEM], S[SCOPE], S[CACHE])
-        polls += 1
+    if UNBOUNDED_WAITS:  # no countdown: a repeated poll comes back to the same state (a spin)
+        while until_holds(v, S[UNTIL], target) == 0:
+            v = read_flag(ptr, cmp, value, S[READ], S[SEM], S[SCOPE], S[CACHE])
+    else:
+        while (until_holds(v, S[UNTIL], target) == 0) & (polls < budget):
+            v = read_flag(ptr, cmp, value, S[READ], S[SEM], S[SCOPE], S[CACHE])
+            polls += 1
     return v, polls
 
 

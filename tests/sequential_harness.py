@@ -168,11 +168,17 @@ def fences_as_no_ops():
         zero = interpreter.TensorHandle(np.zeros(1, dtype=np.int32), tl.int32)
         return _AsmCall(zero)
 
+    shadowed = "create_inline_asm" in vars(builder)
     builder.create_inline_asm = create_inline_asm
     try:
         yield
     finally:
-        builder.create_inline_asm = original
+        # take the instance attribute away again: left behind, the original bound method would
+        # shadow the class method the front end's hooks patch (its inline asm then refused)
+        if shadowed:
+            builder.create_inline_asm = original
+        else:
+            del builder.create_inline_asm
 
 
 @contextlib.contextmanager

@@ -53,6 +53,18 @@ def test_each_example_gets_the_verdict_its_docstring_states(folder, name, world_
     assert sorted(result.violations) == sorted(kinds)
 
 
+def test_a_check_past_its_time_bound_stops_at_it():
+    """The racing reset's two calls take minutes to explore in full: a 4 s bound must stop the
+    check at 4 s (importing torch and triton included), answering unknown or the violations found."""
+    import time
+
+    start = time.monotonic()
+    result = syncverify.check_kernel(f"{EXAMPLES / 'all_scatter' / 'harness.py'}::reset_on_gemm_stream",
+                                     world_size=2, calls=2, timeout=4)
+    assert time.monotonic() - start < 4 + 1.0
+    assert result.limit_hit == "timeout" and result.safe is not True
+
+
 @pytest.mark.parametrize(("name", "code"), [("original", 1), ("fix_with_barrier", 0)])
 def test_the_command_line_checks_an_iris_kernel_file_with_the_exit_code_of_its_verdict(name, code, capsys):
     from syncverify.cli import main

@@ -184,6 +184,28 @@ def test_a_kernel_spinning_on_memory_no_one_writes_is_a_hang_not_a_hung_checker(
     assert "bad.py:56" in result.violations["hang"].explanation and "keeps reading 0" in result.violations["hang"].explanation
 
 
+def test_a_spin_on_heap_bases_reports_the_64_bit_address_it_keeps_reading():
+    result = syncverify.check_kernel(f"{BAD}::spin_on_heap_bases", world_size=1, timeout=60)
+    assert set(result.violations) == {"hang"}
+    text = result.violations["hang"].explanation
+    read = int(text.split("keeps reading ")[1].split(",")[0])
+    assert read >= 2**31, "a heap base address as stored (64 bits), not its 32-bit model value"
+
+
+def test_a_poll_that_rereads_heap_bases_every_iteration_is_not_a_spin_on_heap_bases():
+    """iris's ``translate`` reads ``heap_bases`` (never written) before every poll of the flag; the
+    flag's value, chosen in between, is what changes. It was once a false hang on ``heap_bases``."""
+    result = check("translated_poll_harness")
+    assert result.safe is True, result.text()
+
+
+def test_a_counter_polled_with_the_read_only_cas_idiom_settles_its_value_domain():
+    """``atomic_cas(p, 0, 0)`` in a poll loop writes back what it read: it must not count as an
+    unbounded chain of writes (the domain would grow with every round and never settle)."""
+    result = check("cas_poll_count_harness", threads_per_cta=1)
+    assert result.safe is True, result.text()
+
+
 def test_an_access_outside_every_allocation_is_out_of_bounds_and_a_masked_one_is_not():
     result = syncverify.check_kernel(f"{BAD}::out_of_bounds", world_size=1, timeout=60)
     assert set(result.violations) == {"out-of-bounds"}

@@ -215,6 +215,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
     """
+    start = time.monotonic()  # the bound counts from the call: importing torch and triton included
     _require()
     if not isinstance(world_size, int) or world_size < 1:
         raise HarnessError(f"world_size={world_size!r} must be a positive integer")
@@ -222,7 +223,6 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         raise HarnessError(f"calls={calls!r} must be a positive integer")
     if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 32:
         raise HarnessError(f"threads_per_cta={threads_per_cta!r} must be 1 to 32")
-    start = time.monotonic()
     deadline = None if timeout is None else start + timeout
     fn, name = load_harness(target)
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
@@ -353,6 +353,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     for loc, dom in domains.items():
         init[str(loc)] = _init_value(memory, loc)
     oob: set = set()
+    constants: dict = {}
     cta = 0
     paths = 0
     for launch in launches:
@@ -363,6 +364,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
             cta += 1
             smem: dict = {}
             for t in range(threads):
+                if deadline is not None and time.monotonic() > deadline:
+                    raise LimitHit("timeout", "while lifting the programs' paths into the model")
                 tree = trees[(launch.index, pid, t)]
                 paths += tree.runs
                 emitter = ThreadEmitter(namer, t, threads, cta, used, needed, smem, launch.call)
@@ -370,6 +373,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 oob |= emitter.oob
                 for name, value in emitter.spins.items():
                     init.setdefault(name, value)
+                constants.update(emitter.shown)
                 role = (f"rank {launch.rank} {launch.kernel_name}[{pid[0]}]" + (f" thread {t}" if threads > 1 else "")
                         + f" (call {launch.call}, stream {launch.stream})")
                 threads_out.append(Thread(f"T{len(threads_out)}", launch.rank, cta, code, role, launch.phase))
@@ -416,7 +420,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     size = {"programs": sum(len(l.pids()) for l in launches), "threads": len(threads_out), "paths": paths,
             "locations": len(program.locations()), "ghost_groups": len(owners)}
     notes = sorted(assumptions)
-    return Lifted(program, infos, owners, oob, files), size, notes
+    return Lifted(program, infos, owners, oob, files, constants), size, notes
 
 
 def _signature(tree, written: frozenset, nonghost: frozenset, domains: dict) -> tuple:

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from syncverify.errors import UnsupportedConstruct
 from syncverify.frontend.runner import Item, Loc
@@ -45,6 +46,7 @@ class Lifted:
     ghost_names: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # group -> (buffer, rank)
     oob: set = field(default_factory=set)  # out-of-bounds location names
     files: set = field(default_factory=set)  # the source files the kernels' operations come from
+    constants: dict = field(default_factory=dict)  # never-written location polled forever -> its value as stored
 
 
 class _Namer:
@@ -116,7 +118,8 @@ class ThreadEmitter:
         self.entry: dict[int, str] = {}
         self.at_read: dict[int, str] = {}
         self.oob: set = set()
-        self.spins: dict[str, int] = {}  # never-written locations a spin polls -> their value
+        self.spins: dict[str, int] = {}  # never-written locations a spin polls -> their model value
+        self.shown: dict[str, Any] = {}  # ... -> their value as stored (64-bit addresses, floats)
 
     def _fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -167,9 +170,10 @@ class ThreadEmitter:
             self.code.append(Branch(self.at_read[id(node.target)]))
             return
         if node.kind == "spin":  # polls memory no one writes: a read of its value, forever
-            loc, value, site = node.spin
+            loc, value, site, shown = node.spin
             label = self._fresh("S")
             self.spins[str(loc)] = value
+            self.shown[str(loc)] = shown
             self.code += [Label(label), Load(self._fresh("r"), str(loc), line=site.line,
                                              label=f"{site} ({site.kernel}) {site.text}"), Branch(label)]
             return

@@ -38,7 +38,7 @@ class Node:
 
     ``kind``: ``choice`` (``read`` and ``children`` by value; ``matters`` False: one child
     serves every value), ``end`` (the program returned), ``goto`` (back to ``target``'s choice)
-    or ``spin`` (it polls memory no one writes, forever: ``spin`` is (Loc, value, Site)).
+    or ``spin`` (it polls memory no one writes, forever: ``spin`` is (Loc, model value, Site, value as stored)).
     """
 
     pre: list[Item] = field(default_factory=list)
@@ -167,9 +167,23 @@ def _writes(item: Item) -> list:
     """The locations an item writes (a store's synchronization locations, an atomic's)."""
     if item.kind == "st":
         return list(item.locs)
-    if item.kind == "read" and item.op == "atom":
+    if item.kind == "read" and item.op == "atom" and not _identity(item):
         return list(item.locs)
     return []
+
+
+def _identity(item: Item) -> bool:
+    """An atomic that writes back the value it read whatever it is (``cas(p, v, v)``, the
+    read-only idiom; an add, or, xor of 0; an and of -1): it makes no new value, so a poll loop of
+    it does not make its location's chain of writes unbounded."""
+    op, ops = item.fence_kind, item.operands
+    if op == "cas":
+        return len(ops) == 2 and ops[0] == ops[1]
+    if op in ("add", "or", "xor"):
+        return ops[:1] == (0,)
+    if op == "and":
+        return ops[:1] == (-1,)
+    return False
 
 
 def max_writes(root: Node) -> dict:

@@ -69,8 +69,10 @@ class _Spin(BaseException):
     """A run returned to a read of memory no one writes in the same state, with no choice in
     between: it spins forever on a value nothing can change."""
 
-    def __init__(self, loc, value: int, site) -> None:
-        self.loc, self.value, self.site = loc, value, site
+    def __init__(self, loc, value: int, site, shown: Any) -> None:
+        # value: the model's 32-bit picture of it; shown: the memory's own value (a 64-bit address
+        # in heap_bases, a float), what the verdict prints
+        self.loc, self.value, self.site, self.shown = loc, value, site, shown
 
 
 class _Stuck(BaseException):
@@ -91,7 +93,7 @@ class RunResult:
     chosen: list[int] = field(default_factory=list)  # the value of each choice
     domains: list[tuple[int, ...]] = field(default_factory=list)  # the values each choice could take
     cut: int | None = None  # the run returned to the state of this choice
-    spin: tuple | None = None  # (Loc, value, Site): it spins forever reading constant memory
+    spin: tuple | None = None  # (Loc, model value, Site, value as stored): it spins forever reading constant memory
     sinks: set = field(default_factory=set)  # taint ids that reached a sink
     used: set = field(default_factory=set)  # taint ids whose value was used at all
     ghost_reads: set = field(default_factory=set)  # ghost locations read
@@ -536,6 +538,9 @@ class ProgramRun:
         """A new choice: its index and the value the oracle answers. At the first choice of an
         operation, a state seen before in this run cuts the run there."""
         index = len(self.result.chosen)
+        # a choice in between: coming back to a read of constant memory is no longer a spin on it
+        # (a poll whose loop translates its pointer through heap_bases reads it on every iteration)
+        self.constant_seen.clear()
         if first:
             position = self._position(frames)
             key = self._state(frames, position)
@@ -551,7 +556,7 @@ class ProgramRun:
         self.result.domains.append(domain)
         return index, value
 
-    def _constant_read(self, frames, loc, value: int, site) -> None:
+    def _constant_read(self, frames, loc, value: Any, np_dtype, site) -> None:
         """A read of memory no one writes leaves no event, but a run that comes back to it in the
         same state with no choice in between loops forever (and must not hang the checker)."""
         self.reads += 1
@@ -561,7 +566,7 @@ class ProgramRun:
                                   f"{20 * self.oracle.max_items} times on one path ({site})"))
         key = ("constant", loc, self._state(frames, self._position(frames)))
         if key in self.constant_seen:
-            raise _Spin(loc, value, site)
+            raise _Spin(loc, to_model(value, np_dtype), site, value.item() if hasattr(value, "item") else value)
         self.constant_seen.add(key)
 
     def _shares(self, size: int) -> list[bool]:
@@ -621,7 +626,7 @@ class ProgramRun:
                 out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]  # constant memory: its contents
                 if constant_checked is False:  # once per operation: is this run looping on it?
                     constant_checked = True
-                    self._constant_read(frames, loc, to_model(out[j], np_dtype), site)
+                    self._constant_read(frames, loc, out[j], np_dtype, site)
                 continue
             if loc not in self.oracle.nonghost and not is_volatile:
                 out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]
@@ -897,7 +902,7 @@ def run_program(launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracl
     except _Cut as cut:
         run.result.cut = cut.choice
     except _Spin as spin:
-        run.result.spin = (spin.loc, spin.value, spin.site)
+        run.result.spin = (spin.loc, spin.value, spin.site, spin.shown)
     except _Bound as bound:
         raise bound.hit from None
     except _Stuck:

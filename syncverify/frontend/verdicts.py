@@ -75,7 +75,7 @@ def classify(x: Execution, lifted) -> list[tuple[str, str, list[tuple[int, int]]
                 polls = [ins for ins in lifted.program.threads[t].instructions
                          if getattr(ins, "loc", None) == loc and getattr(ins, "label", "")]
                 where = polls[-1].label.split("  [")[0] if polls else "?"
-                waits.append(f"{loc} (at {where}) keeps reading {value}")
+                waits.append(f"{loc} (at {where}) keeps reading {lifted.constants.get(loc, value)}")
             found.append(("hang", f"{role} waits forever: " + "; ".join(waits) +
                           ", the final value, which never lets it leave its loop", []))
         else:

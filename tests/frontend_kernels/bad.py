@@ -99,3 +99,13 @@ def loops_without_memory(x_ptr):
 def silent_loop(sv):
     x = sv.heap.zeros((1,), torch.int32)
     sv.launch(loops_without_memory, (1,), x.on(0), rank=0)
+
+
+@triton.jit
+def spins_on_heap_bases(heap_bases):
+    while tl.load(heap_bases) != 0:  # a heap's base address is never 0: forever
+        pass
+
+
+def spin_on_heap_bases(sv):
+    sv.launch(spins_on_heap_bases, (1,), sv.heap.bases, rank=0)

@@ -290,3 +290,58 @@ def relaxed_both_harness(sv):
     flag = sv.heap.zeros((1,), torch.int32)
     out = sv.heap.zeros((4,), torch.int32)
     sv.launch(relaxed_both, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=4, rank=0)
+
+
+# ----- a poll that translates its pointer through heap_bases on every iteration -----------------
+
+@triton.jit
+def through_bases(ptr, heap_bases):
+    """``ptr`` moved from heap 0 to heap 0 through ``heap_bases``, as ``iris.translate`` does."""
+    base = tl.load(heap_bases)
+    return (base.to(tl.pointer_type(tl.int8)) + (ptr.to(tl.uint64) - base)).to(ptr.dtype)
+
+
+@triton.jit
+def translated_poll(data_ptr, flag_ptr, out_ptr, heap_bases):
+    """iris's pattern: the flag's address is recomputed from ``heap_bases`` (memory no one writes)
+    inside the wait loop, so every iteration reads ``heap_bases`` again, in the same state, before
+    the flag: only the flag's value, chosen in between, differs."""
+    if tl.program_id(0) == 1:  # producer: scalar store and signal, both on thread 0
+        tl.store(data_ptr, 7)
+        tl.atomic_xchg(flag_ptr, 1, sem="release", scope="gpu")
+    else:
+        while tl.atomic_add(through_bases(flag_ptr, heap_bases), 0, sem="acquire", scope="gpu") == 0:
+            pass
+        tl.store(out_ptr, tl.load(data_ptr))
+
+
+def translated_poll_harness(sv):
+    data, flag, out = (sv.heap.zeros((1,), torch.int32) for _ in range(3))
+    sv.launch(translated_poll, (2,), data.on(0), flag.on(0), out.on(0), sv.heap.bases, rank=0)
+    sv.expect_written(out.on(0))
+
+
+# ----- a counter polled with the read-only cas idiom --------------------------------------------
+
+@triton.jit
+def cas_poll_count(data_ptr, counter_ptr, out_ptr):
+    """Two producers each store their element and count themselves (release add); the consumer
+    polls the counter with ``atomic_cas(p, 0, 0)`` (iris's read-only idiom) until both arrived. A
+    failed-or-equal cas writes back what it read: the poll loop makes no new counter values."""
+    pid = tl.program_id(0)
+    if pid > 0:
+        tl.store(data_ptr + pid - 1, pid)
+        tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
+    else:
+        while tl.atomic_cas(counter_ptr, 0, 0, sem="acquire", scope="gpu") < 2:
+            pass
+        offs = tl.arange(0, 2)
+        tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def cas_poll_count_harness(sv):
+    data = sv.heap.zeros((2,), torch.int32)
+    counter = sv.heap.zeros((1,), torch.int32)
+    out = sv.heap.zeros((2,), torch.int32)
+    sv.launch(cas_poll_count, (3,), data.on(0), counter.on(0), out.on(0), rank=0)
+    sv.expect_written(out.on(0))
