@@ -336,7 +336,8 @@ class Thread:
     ``role`` says who it is (shown in counterexamples): a scenario's :class:`ThreadOrigin`, or any
     text for a hand-written program. ``phase`` is the host-side phase it runs in (see
     ``Program.host_order``): a scenario's :class:`Phase`, or any name (the explorer only compares
-    phases).
+    phases). ``steps``: how many protocol steps of each section its code holds, ``(("signal", 3),)``
+    (the scenario builder counts them; a message about a thread's size names them).
     """
 
     name: str
@@ -345,6 +346,7 @@ class Thread:
     instructions: tuple[Instruction, ...]
     role: ThreadOrigin | str = ""
     phase: Phase | str = ""
+    steps: tuple[tuple[str, int], ...] = ()
 
 
 # ----- final conditions (litmus) -------------------------------------------------------------

@@ -13,7 +13,6 @@ which reads may branch on value classes :func:`syncverify.explore.value_classes.
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import replace
 
 from syncverify.errors import UnsupportedConstruct
@@ -38,19 +37,11 @@ def _max_steps_detail(thread: Thread, max_steps: int) -> str:
     who = f"{thread.role} (thread {thread.name})" if thread.role else f"thread {thread.name}"
     size = len(thread.instructions)
     if size > max_steps:
-        steps: dict[str, int] = {}
-        for ins in thread.instructions:
-            found = _STEP_RE.match(getattr(ins, "label", "") or "")
-            if found:
-                steps[found[1]] = max(steps.get(found[1], 0), int(found[2]))
-        named = "".join(f"{n} {kind} step{'' if n == 1 else 's'}, " for kind, n in steps.items())
+        named = "".join(f"{n} {kind} step{'' if n == 1 else 's'}, " for kind, n in thread.steps)
         return (f"{who} has {named}{size} instructions in all, more than the bound of {max_steps} "
                 f"instructions per thread and path; raise it with --max-steps N, N above {size}")
     return (f"{who} ran more than {max_steps} instructions on one path without terminating or "
             f"repeating a state (a loop that writes every iteration?); raise the bound with --max-steps N")
-
-
-_STEP_RE = re.compile(r"(signal|wait) step (\d+)\b")
 
 
 def thread_paths(

@@ -373,6 +373,16 @@ class _Builder:
         self.step_labels[label] = origin
         return label
 
+    def step_counts(self, code) -> tuple[tuple[str, int], ...]:
+        """How many steps of each section ``code`` holds: the highest step number of the section
+        its labels name (:attr:`Thread.steps`)."""
+        counts: dict[str, int] = {}
+        for ins in code:
+            origin = self.step_labels.get(getattr(ins, "label", ""))
+            if origin is not None:
+                counts[origin.section] = max(counts.get(origin.section, 0), origin.index)
+        return tuple(counts.items())
+
     def fresh(self, stem: str) -> str:
         self.labels += 1
         return f"{stem}{self.labels}"
@@ -714,7 +724,8 @@ class _Program:
                             code = builder.role_code(role, r, t, i)
                             origin = ThreadOrigin(r, role.name, thread=i, tile=t, epoch=epoch)
                             self.threads.append(Thread(f"P{len(self.threads)}", r, self.cta(r, f"{role.name}{t}", epoch),
-                                                       tuple(code), origin, rules.launch_phase(epoch, r, opts.launches)))
+                                                       tuple(code), origin, rules.launch_phase(epoch, r, opts.launches),
+                                                       builder.step_counts(code)))
                             if unit is not None:
                                 self.units.setdefault(unit, []).append(len(self.threads) - 1)
         return self.finish()
