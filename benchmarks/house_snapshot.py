@@ -28,6 +28,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks.verdict_table import print_differences
+
 SCENARIOS = ("all-reduce", "all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
 
 
@@ -155,15 +157,8 @@ def compare(before: str, after: str) -> int:
         return found
 
     b, a = rows(before), rows(after)
-    differ = 0
-    for key in sorted(set(b) | set(a), key=str):
-        x, y = b.get(key, {}), a.get(key, {})
-        fields = ("verdict", "kinds", "executions")
-        if any(x.get(f) != y.get(f) for f in fields):
-            differ += 1
-            print(f"{key[:3]}: " + "; ".join(f"{f} {x.get(f)} -> {y.get(f)}" for f in fields if x.get(f) != y.get(f)))
-    print(f"{len(set(b) | set(a))} rows, {differ} differ")
-    return 1 if differ else 0
+    paired = {key: {"before": b.get(key, {}), "after": a.get(key, {})} for key in set(b) | set(a)}
+    return print_differences(paired, ("verdict", "kinds", "executions"))
 
 
 def main(argv: list[str] | None = None) -> int:

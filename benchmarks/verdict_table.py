@@ -78,7 +78,11 @@ def compare(before: str, after: str) -> int:
                 if line.strip():
                     row = json.loads(line)
                     rows.setdefault(key(row), {})[tag] = row
-    fields = ("verdict", "kinds", "executions", "candidates")
+    return print_differences(rows, ("verdict", "kinds", "executions", "candidates"))
+
+
+def print_differences(rows: dict, fields: tuple[str, ...]) -> int:
+    """Print each key whose ``before`` and ``after`` rows differ in ``fields``, then a count; 1 if any do."""
     differ = 0
     for k, pair in sorted(rows.items(), key=lambda kv: str(kv[0])):
         b, a = pair.get("before", {}), pair.get("after", {})
