@@ -8,7 +8,7 @@ import re
 import pytest
 
 from syncverify.verdicts.check import check_protocol
-from syncverify.verdicts.graphs import MAX_WIDTH_PX, focus, happens_before_graph, to_dot, write_graph
+from syncverify.verdicts.graphs import MAX_WIDTH_PX, draw, focus, happens_before_graph, to_dot, write_graph
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +99,39 @@ def test_write_graph_without_evidence_still_draws_both(tmp_path, two_epochs):
     _result, witness, _cause = two_epochs
     files = write_graph(witness.execution, tmp_path / "all")
     assert {f.suffix for f in files} == {".dot", ".png"} and all(f.stat().st_size for f in files)
+
+
+@pytest.fixture(scope="module")
+def all_scatter_figure():
+    """The all-scatter counterexample whose long poll labels used to overlap the next column."""
+    result = check_protocol("fenced-release-acquire", scenario="all-scatter", world_size=2)
+    witness = next(iter(result.violations.values()))
+    cause = witness.cause(result.scenario)
+    graph, _note = focus(happens_before_graph(witness.execution), witness.evidence, cause.evidence)
+    fig, boxes = draw(graph, title="t", highlight=witness.evidence, needed=cause.evidence)
+    yield fig, boxes
+    # matplotlib: only for measuring the drawn picture
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def test_event_boxes_do_not_overlap(all_scatter_figure):
+    fig, boxes = all_scatter_figure
+    fig.canvas.draw()  # box patches take their size when drawn
+    renderer = fig.canvas.get_renderer()
+    extents = {n: t.get_bbox_patch().get_window_extent(renderer) for n, t in boxes.items()}
+    assert len(extents) > 6
+    nodes = sorted(extents)
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1:]:
+            assert not extents[a].overlaps(extents[b]), (boxes[a].get_text(), boxes[b].get_text())
+
+
+def test_text_is_drawn_above_every_curve(all_scatter_figure):
+    fig, _boxes = all_scatter_figure
+    ax = fig.axes[0]
+    arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    labels = [t for t in ax.texts if t.get_text() and getattr(t, "arrow_patch", None) is None]
+    assert arrows and labels
+    assert min(t.get_zorder() for t in labels) > max(a.get_zorder() for a in arrows)

@@ -64,6 +64,10 @@ NEEDED_COLOUR = "red"
 MAX_WIDTH_PX = 2000  #: the widest PNG drawn (at :data:`DPI`)
 MAX_HEIGHT_PX = 2400
 DPI = 110
+MIN_COLUMN_WIDTH = 3.0  #: data units (about inches before any shrinking) between column centres
+MONO_CHAR_WIDTH = 0.6 * 8 / 72  #: one monospace character at the base 8 pt, in the same units
+COLUMN_GAP = 0.6  #: white space between the widest boxes of neighbouring columns
+TEXT_Z = 5  #: text above every curve: a label under an edge cannot be read
 #: Edges followed when deciding which events lie on a path between the violation's events.
 _PATH_RELATIONS = ("po", "rf", "sync", "barrier", "fence_sc", "rmw")
 
@@ -278,6 +282,29 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
            highlight: Iterable[tuple[int, int]] = (), needed: Iterable[tuple[int, int]] = ()) -> None:
     """Draw the graph with matplotlib (no Graphviz needed): threads as columns, po downwards,
     at most :data:`MAX_WIDTH_PX` wide."""
+    fig, _boxes = draw(graph, title=title, highlight=highlight, needed=needed)
+    fig.savefig(str(path), dpi=DPI)
+    # matplotlib: about a second to import, only for drawing a picture
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def _column_widths(graph: nx.MultiDiGraph, threads: list[str]) -> list[float]:
+    """Each column as wide as its widest event box (monospace at the base font size), at least
+    :data:`MIN_COLUMN_WIDTH`: fixed-width columns let long labels overlap their neighbours."""
+    widths = []
+    for thread in threads:
+        longest = max((max(len(line) for line in _node_text(d).split("\n"))
+                       for _n, d in graph.nodes(data=True) if d["thread"] == thread), default=0)
+        widths.append(max(MIN_COLUMN_WIDTH, longest * MONO_CHAR_WIDTH + COLUMN_GAP))
+    return widths
+
+
+def draw(graph: nx.MultiDiGraph, *, title: str = "", highlight: Iterable[tuple[int, int]] = (),
+         needed: Iterable[tuple[int, int]] = ()):
+    """The matplotlib figure of :func:`to_png` and the text artist of each event box (by node),
+    so that tests can measure what was drawn."""
     # matplotlib: about a second to import, only for drawing a picture
     import matplotlib
 
@@ -294,21 +321,27 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
     inits = [n for n, d in graph.nodes(data=True) if d["thread"] == "init"]
     pairs = graph.graph.get("phases") or []
     phases = _phases_in_order(pairs) if pairs else []
-    colw = 3.0
+    widths = _column_widths(graph, threads)
+    centres = [sum(widths[:i]) + w / 2 - widths[0] / 2 for i, w in enumerate(widths)]
+    colw = sum(widths) / len(widths) if widths else MIN_COLUMN_WIDTH  # for the bends: a typical column
+    middle = (centres[-1] + centres[0]) / 2 if centres else 0.0
     pos: dict[int, tuple[float, float]] = {}
     top = 1.9 if inits else 0.9  # the init row sits above the headers
+    init_step = max([MIN_COLUMN_WIDTH * 0.6] + [len(_node_text(graph.nodes[n])) * MONO_CHAR_WIDTH + 0.4
+                                                for n in inits])
     for i, n in enumerate(inits):
-        pos[n] = ((i - (len(inits) - 1) / 2) * 1.8 + (len(threads) - 1) * colw / 2, top)
+        pos[n] = ((i - (len(inits) - 1) / 2) * init_step + middle, top)
     for col, thread in enumerate(threads):
         nodes = sorted((n for n, d in graph.nodes(data=True) if d["thread"] == thread),
                        key=lambda n: graph.nodes[n]["index"])
         for row, n in enumerate(nodes):
-            pos[n] = (col * colw, -row * 1.0)
+            pos[n] = (centres[col], -row * 1.0)
     depth = max((-y for _x, y in pos.values()), default=0)
     host_y = top + 0.9
     upper = host_y + 0.5 if phases else top + 0.5
     xs = [p[0] for p in pos.values()] or [0.0]
-    xmin, xmax = min(xs) - 1.8, max(xs) + 1.8
+    half = max(widths, default=MIN_COLUMN_WIDTH) / 2
+    xmin, xmax = min(xs) - max(1.8, half), max(xs) + max(1.8, half)
     span_x, span_y = xmax - xmin, upper + depth + 3.2  # room below for the legend
     width = min(MAX_WIDTH_PX / DPI, max(7.0, 1.05 * span_x))
     height = min(MAX_HEIGHT_PX / DPI, max(4.5, 1.0 * span_y))
@@ -319,12 +352,13 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
     for col, thread in enumerate(threads):
         column = next((d.get("column") for _n, d in graph.nodes(data=True) if d["thread"] == thread), thread)
         name, _, rest = column.partition(": ")
-        text = name + ("\n" + textwrap.fill(rest, 20) if rest else "")
-        ax.text(col * colw, 0.5, text, ha="center", va="bottom", fontsize=fs + 0.5, fontweight="bold")
+        text = name + ("\n" + textwrap.fill(rest, max(20, int(widths[col] / MONO_CHAR_WIDTH) - 4)) if rest else "")
+        ax.text(centres[col], 0.5, text, ha="center", va="bottom", fontsize=fs + 0.5, fontweight="bold",
+                zorder=TEXT_Z, bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85))
     # Host order: one box per phase (launch or reset), in order, joined by "host" arrows.
     phase_pos: dict[str, tuple[float, float]] = {}
     for i, ph in enumerate(phases):
-        x0 = (i - (len(phases) - 1) / 2) * 3.4 + (len(threads) - 1) * colw / 2
+        x0 = (i - (len(phases) - 1) / 2) * 3.4 + middle
         phase_pos[ph] = (x0, host_y)
     for a, b in pairs:
         adjacent = abs(phases.index(a) - phases.index(b)) == 1
@@ -333,9 +367,9 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
                                     shrinkA=40, shrinkB=40,
                                     connectionstyle=f"arc3,rad={0 if adjacent else -0.25}"))
         mid = ((phase_pos[a][0] + phase_pos[b][0]) / 2, host_y + (0 if adjacent else 0.45))
-        ax.text(*mid, "host", fontsize=fs - 1, ha="center", va="bottom", color=HOST_STYLE[0])
+        ax.text(*mid, "host", fontsize=fs - 1, ha="center", va="bottom", color=HOST_STYLE[0], zorder=TEXT_Z)
     for ph, xy in phase_pos.items():
-        ax.text(*xy, f"{ph}: {_phase_words(ph)}", ha="center", va="center", fontsize=fs, style="italic",
+        ax.text(*xy, f"{ph}: {_phase_words(ph)}", ha="center", va="center", fontsize=fs, style="italic", zorder=TEXT_Z,
                 bbox=dict(boxstyle="rarrow,pad=0.3", fc="#f0f0f0", ec="black", lw=1))
     for a, b, key in graph.edges(keys=True):
         if key not in EDGE_STYLE or (key in ("fr", "dep") and (a, b) not in marked):
@@ -360,12 +394,13 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
                                     connectionstyle=f"arc3,rad={_bend(pos[a], pos[b], 'needed', colw)}"))
         mid = ((pos[a][0] + pos[b][0]) / 2, (pos[a][1] + pos[b][1]) / 2)
         ax.text(*mid, "needed", color=NEEDED_COLOUR, fontsize=fs + 1, fontweight="bold", ha="center",
-                va="center", bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+                va="center", zorder=TEXT_Z + 1, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
     hot_nodes = {n for p in marked | set(needed) for n in p}
+    boxes = {}
     for n, d in graph.nodes(data=True):
         hot = n in hot_nodes
-        ax.text(*pos[n], _node_text(d), ha="center", va="center", fontsize=fs, family="monospace",
-                bbox=dict(boxstyle="round,pad=0.3", fc="#fff2f2" if hot else "white",
+        boxes[n] = ax.text(*pos[n], _node_text(d), ha="center", va="center", fontsize=fs, family="monospace",
+                           zorder=TEXT_Z, bbox=dict(boxstyle="round,pad=0.3", fc="#fff2f2" if hot else "white",
                           ec="red" if hot else "#333333", lw=2 if hot else 1))
     words = [EDGE_WORDS[k] for k in _legend_keys(graph, marked, needed)]
     footer = "legend:  " + "   |   ".join(words) if words else ""
@@ -384,8 +419,7 @@ def to_png(graph: nx.MultiDiGraph, path: str | Path, *, title: str = "",
         ax.set_title(title, fontsize=fs + 2)
     legend_lines = footer.count("\n") + 1 if footer else 0
     fig.tight_layout(rect=(0, min(0.45, (legend_lines * fs * 1.5 + 12) / 72 / height), 1, 1))
-    fig.savefig(str(path), dpi=DPI)
-    plt.close(fig)
+    return fig, boxes
 
 
 def _bend(a: tuple[float, float], b: tuple[float, float], key: str, colw: float) -> float:
