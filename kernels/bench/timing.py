@@ -448,12 +448,13 @@ def load_protocols(names) -> dict:
 
 
 def run_sweep(sweep: Sweep, *, device, progress: Callable[[int, int, str], None] = lambda d, t, s: None,
-              seed: int = 0, graphs: bool = True) -> tuple[Ceilings, list[Measurement]]:
+              seed: int = 0, graphs: bool = True, loaded: dict | None = None) -> tuple[Ceilings, list[Measurement]]:
     """Measure the ceilings, then every case of ``sweep``; ``progress(done, total, label)``
-    (``graphs``: :attr:`Timer.graphs`)."""
+    (``graphs``: :attr:`Timer.graphs`). ``loaded``: label -> protocol object, instead of loading
+    ``sweep.protocols`` by name (the model's fixes, which have no file: ``check --suggest --cost``)."""
     device = torch.device(device)
     timer = Timer(device, launches=sweep.launches, repeats=sweep.repeats, graphs=graphs)
-    protocols = load_protocols(sweep.protocols)
+    protocols = loaded if loaded is not None else load_protocols(sweep.protocols)
     sms = 2 if timer.interpret else torch.cuda.get_device_properties(device).multi_processor_count
     # refuse every bad case before the first timing
     for case in sweep.cases:
