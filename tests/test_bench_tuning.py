@@ -111,3 +111,30 @@ def test_cost_options_that_cannot_be_used_are_one_line_and_exit_2(argv, message,
     assert main(["check", "fenced-release-acquire", *argv]) == 2
     captured = capsys.readouterr()
     assert message in captured.err + captured.out and "Traceback" not in captured.err
+
+
+def _tiny_table(tmp_path, kernel="all-gather-gemm"):
+    entry = {"kernel": kernel, "shape": "64x32x32", "block": [16, 16, 16], "stages": 1, "warps": 1,
+             "group_m": 2, "split": [1, 3], "safe_us": {}, "cheapest_safe": ""}
+    path = tmp_path / "tiles.json"
+    path.write_text(json.dumps({"format": TILE_FORMAT, "machine": "nvidia-h200", "entries": [entry]}))
+    return path
+
+
+def test_bench_tiles_runs_each_case_at_the_tables_configuration(tmp_path, capsys):
+    """In the interpreter (which runs a GPU's table at its own tiny sizes), the case takes the
+    table's tile, stages, warps, order and split, and every synchronized build validates."""
+    path = _tiny_table(tmp_path)
+    assert main(["bench", "--interpret", "--kernel", "all-gather-gemm", "--m", "64", "--n", "32", "--k", "32",
+                 "--protocol", "epoch-flag", "--tiles", str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    fused = [r for r in rows if r["what"] == "fused"]
+    assert {(r["tile"], r["stages"], r["warps"], r["split"], r["group_m"]) for r in fused} == {("16x16x16", 1, 1, "1+3", 2)}
+    assert [r["validated"] for r in fused if r["protocol"] == "epoch-flag"] == ["ok"]
+
+
+def test_bench_tiles_refuses_a_shape_the_table_lacks_in_one_line(tmp_path, capsys):
+    assert main(["bench", "--interpret", "--kernel", "all-gather-gemm", "--m", "128", "--n", "32", "--k", "32",
+                 "--tiles", str(_tiny_table(tmp_path))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no entry for all-gather-gemm 128x32x32" in err[0]
