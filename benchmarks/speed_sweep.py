@@ -40,6 +40,7 @@ import concurrent.futures as futures
 import json
 import multiprocessing
 import os
+import subprocess
 import sys
 import time
 import traceback
@@ -48,9 +49,10 @@ from pathlib import Path
 
 import torch
 
-from syncverify.kernels.bench.report import Case, default_split, problem_flops
+from syncverify.kernels.bench.report import Case, default_split, machine_kind, problem_flops
 from syncverify.kernels.bench.timing import (FusedRun, Timer, cublas_replay, input_sets, measure_ceilings,
                                             operand_shapes)
+from syncverify.kernels.bench.tuning import choose_tiles
 from syncverify.kernels.build import build, runtime_values_tensor, torch_dtype
 from syncverify.kernels.compile import compile_like_launch
 from syncverify.kernels.launch import launch_arguments
@@ -107,10 +109,15 @@ def make_case(kernel: str, shape, block, stages, warps, group_m, split=()) -> Ca
                 group_m=group_m, split=tuple(split))
 
 
+def resolved(case: Case, sms: int) -> Case:
+    """``case`` with its split filled in (the default one for the GPU's SMs when it has none)."""
+    return case if case.split else replace(case, split=default_split(case.kernel, sms=sms, world_size=W))
+
+
 def builds_of(case: Case, protocols: dict, *, sms: int, part: bool) -> dict:
     """label -> BuiltKernel: the GEMM part (every program multiplies) and the fused kernel with
     each protocol (name -> loaded protocol, ``none`` -> None)."""
-    case = case if case.split else replace(case, split=default_split(case.kernel, sms=sms, world_size=W))
+    case = resolved(case, sms)
     out = {}
     if part:
         config = replace(case.kernel_config(world_size=W, gemm_only=True), gemm_sms=sms // W)
@@ -200,7 +207,7 @@ class Run:
         built = []
         for case, protocols, part, note in groups:
             try:
-                built.append((case, builds_of(case, protocols, sms=self.sms, part=part), note))
+                built.append((resolved(case, self.sms), builds_of(case, protocols, sms=self.sms, part=part), note))
             except Exception as error:
                 self.skipped.append(f"{name} {case.key}: {type(error).__name__}: {error}")
         pre = precompile([b for _, builds, _ in built for b in builds.values()], self.args.workers)
@@ -269,6 +276,72 @@ def phase_one(run: Run) -> None:
     run.stage("fixes", fixes)
 
 
+#: Phase 2: per (kernel, shape), the configurations (block, stages, warps, group_m, split) timed for
+#: the shipped tile table: phase 1's fastest GEMM parts (docs/RESULTS.md, 2026-12-02) at the
+#: splits that moved the safe protocols' time there, plus (all-gather-gemm) a smaller tile group
+#: so the first wave waits for fewer tiles, and (all-scatter 1024^3) a 128-deep K step.
+_AGG_BIG = ((64, 256, 64), 3, 8)
+_STD_BIG = ((128, 256, 64), 3, 8)
+FINAL: dict = {
+    ("all-gather-gemm", BIG): [(*_AGG_BIG, 8, (6, 60)), (*_AGG_BIG, 8, (10, 56)), (*_AGG_BIG, 4, (6, 60)),
+                               (*_AGG_BIG, 4, (8, 58))],
+    ("all-gather-gemm", SMALL[1]): [(*_AGG_BIG, 8, (6, 60)), (*_AGG_BIG, 8, (10, 56)), (*_AGG_BIG, 4, (8, 58))],
+    ("all-gather-gemm", SMALL[0]): [((64, 128, 64), 3, 8, 8, (6, 60)), ((64, 128, 64), 3, 8, 8, (12, 54)),
+                                    ((64, 128, 64), 3, 8, 2, (12, 54))],
+    ("all-reduce", SMALL[0]): [((128, 128, 64), 4, 8, 8, split) for split in ((54, 12), (48, 18), (42, 24))],
+    ("gemm-reduce-scatter", SMALL[0]): [((128, 128, 64), 4, 8, 8, split) for split in ((54, 12), (48, 18), (42, 24))],
+    ("all-scatter", SMALL[0]): [((64, 128, 64), 4, 4, 8, split) for split in ((54, 6, 6), (50, 8, 8), (46, 10, 10))]
+                               + [((64, 128, 128), 3, 4, 8, (54, 6, 6))],
+    ("all-reduce", SMALL[1]): [(*_STD_BIG, 8, split) for split in ((60, 6), (56, 10), (52, 14))],
+    ("gemm-reduce-scatter", SMALL[1]): [(*_STD_BIG, 8, split) for split in ((60, 6), (56, 10), (52, 14))],
+    ("all-scatter", SMALL[1]): [((128, 128, 64), 4, 8, 8, split) for split in ((58, 4, 4), (54, 6, 6), (50, 8, 8))],
+    ("all-reduce", BIG): [(*_STD_BIG, 8, split) for split in OVERHEAD_SPLITS["all-reduce"]],
+    ("gemm-reduce-scatter", BIG): [(*_STD_BIG, 8, split) for split in OVERHEAD_SPLITS["gemm-reduce-scatter"]],
+    ("all-scatter", BIG): [(*_STD_BIG, 8, split) for split in OVERHEAD_SPLITS["all-scatter"]],
+}
+
+
+def phase_two(run: Run) -> None:
+    """Time ``FINAL``'s configurations (GEMM part, none, each safe built-in), choose the shipped
+    tile table from them, write it and the baseline rows, then run ``check --suggest --cost``."""
+    protocols = {"none": None, **{name: load_protocol(name) for name in SAFE}}
+    groups = [(make_case(kernel, shape, *config), protocols, True, "final")
+              for (kernel, shape), configs in FINAL.items() for config in configs]
+    rows = run.stage("final", groups)
+    flat = [dict(kernel=r["case"]["kernel"], m=r["case"]["m"], n=r["case"]["n"], k=r["case"]["k"],
+                 block=r["case"]["block"], stages=r["case"]["stages"], warps=r["case"]["warps"],
+                 group_m=r["case"]["group_m"], split=r["case"]["split"], what=r["what"],
+                 protocol="" if r["what"] != "fused" else r["label"], time_us=round(r["us"], 2),
+                 validated=r["validated"] if r["label"] != "none" else "not validated (none)") for r in rows]
+    machine = machine_kind(torch.cuda.get_device_name(run.device), torch.cuda.device_count())
+    table = choose_tiles(flat, machine=machine, safe=SAFE, source="benchmarks/speed_sweep.py --phase 2")
+    out = Path(run.args.out)
+    tiles = out / f"tiles-{machine}.json"
+    tiles.write_text(json.dumps(table, indent=1) + "\n")
+    baseline = {f"{r['key']} | {r['what']}" + (f" | {r['label']}" if r["what"] == "fused" else ""): round(r["tflops"], 1)
+                for r in rows if r["what"] != "cublas"}
+    (out / f"baseline-rows-{machine}.json").write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n")
+    log(f"tile table: {len(table['entries'])} entries -> {tiles}")
+    for name in ("fenced-release-acquire", "xchg-flag"):  # the CLI end to end, on the table just chosen
+        command = [sys.executable, "-m", "syncverify", "check", name, "--suggest", "--cost", "--cost-tiles", str(tiles)]
+        if run.left() < 60:
+            run.skipped.append(f"check {name} --suggest --cost (budget)")
+            continue
+        start = time.time()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=max(30, run.left() - 10))
+        except subprocess.TimeoutExpired:
+            run.skipped.append(f"check {name} --suggest --cost (timed out)")
+            continue
+        run.stages.append(dict(name=f"check {name} --suggest --cost", rc=done.returncode,
+                               seconds=round(time.time() - start, 1), stdout=done.stdout[-6000:],
+                               stderr=done.stderr[-2000:]))
+        log(f"check {name} --suggest --cost: exit {done.returncode} in {time.time() - start:.0f} s")
+        print("\n".join(line for line in done.stdout.splitlines() if line.startswith(("cost", "  "))), flush=True)
+        if done.returncode not in (0, 1):
+            print(done.stderr[-1500:], flush=True)
+
+
 def fixes_of(name: str, kernel: str) -> dict:
     """label -> protocol: the model's proven-safe fixes of ``name`` in ``kernel`` (W = 2)."""
     try:
@@ -308,7 +381,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--phase", type=int, default=1, choices=[1])
+    parser.add_argument("--phase", type=int, default=1, choices=[1, 2])
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     parser.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run (default 420)")
     parser.add_argument("--workers", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))
@@ -322,7 +395,7 @@ def main(argv=None) -> int:
     ceilings = measure_ceilings(Timer(device, launches=10, repeats=10))
     log(f"ceilings: {ceilings}")
     try:
-        phase_one(run)
+        (phase_one if args.phase == 1 else phase_two)(run)
     finally:
         result = dict(phase=args.phase, ceilings=asdict(ceilings), stages=run.stages, skipped=run.skipped,
                       rows=run.rows, torch=torch.__version__)

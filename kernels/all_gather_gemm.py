@@ -107,7 +107,7 @@ def all_gather_gemm_kernel(
     SIGNAL: tl.constexpr, WAIT: tl.constexpr,
     TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr,
     DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, ORDER: tl.constexpr,
-    INTERPRET: tl.constexpr, LOADS: tl.constexpr, GROUP_M: tl.constexpr, UNITS: tl.constexpr,
+    INTERPRET: tl.constexpr, LOADS: tl.constexpr, GROUP_M: tl.constexpr, UNITS: tl.constexpr, SEND_K: tl.constexpr,
     BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
     HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
     GEMM_ONLY: tl.constexpr = False,
@@ -126,7 +126,7 @@ def all_gather_gemm_kernel(
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
         sender(A + me * stride_ar, (gathered, gathered_table, gathered_rank_stride), status, lock, vals, max_polls,
                delay, me, first, MR, K, stride_am, stride_ak, SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS, WORLD,
-               TABLE, BLOCK_M, BLOCK_K, GEMM_SMS, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
+               TABLE, BLOCK_M, SEND_K, GEMM_SMS, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
     else:
         # ----- GEMM: every tile; wait for every shard's tile t, multiply the gathered blocks, store C
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
@@ -152,7 +152,32 @@ def _own_meta(built) -> dict:
     c = built.config
     units = 1 if built.plan.after_load else c.n // c.block_n
     return dict(ROWS=stacked_rows(c.world_size, c.block_m), COMM_SMS=c.gemm_sms if c.gemm_only else c.comm_sms,
-                UNITS=units)
+                UNITS=units, SEND_K=send_chunk(c))
+
+
+#: Bytes of A a sender moves per load (its copy loop is latency-bound: one load in flight per
+#: iteration, so the chunk, not the number of iterations, sets its bandwidth).
+SEND_BYTES = 32 * 1024
+
+
+def send_chunk(config) -> int:
+    """Columns of A a sender copies per iteration: the widest multiple of ``block_k`` (x8, x4,
+    x2, x1) that divides ``k`` and keeps a ``block_m``-row chunk within :data:`SEND_BYTES`.
+
+    >>> from syncverify.kernels.config import KernelConfig
+    >>> send_chunk(KernelConfig(kernel="all-gather-gemm", k=8192, block_m=64, block_k=64))
+    256
+    >>> send_chunk(KernelConfig(kernel="all-gather-gemm", k=4352, block_m=128, block_k=64))
+    128
+    >>> send_chunk(KernelConfig(kernel="all-gather-gemm", k=1088, block_m=64, block_k=64))
+    64
+    """
+    element = 4 if config.dtype == "fp32" else 2
+    for times in (8, 4, 2, 1):
+        chunk = times * config.block_k
+        if (config.k // config.block_k) % times == 0 and config.block_m * chunk * element <= SEND_BYTES:
+            return chunk
+    return config.block_k
 
 
 meta_parameters = meta_parameters_for(all_gather_gemm_kernel, _own_meta)
