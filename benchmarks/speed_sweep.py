@@ -295,8 +295,10 @@ FINAL: dict = {
     ("all-reduce", SMALL[1]): [(*_STD_BIG, 8, split) for split in ((60, 6), (56, 10), (52, 14))],
     ("gemm-reduce-scatter", SMALL[1]): [(*_STD_BIG, 8, split) for split in ((60, 6), (56, 10), (52, 14))],
     ("all-scatter", SMALL[1]): [((128, 128, 64), 4, 8, 8, split) for split in ((58, 4, 4), (54, 6, 6), (50, 8, 8))],
-    ("all-reduce", BIG): [(*_STD_BIG, 8, split) for split in OVERHEAD_SPLITS["all-reduce"]],
-    ("gemm-reduce-scatter", BIG): [(*_STD_BIG, 8, split) for split in OVERHEAD_SPLITS["gemm-reduce-scatter"]],
+    ("all-reduce", BIG): [(*_STD_BIG, 8, split) for split in OVERHEAD_SPLITS["all-reduce"]]
+                         + [((128, 256, 64), 4, 8, 8, (60, 6))],
+    ("gemm-reduce-scatter", BIG): [(*_STD_BIG, 8, split) for split in OVERHEAD_SPLITS["gemm-reduce-scatter"]]
+                                  + [((128, 256, 64), 4, 8, 8, (60, 6))],
     ("all-scatter", BIG): [(*_STD_BIG, 8, split) for split in OVERHEAD_SPLITS["all-scatter"]],
 }
 
@@ -322,22 +324,32 @@ def phase_two(run: Run) -> None:
                 for r in rows if r["what"] != "cublas"}
     (out / f"baseline-rows-{machine}.json").write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n")
     log(f"tile table: {len(table['entries'])} entries -> {tiles}")
-    for name in ("fenced-release-acquire", "xchg-flag"):  # the CLI end to end, on the table just chosen
-        command = [sys.executable, "-m", "syncverify", "check", name, "--suggest", "--cost", "--cost-tiles", str(tiles)]
+    shipped = json.loads((Path(__file__).parent / "baselines" / f"{machine}.json").read_text())
+    merged = dict(shipped, tflops={**shipped["tflops"], **baseline}, date=time.strftime("%Y-%m-%d"),
+                  command=shipped["command"] + "; benchmarks/speed_sweep.py --phase 2 (tuned rows)")
+    (out / f"baseline-{machine}.json").write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    gate = [sys.executable, "-m", "syncverify", "bench", "--kernel", "all-gather-gemm", "--virtual-ranks",
+            "--tiles", str(tiles), "--check", str(out / f"baseline-{machine}.json")]
+    commands = [("bench --check (all-gather-gemm, tuned, new baseline)", gate)]
+    commands += [(f"check {name} --suggest --cost", [sys.executable, "-m", "syncverify", "check", name, "--suggest",
+                                                     "--cost", "--cost-tiles", str(tiles)])
+                 for name in ("fenced-release-acquire", "xchg-flag")]  # the CLI end to end, on the table just chosen
+    for title, command in commands:
         if run.left() < 60:
-            run.skipped.append(f"check {name} --suggest --cost (budget)")
+            run.skipped.append(f"{title} (budget)")
             continue
         start = time.time()
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=max(30, run.left() - 10))
         except subprocess.TimeoutExpired:
-            run.skipped.append(f"check {name} --suggest --cost (timed out)")
+            run.skipped.append(f"{title} (timed out)")
             continue
-        run.stages.append(dict(name=f"check {name} --suggest --cost", rc=done.returncode,
+        run.stages.append(dict(name=title, command=" ".join(command[1:]), rc=done.returncode,
                                seconds=round(time.time() - start, 1), stdout=done.stdout[-6000:],
                                stderr=done.stderr[-2000:]))
-        log(f"check {name} --suggest --cost: exit {done.returncode} in {time.time() - start:.0f} s")
-        print("\n".join(line for line in done.stdout.splitlines() if line.startswith(("cost", "  "))), flush=True)
+        log(f"{title}: exit {done.returncode} in {time.time() - start:.0f} s")
+        print("\n".join(line for line in done.stdout.splitlines()
+                        if line.startswith(("cost", "  ", "gate", "REGRESSION", "|"))), flush=True)
         if done.returncode not in (0, 1):
             print(done.stderr[-1500:], flush=True)
 
