@@ -329,8 +329,10 @@ def merge_tile_chunks(ops: list[Op]) -> list[Op]:
     return out
 
 
-def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, list[Op]]:
-    """``(role, rank, tile, epoch) -> ops`` of one launch's :class:`~syncverify.kernels.trace.Access` log."""
+def kernel_ops(log, side: KernelSide, *, world: int, epoch: int, per_program: bool = False) -> dict[Key, list[Op]]:
+    """``(role, rank, tile, epoch) -> ops`` of one launch's :class:`~syncverify.kernels.trace.Access` log;
+    ``per_program``: keyed ``(role, rank, tile, epoch, program id)``, each program's own accesses of a
+    tile (all-gather-gemm's GEMM programs share a tile's column tiles, each after a wait of its own)."""
     per_pid: dict[int, list] = {}
     for a in log:
         if a.kind in ("bar", "fence") or a.buffer in side.locks or a.buffer in side.data:
@@ -346,10 +348,10 @@ def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, li
                 pending += ops
                 continue
             tile = ops[0].tile
-            out.setdefault((role, rank, tile, epoch), []).extend(pending + ops)
+            out.setdefault((role, rank, tile, epoch) + ((pid,) if per_program else ()), []).extend(pending + ops)
             pending = []
         if pending:
-            out.setdefault((role, rank, tile, epoch), []).extend(pending)
+            out.setdefault((role, rank, tile, epoch) + ((pid,) if per_program else ()), []).extend(pending)
     return {key: collapse_polls(merge_tile_chunks(ops)) for key, ops in out.items()}
 
 
@@ -445,7 +447,7 @@ def small_config(kernel: str, world_size: int):
 
 
 def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max_polls: int = 64,
-                 config=None) -> tuple[dict[Key, list[Op]], set[Key]]:
+                 config=None, per_program: bool = False) -> tuple[dict[Key, list[Op]], set[Key]]:
     """Run ``kernel`` with ``protocol`` in the interpreter for ``epochs`` launches and return its
     normalized ops and the role instances whose wait timed out (``max_polls`` polls).
 
@@ -497,5 +499,5 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
             launch(built, heap, A, B, status, epoch=epoch, max_polls=max_polls)
         timed_out |= {(waiter, r, t, epoch) for n, waiter in enumerate(waiters) for r in range(W)
                       for t in range(c.tiles) if status[r, n * c.tiles + t, 0]}
-        ops.update(kernel_ops(recorder.log, side, world=W, epoch=epoch))
+        ops.update(kernel_ops(recorder.log, side, world=W, epoch=epoch, per_program=per_program))
     return ops, timed_out
