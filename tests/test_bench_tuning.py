@@ -91,6 +91,7 @@ def _fake_measure(times):
 def test_check_suggest_cost_ranks_the_models_fixes_by_the_measured_time(monkeypatch, capsys):
     """fenced-release-acquire's two fixes (a CTA barrier before signal step 1 or 2), timed on a
     fake GPU where the second is cheaper: the ranking puts it first, beside the safe built-ins."""
+    monkeypatch.setattr(cost_module, "require_gpu", lambda: None)
     monkeypatch.setattr(cost_module, "measure_on_gpu", _fake_measure({"fix1": 130.0, "fix2": 103.0,
                                                                       "barrier-fenced-release-acquire": 107.0,
                                                                       "epoch-flag": 105.0}))
@@ -106,6 +107,7 @@ def test_check_suggest_cost_ranks_the_models_fixes_by_the_measured_time(monkeypa
 @pytest.mark.parametrize("argv, message", [
     (["--cost"], "give --suggest --cost"),
     (["--suggest", "--cost", "--cost-shape", "8192x4608"], "--cost-shape '8192x4608': give MxNxK"),
+    (["--suggest", "--cost"], "--cost times the fixes on a CUDA GPU and none is visible"),
 ])
 def test_cost_options_that_cannot_be_used_are_one_line_and_exit_2(argv, message, capsys):
     assert main(["check", "fenced-release-acquire", *argv]) == 2

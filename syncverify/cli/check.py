@@ -14,7 +14,7 @@ from syncverify import exitcodes
 from syncverify.baseline import findings_of, read_baseline
 from syncverify.baseline import write_baseline as write_baseline_file
 from syncverify.cli.app import app, err, out
-from syncverify.cli.cost import cost_case, fix_costs, parse_shape
+from syncverify.cli import cost as cost_cli
 from syncverify.json_schema import versioned
 from syncverify.verdicts.text import counterexample_lines
 from syncverify.cli.progress import DEFAULT_MAX_MEMORY_MB, MemoryCap, StderrProgress
@@ -103,7 +103,9 @@ def check_command(
     if (cost or cost_tiles is not None or cost_shape != "8192x4608x8192") and not (cost and suggest):
         raise typer.BadParameter("--cost (and --cost-shape/--cost-tiles with it) ranks --suggest's fixes: "
                                  "give --suggest --cost")
-    shape = parse_shape(cost_shape) if cost else None
+    shape = cost_cli.parse_shape(cost_shape) if cost else None
+    if cost:
+        cost_cli.require_gpu()
 
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
@@ -132,8 +134,8 @@ def check_command(
     accepted = [kind for (_p, _s, kind) in findings_of(result) if (_p, _s, kind) in accepted_findings]
     ranked, cost_text = None, []
     if cost and suggestions:  # fixes found: each timed in the scenario's kernel on this GPU
-        ranked, cost_text = fix_costs(suggestions, scenario=scenario, world_size=world_size,
-                                      case=cost_case(scenario, shape, cost_tiles))
+        ranked, cost_text = cost_cli.fix_costs(suggestions, scenario=scenario, world_size=world_size,
+                                               case=cost_cli.cost_case(scenario, shape, cost_tiles))
     elif cost:
         cost_text = [f"cost: nothing to time ({suggestions.message})"]
     if as_json:  # the verdict first: a failure while drawing cannot lose it

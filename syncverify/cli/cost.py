@@ -63,13 +63,23 @@ def safe_builtins(scenario: str, world_size: int) -> tuple[str, ...]:
                  if check_protocol(name, scenario=scenario, world_size=world_size).safe is True)
 
 
+def require_gpu() -> None:
+    """Bad input unless a CUDA GPU is visible (checked before the model runs: the fixes are timed
+    on the GPU, and the interpreter's host times would rank nothing)."""
+    # torch: syncverify.kernels._deps imports it; only --cost needs it
+    from syncverify.kernels._deps import torch
+
+    if not torch.cuda.is_available():
+        raise CostInputError("--cost times the fixes on a CUDA GPU and none is visible: run it on a GPU "
+                             "machine, or drop --cost")
+
+
 def measure_on_gpu(sweep: Sweep, loaded: dict):
     """``(ceilings, measurements)`` of ``sweep`` on this GPU (torch and triton imported here)."""
-    # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
-    from syncverify.kernels._deps import require_cuda
+    # torch/triton: syncverify.kernels.bench.timing imports them; only the GPU path needs it
     from syncverify.kernels.bench.timing import run_sweep
 
-    require_cuda("syncverify check --cost")
+    require_gpu()
     return run_sweep(sweep, device="cuda", loaded=loaded)
 
 
