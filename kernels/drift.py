@@ -220,6 +220,12 @@ class KernelSide:
     #: data buffers whose tile is a band of ``block_m`` rows over all its columns (all-gather-gemm:
     #: tile ``t`` is all of K in ``gathered`` and all of N in ``out``, whatever the chunks)
     row_tiles: frozenset = frozenset()
+    #: wide row-tile buffers one access of which may span several column blocks (all-gather-gemm's
+    #: ``gathered``: its GEMM reads the shards of a tile as one operand of interleaved rows,
+    #: ``syncverify.kernels.tile.gathered_gemm``): such an access is the model's one load per
+    #: block, in block order. One ``tl.load`` is many PTX loads per thread in an order the
+    #: compiler picks, so the model's order among those blocks was never the kernel's to keep.
+    split_blocks: frozenset = frozenset()
 
     def role_of(self, pid: int, world: int) -> tuple[str, int]:
         first = 0
@@ -228,6 +234,17 @@ class KernelSide:
                 return role, (pid - first) // per_rank
             first += per_rank * world
         raise ValueError(f"program {pid} is beyond the layout {self.roles}")
+
+    def wheres(self, buffer: str, copy: int, index) -> list[Where]:
+        """:meth:`where` of one access; an access of a :attr:`split_blocks` buffer spanning several
+        column blocks is one per block, in block order."""
+        if buffer not in self.split_blocks:
+            return [self.where(buffer, copy, index)]
+        cols = self.columns[buffer]
+        blocks: dict[int, list] = {}
+        for i in index:
+            blocks.setdefault((int(i) % cols) // self.block_columns, []).append(i)
+        return [self.where(buffer, copy, blocks[b]) for b in sorted(blocks)]
 
     def where(self, buffer: str, copy: int, index) -> Where:
         if buffer in self.locks:
@@ -265,7 +282,14 @@ def _kernel_op(a, side: KernelSide) -> list[Op]:
         return [Op("bar", a.op.split(",")[0] or "0", a.sem, "cta")]
     if a.kind == "fence":
         return [Op("fence", "", fence_kind(a.sem), a.scope)]
-    where = side.where(a.buffer, a.copy, a.index)
+    wheres = side.wheres(a.buffer, a.copy, a.index)
+    if len(wheres) > 1:  # one load of several column blocks: one per block (KernelSide.split_blocks)
+        return [op for w in wheres for op in _kernel_op_at(a, w)]
+    return _kernel_op_at(a, wheres[0])
+
+
+def _kernel_op_at(a, where: Where) -> list[Op]:
+    """The normalized op(s) of memory access ``a`` of ``where``."""
     if not a.scalar:
         threads = "all"
     else:
@@ -305,8 +329,10 @@ def merge_tile_chunks(ops: list[Op]) -> list[Op]:
     return out
 
 
-def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, list[Op]]:
-    """``(role, rank, tile, epoch) -> ops`` of one launch's :class:`~syncverify.kernels.trace.Access` log."""
+def kernel_ops(log, side: KernelSide, *, world: int, epoch: int, per_program: bool = False) -> dict[Key, list[Op]]:
+    """``(role, rank, tile, epoch) -> ops`` of one launch's :class:`~syncverify.kernels.trace.Access` log;
+    ``per_program``: keyed ``(role, rank, tile, epoch, program id)``, each program's own accesses of a
+    tile (all-gather-gemm's GEMM programs share a tile's column tiles, each after a wait of its own)."""
     per_pid: dict[int, list] = {}
     for a in log:
         if a.kind in ("bar", "fence") or a.buffer in side.locks or a.buffer in side.data:
@@ -322,10 +348,10 @@ def kernel_ops(log, side: KernelSide, *, world: int, epoch: int) -> dict[Key, li
                 pending += ops
                 continue
             tile = ops[0].tile
-            out.setdefault((role, rank, tile, epoch), []).extend(pending + ops)
+            out.setdefault((role, rank, tile, epoch) + ((pid,) if per_program else ()), []).extend(pending + ops)
             pending = []
         if pending:
-            out.setdefault((role, rank, tile, epoch), []).extend(pending)
+            out.setdefault((role, rank, tile, epoch) + ((pid,) if per_program else ()), []).extend(pending)
     return {key: collapse_polls(merge_tile_chunks(ops)) for key, ops in out.items()}
 
 
@@ -397,7 +423,7 @@ def kernel_side(built) -> KernelSide:
                           block_m=c.block_m, block_n=c.block_n, columns={"gathered": c.world_size * c.k, "out": c.n},
                           block_columns=c.k, wide=frozenset({"gathered"}), tiles=c.tiles, slots=plan.slots,
                           rows=c.m_per_rank, slotted=frozenset({"gathered"}), shard_rows={"out": c.m_per_rank},
-                          row_tiles=frozenset({"gathered", "out"}))
+                          row_tiles=frozenset({"gathered", "out"}), split_blocks=frozenset({"gathered"}))
     return KernelSide(roles=(("producer", c.gemm_sms), ("comm", c.comm_sms), ("receiver", c.recv_sms)),
                       locks={"locks": ("pub", plan.locks), "push_locks": ("push", plan.push_locks)},
                       data={"local": "local", "out": "out", "received": "received"},
@@ -421,7 +447,7 @@ def small_config(kernel: str, world_size: int):
 
 
 def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max_polls: int = 64,
-                 config=None) -> tuple[dict[Key, list[Op]], set[Key]]:
+                 config=None, per_program: bool = False) -> tuple[dict[Key, list[Op]], set[Key]]:
     """Run ``kernel`` with ``protocol`` in the interpreter for ``epochs`` launches and return its
     normalized ops and the role instances whose wait timed out (``max_polls`` polls).
 
@@ -473,5 +499,5 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
             launch(built, heap, A, B, status, epoch=epoch, max_polls=max_polls)
         timed_out |= {(waiter, r, t, epoch) for n, waiter in enumerate(waiters) for r in range(W)
                       for t in range(c.tiles) if status[r, n * c.tiles + t, 0]}
-        ops.update(kernel_ops(recorder.log, side, world=W, epoch=epoch))
+        ops.update(kernel_ops(recorder.log, side, world=W, epoch=epoch, per_program=per_program))
     return ops, timed_out

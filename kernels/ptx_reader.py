@@ -248,7 +248,7 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
             continue
         if value is not None:
             lanes[dest[0]] = value
-        if dest and parts[0] not in ("st", "red", "bar", "fence"):
+        if dest and parts[0] not in ("st", "red", "bar", "fence", "cp"):  # cp.async writes no register
             inherited = set().union(*(origin.get(s, set()) for s in srcs)) if srcs else set()
             if parts[0] == "ld" and "global" in parts:
                 # a pointer read from NAME_table points into NAME; a value read from any other
@@ -325,6 +325,13 @@ def _sync_op(ins: Instr, parts: list[str], ops, origin, threads, warps=None) -> 
         return SyncOp("bar", "all", op=text, line=ins.line)
     if kind == "fence" and len(parts) >= 3 and parts[1] in ("sc", "acq_rel"):
         return SyncOp("fence", "all", parts[1], parts[2], line=ins.line)
+    if kind == "cp" and parts[1:2] == ["async"] and "global" in parts and "bulk" not in parts:
+        # cp.async (Triton's pipelined pointer loads): a weak generic-proxy read of the global
+        # source (its second address) into shared memory; the bulk/tensor forms (TMA) are the
+        # async proxy and are left out with the inputs they read
+        addresses = [o for o in ops if "[" in o]
+        buffers = set().union(*(origin.get(r, set()) for r in _regs(addresses[1]))) if len(addresses) > 1 else set()
+        return SyncOp("ld", threads, "weak", None, buffer=",".join(sorted(buffers)) or None, line=ins.line)
     if kind not in ("st", "ld", "atom", "red") or "global" not in parts:
         return None
     address = next((o for o in ops if "[" in o), "")

@@ -139,14 +139,24 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
              WAIT: tl.constexpr, AFTER_LOAD: tl.constexpr, HAS_AFTER: tl.constexpr,
              SLOTS: tl.constexpr, NLOCKS: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
              COMM_SMS: tl.constexpr, DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr,
-             READ: tl.constexpr, WRITE: tl.constexpr, OWNED: tl.constexpr):
-    """A consumer program of rank ``me``: per tile the ``wait`` steps, ``READ(src, t, slot, late,
-    WORLD, TABLE)`` (the scenario's tile reads, after the wait-read delay ``late``), the
+             READ: tl.constexpr, WRITE: tl.constexpr, OWNED: tl.constexpr, UNITS: tl.constexpr = 1,
+             GROUP_M: tl.constexpr = 1):
+    """A consumer program of rank ``me``: per tile the ``wait`` steps, ``READ(src, t, unit, slot,
+    late, WORLD, TABLE)`` (the scenario's tile reads, after the wait-read delay ``late``), the
     ``after_load`` steps (the back-signal, the owner's reset), then ``WRITE(dst, what READ
     returned, WORLD, TABLE)``.
 
     ``OWNED``: the tiles rank ``me`` owns (``ownership``'s lists, in the producers' order), else
     every tile, ``COMM_SMS`` apart. A timeout is written to status row ``t`` (the tile skipped).
+
+    ``UNITS`` > 1 (all-gather-gemm without ``after_load``): each tile is ``UNITS`` independent
+    pieces of work (its column tiles of C), spread over the programs in grouped order
+    (``tile_of`` with ``GROUP_M``) so that every program has work whatever the number of tiles.
+    A program runs the ``wait`` before the first unit of a tile it visits and again whenever it
+    comes back to a tile after another (each read follows a wait of its own program, as the
+    model's one consumer CTA per tile); several programs reading one tile are copies of that
+    CTA that write disjoint C, which is why ``after_load`` (a back-signal that counts readers)
+    keeps ``UNITS`` = 1.
     """
     my_status = status + me * (2 * n_tiles) * 4
     budget = max_polls + 0 * me
@@ -155,16 +165,31 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
         end = tl.load(ownership + n_tiles + me)
     else:
         end = n_tiles
-    for j in range(first, end, COMM_SMS):
+    ok = (budget * 0 + 1).to(tl.int32)  # UNITS > 1: the outcome of this program's last wait
+    last = ok * 0
+    step = ok * 0 - 1
+    prev = ok * 0 - 1  # the tile of this program's previous unit
+    for j in range(first, end * UNITS, COMM_SMS):
+        unit = 0
         if OWNED:
             t = tl.load(ownership + n_tiles + WORLD + me * tl.cdiv(n_tiles, WORLD) + j)
-        else:
+        elif UNITS == 1:
             t = j
+        else:
+            u = tile_of(j, n_tiles, UNITS, GROUP_M)
+            t = u // UNITS
+            unit = u % UNITS
         lock_tile = t + slot * NLOCKS * n_tiles
-        ok, last, step, budget = delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT, WORLD,
-                                              TABLE, DELAYS, INTERPRET)
+        if UNITS == 1:
+            ok, last, step, budget = delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT, WORLD,
+                                                  TABLE, DELAYS, INTERPRET)
+        else:
+            if t != prev:
+                ok, last, step, budget = delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT,
+                                                      WORLD, TABLE, DELAYS, INTERPRET)
+            prev = t
         if ok != 0:
-            got = READ(src, t, slot, wait_read_late(delay, me, t, NUM_WARPS, DELAYS, INTERPRET), WORLD, TABLE)
+            got = READ(src, t, unit, slot, wait_read_late(delay, me, t, NUM_WARPS, DELAYS, INTERPRET), WORLD, TABLE)
             if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the loads
                 ok, last, step, budget = run_steps(lock[0], lock[1], lock[2], n_tiles, lock_tile, me, me, vals,
                                                    budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
@@ -175,7 +200,7 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
 
 
 @jit
-def sum_tiles(src, t, slot, late, WORLD: tl.constexpr, TABLE: tl.constexpr):
+def sum_tiles(src, t, unit, slot, late, WORLD: tl.constexpr, TABLE: tl.constexpr):
     """A :func:`consumer`'s ``READ`` that sums: tile ``t`` of every rank's contribution, in fp32,
     this launch's slot; returns ``(total, offs_m, offs_n)``. ``src = (buf, M, N, BLOCK_M, BLOCK_N,
     TILE_LOAD_VOLATILE, INBOX)``: every rank's copy of ``buf`` (``M x N``, all-reduce's partials),

@@ -154,29 +154,53 @@ def delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT: tl.
 
 
 @jit
-def gathered_gemm(src, B_rank, t, pn, slot_rows, K, stride_bk, stride_bn, late,
+def gathered_gemm(src, B_ops, t, pn, slot_rows, K, stride_bk, stride_bn, late,
                   WORLD: tl.constexpr, ROWS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr, INTERPRET: tl.constexpr):
+                  BLOCK_K: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr, LOADS: tl.constexpr,
+                  INTERPRET: tl.constexpr):
     """all-gather-gemm's tile: the C rows of tile ``t`` of every shard, column tile ``pn``: a
-    ``ROWS x BLOCK_N`` fp32 accumulator whose row ``b * BLOCK_M + i`` is row ``i`` of tile ``t`` of
-    rank ``b``'s shard. Each K chunk loads tile ``t`` of each block of ``src`` (this rank's
-    ``gathered``, ``W * K`` wide) once, masked to its rows; a masked-off lane points into the same
-    block, so every load stays in one block (the trace sees one load per block, as the model)."""
+    ``ROWS x BLOCK_N`` fp32 accumulator whose row ``r`` is row ``r // WORLD`` of tile ``t`` of
+    rank ``r % WORLD``'s shard (:func:`gathered_rows` says where it goes in C).
+
+    Interleaving the shards makes the stacked operand plain rows of ``src``: a row of ``gathered``
+    (``W * K`` wide, block ``b`` rank ``b``'s row) is ``W`` rows of ``K``, so row ``r`` of the stack
+    sits at ``((slot_rows + t * BLOCK_M) * W + r) * K``. One unmasked pointer load per K chunk
+    (rows past ``W * BLOCK_M``, when ``W`` is no power of two, masked and pointing at row 0),
+    which Triton's pipeliner turns into ``cp.async`` (a weak generic-proxy read, as the model's
+    tile load; never TMA, which would read through the async proxy). ``B_ops`` is B's tensor
+    descriptor (``LOADS="descriptor"``: B is an input nothing writes during the launch) or its base
+    pointer. One load spans every shard's block; the drift test's kernel side splits it back into
+    the model's one load per block (``syncverify.kernels.drift.KernelSide.split_blocks``)."""
     r = tl.arange(0, ROWS)
-    i = r % BLOCK_M
+    valid = r < WORLD * BLOCK_M
+    rows = tl.where(valid, (slot_rows + t * BLOCK_M) * WORLD + r, (slot_rows + t * BLOCK_M) * WORLD)
     rk = tl.arange(0, BLOCK_K)
     offs_n = pn * BLOCK_N + tl.arange(0, BLOCK_N)
-    WIDE = K * WORLD
+    a_ptrs = src + late + rows[:, None] * K + rk[None, :]
     acc = tl.zeros((ROWS, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.zeros((ROWS, BLOCK_K), dtype=tl.float32)
-        for b in tl.static_range(WORLD):
-            offs = (slot_rows + t * BLOCK_M + i)[:, None] * WIDE + b * K + (k * BLOCK_K + rk)[None, :]
-            mine = (r // BLOCK_M == b)[:, None] & (rk < BLOCK_K)[None, :]
-            a += tl.load(src + late + offs, mask=mine, other=0.0, volatile=TILE_LOAD_VOLATILE).to(tl.float32)
-        bk = tl.load(B_rank + (k * BLOCK_K + rk)[:, None] * stride_bk + offs_n[None, :] * stride_bn)
-        if INTERPRET:  # the interpreter's dot mishandles bf16: multiply in fp32
-            acc = tl.dot(a, bk.to(tl.float32), acc)
+        if ROWS == WORLD * BLOCK_M:
+            a = tl.load(a_ptrs, volatile=TILE_LOAD_VOLATILE)
         else:
-            acc = tl.dot(a.to(bk.dtype), bk, acc)
+            a = tl.load(a_ptrs, mask=valid[:, None], other=0.0, volatile=TILE_LOAD_VOLATILE)
+        if LOADS == "descriptor":
+            bk = B_ops.load([k * BLOCK_K, pn * BLOCK_N])
+        else:
+            bk = tl.load(B_ops + (k * BLOCK_K + rk)[:, None] * stride_bk + offs_n[None, :] * stride_bn)
+        if INTERPRET:  # the interpreter's dot mishandles bf16: multiply in fp32
+            acc = tl.dot(a.to(tl.float32), bk.to(tl.float32), acc)
+        else:
+            acc = tl.dot(a, bk, acc)
+        a_ptrs += BLOCK_K
     return acc, offs_n
+
+
+@jit
+def gathered_rows(t, MR, WORLD: tl.constexpr, ROWS: tl.constexpr, BLOCK_M: tl.constexpr):
+    """``(C row, valid)`` of each row of :func:`gathered_gemm`'s accumulator: row ``r`` is row
+    ``r // WORLD`` of tile ``t`` of shard ``r % WORLD`` (padding rows point at the tile's first
+    row and are not valid)."""
+    r = tl.arange(0, ROWS)
+    valid = r < WORLD * BLOCK_M
+    c_rows = tl.where(valid, (r % WORLD) * MR + t * BLOCK_M + r // WORLD, t * BLOCK_M)
+    return c_rows, valid

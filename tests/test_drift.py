@@ -190,3 +190,28 @@ def test_several_column_tiles_and_k_chunks_keep_the_models_order(protocol, scena
     found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
     assert not found, f"{protocol} / {scenario}:\n" + "\n\n".join(found)
 
+
+
+@pytest.mark.parametrize("protocol", ["epoch-flag", "barrier-fenced-release-acquire"])
+def test_each_gemm_program_of_all_gather_gemm_runs_the_models_steps_for_every_tile_it_reads(protocol):
+    """all-gather-gemm spreads each tile's column tiles over its GEMM programs (issue 28): with two
+    GEMM programs per rank and three column tiles, every program that reads a tile waits for it
+    first and runs exactly the model's steps for it (wait, each shard's block, C), and between
+    them the programs cover every tile of every rank."""
+    import dataclasses
+
+    p = load_protocol(protocol)
+    W = 2
+    config = dataclasses.replace(several_chunks_config("all-gather-gemm", W), comm_sms=2)
+    ops, timed_out = drift.trace_kernel(p, "all-gather-gemm", W, config=config, per_program=True)
+    assert not timed_out
+    gemm = {key: found for key, found in ops.items() if key[0] == "gemm"}
+    # programs 2..5 (after the 2 senders) are 2 GEMM programs per rank; six units per rank in
+    # row-major order (GROUP_M 1), taken alternately: each program reads both tiles of its rank
+    assert sorted(key[1:] for key in gemm) == sorted((r, t, 0, 2 + 2 * r + p) for r in range(W) for t in range(2)
+                                                      for p in range(2))
+    opts = ScenarioOptions(scenario="all-gather-gemm", world_size=W, symmetry=False, tiles=2)
+    model = drift.model_ops(build(p, opts))
+    for key, found in gemm.items():
+        problems = drift.compare({key[:4]: model[key[:4]]}, {key[:4]: found})
+        assert not problems, f"program {key[4]}:\n" + "\n".join(problems)

@@ -33,7 +33,8 @@ def test_the_folders_install_as_subpackages_with_their_data(wheel):
     names = set(wheel.namelist())
     for module in ("syncverify/kernels/__init__.py", "syncverify/stress/campaign.py",
                    "syncverify/protocols/registry.py", "syncverify/protocols/epoch-flag.toml",
-                   "syncverify/litmus/examples/mp-cta.litmus", "syncverify/frontend/devices/iris.py"):
+                   "syncverify/litmus/examples/mp-cta.litmus", "syncverify/frontend/devices/iris.py",
+                   "syncverify/kernels/bench/tiles/nvidia-h200.json"):
         assert module in names, module
     shipped = {n[len("syncverify/protocols/"):] for n in names
                if n.startswith("syncverify/protocols/") and n.endswith(".toml")}

@@ -12,10 +12,14 @@ from __future__ import annotations
 import inspect
 
 import pytest
+import torch
 
 from syncverify.kernels.audit import audit, audit_kernel, kernel_ops, protocol_ops, tile_problems
 from syncverify.kernels.build import build
-from syncverify.kernels.compile import compile_ptx, sleep_counts
+from syncverify.kernels.compile import compile_like_launch, compile_ptx, sleep_counts
+from syncverify.kernels.heap import VirtualHeap
+from syncverify.kernels.launch import launch_arguments
+from syncverify.kernels.registry import allocate, kernel_function
 from syncverify.kernels.config import KernelConfig
 from syncverify.kernels.ptx_reader import SyncOp, parse_ptx, sync_ops
 from syncverify.protocols.lowering import LoweredOp, lower_tile_load, lower_tile_store
@@ -304,9 +308,44 @@ def test_a_load_with_sem_compiles_to_ld_acquire_sys_on_one_thread():
 
 def test_the_all_gather_gemms_tile_loads_are_volatile_when_the_protocol_says_so():
     """The GEMM reads the gathered shards with plain pointer loads (no tensor descriptor): each
-    one ld.volatile with tile_load.volatile, and the A/B inputs stay weak."""
+    one ld.volatile with tile_load.volatile; the senders' A loads stay weak and B, an input
+    nothing writes during the launch, is read through its tensor descriptor (no ld.global)."""
     built = build(volatile_tiles(), KernelConfig(kernel="all-gather-gemm", m=256, n=256, k=256))
     assert audit_kernel(built) == []
     loads_seen = {(op.buffer, op.sem) for op in kernel_ops(built) if op.kind == "ld"}
     assert ("gathered", "volatile") in loads_seen and ("gathered", "weak") not in loads_seen
-    assert ("A", "weak") in loads_seen and ("B", "weak") in loads_seen
+    assert ("A", "weak") in loads_seen and "B" not in {b for b, _ in loads_seen}
+
+
+def launch_like_ptx(built) -> tuple[str, list[str]]:
+    """PTX of ``built`` compiled as its GPU launch compiles it (argument specialization: integers
+    divisible by 16, pointers 16-byte aligned, which is what lets Triton vectorize and pipeline
+    pointer loads), with CPU tensors standing in; and the names of its PTX parameters (a launch
+    drops the integers it specialized to constants, so they are not the kernel's parameter list)."""
+    c = built.config
+    heap = VirtualHeap(c.world_size, "cpu")
+    allocate(built, heap, torch.bfloat16, torch.int32)
+    A = torch.empty(c.world_size, c.m_per_rank, c.k, dtype=torch.bfloat16)
+    B = torch.empty(c.world_size, c.k, c.n, dtype=torch.bfloat16)
+    status = torch.zeros(c.world_size, 2 * c.tiles, 4, dtype=torch.int32)
+    module, fn = kernel_function(c.kernel)
+    args, kwargs = launch_arguments(fn, module.meta_parameters, built, heap, A, B, status)
+    compiled = compile_like_launch(fn, *args, **kwargs)
+    return compiled.asm["ptx"], [n for n, t in compiled.src.signature.items() if t != "constexpr"]
+
+
+def test_the_all_gather_gemms_pipelined_tile_loads_are_weak_cp_async():
+    """Without tile_load.volatile, compiled as the GPU launch compiles it, the gathered operand's
+    pointer loads are pipelined into 16-byte ``cp.async`` (a weak generic-proxy read, what the
+    model's tile load is; never the TMA's async proxy, which B, an input, is read through), each
+    after the wait in program order; the GEMM is wgmma and nothing spills to local memory."""
+    built = build(load_protocol("epoch-flag"), KernelConfig(kernel="all-gather-gemm", m=512, n=512, k=512,
+                                                            block_m=64, block_n=256))
+    ptx, params = launch_like_ptx(built)
+    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx and "ld.local" not in ptx
+    ops = sync_ops(parse_ptx(ptx), params=params)
+    gathered = [op for op in ops if op.kind == "ld" and op.buffer == "gathered"]
+    assert gathered and {(op.sem, op.threads) for op in gathered} == {("weak", "all")}
+    assert {op.buffer for op in ops if op.kind == "ld"} <= {"A", "gathered", "locks", "vals"}  # no ld.global of B
+    last_wait = max(i for i, op in enumerate(ops) if op.buffer == "locks" and op.kind == "ld")
+    assert min(i for i, op in enumerate(ops) if op in gathered) > last_wait

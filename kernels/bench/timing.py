@@ -364,6 +364,16 @@ class FusedRun:
         return got, reference(Case(kernel=c.kernel), *everyone).expand(got.shape[0], -1, -1)
 
 
+def cublas_replay(case: Case, sets: list, timer: Timer) -> Callable[[], object]:
+    """The cuBLAS row's timed replay: ``torch.matmul`` of each input set's per-rank operands
+    (:func:`cublas_operands`), rotating like the fused kernels' launches."""
+    operands = [cublas_operands(case, *inputs) for inputs in sets]
+    a, b = operands[0]
+    c = torch.empty(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
+                    device=timer.device, dtype=torch_dtype(case.dtype))
+    return timer.capture(lambda: None, lambda i: torch.matmul(*operands[i % len(operands)], out=c))
+
+
 # ----- ceilings ----------------------------------------------------------------------------------
 
 def measure_ceilings(timer: Timer) -> Ceilings:
@@ -411,13 +421,9 @@ def measure_case(case: Case, protocols: dict, *, world_size: int, timer: Timer, 
     generator = torch.Generator(device=device).manual_seed(seed)
     sets = input_sets(case, world_size, device, generator=generator)
     fresh = input_sets(case, world_size, device, generator=generator, count=1)[0]
-    operands = [cublas_operands(case, *inputs) for inputs in sets]
-    a, b = operands[0]
-    c = torch.empty(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
-                    device=device, dtype=torch_dtype(case.dtype))
     runs = {"gemm-part": FusedRun(part, device), **{name: FusedRun(b, device) for name, b in fused.items()}}
     progress(f"{case.key}: compile and capture")
-    replays = [timer.capture(lambda: None, lambda i: torch.matmul(*operands[i % len(operands)], out=c))]
+    replays = [cublas_replay(case, sets, timer)]
     replays += [run.capture(timer, sets) for run in runs.values()]
     progress(f"{case.key}: time cuBLAS, GEMM part, {', '.join(fused)} interleaved")
     times = timer.interleaved(replays)
@@ -442,12 +448,13 @@ def load_protocols(names) -> dict:
 
 
 def run_sweep(sweep: Sweep, *, device, progress: Callable[[int, int, str], None] = lambda d, t, s: None,
-              seed: int = 0, graphs: bool = True) -> tuple[Ceilings, list[Measurement]]:
+              seed: int = 0, graphs: bool = True, loaded: dict | None = None) -> tuple[Ceilings, list[Measurement]]:
     """Measure the ceilings, then every case of ``sweep``; ``progress(done, total, label)``
-    (``graphs``: :attr:`Timer.graphs`)."""
+    (``graphs``: :attr:`Timer.graphs`). ``loaded``: label -> protocol object, instead of loading
+    ``sweep.protocols`` by name (the model's fixes, which have no file: ``check --suggest --cost``)."""
     device = torch.device(device)
     timer = Timer(device, launches=sweep.launches, repeats=sweep.repeats, graphs=graphs)
-    protocols = load_protocols(sweep.protocols)
+    protocols = loaded if loaded is not None else load_protocols(sweep.protocols)
     sms = 2 if timer.interpret else torch.cuda.get_device_properties(device).multi_processor_count
     # refuse every bad case before the first timing
     for case in sweep.cases:

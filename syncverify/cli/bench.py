@@ -48,6 +48,7 @@ from syncverify.cli.output_files import check_writable, write_or_warn
 from syncverify.cli.progress import StderrProgress
 from syncverify.errors import SyncVerifyError
 from syncverify.kernels.bench.ranks import check_cases, run_sweep_ranks
+from syncverify.kernels.bench.tuning import load_tile_table, tuned_case
 
 DEFAULT_PROTOCOLS = "barrier-fenced-release-acquire,epoch-flag"
 NCCL_UNAVAILABLE = ("cuBLAS + NCCL (torch.matmul then all_reduce / all_gather_into_tensor / reduce_scatter_tensor, "
@@ -110,6 +111,7 @@ def bench_command(
     seed: int = typer.Option(0, "--seed", help="seed of the random inputs (default: 0)"),
     min_speedup: Optional[float] = typer.Option(None, "--min-speedup", help="real ranks: exit 1 if a synchronized fused kernel is under this many times as fast as cuBLAS + NCCL (the issue's target: 1.1)"),
     watchdog: float = typer.Option(300.0, "--watchdog", help="real ranks: stop the run (exit 3, partial results kept) when no rank has reported for this many seconds (default: 300)"),
+    tiles: Optional[Path] = typer.Option(None, "--tiles", help="a tile table (kernels/bench/tiles/<machine>.json, shipped per machine kind): every case takes the tile, stages, warps, tile order and split the table gives its kernel and shape (a shape it lacks is bad input)"),
     graphs: bool = typer.Option(True, "--graphs/--no-graphs", help="replay the timed launches as CUDA graphs (default), or launch them eagerly between the same CUDA events"),
 ) -> None:
     """Time the fused kernels per protocol against 'none', cuBLAS and (real ranks) cuBLAS + NCCL; tables, roofline, gates.
@@ -136,6 +138,10 @@ def bench_command(
                         warps=warps, split=(gemm_sms, comm_sms, recv_sms if kernels[0] == "all-scatter" else None),
                         group_m=group_m, loads=loads)
             sweep = _cli_sweep(kernels[0], with_baseline_protocol(names), world_size, case, launches, repeats)
+        table = None
+        if tiles is not None:
+            table = load_tile_table(tiles)
+            sweep = replace(sweep, cases=tuple(tuned_case(c, table, path=f"--tiles {tiles}") for c in sweep.cases))
         real = sweep.world_size > 1 and not virtual_ranks and not interpret
         if min_speedup is not None and not real:
             raise BenchInputError("--min-speedup compares with cuBLAS + NCCL, which runs on real ranks only: "
@@ -147,10 +153,11 @@ def bench_command(
         stopped = partial = None
         if real:
             rows, ceilings, bad, stopped, partial = _measure_ranks(
-                sweep, seed=seed, baseline=baseline, check=check, graphs=graphs, watchdog=watchdog, out_dir=out_dir)
+                sweep, seed=seed, baseline=baseline, check=check, graphs=graphs, watchdog=watchdog, out_dir=out_dir,
+                tiles=(table, tiles))
         else:
             rows, ceilings, bad = _measure(sweep, interpret=interpret, seed=seed, baseline=baseline, check=check,
-                                           graphs=graphs)
+                                           graphs=graphs, tiles=(table, tiles))
     except SyncVerifyError as error:
         raise fail(str(error))
     if stopped is not None:
@@ -210,11 +217,21 @@ def _gpus() -> tuple[int, str, int]:
     return torch.cuda.device_count(), props.name, props.multi_processor_count
 
 
-def _measure_ranks(sweep: Sweep, *, seed: int, baseline, check, graphs: bool, watchdog: float, out_dir):
+def _check_tiles_machine(tiles: tuple, machine: str) -> None:
+    """A tile table measured on another machine kind is bad input (its choices were made there)."""
+    table, path = tiles
+    if table is not None and table.get("machine") != machine:
+        raise BenchInputError(f"--tiles {path}: measured on {table.get('machine')!r}, this machine is {machine!r}; "
+                              f"use a tile table of {machine!r}")
+
+
+def _measure_ranks(sweep: Sweep, *, seed: int, baseline, check, graphs: bool, watchdog: float, out_dir,
+                   tiles: tuple = (None, None)):
     """One process per GPU (``syncverify.kernels.bench.ranks``): GPUs, sizes and the baseline's
     machine are checked before any process starts."""
     gpus, name, sms = _gpus()
     check_world(sweep.world_size, gpus)
+    _check_tiles_machine(tiles, machine_kind(name, gpus))
     if baseline is not None:
         check_machine(baseline, machine_kind(name, gpus), path=str(check))
     check_cases(sweep, sms=sms, gpus=gpus)
@@ -236,7 +253,8 @@ def _measure_ranks(sweep: Sweep, *, seed: int, baseline, check, graphs: bool, wa
     return rows, outcome.ceilings, _wrong_results(rows), stopped, partial
 
 
-def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graphs: bool = True):
+def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graphs: bool = True,
+             tiles: tuple = (None, None)):
     """Run the sweep (torch and triton imported here); the baseline's machine is checked first."""
     if interpret:
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -252,6 +270,8 @@ def _measure(sweep: Sweep, *, interpret: bool, seed: int, baseline, check, graph
         machine = machine_kind(torch.cuda.get_device_name(0), torch.cuda.device_count())
     if baseline is not None:
         check_machine(baseline, machine, path=str(check))
+    if not interpret:  # the interpreter runs a GPU's table at its own (tiny) sizes
+        _check_tiles_machine(tiles, machine)
     if interpret:
         sweep = _interpreted(sweep)
     with SweepProgress() as progress:

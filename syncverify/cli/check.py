@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Optional
@@ -13,6 +14,7 @@ from syncverify import exitcodes
 from syncverify.baseline import findings_of, read_baseline
 from syncverify.baseline import write_baseline as write_baseline_file
 from syncverify.cli.app import app, err, out
+from syncverify.cli import cost as cost_cli
 from syncverify.json_schema import versioned
 from syncverify.verdicts.text import counterexample_lines
 from syncverify.cli.progress import DEFAULT_MAX_MEMORY_MB, MemoryCap, StderrProgress
@@ -61,6 +63,9 @@ def check_command(
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Accepted findings (a file --write-baseline wrote): still listed, marked accepted, but only the others fail (exit 1).", show_default=False),
     write_baseline: Optional[Path] = typer.Option(None, "--write-baseline", help="Write this run's findings to FILE, to accept them with --baseline FILE.", show_default=False),
     suggest: bool = typer.Option(False, "--suggest", help="After an unsafe verdict, search the weakest fixes (1 or 2 strengthenings; with --epochs 2 or more also a reset between calls or a target that grows with the call), one per PTX lowering, and print at most 5, each a diff of the protocol file as written (apply with: patch -p0)."),
+    cost: bool = typer.Option(False, "--cost", help="With --suggest, on a GPU: time each fix (the first 6) in the scenario's fused kernel (W virtual ranks, --cost-shape) beside 'none' and the safe built-ins, validate it, and rank the fixes by measured time."),
+    cost_shape: str = typer.Option("8192x4608x8192", "--cost-shape", help="With --cost: the problem MxNxK the fixes are timed at."),
+    cost_tiles: Optional[Path] = typer.Option(None, "--cost-tiles", help="With --cost: a tile table (kernels/bench/tiles/*.json) giving the tile, stages, warps and split to time at (default: the shipped nvidia-h200 table when it has the scenario and shape, else bench's default case).", show_default=False),
     calls: int = typer.Option(1, "--calls", min=1, help="Harness (FILE.py) only: how many calls of the harness's operation to model."),
     declare_asm: list[str] = typer.Option([], "--declare-asm", help="Harness only: the meaning of inline asm the model cannot read, 'TEXT=no-op' or 'TEXT=PTX' (repeatable; listed in the verdict).", show_default=False),
 ) -> int:
@@ -95,6 +100,12 @@ def check_command(
     given = [name for name, set_ in harness_only.items() if set_]
     if given:
         raise typer.BadParameter(f"{', '.join(given)} applies to a harness (FILE.py), not to protocol {protocol}")
+    if (cost or cost_tiles is not None or cost_shape != "8192x4608x8192") and not (cost and suggest):
+        raise typer.BadParameter("--cost (and --cost-shape/--cost-tiles with it) ranks --suggest's fixes: "
+                                 "give --suggest --cost")
+    shape = cost_cli.parse_shape(cost_shape) if cost else None
+    if cost:
+        cost_cli.require_gpu()
 
     if graph is not None and graph.suffix not in (".dot", ".png"):
         raise typer.BadParameter(f"--graph {graph}: give a path ending in .dot or .png")
@@ -121,6 +132,12 @@ def check_command(
                            progress_interval=min(0.5, every), first=first, max_steps=max_steps)
     suggestions = _suggest(proto, built.options, result, reset=reset) if suggest else None
     accepted = [kind for (_p, _s, kind) in findings_of(result) if (_p, _s, kind) in accepted_findings]
+    ranked, cost_text = None, []
+    if cost and suggestions:  # fixes found: each timed in the scenario's kernel on this GPU
+        ranked, cost_text = cost_cli.fix_costs(suggestions, scenario=scenario, world_size=world_size,
+                                               case=cost_cli.cost_case(scenario, shape, cost_tiles))
+    elif cost:
+        cost_text = [f"cost: nothing to time ({suggestions.message})"]
     if as_json:  # the verdict first: a failure while drawing cannot lose it
         doc = versioned(result.to_json(), "check")
         doc["assumptions"] = assumptions(result)
@@ -129,11 +146,15 @@ def check_command(
             violation["accepted"] = violation["kind"] in accepted
         if suggestions is not None:
             doc.update(suggestions.to_json(limit=MAX_SUGGESTIONS))
+        if ranked is not None:
+            doc["cost"] = {"timed": cost_text[0], "ranking": [dataclasses.asdict(f) for f in ranked]}
         out.print(json.dumps(doc, indent=2), markup=False)
     else:
         _print_text(result, accepted, baseline)
         if suggestions is not None:
             _print_suggestions(suggestions)
+        for line in cost_text:
+            out.print(line, markup=False)
     if graph is not None and result.violations:
         witness = next(iter(result.violations.values()))
         drawn = write_or_warn(lambda: write_graph(witness.execution, graph, title=f"{proto.name} / {scenario}: {witness.kind}",
