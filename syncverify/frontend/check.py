@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, LimitHit
+from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Clock, LimitHit
+from syncverify.explore.residency import Residency, find_deadlock
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.devices import provided
 from syncverify.frontend.harness import DEFAULT_HEAP_BYTES, HarnessError, run_harness
@@ -192,7 +193,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  max_steps: int = DEFAULT_MAX_STEPS, max_items: int = DEFAULT_MAX_ITEMS,
                  declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
                  first: bool = False, progress: Callable[[str], None] | None = None,
-                 progress_interval: float = 2.0) -> KernelCheckResult:
+                 progress_interval: float = 2.0, resident: int | None = None,
+                 resident_order: str = "any") -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
     Parameters
@@ -211,6 +213,10 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         Stop at the first execution that shows a violation.
     progress, progress_interval
         Called with a line (what the check is doing) at most every ``progress_interval`` seconds.
+    resident, resident_order
+        At most ``resident`` CTAs per GPU at once, admitted in ``resident_order``
+        (:mod:`syncverify.explore.residency`); None: the harness's ``sv.resident(...)``, else every
+        CTA runs.
 
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
@@ -224,8 +230,10 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 32:
         raise HarnessError(f"threads_per_cta={threads_per_cta!r} must be 1 to 32")
     deadline = None if timeout is None else start + timeout
+    residency = None if resident is None else Residency(resident, resident_order)
     fn, name = load_harness(target)
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
+    residency = residency or sv.residency
     result = KernelCheckResult(name, world_size, calls, threads_per_cta)
     try:
         lifted, size, assumptions = _build(sv, threads_per_cta, declare_asm or {}, max_items, deadline, progress,
@@ -237,8 +245,28 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     result.lifted, result.size = lifted, size
     result.assumptions = assumptions
     _explore(result, lifted, deadline, max_executions, max_steps, first, progress, progress_interval)
+    if residency is not None:
+        result.assumptions.append(f"residency: {residency.words()}; a resident CTA is never preempted")
+        if result.limit_hit is None and not (first and result.violations):
+            _residency(result, lifted, residency, deadline, max_executions, max_steps)
     result.seconds = time.monotonic() - start
     return result
+
+
+def _residency(result: KernelCheckResult, lifted, residency: Residency, deadline, max_executions: int,
+               max_steps: int) -> None:
+    """The hang residency adds (:mod:`syncverify.explore.residency`); a fair hang already found stands."""
+    host = frozenset(i for i, info in enumerate(lifted.threads) if info.kind != "program")
+    left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+    try:
+        found = find_deadlock(lifted.program, residency, clock=Clock(left), host=host,
+                              explore_options=dict(max_executions=max_executions, max_steps=max_steps))
+    except LimitHit as hit:
+        result.limit_hit, result.limit_detail = hit.limit, f"residency: {hit.detail}"
+        return
+    result.deadlock = found
+    if found is not None and "hang" not in result.violations:
+        result.violations["hang"] = KernelViolation("hang", found.words(), found.execution, [], [])
 
 
 def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0):

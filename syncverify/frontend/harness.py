@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from syncverify.errors import SyncVerifyError
+from syncverify.explore.residency import Residency
 import math
 import sys
 
@@ -185,6 +186,17 @@ class Harness:
         self.ops: list[HostOp] = []
         self.call = 0
         self.args: list[Any] = []  # torch tensors outside the heap passed to launches
+        self.residency: Residency | None = None  # sv.resident(...): None, every CTA runs
+
+    def resident(self, capacity: int, *, order: str = "any") -> None:
+        """At most ``capacity`` CTAs resident per GPU at once (its SMs times the kernels'
+        occupancy), shared by every launch and stream of that GPU, admitted in ``order`` (``any``,
+        what CUDA guarantees; ``index``: blockIdx order per launch, what the hardware does in
+        practice). ``syncverify check --resident R`` overrides it. docs/residency.md says why."""
+        try:
+            self.residency = Residency(capacity, order)
+        except SyncVerifyError as error:
+            raise HarnessError(f"sv.resident: {error} ({_site()})") from None
 
     def _add(self, op: HostOp) -> HostOp:
         op.index = len(self.ops)

@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from syncverify.errors import ScenarioError, UnsupportedConstruct
+from syncverify.explore.residency import Residency
 from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, Store,
                                 Thread, ThreadOrigin)
 from syncverify.protocols import rules
@@ -198,6 +199,8 @@ class ScenarioOptions:
     symmetry: bool = True
     push: str = DEFAULT_PUSH  # all-scatter's push protocol: a built-in name or a .toml path
     launches: str = "host-barrier"  # rules.LAUNCH_ORDERS: how epochs are ordered across ranks
+    resident: int | None = None  # CTAs resident per GPU at once (None: all; explore.residency)
+    resident_order: str = "any"  # explore.residency.ORDERS: the order CTAs become resident in
 
     def validated(self, protocol) -> "ScenarioOptions":
         """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
@@ -222,6 +225,10 @@ class ScenarioOptions:
             raise ScenarioError(f"--launches per-rank-stream has no host barrier between launches, so the host "
                                 f"cannot reset locks ({reset}); use --reset none or a protocol whose reset is "
                                 f"consumer, owner or none")
+        if self.resident is not None:
+            Residency(self.resident, self.resident_order)  # validates both (one line each)
+            # Residency counts CTAs: every tile and rank must be there, not renamings of one.
+            return replace(self, reset=reset, symmetry=False)
         return replace(self, reset=reset)
 
 

@@ -1,0 +1,157 @@
+"""Residency (issue 27): CTAs run only while resident, capacity is limited, a resident CTA is
+never preempted. Known answers on hand-written programs, the scenarios and the examples'
+harnesses; the examples' rule (``spin_grid.deadlocks``) against the model; the kernels' CPU path
+(Triton's interpreter runs one program at a time in blockIdx order: capacity 1, ``index`` order)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import syncverify
+from syncverify.errors import ScenarioError
+from syncverify.explore.residency import ORDERS, Residency, find_deadlock, started_sets, ctas, sweep
+from syncverify.program import Branch, Label, Load, Program, Store, Thread
+from syncverify.verdicts.check import check_protocol
+from syncverify.kernels._jit import _interpreted, _interpreting_calls
+from tests.sequential_harness import EXAMPLES, example_module
+
+
+def _poll(flag: str) -> tuple:
+    return (Label("L"), Load("r", flag, sem="acquire", scope="gpu"), Branch("L", "eq", "r", 0))
+
+
+def _program(order: list[str], phases: list[str] | None = None) -> Program:
+    """Consumers ("c") wait for the producer ("p") with the same number, CTAs in the order given."""
+    threads = []
+    for i, who in enumerate(order):
+        kind, n = who[0], who[1:]
+        code = _poll(f"f{n}") if kind == "c" else (Store(f"f{n}", 1, sem="release", scope="gpu"),)
+        threads.append(Thread(f"P{i}", 0, i, code, phase=(phases[i] if phases else "e0")))
+    return Program("residency", tuple(threads), observed_registers=frozenset())
+
+
+# ----- the model on hand-written programs ---------------------------------------------------------
+
+def test_a_consumer_holding_the_only_slot_deadlocks_in_any_order_not_in_index_order():
+    p = _program(["c0", "p0"])
+    found = find_deadlock(p, Residency(1, "any"))
+    assert found is not None and [c.cta for c in found.resident] == [0] and [c.cta for c in found.not_resident] == [1]
+    assert "waits on a poll of f0 (reads 0)" in found.words() and "GPU 0 CTA 1 (e0) would release" in found.words()
+    assert find_deadlock(p, Residency(1, "index")) is not None  # blockIdx order admits the consumer first
+    assert find_deadlock(_program(["p0", "c0"]), Residency(1, "index")) is None
+    assert find_deadlock(_program(["p0", "c0"]), Residency(1, "any")) is not None
+    assert all(find_deadlock(p, Residency(2, order)) is None for order in ORDERS)
+
+
+@pytest.mark.parametrize("consumers", [1, 2, 3])
+def test_consumers_deadlock_exactly_when_they_can_fill_every_slot(consumers):
+    p = _program([f"c{i}" for i in range(consumers)] + [f"p{i}" for i in range(consumers)])
+    result = sweep(p)
+    assert result.largest_deadlocking == consumers and result.smallest_safe == consumers + 1
+
+
+def test_launches_on_two_streams_share_the_slots():
+    """Consumers in one launch, producers in another, unordered: either may take the slots first."""
+    p = _program(["p0", "c0"], phases=["gemm", "comm"])
+    assert find_deadlock(p, Residency(1, "index")) is not None
+    ordered = Program(p.name, p.threads, observed_registers=frozenset(), host_order=(("gemm", "comm"),))
+    assert find_deadlock(ordered, Residency(1, "index")) is None  # the stream orders comm after gemm
+
+
+def test_index_order_only_admits_prefixes_of_each_launch():
+    p = _program(["c0", "c1", "p0", "p1"])
+    assert all(s == frozenset(ctas(p)[:len(s)]) for s in started_sets(ctas(p), Residency(2, "index")))
+    assert len(list(started_sets(ctas(p), Residency(2, "any")))) == 6 + 4  # subsets of 2 and of 3
+
+
+def test_bad_residency_is_one_line():
+    for bad in (0, -1):
+        with pytest.raises(ScenarioError, match="--resident"):
+            Residency(bad)
+    with pytest.raises(ScenarioError, match="resident-order"):
+        Residency(1, "fifo")
+
+
+# ----- the scenarios ------------------------------------------------------------------------------
+
+def test_all_reduce_hangs_with_one_slot_in_any_order_and_is_safe_with_two():
+    result = check_protocol("barrier-fenced-release-acquire", world_size=2, resident=1, timeout=60)
+    assert result.safe is False and list(result.violations) == ["hang"]
+    words = result.violations["hang"].explanation
+    assert "rank 0 consumer of tile 0 (epoch 0) is resident" in words and "producer of tile 0" in words
+    assert result.to_json()["resident"] == 1
+    assert check_protocol("barrier-fenced-release-acquire", world_size=2, resident=2, timeout=60).safe is True
+    # the kernels put the GEMM (producer) CTAs at the low blockIdx: safe if that order held
+    assert check_protocol("barrier-fenced-release-acquire", world_size=2, resident=1, resident_order="index",
+                          timeout=60).safe is True
+
+
+def test_a_residency_hang_has_a_trace_in_the_whole_programs_terms():
+    result = check_protocol("epoch-flag", world_size=2, resident=1, timeout=60)
+    violation = result.violations["hang"]
+    rows = violation.trace(result.scenario)
+    assert rows and all("consumer" in str(r) or "producer" in str(r) for r in rows)
+
+
+# ----- the examples: harnesses with sv.resident ---------------------------------------------------
+
+with example_module("residency") as _h:
+    HARNESS_CASES = [(name, R, order, safe) for name, table in _h.EXPECTED.items()
+                     for R, (order, safe) in table.items()]
+
+
+@pytest.mark.parametrize(("name", "resident", "order", "safe"), HARNESS_CASES,
+                         ids=[f"{c[0]}-R{c[1]}" for c in HARNESS_CASES])
+def test_each_residency_example_gets_the_verdict_its_table_states(name, resident, order, safe):
+    result = syncverify.check_kernel(f"{EXAMPLES / 'residency' / 'harness.py'}::{name}", world_size=1,
+                                     resident=resident, resident_order=order, timeout=120,
+                                     threads_per_cta=1 if name == "grid_barrier" else 2)
+    assert result.safe is safe, result.text()
+    if not safe:
+        assert list(result.violations) == ["hang"] and "never resident" in result.violations["hang"].explanation
+    assert any("residency" in a for a in result.assumptions)
+
+
+def test_the_examples_rule_is_the_models_answer():
+    """``spin_grid.deadlocks`` (what the GPU script predicts at 132 x occupancy) against the model."""
+    with example_module("residency", "spin_grid") as spin_grid:
+        deadlocks = spin_grid.deadlocks
+    for n in (1, 2, 3):
+        consumers = _program([f"c{i}" for i in range(n)] + [f"p{i}" for i in range(n)])
+        for R in range(1, 2 * n):
+            assert deadlocks("consumers_first", n, R) == (find_deadlock(consumers, Residency(R)) is not None)
+    for name, table in (("consumers_first", HARNESS_CASES), ("grid_barrier", HARNESS_CASES)):
+        for case, R, order, safe in table:
+            if case == name:
+                assert deadlocks(name, 2, R) == (not safe)
+
+
+# ----- the kernels' CPU path: the interpreter is capacity 1 in blockIdx order ----------------------
+
+def _run(kernel, grid, *args, **meta):
+    with _interpreting_calls():
+        _interpreted(kernel)[grid](*args, **meta)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_in_the_interpreter_consumers_first_time_out_and_producers_first_do_not(n):
+    with example_module("residency", "spin_grid") as spin_grid:
+        kernel, deadlocks = spin_grid.consumers_first_kernel, spin_grid.deadlocks
+    budget = dict(MAX_SPINS=20, TIMEOUT_NS=0, USE_TIMER=False)
+    for offset, expect_deadlock in ((0, True), (n, False)):
+        flags, data, out, timed_out = (torch.zeros(n, dtype=torch.int32) for _ in range(4))
+        _run(kernel, (2 * n,), flags, data, out, timed_out, n, offset, **budget)
+        assert bool(timed_out.sum()) is expect_deadlock
+        assert expect_deadlock == deadlocks("consumers_first", n, 1) or offset  # index order, capacity 1
+        if not expect_deadlock:
+            assert out.tolist() == list(range(1, n + 1))
+
+
+def test_in_the_interpreter_a_grid_barrier_completes_only_for_one_program():
+    with example_module("residency", "spin_grid") as spin_grid:
+        kernel, deadlocks = spin_grid.grid_barrier_kernel, spin_grid.deadlocks
+    for grid in (1, 2):
+        count, timed_out = torch.zeros(1, dtype=torch.int32), torch.zeros(grid, dtype=torch.int32)
+        _run(kernel, (grid,), count, timed_out, grid, MAX_SPINS=20, TIMEOUT_NS=0, USE_TIMER=False)
+        assert bool(timed_out.sum()) == deadlocks("grid_barrier", grid, 1)
