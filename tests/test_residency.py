@@ -155,3 +155,45 @@ def test_in_the_interpreter_a_grid_barrier_completes_only_for_one_program():
         count, timed_out = torch.zeros(1, dtype=torch.int32), torch.zeros(grid, dtype=torch.int32)
         _run(kernel, (grid,), count, timed_out, grid, MAX_SPINS=20, TIMEOUT_NS=0, USE_TIMER=False)
         assert bool(timed_out.sum()) == deadlocks("grid_barrier", grid, 1)
+
+
+# ----- the command line ---------------------------------------------------------------------------
+
+def test_check_resident_answers_hang_with_the_resident_ctas_and_exit_1(capsys):
+    from syncverify.cli import main
+
+    assert main(["check", "epoch-flag", "--resident", "1"]) == 1
+    text = capsys.readouterr().out
+    assert "UNSAFE" in text and "1 CTA resident per GPU, admitted in any order (--resident)" in text
+    assert "cause: with 1 CTA resident per GPU" in text and "never resident: rank 0 producer" in text
+    assert main(["check", "epoch-flag", "--resident", "2"]) == 0
+
+
+def test_check_resident_sweep_gives_the_two_numbers(capsys):
+    from syncverify.cli import main
+
+    assert main(["check", "epoch-flag", "--resident-sweep", "--json"]) == 1
+    import json
+    doc = json.loads(capsys.readouterr().out)["residency_sweep"]
+    assert doc["largest_deadlocking"] == 1 and doc["smallest_safe"] == 2 and doc["answers"] == {"1": True}
+    assert main(["check", "epoch-flag", "--resident-sweep", "--resident-order", "index"]) == 0
+    assert "largest capacity at which it can deadlock: none" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--resident", "0"], ["--resident", "1", "--resident-order", "fifo"],
+                                  ["--resident-sweep", "--resident-order", "fifo"]])
+def test_bad_residency_options_exit_2_with_one_line(argv, capsys):
+    from syncverify.cli import main
+
+    assert main(["check", "epoch-flag", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "resident" in err[0]
+
+
+def test_harness_resident_sweep_from_the_command_line(capsys):
+    from syncverify.cli import main
+
+    target = f"{EXAMPLES / 'residency' / 'harness.py'}::consumers_first"
+    assert main(["check", target, "--world-size", "1", "--resident-sweep"]) == 1
+    assert "largest capacity at which it can deadlock: 2; smallest at which it cannot (nor at any larger): 3" \
+        in capsys.readouterr().out

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Clock, LimitHit
-from syncverify.explore.residency import Residency, find_deadlock
+from syncverify.explore.residency import Residency, Sweep, find_deadlock, sweep
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.devices import provided
 from syncverify.frontend.harness import DEFAULT_HEAP_BYTES, HarnessError, run_harness
@@ -194,7 +194,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
                  first: bool = False, progress: Callable[[str], None] | None = None,
                  progress_interval: float = 2.0, resident: int | None = None,
-                 resident_order: str = "any") -> KernelCheckResult:
+                 resident_order: str = "any", fair: bool = False) -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
     Parameters
@@ -216,7 +216,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     resident, resident_order
         At most ``resident`` CTAs per GPU at once, admitted in ``resident_order``
         (:mod:`syncverify.explore.residency`); None: the harness's ``sv.resident(...)``, else every
-        CTA runs.
+        CTA runs. ``fair``: every CTA runs, whatever the harness says (``--resident-sweep``).
 
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
@@ -233,7 +233,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     residency = None if resident is None else Residency(resident, resident_order)
     fn, name = load_harness(target)
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
-    residency = residency or sv.residency
+    residency = None if fair else (residency or sv.residency)
     result = KernelCheckResult(name, world_size, calls, threads_per_cta)
     try:
         lifted, size, assumptions = _build(sv, threads_per_cta, declare_asm or {}, max_items, deadline, progress,
@@ -253,10 +253,22 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     return result
 
 
+def host_threads(lifted) -> frozenset[int]:
+    """The lifted program's host work (fills, the expectations' reads): it takes no CTA slot."""
+    return frozenset(i for i, info in enumerate(lifted.threads) if info.kind != "program")
+
+
+def residency_sweep(result: KernelCheckResult, order: str, *, timeout: float | None, max_executions: int,
+                    max_steps: int) -> Sweep:
+    """Each resident capacity's answer for the harness ``result`` checked (its lifted program)."""
+    return sweep(result.lifted.program, order, clock=Clock(timeout), host=host_threads(result.lifted),
+                 explore_options=dict(max_executions=max_executions, max_steps=max_steps))
+
+
 def _residency(result: KernelCheckResult, lifted, residency: Residency, deadline, max_executions: int,
                max_steps: int) -> None:
     """The hang residency adds (:mod:`syncverify.explore.residency`); a fair hang already found stands."""
-    host = frozenset(i for i, info in enumerate(lifted.threads) if info.kind != "program")
+    host = host_threads(lifted)
     left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
     try:
         found = find_deadlock(lifted.program, residency, clock=Clock(left), host=host,

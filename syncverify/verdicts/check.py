@@ -275,7 +275,10 @@ def with_residency(result: CheckResult, scenario: Scenario, *, timeout: float | 
         result.seconds += time.monotonic() - start
     result.deadlock = found
     if found is not None and "hang" not in result.violations:
-        result.violations["hang"] = Violation("hang", found.words(), found.execution, [])
+        why = Cause("residency", f"{found.words()}. Fix: keep the CTAs that wait from holding every slot "
+                    "(grid at most the resident capacity, or producers resident first by a stream or host "
+                    "order, not by blockIdx), or launch cooperatively", link="residency")
+        result.violations["hang"] = Violation("hang", found.words(), found.execution, [], _cause=why)
 
 
 def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 2, timeout: float | None = 600.0,
