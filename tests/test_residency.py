@@ -11,7 +11,7 @@ import torch
 import syncverify
 from syncverify.errors import ScenarioError
 from syncverify.explore.residency import ORDERS, Residency, find_deadlock, started_sets, ctas, sweep
-from syncverify.program import Branch, Label, Load, Program, Store, Thread
+from syncverify.program import Atomic, Branch, Label, Load, Program, Store, Thread
 from syncverify.verdicts.check import check_protocol
 from syncverify.kernels._jit import _interpreted, _interpreting_calls
 from tests.sequential_harness import EXAMPLES, example_module
@@ -197,3 +197,69 @@ def test_harness_resident_sweep_from_the_command_line(capsys):
     assert main(["check", target, "--world-size", "1", "--resident-sweep"]) == 1
     assert "largest capacity at which it can deadlock: 2; smallest at which it cannot (nor at any larger): 3" \
         in capsys.readouterr().out
+
+
+# ----- launch modes: two streams, programmatic dependent launch ------------------------------------
+
+def test_two_streams_lose_the_blockidx_order_that_makes_one_fused_launch_safe():
+    """The seeds' one-shot all-reduce: GEMM and communication kernels on two streams share the SMs."""
+    fused = check_protocol("epoch-flag", world_size=2, resident=1, resident_order="index", timeout=60)
+    streams = check_protocol("epoch-flag", world_size=2, resident=1, resident_order="index",
+                             launches="two-stream", timeout=60)
+    assert fused.safe is True and streams.safe is False and list(streams.violations) == ["hang"]
+    assert "consumer" in streams.violations["hang"].explanation
+    assert check_protocol("epoch-flag", world_size=2, launches="two-stream", timeout=60).safe is True
+
+
+def test_pdl_dependents_are_scheduled_only_after_every_primary_cta_triggered():
+    """With PDL the consumer kernel cannot take the slot before the producer's CTA has run: no
+    residency hang at one slot, where two unordered streams hang."""
+    result = check_protocol("epoch-flag", world_size=2, resident=1, launches="pdl", timeout=60)
+    assert result.safe is True
+
+
+ZOO_PAIRS = [("trtllm-18834-blockidx-paired-barrier", "trtllm-18834-grid-within-residency"),
+             ("aiter-4977-persistent-grid-over-occupancy", "aiter-4977-grid-clamped-to-occupancy"),
+             ("tokenspeed-351-graph-replay-shared-counter", "tokenspeed-351-counter-per-replay"),
+             ("trtllm-14537-launch-dependents-no-visibility", "trtllm-14537-griddepcontrol-wait")]
+
+
+@pytest.mark.parametrize(("bug", "fix"), ZOO_PAIRS, ids=[b for b, _f in ZOO_PAIRS])
+def test_each_residency_and_launch_bug_of_the_zoo_has_a_fix_with_the_opposite_verdict(bug, fix):
+    from syncverify.protocols import load_protocol
+    from syncverify.scenarios.build import ScenarioOptions, build
+    from syncverify.verdicts.check import check
+
+    verdicts = []
+    for name in (bug, fix):
+        p = load_protocol(name)
+        result = check(build(p, ScenarioOptions(world_size=2, **p.zoo.check_options())), timeout=120)
+        verdicts.append(result.safe)
+    assert verdicts == [False, True]
+
+
+def _pdl_chain(trigger_first: bool) -> Program:
+    """sglang #34789's state as a program: GEMM CTAs (PDL primary) wait for a flag from a kernel on
+    another stream; the finalize kernel (PDL dependent) polls the GEMM's completion count
+    (``griddepcontrol.wait``). ``trigger_first``: ``launch_dependents`` before the GEMM's wait."""
+    trigger = lambda n: Store(f"pdl.trigger.g{n}", 1)  # noqa: E731
+    done = Atomic("add", None, "gemm_done", (1,), sem="release", scope="sys")
+    threads = [Thread("X", 0, 0, (Store("x", 1, sem="release", scope="gpu"),), phase="other-stream")]
+    for n in (1, 2):
+        wait_x = _poll("x")
+        code = (trigger(n),) + wait_x + (done,) if trigger_first else wait_x + (trigger(n), done)
+        threads.append(Thread(f"G{n}", 0, n, code, phase="gemm"))
+    for n in (3, 4):
+        code = (Label("W"), Load("d", "gemm_done", sem="acquire", scope="sys"), Branch("W", "lt", "d", 2))
+        threads.append(Thread(f"F{n}", 0, n, code, phase="finalize"))
+    return Program("pdl-chain", tuple(threads), observed_registers=frozenset(), pdl=(("gemm", "finalize"),))
+
+
+def test_sglang_34789_finalize_ctas_at_the_pdl_wait_hold_the_slots_a_kernel_the_gemm_waits_for_needs():
+    """With 3 slots, the GEMM's two CTAs trigger and wait for a kernel on another stream; the
+    finalize kernel, now schedulable, takes the last slot at its griddepcontrol.wait: a hang. The
+    GEMM triggering after its own wait (or no PDL) leaves the slot to that kernel."""
+    found = find_deadlock(_pdl_chain(trigger_first=True), Residency(3))
+    assert found is not None and "GPU 0 CTA 0 (other-stream)" in {c.name for c in found.not_resident}
+    assert any("finalize" in c.name for c in found.resident)
+    assert find_deadlock(_pdl_chain(trigger_first=False), Residency(3)) is None

@@ -26,7 +26,7 @@ REQUIRED = {  # the reported bugs the zoo must hold (issue 15), with their fixes
 
 def verdict(protocol, world_size: int = 2, **overrides) -> str:
     z = protocol.zoo
-    opts = dict(scenario=z.scenario, world_size=world_size, epochs=z.epochs, launches=z.launches) | overrides
+    opts = z.check_options() | dict(world_size=world_size) | overrides
     result = check(build(protocol, ScenarioOptions(**opts)), timeout=120)
     assert result.safe is not None, f"{protocol.name}: the check did not finish"
     return "safe" if result.safe else ", ".join(sorted(result.violations))

@@ -44,7 +44,7 @@ from syncverify.errors import ScenarioError
 from syncverify.explore.bounds import Clock, LimitHit
 from syncverify.explore.driver import explore
 from syncverify.model.events import Execution
-from syncverify.program import HOST_RESET, Atomic, Program, Store, Thread, ThreadOrigin
+from syncverify.program import HOST_RESET, PDL_TRIGGER, Atomic, Program, Store, Thread, ThreadOrigin
 from syncverify.validation import one_of
 
 #: How CTAs become resident: ``any`` (guaranteed), ``index`` (observed, blockIdx order per launch).
@@ -188,10 +188,13 @@ def writers(program: Program, thread_ids: tuple[int, ...], loc: str) -> bool:
 
 
 def reachable(x: Execution, units: list[Cta], hung: set[Cta], capacity: int, order: str,
-              after: dict[str, frozenset[str]], free: tuple[int, ...] = ()) -> bool:
+              after: dict[str, frozenset[str]], free: tuple[int, ...] = (),
+              pdl: tuple[tuple[object, object], ...] = ()) -> bool:
     """Whether some admission schedule under ``capacity`` runs every event of ``x`` and leaves the
     ``hung`` CTAs resident (see the module's docstring). Thread indices are ``x``'s; ``free``
-    threads (host work) need no slot."""
+    threads (host work) need no slot; ``pdl``: (primary, dependent) launches, a dependent CTA
+    admitted only once every primary CTA of its GPU has triggered (written its
+    :data:`~syncverify.program.PDL_TRIGGER`) or exited (PTX ISA, ``griddepcontrol``)."""
     by_thread: dict[int, list] = {}
     for e in x.events:
         if not e.is_init:
@@ -203,6 +206,10 @@ def reachable(x: Execution, units: list[Cta], hung: set[Cta], capacity: int, ord
         for b in bs:
             before.setdefault(str(b), set()).add(str(a))
     seen: set[frozenset[Cta]] = set()
+    primaries: dict[str, set[str]] = {}
+    for primary, dependent in pdl:
+        primaries.setdefault(str(dependent), set()).add(str(primary))
+    triggers = {e.eid: e.thread for e in x.events if e.loc is not None and e.loc.startswith(PDL_TRIGGER)}
 
     def run(admitted: frozenset[Cta]) -> tuple[set[int], set[Cta]]:
         done: set[int] = set()
@@ -241,6 +248,10 @@ def reachable(x: Execution, units: list[Cta], hung: set[Cta], capacity: int, ord
             if order == "index" and any(o.gpu == c.gpu and str(o.phase) == str(c.phase) and o.cta < c.cta
                                         and o not in admitted for o in units):
                 continue
+            triggered = {triggers[e] for e in done if e in triggers}
+            if any(p.gpu == c.gpu and str(p.phase) in primaries.get(str(c.phase), ())
+                   and p not in exited and not triggered & set(p.threads) for p in units):
+                continue  # PDL: a primary CTA of this GPU has neither triggered nor exited
             if search(admitted | {c}):
                 return True
         return False
@@ -269,6 +280,8 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
         index = {t: i for i, t in enumerate(kept)}
         local = [Cta(c.gpu, c.phase, c.cta, tuple(index[t] for t in c.threads), c.name) for c in started]
         absent = [c for c in units if c not in started]
+        if any(not_before_primary(c, absent, program.pdl) for c in started):
+            continue  # a dependent CTA resident while a primary CTA never was: PDL forbids it
         short = {c.gpu for c in absent}
         sub = restricted(program, kept)
         found: list[Deadlock] = []
@@ -279,7 +292,7 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
                 n = sum(1 for c in hung if c.gpu == gpu)
                 if n > R or (gpu in short and n != R):
                     return False
-            if not reachable(x, local, hung, R, residency.order, after, tuple(index[t] for t in hosts)):
+            if not reachable(x, local, hung, R, residency.order, after, tuple(index[t] for t in hosts), program.pdl):
                 return False
             found.append(describe(program, sub, x, kept, sorted(hung, key=lambda c: (c.gpu, c.cta)),
                                   absent, residency))
@@ -294,6 +307,13 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
         if result.limit_hit:
             raise LimitHit(result.limit_hit, f"{result.limit_detail} (a resident subset of the CTAs)")
     return None
+
+
+def not_before_primary(cta: Cta, absent: list[Cta], pdl: tuple) -> bool:
+    """Whether ``cta`` is a PDL dependent whose primary has a CTA on its GPU that never becomes
+    resident: that CTA never triggers nor exits, so ``cta`` is never scheduled."""
+    primaries = {str(p) for p, d in pdl if str(d) == str(cta.phase)}
+    return any(a.gpu == cta.gpu and str(a.phase) in primaries for a in absent)
 
 
 def describe(program: Program, sub: Program, x: Execution, kept: list[int], hung: list[Cta],
