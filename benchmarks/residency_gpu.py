@@ -10,13 +10,19 @@ deadlocks and one it says is safe, beside the model's answer.
 4. The same kernel as two launches on two streams (the seeds' GEMM + communication pattern): the
    consumer grid first, the producer grid on another stream behind a short ``torch.cuda._sleep``
    (so the consumers take the SMs first, as the model's deadlock has it), C - 1 and C consumers.
+5. Probes of run 1's disagreement (two streams, C - 1 consumers: every consumer timed out, where
+   the model, one pool of C slots shared by every kernel, says the free slot lets the producers
+   through): without the sleep; the producers in a distinct compiled function (another kernel of
+   the same code); C - 16 and C - 132 consumers (a whole SM's worth of slots free, one per SM);
+   and the producers launched first. Each row says whether a CTA of a second kernel could use
+   slots that the first kernel's CTAs left free.
 
 Every wait gives up after ``--timeout-ms`` of ``%globaltimer``: a deadlock shows as programs that
 timed out, never as a hung GPU; a watchdog also ends the process (exit 3) if one launch runs past
 ``--watchdog`` seconds. The model's rule for these kernels (``spin_grid.deadlocks``) is pinned
 against the model's own check at small sizes by ``tests/test_residency.py``.
 
-Run from the repository root on the GPU machine (about 1 minute)::
+Run from the repository root on the GPU machine (about 1 minute; run 1 took 12 s)::
 
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 benchmarks/residency_gpu.py
 
@@ -35,6 +41,7 @@ import time
 from pathlib import Path
 
 import torch
+import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "residency"))
 from spin_grid import consumers_first_kernel, deadlocks, grid_barrier_kernel  # noqa: E402
@@ -94,8 +101,16 @@ def barrier_timeouts(grid: int, args, dog: Watchdog) -> tuple[int, object]:
     return int(timed_out.sum().item()), compiled
 
 
-def consumer_timeouts(n: int, streams: bool, args, dog: Watchdog) -> tuple[int, bool]:
-    """Consumers (of ``n``) that gave up, and whether every consumer that did not read its value."""
+#: The same code compiled as a second function: a kernel distinct from ``consumers_first_kernel``.
+other_kernel = triton.jit(consumers_first_kernel.fn, do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])
+
+
+def consumer_timeouts(n: int, streams: bool, args, dog: Watchdog, *, sleep: bool = True,
+                      producer_kernel=None, producers_first: bool = False) -> tuple[int, bool]:
+    """Consumers (of ``n``) that gave up, and whether every consumer that did not read its value.
+    ``streams``: consumers and producers as two launches on two streams (``producers_first``:
+    the producer launch issued first; ``sleep``: the producer launch behind a short sleep;
+    ``producer_kernel``: the producers in another compiled function)."""
     flags = torch.zeros(n, dtype=torch.int32, device="cuda")
     data = torch.zeros(n, dtype=torch.int32, device="cuda")
     out = torch.zeros(n, dtype=torch.int32, device="cuda")
@@ -107,11 +122,20 @@ def consumer_timeouts(n: int, streams: bool, args, dog: Watchdog) -> tuple[int, 
             consumers_first_kernel[(2 * n,)](flags, data, out, timed_out, n, 0, **b)
             return
         comm, gemm = torch.cuda.Stream(), torch.cuda.Stream()
+        producers = producer_kernel or consumers_first_kernel
+
+        def produce() -> None:
+            with torch.cuda.stream(gemm):
+                if sleep and not producers_first:
+                    torch.cuda._sleep(1_000_000)  # about 0.5 ms: the consumer grid takes the SMs first
+                producers[(n,)](flags, data, out, timed_out, n, n, **b)
+
+        if producers_first:
+            produce()
         with torch.cuda.stream(comm):
             consumers_first_kernel[(n,)](flags, data, out, timed_out, n, 0, **b)
-        with torch.cuda.stream(gemm):
-            torch.cuda._sleep(1_000_000)  # about 0.5 ms: the consumer grid takes the SMs first
-            consumers_first_kernel[(n,)](flags, data, out, timed_out, n, n, **b)
+        if not producers_first:
+            produce()
 
     dog.run(f"consumers_first n={n} streams={streams}", launch)
     expected = torch.arange(1, n + 1, dtype=torch.int32, device="cuda")
@@ -175,6 +199,14 @@ def main(argv: list[str] | None = None) -> int:
         row("consumers first, one grid", "consumers_first", n, capacity_cf, *consumer_timeouts(n, False, args, dog))
     for n in (capacity_cf - 1, capacity_cf):
         row("consumers first, two streams", "consumers_first", n, capacity_cf, *consumer_timeouts(n, True, args, dog))
+
+    probes = (("two streams, no sleep", capacity_cf - 1, dict(sleep=False)),
+              ("two streams, producers another function", capacity_cf - 1, dict(producer_kernel=other_kernel)),
+              ("two streams, producers issued first", capacity_cf - 1, dict(producers_first=True)),
+              ("two streams, an SM's worth free", capacity_cf - 16, {}),
+              ("two streams, 132 slots free", capacity_cf - sms, {}))
+    for case, n, options in probes:
+        row(case, "consumers_first", n, capacity_cf, *consumer_timeouts(n, True, args, dog, **options))
 
     result = dict(device=props.name, sms=sms, derived_capacity=derived, measured_capacity=capacity,
                   consumers_first_capacity=capacity_cf, timeout_ms=args.timeout_ms, rows=rows,

@@ -53,7 +53,7 @@ def wait_at_least(ptr, target, MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr
     return gave_up
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])  # one binary for every launch of it
 def consumers_first_kernel(
     # pointers
     flags_ptr, data_ptr, out_ptr, timed_out_ptr,
