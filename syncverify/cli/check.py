@@ -49,7 +49,7 @@ def check_command(
     distribution: str = typer.Option("striding", "--distribution", help="striding | block (all-reduce)."),
     push: Optional[str] = typer.Option(None, "--push", help="all-scatter only: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file (default: epoch-flag).", show_default=False),
     reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP, show_default=False),
-    launches: str = typer.Option("host-barrier", "--launches", help="host-barrier (every rank's launch k before any rank's launch k+1) | per-rank-stream (only each GPU's stream orders its launches: buffer-reuse bugs)."),
+    launches: str = typer.Option("host-barrier", "--launches", help="host-barrier (every rank's launch k before any rank's launch k+1) | per-rank-stream (only each GPU's stream orders its launches: buffer-reuse bugs) | two-stream (GEMM and communication roles as two concurrent kernels) | pdl | pdl-no-wait (the consumer kernel a programmatic dependent launch, with or without griddepcontrol.wait; docs/residency.md)."),
     no_symmetry: bool = typer.Option(False, "--no-symmetry", help="Build every tile and rank (no symmetry reduction or slicing)."),
     graph: Optional[Path] = typer.Option(None, "--graph", help="Draw the first violation's execution to PATH.dot or PATH.png.", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
