@@ -174,8 +174,15 @@ def test_check_resident_sweep_gives_the_two_numbers(capsys):
 
     assert main(["check", "epoch-flag", "--resident-sweep", "--json"]) == 1
     import json
-    doc = json.loads(capsys.readouterr().out)["residency_sweep"]
+    whole = json.loads(capsys.readouterr().out)
+    from syncverify.json_schema import problems
+    assert problems(whole, "check") == []
+    doc = whole["residency_sweep"]
     assert doc["largest_deadlocking"] == 1 and doc["smallest_safe"] == 2 and doc["answers"] == {"1": True}
+    assert main(["check", "epoch-flag", "--resident", "1", "--json"]) == 1
+    plain = json.loads(capsys.readouterr().out)
+    assert problems(plain, "check") == [] and plain["resident"] == 1
+    assert plain["assumptions"]["residency"].startswith("1 CTA resident per GPU")
     assert main(["check", "epoch-flag", "--resident-sweep", "--resident-order", "index"]) == 0
     assert "largest capacity at which it can deadlock: none" in capsys.readouterr().out
 

@@ -179,6 +179,7 @@ def _resident_sweep(built, order: str, *, as_json: bool, timeout: float, max_exe
     fair_hang = "hang" in fair.violations
     if as_json:
         doc = versioned(fair.to_json(), "check")
+        doc["assumptions"], doc["accepted"] = assumptions(fair), []
         doc["residency_sweep"] = sweep_json(swept, order, fair_hang=fair_hang)
         out.print(json.dumps(doc, indent=2), markup=False)
     else:
