@@ -270,3 +270,14 @@ def test_sglang_34789_finalize_ctas_at_the_pdl_wait_hold_the_slots_a_kernel_the_
     assert found is not None and "GPU 0 CTA 0 (other-stream)" in {c.name for c in found.not_resident}
     assert any("finalize" in c.name for c in found.resident)
     assert find_deadlock(_pdl_chain(trigger_first=False), Residency(3)) is None
+
+
+def test_later_calls_that_never_start_behind_a_hang_are_not_counted_as_waiting_for_a_slot():
+    """Two calls: call 0's consumer holds the slot, so call 1 never starts (host order); its CTAs
+    are absent because call 0 never finishes, not for want of a slot (a bug fixed: they once
+    hid the deadlock)."""
+    result = check_protocol("iris-465-call-number", world_size=2, epochs=2, resident=1, timeout=60)
+    assert result.safe is False and result.deadlock is not None
+    never = {c.name for c in result.deadlock.not_resident}
+    assert never == {"rank 0 producer of tile 0 (epoch 0)"}
+    assert check_protocol("iris-465-call-number", world_size=2, epochs=2, resident=2, timeout=60).safe is True

@@ -163,7 +163,8 @@ class Deadlock:
 
     residency: Residency
     resident: list[Cta]  # the CTAs that hold slots and wait forever
-    not_resident: list[Cta]  # the CTAs that never become resident
+    not_resident: list[Cta]  # the CTAs that never become resident for want of a slot (not those of
+    # launches that wait for one that hangs: they never start for that reason)
     waits: dict[str, str]  # resident CTA name -> what it waits on
     releasers: dict[str, list[str]]  # resident CTA name -> non-resident CTAs that write what it waits on
     execution: Execution  # the deadlock, thread indices of the whole program (never-resident: no events)
@@ -271,7 +272,7 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
     units = ctas(program, host)
     hosts = [t for t in range(len(program.threads)) if t not in {u for c in units for u in c.threads}]
     R = residency.capacity
-    after = program.phases_after()
+    after = {str(a): frozenset(str(b) for b in bs) for a, bs in program.phases_after().items()}
     for started in started_sets(units, residency):
         clock.tick("while choosing which CTAs are resident")
         if on_subset is not None:
@@ -282,20 +283,28 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
         absent = [c for c in units if c not in started]
         if any(not_before_primary(c, absent, program.pdl) for c in started):
             continue  # a dependent CTA resident while a primary CTA never was: PDL forbids it
-        short = {c.gpu for c in absent}
         sub = restricted(program, kept)
         found: list[Deadlock] = []
 
         def judge(x: Execution) -> bool:
             hung = {c for c in local if any(t in x.stuck for t in c.threads)}
+            # Launches the host orders after one that never finishes never start: their CTAs are
+            # absent for that reason, not for want of a slot (and take none).
+            unfinished = {str(c.phase) for c in hung} | {str(c.phase) for c in absent}
+            blocked = set().union(*(after.get(p, frozenset()) for p in unfinished)) if unfinished else set()
+            waiting = {c.gpu for c in absent if str(c.phase) not in blocked}
             for gpu in {c.gpu for c in units}:
                 n = sum(1 for c in hung if c.gpu == gpu)
-                if n > R or (gpu in short and n != R):
+                if n > R or (gpu in waiting and n != R):
                     return False
-            if not reachable(x, local, hung, R, residency.order, after, tuple(index[t] for t in hosts), program.pdl):
+            if not waiting:
+                return False  # every absent CTA waits for a launch that hangs anyway: not residency
+            never = {c for c in local if str(c.phase) in blocked}
+            if not reachable(x, [c for c in local if c not in never], hung, R, residency.order, after,
+                             tuple(index[t] for t in hosts), program.pdl):
                 return False
             found.append(describe(program, sub, x, kept, sorted(hung, key=lambda c: (c.gpu, c.cta)),
-                                  absent, residency))
+                                  [c for c in absent if str(c.phase) not in blocked], residency))
             return True
 
         options = dict(explore_options or {})
