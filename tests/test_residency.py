@@ -281,3 +281,17 @@ def test_later_calls_that_never_start_behind_a_hang_are_not_counted_as_waiting_f
     never = {c.name for c in result.deadlock.not_resident}
     assert never == {"rank 0 producer of tile 0 (epoch 0)"}
     assert check_protocol("iris-465-call-number", world_size=2, epochs=2, resident=2, timeout=60).safe is True
+
+
+def test_the_seeds_two_stream_all_reduce_hangs_when_one_cta_is_resident_per_gpu():
+    """examples/one_shot_all_reduce (seed 000's kernels, GEMM on stream gemm, all-reduce on comm):
+    the fixed protocol is SAFE with every CTA resident (tests/test_examples.py) and hangs with one
+    slot per GPU: the comm kernel's CTA can take it and spin on tile_ready."""
+    with example_module("one_shot_all_reduce") as harnesses:
+        table = harnesses.RESIDENT
+    result = syncverify.check_kernel(f"{EXAMPLES / 'one_shot_all_reduce' / 'harness.py'}::fix_with_barrier_one_slot",
+                                     world_size=2, threads_per_cta=1, timeout=120)
+    assert result.safe is table["fix_with_barrier_one_slot"][1] is False and list(result.violations) == ["hang"]
+    words = result.violations["hang"].explanation
+    assert "persistent_all_reduce[0] (call 0, stream comm) is resident" in words
+    assert "persistent_gemm[0] (call 0, stream gemm)" in words.split("never resident:")[1]
