@@ -357,6 +357,22 @@ class Thread:
 PDL_TRIGGER = "pdl.trigger"
 
 
+def pdl_primary(code: tuple, thread: str, done: str, where: str = "") -> tuple:
+    """A PDL primary thread's ``code``: ``griddepcontrol.launch_dependents`` first (a write of its
+    :data:`PDL_TRIGGER`: scheduling only, no memory order), then its code, then 1 added to the
+    completion count ``done`` with a release at system scope (the grid's completion and flush,
+    which ``griddepcontrol.wait`` waits for: PTX ISA, ``griddepcontrol``). ``where``: a label prefix."""
+    return ((Store(f"{PDL_TRIGGER}.{thread}", 1, label=f"{where}griddepcontrol.launch_dependents"),) + code
+            + (Atomic("add", None, done, (1,), sem="release", scope="sys", label=f"{where}grid completion and flush"),))
+
+
+def pdl_dependent(code: tuple, done: str, count: int, where: str = "") -> tuple:
+    """A PDL dependent thread's ``code`` behind ``griddepcontrol.wait``: poll the primary's completion
+    count ``done`` with acquire loads at system scope until all its ``count`` threads have added to it."""
+    return (Label("__pdl_wait"), Load("__pdl_done", done, sem="acquire", scope="sys", label=f"{where}griddepcontrol.wait"),
+            Branch("__pdl_wait", "lt", "__pdl_done", count, label=f"{where}griddepcontrol.wait")) + code
+
+
 # ----- final conditions (litmus) -------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -14,6 +14,12 @@ waits forever. ``EXPECTED`` is the table the tests and ``docs/residency.md`` use
   order (CUDA promises no order), SAFE with ``--resident-order index`` (the order the hardware
   dispatches in practice): the model says which assumption a kernel leans on.
 * ``grid_barrier`` (2 programs meet on one counter): **hang** with 1 slot, SAFE with 2.
+* ``pdl_copy`` / ``pdl_copy_no_wait``: the producers write ``data``, then ``copy_kernel`` (no flag)
+  copies it, launched as a programmatic dependent launch (``sv.launch(pdl=True)``). With
+  ``griddepcontrol.wait`` first in the copy: SAFE, even with one slot (the copy is scheduled only
+  once every producer has triggered or exited). Without it: UNSAFE, **race** and
+  **unwritten-read**: ``launch_dependents`` lets the copy start, and makes nothing visible
+  (NVIDIA/TensorRT-LLM #14537).
 
 Run: ``syncverify check examples/residency/harness.py::consumers_first --resident 2`` (UNSAFE:
 hang, naming the resident consumers, the flags they poll, and the producers that never became
@@ -24,7 +30,7 @@ deadlock and the smallest from which none does.
 import torch
 
 import syncverify
-from spin_grid import consumers_first_kernel, grid_barrier_kernel
+from spin_grid import consumers_first_kernel, copy_kernel, grid_barrier_kernel
 
 N = 2  # consumers (and producers): the smallest that shows a pattern the GPU shows at 132 x occupancy
 
@@ -35,7 +41,11 @@ EXPECTED = {
     "producers_first": {2: ("any", False), 3: ("any", True)},
     "producers_first_index": {2: ("index", True)},
     "grid_barrier": {1: ("any", False), 2: ("any", True)},
+    "pdl_copy": {1: ("any", True)},
+    "pdl_copy_no_wait": {4: ("any", False)},
 }
+#: harness -> the violation kinds of its UNSAFE rows (else a hang).
+KINDS = {"pdl_copy_no_wait": ("race", "unwritten-read")}
 UNBOUNDED = dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False)  # the model cuts spins itself
 
 
@@ -111,3 +121,30 @@ def grid_barrier(sv):
         sv.synchronize(rank=0)
         sv.expect_written(timed_out.on(0))
     return call
+
+
+def _pdl_copy(sv, wait: bool):
+    flags, data, out, timed_out = _buffers(sv)
+    sv.resident(1)
+
+    def call(k):
+        # the producers only (grid N, PID_OFFSET N), then the copy as their programmatic dependent
+        sv.launch(consumers_first_kernel, (N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  N, N, rank=0, **UNBOUNDED)
+        sv.launch(copy_kernel, (N,), data.on(0), out.on(0), rank=0, pdl=True, pdl_wait=wait)
+        sv.synchronize(rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+@syncverify.harness
+def pdl_copy(sv):
+    """The copy kernel launched with PDL, ``griddepcontrol.wait`` first: the producers' writes are visible."""
+    return _pdl_copy(sv, True)
+
+
+@syncverify.harness
+def pdl_copy_no_wait(sv):
+    """The same without ``griddepcontrol.wait``: ``launch_dependents`` gives no visibility."""
+    return _pdl_copy(sv, False)
+

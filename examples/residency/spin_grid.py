@@ -81,6 +81,14 @@ def consumers_first_kernel(
 
 
 @triton.jit
+def copy_kernel(src_ptr, dst_ptr):
+    """Program ``i`` copies ``src[i]`` to ``dst[i]``, with no flag: a kernel that counts on running
+    after the one that wrote ``src`` (stream order, or PDL with ``griddepcontrol.wait``)."""
+    pid = tl.program_id(0)
+    tl.store(dst_ptr + pid, tl.load(src_ptr + pid))
+
+
+@triton.jit
 def grid_barrier_kernel(
     # pointers
     count_ptr, timed_out_ptr,

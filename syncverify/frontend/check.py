@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
 from syncverify.frontend.programs import explore_thread, max_writes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, to_model
-from syncverify.program import Load, Program, Store, Thread
+from syncverify.program import Load, Program, Store, Thread, pdl_dependent, pdl_primary
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
 
@@ -452,8 +452,12 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         for other in sv.ops:
             if other.call == op.call and other.index in phase_of:
                 pairs.append((phase_of[other.index], phase))
+    pdl = programmatic_launches(sv.ops, phase_of, threads_out, pairs)
+    if pdl:
+        assumptions.add("pdl: the primary's programs run griddepcontrol.launch_dependents first thing; a dependent "
+                        "declared pdl_wait runs griddepcontrol.wait first thing (sv.launch(pdl=True))")
     program = Program("harness", tuple(threads_out), init=init, host_order=tuple(pairs),
-                      observed_registers=frozenset())
+                      observed_registers=frozenset(), pdl=pdl)
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
         assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "
                         "holds, not data values")
@@ -461,6 +465,50 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
             "locations": len(program.locations()), "ghost_groups": len(owners)}
     notes = sorted(assumptions)
     return Lifted(program, infos, owners, oob, files, constants), size, notes
+
+
+def programmatic_launches(ops, phase_of: dict[int, str], threads_out: list[Thread],
+                          pairs: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Give each ``sv.launch(pdl=True)`` its PDL meaning (in place; the program's ``pdl`` pairs
+    returned), as the scenarios' ``--launches pdl`` does (``syncverify.scenarios.build``):
+
+    * the stream order from the primary to the dependent goes (it is what PDL relaxes);
+    * every primary thread as :func:`~syncverify.program.pdl_primary` makes it (``launch_dependents``
+      first, completion and flush last);
+    * with ``pdl_wait``, every dependent thread behind :func:`~syncverify.program.pdl_dependent`
+      (``griddepcontrol.wait``)."""
+    last: dict[tuple, Any] = {}
+    synced: set[int] = set()  # work a host synchronization or barrier already waited for
+    found: list[tuple[str, str]] = []
+    instrumented: set[str] = set()
+    for op in ops:
+        if op.kind in ("synchronize", "host_barrier"):
+            synced.update(o.index for o in last.values() if op.kind == "host_barrier" or o.rank == op.rank)
+            continue
+        if op.kind not in ("launch", "write"):
+            continue
+        key = (op.rank, op.stream)
+        before, last[key] = last.get(key), op
+        if op.kind != "launch" or not op.pdl:
+            continue
+        if before is None or before.kind != "launch" or before.index in synced:
+            raise HarnessError(f"sv.launch(pdl=True) at {op.site}: the work just before it on rank {op.rank}'s stream "
+                               f"{op.stream!r} must be a kernel launch the host has not waited for (its PDL primary)")
+        primary, dependent = phase_of[before.index], phase_of[op.index]
+        pairs[:] = [p for p in pairs if p != (primary, dependent)]
+        found.append((primary, dependent))
+        done = f"pdl.done.{before.index}"
+        count = sum(1 for th in threads_out if th.phase == primary)
+        for i, th in enumerate(threads_out):
+            if th.phase == primary and primary not in instrumented:
+                code = pdl_primary(th.instructions, th.name, done, f"{before.site} ")
+            elif th.phase == dependent and op.pdl == "wait":
+                code = pdl_dependent(th.instructions, done, count, f"{op.site} ")
+            else:
+                continue
+            threads_out[i] = replace(th, instructions=code)
+        instrumented.add(primary)
+    return tuple(found)
 
 
 def _signature(tree, written: frozenset, nonghost: frozenset, domains: dict) -> tuple:

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field, replace
 
 from syncverify.errors import ScenarioError, UnsupportedConstruct
 from syncverify.explore.residency import Residency
-from syncverify.program import (HOST_RESET, PDL_TRIGGER, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, Store,
-                                Thread, ThreadOrigin)
+from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, Store,
+                                Thread, ThreadOrigin, pdl_dependent, pdl_primary)
 from syncverify.protocols import rules
 from syncverify.protocols.expressions import evaluate_at, step_place
 from syncverify.protocols.lowering import executes, lower_step, lower_tile_load, lower_tile_store
@@ -809,11 +809,10 @@ PDL_DONE = "pdl.done"
 
 
 def programmatic_dependent_launch(threads: list[Thread], opts: ScenarioOptions) -> tuple:
-    """Give the two kernels of each call their PDL meaning (in place): every primary thread writes
-    its :data:`~syncverify.program.PDL_TRIGGER` first (``griddepcontrol.launch_dependents``:
-    scheduling only, no memory order) and adds 1 to :data:`PDL_DONE` of its rank last (completion
-    and flush, release.sys); with ``--launches pdl`` every dependent thread first polls that counter
-    (acquire.sys) until all its rank's primary threads of the call have (``griddepcontrol.wait``).
+    """Give the two kernels of each call their PDL meaning (in place): every primary thread as
+    :func:`~syncverify.program.pdl_primary` makes it (its trigger first, then 1 added to
+    :data:`PDL_DONE` of its rank last), and with ``--launches pdl`` every dependent thread behind
+    :func:`~syncverify.program.pdl_dependent` (``griddepcontrol.wait``).
     Returns the program's ``pdl`` pairs (primary phase, dependent phase)."""
     primary = primary_kernel(opts.scenario)
     expected: dict[tuple[int, int], int] = {}
@@ -826,13 +825,9 @@ def programmatic_dependent_launch(threads: list[Thread], opts: ScenarioOptions) 
             continue
         done = f"{PDL_DONE}.r{th.gpu}.e{th.phase.epoch}"
         if th.phase.kernel == primary:
-            code = ((Store(f"{PDL_TRIGGER}.{th.name}", 1, label="griddepcontrol.launch_dependents"),)
-                    + th.instructions
-                    + (Atomic("add", None, done, (1,), sem="release", scope="sys", label="grid completion and flush"),))
+            code = pdl_primary(th.instructions, th.name, done)
         elif opts.launches == "pdl" and expected.get((th.gpu, th.phase.epoch)):
-            n = expected[(th.gpu, th.phase.epoch)]
-            code = (Label("pdl_wait"), Load("pdl_done", done, sem="acquire", scope="sys", label="griddepcontrol.wait"),
-                    Branch("pdl_wait", "lt", "pdl_done", n, label="griddepcontrol.wait")) + th.instructions
+            code = pdl_dependent(th.instructions, done, expected[(th.gpu, th.phase.epoch)])
         else:
             continue
         threads[i] = replace(th, instructions=code)
