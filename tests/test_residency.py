@@ -299,3 +299,31 @@ def test_the_seeds_two_stream_all_reduce_hangs_when_one_cta_is_resident_per_gpu(
     words = result.violations["hang"].explanation
     assert "persistent_all_reduce[0] (call 0, stream comm) is resident" in words
     assert "persistent_gemm[0] (call 0, stream gemm)" in words.split("never resident:")[1]
+
+
+# ----- properties on generated programs -----------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def flag_programs(draw) -> Program:
+    """1 to 4 CTAs on one GPU, each a producer of flag k or a consumer of it, in one or two launches."""
+    n = draw(st.integers(1, 4))
+    roles = [draw(st.sampled_from(["c", "p"])) + str(draw(st.integers(0, 1))) for _ in range(n)]
+    phases = [draw(st.sampled_from(["e0", "e1"])) for _ in range(n)]
+    return _program(roles, phases)
+
+
+@settings(max_examples=25, deadline=None)
+@given(flag_programs(), st.integers(1, 4))
+def test_a_deadlock_in_blockidx_order_is_one_in_any_order_and_none_once_every_cta_fits(program, capacity):
+    index = find_deadlock(program, Residency(capacity, "index"))
+    anyway = find_deadlock(program, Residency(capacity, "any"))
+    assert index is None or anyway is not None  # blockIdx order is one of the orders "any" allows
+    if capacity >= len(program.threads):
+        assert anyway is None  # every CTA resident: residency changes nothing
+    for found in (index, anyway):
+        if found is not None:
+            assert len(found.resident) == capacity and found.not_resident
+            assert all(c not in found.resident for c in found.not_resident)
