@@ -229,24 +229,9 @@ def test_pdl_dependents_are_scheduled_only_after_every_primary_cta_triggered():
     assert result.safe is True
 
 
-ZOO_PAIRS = [("trtllm-18834-blockidx-paired-barrier", "trtllm-18834-grid-within-residency"),
-             ("aiter-4977-persistent-grid-over-occupancy", "aiter-4977-grid-clamped-to-occupancy"),
-             ("tokenspeed-351-graph-replay-shared-counter", "tokenspeed-351-counter-per-replay"),
-             ("trtllm-14537-launch-dependents-no-visibility", "trtllm-14537-griddepcontrol-wait")]
-
-
-@pytest.mark.parametrize(("bug", "fix"), ZOO_PAIRS, ids=[b for b, _f in ZOO_PAIRS])
-def test_each_residency_and_launch_bug_of_the_zoo_has_a_fix_with_the_opposite_verdict(bug, fix):
-    from syncverify.protocols import load_protocol
-    from syncverify.scenarios.build import ScenarioOptions, build
-    from syncverify.verdicts.check import check
-
-    verdicts = []
-    for name in (bug, fix):
-        p = load_protocol(name)
-        result = check(build(p, ScenarioOptions(world_size=2, **p.zoo.check_options())), timeout=120)
-        verdicts.append(result.safe)
-    assert verdicts == [False, True]
+# The zoo's residency and launch bugs and their fixes (TensorRT-LLM #18834, aiter #4977, TensorRT-LLM
+# #14537, tokenspeed #351) are pinned with the rest of the zoo: tests/test_zoo.py checks each file's
+# recorded verdict (each bug UNSAFE, each fix SAFE) with its resident and launches settings.
 
 
 def _pdl_chain(trigger_first: bool) -> Program:
