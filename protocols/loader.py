@@ -81,7 +81,7 @@ CONSUMER_SECTIONS: tuple[str, ...] = ("wait", "after_load")
 #: Ops that write a lock copy chosen by ``to`` (a CAS on the consumer side reads ``from`` unless ``to`` is given).
 WRITE_OPS: tuple[str, ...] = ("store", "atomic_xchg", "atomic_add")
 MAX_SLOTS = 8
-ZOO_FIELDS: tuple[str, ...] = ("scenario", "epochs", "launches", "push", "expected", "users_saw", "model_shows",
+ZOO_FIELDS: tuple[str, ...] = ("scenario", "epochs", "launches", "push", "resident", "resident_order", "expected", "users_saw", "model_shows",
                                "source")
 #: ``zoo.expected``: ``safe``, or the violation kinds the model finds, comma-separated.
 ZOO_VERDICTS: tuple[str, ...] = ("race", "unwritten-read", "stale-read", "hang")
@@ -698,15 +698,21 @@ def _zoo(data: Mapping[str, Any]):
         if key not in table:
             raise Invalid(f"zoo: missing field {key!r}", key="zoo")
     for key in ZOO_FIELDS:
-        if key in table and key not in ("epochs",) and not isinstance(table[key], str):
+        if key in table and key not in ("epochs", "resident") and not isinstance(table[key], str):
             raise Invalid(f"zoo.{key}={table[key]!r} must be a string", key="zoo")
     epochs = table.get("epochs", 1)
     if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= 4:
         raise Invalid(f"zoo.epochs={epochs!r} must be an integer from 1 to 4", key="zoo")
+    resident = table.get("resident")
+    if resident is not None and (isinstance(resident, bool) or not isinstance(resident, int) or resident < 1):
+        raise Invalid(f"zoo.resident={resident!r} must be a positive number of CTAs per GPU", key="zoo")
+    if "resident_order" in table:
+        _one_of("zoo.resident_order", table["resident_order"], ("any", "index"), key="zoo")
     expected = table["expected"]
     kinds = [k.strip() for k in expected.split(",")] if expected != "safe" else []
     for kind in kinds:
         _one_of("zoo.expected", kind, ZOO_VERDICTS, key="zoo")
     return Zoo(scenario=table["scenario"], epochs=epochs, launches=table.get("launches", "host-barrier"),
                expected=expected, users_saw=table["users_saw"], model_shows=table["model_shows"],
-               source=table["source"], push=table.get("push", ""))
+               source=table["source"], push=table.get("push", ""), resident=resident,
+               resident_order=table.get("resident_order", "any"))

@@ -147,7 +147,7 @@ class TileLoad:
 class Zoo:
     """A reported bug's record (the ``[zoo]`` table of a file in ``protocols/zoo/``).
 
-    ``scenario``/``epochs``/``launches``/``push``: how the bug is checked; ``expected``: ``safe`` or
+    ``scenario``/``epochs``/``launches``/``push``/``resident``/``resident_order``: how the bug is checked; ``expected``: ``safe`` or
     the violation kinds the model finds, comma-separated (pinned by ``tests/test_zoo.py``);
     ``users_saw``: the symptom reported; ``model_shows``: what the counterexample shows;
     ``source``: the public issue or code it comes from.
@@ -161,6 +161,15 @@ class Zoo:
     model_shows: str
     source: str
     push: str = ""
+    resident: int | None = None  # CTAs resident per GPU (syncverify.explore.residency); None: all
+    resident_order: str = "any"
+
+    def check_options(self) -> dict[str, Any]:
+        """The scenario options the bug is checked with (``ScenarioOptions`` fields), one place."""
+        out: dict[str, Any] = dict(scenario=self.scenario, epochs=self.epochs, launches=self.launches)
+        if self.resident is not None:
+            out.update(resident=self.resident, resident_order=self.resident_order)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """The table as the file says it."""
@@ -168,6 +177,8 @@ class Zoo:
                    users_saw=self.users_saw, model_shows=self.model_shows, source=self.source)
         if self.push:
             out["push"] = self.push
+        if self.resident is not None:
+            out["resident"], out["resident_order"] = self.resident, self.resident_order
         return out
 
 

@@ -244,7 +244,13 @@ def slot(epoch: int, slots: int) -> int:
 #: any rank's launch ``k + 1`` starts (a host barrier between calls); ``per-rank-stream``: only each
 #: GPU's own stream orders its launches, so rank 0's call ``k + 1`` may run while rank 1 is still
 #: in call ``k`` (what a library call without a barrier gives; buffer reuse bugs need it).
-LAUNCH_ORDERS: tuple[str, ...] = ("host-barrier", "per-rank-stream")
+LAUNCH_ORDERS: tuple[str, ...] = ("host-barrier", "per-rank-stream", "two-stream", "pdl", "pdl-no-wait")
+#: Launch modes that launch the producing roles (the ``gemm`` kernel) and the consuming roles (the
+#: ``comm`` kernel) as two kernels: ``two-stream`` on two streams, concurrent (the seeds' one-shot
+#: all-reduce); ``pdl`` the consumer launched after the producer on one stream with programmatic
+#: dependent launch (the producer triggers ``griddepcontrol.launch_dependents`` first thing, the
+#: consumer runs ``griddepcontrol.wait`` first thing); ``pdl-no-wait`` the same without the wait.
+SPLIT_LAUNCHES: tuple[str, ...] = ("two-stream", "pdl", "pdl-no-wait")
 
 #: ``--reset``'s help text (check and stress).
 RESET_HELP = f"none | host-between-barriers | host-racing (default: from {RESET_MAPPING})."
@@ -310,11 +316,16 @@ def ownership_table(tiles: int, world_size: int, distribution: str) -> list[int]
     return owner_table(tiles, world_size, distribution) + [len(o) for o in owned] + rows
 
 
-def launch_phase(epoch: int, rank: int, launches: str) -> Phase:
+def launch_phase(epoch: int, rank: int, launches: str, kernel: str = "") -> Phase:
     """The host phase of ``rank``'s launch ``epoch``: ``e1`` for every rank with a host barrier
-    between launches, ``e1.r0`` per rank when only each rank's stream orders them.
+    between launches, ``e1.r0`` per rank when only each rank's stream orders them, ``e1.comm``
+    for the ``comm`` kernel of a :data:`SPLIT_LAUNCHES` mode.
 
     >>> str(launch_phase(1, 0, "host-barrier")), str(launch_phase(2, 0, "per-rank-stream"))
     ('e1', 'e2.r0')
+    >>> str(launch_phase(0, 1, "pdl", "comm"))
+    'e0.comm'
     """
+    if launches in SPLIT_LAUNCHES:
+        return Phase("launch", epoch, None, kernel)
     return Phase("launch", epoch, None if launches == "host-barrier" else rank)

@@ -258,13 +258,15 @@ class Phase:
     kind: str
     epoch: int
     rank: int | None = None
+    kernel: str = ""  # one of several kernels a call launches (``--launches two-stream``/``pdl``): gemm, comm
 
     def __post_init__(self) -> None:
         _check(self.kind, ("launch", "reset", "racing"), "phase kind")
 
     def __str__(self) -> str:
         if self.kind == "launch":
-            return f"e{self.epoch}" + ("" if self.rank is None else f".r{self.rank}")
+            return (f"e{self.epoch}" + ("" if self.rank is None else f".r{self.rank}")
+                    + (f".{self.kernel}" if self.kernel else ""))
         return f"{self.kind}{self.epoch}"
 
     def __lt__(self, other: object) -> bool:
@@ -279,7 +281,8 @@ class Phase:
     def words(self) -> str:
         """``kernel launch, epoch 0`` (``(rank 1's stream)``), ``host reset after epoch 0``."""
         if self.kind == "launch":
-            return f"kernel launch, epoch {self.epoch}" + ("" if self.rank is None else f" (rank {self.rank}'s stream)")
+            return (f"kernel launch, epoch {self.epoch}" + ("" if self.rank is None else f" (rank {self.rank}'s stream)")
+                    + (f" ({self.kernel} kernel)" if self.kernel else ""))
         if self.kind == "reset":
             return f"host reset after epoch {self.epoch}"
         return str(self)
@@ -347,6 +350,27 @@ class Thread:
     role: ThreadOrigin | str = ""
     phase: Phase | str = ""
     steps: tuple[tuple[str, int], ...] = ()
+
+
+#: The locations a PDL primary's threads write to say ``griddepcontrol.launch_dependents`` (one per
+#: thread, read by no one: the write marks when it ran, for the residency schedule).
+PDL_TRIGGER = "pdl.trigger"
+
+
+def pdl_primary(code: tuple, thread: str, done: str, where: str = "") -> tuple:
+    """A PDL primary thread's ``code``: ``griddepcontrol.launch_dependents`` first (a write of its
+    :data:`PDL_TRIGGER`: scheduling only, no memory order), then its code, then 1 added to the
+    completion count ``done`` with a release at system scope (the grid's completion and flush,
+    which ``griddepcontrol.wait`` waits for: PTX ISA, ``griddepcontrol``). ``where``: a label prefix."""
+    return ((Store(f"{PDL_TRIGGER}.{thread}", 1, label=f"{where}griddepcontrol.launch_dependents"),) + code
+            + (Atomic("add", None, done, (1,), sem="release", scope="sys", label=f"{where}grid completion and flush"),))
+
+
+def pdl_dependent(code: tuple, done: str, count: int, where: str = "") -> tuple:
+    """A PDL dependent thread's ``code`` behind ``griddepcontrol.wait``: poll the primary's completion
+    count ``done`` with acquire loads at system scope until all its ``count`` threads have added to it."""
+    return (Label("__pdl_wait"), Load("__pdl_done", done, sem="acquire", scope="sys", label=f"{where}griddepcontrol.wait"),
+            Branch("__pdl_wait", "lt", "__pdl_done", count, label=f"{where}griddepcontrol.wait")) + code
 
 
 # ----- final conditions (litmus) -------------------------------------------------------------
@@ -449,6 +473,10 @@ class Program:
     # (a, b): every event of phase a happens before every event of phase b (a host barrier, or
     # stream order between two launches). Pairs are closed transitively by the explorer.
     host_order: tuple[tuple[Phase | str, Phase | str], ...] = ()
+    # (primary, dependent): programmatic dependent launch (PDL). The dependent's CTAs become
+    # resident only once every CTA of the primary has triggered (a write of a PDL_TRIGGER location:
+    # griddepcontrol.launch_dependents) or exited; scheduling only, no memory order (explore.residency).
+    pdl: tuple[tuple[Phase | str, Phase | str], ...] = ()
     # Groups of interchangeable units (each a tuple of thread indices): see explore's symmetry.
     symmetry: tuple[tuple[tuple[int, ...], ...], ...] = ()
     # Registers whose final values matter (a litmus condition reads them); None: all of them.

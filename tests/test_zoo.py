@@ -21,12 +21,17 @@ REQUIRED = {  # the reported bugs the zoo must hold (issue 15), with their fixes
     "iris-462-gpu-scope-release", "iris-462-sys-scope-release", "iris-465-hardcoded-lock-value",
     "iris-465-call-number", "pytorch-signal-pad", "pytorch-signal-pad-relaxed-wait", "done-flag",
     "ready-flag-no-done", "two-slot-early-reuse",
+    # issue 27: residency, programmatic dependent launch, graph replays
+    "trtllm-18834-blockidx-paired-barrier", "trtllm-18834-grid-within-residency",
+    "aiter-4977-persistent-grid-over-occupancy", "aiter-4977-grid-clamped-to-occupancy",
+    "trtllm-14537-launch-dependents-no-visibility", "trtllm-14537-griddepcontrol-wait",
+    "tokenspeed-351-graph-replay-shared-counter", "tokenspeed-351-counter-per-replay",
 }
 
 
 def verdict(protocol, world_size: int = 2, **overrides) -> str:
     z = protocol.zoo
-    opts = dict(scenario=z.scenario, world_size=world_size, epochs=z.epochs, launches=z.launches) | overrides
+    opts = z.check_options() | dict(world_size=world_size) | overrides
     result = check(build(protocol, ScenarioOptions(**opts)), timeout=120)
     assert result.safe is not None, f"{protocol.name}: the check did not finish"
     return "safe" if result.safe else ", ".join(sorted(result.violations))
@@ -53,7 +58,10 @@ def test_each_bug_and_its_fix_get_opposite_verdicts():
     pairs = [("iris-462-gpu-scope-release", "iris-462-sys-scope-release"),
              ("iris-465-hardcoded-lock-value", "iris-465-call-number"),
              ("pytorch-signal-pad-relaxed-wait", "pytorch-signal-pad"),
-             ("ready-flag-no-done", "done-flag")]
+             ("ready-flag-no-done", "done-flag"),
+             ("trtllm-18834-blockidx-paired-barrier", "trtllm-18834-grid-within-residency"),
+             ("aiter-4977-persistent-grid-over-occupancy", "aiter-4977-grid-clamped-to-occupancy"),
+             ("tokenspeed-351-graph-replay-shared-counter", "tokenspeed-351-counter-per-replay")]
     for bug, fix in pairs:
         assert verdict(load_protocol(bug)) != "safe" and verdict(load_protocol(fix)) == "safe", (bug, fix)
 

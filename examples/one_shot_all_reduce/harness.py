@@ -107,3 +107,19 @@ def seed_fix(sv):
 def fix_with_barrier(sv):
     """The final commit with the CTA barrier put back and the ``.wt`` flag dropped: the fix that holds."""
     return one_shot(sv, "fenced_barrier")
+
+
+#: The seeds' two-stream launch when the GPU keeps fewer CTAs resident than ``GEMM_SMS + COMM_SMS``
+#: (issue 27, docs/residency.md): harness -> {CTAs resident per GPU: safe?}.
+RESIDENT = {"fix_with_barrier_one_slot": {1: False, 2: True}}
+
+
+@syncverify.harness
+def fix_with_barrier_one_slot(sv):
+    """``fix_with_barrier`` on a GPU that keeps one CTA resident at once (``GEMM_SMS + COMM_SMS = 2``):
+    the communication kernel, on its own stream, can take the only slot and spin on ``tile_ready``
+    while the GEMM CTA that would signal it never becomes resident: UNSAFE, **hang**. With two
+    slots (``--resident 2``, every CTA co-resident, the seed's sizing) it is SAFE."""
+    sv.resident(1)
+    return one_shot(sv, "fenced_barrier")
+

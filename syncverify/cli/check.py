@@ -27,6 +27,9 @@ from syncverify.verdicts.check import check, sample
 from syncverify.verdicts.graphs import write_graph
 from syncverify.verdicts.suggest import Suggestions, suggest
 from syncverify.cli.kernel import check_harness, is_harness_argument
+from syncverify.cli.residency import sweep_exit, sweep_json, sweep_lines
+from syncverify.explore.bounds import Clock
+from syncverify.explore.residency import Residency, sweep
 from syncverify.verdicts.check import check
 from syncverify.scenarios.build import ScenarioOptions, build, push_option
 import time
@@ -48,7 +51,7 @@ def check_command(
     distribution: str = typer.Option("striding", "--distribution", help="striding | block (all-reduce)."),
     push: Optional[str] = typer.Option(None, "--push", help="all-scatter only: the protocol of the cross-rank push stage (comm CTAs -> every rank's receivers), a built-in name or a .toml file (default: epoch-flag).", show_default=False),
     reset: Optional[str] = typer.Option(None, "--reset", help=RESET_HELP, show_default=False),
-    launches: str = typer.Option("host-barrier", "--launches", help="host-barrier (every rank's launch k before any rank's launch k+1) | per-rank-stream (only each GPU's stream orders its launches: buffer-reuse bugs)."),
+    launches: str = typer.Option("host-barrier", "--launches", help="host-barrier (every rank's launch k before any rank's launch k+1) | per-rank-stream (only each GPU's stream orders its launches: buffer-reuse bugs) | two-stream (GEMM and communication roles as two concurrent kernels) | pdl | pdl-no-wait (the consumer kernel a programmatic dependent launch, with or without griddepcontrol.wait; docs/residency.md)."),
     no_symmetry: bool = typer.Option(False, "--no-symmetry", help="Build every tile and rank (no symmetry reduction or slicing)."),
     graph: Optional[Path] = typer.Option(None, "--graph", help="Draw the first violation's execution to PATH.dot or PATH.png.", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -68,6 +71,9 @@ def check_command(
     cost_tiles: Optional[Path] = typer.Option(None, "--cost-tiles", help="With --cost: a tile table (kernels/bench/tiles/*.json) giving the tile, stages, warps and split to time at (default: the shipped nvidia-h200 table when it has the scenario and shape, else bench's default case).", show_default=False),
     calls: int = typer.Option(1, "--calls", min=1, help="Harness (FILE.py) only: how many calls of the harness's operation to model."),
     declare_asm: list[str] = typer.Option([], "--declare-asm", help="Harness only: the meaning of inline asm the model cannot read, 'TEXT=no-op' or 'TEXT=PTX' (repeatable; listed in the verdict).", show_default=False),
+    resident: Optional[int] = typer.Option(None, "--resident", help="CTAs resident per GPU at once (SMs x occupancy), shared by every launch and stream; a resident CTA is never preempted: can spinning CTAs hold every slot? (docs/residency.md; default: every CTA runs)", show_default=False),
+    resident_order: str = typer.Option("any", "--resident-order", help="any (what CUDA guarantees) | index (blockIdx order per launch: what the hardware does in practice, not guaranteed)."),
+    resident_sweep: bool = typer.Option(False, "--resident-sweep", help="Check every capacity from 1 up and print the largest at which it can deadlock and the smallest at which it cannot (exit 1 if it can deadlock at some capacity)."),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
 
@@ -96,7 +102,8 @@ def check_command(
         return check_harness(protocol, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
                              timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
                              as_json=as_json, graph=graph, declare_asm=declare_asm, suggest=suggest,
-                             progress_every=progress_every)
+                             progress_every=progress_every, resident=resident, resident_order=resident_order,
+                             resident_sweep=resident_sweep)
     given = [name for name, set_ in harness_only.items() if set_]
     if given:
         raise typer.BadParameter(f"{', '.join(given)} applies to a harness (FILE.py), not to protocol {protocol}")
@@ -118,8 +125,14 @@ def check_command(
     push = push_option(scenario, push)
     built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, epochs=epochs,
                                          threads_per_cta=threads_per_cta, production=production,
-                                         distribution=distribution, reset=reset, symmetry=not no_symmetry,
-                                         push=push, launches=launches))
+                                         distribution=distribution, reset=reset,
+                                         push=push, launches=launches,
+                                         symmetry=not (no_symmetry or resident_sweep),
+                                         resident=None if resident_sweep else resident, resident_order=resident_order))
+    if resident_sweep:
+        Residency(1, resident_order)  # the order, validated before the run
+        return _resident_sweep(built, resident_order, as_json=as_json, timeout=timeout,
+                               max_executions=max_executions, max_steps=max_steps)
     if samples is not None:
         result = _sample_or_exact(built, samples=samples, seed=seed, timeout=timeout, max_steps=max_steps)
     else:
@@ -175,6 +188,28 @@ def check_command(
     return exitcodes.OK
 
 
+def _resident_sweep(built, order: str, *, as_json: bool, timeout: float, max_executions: int,
+                    max_steps: int) -> int:
+    """``--resident-sweep``: the fair check of the whole program (every tile and rank), then each
+    capacity (:func:`syncverify.explore.residency.sweep`) in what is left of ``timeout``."""
+    start = time.monotonic()
+    fair = check(built, max_executions=max_executions, timeout=timeout, max_steps=max_steps)
+    left = max(timeout - (time.monotonic() - start), 0.001)
+    swept = sweep(built.program, order, clock=Clock(left),
+                  explore_options=dict(max_executions=max_executions, max_steps=max_steps))
+    fair_hang = "hang" in fair.violations
+    if as_json:
+        doc = versioned(fair.to_json(), "check")
+        doc["assumptions"], doc["accepted"] = assumptions(fair), []
+        doc["residency_sweep"] = sweep_json(swept, order, fair_hang=fair_hang)
+        out.print(json.dumps(doc, indent=2), markup=False)
+    else:
+        _print_text(fair)
+        for line in sweep_lines(swept, order, fair_hang=fair_hang):
+            out.print(line, markup=False)
+    return sweep_exit(swept, fair_hang=fair_hang)
+
+
 #: What every verdict assumes, printed beside it (a SAFE holds for these bounds only).
 MODEL = "PTX memory model (Dartagnan's ptx-v6.0.cat axioms, syncverify/model/ptx.py)"
 
@@ -184,6 +219,7 @@ def assumptions(result) -> dict:
     opts = result.scenario.options
     return {"model": MODEL, "world_size": opts.world_size, "calls": opts.epochs, "tiles": opts.tiles,
             "threads_per_cta": opts.threads_per_cta, "launches": opts.launches,
+            "residency": None if opts.resident is None else Residency(opts.resident, opts.resident_order).words(),
             "exhaustive": result.sampled is None and not result.limit_hit and not result.stopped_at_first}
 
 
@@ -199,6 +235,7 @@ def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) 
     calls = "1 call" if bounds["calls"] == 1 else f"{bounds['calls']} calls"
     out.print(f"  assumes: the {MODEL}; {opts.world_size} ranks, {calls} of the kernel on the same locks "
               f"(--epochs), {opts.threads_per_cta} threads per CTA, launches {opts.launches}"
+              + ("; every CTA runs" if opts.resident is None else f"; {bounds['residency']} (--resident)")
               + ("; holds for these bounds only" if result.safe else ""), markup=False)
     for note in result.scenario.notes:
         out.print(f"  note: {note}", markup=False)

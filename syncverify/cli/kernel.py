@@ -13,7 +13,9 @@ from pathlib import Path
 from syncverify import exitcodes
 from syncverify.cli.app import err, out
 from syncverify.errors import SyncVerifyError
-from syncverify.frontend.check import check_kernel
+from syncverify.frontend.check import check_kernel, residency_sweep
+from syncverify.cli.residency import sweep_exit, sweep_json, sweep_lines
+from syncverify.explore.residency import Residency, Sweep
 from syncverify.frontend.suggest import suggest_fixes
 from syncverify.cli.output_files import write_or_warn
 from syncverify.verdicts.graphs import write_graph
@@ -37,8 +39,10 @@ def parse_declarations(declarations: list[str]) -> dict[str, str]:
 
 def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta: int, timeout: float,
                   max_executions: int, max_steps: int, first: bool, as_json: bool, graph: Path | None,
-                  declare_asm: list[str], suggest: bool, progress_every: float | None) -> int:
-    """Run :func:`syncverify.frontend.check.check_kernel` and print the verdict."""
+                  declare_asm: list[str], suggest: bool, progress_every: float | None,
+                  resident: int | None = None, resident_order: str = "any", resident_sweep: bool = False) -> int:
+    """Run :func:`syncverify.frontend.check.check_kernel` and print the verdict (``resident_sweep``:
+    then every resident capacity, :mod:`syncverify.cli.residency`)."""
 
     started = time.monotonic()
     every = 5.0 if progress_every is None else progress_every
@@ -50,12 +54,29 @@ def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta
             shown[0] = now
             err.print(f"  {line}", markup=False)
 
+    if resident_sweep:
+        Residency(1, resident_order)  # the order, validated before the run
     if not as_json:
         err.print(f"checking {argument} (world size {world_size}, {calls} call(s)) ...", markup=False)
     result = check_kernel(argument, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
                           timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
                           declare_asm=parse_declarations(declare_asm), progress=progress,
-                          progress_interval=min(2.0, every))
+                          progress_interval=min(2.0, every), resident=None if resident_sweep else resident,
+                          resident_order=resident_order, fair=resident_sweep)
+    if resident_sweep:
+        fair_hang = "hang" in result.violations
+        left = max(timeout - (time.monotonic() - started), 0.001)
+        swept = (residency_sweep(result, resident_order, timeout=left, max_executions=max_executions,
+                                 max_steps=max_steps) if result.lifted is not None else Sweep())
+        if as_json:
+            doc = result.to_json()
+            doc["residency_sweep"] = sweep_json(swept, resident_order, fair_hang=fair_hang)
+            out.print(json.dumps(doc, indent=2), markup=False)
+        else:
+            out.print(result.text(), markup=False)
+            for line in sweep_lines(swept, resident_order, fair_hang=fair_hang):
+                out.print(line, markup=False)
+        return sweep_exit(swept, fair_hang=fair_hang) if result.limit_hit is None else exitcodes.UNKNOWN
     fixes = None
     if suggest and result.violations:
 

@@ -81,7 +81,8 @@ def _list_zoo(as_json: bool) -> int:
         table.add_column(column, no_wrap=column == "name")
     for p in protocols:
         z = p.zoo
-        table.add_row(p.name, f"{z.scenario}, {z.epochs} epoch{'s' if z.epochs > 1 else ''}, {z.launches}",
+        residency = "" if z.resident is None else f", --resident {z.resident} ({z.resident_order} order)"
+        table.add_row(p.name, f"{z.scenario}, {z.epochs} epoch{'s' if z.epochs > 1 else ''}, {z.launches}{residency}",
                       z.expected, z.users_saw)
     out.print(table)
     # Sources below the table, one whole line each: a URL cut to fit a column cannot be opened.

@@ -16,11 +16,12 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, LimitHit
+from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_STEPS, Clock, LimitHit
+from syncverify.explore.residency import Residency, Sweep, find_deadlock, sweep
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.devices import provided
 from syncverify.frontend.harness import DEFAULT_HEAP_BYTES, HarnessError, run_harness
@@ -34,7 +35,7 @@ from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
 from syncverify.frontend.programs import explore_thread, max_writes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, to_model
-from syncverify.program import Load, Program, Store, Thread
+from syncverify.program import Load, Program, Store, Thread, pdl_dependent, pdl_primary
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
 
@@ -192,7 +193,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  max_steps: int = DEFAULT_MAX_STEPS, max_items: int = DEFAULT_MAX_ITEMS,
                  declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
                  first: bool = False, progress: Callable[[str], None] | None = None,
-                 progress_interval: float = 2.0) -> KernelCheckResult:
+                 progress_interval: float = 2.0, resident: int | None = None,
+                 resident_order: str = "any", fair: bool = False) -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
     Parameters
@@ -211,6 +213,10 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         Stop at the first execution that shows a violation.
     progress, progress_interval
         Called with a line (what the check is doing) at most every ``progress_interval`` seconds.
+    resident, resident_order
+        At most ``resident`` CTAs per GPU at once, admitted in ``resident_order``
+        (:mod:`syncverify.explore.residency`); None: the harness's ``sv.resident(...)``, else every
+        CTA runs. ``fair``: every CTA runs, whatever the harness says (``--resident-sweep``).
 
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
@@ -224,8 +230,10 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 32:
         raise HarnessError(f"threads_per_cta={threads_per_cta!r} must be 1 to 32")
     deadline = None if timeout is None else start + timeout
+    residency = None if resident is None else Residency(resident, resident_order)
     fn, name = load_harness(target)
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
+    residency = None if fair else (residency or sv.residency)
     result = KernelCheckResult(name, world_size, calls, threads_per_cta)
     try:
         lifted, size, assumptions = _build(sv, threads_per_cta, declare_asm or {}, max_items, deadline, progress,
@@ -237,8 +245,40 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     result.lifted, result.size = lifted, size
     result.assumptions = assumptions
     _explore(result, lifted, deadline, max_executions, max_steps, first, progress, progress_interval)
+    if residency is not None:
+        result.assumptions.append(f"residency: {residency.words()}; a resident CTA is never preempted")
+        if result.limit_hit is None and not (first and result.violations):
+            _residency(result, lifted, residency, deadline, max_executions, max_steps)
     result.seconds = time.monotonic() - start
     return result
+
+
+def host_threads(lifted) -> frozenset[int]:
+    """The lifted program's host work (fills, the expectations' reads): it takes no CTA slot."""
+    return frozenset(i for i, info in enumerate(lifted.threads) if info.kind != "program")
+
+
+def residency_sweep(result: KernelCheckResult, order: str, *, timeout: float | None, max_executions: int,
+                    max_steps: int) -> Sweep:
+    """Each resident capacity's answer for the harness ``result`` checked (its lifted program)."""
+    return sweep(result.lifted.program, order, clock=Clock(timeout), host=host_threads(result.lifted),
+                 explore_options=dict(max_executions=max_executions, max_steps=max_steps))
+
+
+def _residency(result: KernelCheckResult, lifted, residency: Residency, deadline, max_executions: int,
+               max_steps: int) -> None:
+    """The hang residency adds (:mod:`syncverify.explore.residency`); a fair hang already found stands."""
+    host = host_threads(lifted)
+    left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+    try:
+        found = find_deadlock(lifted.program, residency, clock=Clock(left), host=host,
+                              explore_options=dict(max_executions=max_executions, max_steps=max_steps))
+    except LimitHit as hit:
+        result.limit_hit, result.limit_detail = hit.limit, f"residency: {hit.detail}"
+        return
+    result.deadlock = found
+    if found is not None and "hang" not in result.violations:
+        result.violations["hang"] = KernelViolation("hang", found.words(), found.execution, [], [])
 
 
 def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0):
@@ -412,8 +452,12 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         for other in sv.ops:
             if other.call == op.call and other.index in phase_of:
                 pairs.append((phase_of[other.index], phase))
+    pdl = programmatic_launches(sv.ops, phase_of, threads_out, pairs)
+    if pdl:
+        assumptions.add("pdl: the primary's programs run griddepcontrol.launch_dependents first thing; a dependent "
+                        "declared pdl_wait runs griddepcontrol.wait first thing (sv.launch(pdl=True))")
     program = Program("harness", tuple(threads_out), init=init, host_order=tuple(pairs),
-                      observed_registers=frozenset())
+                      observed_registers=frozenset(), pdl=pdl)
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
         assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "
                         "holds, not data values")
@@ -421,6 +465,50 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
             "locations": len(program.locations()), "ghost_groups": len(owners)}
     notes = sorted(assumptions)
     return Lifted(program, infos, owners, oob, files, constants), size, notes
+
+
+def programmatic_launches(ops, phase_of: dict[int, str], threads_out: list[Thread],
+                          pairs: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Give each ``sv.launch(pdl=True)`` its PDL meaning (in place; the program's ``pdl`` pairs
+    returned), as the scenarios' ``--launches pdl`` does (``syncverify.scenarios.build``):
+
+    * the stream order from the primary to the dependent goes (it is what PDL relaxes);
+    * every primary thread as :func:`~syncverify.program.pdl_primary` makes it (``launch_dependents``
+      first, completion and flush last);
+    * with ``pdl_wait``, every dependent thread behind :func:`~syncverify.program.pdl_dependent`
+      (``griddepcontrol.wait``)."""
+    last: dict[tuple, Any] = {}
+    synced: set[int] = set()  # work a host synchronization or barrier already waited for
+    found: list[tuple[str, str]] = []
+    instrumented: set[str] = set()
+    for op in ops:
+        if op.kind in ("synchronize", "host_barrier"):
+            synced.update(o.index for o in last.values() if op.kind == "host_barrier" or o.rank == op.rank)
+            continue
+        if op.kind not in ("launch", "write"):
+            continue
+        key = (op.rank, op.stream)
+        before, last[key] = last.get(key), op
+        if op.kind != "launch" or not op.pdl:
+            continue
+        if before is None or before.kind != "launch" or before.index in synced:
+            raise HarnessError(f"sv.launch(pdl=True) at {op.site}: the work just before it on rank {op.rank}'s stream "
+                               f"{op.stream!r} must be a kernel launch the host has not waited for (its PDL primary)")
+        primary, dependent = phase_of[before.index], phase_of[op.index]
+        pairs[:] = [p for p in pairs if p != (primary, dependent)]
+        found.append((primary, dependent))
+        done = f"pdl.done.{before.index}"
+        count = sum(1 for th in threads_out if th.phase == primary)
+        for i, th in enumerate(threads_out):
+            if th.phase == primary and primary not in instrumented:
+                code = pdl_primary(th.instructions, th.name, done, f"{before.site} ")
+            elif th.phase == dependent and op.pdl == "wait":
+                code = pdl_dependent(th.instructions, done, count, f"{op.site} ")
+            else:
+                continue
+            threads_out[i] = replace(th, instructions=code)
+        instrumented.add(primary)
+    return tuple(found)
 
 
 def _signature(tree, written: frozenset, nonghost: frozenset, domains: dict) -> tuple:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from syncverify.errors import SyncVerifyError
+from syncverify.explore.residency import Residency
 import math
 import sys
 
@@ -156,6 +157,7 @@ class HostOp:
     event: "StreamEvent | None" = None  # wait: the event waited for
     site: str = ""  # file:line of the harness statement that issued it
     index: int = 0  # position in issue order
+    pdl: str = ""  # launch: "" (stream order), "wait" or "no-wait" (a programmatic dependent launch)
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,17 @@ class Harness:
         self.ops: list[HostOp] = []
         self.call = 0
         self.args: list[Any] = []  # torch tensors outside the heap passed to launches
+        self.residency: Residency | None = None  # sv.resident(...): None, every CTA runs
+
+    def resident(self, capacity: int, *, order: str = "any") -> None:
+        """At most ``capacity`` CTAs resident per GPU at once (its SMs times the kernels'
+        occupancy), shared by every launch and stream of that GPU, admitted in ``order`` (``any``,
+        what CUDA guarantees; ``index``: blockIdx order per launch, what the hardware does in
+        practice). ``syncverify check --resident R`` overrides it. docs/residency.md says why."""
+        try:
+            self.residency = Residency(capacity, order)
+        except SyncVerifyError as error:
+            raise HarnessError(f"sv.resident: {error} ({_site()})") from None
 
     def _add(self, op: HostOp) -> HostOp:
         op.index = len(self.ops)
@@ -196,15 +209,26 @@ class Harness:
         if not isinstance(stream, str) or not stream:
             raise HarnessError(f"stream={stream!r} must be a non-empty name")
 
-    def launch(self, kernel, grid, *args, rank: int, stream: str = "main", **kwargs) -> None:
-        """Launch ``kernel[grid](*args, **kwargs)`` on ``rank``'s ``stream``."""
+    def launch(self, kernel, grid, *args, rank: int, stream: str = "main", pdl: bool = False,
+               pdl_wait: bool = True, **kwargs) -> None:
+        """Launch ``kernel[grid](*args, **kwargs)`` on ``rank``'s ``stream``.
+
+        ``pdl=True``: a programmatic dependent launch of the kernel launched before it on that
+        stream (its primary). Declared, not read from the kernels (``gdc_launch_dependents`` and
+        ``gdc_wait`` are inline PTX): the primary's programs run ``griddepcontrol.launch_dependents``
+        first thing, so this launch's programs may be scheduled once every primary program has
+        run it or exited (scheduling only: no memory order); ``pdl_wait=True`` declares that this
+        kernel's programs run ``griddepcontrol.wait`` (``tl.extra.cuda.gdc_wait()``) first thing,
+        which waits for the primary's completion and makes its writes visible (PTX ISA,
+        ``griddepcontrol``); ``pdl_wait=False``: they do not. Both are listed in the verdict."""
         self._rank_stream(rank, stream)
         if not hasattr(kernel, "fn"):
             raise HarnessError(f"sv.launch: {kernel!r} is not a @triton.jit function ({_site()})")
         grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
         if not 1 <= len(grid) <= 3 or any(g < 1 for g in grid):
             raise HarnessError(f"sv.launch: grid {grid} must be 1 to 3 positive sizes ({_site()})")
-        self._add(HostOp("launch", self.call, rank, stream, kernel, grid, tuple(args), dict(kwargs), site=_site()))
+        self._add(HostOp("launch", self.call, rank, stream, kernel, grid, tuple(args), dict(kwargs), site=_site(),
+                         pdl=("wait" if pdl_wait else "no-wait") if pdl else ""))
 
     def zero_(self, tensor, *, rank: int, stream: str = "main") -> None:
         """``tensor.zero_()`` issued on ``rank``'s ``stream`` (a memset, ordered like a launch)."""

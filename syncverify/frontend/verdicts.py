@@ -152,6 +152,7 @@ class KernelCheckResult:
     assumptions: list[str] = field(default_factory=list)
     size: dict = field(default_factory=dict)  # programs, model threads, paths, locations
     lifted: object = None
+    deadlock: object = None  # with a residency: the residency deadlock found (explore.residency.Deadlock)
 
     @property
     def safe(self) -> bool | None:

@@ -41,8 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from syncverify.errors import ScenarioError, UnsupportedConstruct
+from syncverify.explore.residency import Residency
 from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, Store,
-                                Thread, ThreadOrigin)
+                                Thread, ThreadOrigin, pdl_dependent, pdl_primary)
 from syncverify.protocols import rules
 from syncverify.protocols.expressions import evaluate_at, step_place
 from syncverify.protocols.lowering import executes, lower_step, lower_tile_load, lower_tile_store
@@ -198,6 +199,8 @@ class ScenarioOptions:
     symmetry: bool = True
     push: str = DEFAULT_PUSH  # all-scatter's push protocol: a built-in name or a .toml path
     launches: str = "host-barrier"  # rules.LAUNCH_ORDERS: how epochs are ordered across ranks
+    resident: int | None = None  # CTAs resident per GPU at once (None: all; explore.residency)
+    resident_order: str = "any"  # explore.residency.ORDERS: the order CTAs become resident in
 
     def validated(self, protocol) -> "ScenarioOptions":
         """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
@@ -222,6 +225,12 @@ class ScenarioOptions:
             raise ScenarioError(f"--launches per-rank-stream has no host barrier between launches, so the host "
                                 f"cannot reset locks ({reset}); use --reset none or a protocol whose reset is "
                                 f"consumer, owner or none")
+        if self.resident is not None:
+            Residency(self.resident, self.resident_order)  # validates both (one line each)
+        if self.resident is not None or self.launches in rules.SPLIT_LAUNCHES:
+            # Residency counts CTAs: every tile and rank must be there, not renamings of one; the
+            # PDL counters are per rank, which the rank renaming does not know.
+            return replace(self, reset=reset, symmetry=False)
         return replace(self, reset=reset)
 
 
@@ -723,8 +732,9 @@ class _Program:
                         for i in range(opts.threads_per_cta):
                             code = builder.role_code(role, r, t, i)
                             origin = ThreadOrigin(r, role.name, thread=i, tile=t, epoch=epoch)
+                            phase = rules.launch_phase(epoch, r, opts.launches, role_kernel(opts.scenario, role.name))
                             self.threads.append(Thread(f"P{len(self.threads)}", r, self.cta(r, f"{role.name}{t}", epoch),
-                                                       tuple(code), origin, rules.launch_phase(epoch, r, opts.launches),
+                                                       tuple(code), origin, phase,
                                                        builder.step_counts(code)))
                             if unit is not None:
                                 self.units.setdefault(unit, []).append(len(self.threads) - 1)
@@ -747,15 +757,83 @@ class _Program:
             code = tuple(Store(str(loc), 0, label=f"{HOST_RESET} (memset)") for loc in locs)
             self.threads.append(Thread(f"P{len(self.threads)}", rank, self.cta(rank, f"reset-{phase}", epoch), code,
                                        ThreadOrigin(rank, HOST_RESET, after_epoch=epoch), phase))
+        pdl: tuple = ()
+        if opts.launches in rules.SPLIT_LAUNCHES:  # two kernels per call: the host barrier orders both
+            host_order = split_kernels(host_order, opts.scenario)
+            if opts.launches != "two-stream":
+                pdl = programmatic_dependent_launch(self.threads, opts)
         symmetry = ()
         if len(self.units) > 1:  # per-rank phases and their host order rename with the ranks too
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
         protocol = self.protocols["protocol"]
         name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")
         program = Program(name, tuple(self.threads),
-                          host_order=host_order, symmetry=symmetry, observed_registers=frozenset())
+                          host_order=host_order, symmetry=symmetry, observed_registers=frozenset(), pdl=pdl)
         return Scenario(program, opts, protocol, _notes(opts, symmetry, self.protocols), self.protocols.get("push"), stage=self.part or "",
                         locations=self.builder.locations, steps=self.builder.step_labels)
+
+
+# ----- launch modes with two kernels per call: two streams, programmatic dependent launch ------
+
+def role_kernel(scenario: str, role: str) -> str:
+    """The kernel a role runs in when a call launches two (:data:`~syncverify.protocols.rules.SPLIT_LAUNCHES`):
+    ``gemm`` (the GEMM's CTAs: producers, and all-gather-gemm's consumers) or ``comm``.
+
+    >>> role_kernel("all-reduce", "producer"), role_kernel("all-reduce", "consumer"), role_kernel("all-gather-gemm", "sender")
+    ('gemm', 'comm', 'comm')
+    """
+    return "gemm" if role in ("producer", "gemm") else "comm"
+
+
+def primary_kernel(scenario: str) -> str:
+    """The kernel that produces (its roles signal first): the PDL primary; the other is dependent."""
+    return role_kernel(scenario, ROLES[scenario][0].name)
+
+
+def split_kernels(host_order: tuple, scenario: str) -> tuple:
+    """``host_order`` with each launch phase ``e{k}`` replaced by both kernels' phases: a host barrier
+    (or reset) between calls orders every kernel of one call before every kernel of the next."""
+    def kernels(phase) -> list:
+        if isinstance(phase, Phase) and phase.kind == "launch":
+            return [replace(phase, kernel=k) for k in ("gemm", "comm")]
+        return [phase]
+
+    return tuple((a, b) for before, after in host_order for a in kernels(before) for b in kernels(after))
+
+
+#: The counter each rank's PDL primary threads add 1 to as they finish, with a release at system
+#: scope: "griddepcontrol.wait ... waits until all prerequisite grids in flight have completed and
+#: all the memory operations from the prerequisite grids are performed and made visible to the
+#: current grid" (PTX ISA, griddepcontrol) is an acquire poll of it until every thread has.
+PDL_DONE = "pdl.done"
+
+
+def programmatic_dependent_launch(threads: list[Thread], opts: ScenarioOptions) -> tuple:
+    """Give the two kernels of each call their PDL meaning (in place): every primary thread as
+    :func:`~syncverify.program.pdl_primary` makes it (its trigger first, then 1 added to
+    :data:`PDL_DONE` of its rank last), and with ``--launches pdl`` every dependent thread behind
+    :func:`~syncverify.program.pdl_dependent` (``griddepcontrol.wait``).
+    Returns the program's ``pdl`` pairs (primary phase, dependent phase)."""
+    primary = primary_kernel(opts.scenario)
+    expected: dict[tuple[int, int], int] = {}
+    for th in threads:
+        if isinstance(th.phase, Phase) and th.phase.kernel == primary:
+            key = (th.gpu, th.phase.epoch)
+            expected[key] = expected.get(key, 0) + 1
+    for i, th in enumerate(threads):
+        if not isinstance(th.phase, Phase) or th.phase.kind != "launch":
+            continue
+        done = f"{PDL_DONE}.r{th.gpu}.e{th.phase.epoch}"
+        if th.phase.kernel == primary:
+            code = pdl_primary(th.instructions, th.name, done)
+        elif opts.launches == "pdl" and expected.get((th.gpu, th.phase.epoch)):
+            code = pdl_dependent(th.instructions, done, expected[(th.gpu, th.phase.epoch)])
+        else:
+            continue
+        threads[i] = replace(th, instructions=code)
+    dependent = "comm" if primary == "gemm" else "gemm"
+    epochs = sorted({th.phase.epoch for th in threads if isinstance(th.phase, Phase) and th.phase.kind == "launch"})
+    return tuple((Phase("launch", e, None, primary), Phase("launch", e, None, dependent)) for e in epochs)
 
 
 def _resets(epochs: int, lock_locs: list[Location], policies: dict[str, str]) -> tuple[tuple, list]:

@@ -55,6 +55,7 @@ CAUSE_KINDS = (
     "barrier-hang",           # a CTA barrier another thread never reaches
     "wait-without-signal",    # the wait exits without reading the producer's signal
     "never-written",          # no write of the location exists in the scenario
+    "residency",              # spinning CTAs hold every slot; the CTA that would release them never runs
     "unexplained",            # every link holds on the witness: a bug of this module
 )
 

@@ -35,7 +35,8 @@ from syncverify.explore.driver import (
     candidate_executions,
     explore,
 )
-from syncverify.explore.bounds import Clock
+from syncverify.explore.bounds import Clock, LimitHit
+from syncverify.explore.residency import Deadlock, Residency, find_deadlock
 from syncverify.explore.location_choices import is_execution
 from syncverify.errors import ScenarioError
 from syncverify.program import Phase
@@ -90,6 +91,7 @@ class CheckResult:
     stages: list[tuple[str, int, float]] = field(default_factory=list)  # (stage, executions, seconds) when split
     stopped_at_first: bool = False  # ``first=True`` stopped the search at its first violation
     stage_kinds: dict[str, int] = field(default_factory=dict)  # kinds found by earlier stages (progress)
+    deadlock: Deadlock | None = None  # with --resident: the residency deadlock found (None: none)
 
     @property
     def safe(self) -> bool | None:
@@ -124,6 +126,8 @@ class CheckResult:
             "seed": self.seed,
             "notes": self.scenario.notes,
             "push": getattr(self.scenario.push_protocol, "name", None),
+            "resident": opts.resident,
+            "resident_order": opts.resident_order if opts.resident is not None else None,
             "stages": [{"stage": name, "executions": n, "seconds": round(seconds, 3)}
                        for name, n, seconds in self.stages],
         }
@@ -244,7 +248,37 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
         result.limit_hit = "no-executions"
         result.limit_detail = ("the model found no consistent execution of this scenario, so nothing "
                                "was verified (a scenario or model bug: please report it)")
+    if scenario.options.resident is not None and result.limit_hit is None and not (first and result.violations):
+        left = None if timeout is None else max(timeout - result.seconds, 0.001)
+        with_residency(result, scenario, timeout=left, max_executions=max_executions, max_steps=max_steps)
     return result
+
+
+def with_residency(result: CheckResult, scenario: Scenario, *, timeout: float | None, max_executions: int,
+                   max_steps: int) -> None:
+    """Add to ``result`` the hang residency can cause (:mod:`syncverify.explore.residency`): CTAs
+    that never become resident while every slot is held by a CTA that waits forever.
+
+    A hang the fair model already finds stands as it is (it hangs with any capacity); otherwise a
+    residency deadlock is the ``hang`` violation, its explanation naming the resident CTAs, what
+    each waits on and which non-resident CTA would release it."""
+    opts = scenario.options
+    residency = Residency(opts.resident, opts.resident_order)  # type: ignore[arg-type]
+    start = time.monotonic()
+    try:
+        found = find_deadlock(scenario.program, residency, clock=Clock(timeout),
+                              explore_options=dict(max_executions=max_executions, max_steps=max_steps))
+    except LimitHit as hit:
+        result.limit_hit, result.limit_detail = hit.limit, f"residency: {hit.detail}"
+        return
+    finally:
+        result.seconds += time.monotonic() - start
+    result.deadlock = found
+    if found is not None and "hang" not in result.violations:
+        why = Cause("residency", f"{found.words()}. Fix: keep the CTAs that wait from holding every slot "
+                    "(grid at most the resident capacity, or producers resident first by a stream or host "
+                    "order, not by blockIdx), or launch cooperatively", link="residency")
+        result.violations["hang"] = Violation("hang", found.words(), found.execution, [], _cause=why)
 
 
 def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 2, timeout: float | None = 600.0,

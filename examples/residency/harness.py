@@ -1,0 +1,150 @@
+"""Harnesses for ``spin_grid.py``: kernels that hang when their grid exceeds residency (issue 27).
+
+Each is checked with a resident capacity (``sv.resident`` below, or ``--resident R`` on the
+command line) and the model says whether some admission of CTAs leaves every slot to a CTA that
+waits forever. ``EXPECTED`` is the table the tests and ``docs/residency.md`` use:
+
+* ``consumers_first`` (one grid: 2 consumers at blockIdx 0-1, their producers at 2-3): with 2
+  CTAs resident the two consumers can hold both slots (**hang**); with 3 a slot is always left
+  for a producer (SAFE). ``spin_grid.deadlocks("consumers_first", n, R)``: n >= R.
+* ``two_streams`` (the seeds' one-shot all-reduce: the communication kernel on stream ``comm``,
+  the GEMM kernel that produces on stream ``gemm``, concurrent; 2 CTAs each): the same verdicts,
+  because kernels on different streams share the GPU's slots and either may take them first.
+* ``producers_first`` (one grid, producers at blockIdx 0-1): a **hang** with 2 slots in ``any``
+  order (CUDA promises no order), SAFE with ``--resident-order index`` (the order the hardware
+  dispatches in practice): the model says which assumption a kernel leans on.
+* ``grid_barrier`` (2 programs meet on one counter): **hang** with 1 slot, SAFE with 2.
+* ``pdl_copy`` / ``pdl_copy_no_wait``: the producers write ``data``, then ``copy_kernel`` (no flag)
+  copies it, launched as a programmatic dependent launch (``sv.launch(pdl=True)``). With
+  ``griddepcontrol.wait`` first in the copy: SAFE, even with one slot (the copy is scheduled only
+  once every producer has triggered or exited). Without it: UNSAFE, **race** and
+  **unwritten-read**: ``launch_dependents`` lets the copy start, and makes nothing visible
+  (NVIDIA/TensorRT-LLM #14537).
+
+Run: ``syncverify check examples/residency/harness.py::consumers_first --resident 2`` (UNSAFE:
+hang, naming the resident consumers, the flags they poll, and the producers that never became
+resident), ``--resident 3`` (SAFE); ``--resident-sweep`` prints the largest capacity that can
+deadlock and the smallest from which none does.
+"""
+
+import torch
+
+import syncverify
+from spin_grid import consumers_first_kernel, copy_kernel, grid_barrier_kernel
+
+N = 2  # consumers (and producers): the smallest that shows a pattern the GPU shows at 132 x occupancy
+
+#: harness -> {resident capacity: (order, safe?)}: what the model says at each capacity.
+EXPECTED = {
+    "consumers_first": {2: ("any", False), 3: ("any", True)},
+    "two_streams": {2: ("any", False), 3: ("any", True)},
+    "producers_first": {2: ("any", False), 3: ("any", True)},
+    "producers_first_index": {2: ("index", True)},
+    "grid_barrier": {1: ("any", False), 2: ("any", True)},
+    "pdl_copy": {1: ("any", True)},
+    "pdl_copy_no_wait": {4: ("any", False)},
+}
+#: harness -> the violation kinds of its UNSAFE rows (else a hang).
+KINDS = {"pdl_copy_no_wait": ("race", "unwritten-read")}
+UNBOUNDED = dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False)  # the model cuts spins itself
+
+
+def _buffers(sv):
+    return (sv.heap.zeros((N,), torch.int32), sv.heap.zeros((N,), torch.int32),
+            sv.heap.zeros((N,), torch.int32), sv.heap.zeros((N,), torch.int32))
+
+
+@syncverify.harness
+def consumers_first(sv):
+    """One grid: consumers at the low blockIdx, each waits for a producer above them."""
+    flags, data, out, timed_out = _buffers(sv)
+    sv.resident(2)
+
+    def call(k):
+        sv.launch(consumers_first_kernel, (2 * N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  N, 0, rank=0, **UNBOUNDED)
+        sv.synchronize(rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+@syncverify.harness
+def two_streams(sv):
+    """The seeds' pattern: consumers in one kernel on ``comm``, producers in another on ``gemm``."""
+    flags, data, out, timed_out = _buffers(sv)
+    sv.resident(2)
+
+    def call(k):
+        sv.launch(consumers_first_kernel, (N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  N, N, rank=0, stream="gemm", **UNBOUNDED)  # producers (issued first: the interpreter
+        sv.launch(consumers_first_kernel, (N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  N, 0, rank=0, stream="comm", **UNBOUNDED)  # runs launches in issue order)
+        sv.synchronize(rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+def _producers_first(sv, order: str):
+    flags, data, out, timed_out = _buffers(sv)
+    sv.resident(2, order=order)
+
+    def call(k):
+        # PID_OFFSET = N: blockIdx 0..N-1 are the producers, N..2N-1 the consumers
+        sv.launch(consumers_first_kernel, (2 * N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  N, N, rank=0, **UNBOUNDED)
+        sv.synchronize(rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+@syncverify.harness
+def producers_first(sv):
+    """One grid, producers at the low blockIdx: safe only if CTAs become resident in that order."""
+    return _producers_first(sv, "any")
+
+
+@syncverify.harness
+def producers_first_index(sv):
+    """``producers_first`` assuming CTAs become resident in blockIdx order (not guaranteed)."""
+    return _producers_first(sv, "index")
+
+
+@syncverify.harness
+def grid_barrier(sv):
+    """Two programs arrive on one counter and wait for both."""
+    count = sv.heap.zeros((1,), torch.int32)
+    timed_out = sv.heap.zeros((2,), torch.int32)
+    sv.resident(1)
+
+    def call(k):
+        sv.launch(grid_barrier_kernel, (2,), count.on(0), timed_out.on(0), 2, rank=0, **UNBOUNDED)
+        sv.synchronize(rank=0)
+        sv.expect_written(timed_out.on(0))
+    return call
+
+
+def _pdl_copy(sv, wait: bool):
+    flags, data, out, timed_out = _buffers(sv)
+    sv.resident(1)
+
+    def call(k):
+        # the producers only (grid N, PID_OFFSET N), then the copy as their programmatic dependent
+        sv.launch(consumers_first_kernel, (N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  N, N, rank=0, **UNBOUNDED)
+        sv.launch(copy_kernel, (N,), data.on(0), out.on(0), rank=0, pdl=True, pdl_wait=wait)
+        sv.synchronize(rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+@syncverify.harness
+def pdl_copy(sv):
+    """The copy kernel launched with PDL, ``griddepcontrol.wait`` first: the producers' writes are visible."""
+    return _pdl_copy(sv, True)
+
+
+@syncverify.harness
+def pdl_copy_no_wait(sv):
+    """The same without ``griddepcontrol.wait``: ``launch_dependents`` gives no visibility."""
+    return _pdl_copy(sv, False)
+

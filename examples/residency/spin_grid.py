@@ -1,0 +1,121 @@
+"""Kernels that deadlock when their grid exceeds what the GPU keeps resident (issue 27).
+
+Two patterns the reports show, each as small as it gets, every wait bounded:
+
+* ``consumers_first_kernel``: programs ``pid + PID_OFFSET < N_CONSUMERS`` are consumers that spin
+  (acquire) on their producer's flag; the rest are producers that store a value and release the
+  flag. With the consumers at the low ``blockIdx`` (or launched first, on another stream, as the
+  seeds' one-shot all-reduce does with its GEMM and communication kernels), they take the SMs
+  first: once ``N_CONSUMERS`` reaches the GPU's resident capacity, every slot is held by a
+  spinning consumer and no producer ever runs. The model (``syncverify check
+  examples/residency/harness.py::consumers_first --resident R``) says: deadlock iff
+  ``N_CONSUMERS >= R``, in any admission order.
+* ``grid_barrier_kernel``: every program arrives on one counter and waits until all ``GRID``
+  have (the same-``blockIdx`` barrier of NVIDIA/TensorRT-LLM #18834, the persistent grids that
+  ROCm/aiter #4977 clamps): it deadlocks iff ``GRID`` exceeds the resident capacity.
+
+**Bounded.** A wait gives up after ``TIMEOUT_NS`` of ``%globaltimer`` on the GPU (``USE_TIMER``),
+or ``MAX_SPINS`` polls in Triton's interpreter (no inline PTX there), and records that it timed
+out: a deadlock is a count of timed-out programs, never a hung machine. ``MAX_SPINS = 0`` polls
+without a budget: the build the model checks (its explorer cuts a spin that makes no progress,
+as the front end does for ``kernels/steps.UNBOUNDED_WAITS``); never launch that one on a GPU.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def now_ns(USE_TIMER: tl.constexpr):
+    """``%globaltimer`` in ns on the GPU; 0 in the interpreter (which runs no inline PTX)."""
+    if USE_TIMER:
+        return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
+                                         is_pure=False, pack=1)
+    else:
+        return tl.zeros((), dtype=tl.int64)
+
+
+@triton.jit
+def wait_at_least(ptr, target, MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr):
+    """Poll ``*ptr`` with acquire loads (gpu scope) until it is at least ``target``; 1 if the budget
+    ran out first, else 0. The acquire orders the caller's later reads after the write it saw."""
+    start = now_ns(USE_TIMER)
+    seen = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+    spins = 0
+    gave_up = 0
+    while (seen < target) & (gave_up == 0):
+        seen = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+        if USE_TIMER:
+            gave_up = (now_ns(USE_TIMER) - start > TIMEOUT_NS).to(tl.int32)
+        elif MAX_SPINS > 0:
+            spins += 1
+            gave_up = (spins >= MAX_SPINS).to(tl.int32)
+    return gave_up
+
+
+@triton.jit(do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])  # one binary for every launch of it
+def consumers_first_kernel(
+    # pointers
+    flags_ptr, data_ptr, out_ptr, timed_out_ptr,
+    # sizes
+    N_CONSUMERS, PID_OFFSET,
+    # meta-parameters: the wait's budget
+    MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr,
+):
+    """Consumer ``i`` waits for producer ``i``. Role ``pid + PID_OFFSET`` (mod ``2 * N_CONSUMERS``):
+    below ``N_CONSUMERS`` a consumer, else producer ``pid - N_CONSUMERS``. ``PID_OFFSET = 0`` puts
+    the consumers at the low blockIdx; ``N_CONSUMERS`` puts the producers there (or, with a grid of
+    ``N_CONSUMERS``, makes a launch of producers only)."""
+    # ----- role mapping
+    pid = (tl.program_id(0) + PID_OFFSET) % (2 * N_CONSUMERS)
+    if pid < N_CONSUMERS:
+        # ----- consumer: wait for the flag, then read what it announces
+        gave_up = wait_at_least(flags_ptr + pid, 1, MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+        tl.store(out_ptr + pid, tl.load(data_ptr + pid))
+        tl.store(timed_out_ptr + pid, gave_up)
+    else:
+        # ----- producer: the value, then the release flag that announces it
+        i = pid - N_CONSUMERS
+        tl.store(data_ptr + i, i + 1)
+        tl.atomic_xchg(flags_ptr + i, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def copy_kernel(src_ptr, dst_ptr):
+    """Program ``i`` copies ``src[i]`` to ``dst[i]``, with no flag: a kernel that counts on running
+    after the one that wrote ``src`` (stream order, or PDL with ``griddepcontrol.wait``)."""
+    pid = tl.program_id(0)
+    tl.store(dst_ptr + pid, tl.load(src_ptr + pid))
+
+
+@triton.jit
+def grid_barrier_kernel(
+    # pointers
+    count_ptr, timed_out_ptr,
+    # sizes
+    GRID,
+    # meta-parameters: the wait's budget
+    MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr,
+):
+    """Every program arrives (release add) and waits until all ``GRID`` programs have."""
+    pid = tl.program_id(0)
+    tl.atomic_add(count_ptr, 1, sem="release", scope="gpu")
+    gave_up = wait_at_least(count_ptr, GRID, MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+    tl.store(timed_out_ptr + pid, gave_up)
+
+
+def deadlocks(pattern: str, size: int, capacity: int) -> bool:
+    """The model's answer for these kernels at any size: can ``pattern`` deadlock with ``size``
+    (the grid of ``grid_barrier``, the consumers of ``consumers_first``, as many producers) when
+    ``capacity`` CTAs fit on the GPU at once? The same in ``any`` and ``index`` admission order.
+    ``tests/test_residency.py`` pins it against ``syncverify check ... --resident R`` at small
+    sizes; the GPU script (``benchmarks/residency_gpu.py``) uses it at the GPU's capacity.
+
+    >>> deadlocks("grid_barrier", 3, 2), deadlocks("consumers_first", 1, 2), deadlocks("consumers_first", 2, 2)
+    (True, False, True)
+    """
+    if pattern == "grid_barrier":
+        return size > capacity  # the last program to arrive must be resident with all the others
+    if pattern == "consumers_first":
+        return size >= capacity  # consumers can hold every slot, and a producer needs one
+    raise ValueError(f"unknown pattern {pattern!r}: grid_barrier or consumers_first")
