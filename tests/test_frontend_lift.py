@@ -12,6 +12,11 @@ pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 import syncverify  # noqa: E402
+from syncverify.errors import UnsupportedConstruct  # noqa: E402
+from syncverify.frontend.asm import ModelThread, read_inline_asm  # noqa: E402
+from syncverify.frontend.items import Site  # noqa: E402
+from syncverify.protocols.lowering import barrier_ptx, lower_barrier  # noqa: E402
+from syncverify.protocols.model import Step  # noqa: E402
 
 POLLS = Path(__file__).parent / "frontend_kernels" / "polls.py"
 
@@ -46,3 +51,17 @@ def test_expected_memory_no_one_writes_is_one_location_not_one_read_per_element(
     result = check("never_signalled_harness", threads_per_cta=1)
     assert result.limit_hit is None, result.text()
     assert "hang" in result.violations, result.text()
+
+
+def test_warp_selected_barriers_in_inline_ptx_run_on_the_model_threads_of_their_warps():
+    """FA3's epilogue handoff as the kernels emit it (``protocols.lowering.barrier_ptx``): warps 1-7
+    ``bar.arrive 1, 256``, warp 0 ``bar.sync 1, 256``, chosen by a predicate on ``%tid.x / 32``. With
+    one model thread per warp each gets its instruction, the count scaled to model threads; with two
+    model threads the predicate splits thread 0's warps, which is refused, not guessed."""
+    ptx = barrier_ptx(lower_barrier(Step("barrier", barrier_id=1, count=256, arrive=(1, 2, 3, 4, 5, 6, 7))))
+    site = Site("k.py", 7, "k", "k")
+    seen = [[(i.kind, i.op, i.barrier_id, i.count) for i in read_inline_asm(ptx, site, (), None, ModelThread(t, 8, 8))]
+            for t in range(8)]
+    assert seen == [[("bar", "sync", 1, 8)]] + [[("bar", "arrive", 1, 8)]] * 7
+    with pytest.raises(UnsupportedConstruct, match="threads_per_cta=8"):
+        read_inline_asm(ptx, site, (), None, ModelThread(0, 2, 8))

@@ -33,7 +33,7 @@ import numpy
 from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
 from syncverify.frontend.programs import explore_thread, max_writes
-from syncverify.frontend.runner import Loc, hooks, kernel_args, to_model
+from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
 from syncverify.program import Load, Program, Store, Thread
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
@@ -59,6 +59,7 @@ class LaunchSpec:
     grid3: tuple[int, int, int]
     phase: str
     declared_asm: dict = field(default_factory=dict)
+    num_warps: int = 4  # Triton's default; a barrier's thread count is read against it
 
     def pids(self) -> list[tuple[int, int, int]]:
         gx, gy, gz = self.grid3
@@ -243,7 +244,6 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
 
 def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0):
     """Paths of every program to a fixpoint, then the lifted program."""
-    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
 
     launches: list[LaunchSpec] = []
@@ -261,7 +261,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 phase = f"c{op.call}.{op.index} {kname} rank {op.rank}/{op.stream}"
                 phase_of[op.index] = phase
                 launches.append(LaunchSpec(op.index, op.call, op.rank, op.stream, kname, fn,
-                                           getattr(op.kernel, "fn", op.kernel), args, grid3, phase, declared))
+                                           getattr(op.kernel, "fn", op.kernel), args, grid3, phase, declared,
+                                           int(op.kwargs.get("num_warps", 4))))
             elif op.kind == "write":
                 phase_of[op.index] = f"c{op.call}.{op.index} fill_ rank {op.rank}/{op.stream}"
         memory = _memory(sv, arg_tensors)
@@ -289,7 +290,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                         accessed.setdefault(loc, set()).add("weak")
             runs = 0
             for launch in launches:
-                scope = interp._patch_lang(launch.original)
+                scope = patch_lang()
                 try:
                     for pid in launch.pids():
                         for t in range(threads):

@@ -270,11 +270,9 @@ class ThreadEmitter:
                                            line=line, label=text))
         elif item.kind == "fence":
             self.code.append(Fence(item.fence_kind, item.scope, line=line, label=text))
-        elif item.kind == "bar":
-            if item.count is not None:
-                raise UnsupportedConstruct(f"{item.site}: bar.sync with a thread count is not modeled by the kernel "
-                                           "front end yet")
-            self.code.append(Barrier("sync", item.barrier_id, line=line, label=text))
+        elif item.kind == "bar":  # count: model threads (frontend.asm scales the PTX count)
+            self.code.append(Barrier("arrive" if item.op == "arrive" else "sync", item.barrier_id, item.count,
+                                     line=line, label=text))
         elif item.kind == "oob":
             name = f"out-of-bounds {item.site}"
             self.oob.add(name)
