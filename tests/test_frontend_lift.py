@@ -65,3 +65,45 @@ def test_warp_selected_barriers_in_inline_ptx_run_on_the_model_threads_of_their_
     assert seen == [[("bar", "sync", 1, 8)]] + [[("bar", "arrive", 1, 8)]] * 7
     with pytest.raises(UnsupportedConstruct, match="threads_per_cta=8"):
         read_inline_asm(ptx, site, (), None, ModelThread(0, 2, 8))
+
+
+# ----- one copy of the code of equal futures: exact (verdicts with and without it) ----------------
+
+KNOWN = Path(__file__).parent / "frontend_kernels" / "known.py"
+
+MERGED_CASES = [
+    (f"{POLLS}::two_flags_harness", {}),
+    (f"{POLLS}::cas_reset_late_harness", {"threads_per_cta": 1}),
+    (f"{KNOWN}::xchg_overwrite", {}),  # a hang
+    (f"{KNOWN}::add_arrivals", {}),  # a counter polled until it reaches 2: a loop head per value read
+    (f"{KNOWN}::relaxed", {}),
+    (f"{KNOWN}::cas_poll_count_harness", {"threads_per_cta": 1}),
+    (f"{KNOWN}::flag_left_set", {"calls": 2}),
+    (f"{POLLS}::poll_into_local_harness", {}),
+]
+
+
+@pytest.mark.parametrize("target, options", MERGED_CASES, ids=[t.split("::")[1] for t, _ in MERGED_CASES])
+def test_merging_program_points_with_equal_futures_changes_no_verdict(target, options):
+    """The reduction of ``frontend.programs.equal_futures`` lifts one copy of equal futures; the
+    verdict (and its violation kinds) is the one of the program lifted point by point."""
+    def verdict(merge: bool):
+        r = syncverify.check_kernel(target, world_size=1, timeout=120, merge_equal_futures=merge, **options)
+        assert r.limit_hit is None, r.text()
+        return r.safe, sorted(r.violations)
+
+    assert verdict(True) == verdict(False)
+
+
+def test_a_counter_poll_is_lifted_as_one_loop_not_one_per_value_read():
+    """``v = poll(); while v < 2: v = poll()`` keeps the last value read in a local: the runner's
+    states differ by that dead value, so the decision tree has a loop head per value. Merged, the
+    loop is one again (fewer reads of the counter in the lifted code of the waiting program)."""
+    merged = check("poll_into_local_harness", threads_per_cta=1)
+    apart = check("poll_into_local_harness", threads_per_cta=1, merge_equal_futures=False)
+
+    def reads(result) -> int:
+        waiting = result.lifted.program.threads[0]
+        return sum(type(i).__name__ in ("Load", "Atomic") for i in waiting.instructions)
+
+    assert reads(merged) < reads(apart), (reads(merged), reads(apart))

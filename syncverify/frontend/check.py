@@ -32,7 +32,7 @@ from syncverify.frontend.runner import to_model
 import numpy
 from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
-from syncverify.frontend.programs import explore_thread, max_writes
+from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
 from syncverify.program import Load, Program, Store, Thread
 from syncverify.frontend.runner import Loc
@@ -193,7 +193,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  max_steps: int = DEFAULT_MAX_STEPS, max_items: int = DEFAULT_MAX_ITEMS,
                  declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
                  first: bool = False, progress: Callable[[str], None] | None = None,
-                 progress_interval: float = 2.0) -> KernelCheckResult:
+                 progress_interval: float = 2.0, merge_equal_futures: bool = True) -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
     Parameters
@@ -212,6 +212,10 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         Stop at the first execution that shows a violation.
     progress, progress_interval
         Called with a line (what the check is doing) at most every ``progress_interval`` seconds.
+    merge_equal_futures
+        Lift one copy of the code of program points with equal futures (exact, see
+        :func:`~syncverify.frontend.programs.equal_futures`); False lifts every point of every
+        path (what the differential test compares with).
 
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
@@ -230,7 +234,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     result = KernelCheckResult(name, world_size, calls, threads_per_cta)
     try:
         lifted, size, assumptions = _build(sv, threads_per_cta, declare_asm or {}, max_items, deadline, progress,
-                                           progress_interval)
+                                           progress_interval, merge_equal_futures)
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
         result.seconds = time.monotonic() - start
@@ -242,10 +246,9 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     return result
 
 
-def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0):
+def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0,
+           merge: bool = True):
     """Paths of every program to a fixpoint, then the lifted program."""
-
-
     launches: list[LaunchSpec] = []
     arg_tensors: list = []
     phase_of: dict[int, str] = {}
@@ -338,7 +341,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     files: set = set()
     for tree in trees.values():
         assumptions |= tree.assumptions
-        for node in _nodes(tree.root):
+        for node in tree_nodes(tree.root):
             if node.read is not None:
                 files.add(node.read.site.file)
             for item in node.pre:
@@ -374,7 +377,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 tree = trees[(launch.index, pid, t)]
                 paths += tree.runs
                 emitter = ThreadEmitter(namer, t, threads, cta, used, needed, smem, launch.call)
-                code = emitter.emit(tree.root)
+                code = emitter.emit(tree.root, merge=merge)
                 oob |= emitter.oob
                 for name, value in emitter.spins.items():
                     init.setdefault(name, value)
@@ -460,17 +463,6 @@ def _domain(init: int, transitions: set, writes: float) -> tuple[int, ...]:
             break
         frontier = nxt
     return tuple(sorted(depth))
-
-
-def _nodes(root):
-    seen, stack = set(), [root]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        yield n
-        stack.extend(n.children.values())
 
 
 def _explore(result: KernelCheckResult, lifted, deadline, max_executions, max_steps, first, progress,

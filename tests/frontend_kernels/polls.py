@@ -92,3 +92,20 @@ def never_signalled_harness(sv):
     out = sv.heap.zeros((1024,), torch.int32)
     sv.launch(never_signalled, (1,), flag.on(0), out.on(0), BLOCK=1024, rank=0)
     sv.expect_written(out.on(0))
+
+
+# ----- a poll that keeps the value it read in a local (as kernels/steps.py's bounded_poll) --------
+
+@triton.jit
+def poll_into_local(counter_ptr, TARGET: tl.constexpr):
+    if tl.program_id(0) == 0:  # waits until every other program has added 1
+        v = tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu")
+        while v < TARGET:
+            v = tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu")
+    else:
+        tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
+
+
+def poll_into_local_harness(sv):
+    counter = sv.heap.zeros((1,), torch.int32)
+    sv.launch(poll_into_local, (3,), counter.on(0), TARGET=2, rank=0)
