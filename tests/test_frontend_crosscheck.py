@@ -52,7 +52,7 @@ def both_ways(protocol: str, timeout: float, *, world_size: int = WORLD, tiles: 
 
 
 # ----- the default suite's slice: one protocol of each shape the full run found a lifting rule for
-# (each exact, one tile: ~5 s each on a quiet 2-core machine) ----------------------------------------
+# (each exact, one tile: 3-30 s each on the shared 2-core machine, ~65 s in all) -------------------
 
 SLICE = (
     "fenced-release-acquire",  # UNSAFE race, unwritten-read: a fence orders only its own thread's stores
