@@ -4,7 +4,8 @@
   :class:`~syncverify.program.Thread`: the operations before a choice, then the read (``ld`` or
   ``atom`` into a register of its own), then ``beq`` on each value the read can return (none when
   the value reached no sink), a cut run a ``goto`` back to the read of the repeated state. Every
-  instruction's ``label`` is the user's ``file:line (kernel) source``.
+  instruction's ``label`` is the user's ``file:line (kernel) source``. Nodes with equal futures
+  are emitted once, later ones a branch to it (exact: :func:`~syncverify.frontend.programs.equal_futures`).
 * A scalar atomic of thread 0 whose result is used is followed by ``bar.sync`` (Triton 3.6); when
   another model thread branches on that result, the value travels as the compiled code sends it:
   thread 0 stores it to a shared-memory location between two ``bar.sync``s and the other threads
