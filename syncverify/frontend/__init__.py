@@ -37,6 +37,9 @@ Lifted into the program IR (:mod:`~syncverify.frontend.lift`), the explorer's ow
 (``syncverify.explore.driver``, step 2) decides which loops can spin forever (a hang naming who waits on
 what) and drops failed iterations, exactly as for protocols. Lifting rather than a new hook into
 the explorer keeps one explorer, one set of reductions and one set of bounds for both front ends.
+Program points with equal futures are lifted once (a state holds dead locals too, so one poll
+loop can come out as one loop per value read; the reduction is exact, argued in
+:mod:`~syncverify.frontend.programs`).
 
 **CTA facts** (``syncverify.protocols.lowering``, checked against compiled PTX in
 ``tests/test_frontend_ptx.py``): a block access is split over the model threads of the CTA; a

@@ -33,8 +33,8 @@ from syncverify.frontend.runner import to_model
 import numpy
 from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
-from syncverify.frontend.programs import explore_thread, max_writes
-from syncverify.frontend.runner import Loc, hooks, kernel_args, to_model
+from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
+from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
 from syncverify.program import Load, Program, Store, Thread, pdl_dependent, pdl_primary
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
@@ -60,6 +60,7 @@ class LaunchSpec:
     grid3: tuple[int, int, int]
     phase: str
     declared_asm: dict = field(default_factory=dict)
+    num_warps: int = 4  # Triton's default; a barrier's thread count is read against it
 
     def pids(self) -> list[tuple[int, int, int]]:
         gx, gy, gz = self.grid3
@@ -194,7 +195,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
                  first: bool = False, progress: Callable[[str], None] | None = None,
                  progress_interval: float = 2.0, resident: int | None = None,
-                 resident_order: str = "any", fair: bool = False) -> KernelCheckResult:
+                 resident_order: str = "any", fair: bool = False,
+                 merge_equal_futures: bool = True) -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
     Parameters
@@ -217,6 +219,10 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         At most ``resident`` CTAs per GPU at once, admitted in ``resident_order``
         (:mod:`syncverify.explore.residency`); None: the harness's ``sv.resident(...)``, else every
         CTA runs. ``fair``: every CTA runs, whatever the harness says (``--resident-sweep``).
+    merge_equal_futures
+        Lift one copy of the code of program points with equal futures (exact, see
+        :func:`~syncverify.frontend.programs.equal_futures`); False lifts every point of every
+        path (what the differential test compares with).
 
     Returns a :class:`~syncverify.frontend.verdicts.KernelCheckResult`; bad input raises a
     :class:`~syncverify.errors.SyncVerifyError` whose message is one line.
@@ -237,7 +243,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     result = KernelCheckResult(name, world_size, calls, threads_per_cta)
     try:
         lifted, size, assumptions = _build(sv, threads_per_cta, declare_asm or {}, max_items, deadline, progress,
-                                           progress_interval)
+                                           progress_interval, merge_equal_futures)
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
         result.seconds = time.monotonic() - start
@@ -281,11 +287,9 @@ def _residency(result: KernelCheckResult, lifted, residency: Residency, deadline
         result.violations["hang"] = KernelViolation("hang", found.words(), found.execution, [], [])
 
 
-def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0):
+def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress, progress_interval: float = 2.0,
+           merge: bool = True):
     """Paths of every program to a fixpoint, then the lifted program."""
-    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
-
-
     launches: list[LaunchSpec] = []
     arg_tensors: list = []
     phase_of: dict[int, str] = {}
@@ -301,7 +305,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 phase = f"c{op.call}.{op.index} {kname} rank {op.rank}/{op.stream}"
                 phase_of[op.index] = phase
                 launches.append(LaunchSpec(op.index, op.call, op.rank, op.stream, kname, fn,
-                                           getattr(op.kernel, "fn", op.kernel), args, grid3, phase, declared))
+                                           getattr(op.kernel, "fn", op.kernel), args, grid3, phase, declared,
+                                           int(op.kwargs.get("num_warps", 4))))
             elif op.kind == "write":
                 phase_of[op.index] = f"c{op.call}.{op.index} fill_ rank {op.rank}/{op.stream}"
         memory = _memory(sv, arg_tensors)
@@ -329,7 +334,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                         accessed.setdefault(loc, set()).add("weak")
             runs = 0
             for launch in launches:
-                scope = interp._patch_lang(launch.original)
+                scope = patch_lang()
                 try:
                     for pid in launch.pids():
                         for t in range(threads):
@@ -377,7 +382,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     files: set = set()
     for tree in trees.values():
         assumptions |= tree.assumptions
-        for node in _nodes(tree.root):
+        for node in tree_nodes(tree.root):
             if node.read is not None:
                 files.add(node.read.site.file)
             for item in node.pre:
@@ -385,8 +390,12 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 if item.kind in ("ld", "st"):
                     accesses.append(tuple(item.locs))
     accesses += [tuple(v) for v in host_writes.values()] + [tuple(v) for v in expects.values()]
-    groups, owners = ghost_groups(accesses, ghost)
-    namer = _Namer(ghost, groups)
+    # expected elements no operation writes can only hold their initial contents: ghost data too,
+    # grouped like the rest (one read per group, not one per element: a tile never written is one
+    # location, and a thread of one read per element would exceed the explorer's steps)
+    never = frozenset(l for locs in expects.values() for l in locs if l not in written)
+    groups, owners = ghost_groups(accesses, ghost | never)
+    namer = _Namer(ghost | never, groups)
     threads_out: list[Thread] = []
     infos: list[ThreadInfo] = []
     init: dict[str, int] = {}
@@ -409,7 +418,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 tree = trees[(launch.index, pid, t)]
                 paths += tree.runs
                 emitter = ThreadEmitter(namer, t, threads, cta, used, needed, smem, launch.call)
-                code = emitter.emit(tree.root)
+                code = emitter.emit(tree.root, merge=merge)
                 oob |= emitter.oob
                 for name, value in emitter.spins.items():
                     init.setdefault(name, value)
@@ -442,9 +451,6 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         code = [Load("e", n, label=f"{op.site} expect", ghost=True) for n in namer.ghost_locs(locs)]
         code += [Load(f"e{i}", str(l), label=f"{op.site} expect") for i, l in enumerate(locs)
                  if l not in ghost and l in written]
-        # an element no operation writes at all can only hold its initial contents
-        code += [Load("e", str(l), label=f"{op.site} expect", ghost=True) for l in dict.fromkeys(locs)
-                 if l not in written]
         rank = locs[0].rank if locs else 0
         role = f"host check after call {op.call} (rank {rank})"
         threads_out.append(Thread(f"T{len(threads_out)}", rank or 0, cta, tuple(code), role, phase))
@@ -546,17 +552,6 @@ def _domain(init: int, transitions: set, writes: float) -> tuple[int, ...]:
             break
         frontier = nxt
     return tuple(sorted(depth))
-
-
-def _nodes(root):
-    seen, stack = set(), [root]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        yield n
-        stack.extend(n.children.values())
 
 
 def _explore(result: KernelCheckResult, lifted, deadline, max_executions, max_steps, first, progress,

@@ -4,7 +4,8 @@
   :class:`~syncverify.program.Thread`: the operations before a choice, then the read (``ld`` or
   ``atom`` into a register of its own), then ``beq`` on each value the read can return (none when
   the value reached no sink), a cut run a ``goto`` back to the read of the repeated state. Every
-  instruction's ``label`` is the user's ``file:line (kernel) source``.
+  instruction's ``label`` is the user's ``file:line (kernel) source``. Nodes with equal futures
+  are emitted once, later ones a branch to it (exact: :func:`~syncverify.frontend.programs.equal_futures`).
 * A scalar atomic of thread 0 whose result is used is followed by ``bar.sync`` (Triton 3.6); when
   another model thread branches on that result, the value travels as the compiled code sends it:
   thread 0 stores it to a shared-memory location between two ``bar.sync``s and the other threads
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncverify.errors import UnsupportedConstruct
+from syncverify.frontend.programs import equal_futures
 from syncverify.frontend.runner import Item, Loc
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
 
@@ -115,8 +117,6 @@ class ThreadEmitter:
         self.call = call
         self.code: list = []
         self.counter = 0
-        self.entry: dict[int, str] = {}
-        self.at_read: dict[int, str] = {}
         self.oob: set = set()
         self.spins: dict[str, int] = {}  # never-written locations a spin polls -> their model value
         self.shown: dict[str, Any] = {}  # ... -> their value as stored (64-bit addresses, floats)
@@ -125,49 +125,57 @@ class ThreadEmitter:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
-    def emit(self, root) -> tuple:
-        targets = set()
-        self._targets(root, targets, set())
-        self.targets = targets
+    def emit(self, root, *, merge: bool = True) -> tuple:
+        """The thread's instructions. ``merge``: one copy of the code of each class of nodes with
+        equal futures (:func:`~syncverify.frontend.programs.equal_futures`: the same instruction
+        sequences, with one loop where dead locals made several); False emits every node."""
+        futures = equal_futures(root, edge=self._failed)
+        if merge:
+            self.entry_class, self.read_class = futures.entry, futures.read
+        else:
+            self.entry_class = {key: key for key in futures.entry}
+            self.read_class = {key: key for key in futures.read}
+        self.entry_label: dict[int, str] = {}
+        self.read_label: dict[int, str] = {}
         self._node(root)
         self.code.append(Label("END"))
         return tuple(self.code)
-
-    def _targets(self, node, out: set, seen: set) -> None:
-        stack = [node]
-        while stack:
-            n = stack.pop()
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            if n.kind == "goto":
-                out.add(id(n.target))
-            stack.extend(n.children.values())
 
     def _smem(self, item: Item) -> str:
         return self.smem.setdefault(item.site_key, f"smem.cta{self.cta}.{len(self.smem)}")
 
     @staticmethod
     def _failed(node, child) -> bool:
-        """A failed poll iteration: the child polls again (or loops back) with nothing in between.
-        Its ``bar.sync`` is left out, as ``syncverify.protocols.lowering`` does for protocol polls: the
-        barriers of failed iterations order nothing the final one does not, and a loop whose
-        body arrives at a barrier is never a pure spin for the explorer."""
+        """A failed poll iteration: the child polls the same location again (or loops back) with
+        nothing in between. Its ``bar.sync`` is left out, as ``syncverify.protocols.lowering`` does
+        for protocol polls: the barriers of failed iterations order nothing the final one does
+        not, and a loop whose body arrives at a barrier is never a pure spin for the explorer.
+
+        The same location matters: a poll of every rank's copy in turn runs one helper, so the
+        next copy's first read is at the same line with nothing in between; it is the next poll,
+        after this one *succeeded*, and this one's ``bar.sync`` is what orders the CTA's other
+        threads after its acquire (``tests/test_frontend_lift.py``)."""
         if child.pre:
             return False
         if child.kind == "goto":
             return True
         return (child.kind == "choice" and child.read.site.line == node.read.site.line
-                and child.read.op == node.read.op)
+                and child.read.op == node.read.op and child.read.locs == node.read.locs)
 
     def _node(self, node) -> None:
+        entry = self.entry_class[id(node)]
+        if entry in self.entry_label:  # a node of the same future is emitted already: go there
+            self.code.append(Branch(self.entry_label[entry]))
+            return
+        self.entry_label[entry] = self._fresh("N")
+        self.code.append(Label(self.entry_label[entry]))
         for item in node.pre:
             self._item(item)
         if node.kind == "end" or node.kind == "open":
             self.code.append(Branch("END"))
             return
-        if node.kind == "goto":
-            self.code.append(Branch(self.at_read[id(node.target)]))
+        if node.kind == "goto":  # back to the read of the state the run came back to
+            self.code.append(Branch(self.read_label[self.read_class[id(node.target)]]))
             return
         if node.kind == "spin":  # polls memory no one writes: a read of its value, forever
             loc, value, site, shown = node.spin
@@ -177,10 +185,12 @@ class ThreadEmitter:
             self.code += [Label(label), Load(self._fresh("r"), str(loc), line=site.line,
                                              label=f"{site} ({site.kernel}) {site.text}"), Branch(label)]
             return
-        if id(node) in self.targets:
-            label = self._fresh("R")
-            self.at_read[id(node)] = label
-            self.code.append(Label(label))
+        read = self.read_class[id(node)]
+        if read in self.read_label:  # other operations before, the same read and future after
+            self.code.append(Branch(self.read_label[read]))
+            return
+        self.read_label[read] = self._fresh("R")
+        self.code.append(Label(self.read_label[read]))
         item = node.read
         reg = self._fresh("r")
         children = list(node.children.items())
@@ -265,11 +275,9 @@ class ThreadEmitter:
                                            line=line, label=text))
         elif item.kind == "fence":
             self.code.append(Fence(item.fence_kind, item.scope, line=line, label=text))
-        elif item.kind == "bar":
-            if item.count is not None:
-                raise UnsupportedConstruct(f"{item.site}: bar.sync with a thread count is not modeled by the kernel "
-                                           "front end yet")
-            self.code.append(Barrier("sync", item.barrier_id, line=line, label=text))
+        elif item.kind == "bar":  # count: model threads (frontend.asm scales the PTX count)
+            self.code.append(Barrier("arrive" if item.op == "arrive" else "sync", item.barrier_id, item.count,
+                                     line=line, label=text))
         elif item.kind == "oob":
             name = f"out-of-bounds {item.site}"
             self.oob.add(name)

@@ -16,17 +16,35 @@ from the earlier point. The paths form a decision tree (:class:`Node`) whose cut
 ``goto``s back to that point. Lifted into the program IR (:mod:`syncverify.frontend.lift`), the
 explorer's own spin-loop cut (``syncverify.explore.driver``, step 2) then decides which loops can spin
 forever (a hang) and drops failed iterations, exactly as for protocols.
+
+Equal futures (:func:`equal_futures`), an exact reduction of what is lifted. A state holds every
+local, dead ones too, so one loop can be cut into several: ``v = poll(); while v < n: v = poll()``
+reaches its read with the previous value of ``v`` in a local, and each value read is a loop head
+of its own, all with the same future. The lifting emits one copy of the code of each class of
+nodes with equal futures. Soundness and exactness: nodes of one class perform the same items
+(the same operations on the same locations, with the same sems, scopes and sites) and make the
+same choices, whose values lead to children of one class again (and a ``goto`` leads to its
+target's read), so by induction on the length of a path, the sequences of instructions a thread
+can execute from two nodes of a class are the same. Replacing a node by another of its class
+therefore leaves each model thread's set of instruction sequences, and hence every execution the
+explorer builds from them, unchanged; what shrinks is the code (one loop instead of one per value)
+and the explorer's work on it (its spin cut sees one loop head, not a cycle through several). The
+signature also holds what the lifting itself makes of each step (a failed poll iteration drops its
+``bar.sync``), so nodes of one class are lifted alike. ``check_kernel(..., merge_equal_futures=False)``
+lifts every node; ``tests/test_frontend_lift.py`` compares the verdicts of both.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from syncverify.explore.bounds import LimitHit
 from syncverify.errors import UnsupportedConstruct
+from syncverify.explore.instructions import atomic_result
 from syncverify.frontend.runner import Item, Memory, Oracle, RunResult, run_program, watch_deadline
-from collections import Counter
+from syncverify.model.int32 import wrap_int32
 
 #: Runs of one program for one model thread before the answer is unknown.
 DEFAULT_MAX_RUNS = 20_000
@@ -163,13 +181,20 @@ def _collect(tree: ThreadTree, result: RunResult) -> None:
 INFINITE = float("inf")
 
 
-def _writes(item: Item) -> list:
-    """The locations an item writes (a store's synchronization locations, an atomic's)."""
+def _writes(item: Item, value: int | None = None) -> list:
+    """The locations an item writes (a store's synchronization locations, an atomic's) when its
+    read returned ``value`` (None: any value). An atomic that writes back what it read makes no
+    new value, and neither does a failed CAS: with the value known (the read decided the path),
+    a failed poll of ``atomic_cas(p, 1, 0)`` writes nothing."""
     if item.kind == "st":
         return list(item.locs)
-    if item.kind == "read" and item.op == "atom" and not _identity(item):
-        return list(item.locs)
-    return []
+    if item.kind != "read" or item.op != "atom" or _identity(item):
+        return []
+    if value is not None:
+        new = atomic_result(item.fence_kind, value, item.operands, item.unsigned)
+        if new is None or wrap_int32(new) == value:
+            return []
+    return list(item.locs)
 
 
 def _identity(item: Item) -> bool:
@@ -186,37 +211,117 @@ def _identity(item: Item) -> bool:
     return False
 
 
+def _edge_writes(node: Node, value: int) -> Counter:
+    """What the choice of ``node`` writes on its way to the child for ``value``: the read's
+    own write, if it makes one for that value (any value, when one child serves every value)."""
+    return Counter(_writes(node.read, value if node.matters else None))
+
+
 def max_writes(root: Node) -> dict:
     """Per location, the most writes one path of the tree makes to it (``INFINITE`` when a loop
-    that writes it can repeat): the longest chain of writes a value of it can come from."""
+    that writes it can repeat): the longest chain of writes a value of it can come from.
 
-    memo: dict[int, Counter] = {}
+    A loop is a ``goto`` back to an ancestor: its writes are those of the nodes and edges from
+    that ancestor down to the ``goto`` (the tree has one path to each node)."""
 
-    def visit(node: Node, on_path: list) -> Counter:
-        if id(node) in memo:
-            return memo[id(node)]
+    def visit(node: Node, on_path: list) -> Counter:  # on_path: (ancestor, value taken) pairs
         here = Counter()
         for item in node.pre:
             here.update(_writes(item))
-        if node.read is not None:
-            here.update(_writes(node.read))
         best: Counter = Counter()
         if node.kind == "goto":
-            start = next(i for i, n in enumerate(on_path) if n is node.target)
-            loop: Counter = Counter()
-            for n in on_path[start:] + [node]:
+            start = next(i for i, (n, _v) in enumerate(on_path) if n is node.target)
+            loop: Counter = Counter(here)
+            for n, value in on_path[start:]:
                 for item in n.pre:
                     loop.update(_writes(item))
-                if n.read is not None and n is not node:
-                    loop.update(_writes(n.read))
+                loop.update(_edge_writes(n, value))
             best = Counter({loc: INFINITE for loc in loop})
-        for child in node.children.values():
-            sub = visit(child, on_path + [node])
-            for loc, n in sub.items():
-                best[loc] = max(best[loc], n)
-        total = Counter({loc: here[loc] + best[loc] for loc in set(here) | set(best)})
-        if node.kind != "goto" and not any(n.kind == "goto" for n in node.children.values()):
-            memo[id(node)] = total
-        return total
+        for value, child in node.children.items():
+            sub = visit(child, on_path + [(node, value)])
+            edge = _edge_writes(node, value)
+            for loc in set(sub) | set(edge):
+                best[loc] = max(best[loc], sub[loc] + edge[loc])
+        return Counter({loc: here[loc] + best[loc] for loc in set(here) | set(best)})
 
     return dict(visit(root, []))
+
+
+# ----- equal futures: the decision tree's bisimulation classes ----------------------------------
+
+def _item_signature(item: Item) -> tuple:
+    """What an item does (its choice index and state key, which only name where a run was, left out)."""
+    return (item.kind, item.site, item.site_key, item.locs, item.sem, item.scope, item.op, item.operands,
+            item.values, item.unsigned, item.scalar_one, item.descriptor, item.barrier_id, item.count,
+            item.fence_kind)
+
+
+@dataclass(frozen=True)
+class Futures:
+    """Bisimulation classes of a decision tree: ``entry[id(node)]`` (the node's operations, then
+    what follows), ``read[id(node)]`` for choice nodes (its read, then its children). Two nodes of
+    one class do the same operations and the same choices, forever."""
+
+    entry: dict
+    read: dict
+
+
+def equal_futures(root: Node, edge=lambda node, child: None) -> Futures:
+    """Which nodes of the tree have the same future (:class:`Futures`), by partition refinement.
+
+    A node's future is its ``pre`` items, then: its read and, for each value, its child's future
+    (a choice); the future of its target's read (a ``goto``); the end; a spin. Starting from every
+    node in one class, a class is split while its members' signatures (their items, and the
+    classes of what follows) differ: the fixpoint is the coarsest partition in which nodes of a
+    class have equal signatures, i.e. equal futures (Kanellakis and Smolka's naive refinement).
+
+    Why it matters: the runner's state at a choice point holds every local of every kernel frame,
+    dead ones included: ``v = read(); while v < n: v = read()`` reaches its read with the previous
+    value of ``v`` in a local, so each value is a loop head of its own, with the same future. The
+    lifted thread of one class per future is the same program (the same instruction sequences,
+    path for path), with one loop where there were as many as values. ``edge(node, child)``: what
+    else the lifting makes of the step from a node to a child (a failed poll iteration drops its
+    barrier), part of the signature so that nodes of one class are lifted alike.
+    """
+    nodes = list(tree_nodes(root))
+    pre = {id(n): tuple(_item_signature(i) for i in n.pre) for n in nodes}
+    reads = {id(n): _item_signature(n.read) for n in nodes if n.kind == "choice"}
+    entry = {id(n): 0 for n in nodes}
+    read = {id(n): 0 for n in nodes if n.kind == "choice"}
+    while True:
+        read_sig = {i: (read[i], reads[i], n.matters, tuple((v, entry[id(c)], edge(n, c)) for v, c in n.children.items()))
+                    for n in nodes if n.kind == "choice" for i in (id(n),)}
+        new_read = _intern(read_sig)
+        entry_sig = {}
+        for n in nodes:
+            if n.kind == "choice":
+                then = ("read", new_read[id(n)])
+            elif n.kind == "goto":
+                then = ("read", new_read[id(n.target)])
+            elif n.kind == "spin":
+                then = ("spin", n.spin)
+            else:
+                then = (n.kind,)
+            entry_sig[id(n)] = (entry[id(n)], pre[id(n)], then)
+        new_entry = _intern(entry_sig)
+        if len(set(new_entry.values())) == len(set(entry.values())) and \
+                len(set(new_read.values())) == len(set(read.values())):
+            return Futures(new_entry, new_read)
+        entry, read = new_entry, new_read
+
+
+def _intern(signatures: dict) -> dict:
+    ids: dict = {}
+    return {key: ids.setdefault(sig, len(ids)) for key, sig in signatures.items()}
+
+
+def tree_nodes(root: Node):
+    """Every node of a decision tree (each once)."""
+    seen, stack = set(), [root]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(n.children.values())

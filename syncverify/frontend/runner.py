@@ -33,6 +33,7 @@ import contextlib
 import inspect
 import os
 import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +41,7 @@ import numpy as np
 
 from syncverify.explore.bounds import LimitHit
 from syncverify.errors import SyncVerifyError, UnsupportedConstruct
-from syncverify.frontend.asm import read_inline_asm
+from syncverify.frontend.asm import ModelThread, read_inline_asm
 from syncverify.frontend.items import Item, Loc, Site
 from syncverify.model.int32 import wrap_int32
 import threading
@@ -262,6 +263,7 @@ def check_triton_version() -> None:
 def hooks():
     """While active, Triton's interpreter answers to the current :class:`ProgramRun`."""
     import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
+    from triton.runtime.jit import JITFunction  # torch/triton: loaded only where a kernel runs
     from syncverify.kernels import _jit  # torch/triton: loaded only where a kernel runs
 
     b = interp.InterpreterBuilder
@@ -288,7 +290,17 @@ def hooks():
             return handle
         return make
 
+    def call_in_launch_scope(self, *args, **kwargs):
+        # A nested @jit call. kernels._jit patches triton.language again for every such call and
+        # restores it on return: the same patch of the same global modules that patch_lang() holds
+        # for the whole launch, so skipping it changes nothing, and it was a third of each run.
+        try:
+            return _jit._interpreted(self).rewrite()(*args, **kwargs)
+        except Exception as error:
+            raise interp.InterpreterError(repr(error)) from error
+
     with _jit._interpreting_calls():
+        patch(JITFunction, "__call__", call_in_launch_scope)
         for name, member in list(vars(b).items()):
             if not callable(member) or name.startswith("_") or name in _SPECIAL:
                 continue
@@ -378,6 +390,17 @@ def hooks():
 
 
 _MISSING = object()
+
+
+def patch_lang():
+    """``triton.language`` patched for the interpreter for the whole of a launch's runs: both
+    modules Triton's ``_patch_lang`` patches (``tl`` and ``tl.core``), whichever a kernel's or a
+    helper's globals name, so that nested ``@jit`` calls need no patch of their own (:func:`hooks`).
+    Returns the scope to ``restore()``."""
+    import triton.language as tl  # torch/triton: loaded only where a kernel runs
+    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
+
+    return interp._patch_lang(types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core}))
 
 
 def _addressing(fn):
@@ -784,7 +807,8 @@ class ProgramRun:
         outputs = sum(1 for c in str(constraints).split(",") if c.strip().startswith("="))
         results = []
         loaded: dict[int, Any] = {}
-        for item in read_inline_asm(str(asm), site, site_key, self.launch.declared_asm):
+        who = ModelThread(self.oracle.thread, self.oracle.threads, self.launch.num_warps)
+        for item in read_inline_asm(str(asm), site, site_key, self.launch.declared_asm, who):
             if item.kind == "assume":
                 self.result.assumptions.add(item.op)
             elif item.kind == "asm-memory":
