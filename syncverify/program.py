@@ -37,7 +37,7 @@ nothing parses a name back. The explorer only compares them.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 from syncverify.model.int32 import wrap_int32
@@ -45,6 +45,11 @@ from syncverify.validation import one_of
 from syncverify.errors import UnsupportedConstruct
 
 SCOPES: tuple[str, ...] = ("cta", "gpu", "sys")
+#: The state spaces a location may live in (PTX ISA, "State Spaces"): ``.shared`` is ``.shared::cta``.
+GLOBAL, SHARED_CTA, SHARED_CLUSTER = "global", "shared::cta", "shared::cluster"
+SPACES: tuple[str, ...] = (GLOBAL, SHARED_CTA, SHARED_CLUSTER)
+#: The proxies an access goes through (PTX ISA, "Proxies"; ASYNC below).
+PROXIES: tuple[str, ...] = ("generic", "async")
 
 Operand = Union[str, int]  # a register name or an integer constant
 
@@ -72,10 +77,15 @@ class Load:
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)  # what a protocol step calls it, for traces
     ghost: bool = False  # see GHOST below
+    space: str = GLOBAL  # the state space of ``loc`` (ASYNC below)
+    proxy: str = "generic"  # "async": the read of a bulk copy (ASYNC below)
+    copy: int | None = None  # the bulk copy it is part of
 
     def __post_init__(self) -> None:
         _check(self.sem, LOAD_SEMS, "load sem")
         _scope_rule(self.sem, self.scope)
+        _check(self.space, SPACES, "state space")
+        _check(self.proxy, PROXIES, "proxy")
 
 
 @dataclass(frozen=True)
@@ -89,10 +99,15 @@ class Store:
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
     ghost: bool = False
+    space: str = GLOBAL
+    proxy: str = "generic"
+    copy: int | None = None
 
     def __post_init__(self) -> None:
         _check(self.sem, STORE_SEMS, "store sem")
         _scope_rule(self.sem, self.scope)
+        _check(self.space, SPACES, "state space")
+        _check(self.proxy, PROXIES, "proxy")
 
 
 @dataclass(frozen=True)
@@ -224,7 +239,114 @@ class Label:
     line: int | None = field(default=None, compare=False)
 
 
-Instruction = Union[Load, Store, Atomic, Fence, Barrier, RegOp, Branch, Label]
+# ----- asynchronous bulk copies and the async proxy (ASYNC) ---------------------------------------
+#
+# ASYNC: ``cp.async.bulk{.tensor}`` copies are performed by the async proxy, not by the issuing
+# thread (PTX ISA, "Asynchronous Operations": they are not in the issuing thread's program order).
+# Each copy becomes a thread of its own, an *agent* placed in the issuing thread's CTA, of two
+# async-proxy accesses: the read of its source and the write of its destination (a data
+# dependency between them). The issuing thread keeps an issue point (:class:`BulkCopy`) and its
+# completion mechanisms (:class:`BulkWait`, :class:`MbarWait`), which :func:`lower_async` ties to
+# the copies they complete; what orders what is syncverify.model.ptx, choice 11.
+
+#: How a copy signals its completion: to a bulk async-group of its thread, or to an mbarrier.
+COMPLETIONS = ("bulk_group", "mbarrier")
+
+
+@dataclass(frozen=True)
+class BulkCopy:
+    """``cp.async.bulk{.tensor}.DST.SRC.COMPLETION [dst], [src]{, [mbar]}``: an asynchronous copy of
+    ``src`` (in ``src_space``) to ``dst`` (in ``dst_space``), completed through a bulk async-group
+    or the mbarrier ``mbarrier``. ``copy`` numbers it within the program (the agent thread that
+    performs it carries the same number)."""
+
+    dst: str
+    src: str
+    dst_space: str
+    src_space: str
+    completion: str
+    mbarrier: str | None = None
+    copy: int = 0
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        _check(self.dst_space, SPACES, "state space")
+        _check(self.src_space, SPACES, "state space")
+        _check(self.completion, COMPLETIONS, "completion mechanism")
+        if (self.completion == "mbarrier") != (self.mbarrier is not None):
+            raise UnsupportedConstruct("an mbarrier-completed copy names its mbarrier, and only it does")
+
+
+@dataclass(frozen=True)
+class BulkCommit:
+    """``cp.async.bulk.commit_group``: the thread's copies issued since its last commit form a bulk
+    async-group (PTX ISA, ``cp.async.bulk.commit_group``)."""
+
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class BulkWait:
+    """``cp.async.bulk.wait_group{.read} N``: waits until at most ``pending`` of the thread's most
+    recent bulk async-groups are pending. ``read``: only until their copies have read their
+    sources. ``copies``: the copies it completes, filled in by :func:`lower_async`."""
+
+    pending: int
+    read: bool = False
+    copies: tuple[int, ...] = ()
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.pending < 0:
+            raise UnsupportedConstruct(f"cp.async.bulk.wait_group takes N >= 0, got {self.pending}")
+
+
+@dataclass(frozen=True)
+class ProxyFence:
+    """``fence.proxy.async{.SPACE}``: a bi-directional proxy fence between the generic and the async
+    proxy, limited to ``space`` ("" for every state space; PTX ISA, ``membar``/``fence``)."""
+
+    space: str = ""
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.space:
+            _check(self.space, SPACES, "state space")
+
+
+@dataclass(frozen=True)
+class MbarArrive:
+    """``mbarrier.arrive{.expect_tx}.release.cta.shared::cta.b64 _, [mbarrier]{, tx}``: a release
+    arrival on ``mbarrier`` (its transaction count is not modelled: syncverify.model.ptx, choice 11)."""
+
+    mbarrier: str
+    expect_tx: bool = False
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class MbarWait:
+    """``mbarrier.try_wait{.parity}.acquire.cta.shared::cta.b64 dst, [mbarrier], ...`` read as the
+    try that returns True (``dst`` = 1): the phase completed, every copy tracked by the mbarrier
+    (``copies``, filled in by :func:`lower_async`) and every arrival on it done."""
+
+    dst: str | None
+    mbarrier: str
+    copies: tuple[int, ...] = ()
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+
+#: The instructions of the async proxy (besides the loads and stores of its agent threads).
+ASYNC_INSTRUCTIONS = (BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait)
+
+Instruction = Union[Load, Store, Atomic, Fence, Barrier, RegOp, Branch, Label,
+                    BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait]
 
 
 def _scope_rule(sem: str, scope: str | None) -> None:
@@ -347,6 +469,81 @@ class Thread:
     role: ThreadOrigin | str = ""
     phase: Phase | str = ""
     steps: tuple[tuple[str, int], ...] = ()
+
+
+#: The register an agent thread carries a copied value in (not a name a litmus test can write).
+AGENT_REGISTER = "%copied"
+
+
+def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
+    """The threads with one agent thread appended per bulk copy, and each wait given the copies
+    it completes (ASYNC above); ``threads`` unchanged when they issue no copy and wait on no mbarrier.
+
+    A wait completes what is decided in program text: ``cp.async.bulk.wait_group N`` the copies of
+    all but the ``N`` most recent groups committed before it (PTX ISA: "wait until only N or fewer
+    of the most recent bulk async-groups are pending and all the prior bulk async-groups committed
+    by the executing threads are complete"), ``mbarrier.try_wait`` every copy that completes on its
+    mbarrier. That needs every copy and commit to run exactly once: one after a label, a branch
+    or a barrier is refused, naming its line.
+    """
+    if not any(isinstance(ins, (BulkCopy, MbarArrive, MbarWait)) for t in threads for ins in t.instructions):
+        return threads
+    tracked: dict[str, list[int]] = {}
+    arrivals: set[str] = set()
+    for thread in threads:
+        for ins in thread.instructions:
+            if isinstance(ins, BulkCopy) and ins.mbarrier is not None:
+                tracked.setdefault(ins.mbarrier, []).append(ins.copy)
+            elif isinstance(ins, MbarArrive):
+                arrivals.add(ins.mbarrier)
+    issuers, agents = [], []
+    for thread in threads:
+        code: list[Instruction] = []
+        uncommitted: list[int] = []
+        groups: list[tuple[int, ...]] = []
+        control: Instruction | None = None
+        for ins in thread.instructions:
+            if isinstance(ins, (Label, Branch, Barrier)) and control is None:
+                control = ins
+            if isinstance(ins, (BulkCopy, BulkCommit)) and control is not None:
+                raise _at_line(f"a bulk copy or commit_group after a label, branch or barrier (line "
+                               f"{control.line}) is not modelled: each must run exactly once ({thread.name})", ins.line)
+            if isinstance(ins, BulkCopy):
+                if ins.completion == "bulk_group":
+                    uncommitted.append(ins.copy)
+                agents.append(_agent(thread, ins))
+            elif isinstance(ins, BulkCommit):
+                groups.append(tuple(uncommitted))
+                uncommitted = []
+            elif isinstance(ins, BulkWait):
+                done = groups[:len(groups) - ins.pending] if ins.pending else groups
+                ins = replace(ins, copies=tuple(c for group in done for c in group))
+            elif isinstance(ins, MbarWait):
+                if ins.mbarrier not in tracked and ins.mbarrier not in arrivals:
+                    raise _at_line(f"mbarrier {ins.mbarrier} is waited on, but no copy completes on it and "
+                                   f"no thread arrives on it ({thread.name})", ins.line)
+                ins = replace(ins, copies=tuple(tracked.get(ins.mbarrier, ())))
+            code.append(ins)
+        issuers.append(replace(thread, instructions=tuple(code)))
+    return tuple(issuers) + tuple(agents)
+
+
+def _at_line(message: str, line: int | None) -> UnsupportedConstruct:
+    """An :class:`UnsupportedConstruct` that carries the ``line`` it is about (as ``.line``)."""
+    error = UnsupportedConstruct(message)
+    error.line = line  # type: ignore[attr-defined]
+    return error
+
+
+def _agent(thread: Thread, copy: BulkCopy) -> Thread:
+    """The thread that performs ``copy`` for ``thread``: the async-proxy read of its source, then
+    the async-proxy write of what it read to its destination."""
+    text = copy.label or f"cp.async.bulk {copy.dst}, {copy.src} (copy {copy.copy})"
+    return Thread(
+        f"{thread.name}.copy{copy.copy}", thread.gpu, thread.cta,
+        (Load(AGENT_REGISTER, copy.src, space=copy.src_space, proxy="async", copy=copy.copy, line=copy.line, label=text),
+         Store(copy.dst, AGENT_REGISTER, space=copy.dst_space, proxy="async", copy=copy.copy, line=copy.line, label=text)),
+        role=thread.role, phase=thread.phase)
 
 
 # ----- final conditions (litmus) -------------------------------------------------------------

@@ -8,7 +8,7 @@ treat an increment inside a loop as unbounded.
 
 from __future__ import annotations
 
-from syncverify.program import Atomic, Barrier, Branch, Label, Load, Operand, RegOp, Store, Thread
+from syncverify.program import Atomic, Barrier, Branch, Label, Load, MbarWait, Operand, RegOp, Store, Thread
 
 
 def reads_writes(ins: object) -> tuple[set[str], set[str]]:
@@ -26,6 +26,8 @@ def reads_writes(ins: object) -> tuple[set[str], set[str]]:
         return regs(*ins.operands), ({ins.dst} if ins.dst is not None else set())
     if isinstance(ins, Load):
         return set(), {ins.dst}
+    if isinstance(ins, MbarWait):
+        return set(), ({ins.dst} if ins.dst is not None else set())
     if isinstance(ins, Barrier):
         return regs(ins.barrier_id, *(o for o in (ins.count, ins.predicate) if o is not None)), (
             {ins.dst} if ins.dst is not None else set())

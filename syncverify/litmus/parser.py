@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, NoReturn
 
@@ -63,13 +63,19 @@ from syncverify.errors import LitmusSyntaxError, SyncVerifyError, UnsupportedCon
 from syncverify.inputs import read_input_file
 from syncverify.program import (
     ATOMIC_OPS,
+    GLOBAL,
     ISA_ATOMIC_OPS,
     RED_OPS,
     SCOPES,
+    SHARED_CLUSTER,
+    SHARED_CTA,
     And,
     Atomic,
     Barrier,
     Branch,
+    BulkCommit,
+    BulkCopy,
+    BulkWait,
     Compare,
     Condition,
     Fence,
@@ -77,17 +83,21 @@ from syncverify.program import (
     Label,
     Load,
     LocRef,
+    MbarArrive,
+    MbarWait,
     Not,
     Operand,
     Or,
     Program,
     Prop,
+    ProxyFence,
     RegOp,
     RegRef,
     Store,
     Term,
     Thread,
     TrueProp,
+    lower_async,
 )
 
 __all__ = ["parse_litmus", "parse_litmus_file"]
@@ -118,7 +128,7 @@ _MAX_NESTING = 100  # parentheses and ~ in a condition: deeper input is refused,
 _UNSUPPORTED = frozenset(
     """
     tld suld sust suatom sured cold
-    wgmma mma wmma cp mbarrier ldmatrix stmatrix ldu tex tld4 txq suld sust sured suq prefetch
+    wgmma mma wmma ldmatrix stmatrix ldu tex tld4 txq suld sust sured suq prefetch
     prefetchu nanosleep bra call ret exit trap brkpt vote shfl match activemask redux elect
     griddepcontrol setmaxnreg multimem tensormap cvta isspacep discard applypriority createpolicy
     mad rem xor not shl shr setp selp cvt abs neg getctarank clusterlaunchcontrol
@@ -135,12 +145,18 @@ _HINTS = {
     "bar.red": "write bar{.cta}.red.popc.u32 D, ID{, COUNT}, {!}P or bar{.cta}.red.{and,or}.pred D, ID{, COUNT}, {!}P",
     "fence": "write fence.sc.SCOPE or fence.acq_rel.SCOPE",
     "membar": "write membar.cta, membar.gl or membar.sys",
+    "fence.proxy": "of the proxy fences only fence.proxy.async{.global,.shared::cta,.shared::cluster} is modelled",
+    "cp": "write cp.async.bulk{.tensor.Nd}.global.shared::cta{.tile}.bulk_group, "
+          "cp.async.bulk{.tensor.Nd}.shared::cta.global{.tile}.mbarrier::complete_tx::bytes, "
+          "cp.async.bulk.commit_group or cp.async.bulk.wait_group{.read} N",
+    "mbarrier": "write mbarrier.arrive{.expect_tx}{.release.cta}.shared::cta.b64 _, [BAR]{, TX} or "
+                "mbarrier.try_wait{.parity}{.acquire.cta}.shared::cta.b64 P, [BAR], PHASE",
     "bar": "write bar{.cta}.sync ID{, COUNT}, bar{.cta}.arrive ID, COUNT or bar{.cta}.red.OP D, ID{, COUNT}, {!}P",
     "barrier": "write barrier{.cta}.sync ID{, COUNT}, barrier{.cta}.arrive ID, COUNT or barrier{.cta}.red.OP ...",
 }
 
 _KNOWN = (
-    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier",
+    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier", "cp.async.bulk", "mbarrier",
     "add", "sub", "mul", "div", "mov", "beq", "bne", "bge", "blt", "bgt", "ble", "goto",
 )  # fmt: skip
 
@@ -155,6 +171,14 @@ class _Source:
     path: str
     lines: list[str]
     warnings: dict[str, str] = field(default_factory=dict)  # ISA rule -> its one warning
+    # A location's state space, where an instruction names one: location -> (space, line).
+    spaces: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def space(self, loc: str, space: str, line: int) -> None:
+        """Record that the instruction at ``line`` puts ``loc`` in ``space``; a second, other space is refused."""
+        known = self.spaces.setdefault(loc, (space, line))
+        if known[0] != space:
+            self.fail(f"location {loc} is .{space} here but .{known[0]} on line {known[1]}", line)
 
     def fail(self, message: str, line: int | None) -> NoReturn:
         raise LitmusSyntaxError(message, path=self.path, line=line)
@@ -489,7 +513,8 @@ def _instruction(src: _Source, cell: str, thread: str, line: int) -> Instruction
 
 def _sorted_quals(ins: _Ins, quals: list[str], kinds: dict[str, tuple[str, ...]]) -> tuple[dict[str, str], list[str]]:
     """Sort qualifiers into ``kinds`` (e.g. semantics -> the allowed ones; at most one each);
-    ``.global`` and type suffixes are ignored, ``.cluster`` and non-global state spaces refused.
+    a state space is found where ``kinds`` has ``"space"`` (else ``.global`` is ignored and other
+    spaces refused), type suffixes are ignored, ``.cluster`` is refused.
     Returns what was found per kind and the qualifiers left for the caller to judge."""
     found: dict[str, str] = {}
     left: list[str] = []
@@ -499,21 +524,32 @@ def _sorted_quals(ins: _Ins, quals: list[str], kinds: dict[str, tuple[str, ...]]
             if kind in found:
                 ins.fail(f"{ins.mnemonic!r} has two {kind} (.{found[kind]} and .{q})")
             found[kind] = q
+        elif q in _SPACE_QUALS and "space" in kinds:
+            if "space" in found:
+                ins.fail(f"{ins.mnemonic!r} has two state spaces (.{found['space']} and .{q})")
+            found["space"] = _SPACE_QUALS[q]
         elif q == "global" or _TYPE_RE.match(q):
             continue
         elif q == "cluster":
             ins.fail(f"scope .cluster is not supported in {ins.mnemonic!r}", "use .cta, .gpu or .sys")
         elif q in ("shared", "local", "const", "param", "mmio") or q.startswith("shared::"):
-            ins.fail(f"unsupported instruction {ins.mnemonic!r}", "only .global memory is modelled")
+            ins.fail(f"unsupported instruction {ins.mnemonic!r}", "only .global and .shared memory are modelled")
         else:
             left.append(q)
     return found, left
 
 
+#: State-space qualifiers of ``ld``/``st`` and bulk copies, and the space each names.
+_SPACE_QUALS = {"global": GLOBAL, "shared": SHARED_CTA, "shared::cta": SHARED_CTA, "shared::cluster": SHARED_CLUSTER}
+
+
 def _memory_quals(ins: _Ins, quals: list[str], sems: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """The semantics and scope of an ``ld``/``st``; ``.global`` and type suffixes are ignored."""
+    """The semantics and scope of an ``ld``/``st``; type suffixes are ignored, a state space is
+    recorded for its location (:meth:`_Source.space`)."""
     base = ins.mnemonic.split(".")[0]
-    found, left = _sorted_quals(ins, quals, {"semantics": sems, "scopes": SCOPES})
+    found, left = _sorted_quals(ins, quals, {"semantics": sems, "scopes": SCOPES, "space": ()})
+    if "space" in found:
+        ins.src.space(ins.location(1 if base == "ld" else 0), found["space"], ins.line)
     if left:
         ins.unknown(_HINTS[base])
     sem, scope = found.get("semantics"), found.get("scopes")
@@ -602,8 +638,10 @@ def _read_red(ins: _Ins, quals: list[str]) -> Instruction:
 
 
 def _read_fence(ins: _Ins, quals: list[str]) -> Instruction:
+    if quals[:2] == ["proxy", "async"]:
+        return _read_proxy_fence(ins, quals[2:])
     if quals and quals[0] in ("proxy", "mbarrier_init", "op_restrict", "sync_restrict"):
-        ins.fail(f"unsupported instruction {ins.mnemonic!r}", "proxy fences are not modelled")
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["fence.proxy"])
     if quals and quals[0] in ("acquire", "release"):
         ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["fence"])
     if len(quals) == 1 and quals[0] in SCOPES:
@@ -622,8 +660,10 @@ def _read_fence(ins: _Ins, quals: list[str]) -> Instruction:
 
 def _read_membar(ins: _Ins, quals: list[str]) -> Instruction:
     scopes = {"cta": "cta", "gl": "gpu", "sys": "sys"}
+    if quals[:2] == ["proxy", "async"]:
+        return _read_proxy_fence(ins, quals[2:])
     if quals[:1] == ["proxy"]:
-        ins.fail(f"unsupported instruction {ins.mnemonic!r}", "proxy fences are not modelled")
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["fence.proxy"])
     if len(quals) != 1 or quals[0] not in scopes:
         ins.unknown(_HINTS["membar"])
     ins.arity(0)
@@ -705,7 +745,137 @@ def _read_branch(ins: _Ins, quals: list[str]) -> Instruction:
     return Branch(ins.label(2), base[1:], ins.value(0), ins.value(1), line=ins.line)
 
 
+# ----- the async proxy: bulk copies, their completion, proxy fences (syncverify.model.ptx, choice 11) -----
+
+
+def _read_proxy_fence(ins: _Ins, quals: list[str]) -> Instruction:
+    """``fence.proxy.async{.global,.shared::cta,.shared::cluster}`` (``.shared`` is ``.shared::cta``)."""
+    ins.arity(0)
+    if not quals:
+        return ProxyFence("", line=ins.line)
+    if len(quals) != 1 or quals[0] not in _SPACE_QUALS:
+        ins.unknown(_HINTS["fence.proxy"])
+    return ProxyFence(_SPACE_QUALS[quals[0]], line=ins.line)
+
+
+def _bracketed(ins: _Ins) -> list[str]:
+    """The operands with a tensor operand ``[map, {c0, c1}]`` (split on its commas) joined again."""
+    out: list[str] = []
+    for op in ins.operands:
+        if out and out[-1].count("[") > out[-1].count("]"):
+            out[-1] += ", " + op
+        else:
+            out.append(op)
+    return out
+
+
+_TENSOR_RE = re.compile(rf"\[\s*({_NAME})\s*,\s*\{{[^}}]*\}}\s*\]\Z")
+
+
+def _copy_location(ins: _Ins, text: str, tensor: bool) -> str:
+    """A copy's location operand: ``[x]``, or (a tensor copy's global side) ``[x, {coordinates}]``,
+    whose tensor map is read as naming the location ``x``."""
+    match = _TENSOR_RE.match(text) if tensor else None
+    if match:
+        return match.group(1)
+    plain = _LOC_RE.match(text)
+    if not plain:
+        ins.fail(f"operand of {ins.mnemonic} must be a location{' or [map, {coordinates}]' if tensor else ''}, "
+                 f"got {_show(text)}")
+    return plain.group(1) or plain.group(2)
+
+
+def _read_cp(ins: _Ins, quals: list[str]) -> Instruction:
+    """``cp.async.bulk`` copies (one location each, tensor or not), ``commit_group``, ``wait_group{.read}``."""
+    if quals[:2] != ["async", "bulk"]:
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["cp"])
+    rest = quals[2:]
+    if rest == ["commit_group"]:
+        ins.arity(0)
+        return BulkCommit(line=ins.line)
+    if rest in (["wait_group"], ["wait_group", "read"]):
+        ins.arity(1)
+        return BulkWait(ins.integer(0, "N"), read=len(rest) == 2, line=ins.line)
+    tensor = rest[:1] == ["tensor"]
+    if tensor:
+        if len(rest) < 2 or not re.fullmatch(r"[1-5]d", rest[1]):
+            ins.unknown(_HINTS["cp"])
+        rest = [q for q in rest[2:] if q != "tile"]
+    if len(rest) != 3 or rest[0] not in _SPACE_QUALS or rest[1] not in _SPACE_QUALS:
+        ins.unknown(_HINTS["cp"])
+    dst_space, src_space, completion = _SPACE_QUALS[rest[0]], _SPACE_QUALS[rest[1]], rest[2]
+    ops = _bracketed(ins)
+    if completion == "bulk_group" and (dst_space, src_space) == (GLOBAL, SHARED_CTA):
+        if len(ops) != (2 if tensor else 3):
+            ins.fail(f"{ins.mnemonic} takes {'[map, {coordinates}], [src]' if tensor else '[dst], [src], size'}")
+        dst, src, mbarrier = _copy_location(ins, ops[0], tensor), _copy_location(ins, ops[1], False), None
+    elif completion == "mbarrier::complete_tx::bytes" and dst_space in (SHARED_CTA, SHARED_CLUSTER) \
+            and src_space in (GLOBAL, SHARED_CTA) and dst_space != src_space:
+        if len(ops) != (3 if tensor else 4):
+            ins.fail(f"{ins.mnemonic} takes [dst], {'[map, {coordinates}]' if tensor else '[src], size'}, [mbar]")
+        dst, src = _copy_location(ins, ops[0], False), _copy_location(ins, ops[1], tensor and src_space == GLOBAL)
+        mbarrier = _copy_location(ins, ops[-1], False)
+    else:
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["cp"])
+    ins.src.space(dst, dst_space, ins.line)
+    ins.src.space(src, src_space, ins.line)
+    return BulkCopy(dst, src, dst_space, src_space, "bulk_group" if mbarrier is None else "mbarrier", mbarrier,
+                    line=ins.line)
+
+
+def _read_mbarrier(ins: _Ins, quals: list[str]) -> Instruction:
+    """``mbarrier.arrive{.expect_tx}`` and ``mbarrier.try_wait{.parity}`` with their default
+    ``.release``/``.acquire`` at ``.cta`` scope; other forms are refused (choice 11 says why)."""
+    rest = [q for q in quals if q not in ("shared", "shared::cta", "b64", "release", "acquire", "cta")]
+    if any(q in ("relaxed", "cluster") for q in rest):
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}",
+                 ".relaxed and .cluster mbarrier operations are not modelled; " + _HINTS["mbarrier"])
+    if rest in (["arrive"], ["arrive", "expect_tx"]):
+        if "acquire" in quals:
+            ins.unknown(_HINTS["mbarrier"])
+        ins.arity(2, 3)
+        if ins.operands[0] != "_":
+            ins.register(0)
+        return MbarArrive(ins.location(1), expect_tx=len(rest) == 2, line=ins.line)
+    if rest in (["try_wait"], ["try_wait", "parity"]):
+        if "release" in quals:
+            ins.unknown(_HINTS["mbarrier"])
+        ins.arity(2, 3)
+        return MbarWait(ins.register(0), ins.location(1), line=ins.line)
+    if rest[:1] in (["expect_tx"], ["complete_tx"], ["init"], ["test_wait"], ["inval"], ["pending_count"]):
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}",
+                 "transaction counts, initialisation and test_wait are not modelled; " + _HINTS["mbarrier"])
+    ins.unknown(_HINTS["mbarrier"])
+
+
+def _number_copies(code: list[list[Instruction]]) -> list[list[Instruction]]:
+    """Each bulk copy given its number in the test (in thread order, then program order)."""
+    count = 0
+    out = []
+    for instructions in code:
+        numbered = []
+        for ins in instructions:
+            if isinstance(ins, BulkCopy):
+                ins = replace(ins, copy=count)
+                count += 1
+            numbered.append(ins)
+        out.append(numbered)
+    return out
+
+
+def _place_in_spaces(src: _Source, code: list[list[Instruction]]) -> list[list[Instruction]]:
+    """Every load and store of a location in the state space an instruction names for it
+    (:meth:`_Source.space`; ``.global`` where none does)."""
+    def placed(ins: Instruction) -> Instruction:
+        if isinstance(ins, (Load, Store)):
+            return replace(ins, space=src.spaces.get(ins.loc, (GLOBAL, 0))[0])
+        return ins
+    return [[placed(ins) for ins in instructions] for instructions in code]
+
+
 _READERS: dict[str, Callable[[_Ins, list[str]], Instruction]] = {
+    "cp": _read_cp,
+    "mbarrier": _read_mbarrier,
     "ld": _read_ld,
     "st": _read_st,
     "atom": _read_atom,
@@ -979,11 +1149,16 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
         src.note("no-condition", "the test has no final condition (exists, ~exists or forall): read as "
                  "'exists (true)', which every execution satisfies", len(src.lines))
     _warn_single_use(src, code, init_locations, parser.locations if tokens else ())
+    code = _place_in_spaces(src, _number_copies(code))
     threads = tuple(
         Thread(thread, gpu, cta, tuple(instructions))
         for (thread, cta, gpu), instructions in zip(placements, code)
     )
     _warn_partial_barriers(src, threads)
+    try:
+        threads = lower_async(threads)
+    except UnsupportedConstruct as error:
+        src.fail(str(error), getattr(error, "line", None))
     return Program(
         name=name,
         threads=threads,
@@ -996,6 +1171,12 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
     )
 
 
+def _name_is_location(ins: Instruction, name: str) -> bool:
+    """Whether ``name`` (a ``loc``, ``dst``, ``src`` or ``mbarrier`` field of ``ins``) names memory or
+    an mbarrier, not a register (``dst`` of a load or an atomic is a register)."""
+    return not (name == getattr(ins, "dst", None) and not isinstance(ins, BulkCopy))
+
+
 def _warn_single_use(src: _Source, code: list, init_locations: list[str], condition_locations) -> None:
     """A location named once in the whole test (init block, instructions, condition) is most likely
     a typo: read as a fresh location at 0, it can flip the answer. One warning per such location."""
@@ -1004,9 +1185,9 @@ def _warn_single_use(src: _Source, code: list, init_locations: list[str], condit
         uses.setdefault(loc, []).append(None)
     for instructions in code:
         for ins in instructions:
-            loc = getattr(ins, "loc", None)
-            if isinstance(loc, str):
-                uses.setdefault(loc, []).append(getattr(ins, "line", None))
+            for loc in (getattr(ins, name, None) for name in ("loc", "dst", "src", "mbarrier")):
+                if isinstance(loc, str) and _name_is_location(ins, loc):
+                    uses.setdefault(loc, []).append(getattr(ins, "line", None))
     for loc in condition_locations:
         uses.setdefault(loc, []).append(None)
     for loc, lines in sorted(uses.items()):
