@@ -52,6 +52,16 @@ SPACES: tuple[str, ...] = (GLOBAL, SHARED_CTA, SHARED_CLUSTER)
 PROXIES: tuple[str, ...] = ("generic", "async")
 
 Operand = Union[str, int]  # a register name or an integer constant
+#: MIXED-SIZE: an access of ``size`` bytes at byte ``offset`` of a byte-addressed location
+#: ``(location, offset, size)``. Such a location is held as one location per byte (``x[0]``,
+#: ``x[1]``, ...: :func:`byte_location`) and an access of it as one load or store per byte, each
+#: carrying its access's footprint; syncverify.model.ptx (choice 12) reads them back as one access.
+Footprint = tuple[str, int, int]
+
+
+def byte_location(loc: str, byte: int) -> str:
+    """The name of byte ``byte`` of the byte-addressed location ``loc``: ``x[1]``."""
+    return f"{loc}[{byte}]"
 
 LOAD_SEMS = ("weak", "relaxed", "acquire")
 STORE_SEMS = ("weak", "relaxed", "release")
@@ -80,6 +90,8 @@ class Load:
     space: str = GLOBAL  # the state space of ``loc`` (ASYNC below)
     proxy: str = "generic"  # "async": the read of a bulk copy (ASYNC below)
     copy: int | None = None  # the bulk copy it is part of
+    footprint: Footprint | None = None  # MIXED-SIZE below: the access this byte belongs to
+    byte: int = 0  # which byte of ``footprint`` ``loc`` is
 
     def __post_init__(self) -> None:
         _check(self.sem, LOAD_SEMS, "load sem")
@@ -102,6 +114,8 @@ class Store:
     space: str = GLOBAL
     proxy: str = "generic"
     copy: int | None = None
+    footprint: Footprint | None = None
+    byte: int = 0
 
     def __post_init__(self) -> None:
         _check(self.sem, STORE_SEMS, "store sem")

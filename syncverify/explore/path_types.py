@@ -34,6 +34,8 @@ class LocalEvent:
     proxy: str = "generic"
     space: str = ""
     copies: tuple[int, ...] = ()
+    footprint: tuple[str, int, int] | None = None  # mixed-size accesses (syncverify.program, MIXED-SIZE)
+    byte: int = 0
 
 
 @dataclass(frozen=True)

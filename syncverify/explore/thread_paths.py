@@ -175,8 +175,9 @@ def thread_paths(
 
 
 def _proxy_fields(ins: Load | Store) -> dict:
-    """A load's or store's proxy, state space and bulk copy, as its event carries them."""
-    return {"proxy": ins.proxy, "space": ins.space, "copies": () if ins.copy is None else (ins.copy,)}
+    """A load's or store's proxy, state space, bulk copy and footprint, as its event carries them."""
+    return {"proxy": ins.proxy, "space": ins.space, "copies": () if ins.copy is None else (ins.copy,),
+            "footprint": ins.footprint, "byte": ins.byte}
 
 
 _ASYNC_SEMS = {BulkCopy: "issue", ProxyFence: "proxy", MbarArrive: "mbar_arrive", MbarWait: "mbar_wait"}

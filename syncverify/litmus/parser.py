@@ -97,6 +97,7 @@ from syncverify.program import (
     Term,
     Thread,
     TrueProp,
+    byte_location,
     lower_async,
 )
 
@@ -112,6 +113,7 @@ _NAME_RE = re.compile(rf"{_NAME}\Z")
 _REG_RE = re.compile(rf"{_REG}\Z")
 _INT_RE = re.compile(rf"{_INT}\Z")
 _LOC_RE = re.compile(rf"\[\s*({_NAME})\s*\]\Z|({_NAME})\Z")
+_OFFSET_RE = re.compile(rf"\[\s*({_NAME})\s*\+\s*([0-9]+)\s*\]\Z")  # [x+2]: byte 2 of x
 _TYPE_RE = re.compile(r"[usbf](?:8|16|32|64)\Z")
 _LABEL_RE = re.compile(rf"({_NAME})\s*:(.*)\Z", re.S)
 _PLACEMENT_RE = re.compile(r"P([0-9]+)\s*(?:@(.*))?\Z", re.S)
@@ -467,6 +469,13 @@ class _Ins:
             self.fail(f"operand {position + 1} of {self.mnemonic} must be a location, got {_show(self.operands[position])}")
         return match.group(1) or match.group(2)
 
+    def address(self, position: int) -> tuple[str, int]:
+        """A location operand with an optional byte offset: ``[x]``, ``x`` or ``[x+2]``."""
+        match = _OFFSET_RE.match(self.operands[position])
+        if match:
+            return match.group(1), int(match.group(2))
+        return self.location(position), 0
+
     def integer(self, position: int, what: str) -> int:
         text = self.operands[position]
         if not _INT_RE.match(text):
@@ -549,7 +558,7 @@ def _memory_quals(ins: _Ins, quals: list[str], sems: tuple[str, ...]) -> tuple[s
     base = ins.mnemonic.split(".")[0]
     found, left = _sorted_quals(ins, quals, {"semantics": sems, "scopes": SCOPES, "space": ()})
     if "space" in found:
-        ins.src.space(ins.location(1 if base == "ld" else 0), found["space"], ins.line)
+        ins.src.space(ins.address(1 if base == "ld" else 0)[0], found["space"], ins.line)
     if left:
         ins.unknown(_HINTS[base])
     sem, scope = found.get("semantics"), found.get("scopes")
@@ -578,7 +587,8 @@ def _read_ld(ins: _Ins, quals: list[str]) -> Instruction:
         return RegOp("mov", ins.register(0), ins.value(1), line=ins.line)
     sem, scope = _memory_quals(ins, quals, ("weak", "relaxed", "acquire", "volatile"))
     ins.arity(2)
-    return Load(ins.register(0), ins.location(1), sem=sem, scope=scope, line=ins.line)
+    loc, offset = ins.address(1)
+    return Load(ins.register(0), loc, sem=sem, scope=scope, line=ins.line, footprint=(loc, offset, _size(quals)))
 
 
 # Dartagnan's registers are r0, r1, ...; a constant or such a register after a bare ``ld`` is a value.
@@ -591,7 +601,14 @@ def _read_st(ins: _Ins, quals: list[str]) -> Instruction:
             ins.fail(f"st cannot be .{q}", _HINTS["st"])
     sem, scope = _memory_quals(ins, quals, ("weak", "relaxed", "release", "volatile"))
     ins.arity(2)
-    return Store(ins.location(0), ins.value(1), sem=sem, scope=scope, line=ins.line)
+    loc, offset = ins.address(0)
+    return Store(loc, ins.value(1), sem=sem, scope=scope, line=ins.line, footprint=(loc, offset, _size(quals)))
+
+
+def _size(quals: list[str]) -> int:
+    """An access's size in bytes from its type suffix (``.u8`` 1, ``.b16`` 2, ...); 4 without one."""
+    bits = next((int(q[1:]) for q in quals if _TYPE_RE.match(q)), 32)
+    return bits // 8
 
 
 def _atomic_quals(ins: _Ins, quals: list[str]) -> tuple[str, str, str, bool]:
@@ -863,12 +880,79 @@ def _number_copies(code: list[list[Instruction]]) -> list[list[Instruction]]:
     return out
 
 
+def _split_bytes(src: _Source, code: list[list[Instruction]], memory: dict[str, int],
+                 condition_locations: set[str]) -> list[list[Instruction]]:
+    """Mixed-size accesses (syncverify.program, MIXED-SIZE; syncverify.model.ptx, choice 12): a
+    location that some load or store reads at a byte offset (``[x+1]``) or with fewer than 4
+    bytes (``.u8``, ``.b16``) becomes one location per byte, its initial value split little-endian,
+    and each access one load or store per byte (a load's bytes combined into its register). Other
+    locations keep whole-location accesses (their type suffixes ignored, as before)."""
+    accesses = [(ins, line) for instructions in code for ins in instructions
+                for line in [getattr(ins, "line", None)] if isinstance(ins, (Load, Store))]
+    split = {ins.loc for ins, _ in accesses if ins.footprint is not None and ins.footprint[1:] != (0, 4)}
+    width = {loc: max(ins.footprint[1] + ins.footprint[2] for ins, _ in accesses if ins.loc == loc) for loc in split}
+    for instructions in code:
+        for ins in instructions:
+            named = {getattr(ins, name, None) for name in ("loc", "dst", "src")} & split
+            if named and not isinstance(ins, (Load, Store)):
+                src.fail(f"location {sorted(named)[0]} is accessed with mixed sizes; only ld and st of it "
+                         f"are modelled (not {type(ins).__name__})", getattr(ins, "line", None))
+    for loc in sorted(split & condition_locations):
+        src.fail(f"the final condition names {loc}, which is accessed with mixed sizes: load it into a "
+                 f"register and name the register", None)
+    for loc in sorted(split):
+        value = memory.pop(loc, 0) & 0xFFFFFFFF
+        if width[loc] > 4 or value >> (8 * width[loc]):
+            src.fail(f"location {loc} is {width[loc]} bytes wide with mixed-size accesses; at most 4 bytes "
+                     f"(32-bit values) and an initial value that fits are modelled", None)
+        for k in range(width[loc]):
+            memory[byte_location(loc, k)] = (value >> (8 * k)) & 0xFF
+    out = []
+    for instructions in code:
+        expanded: list[Instruction] = []
+        for ins in instructions:
+            if isinstance(ins, (Load, Store)) and ins.loc in split:
+                expanded.extend(_bytes_of(src, ins))
+            elif isinstance(ins, (Load, Store)):
+                expanded.append(replace(ins, footprint=None))
+            else:
+                expanded.append(ins)
+        out.append(expanded)
+    return out
+
+
+def _bytes_of(src: _Source, ins: Load | Store) -> list[Instruction]:
+    """One access of a byte-addressed location as one load or store per byte (little-endian)."""
+    loc, offset, size = ins.footprint  # type: ignore[misc]
+    if size > 4:
+        src.fail(f"a {size}-byte access of {loc}: at most 4 bytes are modelled", ins.line)
+    cells = [dict(loc=byte_location(loc, offset + k), footprint=ins.footprint, byte=k) for k in range(size)]
+    if isinstance(ins, Store):
+        if not isinstance(ins.value, int):
+            src.fail(f"a store of a register to {loc}, which is accessed with mixed sizes, is not modelled: "
+                     f"store a constant", ins.line)
+        value = ins.value & 0xFFFFFFFF
+        if value >> (8 * size):
+            src.fail(f"{ins.value} does not fit the {size}-byte store to {loc}", ins.line)
+        return [replace(ins, value=(value >> (8 * k)) & 0xFF, **cell) for k, cell in enumerate(cells)]
+    if size == 1:
+        return [replace(ins, **cells[0])]
+    parts = [f"{ins.dst}%b{k}" for k in range(size)]  # '%' keeps them apart from any test register
+    out: list[Instruction] = [replace(ins, dst=part, **cell) for part, cell in zip(parts, cells)]
+    out.append(RegOp("mov", ins.dst, parts[0], line=ins.line))
+    for k in range(1, size):
+        out.append(RegOp("mul", parts[k], parts[k], 1 << (8 * k), line=ins.line))
+        out.append(RegOp("add", ins.dst, ins.dst, parts[k], line=ins.line))
+    return out
+
+
 def _place_in_spaces(src: _Source, code: list[list[Instruction]]) -> list[list[Instruction]]:
     """Every load and store of a location in the state space an instruction names for it
     (:meth:`_Source.space`; ``.global`` where none does)."""
     def placed(ins: Instruction) -> Instruction:
         if isinstance(ins, (Load, Store)):
-            return replace(ins, space=src.spaces.get(ins.loc, (GLOBAL, 0))[0])
+            where = ins.footprint[0] if ins.footprint is not None else ins.loc  # a byte's whole location
+            return replace(ins, space=src.spaces.get(where, (GLOBAL, 0))[0])
         return ins
     return [[placed(ins) for ins in instructions] for instructions in code]
 
@@ -1149,7 +1233,7 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
         src.note("no-condition", "the test has no final condition (exists, ~exists or forall): read as "
                  "'exists (true)', which every execution satisfies", len(src.lines))
     _warn_single_use(src, code, init_locations, parser.locations if tokens else ())
-    code = _place_in_spaces(src, _number_copies(code))
+    code = _place_in_spaces(src, _number_copies(_split_bytes(src, code, memory, set(parser.locations) if tokens else set())))
     threads = tuple(
         Thread(thread, gpu, cta, tuple(instructions))
         for (thread, cta, gpu), instructions in zip(placements, code)

@@ -78,6 +78,10 @@ class Event:
     proxy: str = GENERIC
     space: str = ""
     copies: tuple[int, ...] = ()
+    # Mixed-size accesses (syncverify.model.ptx, choice 12): the access ``(location, offset, size)``
+    # this event is byte ``byte`` of; None for a whole-location access.
+    footprint: tuple[str, int, int] | None = None
+    byte: int = 0
 
     def __post_init__(self) -> None:
         if self.sem not in SEMANTICS.get(self.kind, ()):

@@ -121,6 +121,20 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
        async-tma-store-fence-wrong-space, async-tma-load-remote-write-*]. Pairs of other events
        keep base causality as it is, so FenceSC reads fences as before; a program with nothing
        of the async proxy has exactly the causality it had.
+12. *Mixed-size accesses* (docs/async.md, "Mixed-size accesses"). A location read or written at a
+    byte offset or with fewer than 4 bytes is one location per byte, an access one event per byte
+    carrying its access's ``footprint`` (``syncverify.program``, MIXED-SIZE), so each byte of a
+    read reads from its own write: "A reads any byte from a write W'" (ISA, "Atomicity"), and a
+    read may combine bytes of several writes [mixed-read-combines-two-writes]. ``ms3``: "If both
+    are memory operations, then they overlap completely" (ISA, "Morally strong operations";
+    ``ptx-v7.5.cat``'s ``ms3``): accesses of different footprints are never morally strong, so
+    partly overlapping accesses race unless causality orders them, and SC-per-Location does not
+    bind them [mixed-corr-partial-overlap, mixed-corr-same-size]. SC-per-Location's morally
+    strong communication is lifted from bytes to whole accesses (``same-access``), so a morally
+    strong access is read and overwritten whole, as the ISA's operations are
+    [mixed-same-size-relaxed-not-torn]. The ISA adds that "The axioms in the memory consistency
+    model do not apply if a PTX program contains one or more mixed-size data-races": the outcomes
+    of such a program are the axioms' here, and its race is the verdict that counts.
 """
 
 from __future__ import annotations
@@ -281,6 +295,18 @@ def ms1(a: Event, b: Event, ordered: frozenset) -> bool:
             or (strong_operation(a) and strong_operation(b) and sr(a, b)))
 
 
+def overlap_completely(a: Event, b: Event) -> bool:
+    """``ms3`` for one pair: two memory operations overlap completely when they access the same
+    bytes (the same footprint, choice 12); any other pair passes."""
+    return a.footprint == b.footprint or not (a.is_memory and b.is_memory)
+
+
+def morally_strong_pair(a: Event, b: Event, ordered: frozenset) -> bool:
+    """``ms1 & same-proxy & ms3`` for one pair of ``ms2`` (``ordered``: program order): what the
+    explorer's choices per location ask too (syncverify.explore.location_choices)."""
+    return a.proxy == b.proxy and overlap_completely(a, b) and ms1(a, b, ordered)
+
+
 # ----- relations ------------------------------------------------------------------------------
 
 @relation(Depends.SHAPE)
@@ -318,12 +344,12 @@ def ms2(x: Execution) -> frozenset:
 
 @relation(Depends.SHAPE)
 def morally_strong(x: Execution) -> frozenset:
-    """``morally-strong = (ms1 & same-proxy & ms2) \\ id`` (ISA, "Morally strong": "Both operations
-    are performed via the same proxy"; ``ptx-v7.5.cat``'s ``ms2``; choice 11); all are symmetric,
-    so each pair is asked once."""
+    """``morally-strong = (ms1 & same-proxy & ms2 & ms3) \\ id`` (ISA, "Morally strong": "Both
+    operations are performed via the same proxy", "If both are memory operations, then they
+    overlap completely"; ``ptx-v7.5.cat``'s ``ms2`` and ``ms3``; choices 11 and 12); all are
+    symmetric, so each pair is asked once."""
     events, ordered = x.events, po(x)
-    one_way = [(a, b) for a, b in ms2(x) if a < b and events[a].proxy == events[b].proxy
-               and ms1(events[a], events[b], ordered)]
+    one_way = [(a, b) for a, b in ms2(x) if a < b and morally_strong_pair(events[a], events[b], ordered)]
     return frozenset(one_way) | inverse(one_way)
 
 
@@ -409,6 +435,17 @@ def barrier_phase_sync(phase: list[Event]) -> frozenset:
     of the phase (choice 3); ``bar.arrive`` is a source only."""
     return frozenset((a.eid, b.eid) for a in phase for b in phase
                      if a.eid != b.eid and b.sem in (SYNC, RED))
+
+
+@relation(Depends.SHAPE)
+def same_access(x: Execution) -> frozenset:
+    """Pairs of distinct byte events of one mixed-size access (choice 12): one thread, one
+    footprint, and one dynamic instance (a byte's event id less its byte index)."""
+    groups: dict[tuple, list[int]] = {}
+    for e in x.events:
+        if e.footprint is not None:
+            groups.setdefault((e.thread, e.footprint, e.eid - e.byte), []).append(e.eid)
+    return frozenset((a, b) for ids in groups.values() for a in ids for b in ids if a != b)
 
 
 @relation(Depends.SHAPE)
@@ -627,8 +664,14 @@ def no_thin_air(x: Execution) -> frozenset:
 
 def sc_per_location(x: Execution) -> frozenset:
     """``(morally-strong & (rf | co | fr)) | po-loc``, acyclic: morally strong accesses to one
-    location are SC."""
-    return inter(morally_strong(x), union(rf(x), co(x), fr(x))) | po_loc(x)
+    location are SC. With mixed-size accesses, the morally strong part is lifted from bytes to
+    accesses (``same-access? ; r ; same-access?``, choice 12): a morally strong access reads and
+    overwrites whole, never torn."""
+    com = inter(morally_strong(x), union(rf(x), co(x), fr(x)))
+    sa = same_access(x)
+    if sa:
+        com = com | seq(sa, com) | seq(com, sa) | seq(sa, com, sa)
+    return com | po_loc(x)
 
 
 def causality_axiom(x: Execution) -> frozenset:
