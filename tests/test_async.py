@@ -131,3 +131,15 @@ def test_bad_async_input_is_one_line_naming_file_and_line(cells, where, what):
         parse_litmus(text, path="a.litmus")
     message = str(info.value)
     assert "\n" not in message and message.startswith(where) and what in message, message
+
+
+def test_the_picture_draws_issue_and_completion_edges_and_no_completion_of_a_write_after_wait_read():
+    from syncverify.verdicts.graphs import happens_before_graph
+
+    program = parse_litmus_file(KNOWN / "async-tma-store-mp-wait-group-read.litmus")
+    x = explore(program).executions[0]
+    graph = happens_before_graph(x)
+    edges = {(x.events[a].describe().split("=")[0], key) for a, _b, key in graph.edges(keys=True)}
+    assert ("A.issue copies 0", "issue") in edges
+    assert ("R.async s", "complete") in edges
+    assert ("W.async x", "complete") not in edges
