@@ -37,6 +37,7 @@ nothing parses a name back. The explorer only compares them.
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Union
 
@@ -271,8 +272,11 @@ COMPLETIONS = ("bulk_group", "mbarrier")
 class BulkCopy:
     """``cp.async.bulk{.tensor}.DST.SRC.COMPLETION [dst], [src]{, [mbar]}``: an asynchronous copy of
     ``src`` (in ``src_space``) to ``dst`` (in ``dst_space``), completed through a bulk async-group
-    or the mbarrier ``mbarrier``. ``copy`` numbers it within the program (the agent thread that
-    performs it carries the same number)."""
+    or the mbarrier ``mbarrier``. ``copy`` numbers it within the program (given by
+    :func:`lower_async`; the agent thread that performs it carries the same number).
+
+    ``value``: a copy whose source the model does not follow (the kernel front end's TMA store of
+    a tile: ``src`` is ""), which writes that constant to ``dst``, a ghost location when ``ghost``."""
 
     dst: str
     src: str
@@ -283,6 +287,8 @@ class BulkCopy:
     copy: int = 0
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    value: int | None = None
+    ghost: bool = False
 
     def __post_init__(self) -> None:
         _check(self.dst_space, SPACES, "state space")
@@ -492,16 +498,22 @@ AGENT_REGISTER = "%copied"
 def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
     """The threads with one agent thread appended per bulk copy, and each wait given the copies
     it completes (ASYNC above); ``threads`` unchanged when they issue no copy and wait on no mbarrier.
+    Copies are numbered here, in thread order and then program order.
 
     A wait completes what is decided in program text: ``cp.async.bulk.wait_group N`` the copies of
     all but the ``N`` most recent groups committed before it (PTX ISA: "wait until only N or fewer
     of the most recent bulk async-groups are pending and all the prior bulk async-groups committed
     by the executing threads are complete"), ``mbarrier.try_wait`` every copy that completes on its
-    mbarrier. That needs every copy and commit to run exactly once: one after a label, a branch
-    or a barrier is refused, naming its line.
+    mbarrier. A copy runs at most once (one inside a loop is refused, naming its line); its agent
+    runs only in the executions whose issuing thread issues it (:attr:`Program.agent_copies`,
+    syncverify.explore.driver), and a wait completes only the copies that were issued, so a
+    ``wait_group 0`` may follow branches; ``wait_group N`` with N > 0 after one is refused.
     """
     if not any(isinstance(ins, (BulkCopy, MbarArrive, MbarWait)) for t in threads for ins in t.instructions):
         return threads
+    numbered = itertools.count()
+    threads = tuple(replace(t, instructions=tuple(replace(ins, copy=next(numbered)) if isinstance(ins, BulkCopy) else ins
+                                                  for ins in t.instructions)) for t in threads)
     tracked: dict[str, list[int]] = {}
     arrivals: set[str] = set()
     for thread in threads:
@@ -516,12 +528,17 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
         uncommitted: list[int] = []
         groups: list[tuple[int, ...]] = []
         control: Instruction | None = None
-        for ins in thread.instructions:
+        loops = loop_positions(thread.instructions)
+        for position, ins in enumerate(thread.instructions):
             if isinstance(ins, (Label, Branch, Barrier)) and control is None:
                 control = ins
-            if isinstance(ins, (BulkCopy, BulkCommit)) and control is not None:
-                raise _at_line(f"a bulk copy or commit_group after a label, branch or barrier (line "
-                               f"{control.line}) is not modelled: each must run exactly once ({thread.name})", ins.line)
+            if isinstance(ins, (BulkCopy, BulkCommit)) and position in loops:
+                raise _at_line(f"a bulk copy or commit_group inside a loop is not modelled: each must run at most "
+                               f"once ({thread.name})", ins.line)
+            if isinstance(ins, BulkWait) and ins.pending and control is not None:
+                raise _at_line(f"cp.async.bulk.wait_group {ins.pending} after a label, branch or barrier (line "
+                               f"{control.line}) is not modelled: which groups are pending depends on the path; "
+                               f"wait_group 0 is ({thread.name})", ins.line)
             if isinstance(ins, BulkCopy):
                 if ins.completion == "bulk_group":
                     uncommitted.append(ins.copy)
@@ -542,6 +559,17 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
     return tuple(issuers) + tuple(agents)
 
 
+def loop_positions(code: tuple) -> set[int]:
+    """The instructions inside some loop: between a backward branch's target and the branch
+    (every instruction a control-flow cycle passes lies within one such span)."""
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    inside: set[int] = set()
+    for j, ins in enumerate(code):
+        if isinstance(ins, Branch) and labels[ins.target] <= j:
+            inside.update(range(labels[ins.target], j + 1))
+    return inside
+
+
 def _at_line(message: str, line: int | None) -> UnsupportedConstruct:
     """An :class:`UnsupportedConstruct` that carries the ``line`` it is about (as ``.line``)."""
     error = UnsupportedConstruct(message)
@@ -553,6 +581,10 @@ def _agent(thread: Thread, copy: BulkCopy) -> Thread:
     """The thread that performs ``copy`` for ``thread``: the async-proxy read of its source, then
     the async-proxy write of what it read to its destination."""
     text = copy.label or f"cp.async.bulk {copy.dst}, {copy.src} (copy {copy.copy})"
+    if copy.value is not None:  # the source is not followed: the copy writes the constant
+        code: tuple[Instruction, ...] = (Store(copy.dst, copy.value, space=copy.dst_space, proxy="async", copy=copy.copy,
+                                               line=copy.line, label=text, ghost=copy.ghost),)
+        return Thread(f"{thread.name}.copy{copy.copy}", thread.gpu, thread.cta, code, role=thread.role, phase=thread.phase)
     return Thread(
         f"{thread.name}.copy{copy.copy}", thread.gpu, thread.cta,
         (Load(AGENT_REGISTER, copy.src, space=copy.src_space, proxy="async", copy=copy.copy, line=copy.line, label=text),
@@ -696,6 +728,13 @@ class Program:
                     after[a] |= extra
                     changed = True
         return {a: frozenset(bs) for a, bs in after.items()}
+
+    @functools.cached_property
+    def agent_copies(self) -> dict[int, int]:
+        """Each agent thread of a bulk copy (ASYNC above), by index, with the copy it performs."""
+        return {t: thread.instructions[0].copy for t, thread in enumerate(self.threads)
+                if thread.instructions and all(isinstance(ins, (Load, Store)) and ins.copy is not None
+                                               for ins in thread.instructions)}
 
     def cta_size(self, thread: Thread) -> int:
         """How many threads of the program share ``thread``'s CTA."""

@@ -109,7 +109,9 @@ def test_a_try_wait_returns_true_and_names_the_copies_of_its_mbarrier():
 
 
 BAD = [
-    ("L: ; cp.async.bulk.global.shared::cta.bulk_group [x], [s], 4", "a.litmus:5: ", "after a label"),
+    ("L: ; cp.async.bulk.global.shared::cta.bulk_group [x], [s], 4 ; goto L", "a.litmus:5: ", "inside a loop"),
+    ("cp.async.bulk.global.shared::cta.bulk_group [x], [s], 4 ; L: ; cp.async.bulk.wait_group 1", "a.litmus:6: ",
+     "wait_group 1 after a label"),
     ("mbarrier.try_wait.relaxed.cta.shared::cta.b64 r0, [bar], 0", "a.litmus:4: ", ".relaxed and .cluster"),
     ("mbarrier.expect_tx.shared::cta.b64 [bar], 4", "a.litmus:4: ", "transaction counts"),
     ("cp.async.ca.shared.global [s], [x], 4", "a.litmus:4: ", "unsupported instruction 'cp.async.ca.shared.global'"),
@@ -123,9 +125,7 @@ BAD = [
 
 @pytest.mark.parametrize("cells, where, what", BAD, ids=[b[2] for b in BAD])
 def test_bad_async_input_is_one_line_naming_file_and_line(cells, where, what):
-    rows = "\n".join(f" {cell.strip()} ;" for cell in cells.split(";") if cell.strip() and cell.strip() != "L:")
-    if cells.startswith("L:"):
-        rows = " L: ;\n" + rows
+    rows = "\n".join(f" {cell.strip()} ;" for cell in cells.split(";") if cell.strip())
     text = f"PTX bad\n{{ x=0; s=0; }}\n P0@cta 0,gpu 0 ;\n{rows}\nexists (x == 0)\n"
     with pytest.raises(LitmusSyntaxError) as info:
         parse_litmus(text, path="a.litmus")

@@ -151,7 +151,7 @@ def thread_paths(
             elif isinstance(ins, Load) and ins.ghost:
                 # Tile data: no value choice (syncverify.program, GHOST); the register holds no value.
                 events = events + (LocalEvent("R", ins.loc, None, ins.sem, ins.scope, deps=ctrl, label=text,
-                                              line=line, ghost=True),)
+                                              line=line, ghost=True, **_proxy_fields(ins)),)
                 regs = {**regs, ins.dst: 0}
                 bound = _unbind(bound, ins.dst)
                 pc += 1

@@ -34,7 +34,7 @@ from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
 from syncverify.frontend.programs import explore_thread, max_writes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, to_model
-from syncverify.program import Load, Program, Store, Thread
+from syncverify.program import Load, Program, Store, Thread, lower_async
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
 
@@ -412,7 +412,11 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         for other in sv.ops:
             if other.call == op.call and other.index in phase_of:
                 pairs.append((phase_of[other.index], phase))
-    program = Program("harness", tuple(threads_out), init=init, host_order=tuple(pairs),
+    threads_all = lower_async(tuple(threads_out))  # tensor-descriptor stores: one agent thread per TMA store
+    for agent in threads_all[len(threads_out):]:
+        issuer = infos[next(i for i, t in enumerate(threads_out) if agent.name.startswith(t.name + "."))]
+        infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: its TMA store (async proxy)", issuer.call, issuer.rank))
+    program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
                       observed_registers=frozenset())
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
         assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "

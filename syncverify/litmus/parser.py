@@ -865,21 +865,6 @@ def _read_mbarrier(ins: _Ins, quals: list[str]) -> Instruction:
     ins.unknown(_HINTS["mbarrier"])
 
 
-def _number_copies(code: list[list[Instruction]]) -> list[list[Instruction]]:
-    """Each bulk copy given its number in the test (in thread order, then program order)."""
-    count = 0
-    out = []
-    for instructions in code:
-        numbered = []
-        for ins in instructions:
-            if isinstance(ins, BulkCopy):
-                ins = replace(ins, copy=count)
-                count += 1
-            numbered.append(ins)
-        out.append(numbered)
-    return out
-
-
 def _split_bytes(src: _Source, code: list[list[Instruction]], memory: dict[str, int],
                  condition_locations: set[str]) -> list[list[Instruction]]:
     """Mixed-size accesses (syncverify.program, MIXED-SIZE; syncverify.model.ptx, choice 12): a
@@ -1233,7 +1218,7 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
         src.note("no-condition", "the test has no final condition (exists, ~exists or forall): read as "
                  "'exists (true)', which every execution satisfies", len(src.lines))
     _warn_single_use(src, code, init_locations, parser.locations if tokens else ())
-    code = _place_in_spaces(src, _number_copies(_split_bytes(src, code, memory, set(parser.locations) if tokens else set())))
+    code = _place_in_spaces(src, _split_bytes(src, code, memory, set(parser.locations) if tokens else set()))
     threads = tuple(
         Thread(thread, gpu, cta, tuple(instructions))
         for (thread, cta, gpu), instructions in zip(placements, code)
