@@ -275,8 +275,9 @@ class BulkCopy:
     or the mbarrier ``mbarrier``. ``copy`` numbers it within the program (given by
     :func:`lower_async`; the agent thread that performs it carries the same number).
 
-    ``value``: a copy whose source the model does not follow (the kernel front end's TMA store of
-    a tile: ``src`` is ""), which writes that constant to ``dst``, a ghost location when ``ghost``."""
+    The kernel front end's TMA copies of tiles follow one side only, a ghost location when
+    ``ghost``: a store (``src`` is "") writes the constant ``value`` to ``dst``; a load (``dst``
+    is "") reads ``src`` (its shared-memory side, private to the CTA, is not modelled)."""
 
     dst: str
     src: str
@@ -581,6 +582,10 @@ def _agent(thread: Thread, copy: BulkCopy) -> Thread:
     """The thread that performs ``copy`` for ``thread``: the async-proxy read of its source, then
     the async-proxy write of what it read to its destination."""
     text = copy.label or f"cp.async.bulk {copy.dst}, {copy.src} (copy {copy.copy})"
+    if not copy.dst:  # the destination is not followed: the copy reads its source
+        code = (Load(AGENT_REGISTER, copy.src, space=copy.src_space, proxy="async", copy=copy.copy, line=copy.line,
+                     label=text, ghost=copy.ghost),)
+        return Thread(f"{thread.name}.copy{copy.copy}", thread.gpu, thread.cta, code, role=thread.role, phase=thread.phase)
     if copy.value is not None:  # the source is not followed: the copy writes the constant
         code: tuple[Instruction, ...] = (Store(copy.dst, copy.value, space=copy.dst_space, proxy="async", copy=copy.copy,
                                                line=copy.line, label=text, ghost=copy.ghost),)

@@ -41,3 +41,9 @@ def test_a_descriptor_load_of_generically_written_data_after_an_acquire_races_wi
     assert result.safe is False
     assert "race" in result.violations
     assert "R.async" in result.violations["race"].explanation
+
+
+def test_a_thread_reading_its_own_generic_stores_back_through_a_descriptor_needs_a_proxy_fence():
+    result = _check("own_tma_load")
+    assert result.safe is False
+    assert "unwritten-read" in result.violations

@@ -412,10 +412,10 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         for other in sv.ops:
             if other.call == op.call and other.index in phase_of:
                 pairs.append((phase_of[other.index], phase))
-    threads_all = lower_async(tuple(threads_out))  # tensor-descriptor stores: one agent thread per TMA store
+    threads_all = lower_async(tuple(threads_out))  # tensor descriptors: one agent thread per TMA copy
     for agent in threads_all[len(threads_out):]:
         issuer = infos[next(i for i, t in enumerate(threads_out) if agent.name.startswith(t.name + "."))]
-        infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: its TMA store (async proxy)", issuer.call, issuer.rank))
+        infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: its TMA copy (async proxy)", issuer.call, issuer.rank))
     program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
                       observed_registers=frozenset())
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):

@@ -25,7 +25,7 @@ from typing import Any
 from syncverify.errors import UnsupportedConstruct
 from syncverify.frontend.runner import Item, Loc
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
-from syncverify.program import GLOBAL, SHARED_CTA, BulkCommit, BulkCopy, BulkWait  # tensor-descriptor stores
+from syncverify.program import GLOBAL, SHARED_CTA, BulkCommit, BulkCopy, BulkWait, MbarWait  # tensor descriptors
 
 
 @dataclass
@@ -236,11 +236,25 @@ class ThreadEmitter:
         loc = str(item.locs[0])
         line, text = item.site.line, _label(item)
         if item.op == "ld":
-            self.code.append(Load(reg, loc, item.sem, item.scope if item.sem != "weak" else None, line=line, label=text,
-                                  proxy="async" if item.descriptor else "generic"))
+            if item.descriptor:
+                raise UnsupportedConstruct(f"{item.site}: a tensor-descriptor load of a synchronization location is "
+                                           "not modeled by the kernel front end")
+            self.code.append(Load(reg, loc, item.sem, item.scope if item.sem != "weak" else None, line=line, label=text))
         else:
             self.code.append(Atomic(item.fence_kind, reg, loc, item.operands, item.sem, item.scope, line=line,
                                     label=text, unsigned=item.unsigned))
+
+    def _descriptor_load(self, item: Item) -> None:
+        """A tensor-descriptor load as Triton 3.6 compiles it for sm_90 (docs/async.md, "The kernel
+        front end"): a TMA load of the tile (``cp.async.bulk.tensor.shared::cluster.global.mbarrier``,
+        one async-proxy read per ghost location, by an agent thread; the only proxy fence before it
+        covers shared memory), then ``mbarrier.try_wait``, which completes it."""
+        line, text = item.site.line, _label(item)
+        barrier = f"tma-load {item.site} #{len(self.code)}"  # one mbarrier phase per load
+        for name in self.namer.ghost_locs(item.locs):
+            self.code.append(BulkCopy("", name, SHARED_CTA, GLOBAL, "mbarrier", barrier, line=line,
+                                      label=text + "  [TMA load]", ghost=True))
+        self.code.append(MbarWait(None, barrier, line=line, label=text + "  [mbarrier.try_wait]"))
 
     def _descriptor_store(self, item: Item) -> None:
         """A tensor-descriptor store as Triton 3.6 compiles it for sm_90 (docs/async.md, "The kernel
@@ -269,10 +283,11 @@ class ThreadEmitter:
 
     def _item(self, item: Item) -> None:
         line, text = item.site.line, _label(item)
-        if item.kind == "ld":
+        if item.kind == "ld" and item.descriptor:
+            self._descriptor_load(item)
+        elif item.kind == "ld":
             for name in self.namer.ghost_locs(item.locs):
-                self.code.append(Load("g", name, line=line, label=text, ghost=True,
-                                      proxy="async" if item.descriptor else "generic"))
+                self.code.append(Load("g", name, line=line, label=text, ghost=True))
         elif item.kind == "st" and item.descriptor:
             self._descriptor_store(item)
         elif item.kind == "st":

@@ -389,8 +389,8 @@ def _addressing(fn):
 
 
 #: What the check assumes of tensor descriptors: how Triton 3.6 compiles them for sm_90 (docs/async.md).
-DESCRIPTOR_LOAD = ("tensor-descriptor loads are TMA loads: async-proxy reads of global memory, with no "
-                   "fence.proxy.async.global before them (Triton 3.6, sm_90)")
+DESCRIPTOR_LOAD = ("tensor-descriptor loads are TMA loads: async-proxy reads of global memory completed by "
+                   "mbarrier.try_wait, with no fence.proxy.async.global before them (Triton 3.6, sm_90)")
 DESCRIPTOR_STORE = ("tensor-descriptor stores are TMA stores: async-proxy writes waited for with "
                     "cp.async.bulk.wait_group.read 0 only (Triton 3.6, sm_90)")
 

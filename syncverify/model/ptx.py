@@ -669,8 +669,8 @@ def sc_per_location(x: Execution) -> frozenset:
     overwrites whole, never torn."""
     com = inter(morally_strong(x), union(rf(x), co(x), fr(x)))
     sa = same_access(x)
-    if sa:
-        com = com | seq(sa, com) | seq(com, sa) | seq(sa, com, sa)
+    if sa:  # program order binds only the morally strong pairs too: not partly overlapping ones
+        return com | seq(sa, com) | seq(com, sa) | seq(sa, com, sa) | inter(po_loc(x), morally_strong(x))
     return com | po_loc(x)
 
 

@@ -52,3 +52,18 @@ def pointer_store_then_signal(sv):
 
 def tma_load_after_acquire(sv):
     _epilogue(sv, False, True)
+
+
+@triton.jit
+def store_then_own_tma_load(c_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    c = tl.make_tensor_descriptor(c_ptr, shape=[BLOCK], strides=[1], block_shape=[BLOCK])
+    tl.store(c_ptr + offs, offs + 1)
+    tl.store(out_ptr + offs, c.load([0]))  # BUG: its own generic stores, read back through the async proxy
+
+
+def own_tma_load(sv):
+    c = sv.heap.zeros((8,), torch.int32)
+    out = sv.heap.zeros((8,), torch.int32)
+    sv.launch(store_then_own_tma_load, (1,), c.on(0), out.on(0), BLOCK=8, rank=0)
+    sv.expect_written(out.on(0))
