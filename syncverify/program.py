@@ -736,10 +736,11 @@ class Program:
 
     @functools.cached_property
     def agent_copies(self) -> dict[int, int]:
-        """Each agent thread of a bulk copy (ASYNC above), by index, with the copy it performs."""
-        return {t: thread.instructions[0].copy for t, thread in enumerate(self.threads)
-                if thread.instructions and all(isinstance(ins, (Load, Store)) and ins.copy is not None
-                                               for ins in thread.instructions)}
+        """Each agent thread of a bulk copy (ASYNC above), by index, with the copy it performs: a
+        thread whose accesses belong to a copy (a rewrite may have added fences between them)."""
+        copies = ((t, [ins.copy for ins in thread.instructions if isinstance(ins, (Load, Store)) and ins.copy is not None])
+                  for t, thread in enumerate(self.threads))
+        return {t: found[0] for t, found in copies if found}
 
     def cta_size(self, thread: Thread) -> int:
         """How many threads of the program share ``thread``'s CTA."""

@@ -440,12 +440,18 @@ def barrier_phase_sync(phase: list[Event]) -> frozenset:
 @relation(Depends.SHAPE)
 def same_access(x: Execution) -> frozenset:
     """Pairs of distinct byte events of one mixed-size access (choice 12): one thread, one
-    footprint, and one dynamic instance (a byte's event id less its byte index)."""
-    groups: dict[tuple, list[int]] = {}
-    for e in x.events:
+    footprint, one dynamic instance (its bytes come in order, byte 0 first; a rewrite may put
+    other events between them)."""
+    groups: list[list[int]] = []
+    current: dict[tuple, list[int]] = {}  # (thread, footprint) -> the bytes of its latest instance
+    for e in x.events:  # a thread's events are numbered in program order
         if e.footprint is not None:
-            groups.setdefault((e.thread, e.footprint, e.eid - e.byte), []).append(e.eid)
-    return frozenset((a, b) for ids in groups.values() for a in ids for b in ids if a != b)
+            key = (e.thread, e.footprint)
+            if e.byte == 0 or key not in current:
+                current[key] = []
+                groups.append(current[key])
+            current[key].append(e.eid)
+    return frozenset((a, b) for ids in groups for a in ids for b in ids if a != b)
 
 
 @relation(Depends.SHAPE)
