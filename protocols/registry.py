@@ -16,7 +16,7 @@ from syncverify.inputs import read_input_file
 from syncverify.protocols.loader import parse_protocol
 from syncverify.protocols.model import Protocol
 
-__all__ = ["builtin_names", "builtin_protocols", "load_protocol", "zoo_names", "zoo_protocols"]
+__all__ = ["builtin_names", "builtin_protocols", "load_protocol", "zoo_litmus", "zoo_names", "zoo_protocols"]
 
 _PACKAGE = "syncverify.protocols"
 _SUFFIX = ".toml"
@@ -46,6 +46,23 @@ def _zoo_files() -> dict[str, str]:
         if entry.name.endswith(_SUFFIX) and entry.is_file()
     }
     return dict(sorted(names.items()))
+
+
+@functools.lru_cache(maxsize=None)
+def zoo_litmus() -> dict[str, dict[str, str]]:
+    """The zoo's litmus entries (``zoo/NAME.litmus``): reported bugs the protocol language cannot
+    state yet (mixed-size flags), each a PTX litmus test whose ``// key: value`` header lines
+    (``source``, ``origin``, ``users_saw``, ``model_shows``, ``scaled``) say where it comes from;
+    name -> those fields and ``text``, the file's contents."""
+    root = resources.files(_PACKAGE).joinpath(_ZOO)
+    entries = {}
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".litmus") and entry.is_file():
+            text = entry.read_text()
+            fields = dict(line[2:].strip().split(": ", 1) for line in text.splitlines()
+                          if line.startswith("// ") and ": " in line)
+            entries[entry.name[: -len(".litmus")]] = {**fields, "text": text}
+    return entries
 
 
 def zoo_names() -> list[str]:

@@ -37,7 +37,8 @@ nothing parses a name back. The explorer only compares them.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+import itertools
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 from syncverify.model.int32 import wrap_int32
@@ -45,8 +46,23 @@ from syncverify.validation import one_of
 from syncverify.errors import UnsupportedConstruct
 
 SCOPES: tuple[str, ...] = ("cta", "gpu", "sys")
+#: The state spaces a location may live in (PTX ISA, "State Spaces"): ``.shared`` is ``.shared::cta``.
+GLOBAL, SHARED_CTA, SHARED_CLUSTER = "global", "shared::cta", "shared::cluster"
+SPACES: tuple[str, ...] = (GLOBAL, SHARED_CTA, SHARED_CLUSTER)
+#: The proxies an access goes through (PTX ISA, "Proxies"; ASYNC below).
+PROXIES: tuple[str, ...] = ("generic", "async")
 
 Operand = Union[str, int]  # a register name or an integer constant
+#: MIXED-SIZE: an access of ``size`` bytes at byte ``offset`` of a byte-addressed location
+#: ``(location, offset, size)``. Such a location is held as one location per byte (``x[0]``,
+#: ``x[1]``, ...: :func:`byte_location`) and an access of it as one load or store per byte, each
+#: carrying its access's footprint; syncverify.model.ptx (choice 12) reads them back as one access.
+Footprint = tuple[str, int, int]
+
+
+def byte_location(loc: str, byte: int) -> str:
+    """The name of byte ``byte`` of the byte-addressed location ``loc``: ``x[1]``."""
+    return f"{loc}[{byte}]"
 
 LOAD_SEMS = ("weak", "relaxed", "acquire")
 STORE_SEMS = ("weak", "relaxed", "release")
@@ -72,10 +88,17 @@ class Load:
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)  # what a protocol step calls it, for traces
     ghost: bool = False  # see GHOST below
+    space: str = GLOBAL  # the state space of ``loc`` (ASYNC below)
+    proxy: str = "generic"  # "async": the read of a bulk copy (ASYNC below)
+    copy: int | None = None  # the bulk copy it is part of
+    footprint: Footprint | None = None  # MIXED-SIZE below: the access this byte belongs to
+    byte: int = 0  # which byte of ``footprint`` ``loc`` is
 
     def __post_init__(self) -> None:
         _check(self.sem, LOAD_SEMS, "load sem")
         _scope_rule(self.sem, self.scope)
+        _check(self.space, SPACES, "state space")
+        _check(self.proxy, PROXIES, "proxy")
 
 
 @dataclass(frozen=True)
@@ -89,10 +112,17 @@ class Store:
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
     ghost: bool = False
+    space: str = GLOBAL
+    proxy: str = "generic"
+    copy: int | None = None
+    footprint: Footprint | None = None
+    byte: int = 0
 
     def __post_init__(self) -> None:
         _check(self.sem, STORE_SEMS, "store sem")
         _scope_rule(self.sem, self.scope)
+        _check(self.space, SPACES, "state space")
+        _check(self.proxy, PROXIES, "proxy")
 
 
 @dataclass(frozen=True)
@@ -224,7 +254,120 @@ class Label:
     line: int | None = field(default=None, compare=False)
 
 
-Instruction = Union[Load, Store, Atomic, Fence, Barrier, RegOp, Branch, Label]
+# ----- asynchronous bulk copies and the async proxy (ASYNC) ---------------------------------------
+#
+# ASYNC: ``cp.async.bulk{.tensor}`` copies are performed by the async proxy, not by the issuing
+# thread (PTX ISA, "Asynchronous Operations": they are not in the issuing thread's program order).
+# Each copy becomes a thread of its own, an *agent* placed in the issuing thread's CTA, of two
+# async-proxy accesses: the read of its source and the write of its destination (a data
+# dependency between them). The issuing thread keeps an issue point (:class:`BulkCopy`) and its
+# completion mechanisms (:class:`BulkWait`, :class:`MbarWait`), which :func:`lower_async` ties to
+# the copies they complete; what orders what is syncverify.model.ptx, choice 11.
+
+#: How a copy signals its completion: to a bulk async-group of its thread, or to an mbarrier.
+COMPLETIONS = ("bulk_group", "mbarrier")
+
+
+@dataclass(frozen=True)
+class BulkCopy:
+    """``cp.async.bulk{.tensor}.DST.SRC.COMPLETION [dst], [src]{, [mbar]}``: an asynchronous copy of
+    ``src`` (in ``src_space``) to ``dst`` (in ``dst_space``), completed through a bulk async-group
+    or the mbarrier ``mbarrier``. ``copy`` numbers it within the program (given by
+    :func:`lower_async`; the agent thread that performs it carries the same number).
+
+    The kernel front end's TMA copies of tiles follow one side only, a ghost location when
+    ``ghost``: a store (``src`` is "") writes the constant ``value`` to ``dst``; a load (``dst``
+    is "") reads ``src`` (its shared-memory side, private to the CTA, is not modelled)."""
+
+    dst: str
+    src: str
+    dst_space: str
+    src_space: str
+    completion: str
+    mbarrier: str | None = None
+    copy: int = 0
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+    value: int | None = None
+    ghost: bool = False
+
+    def __post_init__(self) -> None:
+        _check(self.dst_space, SPACES, "state space")
+        _check(self.src_space, SPACES, "state space")
+        _check(self.completion, COMPLETIONS, "completion mechanism")
+        if (self.completion == "mbarrier") != (self.mbarrier is not None):
+            raise UnsupportedConstruct("an mbarrier-completed copy names its mbarrier, and only it does")
+
+
+@dataclass(frozen=True)
+class BulkCommit:
+    """``cp.async.bulk.commit_group``: the thread's copies issued since its last commit form a bulk
+    async-group (PTX ISA, ``cp.async.bulk.commit_group``)."""
+
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class BulkWait:
+    """``cp.async.bulk.wait_group{.read} N``: waits until at most ``pending`` of the thread's most
+    recent bulk async-groups are pending. ``read``: only until their copies have read their
+    sources. ``copies``: the copies it completes, filled in by :func:`lower_async`."""
+
+    pending: int
+    read: bool = False
+    copies: tuple[int, ...] = ()
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.pending < 0:
+            raise UnsupportedConstruct(f"cp.async.bulk.wait_group takes N >= 0, got {self.pending}")
+
+
+@dataclass(frozen=True)
+class ProxyFence:
+    """``fence.proxy.async{.SPACE}``: a bi-directional proxy fence between the generic and the async
+    proxy, limited to ``space`` ("" for every state space; PTX ISA, ``membar``/``fence``)."""
+
+    space: str = ""
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.space:
+            _check(self.space, SPACES, "state space")
+
+
+@dataclass(frozen=True)
+class MbarArrive:
+    """``mbarrier.arrive{.expect_tx}.release.cta.shared::cta.b64 _, [mbarrier]{, tx}``: a release
+    arrival on ``mbarrier`` (its transaction count is not modelled: syncverify.model.ptx, choice 11)."""
+
+    mbarrier: str
+    expect_tx: bool = False
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class MbarWait:
+    """``mbarrier.try_wait{.parity}.acquire.cta.shared::cta.b64 dst, [mbarrier], ...`` read as the
+    try that returns True (``dst`` = 1): the phase completed, every copy tracked by the mbarrier
+    (``copies``, filled in by :func:`lower_async`) and every arrival on it done."""
+
+    dst: str | None
+    mbarrier: str
+    copies: tuple[int, ...] = ()
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+
+#: The instructions of the async proxy (besides the loads and stores of its agent threads).
+ASYNC_INSTRUCTIONS = (BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait)
+
+Instruction = Union[Load, Store, Atomic, Fence, Barrier, RegOp, Branch, Label,
+                    BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait]
 
 
 def _scope_rule(sem: str, scope: str | None) -> None:
@@ -373,6 +516,111 @@ def pdl_dependent(code: tuple, done: str, count: int, where: str = "") -> tuple:
             Branch("__pdl_wait", "lt", "__pdl_done", count, label=f"{where}griddepcontrol.wait")) + code
 
 
+#: The register an agent thread carries a copied value in (not a name a litmus test can write).
+AGENT_REGISTER = "%copied"
+
+
+def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
+    """The threads with one agent thread appended per bulk copy, and each wait given the copies
+    it completes (ASYNC above); ``threads`` unchanged when they issue no copy and wait on no mbarrier.
+    Copies are numbered here, in thread order and then program order.
+
+    A wait completes what is decided in program text: ``cp.async.bulk.wait_group N`` the copies of
+    all but the ``N`` most recent groups committed before it (PTX ISA: "wait until only N or fewer
+    of the most recent bulk async-groups are pending and all the prior bulk async-groups committed
+    by the executing threads are complete"), ``mbarrier.try_wait`` every copy that completes on its
+    mbarrier. A copy runs at most once (one inside a loop is refused, naming its line); its agent
+    runs only in the executions whose issuing thread issues it (:attr:`Program.agent_copies`,
+    syncverify.explore.driver), and a wait completes only the copies that were issued, so a
+    ``wait_group 0`` may follow branches; ``wait_group N`` with N > 0 after one is refused.
+    """
+    if not any(isinstance(ins, (BulkCopy, MbarArrive, MbarWait)) for t in threads for ins in t.instructions):
+        return threads
+    numbered = itertools.count()
+    threads = tuple(replace(t, instructions=tuple(replace(ins, copy=next(numbered)) if isinstance(ins, BulkCopy) else ins
+                                                  for ins in t.instructions)) for t in threads)
+    tracked: dict[str, list[int]] = {}
+    arrivals: set[str] = set()
+    for thread in threads:
+        for ins in thread.instructions:
+            if isinstance(ins, BulkCopy) and ins.mbarrier is not None:
+                tracked.setdefault(ins.mbarrier, []).append(ins.copy)
+            elif isinstance(ins, MbarArrive):
+                arrivals.add(ins.mbarrier)
+    issuers, agents = [], []
+    for thread in threads:
+        code: list[Instruction] = []
+        uncommitted: list[int] = []
+        groups: list[tuple[int, ...]] = []
+        control: Instruction | None = None
+        loops = loop_positions(thread.instructions)
+        for position, ins in enumerate(thread.instructions):
+            if isinstance(ins, (Label, Branch, Barrier)) and control is None:
+                control = ins
+            if isinstance(ins, (BulkCopy, BulkCommit)) and position in loops:
+                raise _at_line(f"a bulk copy or commit_group inside a loop is not modelled: each must run at most "
+                               f"once ({thread.name})", ins.line)
+            if isinstance(ins, BulkWait) and ins.pending and control is not None:
+                raise _at_line(f"cp.async.bulk.wait_group {ins.pending} after a label, branch or barrier (line "
+                               f"{control.line}) is not modelled: which groups are pending depends on the path; "
+                               f"wait_group 0 is ({thread.name})", ins.line)
+            if isinstance(ins, BulkCopy):
+                if ins.completion == "bulk_group":
+                    uncommitted.append(ins.copy)
+                agents.append(_agent(thread, ins))
+            elif isinstance(ins, BulkCommit):
+                groups.append(tuple(uncommitted))
+                uncommitted = []
+            elif isinstance(ins, BulkWait):
+                done = groups[:len(groups) - ins.pending] if ins.pending else groups
+                ins = replace(ins, copies=tuple(c for group in done for c in group))
+            elif isinstance(ins, MbarWait):
+                if ins.mbarrier not in tracked and ins.mbarrier not in arrivals:
+                    raise _at_line(f"mbarrier {ins.mbarrier} is waited on, but no copy completes on it and "
+                                   f"no thread arrives on it ({thread.name})", ins.line)
+                ins = replace(ins, copies=tuple(tracked.get(ins.mbarrier, ())))
+            code.append(ins)
+        issuers.append(replace(thread, instructions=tuple(code)))
+    return tuple(issuers) + tuple(agents)
+
+
+def loop_positions(code: tuple) -> set[int]:
+    """The instructions inside some loop: between a backward branch's target and the branch
+    (every instruction a control-flow cycle passes lies within one such span)."""
+    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
+    inside: set[int] = set()
+    for j, ins in enumerate(code):
+        if isinstance(ins, Branch) and labels[ins.target] <= j:
+            inside.update(range(labels[ins.target], j + 1))
+    return inside
+
+
+def _at_line(message: str, line: int | None) -> UnsupportedConstruct:
+    """An :class:`UnsupportedConstruct` that carries the ``line`` it is about (as ``.line``)."""
+    error = UnsupportedConstruct(message)
+    error.line = line  # type: ignore[attr-defined]
+    return error
+
+
+def _agent(thread: Thread, copy: BulkCopy) -> Thread:
+    """The thread that performs ``copy`` for ``thread``: the async-proxy read of its source, then
+    the async-proxy write of what it read to its destination."""
+    text = copy.label or f"cp.async.bulk {copy.dst}, {copy.src} (copy {copy.copy})"
+    if not copy.dst:  # the destination is not followed: the copy reads its source
+        code = (Load(AGENT_REGISTER, copy.src, space=copy.src_space, proxy="async", copy=copy.copy, line=copy.line,
+                     label=text, ghost=copy.ghost),)
+        return Thread(f"{thread.name}.copy{copy.copy}", thread.gpu, thread.cta, code, role=thread.role, phase=thread.phase)
+    if copy.value is not None:  # the source is not followed: the copy writes the constant
+        code: tuple[Instruction, ...] = (Store(copy.dst, copy.value, space=copy.dst_space, proxy="async", copy=copy.copy,
+                                               line=copy.line, label=text, ghost=copy.ghost),)
+        return Thread(f"{thread.name}.copy{copy.copy}", thread.gpu, thread.cta, code, role=thread.role, phase=thread.phase)
+    return Thread(
+        f"{thread.name}.copy{copy.copy}", thread.gpu, thread.cta,
+        (Load(AGENT_REGISTER, copy.src, space=copy.src_space, proxy="async", copy=copy.copy, line=copy.line, label=text),
+         Store(copy.dst, AGENT_REGISTER, space=copy.dst_space, proxy="async", copy=copy.copy, line=copy.line, label=text)),
+        role=thread.role, phase=thread.phase)
+
+
 # ----- final conditions (litmus) -------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -513,6 +761,14 @@ class Program:
                     after[a] |= extra
                     changed = True
         return {a: frozenset(bs) for a, bs in after.items()}
+
+    @functools.cached_property
+    def agent_copies(self) -> dict[int, int]:
+        """Each agent thread of a bulk copy (ASYNC above), by index, with the copy it performs: a
+        thread whose accesses belong to a copy (a rewrite may have added fences between them)."""
+        copies = ((t, [ins.copy for ins in thread.instructions if isinstance(ins, (Load, Store)) and ins.copy is not None])
+                  for t, thread in enumerate(self.threads))
+        return {t: found[0] for t, found in copies if found}
 
     def cta_size(self, thread: Thread) -> int:
         """How many threads of the program share ``thread``'s CTA."""

@@ -10,7 +10,7 @@ from rich.table import Table
 from syncverify import exitcodes
 from syncverify.json_schema import versioned
 from syncverify.cli.app import app, out
-from syncverify.protocols.registry import builtin_protocols, zoo_protocols
+from syncverify.protocols.registry import builtin_protocols, zoo_litmus, zoo_protocols
 from syncverify.scenarios.build import DEFAULT_PUSH, ROLES, SCENARIOS, Stage
 
 
@@ -89,4 +89,8 @@ def _list_zoo(as_json: bool) -> int:
     out.print("sources:", markup=False)
     for p in protocols:
         out.print(f"  {p.name}: {p.zoo.source}", markup=False)
+    # Bugs the protocol language cannot state yet, kept as litmus tests (protocols/zoo/*.litmus).
+    out.print("litmus entries (syncverify litmus protocols/zoo/NAME.litmus):", markup=False)
+    for name, fields in zoo_litmus().items():
+        out.print(f"  {name}: {fields.get('model_shows', '')} ({fields.get('source', '')})", markup=False)
     return exitcodes.OK

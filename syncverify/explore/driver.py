@@ -200,7 +200,7 @@ def candidate_executions(
     for combo, outcome in iter_outcomes(program, combos, participants, by_order=prune):
         clock.tick("while combining thread paths")
         lengths, stuck, instances = list(outcome.lengths), outcome.stuck, outcome.instances
-        stopped = not_started(program, combo, stuck)
+        stopped = not_started(program, combo, stuck) | unissued_copies(program, combo, lengths)
         if stopped:
             lengths = [0 if t in stopped else n for t, n in enumerate(lengths)]
             stuck = {t: why for t, why in stuck.items() if t not in stopped}
@@ -215,6 +215,17 @@ def candidate_executions(
                 continue
             seen_cut.add(key)
         yield from _skeleton_candidates(program, combo, lengths, stuck, instances, stopped, locations, prune, clock)
+
+
+def unissued_copies(program: Program, combo: tuple[Path, ...], lengths: list[int]) -> frozenset[int]:
+    """The agent threads of bulk copies their issuing thread does not issue on its path (a copy
+    in a branch not taken, or after where the path stops): they never run."""
+    agents = program.agent_copies
+    if not agents:
+        return frozenset()
+    issued = {e.copies[0] for t, (path, n) in enumerate(zip(combo, lengths)) if t not in agents
+              for e in path.events[:n] if e.kind == "A" and e.sem == "issue"}
+    return frozenset(t for t, copy in agents.items() if copy not in issued)
 
 
 def below_ceilings(path: Path, tops: dict[tuple[str, str], int], phase: str) -> Path | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from syncverify.errors import UnsupportedConstruct
 from syncverify.model.int32 import wrap_int32
-from syncverify.program import Atomic, Barrier, Fence, Load, Operand, Store
+from syncverify.program import Atomic, Barrier, BulkCommit, BulkCopy, BulkWait, Fence, Load, MbarArrive, MbarWait, Operand, ProxyFence, Store
 
 
 def operand_value(op: Operand, regs: dict[str, int]) -> int:
@@ -109,4 +109,23 @@ def instruction_text(ins: object) -> str:
             pred = ("!" if ins.negate else "") + str(ins.predicate)
             return f"bar.red.{ins.op} {ins.dst}, {ins.barrier_id}{count}, {pred}"
         return f"bar.{ins.kind} {ins.barrier_id}{count}"
-    return type(ins).__name__
+    return _async_text(ins) or type(ins).__name__
+
+
+def _async_text(ins: object) -> str:
+    """The PTX text of an instruction of the async proxy; "" for any other."""
+    if isinstance(ins, BulkCopy):
+        via = f"mbarrier::complete_tx::bytes [{ins.dst}], [{ins.src}], [{ins.mbarrier}]" if ins.mbarrier else \
+            f"bulk_group [{ins.dst}], [{ins.src}]"
+        return f"cp.async.bulk.{ins.dst_space}.{ins.src_space}.{via} (copy {ins.copy})"
+    if isinstance(ins, BulkCommit):
+        return "cp.async.bulk.commit_group"
+    if isinstance(ins, BulkWait):
+        return f"cp.async.bulk.wait_group{'.read' if ins.read else ''} {ins.pending}"
+    if isinstance(ins, ProxyFence):
+        return "fence.proxy.async" + (f".{ins.space}" if ins.space else "")
+    if isinstance(ins, MbarArrive):
+        return f"mbarrier.arrive{'.expect_tx' if ins.expect_tx else ''} [{ins.mbarrier}]"
+    if isinstance(ins, MbarWait):
+        return f"mbarrier.try_wait {ins.dst or '_'}, [{ins.mbarrier}]"
+    return ""

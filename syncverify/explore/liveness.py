@@ -8,7 +8,10 @@ treat an increment inside a loop as unbounded.
 
 from __future__ import annotations
 
-from syncverify.program import Atomic, Barrier, Branch, Label, Load, Operand, RegOp, Store, Thread
+from syncverify.program import Atomic, Barrier, Branch, Label, Load, MbarWait, Operand, RegOp, Store, Thread
+from syncverify.program import loop_positions  # the one definition, re-exported: explore reads it from here
+
+__all__ = ["live_registers", "loop_positions", "reads_writes"]
 
 
 def reads_writes(ins: object) -> tuple[set[str], set[str]]:
@@ -26,6 +29,8 @@ def reads_writes(ins: object) -> tuple[set[str], set[str]]:
         return regs(*ins.operands), ({ins.dst} if ins.dst is not None else set())
     if isinstance(ins, Load):
         return set(), {ins.dst}
+    if isinstance(ins, MbarWait):
+        return set(), ({ins.dst} if ins.dst is not None else set())
     if isinstance(ins, Barrier):
         return regs(ins.barrier_id, *(o for o in (ins.count, ins.predicate) if o is not None)), (
             {ins.dst} if ins.dst is not None else set())
@@ -64,14 +69,3 @@ def live_registers(thread: Thread, observed: frozenset[str] | None) -> list[froz
                 live[pc] = new
                 changed = True
     return [frozenset(x) for x in live]
-
-
-def loop_positions(code: tuple) -> set[int]:
-    """The instructions inside some loop: between a backward branch's target and the branch
-    (every instruction a control-flow cycle passes lies within one such span)."""
-    labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
-    inside: set[int] = set()
-    for j, ins in enumerate(code):
-        if isinstance(ins, Branch) and labels[ins.target] <= j:
-            inside.update(range(labels[ins.target], j + 1))
-    return inside

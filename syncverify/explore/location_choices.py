@@ -155,8 +155,9 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
 
 def morally_strong_at(events: list[Event], ordered: frozenset) -> frozenset:
     """``morally-strong`` among the accesses of one location (both directions), with ``ordered``
-    as program order: :func:`syncverify.model.ptx.ms1` of each pair (``ms2`` holds for any two)."""
-    return frozenset(pair for i, a in enumerate(events) for b in events[i + 1:] if ptx.ms1(a, b, ordered)
+    as program order: :func:`syncverify.model.ptx.morally_strong_pair` of each pair (``ms2`` holds
+    for any two)."""
+    return frozenset(pair for i, a in enumerate(events) for b in events[i + 1:] if ptx.morally_strong_pair(a, b, ordered)
                      for pair in ((a.eid, b.eid), (b.eid, a.eid)))
 
 

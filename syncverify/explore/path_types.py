@@ -30,6 +30,12 @@ class LocalEvent:
     # A read of a merged path (syncverify.explore.value_classes): the values it may return (``value`` is
     # None); the write it reads from decides which.
     values: frozenset[int] | None = None
+    # The async proxy (syncverify.model.events.Event has the same three fields).
+    proxy: str = "generic"
+    space: str = ""
+    copies: tuple[int, ...] = ()
+    footprint: tuple[str, int, int] | None = None  # mixed-size accesses (syncverify.program, MIXED-SIZE)
+    byte: int = 0
 
 
 @dataclass(frozen=True)

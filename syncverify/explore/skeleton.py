@@ -123,7 +123,9 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
             eid = len(events)
             events.append(Event(eid, t, i, le.kind, le.loc, le.value, le.sem, le.scope, thread.gpu, thread.cta,
                                 le.barrier_id, le.label, le.line, le.ghost, thread.phase,
-                                count=le.count, red_op=le.red_op, predicate=le.predicate, values=le.values))
+                                count=le.count, red_op=le.red_op, predicate=le.predicate, values=le.values,
+                                proxy=le.proxy, space=le.space, copies=le.copies, footprint=le.footprint,
+                                byte=le.byte))
             local_to_global[(t, i)] = eid
             for j in le.deps:
                 if j < i:
@@ -187,7 +189,9 @@ def shape(skeleton: Skeleton) -> tuple:
     relations above read threads, kinds, locations, semantics, scopes, placement, ghostness and
     launch phases; program order follows the numbering, the host order the phases), and the
     host order itself."""
-    return (tuple((e.thread, e.kind, e.loc, e.sem, e.scope, e.gpu, e.cta, e.ghost, e.phase) for e in skeleton.events),
+    return (tuple((e.thread, e.kind, e.loc, e.sem, e.scope, e.gpu, e.cta, e.ghost, e.phase, e.proxy, e.space, e.copies,
+                   e.footprint, e.byte)
+                  for e in skeleton.events),
             skeleton.host_order)
 
 

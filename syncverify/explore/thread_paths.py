@@ -24,6 +24,7 @@ from syncverify.explore.path_types import LocalEvent, Path, PathState
 from syncverify.explore.value_classes import value_classes_at
 from syncverify.model.int32 import wrap_int32
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, RegOp, Store, Thread
+from syncverify.program import BulkCommit, BulkCopy, BulkWait, MbarArrive, MbarWait, ProxyFence  # the async proxy
 
 __all__ = ["LocalEvent", "Path", "PathState", "initial_registers", "live_registers", "thread_paths"]
 
@@ -104,7 +105,14 @@ def thread_paths(
             ins = code[pc]
             steps += 1
             text, line = instruction_text(ins), getattr(ins, "line", None)
-            if isinstance(ins, Label):
+            if isinstance(ins, (Label, BulkCommit)):  # a commit only groups copies: syncverify.program.lower_async
+                pc += 1
+            elif isinstance(ins, (BulkCopy, BulkWait, ProxyFence, MbarArrive, MbarWait)):
+                events = events + (_async_event(ins, ctrl, text, line),)
+                if isinstance(ins, MbarWait) and ins.dst is not None:
+                    regs = {**regs, ins.dst: 1}  # the try that returns True (syncverify.program.MbarWait)
+                    bound = _unbind(bound, ins.dst)
+                    taint = {**taint, ins.dst: frozenset()}
                 pc += 1
             elif isinstance(ins, RegOp):
                 a, b = value(ins.lhs, regs), value(ins.rhs, regs)
@@ -136,14 +144,14 @@ def thread_paths(
                 v = value(ins.value, regs)
                 events = events + (LocalEvent("W", ins.loc, v, ins.sem, ins.scope,
                                               deps=ctrl | taint_of(ins.value, taint), label=text, line=line,
-                                              ghost=ins.ghost),)
+                                              ghost=ins.ghost, **_proxy_fields(ins)),)
                 if not ins.ghost:
                     seen = {}
                 pc += 1
             elif isinstance(ins, Load) and ins.ghost:
                 # Tile data: no value choice (syncverify.program, GHOST); the register holds no value.
                 events = events + (LocalEvent("R", ins.loc, None, ins.sem, ins.scope, deps=ctrl, label=text,
-                                              line=line, ghost=True),)
+                                              line=line, ghost=True, **_proxy_fields(ins)),)
                 regs = {**regs, ins.dst: 0}
                 bound = _unbind(bound, ins.dst)
                 pc += 1
@@ -164,6 +172,29 @@ def thread_paths(
             else:  # pragma: no cover - program.py admits no other instruction
                 raise UnsupportedConstruct(f"the explorer cannot run {type(ins).__name__}")
     return paths
+
+
+def _proxy_fields(ins: Load | Store) -> dict:
+    """A load's or store's proxy, state space, bulk copy and footprint, as its event carries them."""
+    return {"proxy": ins.proxy, "space": ins.space, "copies": () if ins.copy is None else (ins.copy,),
+            "footprint": ins.footprint, "byte": ins.byte}
+
+
+_ASYNC_SEMS = {BulkCopy: "issue", ProxyFence: "proxy", MbarArrive: "mbar_arrive", MbarWait: "mbar_wait"}
+
+
+def _async_event(ins: BulkCopy | BulkWait | ProxyFence | MbarArrive | MbarWait, ctrl: frozenset[int],
+                 text: str, line: int | None) -> LocalEvent:
+    """The event of an instruction of the async proxy (syncverify.model.ptx, choice 11): a proxy
+    fence, a copy's issue point, a bulk-group wait, an mbarrier arrival or wait."""
+    if isinstance(ins, ProxyFence):
+        return LocalEvent("F", sem="proxy", space=ins.space, deps=ctrl, label=text, line=line)
+    if isinstance(ins, BulkWait):
+        return LocalEvent("A", sem="wait_group_read" if ins.read else "wait_group", copies=ins.copies,
+                          deps=ctrl, label=text, line=line)
+    copies = (ins.copy,) if isinstance(ins, BulkCopy) else getattr(ins, "copies", ())
+    where = getattr(ins, "mbarrier", None)
+    return LocalEvent("A", where, sem=_ASYNC_SEMS[type(ins)], copies=copies, deps=ctrl, label=text, line=line)
 
 
 def _unbind(bound: tuple[tuple[str, int], ...], reg: str | None) -> tuple[tuple[str, int], ...]:
@@ -215,7 +246,8 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
     """The state after ``ins`` (a load or an atomic) at ``state`` reads ``v``."""
     idx = len(state.events)
     if isinstance(ins, Load):
-        ev = LocalEvent("R", ins.loc, v, ins.sem, ins.scope, deps=state.ctrl, label=text, line=line)
+        ev = LocalEvent("R", ins.loc, v, ins.sem, ins.scope, deps=state.ctrl, label=text, line=line,
+                        **_proxy_fields(ins))
         return replace(state, pc=state.pc + 1, regs={**state.regs, ins.dst: v},
                        taint={**state.taint, ins.dst: frozenset({idx})}, events=state.events + (ev,))
     read_sem = "acquire" if ins.sem in ("acquire", "acq_rel") else "relaxed"

@@ -47,8 +47,8 @@ scalar store or atomic runs on thread 0, followed by ``bar.sync`` when its resul
 threads receiving it through shared memory between two barriers; ``atomic_add(p, 0)`` with a
 literal 0 and sem relaxed/acquire is a load; a volatile load is relaxed at sys scope;
 ``tl.debug_barrier()`` is ``bar.sync 0``; inline asm fences and barriers are read with the litmus
-parser (:mod:`~syncverify.frontend.asm`); tensor descriptors are generic accesses (listed as an
-assumption).
+parser (:mod:`~syncverify.frontend.asm`); tensor descriptors are TMA loads and stores through the
+async proxy, as Triton 3.6 compiles them for sm_90 (listed as assumptions; docs/async.md).
 
 **Verdicts** (:mod:`~syncverify.frontend.verdicts`): race, unwritten-read, stale-read, hang and
 out-of-bounds, each with the execution that shows it in the user's terms; every verdict states

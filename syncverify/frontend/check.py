@@ -35,7 +35,7 @@ from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
 from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
-from syncverify.program import Load, Program, Store, Thread, pdl_dependent, pdl_primary
+from syncverify.program import Load, Program, Store, Thread, lower_async, pdl_dependent, pdl_primary
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
 
@@ -462,7 +462,11 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     if pdl:
         assumptions.add("pdl: the primary's programs run griddepcontrol.launch_dependents first thing; a dependent "
                         "declared pdl_wait runs griddepcontrol.wait first thing (sv.launch(pdl=True))")
-    program = Program("harness", tuple(threads_out), init=init, host_order=tuple(pairs),
+    threads_all = lower_async(tuple(threads_out))  # tensor descriptors: one agent thread per TMA copy
+    for agent in threads_all[len(threads_out):]:
+        issuer = infos[next(i for i, t in enumerate(threads_out) if agent.name.startswith(t.name + "."))]
+        infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: its TMA copy (async proxy)", issuer.call, issuer.rank))
+    program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
                       observed_registers=frozenset(), pdl=pdl)
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
         assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "

@@ -27,6 +27,7 @@ from syncverify.errors import UnsupportedConstruct
 from syncverify.frontend.programs import equal_futures
 from syncverify.frontend.runner import Item, Loc
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
+from syncverify.program import GLOBAL, SHARED_CTA, BulkCommit, BulkCopy, BulkWait, MbarWait  # tensor descriptors
 
 
 @dataclass
@@ -245,10 +246,40 @@ class ThreadEmitter:
         loc = str(item.locs[0])
         line, text = item.site.line, _label(item)
         if item.op == "ld":
+            if item.descriptor:
+                raise UnsupportedConstruct(f"{item.site}: a tensor-descriptor load of a synchronization location is "
+                                           "not modeled by the kernel front end")
             self.code.append(Load(reg, loc, item.sem, item.scope if item.sem != "weak" else None, line=line, label=text))
         else:
             self.code.append(Atomic(item.fence_kind, reg, loc, item.operands, item.sem, item.scope, line=line,
                                     label=text, unsigned=item.unsigned))
+
+    def _descriptor_load(self, item: Item) -> None:
+        """A tensor-descriptor load as Triton 3.6 compiles it for sm_90 (docs/async.md, "The kernel
+        front end"): a TMA load of the tile (``cp.async.bulk.tensor.shared::cluster.global.mbarrier``,
+        one async-proxy read per ghost location, by an agent thread; the only proxy fence before it
+        covers shared memory), then ``mbarrier.try_wait``, which completes it."""
+        line, text = item.site.line, _label(item)
+        barrier = f"tma-load {item.site} #{len(self.code)}"  # one mbarrier phase per load
+        for name in self.namer.ghost_locs(item.locs):
+            self.code.append(BulkCopy("", name, SHARED_CTA, GLOBAL, "mbarrier", barrier, line=line,
+                                      label=text + "  [TMA load]", ghost=True))
+        self.code.append(MbarWait(None, barrier, line=line, label=text + "  [mbarrier.try_wait]"))
+
+    def _descriptor_store(self, item: Item) -> None:
+        """A tensor-descriptor store as Triton 3.6 compiles it for sm_90 (docs/async.md, "The kernel
+        front end"): a TMA store of the tile (``cp.async.bulk.tensor.global.shared::cta.bulk_group``,
+        one async-proxy write per ghost location, by an agent thread), ``commit_group``, then
+        ``cp.async.bulk.wait_group.read 0``, which waits for the source reads only."""
+        line, text = item.site.line, _label(item)
+        if any(loc not in self.namer.ghost for loc in item.locs):
+            raise UnsupportedConstruct(f"{item.site}: a tensor-descriptor store to a synchronization location "
+                                       "is not modeled by the kernel front end")
+        for name in self.namer.ghost_locs(item.locs):
+            self.code.append(BulkCopy(name, "", GLOBAL, SHARED_CTA, "bulk_group", line=line, label=text + "  [TMA store]",
+                                      value=self.call + 1, ghost=True))
+        self.code.append(BulkCommit(line=line, label=text + "  [cp.async.bulk.commit_group]"))
+        self.code.append(BulkWait(0, read=True, line=line, label=text + "  [cp.async.bulk.wait_group.read 0]"))
 
     def _broadcast(self, item: Item, reg: str) -> None:
         """Thread 0 after a used scalar read: ``bar.sync``; the value to the others when they need it."""
@@ -262,9 +293,13 @@ class ThreadEmitter:
 
     def _item(self, item: Item) -> None:
         line, text = item.site.line, _label(item)
-        if item.kind == "ld":
+        if item.kind == "ld" and item.descriptor:
+            self._descriptor_load(item)
+        elif item.kind == "ld":
             for name in self.namer.ghost_locs(item.locs):
                 self.code.append(Load("g", name, line=line, label=text, ghost=True))
+        elif item.kind == "st" and item.descriptor:
+            self._descriptor_store(item)
         elif item.kind == "st":
             ghost = set(self.namer.ghost_locs(item.locs))
             for name in ghost:

@@ -6,7 +6,7 @@ Triton 3.6's interpreter primitives (the same ones ``syncverify.kernels.trace`` 
 * ``InterpreterBuilder.create_masked_load/store`` (every ``tl.load``/``tl.store``, block pointers
   and tensor descriptors included), ``create_atomic_rmw/cas``, ``create_barrier``
   (``tl.debug_barrier``), ``create_inline_asm`` (read with the litmus parser,
-  :mod:`syncverify.frontend.asm`), ``create_descriptor_load/store`` (noted as generic accesses);
+  :mod:`syncverify.frontend.asm`), ``create_descriptor_load/store`` (TMA loads and stores through the async proxy, docs/async.md);
 * every other builder method and the interpreter's reductions propagate a *taint* (which reads a
   value came from) on the handles they make, and the places where a value leaves data flow are
   *sinks*: a tensor turned into a Python ``bool``/``int`` (a branch, a loop bound, an assert), a
@@ -411,8 +411,16 @@ def _addressing(fn):
     return run
 
 
+#: What the check assumes of tensor descriptors: how Triton 3.6 compiles them for sm_90 (docs/async.md).
+DESCRIPTOR_LOAD = ("tensor-descriptor loads are TMA loads: async-proxy reads of global memory completed by "
+                   "mbarrier.try_wait, with no fence.proxy.async.global before them (Triton 3.6, sm_90)")
+DESCRIPTOR_STORE = ("tensor-descriptor stores are TMA stores: async-proxy writes waited for with "
+                    "cp.async.bulk.wait_group.read 0 only (Triton 3.6, sm_90)")
+
+
 def _descriptor(fn):
-    """A tensor-descriptor access: generic (assumption listed); its indices are an address."""
+    """A tensor-descriptor access: a TMA load or store (syncverify.frontend.lift; assumption listed);
+    its indices are an address."""
     def run(self, *args, **kwargs):
         current = _current()
         current.sink(taint_of(args[1:]) | taint_of(tuple(kwargs.values())))
@@ -629,7 +637,7 @@ class ProgramRun:
             is_volatile = True  # a strong load: a synchronization location, never ghost
         descriptor = self.in_descriptor > 0
         if descriptor:
-            self.result.assumptions.add("tensor descriptors are treated as generic accesses (async proxy not modeled)")
+            self.result.assumptions.add(DESCRIPTOR_LOAD)
         taint: set = set()
         plain: list[Loc] = []
         first = True
@@ -693,7 +701,7 @@ class ProgramRun:
         sem, scope = strong if strong is not None else ("weak", None)
         descriptor = self.in_descriptor > 0
         if descriptor:
-            self.result.assumptions.add("tensor descriptors are treated as generic accesses (async proxy not modeled)")
+            self.result.assumptions.add(DESCRIPTOR_STORE)
         value_taint = taint_of(value)
         self.used |= value_taint
         locs, vals = [], []

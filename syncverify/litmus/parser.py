@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, NoReturn
 
@@ -63,13 +63,19 @@ from syncverify.errors import LitmusSyntaxError, SyncVerifyError, UnsupportedCon
 from syncverify.inputs import read_input_file
 from syncverify.program import (
     ATOMIC_OPS,
+    GLOBAL,
     ISA_ATOMIC_OPS,
     RED_OPS,
     SCOPES,
+    SHARED_CLUSTER,
+    SHARED_CTA,
     And,
     Atomic,
     Barrier,
     Branch,
+    BulkCommit,
+    BulkCopy,
+    BulkWait,
     Compare,
     Condition,
     Fence,
@@ -77,17 +83,22 @@ from syncverify.program import (
     Label,
     Load,
     LocRef,
+    MbarArrive,
+    MbarWait,
     Not,
     Operand,
     Or,
     Program,
     Prop,
+    ProxyFence,
     RegOp,
     RegRef,
     Store,
     Term,
     Thread,
     TrueProp,
+    byte_location,
+    lower_async,
 )
 
 __all__ = ["parse_litmus", "parse_litmus_file"]
@@ -102,6 +113,7 @@ _NAME_RE = re.compile(rf"{_NAME}\Z")
 _REG_RE = re.compile(rf"{_REG}\Z")
 _INT_RE = re.compile(rf"{_INT}\Z")
 _LOC_RE = re.compile(rf"\[\s*({_NAME})\s*\]\Z|({_NAME})\Z")
+_OFFSET_RE = re.compile(rf"\[\s*({_NAME})\s*\+\s*([0-9]+)\s*\]\Z")  # [x+2]: byte 2 of x
 _TYPE_RE = re.compile(r"[usbf](?:8|16|32|64)\Z")
 _LABEL_RE = re.compile(rf"({_NAME})\s*:(.*)\Z", re.S)
 _PLACEMENT_RE = re.compile(r"P([0-9]+)\s*(?:@(.*))?\Z", re.S)
@@ -118,7 +130,7 @@ _MAX_NESTING = 100  # parentheses and ~ in a condition: deeper input is refused,
 _UNSUPPORTED = frozenset(
     """
     tld suld sust suatom sured cold
-    wgmma mma wmma cp mbarrier ldmatrix stmatrix ldu tex tld4 txq suld sust sured suq prefetch
+    wgmma mma wmma ldmatrix stmatrix ldu tex tld4 txq suld sust sured suq prefetch
     prefetchu nanosleep bra call ret exit trap brkpt vote shfl match activemask redux elect
     griddepcontrol setmaxnreg multimem tensormap cvta isspacep discard applypriority createpolicy
     mad rem xor not shl shr setp selp cvt abs neg getctarank clusterlaunchcontrol
@@ -135,12 +147,18 @@ _HINTS = {
     "bar.red": "write bar{.cta}.red.popc.u32 D, ID{, COUNT}, {!}P or bar{.cta}.red.{and,or}.pred D, ID{, COUNT}, {!}P",
     "fence": "write fence.sc.SCOPE or fence.acq_rel.SCOPE",
     "membar": "write membar.cta, membar.gl or membar.sys",
+    "fence.proxy": "of the proxy fences only fence.proxy.async{.global,.shared::cta,.shared::cluster} is modelled",
+    "cp": "write cp.async.bulk{.tensor.Nd}.global.shared::cta{.tile}.bulk_group, "
+          "cp.async.bulk{.tensor.Nd}.shared::cta.global{.tile}.mbarrier::complete_tx::bytes, "
+          "cp.async.bulk.commit_group or cp.async.bulk.wait_group{.read} N",
+    "mbarrier": "write mbarrier.arrive{.expect_tx}{.release.cta}.shared::cta.b64 _, [BAR]{, TX} or "
+                "mbarrier.try_wait{.parity}{.acquire.cta}.shared::cta.b64 P, [BAR], PHASE",
     "bar": "write bar{.cta}.sync ID{, COUNT}, bar{.cta}.arrive ID, COUNT or bar{.cta}.red.OP D, ID{, COUNT}, {!}P",
     "barrier": "write barrier{.cta}.sync ID{, COUNT}, barrier{.cta}.arrive ID, COUNT or barrier{.cta}.red.OP ...",
 }
 
 _KNOWN = (
-    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier",
+    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier", "cp.async.bulk", "mbarrier",
     "add", "sub", "mul", "div", "mov", "beq", "bne", "bge", "blt", "bgt", "ble", "goto",
 )  # fmt: skip
 
@@ -155,6 +173,14 @@ class _Source:
     path: str
     lines: list[str]
     warnings: dict[str, str] = field(default_factory=dict)  # ISA rule -> its one warning
+    # A location's state space, where an instruction names one: location -> (space, line).
+    spaces: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def space(self, loc: str, space: str, line: int) -> None:
+        """Record that the instruction at ``line`` puts ``loc`` in ``space``; a second, other space is refused."""
+        known = self.spaces.setdefault(loc, (space, line))
+        if known[0] != space:
+            self.fail(f"location {loc} is .{space} here but .{known[0]} on line {known[1]}", line)
 
     def fail(self, message: str, line: int | None) -> NoReturn:
         raise LitmusSyntaxError(message, path=self.path, line=line)
@@ -443,6 +469,13 @@ class _Ins:
             self.fail(f"operand {position + 1} of {self.mnemonic} must be a location, got {_show(self.operands[position])}")
         return match.group(1) or match.group(2)
 
+    def address(self, position: int) -> tuple[str, int]:
+        """A location operand with an optional byte offset: ``[x]``, ``x`` or ``[x+2]``."""
+        match = _OFFSET_RE.match(self.operands[position])
+        if match:
+            return match.group(1), int(match.group(2))
+        return self.location(position), 0
+
     def integer(self, position: int, what: str) -> int:
         text = self.operands[position]
         if not _INT_RE.match(text):
@@ -489,7 +522,8 @@ def _instruction(src: _Source, cell: str, thread: str, line: int) -> Instruction
 
 def _sorted_quals(ins: _Ins, quals: list[str], kinds: dict[str, tuple[str, ...]]) -> tuple[dict[str, str], list[str]]:
     """Sort qualifiers into ``kinds`` (e.g. semantics -> the allowed ones; at most one each);
-    ``.global`` and type suffixes are ignored, ``.cluster`` and non-global state spaces refused.
+    a state space is found where ``kinds`` has ``"space"`` (else ``.global`` is ignored and other
+    spaces refused), type suffixes are ignored, ``.cluster`` is refused.
     Returns what was found per kind and the qualifiers left for the caller to judge."""
     found: dict[str, str] = {}
     left: list[str] = []
@@ -499,21 +533,32 @@ def _sorted_quals(ins: _Ins, quals: list[str], kinds: dict[str, tuple[str, ...]]
             if kind in found:
                 ins.fail(f"{ins.mnemonic!r} has two {kind} (.{found[kind]} and .{q})")
             found[kind] = q
+        elif q in _SPACE_QUALS and "space" in kinds:
+            if "space" in found:
+                ins.fail(f"{ins.mnemonic!r} has two state spaces (.{found['space']} and .{q})")
+            found["space"] = _SPACE_QUALS[q]
         elif q == "global" or _TYPE_RE.match(q):
             continue
         elif q == "cluster":
             ins.fail(f"scope .cluster is not supported in {ins.mnemonic!r}", "use .cta, .gpu or .sys")
         elif q in ("shared", "local", "const", "param", "mmio") or q.startswith("shared::"):
-            ins.fail(f"unsupported instruction {ins.mnemonic!r}", "only .global memory is modelled")
+            ins.fail(f"unsupported instruction {ins.mnemonic!r}", "only .global and .shared memory are modelled")
         else:
             left.append(q)
     return found, left
 
 
+#: State-space qualifiers of ``ld``/``st`` and bulk copies, and the space each names.
+_SPACE_QUALS = {"global": GLOBAL, "shared": SHARED_CTA, "shared::cta": SHARED_CTA, "shared::cluster": SHARED_CLUSTER}
+
+
 def _memory_quals(ins: _Ins, quals: list[str], sems: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """The semantics and scope of an ``ld``/``st``; ``.global`` and type suffixes are ignored."""
+    """The semantics and scope of an ``ld``/``st``; type suffixes are ignored, a state space is
+    recorded for its location (:meth:`_Source.space`)."""
     base = ins.mnemonic.split(".")[0]
-    found, left = _sorted_quals(ins, quals, {"semantics": sems, "scopes": SCOPES})
+    found, left = _sorted_quals(ins, quals, {"semantics": sems, "scopes": SCOPES, "space": ()})
+    if "space" in found:
+        ins.src.space(ins.address(1 if base == "ld" else 0)[0], found["space"], ins.line)
     if left:
         ins.unknown(_HINTS[base])
     sem, scope = found.get("semantics"), found.get("scopes")
@@ -542,7 +587,8 @@ def _read_ld(ins: _Ins, quals: list[str]) -> Instruction:
         return RegOp("mov", ins.register(0), ins.value(1), line=ins.line)
     sem, scope = _memory_quals(ins, quals, ("weak", "relaxed", "acquire", "volatile"))
     ins.arity(2)
-    return Load(ins.register(0), ins.location(1), sem=sem, scope=scope, line=ins.line)
+    loc, offset = ins.address(1)
+    return Load(ins.register(0), loc, sem=sem, scope=scope, line=ins.line, footprint=(loc, offset, _size(quals)))
 
 
 # Dartagnan's registers are r0, r1, ...; a constant or such a register after a bare ``ld`` is a value.
@@ -555,7 +601,14 @@ def _read_st(ins: _Ins, quals: list[str]) -> Instruction:
             ins.fail(f"st cannot be .{q}", _HINTS["st"])
     sem, scope = _memory_quals(ins, quals, ("weak", "relaxed", "release", "volatile"))
     ins.arity(2)
-    return Store(ins.location(0), ins.value(1), sem=sem, scope=scope, line=ins.line)
+    loc, offset = ins.address(0)
+    return Store(loc, ins.value(1), sem=sem, scope=scope, line=ins.line, footprint=(loc, offset, _size(quals)))
+
+
+def _size(quals: list[str]) -> int:
+    """An access's size in bytes from its type suffix (``.u8`` 1, ``.b16`` 2, ...); 4 without one."""
+    bits = next((int(q[1:]) for q in quals if _TYPE_RE.match(q)), 32)
+    return bits // 8
 
 
 def _atomic_quals(ins: _Ins, quals: list[str]) -> tuple[str, str, str, bool]:
@@ -602,8 +655,10 @@ def _read_red(ins: _Ins, quals: list[str]) -> Instruction:
 
 
 def _read_fence(ins: _Ins, quals: list[str]) -> Instruction:
+    if quals[:2] == ["proxy", "async"]:
+        return _read_proxy_fence(ins, quals[2:])
     if quals and quals[0] in ("proxy", "mbarrier_init", "op_restrict", "sync_restrict"):
-        ins.fail(f"unsupported instruction {ins.mnemonic!r}", "proxy fences are not modelled")
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["fence.proxy"])
     if quals and quals[0] in ("acquire", "release"):
         ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["fence"])
     if len(quals) == 1 and quals[0] in SCOPES:
@@ -622,8 +677,10 @@ def _read_fence(ins: _Ins, quals: list[str]) -> Instruction:
 
 def _read_membar(ins: _Ins, quals: list[str]) -> Instruction:
     scopes = {"cta": "cta", "gl": "gpu", "sys": "sys"}
+    if quals[:2] == ["proxy", "async"]:
+        return _read_proxy_fence(ins, quals[2:])
     if quals[:1] == ["proxy"]:
-        ins.fail(f"unsupported instruction {ins.mnemonic!r}", "proxy fences are not modelled")
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["fence.proxy"])
     if len(quals) != 1 or quals[0] not in scopes:
         ins.unknown(_HINTS["membar"])
     ins.arity(0)
@@ -705,7 +762,189 @@ def _read_branch(ins: _Ins, quals: list[str]) -> Instruction:
     return Branch(ins.label(2), base[1:], ins.value(0), ins.value(1), line=ins.line)
 
 
+# ----- the async proxy: bulk copies, their completion, proxy fences (syncverify.model.ptx, choice 11) -----
+
+
+def _read_proxy_fence(ins: _Ins, quals: list[str]) -> Instruction:
+    """``fence.proxy.async{.global,.shared::cta,.shared::cluster}`` (``.shared`` is ``.shared::cta``)."""
+    ins.arity(0)
+    if not quals:
+        return ProxyFence("", line=ins.line)
+    if len(quals) != 1 or quals[0] not in _SPACE_QUALS:
+        ins.unknown(_HINTS["fence.proxy"])
+    return ProxyFence(_SPACE_QUALS[quals[0]], line=ins.line)
+
+
+def _bracketed(ins: _Ins) -> list[str]:
+    """The operands with a tensor operand ``[map, {c0, c1}]`` (split on its commas) joined again."""
+    out: list[str] = []
+    for op in ins.operands:
+        if out and out[-1].count("[") > out[-1].count("]"):
+            out[-1] += ", " + op
+        else:
+            out.append(op)
+    return out
+
+
+_TENSOR_RE = re.compile(rf"\[\s*({_NAME})\s*,\s*\{{[^}}]*\}}\s*\]\Z")
+
+
+def _copy_location(ins: _Ins, text: str, tensor: bool) -> str:
+    """A copy's location operand: ``[x]``, or (a tensor copy's global side) ``[x, {coordinates}]``,
+    whose tensor map is read as naming the location ``x``."""
+    match = _TENSOR_RE.match(text) if tensor else None
+    if match:
+        return match.group(1)
+    plain = _LOC_RE.match(text)
+    if not plain:
+        ins.fail(f"operand of {ins.mnemonic} must be a location{' or [map, {coordinates}]' if tensor else ''}, "
+                 f"got {_show(text)}")
+    return plain.group(1) or plain.group(2)
+
+
+def _read_cp(ins: _Ins, quals: list[str]) -> Instruction:
+    """``cp.async.bulk`` copies (one location each, tensor or not), ``commit_group``, ``wait_group{.read}``."""
+    if quals[:2] != ["async", "bulk"]:
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["cp"])
+    rest = quals[2:]
+    if rest == ["commit_group"]:
+        ins.arity(0)
+        return BulkCommit(line=ins.line)
+    if rest in (["wait_group"], ["wait_group", "read"]):
+        ins.arity(1)
+        return BulkWait(ins.integer(0, "N"), read=len(rest) == 2, line=ins.line)
+    tensor = rest[:1] == ["tensor"]
+    if tensor:
+        if len(rest) < 2 or not re.fullmatch(r"[1-5]d", rest[1]):
+            ins.unknown(_HINTS["cp"])
+        rest = [q for q in rest[2:] if q != "tile"]
+    if len(rest) != 3 or rest[0] not in _SPACE_QUALS or rest[1] not in _SPACE_QUALS:
+        ins.unknown(_HINTS["cp"])
+    dst_space, src_space, completion = _SPACE_QUALS[rest[0]], _SPACE_QUALS[rest[1]], rest[2]
+    ops = _bracketed(ins)
+    if completion == "bulk_group" and (dst_space, src_space) == (GLOBAL, SHARED_CTA):
+        if len(ops) != (2 if tensor else 3):
+            ins.fail(f"{ins.mnemonic} takes {'[map, {coordinates}], [src]' if tensor else '[dst], [src], size'}")
+        dst, src, mbarrier = _copy_location(ins, ops[0], tensor), _copy_location(ins, ops[1], False), None
+    elif completion == "mbarrier::complete_tx::bytes" and dst_space in (SHARED_CTA, SHARED_CLUSTER) \
+            and src_space in (GLOBAL, SHARED_CTA) and dst_space != src_space:
+        if len(ops) != (3 if tensor else 4):
+            ins.fail(f"{ins.mnemonic} takes [dst], {'[map, {coordinates}]' if tensor else '[src], size'}, [mbar]")
+        dst, src = _copy_location(ins, ops[0], False), _copy_location(ins, ops[1], tensor and src_space == GLOBAL)
+        mbarrier = _copy_location(ins, ops[-1], False)
+    else:
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["cp"])
+    ins.src.space(dst, dst_space, ins.line)
+    ins.src.space(src, src_space, ins.line)
+    return BulkCopy(dst, src, dst_space, src_space, "bulk_group" if mbarrier is None else "mbarrier", mbarrier,
+                    line=ins.line)
+
+
+def _read_mbarrier(ins: _Ins, quals: list[str]) -> Instruction:
+    """``mbarrier.arrive{.expect_tx}`` and ``mbarrier.try_wait{.parity}`` with their default
+    ``.release``/``.acquire`` at ``.cta`` scope; other forms are refused (choice 11 says why)."""
+    rest = [q for q in quals if q not in ("shared", "shared::cta", "b64", "release", "acquire", "cta")]
+    if any(q in ("relaxed", "cluster") for q in rest):
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}",
+                 ".relaxed and .cluster mbarrier operations are not modelled; " + _HINTS["mbarrier"])
+    if rest in (["arrive"], ["arrive", "expect_tx"]):
+        if "acquire" in quals:
+            ins.unknown(_HINTS["mbarrier"])
+        ins.arity(2, 3)
+        if ins.operands[0] != "_":
+            ins.register(0)
+        return MbarArrive(ins.location(1), expect_tx=len(rest) == 2, line=ins.line)
+    if rest in (["try_wait"], ["try_wait", "parity"]):
+        if "release" in quals:
+            ins.unknown(_HINTS["mbarrier"])
+        ins.arity(2, 3)
+        return MbarWait(ins.register(0), ins.location(1), line=ins.line)
+    if rest[:1] in (["expect_tx"], ["complete_tx"], ["init"], ["test_wait"], ["inval"], ["pending_count"]):
+        ins.fail(f"unsupported instruction {ins.mnemonic!r}",
+                 "transaction counts, initialisation and test_wait are not modelled; " + _HINTS["mbarrier"])
+    ins.unknown(_HINTS["mbarrier"])
+
+
+def _split_bytes(src: _Source, code: list[list[Instruction]], memory: dict[str, int],
+                 condition_locations: set[str]) -> list[list[Instruction]]:
+    """Mixed-size accesses (syncverify.program, MIXED-SIZE; syncverify.model.ptx, choice 12): a
+    location that some load or store reads at a byte offset (``[x+1]``) or with fewer than 4
+    bytes (``.u8``, ``.b16``) becomes one location per byte, its initial value split little-endian,
+    and each access one load or store per byte (a load's bytes combined into its register). Other
+    locations keep whole-location accesses (their type suffixes ignored, as before)."""
+    accesses = [(ins, line) for instructions in code for ins in instructions
+                for line in [getattr(ins, "line", None)] if isinstance(ins, (Load, Store))]
+    split = {ins.loc for ins, _ in accesses if ins.footprint is not None and ins.footprint[1:] != (0, 4)}
+    width = {loc: max(ins.footprint[1] + ins.footprint[2] for ins, _ in accesses if ins.loc == loc) for loc in split}
+    for instructions in code:
+        for ins in instructions:
+            named = {getattr(ins, name, None) for name in ("loc", "dst", "src")} & split
+            if named and not isinstance(ins, (Load, Store)):
+                src.fail(f"location {sorted(named)[0]} is accessed with mixed sizes; only ld and st of it "
+                         f"are modelled (not {type(ins).__name__})", getattr(ins, "line", None))
+    for loc in sorted(split & condition_locations):
+        src.fail(f"the final condition names {loc}, which is accessed with mixed sizes: load it into a "
+                 f"register and name the register", None)
+    for loc in sorted(split):
+        value = memory.pop(loc, 0) & 0xFFFFFFFF
+        if width[loc] > 4 or value >> (8 * width[loc]):
+            src.fail(f"location {loc} is {width[loc]} bytes wide with mixed-size accesses; at most 4 bytes "
+                     f"(32-bit values) and an initial value that fits are modelled", None)
+        for k in range(width[loc]):
+            memory[byte_location(loc, k)] = (value >> (8 * k)) & 0xFF
+    out = []
+    for instructions in code:
+        expanded: list[Instruction] = []
+        for ins in instructions:
+            if isinstance(ins, (Load, Store)) and ins.loc in split:
+                expanded.extend(_bytes_of(src, ins))
+            elif isinstance(ins, (Load, Store)):
+                expanded.append(replace(ins, footprint=None))
+            else:
+                expanded.append(ins)
+        out.append(expanded)
+    return out
+
+
+def _bytes_of(src: _Source, ins: Load | Store) -> list[Instruction]:
+    """One access of a byte-addressed location as one load or store per byte (little-endian)."""
+    loc, offset, size = ins.footprint  # type: ignore[misc]
+    if size > 4:
+        src.fail(f"a {size}-byte access of {loc}: at most 4 bytes are modelled", ins.line)
+    cells = [dict(loc=byte_location(loc, offset + k), footprint=ins.footprint, byte=k) for k in range(size)]
+    if isinstance(ins, Store):
+        if not isinstance(ins.value, int):
+            src.fail(f"a store of a register to {loc}, which is accessed with mixed sizes, is not modelled: "
+                     f"store a constant", ins.line)
+        value = ins.value & 0xFFFFFFFF
+        if value >> (8 * size):
+            src.fail(f"{ins.value} does not fit the {size}-byte store to {loc}", ins.line)
+        return [replace(ins, value=(value >> (8 * k)) & 0xFF, **cell) for k, cell in enumerate(cells)]
+    if size == 1:
+        return [replace(ins, **cells[0])]
+    parts = [f"{ins.dst}%b{k}" for k in range(size)]  # '%' keeps them apart from any test register
+    out: list[Instruction] = [replace(ins, dst=part, **cell) for part, cell in zip(parts, cells)]
+    out.append(RegOp("mov", ins.dst, parts[0], line=ins.line))
+    for k in range(1, size):
+        out.append(RegOp("mul", parts[k], parts[k], 1 << (8 * k), line=ins.line))
+        out.append(RegOp("add", ins.dst, ins.dst, parts[k], line=ins.line))
+    return out
+
+
+def _place_in_spaces(src: _Source, code: list[list[Instruction]]) -> list[list[Instruction]]:
+    """Every load and store of a location in the state space an instruction names for it
+    (:meth:`_Source.space`; ``.global`` where none does)."""
+    def placed(ins: Instruction) -> Instruction:
+        if isinstance(ins, (Load, Store)):
+            where = ins.footprint[0] if ins.footprint is not None else ins.loc  # a byte's whole location
+            return replace(ins, space=src.spaces.get(where, (GLOBAL, 0))[0])
+        return ins
+    return [[placed(ins) for ins in instructions] for instructions in code]
+
+
 _READERS: dict[str, Callable[[_Ins, list[str]], Instruction]] = {
+    "cp": _read_cp,
+    "mbarrier": _read_mbarrier,
     "ld": _read_ld,
     "st": _read_st,
     "atom": _read_atom,
@@ -979,11 +1218,16 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
         src.note("no-condition", "the test has no final condition (exists, ~exists or forall): read as "
                  "'exists (true)', which every execution satisfies", len(src.lines))
     _warn_single_use(src, code, init_locations, parser.locations if tokens else ())
+    code = _place_in_spaces(src, _split_bytes(src, code, memory, set(parser.locations) if tokens else set()))
     threads = tuple(
         Thread(thread, gpu, cta, tuple(instructions))
         for (thread, cta, gpu), instructions in zip(placements, code)
     )
     _warn_partial_barriers(src, threads)
+    try:
+        threads = lower_async(threads)
+    except UnsupportedConstruct as error:
+        src.fail(str(error), getattr(error, "line", None))
     return Program(
         name=name,
         threads=threads,
@@ -996,6 +1240,12 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
     )
 
 
+def _name_is_location(ins: Instruction, name: str) -> bool:
+    """Whether ``name`` (a ``loc``, ``dst``, ``src`` or ``mbarrier`` field of ``ins``) names memory or
+    an mbarrier, not a register (``dst`` of a load or an atomic is a register)."""
+    return not (name == getattr(ins, "dst", None) and not isinstance(ins, BulkCopy))
+
+
 def _warn_single_use(src: _Source, code: list, init_locations: list[str], condition_locations) -> None:
     """A location named once in the whole test (init block, instructions, condition) is most likely
     a typo: read as a fresh location at 0, it can flip the answer. One warning per such location."""
@@ -1004,9 +1254,9 @@ def _warn_single_use(src: _Source, code: list, init_locations: list[str], condit
         uses.setdefault(loc, []).append(None)
     for instructions in code:
         for ins in instructions:
-            loc = getattr(ins, "loc", None)
-            if isinstance(loc, str):
-                uses.setdefault(loc, []).append(getattr(ins, "line", None))
+            for loc in (getattr(ins, name, None) for name in ("loc", "dst", "src", "mbarrier")):
+                if isinstance(loc, str) and _name_is_location(ins, loc):
+                    uses.setdefault(loc, []).append(getattr(ins, "line", None))
     for loc in condition_locations:
         uses.setdefault(loc, []).append(None)
     for loc, lines in sorted(uses.items()):

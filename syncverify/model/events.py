@@ -17,15 +17,24 @@ INIT_THREAD = -1
 # ----- tags: an event's kind and semantics (the event sets ``ptx-v6.0.cat`` is written over) ------
 # Named once here and refused at construction when they do not pair up, so that a typo in a tag
 # is an error where the event is made, not a predicate of syncverify.model.ptx that is silently False.
-READ, WRITE, FENCE, BARRIER = "R", "W", "F", "B"
+READ, WRITE, FENCE, BARRIER, ASYNC = "R", "W", "F", "B", "A"
 WEAK, RELAXED, ACQUIRE, RELEASE, ACQ_REL, SC = "weak", "relaxed", "acquire", "release", "acq_rel", "sc"
 SYNC, ARRIVE, RED = "sync", "arrive", "red"
-#: The semantics an event of each kind may carry (PTX ISA: ``ld``, ``st``, ``atom``, ``fence``, ``bar``).
+#: ``fence.proxy.async``: a bi-directional proxy fence (syncverify.model.ptx, choice 11).
+PROXY = "proxy"
+#: The issuing thread's side of an asynchronous bulk copy (syncverify.model.ptx, choice 11): the
+#: issue point, a bulk-group wait (the full form and ``.read``), an mbarrier arrival and wait.
+ISSUE, WAIT_GROUP, WAIT_GROUP_READ, MBAR_ARRIVE, MBAR_WAIT = "issue", "wait_group", "wait_group_read", "mbar_arrive", "mbar_wait"
+#: The memory proxies (PTX ISA, "Proxies"): generic accesses, and the async proxy of ``cp.async.bulk``.
+GENERIC, ASYNC_PROXY = "generic", "async"
+#: The semantics an event of each kind may carry (PTX ISA: ``ld``, ``st``, ``atom``, ``fence``, ``bar``,
+#: ``cp.async.bulk`` and its completion mechanisms).
 SEMANTICS: dict[str, frozenset[str]] = {
     READ: frozenset({WEAK, RELAXED, ACQUIRE}),
     WRITE: frozenset({WEAK, RELAXED, RELEASE}),
-    FENCE: frozenset({ACQ_REL, SC}),
+    FENCE: frozenset({ACQ_REL, SC, PROXY}),
     BARRIER: frozenset({SYNC, ARRIVE, RED}),
+    ASYNC: frozenset({ISSUE, WAIT_GROUP, WAIT_GROUP_READ, MBAR_ARRIVE, MBAR_WAIT}),
 }
 
 
@@ -62,11 +71,24 @@ class Event:
     # A read of a merged path (syncverify.explore.value_classes), in a skeleton only: the values it may
     # return. Executions carry the value of the write it reads from instead.
     values: frozenset[int] | None = None
+    # The async proxy (syncverify.model.ptx, choice 11). ``proxy``: the proxy a memory access goes
+    # through. ``space``: a memory access's state space (``global``, ``shared::cta``), or the one a
+    # proxy fence is limited to ("" for all). ``copies``: the bulk copies an event belongs to (a
+    # copy's own read and write, its issue point) or completes (a wait).
+    proxy: str = GENERIC
+    space: str = ""
+    copies: tuple[int, ...] = ()
+    # Mixed-size accesses (syncverify.model.ptx, choice 12): the access ``(location, offset, size)``
+    # this event is byte ``byte`` of; None for a whole-location access.
+    footprint: tuple[str, int, int] | None = None
+    byte: int = 0
 
     def __post_init__(self) -> None:
         if self.sem not in SEMANTICS.get(self.kind, ()):
             raise ValueError(f"an event of kind {self.kind!r} cannot have the semantics {self.sem!r} "
                              f"(kinds and their semantics: syncverify.model.events.SEMANTICS)")
+        if self.proxy not in (GENERIC, ASYNC_PROXY):
+            raise ValueError(f"proxy {self.proxy!r} is not one of {GENERIC!r}, {ASYNC_PROXY!r}")
 
     @property
     def is_read(self) -> bool:
@@ -92,20 +114,32 @@ class Event:
     def is_init(self) -> bool:
         return self.thread == INIT_THREAD
 
+    @property
+    def is_async_access(self) -> bool:
+        """A memory access of a bulk copy, made through the async proxy."""
+        return self.proxy == ASYNC_PROXY
+
     def describe(self) -> str:
         """Short herd-like text: ``W.rel.sys y=1``, ``R.acq.gpu x=0``, ``F.sc.cta``, ``B.sync 0``."""
         short = {"weak": "", "relaxed": ".rlx", "acquire": ".acq", "release": ".rel",
                  "acq_rel": ".acq_rel", "sc": ".sc", "sync": ".sync", "arrive": ".arrive", "red": ".red"}
         tag = short.get(self.sem, "." + self.sem)
         scope = f".{self.scope}" if self.scope else ""
+        if self.kind == FENCE and self.sem == PROXY:
+            return "F.proxy.async" + (f".{self.space}" if self.space else "")
         if self.kind == FENCE:
             return f"F{tag}{scope}"
+        if self.kind == ASYNC:
+            target = f" {self.loc}" if self.loc else ""  # an mbarrier event names its mbarrier
+            return f"A.{self.sem}{target} copies {','.join(map(str, self.copies)) or '-'}"
         if self.kind == BARRIER:
             count = "" if self.count is None else f", {self.count}"
             red = f".{self.red_op} pred={self.predicate} -> {self.value}" if self.red_op else ""
             return f"B{tag}{red} {self.barrier_id}{count}"
         if self.is_init:
             return f"init {self.loc}={self.value}"
+        if self.proxy == ASYNC_PROXY:
+            tag = f"{tag}.async"
         if self.value is None:  # a ghost read: which write it sees is decided by syncverify.verdicts.check
             return f"{self.kind}{tag}{scope} {self.loc}"
         return f"{self.kind}{tag}{scope} {self.loc}={self.value}"

@@ -61,7 +61,7 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
    (``po-loc``, with same-thread accesses morally strong) [sb-fence-sc-gpu, iriw-fence-sc-gpu].
    Observation is the ISA's recursive definition ("For some atomic operation Z, W precedes Z and
    Z precedes R in observation order"), as in ``ptx-v6.0.cat`` [mp-release-sequence-rmw].
-   Proxies (``ptx-v7.5.cat``) are out of scope: every access here is a generic-proxy access.
+   Proxies: see choice 11 (the async proxy); no other proxy is modelled.
 6. *Volatile* accesses are relaxed at system scope (ISA, "Volatile operations")
    [mp-membar-gl-volatile].
 7. *Host order* (beyond the ISA, which stops at one kernel): everything before a host-side barrier
@@ -79,6 +79,62 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
     leaves out a fence paired with a weak access or a barrier arrival. Only ``sync`` (a release
     pattern's first event with an acquire pattern's last) and ``sync_fence`` (two fences) read
     such pairs, and both relate strong operations only: no axiom or verdict can tell.
+11. *The async proxy* (``cp.async.bulk{.tensor}``, PTX ISA "Async Proxy", "Asynchronous
+    Operations", "Causality Order"; docs/async.md has each reading at length). No formal model of
+    it is published (``ptx-v7.5.cat`` has the texture, surface and constant proxies only); ours:
+
+    a. A copy's read of its source and write of its destination are async-proxy accesses of an
+       *agent* thread in the issuing thread's CTA (``syncverify.program.lower_async``): "The
+       cp{.reduce}.async.bulk operations are performed in the asynchronous proxy", and they are
+       not in the issuing thread's program order.
+    b. ``morally-strong`` adds ``ptx-v7.5.cat``'s ``same-proxy``: "Both operations are performed
+       via the same proxy" (ISA, "Morally strong operations"); so a generic and an async access
+       that conflict and are not ordered by causality race [async-tma-store-no-proxy-fence].
+    c. ``issue``: everything before a copy's issue point in base causality precedes the copy's
+       own accesses, and nothing continues through them: "[the] complete-tx operation ... does not
+       transitively establish ordering with respect to prior instructions from the issuing
+       thread" (ISA, "Asynchronous Operations") [async-tma-load-issuer-history-not-published].
+       Reading: the ISA says no more of when a copy starts; a copy reading what its issuer wrote
+       before issuing it is what every TMA store relies on.
+    d. ``complete`` enters base causality: a copy's read and write precede a
+       ``cp.async.bulk.wait_group N`` that completes its group ("wait until only N or fewer of
+       the most recent bulk async-groups are pending"), its read alone a ``wait_group.read``
+       ("completed reading from their source locations"), and both an ``mbarrier.try_wait`` on
+       the mbarrier it completes on ("All cp.async.bulk asynchronous operations using the same
+       mbarrier object ... are performed and made visible to the executing thread")
+       [async-tma-store-mp-wait-group, async-tma-store-mp-wait-group-read,
+       async-wait-group-1-*]. ``mbarrier.arrive`` (release, ``.cta``) synchronizes with
+       ``mbarrier.try_wait`` (acquire, ``.cta``) of the same mbarrier and CTA, one phase per
+       mbarrier; transaction counts are not modelled (a wait is the try that returns True)
+       [async-mbarrier-arrive-publishes-arriver].
+    e. *Proxy-preserved base causality* (ISA, "Causality Order"): same-address pairs stay in
+       base causality if both are generic, or of one proxy and one CTA ("performed to the same
+       address, using the same proxy, and by the same thread block"), or, our reading of the
+       ISA's prose (its formal bullets name only the alias fence), if a proxy fence lies on a
+       base-causality path between them: a ``fence.proxy.async`` covering the location's state
+       space ("The memory ordering is limited only to operations performed on objects in the
+       state space specified"; ``.shared::cluster`` covers ``.shared::cta``), or the implicit
+       fence after a copy's completion ("The completion of a cp{.reduce}.async.bulk operation
+       is followed by an implicit generic-async proxy fence"); initial writes and the host's
+       kernel boundaries precede everything ("the CUDA API synchronization mechanisms above also
+       participate in proxy-preserved base causality order") [async-tma-store-with-proxy-fence,
+       async-tma-store-fence-wrong-space, async-tma-load-remote-write-*]. Pairs of other events
+       keep base causality as it is, so FenceSC reads fences as before; a program with nothing
+       of the async proxy has exactly the causality it had.
+12. *Mixed-size accesses* (docs/async.md, "Mixed-size accesses"). A location read or written at a
+    byte offset or with fewer than 4 bytes is one location per byte, an access one event per byte
+    carrying its access's ``footprint`` (``syncverify.program``, MIXED-SIZE), so each byte of a
+    read reads from its own write: "A reads any byte from a write W'" (ISA, "Atomicity"), and a
+    read may combine bytes of several writes [mixed-read-combines-two-writes]. ``ms3``: "If both
+    are memory operations, then they overlap completely" (ISA, "Morally strong operations";
+    ``ptx-v7.5.cat``'s ``ms3``): accesses of different footprints are never morally strong, so
+    partly overlapping accesses race unless causality orders them, and SC-per-Location does not
+    bind them [mixed-corr-partial-overlap, mixed-corr-same-size]. SC-per-Location's morally
+    strong communication is lifted from bytes to whole accesses (``same-access``), so a morally
+    strong access is read and overwritten whole, as the ISA's operations are
+    [mixed-same-size-relaxed-not-torn]. The ISA adds that "The axioms in the memory consistency
+    model do not apply if a PTX program contains one or more mixed-size data-races": the outcomes
+    of such a program are the axioms' here, and its race is the verdict that counts.
 """
 
 from __future__ import annotations
@@ -91,7 +147,16 @@ from enum import Enum
 from syncverify.model.events import (
     ACQ_REL,
     ACQUIRE,
+    ASYNC,
+    ASYNC_PROXY,
     FENCE,
+    GENERIC,
+    ISSUE,
+    MBAR_ARRIVE,
+    MBAR_WAIT,
+    PROXY,
+    WAIT_GROUP,
+    WAIT_GROUP_READ,
     READ,
     RED,
     RELAXED,
@@ -230,6 +295,18 @@ def ms1(a: Event, b: Event, ordered: frozenset) -> bool:
             or (strong_operation(a) and strong_operation(b) and sr(a, b)))
 
 
+def overlap_completely(a: Event, b: Event) -> bool:
+    """``ms3`` for one pair: two memory operations overlap completely when they access the same
+    bytes (the same footprint, choice 12); any other pair passes."""
+    return a.footprint == b.footprint or not (a.is_memory and b.is_memory)
+
+
+def morally_strong_pair(a: Event, b: Event, ordered: frozenset) -> bool:
+    """``ms1 & same-proxy & ms3`` for one pair of ``ms2`` (``ordered``: program order): what the
+    explorer's choices per location ask too (syncverify.explore.location_choices)."""
+    return a.proxy == b.proxy and overlap_completely(a, b) and ms1(a, b, ordered)
+
+
 # ----- relations ------------------------------------------------------------------------------
 
 @relation(Depends.SHAPE)
@@ -267,10 +344,12 @@ def ms2(x: Execution) -> frozenset:
 
 @relation(Depends.SHAPE)
 def morally_strong(x: Execution) -> frozenset:
-    """``morally-strong = (ms1 & ms2) \\ id`` (ISA, "Morally strong"); both are symmetric, so each
-    pair is asked once."""
+    """``morally-strong = (ms1 & same-proxy & ms2 & ms3) \\ id`` (ISA, "Morally strong": "Both
+    operations are performed via the same proxy", "If both are memory operations, then they
+    overlap completely"; ``ptx-v7.5.cat``'s ``ms2`` and ``ms3``; choices 11 and 12); all are
+    symmetric, so each pair is asked once."""
     events, ordered = x.events, po(x)
-    one_way = [(a, b) for a, b in ms2(x) if a < b and ms1(events[a], events[b], ordered)]
+    one_way = [(a, b) for a, b in ms2(x) if a < b and morally_strong_pair(events[a], events[b], ordered)]
     return frozenset(one_way) | inverse(one_way)
 
 
@@ -358,6 +437,63 @@ def barrier_phase_sync(phase: list[Event]) -> frozenset:
                      if a.eid != b.eid and b.sem in (SYNC, RED))
 
 
+@relation(Depends.SHAPE)
+def same_access(x: Execution) -> frozenset:
+    """Pairs of distinct byte events of one mixed-size access (choice 12): one thread, one
+    footprint, one dynamic instance (its bytes come in order, byte 0 first; a rewrite may put
+    other events between them)."""
+    groups: list[list[int]] = []
+    current: dict[tuple, list[int]] = {}  # (thread, footprint) -> the bytes of its latest instance
+    for e in x.events:  # a thread's events are numbered in program order
+        if e.footprint is not None:
+            key = (e.thread, e.footprint)
+            if e.byte == 0 or key not in current:
+                current[key] = []
+                groups.append(current[key])
+            current[key].append(e.eid)
+    return frozenset((a, b) for ids in groups for a in ids for b in ids if a != b)
+
+
+@relation(Depends.SHAPE)
+def has_async(x: Execution) -> frozenset:
+    """Whether anything of the async proxy is in ``x`` (a relation for its memo: the pair
+    ``(0, 0)`` when it is, empty when not): without it, choice 11 changes nothing."""
+    return frozenset({(0, 0)}) if any(e.kind == ASYNC or e.proxy != GENERIC or e.sem == PROXY
+                                      for e in x.events) else frozenset()
+
+
+@relation(Depends.SHAPE)
+def issue(x: Execution) -> frozenset:
+    """``issue``: a bulk copy's issue point -> the copy's own read and write (choice 11)."""
+    points = {e.copies[0]: e.eid for e in x.events if e.kind == ASYNC and e.sem == ISSUE}
+    return frozenset((points[e.copies[0]], e.eid) for e in x.events
+                     if e.is_memory and e.copies and e.copies[0] in points)
+
+
+@relation(Depends.SHAPE)
+def complete(x: Execution) -> frozenset:
+    """``complete``: a copy's access -> a wait that observes it done (choice 11):
+    ``cp.async.bulk.wait_group`` and ``mbarrier.try_wait`` the copy's read and write,
+    ``cp.async.bulk.wait_group.read`` its read only."""
+    waits = [e for e in x.events if e.kind == ASYNC and e.sem in (WAIT_GROUP, WAIT_GROUP_READ, MBAR_WAIT)]
+    if not waits:
+        return frozenset()
+    accesses = [e for e in x.events if e.is_async_access]
+    return frozenset((a.eid, w.eid) for w in waits for a in accesses
+                     if a.copies[0] in w.copies and (w.sem != WAIT_GROUP_READ or a.is_read))
+
+
+@relation(Depends.SHAPE)
+def mbarrier_sync(x: Execution) -> frozenset:
+    """``sync`` of an mbarrier: every ``mbarrier.arrive`` (release) -> every ``mbarrier.try_wait``
+    (acquire) on the same mbarrier of the same CTA (both ``.cta``: morally strong), one phase per
+    mbarrier (choice 11)."""
+    arrivals = [e for e in x.events if e.kind == ASYNC and e.sem == MBAR_ARRIVE]
+    waits = [e for e in x.events if e.kind == ASYNC and e.sem == MBAR_WAIT]
+    return frozenset((a.eid, w.eid) for a in arrivals for w in waits
+                     if a.loc == w.loc and (a.gpu, a.cta) == (w.gpu, w.cta) and a.eid != w.eid)
+
+
 @relation(Depends.READS_FROM)
 def rf(x: Execution) -> frozenset:
     """``rf``: write -> the reads that read from it."""
@@ -402,13 +538,65 @@ def base_causality(x: Execution) -> frozenset:
 
     Closed over ``po_immediate`` and ``host_immediate``, which have the same closure with the
     other relations as ``po`` and ``host`` (see there) and far fewer pairs."""
-    return plus(union(po_immediate(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host_immediate(x)))
+    return plus(union(po_immediate(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host_immediate(x),
+                      complete(x), mbarrier_sync(x)))
+
+
+@relation(Depends.READS_FROM)
+def issued(x: Execution) -> frozenset:
+    """``cause-base? ; issue``: what precedes a copy's issue point precedes the copy's own accesses,
+    and nothing after them through it (choice 11)."""
+    pairs = issue(x)
+    if not pairs:
+        return frozenset()
+    return pairs | seq(base_causality(x), pairs)
+
+
+def proxy_fenced(x: Execution, a: int, b: int, through: frozenset) -> bool:
+    """Whether a proxy fence covering ``a``'s state space lies on a causality path from ``a`` to ``b``
+    (``through``: ``cause-base | issued``): a ``fence.proxy.async`` (choice 11), the implicit
+    generic-async proxy fence that follows a copy's completion, or the kernel boundaries of the
+    host order, which the ISA's CUDA API synchronization puts in proxy-preserved order."""
+    if (a, b) in host(x):
+        return True
+    bc, space = base_causality(x), x.events[a].space
+    for f in x.events:
+        if f.kind == FENCE and f.sem == PROXY and (not f.space or f.space == space or
+                                                    (f.space == "shared::cluster" and space == "shared::cta")):
+            if (a, f.eid) in bc and (f.eid, b) in through:
+                return True
+    return any((a == c or (a, c) in through) and (w == b or (w, b) in bc) for c, w in complete(x))
+
+
+@relation(Depends.READS_FROM)
+def proxy_preserved_base_causality(x: Execution) -> frozenset:
+    """``cause-base | issued``, less the same-location pairs of memory operations the ISA leaves out
+    of *proxy-preserved base causality order*: it keeps X before Y if "X and Y are performed to the
+    same address, using the generic proxy, or ... using the same proxy, and by the same thread
+    block", and (choice 11) if a proxy fence lies on the path; initial writes precede everything
+    (choice 2). Pairs of other events stay as they are."""
+    if not has_async(x):
+        return base_causality(x)
+    through = base_causality(x) | issued(x)
+    ev = x.events
+    dropped = set()
+    for a, b in loc(x):
+        ea, eb = ev[a], ev[b]
+        if ea.is_init or eb.is_init or (a, b) not in through:
+            continue
+        if ea.proxy == eb.proxy and (ea.proxy == GENERIC or (ea.gpu, ea.cta) == (eb.gpu, eb.cta)):
+            continue
+        if not proxy_fenced(x, a, b, through):
+            dropped.add((a, b))
+    return through - dropped if dropped else through
 
 
 @relation(Depends.READS_FROM)
 def causality(x: Execution) -> frozenset:
-    """``cause = cause-base | (observation ; cause-base)`` (``ptx-v6.0.cat``; ISA "Causality order")."""
-    return base_causality(x) | seq(observation(x), base_causality(x))
+    """``cause = ppbc | (observation ; ppbc)`` (ISA "Causality order"; ``ptx-v6.0.cat`` with
+    ``ptx-v7.5.cat``'s proxy-preserved base causality, choice 11)."""
+    ppbc = proxy_preserved_base_causality(x)
+    return ppbc | seq(observation(x), ppbc)
 
 
 def memory_order_pairs(orders: dict[str, tuple[int, ...]]) -> frozenset:
@@ -482,8 +670,14 @@ def no_thin_air(x: Execution) -> frozenset:
 
 def sc_per_location(x: Execution) -> frozenset:
     """``(morally-strong & (rf | co | fr)) | po-loc``, acyclic: morally strong accesses to one
-    location are SC."""
-    return inter(morally_strong(x), union(rf(x), co(x), fr(x))) | po_loc(x)
+    location are SC. With mixed-size accesses, the morally strong part is lifted from bytes to
+    accesses (``same-access? ; r ; same-access?``, choice 12): a morally strong access reads and
+    overwrites whole, never torn."""
+    com = inter(morally_strong(x), union(rf(x), co(x), fr(x)))
+    sa = same_access(x)
+    if sa:  # program order binds only the morally strong pairs too: not partly overlapping ones
+        return com | seq(sa, com) | seq(com, sa) | seq(sa, com, sa) | inter(po_loc(x), morally_strong(x))
+    return com | po_loc(x)
 
 
 def causality_axiom(x: Execution) -> frozenset:

@@ -42,6 +42,9 @@ EDGE_STYLE = {  # relation -> (colour, dot style, label)
     "barrier": ("#9467bd", "bold", "bar"),
     "fence_sc": ("#8c564b", "bold", "sc"),
     "dep": ("#bcbd22", "dotted", "dep"),
+    "issue": ("#17becf", "dashed", "issue"),
+    "complete": ("#e377c2", "bold", "done"),
+    "mbarrier_sync": ("#2ca02c", "bold", "mbar"),
 }
 
 #: The legend's words for each drawn relation (and the extra edges: host order, needed, race).
@@ -55,6 +58,9 @@ EDGE_WORDS = {
     "barrier": "bar: CTA barrier (bar.sync instance)",
     "fence_sc": "sc: fence.sc order",
     "dep": "dep: address/data/control dependency",
+    "issue": "issue: a bulk copy's issue point -> the copy's own accesses (docs/async.md)",
+    "complete": "done: a copy's access -> the wait that sees it complete",
+    "mbarrier_sync": "mbar: mbarrier arrive (release) -> try_wait (acquire)",
     "host": "host: host order between launches / resets",
     "needed": "needed: the happens-before link the cause says is missing",
     "race": "race / offending pair (red, thick)",
@@ -69,7 +75,7 @@ MONO_CHAR_WIDTH = 0.6 * 8 / 72  #: one monospace character at the base 8 pt, in 
 COLUMN_GAP = 0.6  #: white space between the widest boxes of neighbouring columns
 TEXT_Z = 5  #: text above every curve: a label under an edge cannot be read
 #: Edges followed when deciding which events lie on a path between the violation's events.
-_PATH_RELATIONS = ("po", "rf", "sync", "barrier", "fence_sc", "rmw")
+_PATH_RELATIONS = ("po", "rf", "sync", "barrier", "fence_sc", "rmw", "issue", "complete", "mbarrier_sync")
 
 
 def _immediate(pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
@@ -113,6 +119,9 @@ def happens_before_graph(x: Execution) -> nx.MultiDiGraph:
         "barrier": set(x.barrier_sync),
         "fence_sc": _immediate(ptx.fence_sc_order(x)),
         "dep": set(x.dep),
+        "issue": set(ptx.issue(x)),
+        "complete": set(ptx.complete(x)),
+        "mbarrier_sync": set(ptx.mbarrier_sync(x)),
     }
     for name, pairs in relations.items():
         for a, b in sorted(pairs):

@@ -1,0 +1,32 @@
+"""The zoo's litmus entries (``protocols/zoo/*.litmus``): reported bugs the protocol language cannot
+state yet, each pinned with its source and the verdict its source describes."""
+
+from __future__ import annotations
+
+from syncverify.explore.driver import explore
+from syncverify.litmus.parser import parse_litmus
+from syncverify.model import ptx
+from syncverify.protocols.registry import zoo_litmus
+
+EXPECTED = {"vllm-2760-byte-flags": "race", "vllm-2760-uint32-flags": "safe"}
+
+
+def _verdict(text: str) -> str:
+    result = explore(parse_litmus(text))
+    assert result.limit_hit is None and not result.can_hang
+    return "race" if any(ptx.data_races(x) for x in result.executions) else "safe"
+
+
+def test_each_litmus_entry_cites_its_source_and_says_what_users_saw_and_the_model_shows():
+    entries = zoo_litmus()
+    assert set(EXPECTED) <= set(entries)
+    for name, fields in entries.items():
+        assert fields["source"].startswith("https://github.com/"), name
+        assert fields["users_saw"] and fields["model_shows"] and fields["origin"], name
+
+
+def test_vllm_2760_byte_flags_race_and_its_uint32_fix_does_not():
+    entries = zoo_litmus()
+    for name, want in EXPECTED.items():
+        assert _verdict(entries[name]["text"]) == want, name
+        assert entries[name]["model_shows"].startswith(want), name
