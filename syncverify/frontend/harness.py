@@ -98,6 +98,8 @@ class Heap:
         self.bases = torch.tensor([m.data_ptr() for m in self.memory], dtype=torch.int64, device=device)
         self.allocations: list[Allocation] = []
         self.buffers: list[SymmetricTensor] = []
+        #: names for the allocations by position, when a harness allocates again (a stress run of a one-call harness)
+        self.names: list[str] = []
         self._top = 0
 
     def check_rank(self, rank: int) -> None:
@@ -116,7 +118,9 @@ class Heap:
             raise HarnessError(f"the symmetric heap ({self.size} bytes per rank) is too small for "
                                f"{shape} {dtype}; pass heap_bytes= to check_kernel")
         self._top = offset + numel * itemsize
-        allocation = Allocation(name or f"buffer{len(self.allocations)}", offset, shape, dtype, itemsize, numel)
+        index = len(self.allocations)
+        known = self.names[index] if index < len(self.names) else f"buffer{index}"
+        allocation = Allocation(name or known, offset, shape, dtype, itemsize, numel)
         self.allocations.append(allocation)
         tensor = SymmetricTensor(self, allocation)
         self.buffers.append(tensor)

@@ -42,7 +42,8 @@ from typing import Any
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.check import load_harness
 from syncverify.frontend.devices import provided
-from syncverify.frontend.harness import HarnessError, SymmetricTensor, run_harness
+from syncverify.frontend.harness import (HarnessError, SymmetricTensor, _call_capturing_locals, _name_buffers,
+                                         run_harness)
 from syncverify.frontend.mutants import candidates, launched
 from syncverify.frontend.rewrite import RewriteError, Site, rewrite_kernel
 from syncverify.frontend.schedule import GuidedEntry, GuidedSchedule
@@ -55,7 +56,9 @@ GPU_CAP = 1 << 20
 INTERPRET_CAP = 32
 MODES = ("none", "random", "guided")
 POISONS = ("all", "previous")
-MIRROR_HEADER = 8  # int32 words before the program slots: [iterations done, programs, ...]
+MIRROR_HEADER = 8  # int32 words before the program slots: [iterations done, -, set up, ...]
+#: Seconds a worker may take to import torch and triton, rewrite and set up before the watchdog counts.
+STARTUP_SECONDS = 300.0
 
 
 class StressInputError(SyncVerifyError):
@@ -281,10 +284,16 @@ class Engine:
         self.expect_index = 0
         self.launch_slot = 0
         self.control = None if self.interpret else torch.cuda.current_stream()
+        self.heartbeat = None  # the mirror's host view, when a watchdog reads it
+        self.dry = False  # the setup run of a one-call harness: allocations only
+        self.one_call = False
+        self.ops: list = []  # what _name_buffers reads of a Harness (nothing: buffers carry their names)
 
     # ----- the harness API ------------------------------------------------------------------------
     def launch(self, kernel, grid, *args, rank: int, stream: str = "main", **kwargs) -> None:
         self.heap.check_rank(rank)
+        if self.dry:
+            return
         kernel = self.options.substitutes.get(id(kernel), kernel)
         rewritten = self._rewritten(kernel)
         grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
@@ -301,6 +310,8 @@ class Engine:
                      SV_BOUND=True, SV_MIRROR=self.options.mirror, SV_WARPS=num_warps,
                      SV_WORLD=self.world_size, SV_INTERPRET=self.interpret)
         self.launch_slot += programs
+        if self.heartbeat is not None:  # the host is issuing (a first launch compiles: seconds, not a hang)
+            self.heartbeat[2] += 1
         run = rewritten.kernel.launcher(grid, interpret=self.interpret)
         with self._on(rank, stream), (self.fences_as_no_ops() if self.interpret else contextlib.nullcontext()):
             try:
@@ -319,6 +330,8 @@ class Engine:
 
     def _write(self, tensor, value, rank: int, stream: str, site: str) -> None:
         self.heap.check_rank(rank)
+        if self.dry:
+            return
         if isinstance(tensor, SymmetricTensor):
             raise HarnessError(f"name one rank's copy ({tensor.name}.on(rank)) here ({site})")
         with self._on(rank, stream):
@@ -357,6 +370,8 @@ class Engine:
     def _expect(self, tensor, reference) -> None:
         from syncverify.stress.expect import expect
 
+        if self.dry:
+            return
         site = _site(3)
         self._join(list(self.forked))
         views = ([(tensor.name, r, tensor.on(r)) for r in range(self.world_size)] if isinstance(tensor, SymmetricTensor)
@@ -370,7 +385,10 @@ class Engine:
                 if tuple(ref.shape) != tuple(view.shape):
                     raise HarnessError(f"expect_equal at {site}: reference shape {tuple(ref.shape)} is not the "
                                        f"tensor's {tuple(view.shape)}")
-                ref = self.on_device.setdefault(("ref", id(reference)), ref.to(self.torch.float32).contiguous())
+                key = ("ref", id(reference))
+                if key not in self.on_device:
+                    self.on_device[key] = ref.to(self.torch.float32).contiguous()
+                ref = self.on_device[key]
             index = self.expect_index
             self.expect_index += 1
             if len(self.expectations) < self.plan.expectations:
@@ -389,7 +407,9 @@ class Engine:
     def _device(self, value):
         torch = self.torch
         if isinstance(value, torch.Tensor) and value.device.type != self.device:
-            return self.on_device.setdefault(id(value), value.to(self.device))
+            if id(value) not in self.on_device:  # copied once, before any graph capture (the eager iteration)
+                self.on_device[id(value)] = value.to(self.device)
+            return self.on_device[id(value)]
         return value
 
     def _on(self, rank: int, stream: str):
@@ -433,12 +453,47 @@ class Engine:
 
     # ----- iterations ---------------------------------------------------------------------------
     def setup(self) -> Callable:
-        """Run the harness's setup (allocations, inputs) here; returns its ``call``."""
-        with provided():
-            call = self.plan.fn(self)
+        """Run the harness's setup (allocations, inputs) here; returns its ``call``, its buffers
+        named after the harness's variables as the model check names them.
+
+        A harness that returns None is itself one call: it runs once here with its operations
+        dropped (only its allocations kept), then again each iteration, its allocations landing
+        at the same offsets (no CUDA graphs then: its inputs are new tensors every call)."""
+        names: dict = {}
+        self.dry = True
+        try:
+            call = _call_capturing_locals(self.plan.fn, self, names)
+        finally:
+            self.dry = False
+        _name_buffers(self, call, names)
         if call is None:
-            call = lambda k: self.plan.fn(self)  # noqa: E731 -- a harness that is one call
+            self.one_call = True
+            self.heap.names = [a.name for a in self.heap.allocations]
+
+            def call(k):
+                self.heap._top = 0
+                self.heap.allocations.clear()
+                self.heap.buffers.clear()
+                self.plan.fn(self)
         return call
+
+    def poison_snapshot(self) -> None:
+        """``poison="all"``: every expected output poisoned in the snapshot the heap is restored
+        from (NaN for floats, the type's minimum for integers), so that an element no write of
+        the iteration reaches is seen as unwritten."""
+        from syncverify.stress.expect import poison_value
+
+        if self.options.poison != "all":
+            return
+        for e in self.expectations:
+            offset = e.tensor.data_ptr() - self.heap.block.data_ptr()
+            rank, start = divmod(offset, self.heap.size)
+            nbytes = e.tensor.numel() * e.tensor.element_size()
+            if start + nbytes > self.top:
+                continue
+            region = self.snapshot[rank, start:start + nbytes].view(e.tensor.dtype)
+            is_float, sentinel = poison_value(e.tensor.dtype)
+            region.fill_(float("nan") if is_float else sentinel)
 
     def prepare(self, call: Callable, block: int) -> None:
         """Buffers of a block; the snapshot the heap is restored from; the guided table; the mirror."""
@@ -500,7 +555,7 @@ class Engine:
             self.call_fn(k)
         self._join(list(self.forked))
         epilogue_kernel.launcher((1,), interpret=self.interpret)(
-            self.ctl, self.hang_ring[j], HANGS=ud.HANGS, FIELDS=4, ITERATION=ud.ITERATION)
+            self.ctl, self.hang_ring[j], HANGS=ud.HANGS.value, FIELDS=4, ITERATION=ud.ITERATION.value)
 
     def _restore_inputs(self) -> None:
         """``poison="previous"``: every allocation but the expected outputs restored."""
@@ -567,10 +622,14 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
     call = engine.setup()
     engine.prepare(call, block)
     engine.fill_table()
+    engine.heartbeat = mirror
     if mirror is not None:
-        mirror[1] = engine.launch_slot
+        mirror[2] = 1  # set up: the parent's watchdog counts from here (imports and setup may take long)
     result = StressResult(plan.name, options.world_size, options.calls, options.delays, sites=list(engine.sites),
                           interpret=options.interpret, graphs=False)
+    if engine.one_call and options.graphs and not options.interpret:
+        result.notes.append("the harness is one call (it returns None): its inputs are new tensors every call, so "
+                            "iterations run as eager launches, not CUDA graphs (return call(k) for graphs)")
     if options.interpret:
         result.notes.append("Triton's interpreter runs one program at a time, in program-id order, with no delays: "
                             "a clean run here is no evidence about the GPU")
@@ -586,6 +645,7 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
             break
         engine.reset_ring()
         if graph is None and done >= 1 and options.graphs and not options.interpret and block > 1 \
+                and not engine.one_call \
                 and (total is None or total - done >= block):
             graph = _capture(engine, block)
             result.graphs = True
@@ -597,6 +657,8 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
             n = 1
         rows, hangs = engine.ring[:n].cpu().tolist(), engine.hang_ring[:n].cpu().tolist()
         found = _failures(engine, rows, hangs, first_iteration=done, t0=t0)
+        if done == 0:
+            engine.poison_snapshot()  # the expectations are known once the first iteration has run
         done += n
         if mirror is not None:
             mirror[0] = done
@@ -788,22 +850,22 @@ def run_in_worker(options: StressOptions, *, watchdog: float = 30.0, output: str
         child = ctx.Process(target=_worker, args=(options, shm.name, output, results), daemon=True)
         started = time.monotonic()
         child.start()
-        seen, moved = -1, time.monotonic()
-        budget = (options.seconds or 0) + watchdog
+        seen, moved = (-1, 0), time.monotonic()
         while True:
             try:
                 status, payload = results.get(timeout=0.5)
                 break
             except Exception:  # noqa: BLE001 -- queue.Empty: the child is still running
                 pass
-            if view[0] != seen:
-                seen, moved = view[0], time.monotonic()
-                if progress is not None and seen > 0:
-                    progress(f"{seen} iterations")
+            if (view[0], view[2]) != seen:  # iterations done, set up: the header the worker writes
+                seen, moved = (view[0], view[2]), time.monotonic()
+                if progress is not None and seen[0] > 0:
+                    progress(f"{seen[0]} iterations")
             if not child.is_alive():
                 status, payload = "error", f"the worker process died (exit code {child.exitcode})"
                 break
-            if time.monotonic() - moved > watchdog and time.monotonic() - started > budget:
+            limit = watchdog if seen[1] else max(watchdog, STARTUP_SECONDS)
+            if time.monotonic() - moved > limit:
                 child.kill()  # only the worker: the GPU is never reset
                 child.join(10)
                 result = StressResult(plan.name, options.world_size, options.calls, options.delays,
@@ -844,7 +906,7 @@ def _site_names(plan: Plan, options: StressOptions) -> dict[int, str]:
     names = {}
     for kernel in _launched_kernels(plan, options):
         for site in rewrite_kernel(options.substitutes.get(id(kernel), kernel), next_id=ids).sites:
-            names[site.id] = f"{os.path.basename(site.file)}:{site.line} ({site.where} {site.kind})"
+            names[site.id] = f"{os.path.basename(site.file)}:{site.line} ({site.kind}, {site.where})"
     return names
 
 
