@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--random-iterations", type=int, default=20_000)
     parser.add_argument("--clean-iterations", type=int, default=100_000)
     parser.add_argument("--control-iterations", type=int, default=20_000)
+    parser.add_argument("--nodelay-iterations", type=int, default=20_000)
     parser.add_argument("--replays", type=int, default=3)
     parser.add_argument("--watchdog", type=float, default=20.0)
     parser.add_argument("--budget", type=float, default=420.0, help="seconds; rows after it are skipped (default 420)")
@@ -132,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         global SCALE
         SCALE = {}
         args.guided_iterations = args.random_iterations = args.clean_iterations = args.control_iterations = 2
+        args.nodelay_iterations = 2
         args.replays = 1
     elif not torch.cuda.is_available():
         print("needs a CUDA GPU (none visible)")
@@ -185,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             c = attempt("clean", lambda: run_stress(dataclasses.replace(
                 base, delays="random", iterations=args.clean_iterations)))
-            attempt("no_delays", lambda: run_stress(dataclasses.replace(base, delays="none", iterations=20_000)))
+            attempt("no_delays", lambda: run_stress(dataclasses.replace(base, delays="none",
+                                                                         iterations=args.nodelay_iterations)))
             if plan.get("control"):
                 attempt("control", lambda: run_stress(dataclasses.replace(
                     base, delays="random", iterations=args.control_iterations, mutant=plan["control"],

@@ -447,7 +447,8 @@ def rewrite_kernel(kernel: Any, *, next_id: itertools.count | None = None) -> Re
     if "tl" not in scope or not _is_language(scope["tl"]):
         scope["tl"] = user_delays.tl
     exec(compile(module, filename, "exec"), scope)  # noqa: S102 -- the user's own kernel, rewritten
-    rewritten = DualJITFunction(scope[fn.__name__])
+    # the rank and the mirror slot change from launch to launch: one compiled kernel for all of them
+    rewritten = DualJITFunction(scope[fn.__name__], do_not_specialize=["sv_rank", "sv_slot"])
     return RewrittenKernel(fn.__name__, kernel, rewritten, source, new, original_tree, file, rewriter.sites)
 
 

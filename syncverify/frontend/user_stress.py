@@ -32,9 +32,13 @@ appended to ``output`` (JSON lines) as it completes, so partial results stay on 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import multiprocessing
 import os
+import sys
 import time
+from multiprocessing import shared_memory
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,11 +46,11 @@ from typing import Any
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.check import load_harness
 from syncverify.frontend.devices import provided
-from syncverify.frontend.harness import (HarnessError, SymmetricTensor, _call_capturing_locals, _name_buffers,
+from syncverify.frontend.harness import (Heap, HarnessError, SymmetricTensor, _call_capturing_locals, _name_buffers,
                                          run_harness)
 from syncverify.frontend.mutants import candidates, launched
 from syncverify.frontend.rewrite import RewriteError, Site, rewrite_kernel
-from syncverify.frontend.schedule import GuidedEntry, GuidedSchedule
+from syncverify.frontend.schedule import GuidedEntry
 
 #: Iterations per CUDA graph (one replay); the host reads the results once per block.
 GRAPH_BLOCK = 128
@@ -249,7 +253,7 @@ class Engine:
         # torch: only a stress run needs it (the model runs without it)
         import torch
 
-        from syncverify.frontend.harness import Heap
+        # torch/triton: the device helpers and the interpreter's patches import them
         from syncverify.kernels import user_delays as ud
         from syncverify.kernels._jit import fences_as_no_ops
 
@@ -368,7 +372,7 @@ class Engine:
 
     # ----- the API's plumbing ---------------------------------------------------------------------
     def _expect(self, tensor, reference) -> None:
-        from syncverify.stress.expect import expect
+        from syncverify.stress.expect import expect  # torch/triton: the validation kernel
 
         if self.dry:
             return
@@ -481,7 +485,7 @@ class Engine:
         """``poison="all"``: every expected output poisoned in the snapshot the heap is restored
         from (NaN for floats, the type's minimum for integers), so that an element no write of
         the iteration reaches is seen as unwritten."""
-        from syncverify.stress.expect import poison_value
+        from syncverify.stress.expect import poison_value  # torch/triton: the validation kernel's module
 
         if self.options.poison != "all":
             return
@@ -498,7 +502,7 @@ class Engine:
     def prepare(self, call: Callable, block: int) -> None:
         """Buffers of a block; the snapshot the heap is restored from; the guided table; the mirror."""
         torch, ud = self.torch, self.ud
-        from syncverify.stress.expect import NFIELDS, NO_BAD
+        from syncverify.stress.expect import NFIELDS, NO_BAD  # torch/triton: the validation kernel's module
 
         self.call_fn = call
         self.block_size = block
@@ -540,7 +544,7 @@ class Engine:
 
     def iteration(self, j: int) -> None:
         """One iteration into ring row ``j`` (on the control stream; captured or eager)."""
-        from syncverify.stress.expect import epilogue_kernel
+        from syncverify.stress.expect import epilogue_kernel  # torch/triton: a kernel
 
         ud = self.ud
         self.slot_in_block = j
@@ -578,8 +582,6 @@ def _signed(mask: int) -> int:
 
 
 def _site(depth: int = 2) -> str:
-    import sys
-
     frame = sys._getframe(depth)
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
@@ -690,8 +692,6 @@ def replay_first(options: StressOptions, failure: Failure, *, times: int = 3) ->
     """Iterations ``0 .. i`` of the first failure again, ``times`` times, with the same seed (the
     same delays and inputs; not the same hardware timing): how often iteration ``i`` fails the
     same way. ``reproduced k/N``, never "replayed"."""
-    import dataclasses
-
     again = dataclasses.replace(options, iterations=failure.iteration + 1, seconds=None, stop_on_failure=False)
     reproduced = failed = 0
     for _ in range(times):
@@ -724,6 +724,7 @@ def _capture(engine: Engine, block: int):
 
 
 def _failures(engine: Engine, rows: list, hangs: list, *, first_iteration: int, t0: list) -> list[Failure]:
+    # torch/triton: the summary rows' helpers live beside the fused kernels' validation kernel
     from syncverify.stress.classify import _float, device_ns
 
     out = []
@@ -813,8 +814,6 @@ def map_mirror(buffer, *, interpret: bool):
 
 def _worker(options: StressOptions, shm_name: str, output: str | None, results) -> None:
     """The child process: run the iterations with the mirror in shared memory; send the result."""
-    from multiprocessing import shared_memory
-
     shm = shared_memory.SharedMemory(name=shm_name)
     try:
         host, arg = map_mirror(shm.buf, interpret=options.interpret)
@@ -834,9 +833,6 @@ def run_in_worker(options: StressOptions, *, watchdog: float = 30.0, output: str
                   progress: Callable[[str], None] | None = None) -> StressResult:
     """:func:`run_stress` in a child process, ended by a watchdog when it makes no progress for
     ``watchdog`` seconds; the report of a killed child comes from the shared progress mirror."""
-    import multiprocessing
-    from multiprocessing import shared_memory
-
     plan = plan_harness(options)  # bad input: one line, before a process starts
     slots = _slots(plan, options)
     programs = sum(n for *_rest, n in slots)
