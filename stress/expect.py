@@ -27,7 +27,7 @@ from syncverify.stress.validate import device_clock
 
 FIELDS = ("n_bad", "n_unwritten", "n_corrupt", "first_bad", "got_bits", "expected_bits", "time_lo", "time_hi")
 NFIELDS = len(FIELDS)
-NO_BAD = 2147483647  # ``first_bad`` before any bad element
+NO_BAD = tl.constexpr(2147483647)  # ``first_bad`` before any bad element (a constexpr: the kernel reads it)
 BLOCK = 1024
 
 

@@ -508,7 +508,7 @@ class Engine:
         self.block_size = block
         self.ring = torch.zeros((block, self.plan.expectations, NFIELDS), dtype=torch.int32, device=self.device)
         self.hang_ring = torch.zeros((block, 4), dtype=torch.int32, device=self.device)
-        self.no_bad = NO_BAD
+        self.no_bad = NO_BAD.value
         self.top = max(self.heap._top, 1)
         self.snapshot = self.heap.block[:, :self.top].clone()
         self.table_device = self.table.to(self.device)
