@@ -44,11 +44,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from syncverify.frontend.schedule import GuidedEntry  # noqa: E402
-from syncverify.frontend.user_stress import StressOptions, replay_first, run_in_worker, run_stress  # noqa: E402
+from syncverify.frontend.user_stress import (StressOptions, replay_first, run_in_worker, run_stress,  # noqa: E402
+                                             start_engine)
 
 PLANS = ROOT / "benchmarks" / "user_stress_plans.json"
 FOLDERS = ("one_shot_all_reduce", "all_scatter")
 SCALE = {"SIZE": 1024, "BLOCK": 128, "BLOCK_K": 32, "PROGRAMS": 16}
+#: A dry run's interpreted iteration: other sizes than the model's, small enough for the interpreter.
+MEDIUM = {"SIZE": 128, "BLOCK": 32, "BLOCK_K": 16, "PROGRAMS": 2}
 
 
 def harnesses() -> list[tuple[str, int, int, bool]]:
@@ -87,6 +90,60 @@ def write_plans(path: Path, timeout: float) -> None:
     path.write_text(json.dumps(plans, indent=1))
 
 
+def dry_run(plans: dict) -> int:
+    """CPU, before a GPU run: every harness set up at the GPU's sizes (no iteration), every rewritten
+    kernel and control mutant compiled for sm_90 at those sizes with delays, bounds and mirror on,
+    and one interpreted iteration of every row at :data:`MEDIUM` sizes. Returns the failures."""
+    from syncverify.frontend.harness import run_harness
+    from syncverify.frontend.mutants import launched
+    from syncverify.frontend.rewrite import rewrite_kernel
+    from syncverify.kernels.compile import compile_like_launch
+    import torch
+
+    failed = 0
+    for target, world, calls, safe in harnesses():
+        plan = plans[target]
+        for label, sizes, run in (("setup at GPU sizes", SCALE, False), ("iteration at medium sizes", MEDIUM, True)):
+            try:
+                options = StressOptions(target, world_size=world, calls=calls, defines=dict(sizes), interpret=True,
+                                        iterations=1, delays="guided" if entries(plan) else "random",
+                                        guided=entries(plan))
+                if run:
+                    result = run_stress(options)
+                    extra = f"{result.iterations} iteration, {result.bad_iterations} bad"
+                    if plan.get("control"):
+                        control = run_stress(dataclasses.replace(options, delays="random", guided=(),
+                                                                 mutant=plan["control"]))
+                        extra += f"; control {control.iterations} iteration"
+                else:
+                    _plan, engine, _block = start_engine(options)
+                    extra = f"{len(engine.sites)} sites, heap top {engine.top} bytes"
+                    fn = _plan.fn
+                    mutant = start_engine(dataclasses.replace(options, delays="random", guided=(),
+                                                              mutant=plan["control"])) if plan.get("control") else None
+                    kernels = launched(fn, world, calls, heap_bytes=options.heap_bytes)
+                    scratch = torch.zeros(64, dtype=torch.int32)
+                    for kernel, launches in kernels.values():
+                        op = next(o for o in run_harness(fn, world, calls, heap_bytes=options.heap_bytes).ops
+                                  if o.kind == "launch" and o.kernel is kernel)
+                        variants = [kernel] + ([mutant[1].options.substitutes[id(kernel)]]
+                                               if mutant and id(kernel) in mutant[1].options.substitutes else [])
+                        for variant in variants:
+                            rewritten = rewrite_kernel(variant)
+                            compile_like_launch(rewritten.kernel, *op.args, **op.kwargs, sv_ctl=scratch,
+                                                sv_table=scratch, sv_mirror=scratch, sv_rank=op.rank, sv_slot=0,
+                                                SV_DELAYS=True, SV_BOUND=True, SV_MIRROR=True, SV_WARPS=4,
+                                                SV_WORLD=world, SV_INTERPRET=False)
+                    extra += f"; {len(kernels)} kernel(s) compiled for sm_90" + (" with the control mutant"
+                                                                                  if mutant else "")
+                print(f"dry run {target} {label}: ok ({extra})", flush=True)
+            except Exception as error:  # noqa: BLE001 -- every row is tried
+                failed += 1
+                print(f"dry run {target} {label}: FAILED {type(error).__name__}: {error}"[:600], flush=True)
+                traceback.print_exc()
+    return failed
+
+
 def entries(plan: dict) -> tuple[GuidedEntry, ...]:
     """The realizable schedules' delays, each for every program of its kernel (other sizes than the model's)."""
     found = []
@@ -121,12 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=360.0, help="seconds; rows after it are skipped (default 360)")
     parser.add_argument("--only", default="", help="run only harnesses whose name contains this")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    parser.add_argument("--dry-run", action="store_true", help="CPU, before a GPU run: setup at the GPU's sizes, "
+                        "every kernel compiled for sm_90 there, one interpreted iteration per row at medium sizes")
     parser.add_argument("--interpret", action="store_true", help="CPU smoke run: the interpreter, default sizes, "
                         "a few iterations (checks this script, shows nothing about the GPU)")
     args = parser.parse_args(argv)
     if args.write_plans:
         write_plans(args.write_plans, args.model_timeout)
         return 0
+    if args.dry_run:
+        return 1 if dry_run(json.loads(PLANS.read_text())) else 0
     import torch
 
     if args.interpret:
@@ -175,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                     base, delays="guided", guided=guided, iterations=args.guided_iterations, graphs=False,
                     stop_on_failure=True, cap=1 << 16)))
             else:
-                record["guided"] = {"none": "no counterexample of this harness can be forced by delays"}
+                record["guided"] = {"none": "latent: no counterexample delays can force (see plan)"}
             r = attempt("random", lambda: run_stress(dataclasses.replace(
                 base, delays="random", iterations=args.random_iterations, stop_on_failure=True, cap=1 << 16)))
             if g is not None and g.first_failure is not None and args.replays:

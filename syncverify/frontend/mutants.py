@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncverify.frontend.check import check_kernel, load_harness
-from syncverify.frontend.harness import run_harness
+from syncverify.frontend.harness import DEFAULT_HEAP_BYTES, run_harness
 from syncverify.frontend.rewrite import _Analyzer, _attr_chain, kernel_source, statement_kinds
 
 _WEAKER = {"release": "relaxed", "acquire": "relaxed", "acq_rel": "relaxed"}
@@ -179,10 +179,11 @@ def substituting(fn: Callable, substitutes: dict) -> Callable:
     return harness
 
 
-def launched(fn: Callable, world_size: int, calls: int) -> dict[int, tuple[Any, list[dict]]]:
+def launched(fn: Callable, world_size: int, calls: int, *,
+             heap_bytes: int = DEFAULT_HEAP_BYTES) -> dict[int, tuple[Any, list[dict]]]:
     """``{id(kernel): (kernel, [keyword arguments of each launch])}`` of a harness, in launch order."""
     kernels: dict[int, tuple[Any, list]] = {}
-    for op in run_harness(fn, world_size, calls).ops:
+    for op in run_harness(fn, world_size, calls, heap_bytes=heap_bytes).ops:
         if op.kind == "launch":
             kernels.setdefault(id(op.kernel), (op.kernel, []))[1].append(op.kwargs)
     return kernels

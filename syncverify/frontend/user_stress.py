@@ -87,7 +87,7 @@ class StressOptions:
     graphs: bool = True
     mirror: bool = True
     cap: int | None = None
-    heap_bytes: int = 1 << 26
+    heap_bytes: int = 1 << 26  # per rank (CPU pages are committed only where a harness allocates)
     defines: dict = field(default_factory=dict)
     guided: tuple = ()  # GuidedEntry
     stop_on_failure: bool = False
@@ -215,7 +215,7 @@ def plan_harness(options: StressOptions) -> Plan:
         raise StressInputError(f"delay pct={options.pct} (0..100) or max_ns={options.max_ns} (0..1000000) out of range")
     fn, name = load_harness(options.target)
     _define(fn, options.defines)
-    recorded = run_harness(fn, options.world_size, options.calls)
+    recorded = run_harness(fn, options.world_size, options.calls, heap_bytes=options.heap_bytes)
     expects = [op for op in recorded.ops if op.kind == "expect"]
     if not expects:
         raise HarnessError(f"harness {name} has no expectation (sv.expect_written or sv.expect_equal): a stress run "
@@ -263,7 +263,7 @@ class Engine:
         self.interpret = options.interpret
         self.device = "cpu" if self.interpret else "cuda"
         self.world_size = options.world_size
-        self.heap = Heap(options.world_size, options.heap_bytes if not self.interpret else 1 << 22, device=self.device)
+        self.heap = Heap(options.world_size, options.heap_bytes, device=self.device)
         self.call = 0
         self.rewrites: dict[int, Any] = {}
         self.sites: list[Site] = []
@@ -603,28 +603,36 @@ def _first_line(error: BaseException) -> str:
 
 # ----- a run ---------------------------------------------------------------------------------------
 
-def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable[[str], None] | None = None,
-               output: Any = None) -> StressResult:
-    """Run the harness's iterations in this process (module docstring); ``output``: a file
-    object that gets one JSON line per block as it finishes (partial results on disk)."""
+def start_engine(options: StressOptions, *, mirror: Any = None) -> tuple[Plan, Engine, int]:
+    """Everything before the first iteration: the harness planned, its kernels rewritten, its
+    setup run, the buffers of a block and the guided table; ``(plan, engine, block)``. Nothing runs
+    a kernel yet (a dry run at the GPU's sizes on the CPU stops here)."""
     plan = plan_harness(options)
     if options.delays == "guided" and not options.guided:
         raise StressInputError("delays='guided' needs a schedule (syncverify.frontend.schedule.guided_schedules)")
     if options.mutant and not options.substitutes:
         options.substitutes = mutant_substitutes(plan, options)
-    host, arg = mirror if mirror is not None else (None, None)
-    engine = Engine(options, plan, arg)
-    mirror = host
+    engine = Engine(options, plan, mirror)
     for kernel in _launched_kernels(plan, options):
         engine._rewritten(options.substitutes.get(id(kernel), kernel))
     total = options.resolved_iterations()
     block = 1 if options.interpret or not options.graphs else GRAPH_BLOCK
     if total is not None:
         block = max(1, min(block, total))
-    call = engine.setup()
-    engine.prepare(call, block)
+    engine.prepare(engine.setup(), block)
     engine.fill_table()
-    engine.heartbeat = mirror
+    return plan, engine, block
+
+
+def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable[[str], None] | None = None,
+               output: Any = None) -> StressResult:
+    """Run the harness's iterations in this process (module docstring); ``mirror``: the
+    progress mirror's ``(host view, kernel argument)``; ``output``: a file object that gets one
+    JSON line per block as it finishes (partial results on disk)."""
+    host = mirror[0] if mirror is not None else None
+    plan, engine, block = start_engine(options, mirror=mirror[1] if mirror is not None else None)
+    total = options.resolved_iterations()
+    engine.heartbeat = mirror = host
     if mirror is not None:
         mirror[2] = 1  # set up: the parent's watchdog counts from here (imports and setup may take long)
     result = StressResult(plan.name, options.world_size, options.calls, options.delays, sites=list(engine.sites),
@@ -638,6 +646,7 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
     started = time.monotonic()
     t0: list[int] = []
     graph = None
+    capturable = True
     done = 0
     last_report = started
     while True:
@@ -646,11 +655,18 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
         if options.seconds is not None and time.monotonic() - started >= options.seconds:
             break
         engine.reset_ring()
-        if graph is None and done >= 1 and options.graphs and not options.interpret and block > 1 \
+        if graph is None and capturable and done >= 1 and options.graphs and not options.interpret and block > 1 \
                 and not engine.one_call \
                 and (total is None or total - done >= block):
-            graph = _capture(engine, block)
-            result.graphs = True
+            try:
+                graph = _capture(engine, block)
+                result.graphs = True
+            except Exception as error:  # noqa: BLE001 -- a launch the graph cannot hold: eager launches
+                graph, capturable = None, False
+                engine.control = engine.torch.cuda.current_stream()
+                engine.forked.clear()
+                result.notes.append(f"CUDA graph capture failed ({type(error).__name__}: {_first_line(error)}): "
+                                    "iterations ran as eager launches")
         if graph is not None and (total is None or total - done >= block):
             graph.replay()
             n = block
@@ -681,7 +697,8 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
 
 def mutant_substitutes(plan: Plan, options: StressOptions) -> dict:
     """``{id(kernel): mutant}`` for ``options.mutant`` (a change :func:`syncverify.frontend.mutants.candidates` names)."""
-    for key, (kernel, launches) in launched(plan.fn, options.world_size, options.calls).items():
+    kernels = launched(plan.fn, options.world_size, options.calls, heap_bytes=options.heap_bytes)
+    for key, (kernel, launches) in kernels.items():
         for change, mutant in candidates(kernel, launches):
             if change == options.mutant:
                 return {key: mutant}
@@ -706,7 +723,8 @@ def replay_first(options: StressOptions, failure: Failure, *, times: int = 3) ->
 
 
 def _launched_kernels(plan: Plan, options: StressOptions) -> list:
-    return [kernel for kernel, _launches in launched(plan.fn, options.world_size, options.calls).values()]
+    kernels = launched(plan.fn, options.world_size, options.calls, heap_bytes=options.heap_bytes)
+    return [kernel for kernel, _launches in kernels.values()]
 
 
 def _capture(engine: Engine, block: int):
@@ -886,7 +904,7 @@ def run_in_worker(options: StressOptions, *, watchdog: float = 30.0, output: str
 def _slots(plan: Plan, options: StressOptions) -> list[tuple[str, int, str, int, int]]:
     """Each launch of one iteration: ``(kernel, rank, stream, first slot, programs)``, in issue order."""
     out, slot = [], 0
-    for op in run_harness(plan.fn, options.world_size, options.calls).ops:
+    for op in run_harness(plan.fn, options.world_size, options.calls, heap_bytes=options.heap_bytes).ops:
         if op.kind != "launch":
             continue
         n = 1
