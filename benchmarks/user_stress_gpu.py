@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodelay-iterations", type=int, default=20_000)
     parser.add_argument("--replays", type=int, default=3)
     parser.add_argument("--watchdog", type=float, default=20.0)
-    parser.add_argument("--budget", type=float, default=360.0, help="seconds; rows after it are skipped (default 360)")
+    parser.add_argument("--budget", type=float, default=330.0, help="seconds; rows after it are skipped (default 330)")
     parser.add_argument("--only", default="", help="run only harnesses whose name contains this")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     parser.add_argument("--dry-run", action="store_true", help="CPU, before a GPU run: setup at the GPU's sizes, "

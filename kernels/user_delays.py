@@ -43,8 +43,6 @@ CAPPED = tl.constexpr(3)
 #: Columns of a guided table row.
 TABLE_FIELDS = ("ns_lo", "ns_hi", "warps", "pct", "program")
 TABLE_WIDTH = tl.constexpr(len(TABLE_FIELDS))
-#: How often a bounded wait mirrors the value it polls (polls).
-MIRROR_EVERY = 4096
 
 
 @jit

@@ -167,7 +167,7 @@ def test_a_hang_is_a_report_with_its_site_and_last_value():
 
 def test_the_watchdog_kills_only_the_worker_and_reports_from_the_mirror():
     options = StressOptions(f"{HERE}::hangs", interpret=True, iterations=1, delays="none", cap=2_000_000_000)
-    result = run_in_worker(options, watchdog=3.0)
+    result = run_in_worker(options, watchdog=5.0)
     assert result.stopped and "killed" in result.stopped
     assert any("waiter[0]" in line and "kernels.py:19" in line and "last polled value 0" in line
                for line in result.hang_report), result.hang_report

@@ -48,6 +48,8 @@ ADDED_ARGS = RUNTIME_ARGS + CONSTEXPR_ARGS
 #: Where the control block holds the poll cap (``syncverify.kernels.user_delays.CTL_INDEX["cap"]``;
 #: a test keeps the two equal: this module imports no triton).
 CAP_INDEX = 5
+#: A bounded wait mirrors the value it polls after its first poll, then every this many polls.
+MIRROR_EVERY = 4096
 
 #: Words of inline asm that synchronize, and the site kind each makes.
 _ASM_KINDS = (("fence", "fence"), ("membar", "fence"), ("bar.", "barrier"), ("barrier", "barrier"),
@@ -355,7 +357,9 @@ class _Rewriter:
         bounded_test = ast.BinOp(ast.Name(go, ast.Load()), ast.BitAnd(),
                                  ast.Compare(ast.Name(n, ast.Load()), [ast.Lt()], [ast.Name(cap, ast.Load())]))
         mirror_every = _gate("SV_MIRROR", [ast.If(
-            test=ast.Compare(ast.BinOp(ast.Name(n, ast.Load()), ast.Mod(), _const(4096)), [ast.Eq()], [_const(0)]),
+            # after the first poll, then every 4096: a wait shows in the mirror as soon as it polls
+            test=ast.Compare(ast.BinOp(ast.Name(n, ast.Load()), ast.Mod(), _const(MIRROR_EVERY)), [ast.Eq()],
+                             [_const(1)]),
             body=[ast.Expr(_call("sv_polled", *_names("sv_ctl", "sv_mirror", "sv_slot"), _const(wait), polled,
                                  ast.Name(n, ast.Load())))], orelse=[])])
         count = ast.AugAssign(ast.Name(n, ast.Store()), ast.Add(), _const(1))
