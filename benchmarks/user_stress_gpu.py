@@ -161,7 +161,7 @@ def summary(result) -> dict:
             "kind": f.kind if f else None, "ttf_ms": round(result.time_to_first_failure_ns / 1e6, 3)
             if result.time_to_first_failure_ns else None, "rate": round(result.rate), "graphs": result.graphs,
             "stopped": result.stopped, "failure": f.describe() if f else None,
-            "hang_report": result.hang_report[:12]}
+            "hang_report": result.hang_report[:12], "notes": result.notes}
 
 
 def main(argv: list[str] | None = None) -> int:
