@@ -291,7 +291,6 @@ class Engine:
         self.heartbeat = None  # the mirror's host view, when a watchdog reads it
         self.dry = False  # the setup run of a one-call harness: allocations only
         self.one_call = False
-        self.ops: list = []  # what _name_buffers reads of a Harness (nothing: buffers carry their names)
 
     # ----- the harness API ------------------------------------------------------------------------
     def launch(self, kernel, grid, *args, rank: int, stream: str = "main", **kwargs) -> None:
