@@ -22,6 +22,11 @@ Fixture ``syncverify_stress``::
 * Ranks run as virtual ranks (every rank on one GPU; the interpreter's only mode) unless the test
   passes ``virtual_ranks=False``.
 
+``harness="my_harness.py::one_call"`` instead of ``protocol``: the user's own ``@triton.jit`` kernels
+launched by a harness (``syncverify stress FILE.py``; keywords: ``world_size``, ``calls``,
+``iterations``/``seconds``, ``delays`` none/random/guided, ``seed``, ``interpret``, ``defines``, ...);
+returns a :class:`syncverify.testing.KernelStressResult` with ``.assert_clean()``.
+
 Precedence: the call's arguments, then ``@pytest.mark.syncverify(...)`` (same keywords; the marker
 nearest the test wins), then the command-line options, then the defaults above.
 
@@ -129,6 +134,8 @@ def syncverify_stress(request: pytest.FixtureRequest):
     settings = request.config.stash.get(settings_key, Settings())
 
     def stress(**call: Any):
+        if "harness" in call or "harness" in marker:
+            return _stress_harness(call, marker, settings, request)
         options = _merge(call, marker, settings)
         options["protocol"] = _protocol_path(options["protocol"], request)
         given = dict(options)
@@ -152,6 +159,30 @@ def syncverify_stress(request: pytest.FixtureRequest):
          for name in ("protocol", "kernel", "world_size", "iterations", "seconds", "delays", "seed")]
         + [inspect.Parameter("campaign_options", inspect.Parameter.VAR_KEYWORD)])
     return stress
+
+
+def _stress_harness(call: dict, marker: dict, settings: Settings, request: pytest.FixtureRequest):
+    """``harness=FILE.py[::NAME]``: the user's own kernels (``syncverify stress FILE.py``); the
+    path is looked up beside the test file first."""
+    options = dict(marker)
+    _budget(options, call)
+    harness = str(options.pop("harness"))
+    path, sep, name = harness.partition("::")
+    beside = Path(request.node.path).parent / path
+    if not Path(path).is_absolute() and beside.is_file():
+        harness = str(beside) + sep + name
+    if options.get("interpret") is None:
+        options["interpret"] = settings.interpret
+    if options.get("seed") is None:
+        options["seed"] = settings.seed if settings.seed is not None else 0
+    if options.get("iterations") is None and options.get("seconds") is None and settings.seconds is not None:
+        options["seconds"] = settings.seconds
+    options = {k: v for k, v in options.items() if v is not None or k in ("iterations", "seconds")}
+    _skip_unless_runnable(options["interpret"])
+    # pytest loads this plugin in every session: the stress run is imported when a test runs one
+    from syncverify.testing import stress_kernel
+
+    return _fail_on_error(stress_kernel, harness, **options)
 
 
 def _fail_on_error(function, *args, **kwargs):

@@ -32,8 +32,10 @@ from syncverify.verdicts.check import check_protocol
 from syncverify.verdicts.text import counterexample_lines
 from syncverify.frontend.check import check_kernel
 from syncverify.verdicts.check import calls_words
+from syncverify.frontend.schedule import guided_schedules
+from syncverify.frontend.user_stress import StressOptions, run_stress
 
-__all__ = ["StressResult", "assert_kernel_safe", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
+__all__ = ["KernelStressResult", "StressResult", "assert_kernel_safe", "stress_kernel", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
 
 
 # ----- the model check -------------------------------------------------------------------------
@@ -265,3 +267,59 @@ class StressResult:
         if not self.clean or (self.model is not None and self.model.safe is not True):
             raise AssertionError(self.describe())
         return self
+
+
+# ----- the user's own kernels under stress ---------------------------------------------------------
+
+@dataclass
+class KernelStressResult:
+    """A stress run of a harness (``syncverify stress FILE.py``) that asserts: the run
+    (:class:`syncverify.frontend.user_stress.StressResult`), the model's verdict on the same
+    harness when one was needed (guided delays, or an interpreted run), and notes."""
+
+    run: Any
+    model: Any = None
+    notes: tuple = ()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["run"], name)
+
+    def assert_clean(self) -> "KernelStressResult":
+        """Raise ``AssertionError`` naming the first failure, or, for an interpreted run (no
+        evidence about the GPU), unless the model proves the harness safe."""
+        __tracebackhide__ = True
+        run = self.run
+        if not run.clean:
+            lines = [f"{run.harness}: {run.bad_iterations} bad iterations of {run.iterations}"]
+            lines += [f.describe() for f in run.failures[:4]]
+            if run.stopped:
+                lines += [run.stopped, *run.hang_report[:12]]
+            raise AssertionError("\n".join(lines))
+        if run.interpret and (self.model is None or self.model.safe is not True):
+            verdict = "not checked" if self.model is None else self.model.verdict
+            raise AssertionError(f"{run.harness}: clean in Triton's interpreter, which is no evidence, and the model "
+                                 f"does not prove it safe ({verdict})")
+        return self
+
+
+def stress_kernel(harness, *, world_size: int = 2, calls: int = 1, delays: str = "random",
+                  **options: Any) -> KernelStressResult:
+    """Stress the kernels a harness launches (``syncverify stress FILE.py``, in this process).
+
+    ``delays``: ``none``, ``random`` or ``guided`` (a schedule built from the model check of the
+    same harness); ``options``: any :class:`syncverify.frontend.user_stress.StressOptions` field
+    (``iterations``, ``seconds``, ``seed``, ``interpret``, ``defines``, ...). Bad input raises
+    :class:`~syncverify.errors.SyncVerifyError` with one line.
+    """
+    model = None
+    guided: tuple = ()
+    if delays == "guided" or options.get("interpret"):
+        model = check_kernel(harness, world_size=world_size, calls=calls)
+    if delays == "guided":
+        found = [e for s in guided_schedules(model, num_warps=4) for e in s.entries]
+        guided = tuple(dict.fromkeys(found))
+        if not guided:
+            delays = "none"
+    run = run_stress(StressOptions(harness, world_size=world_size, calls=calls, delays=delays, guided=guided,
+                                   **options))
+    return KernelStressResult(run, model, tuple(run.notes))

@@ -16,18 +16,14 @@ import contextlib
 import importlib
 import math
 import os
-import re
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
-import triton.language as tl
-import triton.runtime.interpreter as interpreter
 
 import syncverify
 from syncverify.frontend import devices
-from syncverify.kernels._jit import _interpreted, _interpreting_calls
+from syncverify.kernels._jit import _interpreted, _interpreting_calls, fences_as_no_ops
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -55,8 +51,6 @@ def jit(fn):
 
 with compiled_jit():
     devices.shim("iris"), devices.shim("symm_mem")  # decorated once, as JITFunctions
-
-_FENCE = re.compile(r"^\s*fence\.(sc|acq_rel)\.(cta|gpu|sys)\s*;\s*mov\.u32 \$0, 0;\s*$")
 
 
 class Symmetric:
@@ -144,41 +138,6 @@ class SequentialHarness:
         self.synchronize(rank=0)
         for r in range(self.world_size):
             self.expected.append((tensor.on(r).cpu().clone(), reference))
-
-
-class _AsmCall:
-    """What ``tl.inline_asm_elementwise`` expects from the builder: results by index."""
-
-    def __init__(self, result) -> None:
-        self.result = result
-
-    def get_result(self, index: int):
-        return self.result
-
-
-@contextlib.contextmanager
-def fences_as_no_ops():
-    """Let ``fence.*; mov.u32 $0, 0;`` inline PTX through the interpreter (as a no-op); refuse any other."""
-    builder = interpreter.interpreter_builder
-    original = builder.create_inline_asm
-
-    def create_inline_asm(asm, constraints, values, type, is_pure, pack):
-        if not _FENCE.match(asm):
-            return original(asm, constraints, values, type, is_pure, pack)
-        zero = interpreter.TensorHandle(np.zeros(1, dtype=np.int32), tl.int32)
-        return _AsmCall(zero)
-
-    shadowed = "create_inline_asm" in vars(builder)
-    builder.create_inline_asm = create_inline_asm
-    try:
-        yield
-    finally:
-        # take the instance attribute away again: left behind, the original bound method would
-        # shadow the class method the front end's hooks patch (its inline asm then refused)
-        if shadowed:
-            builder.create_inline_asm = original
-        else:
-            del builder.create_inline_asm
 
 
 @contextlib.contextmanager

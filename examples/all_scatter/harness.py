@@ -45,20 +45,26 @@ EXPECTED = {
 }
 
 BLOCK = 4  # tile and K size: the model's cost grows with programs and steps, not elements
+# Sizes for stress on a GPU (``syncverify stress ... --define SIZE=1024 --define BLOCK=128 --define
+# BLOCK_K=32 --define PROGRAMS=16``); the defaults are the sizes the model checks.
+SIZE = None  # None: one tile per rank; else C is SIZE x SIZE, K = SIZE, each rank SIZE / W columns
+BLOCK_K = None  # the K step (None: BLOCK)
+PROGRAMS = 1  # GEMM programs, and as many communication programs, per rank
 
 
 def all_scatter(sv, version: str, reset: str):
     """Calls of the GEMM + all-scatter at ``sv.world_size`` ranks; ``reset``: how locks are zeroed
     before each call (``"none"``, ``"gemm-stream"`` racing with the kernel, ``"between-barriers"``)."""
     W = sv.world_size
-    M, N, K = BLOCK, BLOCK, BLOCK  # one tile per rank: rank r computes C[:, r*N:(r+1)*N]
+    # one tile per rank: rank r computes C[:, r*N:(r+1)*N]
+    M, N, K = (BLOCK, BLOCK, BLOCK) if SIZE is None else (SIZE, SIZE // W, SIZE)
     g = torch.Generator().manual_seed(1)
     A = torch.randint(-2, 3, (M, K), generator=g).float()
     B = [torch.randint(-2, 3, (K, N), generator=g).float() for _ in range(W)]
     reference = torch.cat([A @ B[r] for r in range(W)], dim=1)
 
     c_global = sv.heap.zeros((M, N * W), torch.float32)
-    locks = sv.heap.zeros((1,), torch.int32)  # one lock per tile of this rank's block
+    locks = sv.heap.zeros(((M // BLOCK) * (N // BLOCK),), torch.int32)  # one lock per tile of this rank's block
 
     def call(k):
         if reset == "gemm-stream":  # bug 2: the reset on another stream than the kernel's
@@ -70,9 +76,10 @@ def all_scatter(sv, version: str, reset: str):
                 sv.zero_(locks.on(r), rank=r, stream="main")
             sv.host_barrier()
         for r in range(W):
-            sv.launch(kernel, (2,), A, B[r], c_global.on(r), locks.on(r), M, N, K,
+            sv.launch(kernel, (2 * PROGRAMS,), A, B[r], c_global.on(r), locks.on(r), M, N, K,
                       A.stride(0), A.stride(1), B[r].stride(0), B[r].stride(1), N * W, 1,
-                      BLOCK_SIZE_M=BLOCK, BLOCK_SIZE_N=BLOCK, BLOCK_SIZE_K=BLOCK, GEMM_SMS=1, NUM_SMS=2,
+                      BLOCK_SIZE_M=BLOCK, BLOCK_SIZE_N=BLOCK, BLOCK_SIZE_K=BLOCK_K or BLOCK, GEMM_SMS=PROGRAMS,
+                      NUM_SMS=2 * PROGRAMS,
                       VERSION=version, heap_bases=sv.heap.bases, cur_rank=r, world_size=W,
                       rank=r, stream="main")
         sv.host_barrier()  # the benchmark loop's barrier after each iteration

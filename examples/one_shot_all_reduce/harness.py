@@ -46,6 +46,11 @@ EXPECTED = {
 }
 
 BLOCK = 4  # tile and K-slice size: the model's cost grows with programs and steps, not elements
+# Sizes for stress on a GPU (``syncverify stress ... --define SIZE=1024 --define BLOCK=128 --define
+# BLOCK_K=32 --define PROGRAMS=16``); the defaults are the sizes the model checks.
+SIZE = None  # None: W tiles of BLOCK; else C is SIZE x SIZE and each rank a K-slice of SIZE / W
+BLOCK_K = None  # the K step (None: BLOCK)
+PROGRAMS = 1  # producer programs, and as many consumer programs, per rank
 
 
 def one_shot(sv, version: str):
@@ -53,7 +58,8 @@ def one_shot(sv, version: str):
     W = sv.world_size
     if W < 2:
         raise ValueError(f"the one-shot all-reduce needs --world-size 2 or more (got {W})")
-    M, N, K = W * BLOCK, BLOCK, BLOCK  # W tiles (tile t is rank t % W's), one K block per rank
+    # W tiles (tile t is rank t % W's), one K block per rank
+    M, N, K = (W * BLOCK, BLOCK, BLOCK) if SIZE is None else (SIZE, SIZE, SIZE // W)
     g = torch.Generator().manual_seed(0)
     A = [torch.randint(-2, 3, (M, K), generator=g).float() for _ in range(W)]
     B = [torch.randint(-2, 3, (K, N), generator=g).float() for _ in range(W)]
@@ -61,8 +67,9 @@ def one_shot(sv, version: str):
 
     local_C = sv.heap.zeros((M, N), torch.float32)
     C = sv.heap.zeros((M, N), torch.float32)
-    locks = sv.heap.zeros((W,), torch.int32)
-    tile_ready = sv.heap.zeros((W,), torch.int32)
+    tiles = (M // BLOCK) * (N // BLOCK)
+    locks = sv.heap.zeros((tiles,), torch.int32)
+    tile_ready = sv.heap.zeros((tiles,), torch.int32)
     meta = dict(BLOCK_SIZE_M=BLOCK, BLOCK_SIZE_N=BLOCK, VERSION=version, heap_bases=sv.heap.bases, world_size=W)
 
     def call(k):
@@ -73,12 +80,12 @@ def one_shot(sv, version: str):
                 sv.zero_(tile_ready.on(r), rank=r, stream="gemm")
             sv.host_barrier()
         for r in range(W):  # producers first: the Triton interpreter runs launches in issue order
-            sv.launch(persistent_gemm, (1,), A[r], B[r], local_C.on(r), locks.on(r), tile_ready.on(r),
+            sv.launch(persistent_gemm, (PROGRAMS,), A[r], B[r], local_C.on(r), locks.on(r), tile_ready.on(r),
                       M, N, K, A[r].stride(0), A[r].stride(1), B[r].stride(0), B[r].stride(1), N, 1,
-                      BLOCK_SIZE_K=BLOCK, GEMM_SMS=1, cur_rank=r, rank=r, stream="gemm", **meta)
+                      BLOCK_SIZE_K=BLOCK_K or BLOCK, GEMM_SMS=PROGRAMS, cur_rank=r, rank=r, stream="gemm", **meta)
         for r in range(W):
-            sv.launch(persistent_all_reduce, (1,), local_C.on(r), C.on(r), locks.on(r), tile_ready.on(r),
-                      M, N, N, 1, COMM_SMS=1, cur_rank=r, rank=r, stream="comm", **meta)
+            sv.launch(persistent_all_reduce, (PROGRAMS,), local_C.on(r), C.on(r), locks.on(r), tile_ready.on(r),
+                      M, N, N, 1, COMM_SMS=PROGRAMS, cur_rank=r, rank=r, stream="comm", **meta)
         sv.host_barrier()
         sv.expect_equal(C, reference)
 

@@ -16,6 +16,7 @@ budget) and ``--replay I`` (iteration ``I`` again with its exact delays, ``--rep
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 from pathlib import Path
 from typing import Optional
@@ -32,6 +33,9 @@ from syncverify.scenarios.build import push_option
 from syncverify.stress.report import INTERPRETER_NOTE
 from syncverify.stress.report import INTERPRETER_NOTE, interpreter_lines, render_text
 from syncverify.cli.progress import StderrProgress
+from syncverify.cli.kernel import is_harness_argument
+from syncverify.cli.user_stress import parse_defines, stress_harness
+from syncverify.frontend.user_stress import StressOptions
 from syncverify.stress.campaign import campaign_options, default_programs, refuse_unsynchronized, run_campaign
 from syncverify.stress.controls import control_verdict, positive_control
 from syncverify.stress.guided import guided_plan, render_rows, run_guided
@@ -60,7 +64,8 @@ def _consoles():
 
 
 def stress_command(
-    protocol: str = typer.Option(..., "--protocol", help="a built-in protocol name or a protocol .toml file"),
+    target: Optional[str] = typer.Argument(None, help="a harness FILE.py[::NAME] that launches your own Triton kernels (see 'syncverify check FILE.py'); omit it to stress a protocol (--protocol) in the built-in kernels", show_default=False),
+    protocol: Optional[str] = typer.Option(None, "--protocol", help="a built-in protocol name or a protocol .toml file"),
     kernel: str = typer.Option("all-reduce", "--kernel", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter (default: all-reduce)"),
     world_size: int = typer.Option(2, "--world-size", help="ranks (default: 2)"),
     virtual_ranks: bool = typer.Option(False, "--virtual-ranks", help="every rank on one GPU, each with its own heap region"),
@@ -101,12 +106,24 @@ def stress_command(
     replay_rank: Optional[int] = typer.Option(None, "--replay-rank", help="--replay: the bad tile's rank (default: any)"),
     replay_tile: Optional[int] = typer.Option(None, "--replay-tile", help="--replay: the bad tile (default: any)"),
     replay_kind: Optional[str] = typer.Option(None, "--replay-kind", help="--replay: the bad tile's class (default: any)"),
+    calls: int = typer.Option(1, "--calls", help="harness (FILE.py) only: calls of the harness's operation per iteration, from a restored heap, as 'check --calls' models them (default: 1)"),
+    define: list[str] = typer.Option([], "--define", help="harness only: set a module constant of the harness file, NAME=INTEGER (sizes for the GPU: --define SIZE=1024); the model check keeps the file's values"),
+    graphs: bool = typer.Option(True, "--graphs/--no-graphs", help="harness only: replay blocks of iterations as CUDA graphs (default: on)"),
+    mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="harness only: mirror each program's progress and polled values to host memory, read by the watchdog (default: on)"),
+    watchdog: float = typer.Option(60.0, "--watchdog", help="harness only: seconds without progress before the worker process is killed and the hang reported from the mirror (default: 60)"),
+    in_process: bool = typer.Option(False, "--in-process", help="harness only: run in this process (no worker, no watchdog)"),
+    model_timeout: float = typer.Option(120.0, "--model-timeout", help="harness only: seconds for the model check of the harness (default: 120)"),
 ) -> None:
     """Stress a protocol inside the real fused GEMM kernel; report every bad tile and why.
 
     Exit codes: 0 clean (no bad tile), 1 bad tiles found (or a stopped run), 2 bad input.
     """
     out, err = _consoles()
+    if target is not None:
+        raise typer.Exit(_harness(target, locals(), err))
+    if protocol is None:
+        err.print("syncverify: error: name a harness FILE.py[::NAME] or give --protocol", markup=False)
+        raise typer.Exit(exitcodes.INPUT_ERROR)
     options = dict(
         protocol=protocol, kernel=kernel, world_size=world_size, virtual_ranks=virtual_ranks,
         interpret=interpret, iterations=iterations, seconds=seconds, delays=delays, seed=seed,
@@ -138,6 +155,38 @@ def stress_command(
         err.print(f"syncverify: error: {error}", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
     raise typer.Exit(code)
+
+
+#: ``stress`` options that mean something for a protocol in the built-in kernels only.
+_PROTOCOL_ONLY = ("protocol", "kernel", "virtual_ranks", "m", "n", "k", "dtype", "block_m", "block_n", "block_k",
+                  "gemm_sms", "comm_sms", "recv_sms", "push", "reset", "replay_iteration")
+
+
+def _harness(target: str, given: dict, err) -> int:
+    """``syncverify stress FILE.py[::NAME]`` (``syncverify.cli.user_stress``); returns the exit code."""
+    defaults = {name: param.default for name, param in inspect.signature(stress_command).parameters.items()}
+    wrong = [name for name in _PROTOCOL_ONLY if given[name] != getattr(defaults[name], "default", defaults[name])]
+    try:
+        if not is_harness_argument(target):
+            raise SyncVerifyError(f"{target!r} is not a harness: name a FILE.py[::NAME] (a protocol goes in --protocol)")
+        if wrong:
+            raise SyncVerifyError(f"--{wrong[0].replace('_', '-')} applies to a protocol in the built-in kernels, not to "
+                                  f"a harness ({target}): the harness says what runs")
+        if given["delays"] not in ("none", "random"):
+            raise SyncVerifyError(f"--delays {given['delays']}: none | random (model-guided: --guided)")
+        options = StressOptions(
+            target, world_size=given["world_size"], calls=given["calls"], iterations=given["iterations"],
+            seconds=given["seconds"], delays="guided" if given["guided"] else given["delays"], seed=given["seed"],
+            pct=given["delay_pct"], max_ns=given["delay_max_ns"], poison=given["poison"],
+            interpret=given["interpret"], graphs=given["graphs"], mirror=given["mirror"], cap=given["max_polls"],
+            defines=parse_defines(given["define"]), stop_on_failure=given["guided"])
+        return stress_harness(target, options=options, model_timeout=given["model_timeout"], control=given["control"],
+                              replay_times=given["replay_times"] if given["replay_iteration"] is None else 0,
+                              watchdog=given["watchdog"], in_process=given["in_process"],
+                              as_json=given["json_output"], output=given["output"], schedule=given["schedule"])
+    except SyncVerifyError as error:
+        err.print(f"syncverify: error: {error}", markup=False)
+        return exitcodes.INPUT_ERROR
 
 
 def _check_before_work(options: dict, replay_iteration: int | None) -> None:

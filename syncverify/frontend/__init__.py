@@ -3,7 +3,11 @@
 A user writes a *harness* (:mod:`~syncverify.frontend.harness`): W virtual ranks on one symmetric
 heap, launches of their kernels on named streams, host operations between them, and what must
 hold afterwards. ``syncverify check FILE.py --world-size W [--calls N]``,
-:func:`check_kernel` and :func:`syncverify.testing.assert_kernel_safe` check it.
+:func:`check_kernel` and :func:`syncverify.testing.assert_kernel_safe` check it. The same harness
+drives the GPU: ``syncverify stress FILE.py`` (:mod:`~syncverify.frontend.user_stress`; the kernels
+rewritten in memory with delays and bounded waits, :mod:`~syncverify.frontend.rewrite`; guided
+schedules from this check's counterexamples, :mod:`~syncverify.frontend.schedule`; positive-control
+mutants, :mod:`~syncverify.frontend.mutants`).
 
 Design, and why
 ---------------

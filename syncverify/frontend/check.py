@@ -426,7 +426,9 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 role = (f"rank {launch.rank} {launch.kernel_name}[{pid[0]}]" + (f" thread {t}" if threads > 1 else "")
                         + f" (call {launch.call}, stream {launch.stream})")
                 threads_out.append(Thread(f"T{len(threads_out)}", launch.rank, cta, code, role, launch.phase))
-                infos.append(ThreadInfo("program", role, launch.call, launch.rank))
+                gx, gy, _gz = launch.grid3
+                infos.append(ThreadInfo("program", role, launch.call, launch.rank, launch.kernel_name,
+                                        pid[0] + gx * (pid[1] + gy * pid[2]), t))
             for name in smem.values():
                 init.setdefault(name, 0)
     for op in sv.ops:

@@ -87,16 +87,20 @@ class SymmetricTensor:
 class Heap:
     """W heaps of ``size`` bytes (one per virtual rank) and ``bases``, their base addresses."""
 
-    def __init__(self, world_size: int, size: int = DEFAULT_HEAP_BYTES) -> None:
+    def __init__(self, world_size: int, size: int = DEFAULT_HEAP_BYTES, *, device: str = "cpu") -> None:
         import torch  # lazily: the model runs without torch
 
         self.world_size = world_size
         self.size = size
-        self.memory = [torch.zeros(size, dtype=torch.uint8) for _ in range(world_size)]
+        #: every rank's heap in one block (a stress run restores it with one copy per iteration)
+        self.block = torch.zeros((world_size, size), dtype=torch.uint8, device=device)
+        self.memory = list(self.block)
         #: each rank's heap base address (iris's ``heap_bases``), an int64 tensor
-        self.bases = torch.tensor([m.data_ptr() for m in self.memory], dtype=torch.int64)
+        self.bases = torch.tensor([m.data_ptr() for m in self.memory], dtype=torch.int64, device=device)
         self.allocations: list[Allocation] = []
         self.buffers: list[SymmetricTensor] = []
+        #: names for the allocations by position, when a harness allocates again (a stress run of a one-call harness)
+        self.names: list[str] = []
         self._top = 0
 
     def check_rank(self, rank: int) -> None:
@@ -115,7 +119,9 @@ class Heap:
             raise HarnessError(f"the symmetric heap ({self.size} bytes per rank) is too small for "
                                f"{shape} {dtype}; pass heap_bytes= to check_kernel")
         self._top = offset + numel * itemsize
-        allocation = Allocation(name or f"buffer{len(self.allocations)}", offset, shape, dtype, itemsize, numel)
+        index = len(self.allocations)
+        known = self.names[index] if index < len(self.names) else f"buffer{index}"
+        allocation = Allocation(name or known, offset, shape, dtype, itemsize, numel)
         self.allocations.append(allocation)
         tensor = SymmetricTensor(self, allocation)
         self.buffers.append(tensor)
@@ -232,12 +238,16 @@ class Harness:
 
     def zero_(self, tensor, *, rank: int, stream: str = "main") -> None:
         """``tensor.zero_()`` issued on ``rank``'s ``stream`` (a memset, ordered like a launch)."""
-        self.fill_(tensor, 0, rank=rank, stream=stream)
+        self._write(tensor, 0, rank, stream, _site())
 
     def fill_(self, tensor, value, *, rank: int, stream: str = "main") -> None:
         """``tensor.fill_(value)`` issued on ``rank``'s ``stream``."""
+        self._write(tensor, value, rank, stream, _site())
+
+    def _write(self, tensor, value, rank: int, stream: str, site: str) -> None:
+        """A host write, named by the harness line that issued it (``site``)."""
         self._rank_stream(rank, stream)
-        self._add(HostOp("write", self.call, rank, stream, tensor=_view(tensor), value=value, site=_site()))
+        self._add(HostOp("write", self.call, rank, stream, tensor=_view(tensor), value=value, site=site))
 
     def record_event(self, *, rank: int, stream: str = "main") -> StreamEvent:
         """An event after everything issued on ``(rank, stream)`` so far."""

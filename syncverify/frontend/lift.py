@@ -38,6 +38,9 @@ class ThreadInfo:
     role: str
     call: int
     rank: int | None = None
+    kernel: str | None = None  # a program's kernel name, program (linear id) and model thread
+    program: int | None = None
+    thread: int | None = None
 
 
 @dataclass

@@ -1,0 +1,149 @@
+"""``syncverify stress FILE.py[::NAME]``: the user's own kernels under stress, from the harness ``check`` reads.
+
+The ``stress`` command hands a ``.py`` argument here. The steps: the harness recorded (bad input
+is one line, exit 2), the model check of the same harness (its verdict printed; a guided schedule
+is built from its counterexamples, with the reason for every delay), the stress run (in a worker
+process with a watchdog, ``syncverify.frontend.user_stress``), replays of the first failure
+(``reproduced k/N``), and for a harness the model calls safe, a positive control (a mutant of the
+kernel the model calls unsafe, ``syncverify.frontend.mutants``) that must fail under the same
+delays, else ``DELAYS INEFFECTIVE``.
+
+Exit codes: 0 clean (with an effective control), 1 failures, a hang, or delays shown ineffective,
+2 bad input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from syncverify import exitcodes
+from syncverify.cli.app import err, out
+from syncverify.errors import SyncVerifyError
+from syncverify.frontend.check import check_kernel
+from syncverify.frontend.mutants import positive_control
+from syncverify.frontend.schedule import guided_schedules
+from syncverify.frontend.user_stress import (StressInputError, StressOptions, plan_harness, replay_first,
+                                             run_in_worker, run_stress)
+
+
+def parse_defines(texts: list[str]) -> dict:
+    """``--define NAME=VALUE`` options (VALUE an integer, or None) as a dict."""
+    found = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise StressInputError(f"--define {text!r}: write NAME=VALUE (a module constant of the harness file)")
+        value = value.strip()
+        try:
+            found[name.strip()] = None if value == "None" else int(value)
+        except ValueError:
+            raise StressInputError(f"--define {text!r}: VALUE must be an integer or None") from None
+    return found
+
+
+def stress_harness(target: str, *, options: StressOptions, model_timeout: float, control: bool | None,
+                   replay_times: int, watchdog: float, in_process: bool, as_json: bool,
+                   output: Path | None, schedule: Path | None) -> int:
+    """Stress a harness (module docstring); returns the exit code."""
+    say = (lambda line: None) if as_json else (lambda line: out.print(line, markup=False))
+    note = lambda line: err.print(f"  {line}", markup=False)  # noqa: E731
+    plan_harness(options)  # bad input before the model or the GPU
+    if not options.interpret:
+        from syncverify.kernels._deps import require_cuda  # torch/triton: loaded only where a kernel runs
+
+        require_cuda("syncverify stress FILE.py without --interpret")
+    err.print(f"model: checking {target} (world size {options.world_size}, {options.calls} call(s)) ...",
+              markup=False)
+    model = check_kernel(target, world_size=options.world_size, calls=options.calls, timeout=model_timeout)
+    report: dict = {"harness": target, "model": {"verdict": model.verdict, "violations": list(model.violations)}}
+    say(f"model: {model.verdict}" + (f": {', '.join(model.violations)}" if model.violations else ""))
+    if options.delays == "guided":
+        schedules = guided_schedules(model, num_warps=4)
+        report["schedules"] = [s.to_dict() for s in schedules]
+        entries = []
+        for s in schedules:
+            for line in s.describe():
+                say(f"  {line}")
+            entries += [e for e in s.entries if e not in entries]
+        if options.defines:  # other sizes than the model's: a program of the model is every program
+            entries = [dataclasses.replace(e, program=-1) for e in entries]
+            say("  at the sizes of --define, each delay applies to every program of its kernel and rank "
+                "(the model's programs are the harness's default sizes)")
+        if not entries:
+            say("  no counterexample can be forced by delays: running without delays")
+            options = dataclasses.replace(options, delays="none")
+        options = dataclasses.replace(options, guided=tuple(entries))
+        if schedule is not None:
+            schedule.write_text(json.dumps(report["schedules"], indent=1), encoding="utf-8")
+    result = _run(options, watchdog=watchdog, in_process=in_process, output=output, note=note)
+    report["result"] = result.to_dict()
+    _print_result(result, say)
+    code = exitcodes.OK if result.clean else exitcodes.FOUND
+    if result.first_failure is not None and replay_times > 0 and result.stopped is None:
+        replay = replay_first(options, result.first_failure, times=replay_times)
+        report["replay"] = replay
+        say(replay["summary"])
+    run_control = control if control is not None else not options.interpret
+    if run_control and model.safe and result.clean:
+        control_info = positive_control(target, world_size=options.world_size, calls=options.calls,
+                                        timeout=model_timeout, progress=note)
+        if control_info is None:
+            line = ("no positive control: every mutant with one synchronization step taken away is safe too (or "
+                    "none could be built), so the clean run is no evidence that the delays work")
+            report["control"] = {"effective": False, "line": line}
+            say(line)
+            code = exitcodes.FOUND
+        else:
+            say(control_info.describe())
+            mutant = dataclasses.replace(options, mutant=control_info.change, stop_on_failure=True, substitutes={})
+            controlled = _run(mutant, watchdog=watchdog, in_process=in_process, output=None, note=note)
+            effective = not controlled.clean
+            line = (f"positive control failed as it must: {controlled.bad_iterations} bad iterations of "
+                    f"{controlled.iterations} (first at iteration {controlled.first_failure_iteration}): the delays "
+                    "are effective" if effective else
+                    f"DELAYS INEFFECTIVE: the positive control ({control_info.change}), which the model calls unsafe, "
+                    f"showed no failure in {controlled.iterations} iterations under the same delays; the clean run "
+                    "is no evidence")
+            report["control"] = {"effective": effective, "change": control_info.change, "line": line,
+                                 "result": controlled.to_dict()}
+            say(line)
+            code = code if effective else exitcodes.FOUND
+    if as_json:
+        out.print(json.dumps(report, indent=1, default=str), markup=False)
+    if output is not None:
+        with open(output, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"report": report}, default=str) + "\n")
+    return code
+
+
+def _run(options: StressOptions, *, watchdog: float, in_process: bool, output: Path | None, note):
+    if in_process:
+        if output is None:
+            return run_stress(options, progress=note)
+        with open(output, "a", encoding="utf-8") as f:
+            return run_stress(options, progress=note, output=f)
+    return run_in_worker(options, watchdog=watchdog, output=str(output) if output else None, progress=note)
+
+
+def _print_result(result, say) -> None:
+    mode = "CUDA graphs" if result.graphs else ("interpreter" if result.interpret else "eager launches")
+    say(f"{result.iterations} iterations in {result.seconds:.2f} s ({result.rate:,.0f} validated iterations/s, "
+        f"{mode}), delays {result.delays}: " + ("clean" if result.clean else
+                                                 f"{result.bad_iterations} bad iterations"))
+    if result.first_failure is not None:
+        ttf = result.time_to_first_failure_ns
+        say(f"first failure at iteration {result.first_failure_iteration}"
+            + (f", {ttf / 1e6:.3f} ms after the first validation (device clock)" if ttf else ""))
+        for f in result.failures[:8]:
+            say(f"  {f.describe()}")
+    if result.stopped:
+        say(f"STOPPED: {result.stopped}")
+        for line in result.hang_report:
+            say(f"  {line}")
+    for line in result.notes:
+        say(f"note: {line}")
+
+
+__all__ = ["parse_defines", "stress_harness", "SyncVerifyError"]

@@ -1,0 +1,267 @@
+"""Delay schedules for a user's kernels: seeded random draws, or a guided schedule aimed at a
+counterexample that the model check of the same harness found.
+
+Random (``ctl`` mode 0): at every site of every rewritten kernel (``syncverify.frontend.rewrite``),
+``pct`` % of (site, rank, program, iteration) keys sleep ``[0, max_ns)`` in a hashed subset of
+warps; :func:`random_delay` is the kernels' draw on the host (the same hash,
+``syncverify.stress.delays.delay_hash``), so a failure's delays can be printed and replayed.
+
+Guided (mode 1): :func:`guided_schedules` reads each violation's witness execution, as
+``syncverify.stress.guided`` does for the built-in protocols, in the user's terms:
+
+* the **reader**: the program thread whose read is offending (it reads a location too early);
+* the **late writer**: the kernel store of that location in the reader's call that the reader
+  should have seen. A model thread other than 0 stands for the warps that do not run a one-thread
+  signal (Triton predicates scalar atomics and stores to one thread, in warp 0), so a writer
+  thread 1 is delayed as *warps 1..N-1 of its program, holding their store* (the store site's
+  ``hold``): the signal of warp 0 goes first; a writer thread 0 makes its whole program late
+  (its ``start`` site, every warp);
+* a late store followed, in its thread, by a CTA barrier before the signal cannot be reordered by
+  delays (the barrier waits for it): such a witness is not *realizable* (only the memory system
+  could show it) and the schedule says so;
+* host writes (``sv.zero_``/``sv.fill_`` on a stream) in the witness: delayed on their stream
+  (``torch.cuda._sleep``), and the program that polls what they reset waits before its wait so
+  that the reset lands between a signal and its poll (a hang) or after a poll of the previous
+  call's flag (a stale read).
+
+Pure host code: no torch, no triton.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from syncverify.stress.delays import delay_hash
+from syncverify.stress.guided import CTA_LATE_NS, WARPS_LATE_NS
+
+#: How late a guided host write lands, and how long a poller then waits before its wait (ns).
+HOST_LATE_NS = (50000, 50000)
+POLLER_LATE_NS = (100000, 120000)
+
+
+@dataclass(frozen=True)
+class GuidedEntry:
+    """One delay of a guided schedule: at the sites ``where`` of ``kernel``'s line ``line``
+    (``where="host"``: a host write of the harness at ``file:line``), on ``rank``, in ``program``
+    (-1: every program of the kernel on that rank), ``warps`` (bit w: warp w; 0: a hashed subset),
+    ``[ns_lo, ns_hi]`` in ``pct`` % of iterations, and why."""
+
+    kernel: str
+    line: int
+    where: str
+    rank: int
+    program: int
+    warps: int
+    ns_lo: int
+    ns_hi: int
+    reason: str
+    pct: int = 100
+    file: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> str:
+        who = f"program {self.program}" if self.program >= 0 else "every program"
+        warps = f", warps {self.warps:#b}" if self.warps else ""
+        where = f"{os.path.basename(self.file)}:{self.line}" if self.file else f"line {self.line}"
+        what = "host write" if self.where == "host" else f"{self.kernel} {self.where}"
+        return (f"delay rank {self.rank} {what} at {where}, {who}{warps}: {self.ns_lo}-{self.ns_hi} ns, "
+                f"{self.pct} % of iterations: {self.reason}")
+
+
+@dataclass
+class GuidedSchedule:
+    """The delays that aim at one counterexample of the model check."""
+
+    kind: str
+    explanation: str
+    entries: tuple[GuidedEntry, ...] = ()
+    realizable: bool = True
+    note: str = ""
+
+    def describe(self) -> list[str]:
+        lines = [f"{self.kind}: {self.explanation}"]
+        lines += [f"  {e.describe()}" for e in self.entries]
+        if not self.entries:
+            lines.append("  no delay")
+        if self.note:
+            lines.append(f"  note: {self.note}")
+        return lines
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "explanation": self.explanation, "realizable": self.realizable,
+                "note": self.note, "entries": [e.to_dict() for e in self.entries]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GuidedSchedule":
+        return cls(data["kind"], data["explanation"], tuple(GuidedEntry(**e) for e in data["entries"]),
+                   data["realizable"], data.get("note", ""))
+
+
+def random_delay(*, seed: int, site: int, rank: int, program: int, iteration: int, pct: int, max_ns: int,
+                 num_warps: int) -> tuple[int, int]:
+    """``(ns, warp_mask)`` the rewritten kernels draw at ``site`` in random mode
+    (``syncverify.kernels.user_delays.sv_draw``)."""
+    h = delay_hash(seed, site, rank, program, iteration)
+    ns = (h >> 8) % max(max_ns, 1) if h % 100 < pct else 0
+    warps = delay_hash(seed, site + 4096, rank, program, iteration) & ((1 << num_warps) - 1)
+    return ns, warps
+
+
+# ----- from a witness to a schedule ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Actor:
+    rank: int
+    kernel: str
+    program: int
+    thread: int
+    call: int
+
+    def __str__(self) -> str:
+        return f"rank {self.rank} {self.kernel}[{self.program}] thread {self.thread} (call {self.call})"
+
+    def same_program(self, other: "_Actor") -> bool:
+        return (self.rank, self.kernel, self.program, self.call) == (other.rank, other.kernel, other.program,
+                                                                     other.call)
+
+
+def _actor(info) -> _Actor | None:
+    if info.kind != "program" or info.kernel is None:
+        return None
+    return _Actor(info.rank, info.kernel, info.program, info.thread, info.call)
+
+
+def _line_of(label: str) -> tuple[str, int] | None:
+    """``(file basename, line)`` of an event label ``file:line (kernel) text``."""
+    head = label.split(" ", 1)[0]
+    name, _, line = head.rpartition(":")
+    return (os.path.basename(name), int(line)) if line.isdigit() else None
+
+
+@dataclass
+class _Witness:
+    """One violation's execution, read in the user's terms."""
+
+    x: object
+    infos: list
+    evidence: list = field(default_factory=list)
+
+    def actor(self, eid: int) -> _Actor | None:
+        e = self.x.events[eid]
+        return None if e.is_init else _actor(self.infos[e.thread])
+
+    def kind_of(self, eid: int) -> str:
+        e = self.x.events[eid]
+        return "init" if e.is_init else self.infos[e.thread].kind
+
+    def thread_events(self, thread: int) -> list:
+        return sorted((e for e in self.x.events if e.thread == thread and not e.is_init), key=lambda e: e.index)
+
+
+def guided_schedules(result, *, num_warps: int) -> list[GuidedSchedule]:
+    """One schedule per violation kind of a :class:`~syncverify.frontend.verdicts.KernelCheckResult`."""
+    out = []
+    for kind, violation in result.violations.items():
+        w = _Witness(violation.execution, result.lifted.threads, violation.evidence)
+        out.append(schedule_for(kind, violation.explanation, w, num_warps=num_warps))
+    return out
+
+
+def schedule_for(kind: str, explanation: str, w: _Witness, *, num_warps: int) -> GuidedSchedule:
+    """The delays that make the witness ``w`` likely on the GPU (module docstring)."""
+    every = (1 << num_warps) - 1
+    if kind == "hang":
+        return _hang_schedule(explanation, w)
+    if kind == "out-of-bounds":
+        return GuidedSchedule(kind, explanation, (), False, "an out-of-bounds access needs no timing")
+    reads = [b if w.x.events[b].is_read else a for a, b in w.evidence]
+    reads = [r for r in reads if w.actor(r) is not None]
+    if not reads:
+        return GuidedSchedule(kind, explanation, (), False, "the offending read is the host's check, not a "
+                              "kernel's: no program to run ahead")
+    read = w.x.events[reads[0]]
+    reader = w.actor(read.eid)
+    if not read.ghost and kind == "race":
+        return GuidedSchedule(kind, explanation, tuple(_host_entries(w, read.thread)), False,
+                              f"the race is on {read.loc}, a flag, not data: the wrong value it may read shows no "
+                              "wrong output by itself (the data kinds' schedules aim at what it lets through)")
+    writes = [e for e in w.x.events if e.is_write and not e.is_init and e.loc == read.loc
+              and w.actor(e.eid) is not None and w.actor(e.eid).call == reader.call
+              and not w.actor(e.eid).same_program(reader)]
+    entries: list[GuidedEntry] = []
+    entries += _host_entries(w, read.thread)
+    if not writes:
+        note = "no kernel store of the location in the reader's call: nothing to make late"
+        return GuidedSchedule(kind, explanation, tuple(entries), bool(entries), note if not entries else "")
+    write = writes[0]
+    writer = w.actor(write.eid)
+    where = _line_of(write.label)
+    line = where[1] if where else 0
+    after = [e for e in w.thread_events(write.thread) if e.index > write.index]
+    barrier = next((e for e in after if e.is_barrier), None)
+    signal = next((e for e in after if e.is_write and not e.ghost and e.sem != "weak"
+                   or e.is_write and e.loc != write.loc and not e.ghost), None)
+    if barrier is not None and (signal is None or barrier.index < signal.index):
+        return GuidedSchedule(kind, explanation, tuple(entries), bool(entries),
+                              f"{writer} reaches a CTA barrier after its store (line {line}) and before its signal: "
+                              "a delay before the store delays the signal too; only the memory system can make "
+                              "the store visible late (latent unless the hardware does)")
+    if writer.thread >= 1:
+        entries.append(GuidedEntry(writer.kernel, line, "hold", writer.rank, writer.program, every & ~1,
+                                   *WARPS_LATE_NS, f"{writer} must store after its program's one-thread signal "
+                                   "(warp 0) that the reader waits for: warps 1.. hold their store, warp 0 does not",
+                                   file=where[0] if where else ""))
+    else:
+        entries.append(GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
+                                   f"{writer}'s program must store after {reader} passed its wait: the whole "
+                                   "program starts late", file=""))
+    return GuidedSchedule(kind, explanation, tuple(entries), True,
+                          f"aimed order: {reader} passes its wait, reads {read.loc}; then {writer} stores it")
+
+
+def _host_entries(w: _Witness, poller_thread: int | None) -> list[GuidedEntry]:
+    """Host writes of the witness that write a location ``poller_thread`` (the reader, or the
+    thread that hangs) polls: delayed on their stream; the poller then waits longer before its wait."""
+    entries = []
+    hosts = [e for e in w.x.events if e.is_write and not e.is_init and w.kind_of(e.eid) == "host-write"
+             and not e.ghost]
+    for e in hosts:
+        info = w.infos[e.thread]
+        where = _line_of(e.label)
+        if where is None:
+            continue
+        entries.append(GuidedEntry("", where[1], "host", info.rank or 0, -1, 0, *HOST_LATE_NS,
+                                   f"{info.role} must land late, after the signal it resets",
+                                   file=where[0]))
+        polls = [r for r in w.x.events if r.is_read and r.loc == e.loc and r.thread == poller_thread]
+        if not polls:
+            continue
+        for r in polls[:1]:
+            poller = w.actor(r.eid)
+            rline = _line_of(r.label)
+            entries.append(GuidedEntry(poller.kernel, rline[1] if rline else 0, "before", poller.rank,
+                                       poller.program, 0, *POLLER_LATE_NS,
+                                       f"{poller} must poll {r.loc} after the late host write has landed"))
+    return _unique(entries)
+
+
+def _hang_schedule(explanation: str, w: _Witness) -> GuidedSchedule:
+    entries = [e for t in sorted(w.x.stuck) for e in _host_entries(w, t)]
+    if entries:
+        return GuidedSchedule("hang", explanation, tuple(entries), True,
+                              "aimed order: the signal, then the late reset, then the poll that never sees it")
+    return GuidedSchedule("hang", explanation, (), True, "no timing is needed: the wait's target is reached in no "
+                          "schedule")
+
+
+def _unique(entries: list[GuidedEntry]) -> list[GuidedEntry]:
+    seen, out = set(), []
+    for e in entries:
+        key = (e.kernel, e.line, e.where, e.rank, e.program)
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out

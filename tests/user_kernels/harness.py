@@ -1,0 +1,61 @@
+"""Harnesses for tests/test_user_stress.py (kernels in ``kernels.py`` beside this file)."""
+
+import torch
+
+import syncverify
+from kernels import broken, waiter, while_else, writer
+
+N = 64
+
+
+def _writes(sv, half: bool):
+    out = sv.heap.zeros((N,), torch.float32)
+    reference = torch.arange(N, dtype=torch.float32) + 1
+
+    def call(k):
+        for r in range(sv.world_size):
+            sv.launch(writer, (1,), out.on(r), N=N, HALF=half, rank=r)
+        sv.host_barrier()
+        sv.expect_equal(out, reference)
+
+    return call
+
+
+@syncverify.harness
+def clean(sv):
+    return _writes(sv, False)
+
+
+@syncverify.harness
+def half_written(sv):
+    return _writes(sv, True)
+
+
+@syncverify.harness
+def no_expectation(sv):
+    out = sv.heap.zeros((N,), torch.float32)
+    sv.launch(writer, (1,), out.on(0), N=N, HALF=False, rank=0)
+
+
+@syncverify.harness
+def hangs(sv):
+    out = sv.heap.zeros((N,), torch.float32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    sv.launch(waiter, (1,), out.on(0), flag.on(0), N=N, rank=0)
+    sv.host_barrier()
+    sv.expect_written(out.on(0))
+
+
+@syncverify.harness
+def does_not_compile(sv):
+    out = sv.heap.zeros((N,), torch.float32)
+    sv.launch(broken, (1,), out.on(0), N=N, rank=0)
+    sv.expect_written(out.on(0))
+
+
+@syncverify.harness
+def unsupported(sv):
+    out = sv.heap.zeros((N,), torch.float32)
+    flag = sv.heap.zeros((1,), torch.int32)
+    sv.launch(while_else, (1,), out.on(0), flag.on(0), N=N, rank=0)
+    sv.expect_written(out.on(0))
