@@ -144,12 +144,18 @@ def dry_run(plans: dict) -> int:
     return failed
 
 
+#: How much longer than the plan's the guided holds are (``--guided-ns-scale``).
+NS_SCALE = [1]
+
+
 def entries(plan: dict) -> tuple[GuidedEntry, ...]:
-    """The realizable schedules' delays, each for every program of its kernel (other sizes than the model's)."""
+    """The realizable schedules' delays, each for every program of its kernel (other sizes than the model's),
+    their durations times ``--guided-ns-scale``."""
     found = []
     for schedule in plan["schedules"]:
         for e in schedule["entries"]:
-            entry = dataclasses.replace(GuidedEntry(**e), program=-1)
+            entry = dataclasses.replace(GuidedEntry(**e), program=-1, ns_lo=e["ns_lo"] * NS_SCALE[0],
+                                        ns_hi=e["ns_hi"] * NS_SCALE[0])
             if entry not in found:
                 found.append(entry)
     return tuple(found)
@@ -174,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control-iterations", type=int, default=20_000)
     parser.add_argument("--nodelay-iterations", type=int, default=20_000)
     parser.add_argument("--replays", type=int, default=3)
+    parser.add_argument("--guided-ns-scale", type=int, default=1, help="guided holds this many times the plan's")
+    parser.add_argument("--max-ns", type=int, default=StressOptions.max_ns, help="random delays' upper bound (ns)")
     parser.add_argument("--watchdog", type=float, default=20.0)
     parser.add_argument("--budget", type=float, default=330.0, help="seconds; rows after it are skipped (default 330)")
     parser.add_argument("--only", default="", help="run only harnesses whose name contains this")
@@ -183,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interpret", action="store_true", help="CPU smoke run: the interpreter, default sizes, "
                         "a few iterations (checks this script, shows nothing about the GPU)")
     args = parser.parse_args(argv)
+    NS_SCALE[0] = args.guided_ns_scale
     if args.write_plans:
         write_plans(args.write_plans, args.model_timeout)
         return 0
@@ -208,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         name = target.split("examples/", 1)[1].replace("/harness.py", "")
         plan = plans.get(target, {})
-        base = StressOptions(target, world_size=world, calls=calls, defines=dict(SCALE), seed=1, interpret=args.interpret)
+        base = StressOptions(target, world_size=world, calls=calls, defines=dict(SCALE), seed=1, interpret=args.interpret,
+                             max_ns=args.max_ns)
         record: dict = {"plan": {k: plan.get(k) for k in ("verdict", "violations", "control")}}
         raw["harnesses"][target] = record
 
