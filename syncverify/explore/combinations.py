@@ -35,6 +35,14 @@ the paths (the values they read and write), before any reads-from or coherence i
   sees): as many such atomics reading ``v`` as writes of ``v`` leave none. Only reads and spins
   no barrier can cut off are weighed (a cut read never happens).
 
+* **a stuck spin sees its value last, once more** (with ``atomicity``, any location): the
+  initial write is coherence-first, so a spin stuck on ``(x, v)`` needs a write of ``v`` its
+  launch can see as soon as a write of another value to ``x`` surely happens in its launch or
+  one before it (kept whatever the barriers do, in launches that cannot hang):
+  :meth:`CombinationSearch.spin_cannot_see_its_value_last`, checked as slots are assigned. A
+  consumer that polls every rank's flag is then no longer stuck at a flag its producer always
+  raises (all-scatter with ``from = "each"``: the W + 1 paths of each consumer multiplied).
+
 The search assigns threads one at a time (symmetric units in non-decreasing order, as
 :func:`syncverify.explore.symmetry.combinations` does) and stops a branch as soon as what is still missing
 cannot be written by the threads not yet assigned: each missing value on its own, and the
