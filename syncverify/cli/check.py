@@ -24,6 +24,7 @@ from syncverify.scenarios.build import ScenarioOptions, build
 from syncverify.verdicts.check import check, sample
 from syncverify.verdicts.graphs import write_graph
 from syncverify.verdicts.suggest import Suggestions, suggest
+from syncverify.verdicts.cutoff import world_size_claim
 from syncverify.cli.kernel import check_harness, is_harness_argument
 from syncverify.verdicts.check import check
 from syncverify.scenarios.build import ScenarioOptions, build, push_option
@@ -119,19 +120,23 @@ def check_command(
         with ProgressReport(after=after, plain_every=every, max_memory=max_memory) as report:
             result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
                            progress_interval=min(0.5, every), first=first, max_steps=max_steps)
+    # World-size independence: only for an exhaustive SAFE (the checks below the cutoff are cheap).
+    exhaustive = result.sampled is None and not result.limit_hit and not result.stopped_at_first
+    claim = world_size_claim(proto, built.options, result.safe if exhaustive else None, timeout=timeout)
     suggestions = _suggest(proto, built.options, result, reset=reset) if suggest else None
     accepted = [kind for (_p, _s, kind) in findings_of(result) if (_p, _s, kind) in accepted_findings]
     if as_json:  # the verdict first: a failure while drawing cannot lose it
         doc = versioned(result.to_json(), "check")
         doc["assumptions"] = assumptions(result)
         doc["accepted"] = accepted
+        doc["world_sizes"] = claim
         for violation in doc["violations"]:
             violation["accepted"] = violation["kind"] in accepted
         if suggestions is not None:
             doc.update(suggestions.to_json(limit=MAX_SUGGESTIONS))
         out.print(json.dumps(doc, indent=2), markup=False)
     else:
-        _print_text(result, accepted, baseline)
+        _print_text(result, accepted, baseline, claim)
         if suggestions is not None:
             _print_suggestions(suggestions)
     if graph is not None and result.violations:
@@ -166,7 +171,7 @@ def assumptions(result) -> dict:
             "exhaustive": result.sampled is None and not result.limit_hit and not result.stopped_at_first}
 
 
-def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) -> None:
+def _print_text(result, accepted: list[str] = (), baseline: Path | None = None, claim: str = "") -> None:
 
     opts = result.scenario.options
     verdict = {True: "SAFE", False: "UNSAFE", None: "UNKNOWN"}[result.safe]
@@ -179,6 +184,8 @@ def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) 
     out.print(f"  assumes: the {MODEL}; {opts.world_size} ranks, {calls} of the kernel on the same locks "
               f"(--epochs), {opts.threads_per_cta} threads per CTA, launches {opts.launches}"
               + ("; holds for these bounds only" if result.safe else ""), markup=False)
+    if claim:
+        out.print(f"  world sizes: {claim}", markup=False)
     for note in result.scenario.notes:
         out.print(f"  note: {note}", markup=False)
     if result.sampled is not None:
