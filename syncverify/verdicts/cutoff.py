@@ -47,7 +47,7 @@ def coverage(protocol: Protocol, options: ScenarioOptions) -> Coverage:
     >>> coverage(load_protocol("iris-462-sys-scope-release"), ScenarioOptions()).cutoff
     3
     >>> coverage(load_protocol("add-counter"), ScenarioOptions()).why_not
-    "signal step 2 writes other ranks' copies (to = 'all')"
+    "signal step 1 writes other ranks' copies (to = 'all')"
     """
     if options.scenario != "all-reduce":
         return Coverage(None, f"the argument covers the all-reduce scenario only, not {options.scenario}")
