@@ -447,8 +447,9 @@ def fence_sc_orders(skeleton: Skeleton, rf: dict[int, int], parts: tuple[Locatio
         yield from fence_sc_permutations(skeleton, clock)
         return
     fences = [e.eid for e in skeleton.events if ptx.sc_fence(e)]
-    if not fences:
-        yield ()
+    ms = skeleton.static_memo["morally_strong"]
+    if not any((a, b) in ms for i, a in enumerate(fences) for b in fences[i + 1:]):
+        yield tuple(fences)  # nothing to orient: every order has the same (empty) sync_fence
         return
     unordered = skeleton.execution(rf, {}, ())
     co = coherence_of(unordered, parts, prune)
@@ -460,7 +461,6 @@ def fence_sc_orders(skeleton: Skeleton, rf: dict[int, int], parts: tuple[Locatio
     if not all(axiom.holds(unordered) for axiom in ptx.AXIOMS if axiom.name != "FenceSC"):
         return
     cause0 = ptx.causality(unordered)
-    ms = skeleton.static_memo["morally_strong"]
     n = len(fences)
     # reach[i]: bit mask of the fences cause0 (and then the choices made) orders after fence i (closed).
     reach = [sum(1 << j for j, b in enumerate(fences) if j != i and (a, b) in cause0) for i, a in enumerate(fences)]

@@ -22,7 +22,7 @@ from syncverify.protocols.model import Protocol
 from syncverify.scenarios.build import ScenarioOptions, build
 from syncverify.verdicts.check import check
 
-#: Ranks a violation needs besides nothing else: the owner and the ranks of its two events.
+#: The most ranks a violation needs (docs/cutoff.md): the owner and the ranks of its two events.
 CUTOFF = 3
 
 #: Polls that write the lock they read.
