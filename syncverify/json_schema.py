@@ -25,6 +25,7 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "limit": (_STR, _NONE), "sampled": (_INT, _NONE), "seed": (_INT, _NONE), "notes": (_LIST,),
         "push": (_STR, _NONE), "stages": (_LIST,), "assumptions": (_DICT,), "accepted": (_LIST,),
         "resident": (_INT, _NONE), "resident_order": (_STR, _NONE),
+        "world_sizes": (_STR,),
     },
     "litmus": {  # one object per file, in a list
         "schema_version": (_INT,), "command": (_STR,), "file": (_STR,),

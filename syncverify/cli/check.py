@@ -26,6 +26,7 @@ from syncverify.scenarios.build import ScenarioOptions, build
 from syncverify.verdicts.check import check, sample
 from syncverify.verdicts.graphs import write_graph
 from syncverify.verdicts.suggest import Suggestions, suggest
+from syncverify.verdicts.cutoff import world_size_claim
 from syncverify.cli.kernel import check_harness, is_harness_argument
 from syncverify.cli.residency import sweep_exit, sweep_json, sweep_lines
 from syncverify.explore.bounds import Clock
@@ -143,6 +144,9 @@ def check_command(
         with ProgressReport(after=after, plain_every=every, max_memory=max_memory) as report:
             result = check(built, max_executions=max_executions, timeout=timeout, progress=report.update,
                            progress_interval=min(0.5, every), first=first, max_steps=max_steps)
+    # World-size independence: only for an exhaustive SAFE (the checks below the cutoff are cheap).
+    exhaustive = result.sampled is None and not result.limit_hit and not result.stopped_at_first
+    claim = world_size_claim(proto, built.options, result.safe if exhaustive else None, timeout=timeout)
     suggestions = _suggest(proto, built.options, result, reset=reset) if suggest else None
     accepted = [kind for (_p, _s, kind) in findings_of(result) if (_p, _s, kind) in accepted_findings]
     ranked, cost_text = None, []
@@ -155,6 +159,7 @@ def check_command(
         doc = versioned(result.to_json(), "check")
         doc["assumptions"] = assumptions(result)
         doc["accepted"] = accepted
+        doc["world_sizes"] = claim
         for violation in doc["violations"]:
             violation["accepted"] = violation["kind"] in accepted
         if suggestions is not None:
@@ -163,7 +168,7 @@ def check_command(
             doc["cost"] = {"timed": cost_text[0], "ranking": [dataclasses.asdict(f) for f in ranked]}
         out.print(json.dumps(doc, indent=2), markup=False)
     else:
-        _print_text(result, accepted, baseline)
+        _print_text(result, accepted, baseline, claim)
         if suggestions is not None:
             _print_suggestions(suggestions)
         for line in cost_text:
@@ -223,7 +228,7 @@ def assumptions(result) -> dict:
             "exhaustive": result.sampled is None and not result.limit_hit and not result.stopped_at_first}
 
 
-def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) -> None:
+def _print_text(result, accepted: list[str] = (), baseline: Path | None = None, claim: str = "") -> None:
 
     opts = result.scenario.options
     verdict = {True: "SAFE", False: "UNSAFE", None: "UNKNOWN"}[result.safe]
@@ -237,6 +242,8 @@ def _print_text(result, accepted: list[str] = (), baseline: Path | None = None) 
               f"(--epochs), {opts.threads_per_cta} threads per CTA, launches {opts.launches}"
               + ("; every CTA runs" if opts.resident is None else f"; {bounds['residency']} (--resident)")
               + ("; holds for these bounds only" if result.safe else ""), markup=False)
+    if claim:
+        out.print(f"  world sizes: {claim}", markup=False)
     for note in result.scenario.notes:
         out.print(f"  note: {note}", markup=False)
     if result.sampled is not None:

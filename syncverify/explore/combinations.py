@@ -35,6 +35,14 @@ the paths (the values they read and write), before any reads-from or coherence i
   sees): as many such atomics reading ``v`` as writes of ``v`` leave none. Only reads and spins
   no barrier can cut off are weighed (a cut read never happens).
 
+* **a stuck spin sees its value last, once more** (with ``atomicity``, any location): the
+  initial write is coherence-first, so a spin stuck on ``(x, v)`` needs a write of ``v`` its
+  launch can see as soon as a write of another value to ``x`` surely happens in its launch or
+  one before it (kept whatever the barriers do, in launches that cannot hang):
+  :meth:`CombinationSearch.spin_cannot_see_its_value_last`, checked as slots are assigned. A
+  consumer that polls every rank's flag is then no longer stuck at a flag its producer always
+  raises (all-scatter with ``from = "each"``: the W + 1 paths of each consumer multiplied).
+
 The search assigns threads one at a time (symmetric units in non-decreasing order, as
 :func:`syncverify.explore.symmetry.combinations` does) and stops a branch as soon as what is still missing
 cannot be written by the threads not yet assigned: each missing value on its own, and the
@@ -72,6 +80,8 @@ class PathSummary:
     events_kinds: str = ""  # one letter per event (R, W, F, B): where the barrier arrivals are
     spin_last: frozenset[Key] = frozenset()  # a stuck spin's blocking reads: each must read the last value
     need_at: tuple[tuple[int, Key], ...] = ()  # (event index, key) of each concrete need's reads
+    write_at: tuple[tuple[int, Key], ...] = ()  # (event index, key) of each write
+    ends: bool = True  # the path terminates (it is not stuck at a spin or a barrier)
 
     @property
     def supplies(self) -> frozenset[Key]:
@@ -83,6 +93,7 @@ def summarize(path) -> PathSummary:
     needs, writes, weak = set(), Counter(), set()
     rmw: list[tuple[int, Key]] = []
     need_at: list[tuple[int, Key]] = []
+    write_at: list[tuple[int, Key]] = []
     events = path.events
     for i, e in enumerate(events):
         if e.ghost:
@@ -100,11 +111,13 @@ def summarize(path) -> PathSummary:
                 rmw.append((i, key))
         elif e.kind == "W":
             writes[key] += 1
+            write_at.append((i, key))
             if e.sem == "weak" or e.scope != "sys":
                 weak.add(key)
     spin = path.stuck[1] if path.stuck is not None and path.stuck[0] == "spin" else ()
     return PathSummary(frozenset(needs), tuple(sorted(writes.items())), tuple(rmw),
-                       frozenset(weak), "".join(e.kind for e in events), frozenset(spin), tuple(need_at))
+                       frozenset(weak), "".join(e.kind for e in events), frozenset(spin), tuple(need_at),
+                       tuple(write_at), path.stuck is None)
 
 
 def _first_barrier(summary: PathSummary) -> int:
@@ -415,6 +428,13 @@ class CombinationSearch:
         self.pending: list[tuple[int, Key]] = []  # needs not yet written by another assigned thread
         self.counted: dict[tuple[int, int], list[tuple]] = {}  # per complete CTA, the atomics it counts
         self.nodes = 0  # partial combinations tried
+        self.kept_of: dict[tuple[int, int], dict[int, int]] = {}  # per complete CTA, surely_kept
+        self.spinning: list[int] = []  # assigned threads whose path is a stuck spin
+        self.threads_of: dict[str, list[int]] = {}
+        for t, ph in enumerate(phase):
+            self.threads_of.setdefault(ph, []).append(t)
+        self.threads_before = {b: [t for a in sorted(self.before[b]) for t in self.threads_of.get(a, ())]
+                               for b in set(phase)}
 
     def run(self) -> Iterator[tuple[int, ...]]:
         """Every supported combination, as path indices."""
@@ -458,7 +478,7 @@ class CombinationSearch:
 
     def count_cta(self, c: tuple[int, int]) -> list[tuple]:
         """The (location, value, phase) keys of the atomics a complete CTA counts."""
-        keep = self.surely_kept(c)
+        keep = self.kept_of[c]
         phase, chosen = self.phase, self.chosen
         return [(key[0], key[1], phase[t]) for t in self.cta_threads[c]
                 for i, key in self.summaries[t][chosen[t]].sys_rmw_reads
@@ -527,19 +547,27 @@ class CombinationSearch:
         if self.atomicity:
             for c in {self.cta_of[t] for t, _p in picks}:
                 if all(chosen[t] >= 0 for t in self.cta_threads[c]):
+                    self.kept_of[c] = self.surely_kept(c)
                     self.counted[c] = self.count_cta(c)
                     for k in self.counted[c]:
                         self.rmw[k] += 1
                     completed.append(c)
+        spinners = 0
+        for t, p in picks:
+            if self.summaries[t][p].spin_last:
+                self.spinning.append(t)
+                spinners += 1
         pending[:] = [(t, key) for t, key in pending if not self.met(t, key)]
         nxt = position + 1
         slots = self.slots.slots
         lo = u if nxt < len(slots) and slots[nxt][0] == "unit" and slots[nxt][2] > 0 else 0
-        if self.feasible(nxt, lo):
+        if self.feasible(nxt, lo) and not (self.spinning and self.spin_cannot_see_its_value_last(nxt, lo)):
             yield from self.search(nxt, lo)
         for c in completed:
+            del self.kept_of[c]
             for k in self.counted.pop(c):
                 self.rmw[k] -= 1
+        del self.spinning[len(self.spinning) - spinners:]
         for t, p in picks:
             writes, _needs, spin_keys = self.assigned(t, p)
             for k, n in writes.items():
@@ -583,6 +611,44 @@ class CombinationSearch:
                             >= writes_of[(loc, v)]:
                         return False
         return True
+
+    def spin_cannot_see_its_value_last(self, position: int, lo: int) -> bool:
+        """Whether an assigned stuck spin can never see its blocking value last, whatever the
+        slots from ``position`` on take (see the module docstring).
+
+        A spin stuck on ``(x, v)`` is a hang only if ``v`` is the coherence-last value of ``x``
+        its launch sees. The initial write is coherence-first, so ``v`` needs a write of ``v``
+        by a path its launch can see, as soon as some write of another value to ``x`` surely
+        happens: one in the spin's own launch or in a launch the host orders before it, kept
+        whatever the barriers do (its CTA complete). Only spins whose launch surely starts are
+        weighed: every thread of the launches before it assigned, terminating and kept whole
+        (a launch after a hang never starts, and its stuck spin is then no hang). Each fact used
+        stays true as more slots are assigned, so a branch it stops has no combination that
+        passes; the slots not yet assigned may still write ``v`` (:meth:`_Slots.capacity`)."""
+        phase, chosen, summaries, keep = self.phase, self.chosen, self.summaries, self.kept_of
+        for t in self.spinning:
+            c = self.cta_of[t]
+            s = summaries[t][chosen[t]]
+            if c not in keep or keep[c][t] != len(s.events_kinds):
+                continue  # the spin may be cut off by a barrier (or is not known yet not to be)
+            home = phase[t]
+            before = self.threads_before[home]
+            if not all(self.cta_of[u] in keep and summaries[u][chosen[u]].ends
+                       and keep[self.cta_of[u]][u] == len(summaries[u][chosen[u]].events_kinds) for u in before):
+                continue  # a launch before this one may hang, or is not assigned yet
+            later = self.after.get(home, frozenset())
+            for loc, v in s.spin_last:
+                if any((loc, v) in summaries[u][q].supplies for u, q in enumerate(chosen)
+                       if q >= 0 and phase[u] not in later):
+                    continue
+                if self.slots.capacity([(loc, v, a) for a in self.writer_phases.get((loc, v), ()) if a not in later],
+                                       position, lo, 1):
+                    continue
+                if any(key[0] == loc and key[1] != v and i < keep[self.cta_of[u]][u]
+                       for u in self.threads_of[home] + before if self.cta_of[u] in keep
+                       for i, key in summaries[u][chosen[u]].write_at):
+                    return True
+        return False
 
     def search(self, position: int, lo: int) -> Iterator[tuple[int, ...]]:
         """The combinations that extend the current assignment from the slot at ``position`` on

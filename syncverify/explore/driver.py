@@ -259,14 +259,13 @@ def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: lis
         return  # some location has no consistent choice: the costlier relations are never needed
     skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
     static_relations(skeleton)  # fail a location above
-    fence_orders = fence_sc_orders(skeleton, prune, clock)
     # Partial choices that already break Causality or Coherence are dropped as they are made.
     products = consistent_products(skeleton, program, per_location, clock) if prune else lazy_product(per_location)
     for parts in products:
         rf: dict[int, int] = {}
         for part in parts:
             rf.update(part.rf)
-        for order in fence_orders:
+        for order in fence_sc_orders(skeleton, rf, parts, prune, clock):  # lazily, per reads-from choice
             yield from _with_coherence(skeleton, program, rf, parts, order, prune, clock)
 
 

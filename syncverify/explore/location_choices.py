@@ -416,29 +416,94 @@ def _location_consistent(skeleton: Skeleton, rf: dict[int, int], co: frozenset,
     return True
 
 
-def fence_sc_orders(skeleton: Skeleton, prune: bool, clock: Clock | None = None) -> list[tuple[int, ...]]:
-    """Total orders of the ``fence.sc`` events, one per distinct morally-strong restriction.
+def fence_sc_orders(skeleton: Skeleton, rf: dict[int, int], parts: tuple[LocationChoice, ...], prune: bool,
+                    clock: Clock | None = None) -> Iterator[tuple[int, ...]]:
+    """Total orders of the ``fence.sc`` events for one reads-from choice (``rf``, made of the
+    locations' ``parts``), one per orientation of their morally strong pairs that can pass the
+    axioms, lazily.
 
-    ``clock``: ticked every 1024 orders tried (past its deadline it raises)."""
+    The model reads the Fence-SC order only through ``sync_fence``, its morally strong pairs
+    (:func:`syncverify.model.ptx.fence_sc_order`), and any acyclic orientation of those pairs
+    extends to a total order. So the choices are the acyclic orientations of the graph whose
+    edges are the morally strong fence pairs (two ``.cta`` fences of different CTAs share no
+    edge: they are never ordered against each other), one total order each (a topological order
+    of the orientation). With ``prune``:
+
+    * the causality ``cause0`` of this reads-from with *no* Fence-SC order is computed first. Every
+      orientation only adds to base causality, hence to causality, to the least coherence
+      (:func:`coherence_of` closes it with the causal order of the writes), to ``fr``: every axiom
+      but FenceSC is the emptiness or acyclicity of relations that only grow. If one of them (or
+      coherence) already fails without the Fence-SC order, every orientation fails too, and none
+      is listed;
+    * an orientation that closes a cycle with ``cause0`` is dropped: on such a cycle each
+      ``cause0`` edge joins two fences, so it is base causality (observation starts at a write),
+      and an oriented pair ``(a, b)`` on it has ``(b, a)`` in the base causality of the execution:
+      ``sync_fence ; cause`` is reflexive (FenceSC fails). Pairs ``cause0`` orders are therefore
+      oriented its way; the others are chosen one at a time, each checked against the closure of
+      those made so far.
+
+    Without ``prune`` (brute force), every permutation is listed (:func:`fence_sc_permutations`).
+    ``clock``: ticked for each orientation tried (past its deadline it raises)."""
+    if not prune:
+        yield from fence_sc_permutations(skeleton, clock)
+        return
     fences = [e.eid for e in skeleton.events if ptx.sc_fence(e)]
-    if not fences:
-        return [()]
     ms = skeleton.static_memo["morally_strong"]
-    seen, orders = set(), []
+    if not any((a, b) in ms for i, a in enumerate(fences) for b in fences[i + 1:]):
+        yield tuple(fences)  # nothing to orient: every order has the same (empty) sync_fence
+        return
+    unordered = skeleton.execution(rf, {}, ())
+    co = coherence_of(unordered, parts, prune)
+    if co is None:
+        return
+    dependent = ptx.lets(ptx.Depends.COHERENCE)
+    unordered = skeleton.execution(rf, {}, (), co_rel=co,
+                                   memo={k: v for k, v in unordered._memo.items() if k not in dependent})
+    if not all(axiom.holds(unordered) for axiom in ptx.AXIOMS if axiom.name != "FenceSC"):
+        return
+    cause0 = ptx.causality(unordered)
+    n = len(fences)
+    # reach[i]: bit mask of the fences cause0 (and then the choices made) orders after fence i (closed).
+    reach = [sum(1 << j for j, b in enumerate(fences) if j != i and (a, b) in cause0) for i, a in enumerate(fences)]
+    free = [(i, j) for i in range(n) for j in range(i + 1, n)
+            if (fences[i], fences[j]) in ms and not (reach[i] >> j & 1 or reach[j] >> i & 1)]
+
+    def orient(k: int, reach: list[int]) -> Iterator[list[int]]:
+        if clock is not None:
+            clock.tick("while ordering fence.sc events")
+        if k == len(free):
+            yield reach
+            return
+        i, j = free[k]
+        if reach[i] >> j & 1 or reach[j] >> i & 1:
+            yield from orient(k + 1, reach)  # already ordered through the choices made
+            return
+        for a, b in ((i, j), (j, i)):
+            gained = (1 << b) | reach[b]
+            yield from orient(k + 1, [m | gained if x == a or m >> a & 1 else m for x, m in enumerate(reach)])
+
+    for closed in orient(0, reach):
+        # A topological order of the closed relation: a fence orders strictly more than any after it.
+        yield tuple(fences[i] for i in sorted(range(n), key=lambda i: -bin(closed[i]).count("1")))
+
+
+def fence_sc_permutations(skeleton: Skeleton, clock: Clock | None = None) -> Iterator[tuple[int, ...]]:
+    """Every permutation of the ``fence.sc`` events, one per distinct morally strong restriction:
+    the brute-force reference of :func:`fence_sc_orders`.
+
+    ``clock``: ticked every 1024 permutations tried (past its deadline it raises)."""
+    fences = [e.eid for e in skeleton.events if ptx.sc_fence(e)]
+    ms = skeleton.static_memo["morally_strong"]
+    seen: set[frozenset] = set()
     for tried, order in enumerate(itertools.permutations(fences)):
         if clock is not None and tried % 1024 == 0:
             clock.tick("while ordering fence.sc events")
-        if prune and any((order[j], order[i]) in skeleton.po
-                         for i in range(len(order)) for j in range(i + 1, len(order))):
-            continue  # contradicts program order, hence causality: FenceSC fails
         # The execution's Fence-SC order is the morally strong part; orders that agree on it are one.
         restricted = frozenset((order[i], order[j]) for i in range(len(order))
                                for j in range(i + 1, len(order)) if (order[i], order[j]) in ms)
-        if restricted in seen:
-            continue
-        seen.add(restricted)
-        orders.append(order)
-    return orders
+        if restricted not in seen:
+            seen.add(restricted)
+            yield order
 
 
 class PartialCausality:

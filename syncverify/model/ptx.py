@@ -50,7 +50,8 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
    ``empty (([F & SC]; cause; [F & SC]) \\ sync_fence)``, which, read literally, also rejects two
    fence.sc that are *not* morally strong (``.cta`` fences of two CTAs) whenever causality orders
    them; the ISA constrains morally strong pairs only [fence-sc-cta-not-morally-strong-mp]. The
-   explorer enumerates total orders of the ``fence.sc`` events and keeps their morally strong pairs.
+   explorer enumerates the acyclic orientations of the morally strong ``fence.sc`` pairs, one total
+   order each (:func:`syncverify.explore.location_choices.fence_sc_orders`).
    ``fence.sc`` is also a ``fence.acq_rel`` (ISA, ``fence``).
 5. *Base causality* is ``(po | sync | sync_fence | sync_barrier | host)+``: "X precedes Y in
    program order, or X synchronizes with Y, or ..." (ISA, "Base causality order"), i.e.
