@@ -27,6 +27,7 @@ def value_domain(
     max_domain: int = DEFAULT_MAX_DOMAIN,
     clock: Clock | None = None,
     prune: bool = True,
+    classes: bool = True,
 ) -> tuple[dict[str, frozenset[int]], list[list[Path]]]:
     """The values each location can hold, and each thread's paths when reads return them.
 
@@ -38,6 +39,7 @@ def value_domain(
     domain is looked for with a search for one supported combination that writes it
     (:mod:`syncverify.explore.combinations`); without, every combination is tried (the brute-force reference).
     ``clock``: the exploration's clock (default: no time bound), passed on to every search here.
+    ``classes=False``: no value classes even with ``prune`` (the exactness tests).
     """
     clock = clock if clock is not None else Clock()
     domain = {loc: frozenset({program.init.get(loc, 0)}) for loc in program.locations()}
@@ -47,7 +49,7 @@ def value_domain(
         all_paths = [
             thread_paths(t, domain, initial_registers(program, t), max_steps=max_steps, clock=clock,
                          observed=program.observed_registers, cta_threads=program.cta_size(t),
-                         classes=prune, unclassed=shared)
+                         classes=prune and classes, unclassed=shared)
             for t in program.threads
         ]
         grown = {loc: set({program.init.get(loc, 0)}) for loc in domain}
