@@ -102,7 +102,7 @@ from syncverify.explore.location_choices import (
     memory_orders,
 )
 from syncverify.explore.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
-from syncverify.explore.symmetry import combinations
+from syncverify.explore.symmetry import affordable, combinations
 from syncverify.explore.thread_paths import Path, thread_paths
 from syncverify.explore.value_classes import merge_value_classes, shared_by_units, with_cut_reads_fixed
 from syncverify.explore.value_domain import value_candidates, value_ceiling, value_domain
@@ -201,9 +201,10 @@ def candidate_executions(
             all_paths = [merge_value_classes(paths, program.observed_registers, shared) for paths in all_paths]
         summaries = [[summarize(p) for p in paths] for paths in all_paths]
         kept = cta_kept_lengths(program, all_paths, participants)
+        searched = affordable(program, [len(paths) for paths in all_paths])
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))
-            for picks in supported_combinations(program, summaries, atomicity=True, clock=clock, kept_lengths=kept))
+            for picks in supported_combinations(searched, summaries, atomicity=True, clock=clock, kept_lengths=kept))
     if not prune or "combination-search" in without:
         summary = {id(p): summarize(p) for paths in all_paths for p in paths}
         combos = (combo for combo in combinations(program, all_paths)

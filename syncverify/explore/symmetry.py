@@ -9,10 +9,32 @@ renamings of each other, so one of each is explored. The pruning search in
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
+from dataclasses import replace
 
 from syncverify.errors import UnsupportedConstruct
 from syncverify.program import Program
+
+
+#: The most path tuples one unit of a symmetry group may have (the product of its threads' path
+#: counts): the searches list them all before the first combination (:mod:`syncverify.explore.combinations`).
+MAX_UNIT_OPTIONS = 2048
+
+
+def affordable(program: Program, counts: list[int]) -> Program:
+    """``program`` without the symmetry groups whose units have more than :data:`MAX_UNIT_OPTIONS`
+    path tuples (``counts``: each thread's number of paths).
+
+    A unit is every thread one rank runs in the program (all its roles, in every call), so its
+    path tuples grow as a power of its threads: a unit of eight threads with three paths each has
+    6561, listed for each unit before the search starts and with no bound on the time it takes.
+    Dropping a group is exact (every assignment of paths to its units is explored instead of one
+    per renaming), and where the units have that many tuples the search costs no more without it.
+    """
+    kept = tuple(group for group in program.symmetry
+                 if math.prod(counts[t] for t in group[0]) <= MAX_UNIT_OPTIONS)
+    return program if kept == program.symmetry else replace(program, symmetry=kept)
 
 
 def combinations(program: Program, per_thread: list[list]) -> Iterator[tuple]:
@@ -25,6 +47,7 @@ def combinations(program: Program, per_thread: list[list]) -> Iterator[tuple]:
     (a multiset instead of a sequence). With the group's units ``k`` and path tuples ``n``, this
     explores ``C(n + k - 1, k)`` instead of ``n ** k`` combinations.
     """
+    program = affordable(program, [len(paths) for paths in per_thread])
     if not program.symmetry:
         yield from itertools.product(*per_thread)
         return

@@ -717,8 +717,8 @@ class _Program:
                     for s in rules.section_steps(self.protocols[step.protocol], step.kind):
                         if s.op not in ("barrier", "fence"):
                             yield step.stage, s
-        written = {(stage, s.lock) for stage, s in steps(role)
-                   if s.op in ("store", "atomic_xchg", "atomic_add", "atomic_cas") or (s.read or "").startswith("atomic")}
+        # As the kernels run it: an acquire or relaxed atomic_add(0) poll is a load (lower_step).
+        written = {(stage, s.lock) for stage, s in steps(role) if any(op.kind in ("st", "atom") for op in lower_step(s))}
         for other in self.roles:
             for stage, s in steps(other):
                 if (stage, s.lock) not in written:

@@ -407,12 +407,13 @@ def _no_chain(names: _Names, w: Event, r: Event, polls: list[Event]) -> Cause:
             f"({', '.join(r.name for r in wait_refs)}) polls only {', '.join(polled)}, and "
             f"{names.what(p)} by {names.who(p)} is satisfied by {src.describe() if src else '?'} from "
             f"{names.who(src) if src else '?'}; no poll reads a signal of rank {producer.rank}'s "
-            f"{producer.role} ({', '.join(signal_steps)}), so nothing orders its tile store "
+            f"{producer.role} in call {producer.epoch or 0} ({', '.join(signal_steps)}), so nothing orders its tile store "
             f"({w.loc}) before the load: the wait must read every producer's signal (its `from`, or the "
             f"signal's `to` and the target)")
     return Cause("wait-without-signal", text, wait_refs + _refs(names, *(e for e in [src] if e is not None)),
                  "observation", ((src.eid if src else w.eid, p.eid),),
-                 {"polled": polled, "producer_rank": producer.rank})
+                 {"polled": polled, "producer_rank": producer.rank, "producer_role": producer.role,
+                  "producer_call": producer.epoch or 0})
 
 
 def _early_reuse(names: _Names, w: Event, r: Event) -> Cause:
