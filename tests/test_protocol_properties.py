@@ -447,21 +447,24 @@ def test_every_cause_is_consistent_with_its_own_trace(data, epochs, reset):
 
 
 #: Scenarios whose ranks the builder reduces (a symmetry group, ranks left out as renamings of
-#: rank 0, a stage split), with the launch orders and calls where each reduction is made or not.
-SYMMETRY_CASES = [(scenario, launches, epochs) for scenario in ("all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
-                  for launches, epochs in (("host-barrier", 1), ("host-barrier", 2), ("per-rank-stream", 2))]
-symmetry_cause_budget = LimitBudget(6, "checker")
+#: rank 0, a stage split), with the launch orders, calls and world sizes where each reduction is
+#: made or not (three ranks with one call only: two calls of three ranks often hit the bound).
+SYMMETRY_CASES = [(scenario, launches, epochs, world_size)
+                  for scenario in ("all-scatter", "all-gather-gemm", "gemm-reduce-scatter")
+                  for launches, epochs, world_size in (("host-barrier", 1, 2), ("host-barrier", 1, 3),
+                                                       ("host-barrier", 2, 2), ("per-rank-stream", 2, 2))]
+symmetry_cause_budget = LimitBudget(5, "checker")
 
 
 @symmetry_cause_budget.guard
 @settings(max_examples=10, deadline=None)
-@given(protocol_data(), st.sampled_from(SYMMETRY_CASES), st.sampled_from((2, 3)))
-def test_every_cause_is_consistent_with_its_own_trace_in_the_reduced_scenarios(data, case, world_size):
+@given(protocol_data(), st.sampled_from(SYMMETRY_CASES))
+def test_every_cause_is_consistent_with_its_own_trace_in_the_reduced_scenarios(data, case):
     """The same property where the builder reduces ranks (issue 24): the witness is an execution
     of the reduced program, and its cause names only what that execution did."""
     from dataclasses import replace
 
-    scenario, launches, epochs = case
+    scenario, launches, epochs, world_size = case
     reset = "none" if launches == "per-rank-stream" else None
     options = replace(OPTIONS, scenario=scenario, world_size=world_size, epochs=epochs, launches=launches,
                       reset=reset)

@@ -4,6 +4,15 @@ A scenario's ranks often run the same code up to renaming; ``program.symmetry`` 
 (:mod:`syncverify.scenarios.build`). Executions that differ only by which rank took which path are
 renamings of each other, so one of each is explored. The pruning search in
 :mod:`syncverify.explore.combinations` applies the same order as it assigns threads.
+
+Why it is exact: the builder puts into one group the units (every thread one rank runs) of ranks
+that are the same code up to renaming the rank, with their locations, launch phases and host
+order renamed too (per-rank launch phases ``e1.r1`` rename to ``e1.r2``). Renaming two units
+maps every execution to an execution with the same violation kinds, so the executions in which
+the units take their paths in non-decreasing order show every kind. ``tests/test_reductions_exact.py``
+compares the verdicts with the group and without it (``build(..., without={"symmetry"})``) in
+every scenario and launch order. A group is dropped, which is always exact, where listing its
+units' path tuples would cost more than the reduction saves (:func:`affordable`).
 """
 
 from __future__ import annotations

@@ -700,7 +700,12 @@ class _Program:
           call k (acquiring rank 0's call-k signal, which follows rank 0's call k - 1) is what
           orders rank 1's stores of call k + 1 after rank 0's loads of call k - 1 (the two-slot
           staging protocol of tokenspeed PR #1356 is SAFE only with that order). So the
-          reduction is made only with one launch or a host barrier between launches.
+          reduction is made only with one launch or a host barrier between launches. The
+          left-out CTA's polls must still find values that let it through: it polls every
+          rank's copies as rank 0's does (``each``), or its own rank's copy, written by its own
+          rank as rank 0's is by rank 0 (``self``); where it cannot get through, it hangs, and P'
+          shows that hang renamed at rank 0's CTA. This last step is argued, not proved;
+          ``tests/test_reductions_exact.py`` compares the verdicts with and without the reduction.
         """
         if self.opts.epochs > 1 and self.opts.launches != "host-barrier":
             return False
