@@ -102,7 +102,7 @@ from syncverify.explore.location_choices import (
     memory_orders,
 )
 from syncverify.explore.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
-from syncverify.explore.symmetry import combinations
+from syncverify.explore.symmetry import affordable, combinations
 from syncverify.explore.thread_paths import Path, thread_paths
 from syncverify.explore.value_classes import merge_value_classes, shared_by_units, with_cut_reads_fixed
 from syncverify.explore.value_domain import value_candidates, value_ceiling, value_domain
@@ -157,6 +157,12 @@ class ExplorationResult:
         return {(frozenset(x.final_registers.items()), frozenset(x.final_memory.items())) for x in self.executions}
 
 
+#: The pruning steps of :func:`explore` that ``without`` can turn off one by one (``prune=False``
+#: turns off all of them and more): the exactness tests compare the verdicts with and without each.
+PRUNINGS: tuple[str, ...] = ("value-classes", "ceilings", "combination-search", "barrier-orders",
+                             "partial-causality", "alike")
+
+
 def candidate_executions(
     program: Program,
     *,
@@ -164,15 +170,20 @@ def candidate_executions(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_domain: int = DEFAULT_MAX_DOMAIN,
     clock: Clock | None = None,
+    without: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[Skeleton, Execution]]:
     """Yield candidate executions (not yet checked against the global axioms: :func:`is_execution`).
 
     ``clock``: the exploration's :class:`~syncverify.explore.bounds.Clock` (default: no time
     bound), asked by every phase; past its deadline the ``timeout`` :class:`LimitHit` is raised.
+    ``without``: prunings of :data:`PRUNINGS` not to make (with ``prune``).
     """
+    unknown = set(without) - set(PRUNINGS)
+    if unknown:
+        raise ValueError(f"unknown prunings {sorted(unknown)}; known: {', '.join(PRUNINGS)}")
     clock = clock if clock is not None else Clock()
     _domain, all_paths = value_domain(program, max_steps=max_steps, max_domain=max_domain, clock=clock,
-                                      prune=prune)
+                                      prune=prune, classes="value-classes" not in without)
     participants = barrier_users(program)
     locations = program.locations()
     seen_cut: set = set()
@@ -180,24 +191,26 @@ def candidate_executions(
         summaries = [[summarize(p) for p in paths] for paths in all_paths]
         # Paths that read a value their launch can never see go (see readable_ceilings).
         tops = readable_ceilings(program, summaries, lambda ph, init: value_ceiling(program, ph, init))
-        if tops:
+        if tops and "ceilings" not in without:
             all_paths = [[q for q in (below_ceilings(p, tops, th.phase) for p in paths) if q is not None]
                          for th, paths in zip(program.threads, all_paths)]
         # Paths that differ only in values nothing depends on become one (exact: value_classes);
         # reads of a location several symmetric units share keep their values (shared_by_units).
         shared = shared_by_units(program)
-        all_paths = [merge_value_classes(paths, program.observed_registers, shared) for paths in all_paths]
+        if "value-classes" not in without:
+            all_paths = [merge_value_classes(paths, program.observed_registers, shared) for paths in all_paths]
         summaries = [[summarize(p) for p in paths] for paths in all_paths]
         kept = cta_kept_lengths(program, all_paths, participants)
+        searched = affordable(program, [len(paths) for paths in all_paths])
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))
-            for picks in supported_combinations(program, summaries, atomicity=True, clock=clock, kept_lengths=kept))
-    else:
+            for picks in supported_combinations(searched, summaries, atomicity=True, clock=clock, kept_lengths=kept))
+    if not prune or "combination-search" in without:
         summary = {id(p): summarize(p) for paths in all_paths for p in paths}
         combos = (combo for combo in combinations(program, all_paths)
                   if is_supported(tuple(summary[id(p)] for p in combo), program.init))
     # Each way its barriers resolve (with pruning, one per order they put between other events).
-    for combo, outcome in iter_outcomes(program, combos, participants, by_order=prune):
+    for combo, outcome in iter_outcomes(program, combos, participants, by_order=prune and "barrier-orders" not in without):
         clock.tick("while combining thread paths")
         lengths, stuck, instances = list(outcome.lengths), outcome.stuck, outcome.instances
         stopped = not_started(program, combo, stuck) | unissued_copies(program, combo, lengths)
@@ -214,7 +227,8 @@ def candidate_executions(
             if key in seen_cut:
                 continue
             seen_cut.add(key)
-        yield from _skeleton_candidates(program, combo, lengths, stuck, instances, stopped, locations, prune, clock)
+        yield from _skeleton_candidates(program, combo, lengths, stuck, instances, stopped, locations, prune, clock,
+                                        without)
 
 
 def unissued_copies(program: Program, combo: tuple[Path, ...], lengths: list[int]) -> frozenset[int]:
@@ -250,7 +264,7 @@ def below_ceilings(path: Path, tops: dict[tuple[str, str], int], phase: str) -> 
 
 def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: list[int], stuck: dict[int, tuple],
                          instances: list, stopped: frozenset[int], locations: tuple[str, ...], prune: bool,
-                         clock: Clock) -> Iterator[tuple[Skeleton, Execution]]:
+                         clock: Clock, without: frozenset[str] = frozenset()) -> Iterator[tuple[Skeleton, Execution]]:
     """The candidate executions of one combination of paths, cut as its barriers resolve."""
     skeleton = build_skeleton(program, combo, lengths, stuck, instances, stopped)
     skeleton.static_cause = StaticCause(skeleton, program)
@@ -260,17 +274,19 @@ def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: lis
     skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
     static_relations(skeleton)  # fail a location above
     # Partial choices that already break Causality or Coherence are dropped as they are made.
-    products = consistent_products(skeleton, program, per_location, clock) if prune else lazy_product(per_location)
+    products = (consistent_products(skeleton, program, per_location, clock)
+                if prune and "partial-causality" not in without else lazy_product(per_location))
     for parts in products:
         rf: dict[int, int] = {}
         for part in parts:
             rf.update(part.rf)
         for order in fence_sc_orders(skeleton, rf, parts, prune, clock):  # lazily, per reads-from choice
-            yield from _with_coherence(skeleton, program, rf, parts, order, prune, clock)
+            yield from _with_coherence(skeleton, program, rf, parts, order, prune, clock, "alike" not in without)
 
 
 def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], parts: tuple[LocationChoice, ...],
-                    fence_order: tuple[int, ...], prune: bool, clock: Clock) -> Iterator[tuple[Skeleton, Execution]]:
+                    fence_order: tuple[int, ...], prune: bool, clock: Clock,
+                    alike: bool = True) -> Iterator[tuple[Skeleton, Execution]]:
     """The candidate executions of one reads-from and Fence-SC choice: coherence as the locations'
     orders and causality make it (:func:`~syncverify.explore.location_choices.coherence_of`), and each memory
     order that makes a different final value or stuck spin observable.
@@ -289,7 +305,7 @@ def _with_coherence(skeleton: Skeleton, program: Program, rf: dict[int, int], pa
         known[choice] = memo
     if co is None:
         return  # causality orders two writes against the chosen orientation: Coherence fails
-    reported = skeleton.reported
+    reported = skeleton.reported if alike else None
     events = probe.events
     for memory in memory_orders(probe, co, program, skeleton, clock):
         if reported and (choice[0], fence_order, frozenset(
@@ -355,6 +371,7 @@ def explore(
     keep: bool = True,
     progress: Callable[[Progress], None] | None = None,
     progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
+    without: frozenset[str] = frozenset(),
 ) -> ExplorationResult:
     """Every consistent execution of ``program`` under the PTX model.
 
@@ -373,6 +390,9 @@ def explore(
     progress, progress_interval
         Called with a :class:`Progress` at most every ``progress_interval`` seconds while the
         search enumerates executions.
+    without
+        Prunings of :data:`PRUNINGS` not to make: each is exact, and the tests
+        (``tests/test_reductions_exact.py``) compare the verdicts with and without it.
 
     Examples
     --------
@@ -390,17 +410,18 @@ def explore(
     clock = Clock(timeout, report if progress is not None else None, progress_interval)
     try:
         for skeleton, x in candidate_executions(program, prune=prune, max_steps=max_steps,
-                                                max_domain=max_domain, clock=clock):
+                                                max_domain=max_domain, clock=clock, without=without):
             result.candidates += 1
             clock.tick(f"after {result.candidates} candidate executions")
-            if prune:
+            alike = prune and "alike" not in without
+            if alike:
                 # One execution per key: the others differ only in coherence (alike_key says why).
                 key = alike_key(skeleton, x, program)
                 if key in skeleton.reported:
                     continue
             if not is_execution(skeleton, x, program):
                 continue
-            if prune:
+            if alike:
                 skeleton.reported.add(key)
             stop = on_execution is not None and on_execution(x) is True  # only an explicit True stops
             if x.is_complete:

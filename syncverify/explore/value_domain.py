@@ -13,7 +13,7 @@ from __future__ import annotations
 from syncverify.explore.bounds import DEFAULT_MAX_DOMAIN, DEFAULT_MAX_STEPS, Clock, LimitHit
 from syncverify.explore.combinations import PathSummary, is_supported, summarize, supported_combinations
 from syncverify.explore.liveness import loop_positions
-from syncverify.explore.symmetry import combinations
+from syncverify.explore.symmetry import affordable, combinations
 from syncverify.explore.thread_paths import Path, initial_registers, thread_paths
 from syncverify.explore.value_classes import shared_by_units
 from syncverify.model.int32 import INT32_MAX, wrap_int32
@@ -27,6 +27,7 @@ def value_domain(
     max_domain: int = DEFAULT_MAX_DOMAIN,
     clock: Clock | None = None,
     prune: bool = True,
+    classes: bool = True,
 ) -> tuple[dict[str, frozenset[int]], list[list[Path]]]:
     """The values each location can hold, and each thread's paths when reads return them.
 
@@ -38,6 +39,7 @@ def value_domain(
     domain is looked for with a search for one supported combination that writes it
     (:mod:`syncverify.explore.combinations`); without, every combination is tried (the brute-force reference).
     ``clock``: the exploration's clock (default: no time bound), passed on to every search here.
+    ``classes=False``: no value classes even with ``prune`` (the exactness tests).
     """
     clock = clock if clock is not None else Clock()
     domain = {loc: frozenset({program.init.get(loc, 0)}) for loc in program.locations()}
@@ -47,7 +49,7 @@ def value_domain(
         all_paths = [
             thread_paths(t, domain, initial_registers(program, t), max_steps=max_steps, clock=clock,
                          observed=program.observed_registers, cta_threads=program.cta_size(t),
-                         classes=prune, unclassed=shared)
+                         classes=prune and classes, unclassed=shared)
             for t in program.threads
         ]
         grown = {loc: set({program.init.get(loc, 0)}) for loc in domain}
@@ -59,6 +61,7 @@ def value_domain(
                     grown[loc].add(v)
 
         if prune:
+            searched = affordable(program, [len(paths) for paths in all_paths])
             top = value_ceiling(program)
             wanted = sorted({key for paths in summaries for s in paths for key, _n in s.writes
                              if key[1] not in domain[key[0]] and (top.get(key[0]) is None or key[1] <= top[key[0]])})
@@ -70,7 +73,7 @@ def value_domain(
                 if key[1] in candidates.get(key[0], ()):
                     grown[key[0]].add(key[1])  # a possible value: no witness needed (value_candidates)
                     continue
-                witness = next(supported_combinations(program, summaries, atomicity=False, must_write=key, clock=clock),
+                witness = next(supported_combinations(searched, summaries, atomicity=False, must_write=key, clock=clock),
                                None)
                 if witness is not None:
                     add(tuple(summaries[t][p] for t, p in enumerate(witness)))

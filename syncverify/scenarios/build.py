@@ -33,7 +33,8 @@ Reductions (``symmetry=False`` turns them off, to measure what they buy):
 * *ranks*: ranks other than the one whose reads are checked are the same code up to their rank
   id; they form one symmetry group (``Program.symmetry``). In all-scatter only rank 0's receiver
   is built (every receiver is a renaming of it), in all-gather-gemm only rank 0's GEMM CTA, as
-  long as the role writes no other rank's lock copy (``_Program._writes_own_copies_only``).
+  long as nothing kept reads what the others write and the host orders every launch after the
+  previous one (``_Program._other_ranks_removable`` gives the argument).
 """
 
 from __future__ import annotations
@@ -551,11 +552,20 @@ def _stage_name(stage: str) -> str:
 
 # ----- building a scenario --------------------------------------------------------------------
 
-def build(protocol, opts: ScenarioOptions, *, push=None) -> Scenario:
+#: The builder's reductions, each argued where it is made; ``ScenarioOptions.symmetry=False``
+#: turns them all off, ``build(..., without=...)`` some of them (the exactness tests compare each).
+REDUCTIONS: tuple[str, ...] = ("tiles", "slicing", "ranks", "stages", "symmetry")
+
+
+def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str] = frozenset()) -> Scenario:
     """The program of ``protocol`` in the scenario ``opts`` (validated first).
 
     ``push``: all-scatter's push protocol object; by default loaded from ``opts.push``.
+    ``without``: reductions of :data:`REDUCTIONS` not to make (for tests that check each is exact).
     """
+    unknown = set(without) - set(REDUCTIONS)
+    if unknown:
+        raise ValueError(f"unknown reductions {sorted(unknown)}; known: {', '.join(REDUCTIONS)}")
     opts = opts.validated(protocol)
     protocols = {"protocol": protocol}
     if "push" in stages(opts.scenario).values():
@@ -564,13 +574,13 @@ def build(protocol, opts: ScenarioOptions, *, push=None) -> Scenario:
         protocols["push"] = push
     asked = opts.threads_per_cta
     opts = replace(opts, threads_per_cta=warp_threads(protocols, opts))
-    scenario = _Program(protocols, opts).build()
+    scenario = _Program(protocols, opts, without=without).build()
     if opts.threads_per_cta != asked:
         share = rules.KERNEL_WARPS // opts.threads_per_cta
         scenario.notes.append(f"threads: {opts.threads_per_cta} model threads per CTA ({asked} asked), each standing "
                               f"for {share} of the kernels' {rules.KERNEL_WARPS} warps: the barrier steps select "
                               f"warps")
-    scenario.parts = stage_parts(protocols, opts)
+    scenario.parts = stage_parts(protocols, opts, without)
     return scenario
 
 
@@ -605,7 +615,8 @@ def barrier_id_clash(protocols: dict[str, object], scenario: str) -> str:
     return ""
 
 
-def stage_parts(protocols: dict[str, object], opts: ScenarioOptions) -> list[Scenario]:
+def stage_parts(protocols: dict[str, object], opts: ScenarioOptions,
+                without: frozenset[str] = frozenset()) -> list[Scenario]:
     """The scenario split into one program per lock stage, when that split is exact.
 
     all-scatter's two stages share no location (``pub`` locks and ``local`` data, ``push`` locks
@@ -628,37 +639,108 @@ def stage_parts(protocols: dict[str, object], opts: ScenarioOptions) -> list[Sce
     *both* stages from starting, which the split cannot see: when a stage program of a
     multi-epoch scenario can hang, :func:`syncverify.verdicts.check.check` checks the whole program
     instead. ``symmetry=False`` checks it whole too.
+
+    With launches ordered per rank only (``--launches per-rank-stream``) and several epochs, the
+    order from one stage to the other in a later epoch goes through the other stage's events on
+    another rank (rank 1's push signal, rank 0's receiver, rank 0's next launch), which the
+    split loses: the scenario is then checked whole.
     """
-    if len(set(stages(opts.scenario))) < 2 or not opts.symmetry:
+    if len(set(stages(opts.scenario))) < 2 or not opts.symmetry or "stages" in without:
         return []
-    return [_Program(protocols, opts, part=stage).build() for stage in stages(opts.scenario)]
+    if opts.epochs > 1 and opts.launches != "host-barrier":
+        return []
+    return [_Program(protocols, opts, part=stage, without=without).build() for stage in stages(opts.scenario)]
 
 
 class _Program:
     """Instantiates a scenario's roles for every epoch, tile and rank the reductions keep."""
 
-    def __init__(self, protocols: dict[str, object], opts: ScenarioOptions, part: str | None = None) -> None:
-        self.protocols, self.opts, self.part = protocols, opts, part
+    def __init__(self, protocols: dict[str, object], opts: ScenarioOptions, part: str | None = None,
+                 without: frozenset[str] = frozenset()) -> None:
+        self.protocols, self.opts, self.part, self.without = protocols, opts, part, without
         self.roles = ROLES[opts.scenario]
         if part is not None:  # one stage's steps of each role (stage_parts)
             kept = (replace(r, steps=tuple(s for s in r.steps if s.stage == part)) for r in self.roles)
             self.roles = tuple(r for r in kept if r.steps)
         self.stage_protocol = stages(opts.scenario)
-        self.tiles = [0] if opts.symmetry else list(range(opts.tiles))
+        self.tiles = [0] if self.reduces("tiles") else list(range(opts.tiles))
         self.threads: list[Thread] = []
         self.units: dict[int, list[int]] = {}
         self.ctas: dict[tuple[int, str], int] = {}
+
+    def reduces(self, name: str) -> bool:
+        """Whether the reduction ``name`` (:data:`REDUCTIONS`) is made."""
+        return self.opts.symmetry and name not in self.without
 
     def ranks_of(self, role: Role, tile: int) -> list[int]:
         """The ranks whose CTA of ``role`` handles ``tile`` in the built program."""
         W, opts = self.opts.world_size, self.opts
         if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
             return [owner(tile, opts)]
-        if role.name in ("receiver", "gemm") and opts.symmetry and self._writes_own_copies_only(role, tile):
+        if role.name in ("receiver", "gemm") and self.reduces("ranks") and self._other_ranks_removable(role, tile):
             return [0]  # every receiver (all-gather-gemm: every GEMM CTA) is a renaming of rank 0's
-        if self.part == "pub" and role.name == "comm" and self._waits_touch_own_copy_only("pub"):
+        if (self.part == "pub" and role.name == "comm" and self.reduces("ranks")
+                and self._waits_touch_own_copy_only("pub")):
             return [0]  # the other comm CTAs touch only their own rank's pub locks: renamings of rank 0's
         return list(range(W))
+
+    def _other_ranks_removable(self, role: Role, tile: int) -> bool:
+        """Whether ``role``'s CTAs on ranks other than 0 can be left out of the program: the
+        verdict (its violation kinds) is the same with them and without them.
+
+        The argument, in two directions (P: every rank's CTA; P': rank 0's only):
+
+        * P to P'. Every violation of P that involves one of the left-out CTAs is, renamed, one
+          of rank 0's CTA: the scenario's roles, targets (``self``, ``others``, ``all``, and
+          ``owner``, which is the signalling rank here) and sources (``self``, ``each``) are the
+          same up to a permutation of the ranks. Every other violation is among events P' keeps,
+          and an execution of P restricted to them is an execution of P' as long as no kept event
+          reads from a left-out one (PTX's axioms forbid patterns; removing events removes none,
+          and happens-before only shrinks). The left-out CTAs write their own rank's tile copies,
+          which nobody reads, and lock copies: so none of the locks they write may be read by
+          another role (:meth:`_writes_read_by_its_role_only`), nor by another rank's copy of
+          this one (:meth:`_writes_own_copies_only`).
+        * P' to P. An execution of P' extends to one of P that adds no happens-before between
+          the events P' has: a left-out CTA reads, and nothing kept reads what it writes, so the
+          only order leaving it is its launch's end before the launches the host orders after
+          it. With a host barrier between launches (or with one launch) that order is already
+          there: every event of launch k is before every event of launch k + 1. With launches
+          ordered per rank only (``--launches per-rank-stream``) it is not: rank 1's GEMM wait in
+          call k (acquiring rank 0's call-k signal, which follows rank 0's call k - 1) is what
+          orders rank 1's stores of call k + 1 after rank 0's loads of call k - 1 (the two-slot
+          staging protocol of tokenspeed PR #1356 is SAFE only with that order). So the
+          reduction is made only with one launch or a host barrier between launches. The
+          left-out CTA's polls must still find values that let it through: it polls every
+          rank's copies as rank 0's does (``each``), or its own rank's copy, written by its own
+          rank as rank 0's is by rank 0 (``self``); where it cannot get through, it hangs, and P'
+          shows that hang renamed at rank 0's CTA. This last step is argued, not proved;
+          ``tests/test_reductions_exact.py`` compares the verdicts with and without the reduction.
+        """
+        if self.opts.epochs > 1 and self.opts.launches != "host-barrier":
+            return False
+        return self._writes_own_copies_only(role, tile) and self._writes_read_by_its_role_only(role)
+
+    def _writes_read_by_its_role_only(self, role: Role) -> bool:
+        """Whether no lock that ``role``'s protocol steps write is accessed by another role's
+        steps, or by ``role``'s own steps on another rank's copy (``from = "each"``): then the
+        role's CTAs on other ranks write nothing a kept thread reads (rank 1's GEMM writing
+        ``done`` into its own copy, which rank 1's sender polls, is read)."""
+        def steps(r: Role):
+            for step in r.steps:
+                if isinstance(step, Stage):
+                    for s in rules.section_steps(self.protocols[step.protocol], step.kind):
+                        if s.op not in ("barrier", "fence"):
+                            yield step.stage, s
+        # As the kernels run it: an acquire or relaxed atomic_add(0) poll is a load (lower_step).
+        written = {(stage, s.lock) for stage, s in steps(role) if any(op.kind in ("st", "atom") for op in lower_step(s))}
+        for other in self.roles:
+            for stage, s in steps(other):
+                if (stage, s.lock) not in written:
+                    continue
+                if other.name != role.name or (s.to is None and (s.from_ or "self") != "self") or (
+                        s.to is not None and s.to != "self"):
+                    return False
+        return True
 
     def _writes_own_copies_only(self, role: Role, tile: int) -> bool:
         """Whether ``role``'s protocol steps write no lock copy but its own rank's. Only then are
@@ -685,7 +767,7 @@ class _Program:
 
     def checked_rank(self, tile: int) -> int | None:
         """The rank whose reads the other ranks are symmetric around (None: no symmetry group)."""
-        if not self.opts.symmetry or len(self.tiles) != 1:
+        if not self.reduces("symmetry") or len(self.tiles) != 1:
             return None
         if self.opts.scenario in ("all-reduce", "gemm-reduce-scatter"):
             return owner(tile, self.opts) if self.opts.production == "every-rank" else None
@@ -694,7 +776,7 @@ class _Program:
     def polled(self) -> set[str] | None:
         """Every lock copy some poll of the built program reads (an ``await``, a CAS reading
         ``from``, a CAS repeated ``until``), in every slot: writes to other copies are sliced."""
-        if not self.opts.symmetry:
+        if not self.reduces("slicing"):
             return None
         out: set[str] = set()
         W = self.opts.world_size

@@ -21,7 +21,9 @@ and its links, in order, as the model states them:
 Every pair of a signal write ``S`` of ``W``'s CTA and a poll read ``P`` of ``R``'s CTA that ``P``
 reads from (``(rf | rmw)+``) is a candidate chain; the cause is the first broken link of the chain
 that gets furthest (the one the protocol's author meant). Races on a lock, resets that race a
-signal, and hangs (a poll target no write reaches) have causes of their own.
+signal, and hangs (a poll target no write reaches) have causes of their own. A store of a later
+call that races with a load of an earlier one (a staging slot reused too early) needs the other
+chain, from the load back to the store (a "done" signal the producer waits for): ``early-reuse``.
 
 Choices: a chain's links are judged on the witness execution only (another execution may break
 another link first); who an event's thread is, which protocol step made it and which lock it
@@ -51,6 +53,7 @@ CAUSE_KINDS = (
     "consumer-not-ordered",   # the acquire ran on one thread and no bar.sync follows it
     "reset-race",             # a host reset of a lock races with the kernel
     "stale-signal",           # an earlier call's signal, never reset, satisfies this call's wait
+    "early-reuse",            # a later call's store is not ordered after an earlier call's load
     "unreachable-target",     # a poll waits for a value no write brings
     "barrier-hang",           # a CTA barrier another thread never reaches
     "wait-without-signal",    # the wait exits without reading the producer's signal
@@ -350,6 +353,8 @@ def _polls(names: _Names, cta: int) -> list[Event]:
 
 def _data_cause(names: _Names, w: Event, r: Event) -> Cause:
     """The first missing link between the tile write ``w`` and the tile read ``r``."""
+    if _call_of(names, w) > _call_of(names, r):
+        return _early_reuse(names, w, r)
     x = names.x
     comm = _comm(x)
     best: tuple[int, Cause | None] = (-1, None)
@@ -403,12 +408,29 @@ def _no_chain(names: _Names, w: Event, r: Event, polls: list[Event]) -> Cause:
             f"({', '.join(r.name for r in wait_refs)}) polls only {', '.join(polled)}, and "
             f"{names.what(p)} by {names.who(p)} is satisfied by {src.describe() if src else '?'} from "
             f"{names.who(src) if src else '?'}; no poll reads a signal of rank {producer.rank}'s "
-            f"{producer.role} ({', '.join(signal_steps)}), so nothing orders its tile store "
+            f"{producer.role} in call {producer.epoch or 0} ({', '.join(signal_steps)}), so nothing orders its tile store "
             f"({w.loc}) before the load: the wait must read every producer's signal (its `from`, or the "
             f"signal's `to` and the target)")
     return Cause("wait-without-signal", text, wait_refs + _refs(names, *(e for e in [src] if e is not None)),
                  "observation", ((src.eid if src else w.eid, p.eid),),
-                 {"polled": polled, "producer_rank": producer.rank})
+                 {"polled": polled, "producer_rank": producer.rank, "producer_role": producer.role,
+                  "producer_call": producer.epoch or 0})
+
+
+def _early_reuse(names: _Names, w: Event, r: Event) -> Cause:
+    """``w`` is a store of a later call than the load ``r``: no signal of ``w``'s call could have
+    told ``r``'s wait anything, so the missing order is the other way, from the load to the store."""
+    store_call, load_call = _call_of(names, w), _call_of(names, r)
+    ordered = (" (only each rank's stream orders the calls)"
+               if names.scenario.options.launches == "per-rank-stream" else "")
+    text = (f"call {store_call}'s store can overwrite what call {load_call} still reads: {names.who(w)} "
+            f"stores {w.loc} in call {store_call}, and nothing orders that store after the load of {r.loc} "
+            f"by {names.who(r)} in call {load_call}{ordered}: no wait of the storing rank in call {store_call} "
+            f"reads a signal the reader writes after its loads; make the producer wait for the reader "
+            f"before it stores (an after_load signal and a before_store wait on it, as done-flag does), or "
+            f"stop reusing the buffer that soon (more slots, or a host barrier between calls)")
+    return Cause("early-reuse", text, (), "", ((r.eid, w.eid),),
+                 {"store_call": store_call, "load_call": load_call, "location": w.loc})
 
 
 def _call_of(names: _Names, e: Event) -> int:

@@ -197,7 +197,7 @@ def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
 def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
           timeout: float | None = None, progress: Callable[[Progress], None] | None = None,
           progress_interval: float = DEFAULT_PROGRESS_INTERVAL, first: bool = False,
-          max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
+          max_steps: int = DEFAULT_MAX_STEPS, without: frozenset[str] = frozenset()) -> CheckResult:
     """Explore every execution of ``scenario`` and collect one witness per violation kind.
 
     A scenario split into stage programs (``scenario.parts``) is checked stage by stage, in stage
@@ -215,10 +215,14 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
     first
         Stop at the first execution that shows a violation; the result then holds that one
         counterexample (its first kind), and ``stopped_at_first`` is set.
+    without
+        The explorer's prunings not to make (:data:`syncverify.explore.driver.PRUNINGS`; the
+        exactness tests).
     """
     if scenario.parts:
         return _check_parts(scenario, max_executions=max_executions, timeout=timeout, progress=progress,
-                            progress_interval=progress_interval, first=first, max_steps=max_steps)
+                            progress_interval=progress_interval, first=first, max_steps=max_steps,
+                            without=without)
     result = CheckResult(scenario)
     seen_kinds: Counter[str] = Counter()  # executions that showed each kind, for progress
 
@@ -236,7 +240,7 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
 
     explored = explore(scenario.program, max_executions=max_executions, timeout=timeout, max_steps=max_steps,
                        on_execution=judge, keep=False, progress=report if progress is not None else None,
-                       progress_interval=progress_interval)
+                       progress_interval=progress_interval, without=without)
     result.stopped_at_first = explored.stopped_early
     result.executions = explored.complete_count + explored.hang_count
     result.complete = explored.complete_count
@@ -354,7 +358,7 @@ def calls_words(result: CheckResult) -> str:
 
 def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | None,
                  progress: Callable[[Progress], None] | None, progress_interval: float, first: bool,
-                 max_steps: int = DEFAULT_MAX_STEPS) -> CheckResult:
+                 max_steps: int = DEFAULT_MAX_STEPS, without: frozenset[str] = frozenset()) -> CheckResult:
     """:func:`check` of a scenario split into stage programs, joined; see :func:`check`."""
     result = CheckResult(scenario)
     start = time.monotonic()
@@ -369,7 +373,8 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
                              seconds=time.monotonic() - start, violations=dict(kinds)))
 
         sub = check(part, max_executions=max_executions, timeout=left, first=first, max_steps=max_steps,
-                    progress=report if progress is not None else None, progress_interval=progress_interval)
+                    progress=report if progress is not None else None, progress_interval=progress_interval,
+                    without=without)
         result.executions += sub.executions
         result.candidates += sub.candidates
         result.stages.append((part.stage, sub.executions, sub.seconds))
@@ -386,8 +391,7 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
             whole = replace(scenario, parts=[])
             left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
             result = check(whole, max_executions=max_executions, timeout=left, first=first, max_steps=max_steps,
-                           progress=progress,
-                           progress_interval=progress_interval)
+                           progress=progress, progress_interval=progress_interval, without=without)
             result.stages.append(("whole program: a stage can hang across epochs", result.executions,
                                   result.seconds))
             return result

@@ -1,0 +1,238 @@
+"""Every reduction is exact: the verdict (its violation kinds) is the same with it and without it.
+
+The builder's reductions (:data:`syncverify.scenarios.build.REDUCTIONS`: tiles, slicing of unread
+lock copies, ranks left out as renamings of rank 0, the split into stage programs, the rank
+symmetry group) and the explorer's prunings (:data:`syncverify.explore.driver.PRUNINGS`: value
+classes, readable ceilings, the pruning combination search with its write budgets, barrier
+groupings kept once per order, the partial causality, alike executions) are each turned off on
+their own and compared with everything on, over generated protocols (the generator of
+``tests/test_protocol_properties.py``, with a ``done`` flag and two slots drawn in), in every
+scenario, both launch modes, 1-3 calls, W = 2 and 3.
+
+The default run checks a representative slice (W = 2, 1-2 calls, every scenario and launch mode,
+a few examples per reduction); ``SYNCVERIFY_EXACT_FULL=1`` runs the exhaustive version (every
+configuration, more examples; slow, its last run recorded in ``docs/reductions.md``). An example
+whose check hits a bound either way proves nothing and is discarded (counted, see
+:mod:`tests.limits`). Differences found are fixed, each with a known-answer test below.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+
+from tests.limits import LimitBudget
+from tests.test_protocol_properties import mutated_builtins, protocol_data
+
+from syncverify.explore.driver import PRUNINGS
+from syncverify.explore.symmetry import affordable
+from syncverify.protocols import load_protocol, protocol_from_dict
+from syncverify.protocols.registry import zoo_protocols
+from syncverify.protocols.rules import LAUNCH_ORDERS
+from syncverify.scenarios.build import REDUCTIONS, SCENARIOS, ScenarioOptions, build
+from syncverify.verdicts.check import check
+
+FULL = os.environ.get("SYNCVERIFY_EXACT_FULL") == "1"
+ZOO = "protocols/zoo"
+
+# (scenario, launches, calls, world size): every one in the full run, the small ones by default.
+CONFIGS = [(scenario, launches, calls, world) for scenario in SCENARIOS for launches in LAUNCH_ORDERS
+           for calls in (1, 2, 3) for world in (2, 3)
+           if not (launches == "per-rank-stream" and calls == 1)]  # one call: no launch order at all
+SLICE = [c for c in CONFIGS if c[2] <= 2 and c[3] == 2]
+EXAMPLES = int(os.environ.get("SYNCVERIFY_EXACT_EXAMPLES", 40)) if FULL else 3
+TIMEOUT_S = 20.0 if FULL else 4.0
+MAX_EXECUTIONS = 20_000
+
+# Invalid examples (a bound hit) do not count towards max_examples, so Hypothesis draws more: the
+# full run, whose largest configurations (W = 3, several calls, whole programs) often hit the
+# bound, allows many discards and reports them in its statistics ("checker limit hit").
+budget = LimitBudget(10 * EXAMPLES if FULL else 3, "checker")
+
+
+# ----- generated protocols -----------------------------------------------------------------------
+
+def _zoo_data() -> list[dict]:
+    out = []
+    for protocol in zoo_protocols():
+        data = protocol.to_dict()
+        data.pop("zoo", None)
+        out.append(data)
+    return out
+
+
+@st.composite
+def with_done_and_slots(draw, data: dict) -> dict:
+    """``data`` maybe with a ``done`` flag (the consumer writes it after its loads, the producer
+    waits on it before its store: a role that writes what another role reads) and two slots
+    (staging that rotates with the call)."""
+    data = dict(data)
+    if not data.get("after_load") and draw(st.sampled_from((True, True, False))):
+        data["after_load"] = [{"op": "atomic_xchg", "lock": "done", "value": "epoch + 1", "sem": "release",
+                               "scope": "sys", "to": draw(st.sampled_from(("self", "self", "all", "others")))}]
+        data["before_store"] = [{"op": "await", "lock": "done", "read": "load", "sem": "acquire", "scope": "sys",
+                                 "from": draw(st.sampled_from(("self", "each"))), "until": ">= epoch"}]
+    if draw(st.booleans()):
+        data["slots"] = 2
+    return data
+
+
+def exact_protocols(near_safe: bool = False) -> st.SearchStrategy[dict]:
+    """The protocols of ``tests/test_protocol_properties.py`` and the zoo's, each maybe with a done
+    flag and two slots. ``near_safe``: only built-ins slightly changed and the zoo's, whose
+    verdicts a reduction can change (a random protocol usually shows every kind either way)."""
+    zoo = st.sampled_from(_zoo_data())
+    base = st.one_of(mutated_builtins(), zoo) if near_safe else st.one_of(protocol_data(), zoo)
+    return base.flatmap(with_done_and_slots)
+
+
+#: The scenarios where each builder reduction is made (elsewhere it changes nothing to compare).
+APPLIES = {"ranks": ("all-scatter", "all-gather-gemm"), "stages": ("all-scatter",)}
+
+
+def configs_for(reduction: str = "", max_calls: int = 3) -> list[tuple]:
+    """The configurations a test of ``reduction`` draws from: all of them in the full run, the slice by default."""
+    where = APPLIES.get(reduction, SCENARIOS)
+    return [c for c in (CONFIGS if FULL else SLICE) if c[0] in where and c[2] <= max_calls]
+
+
+def options(config: tuple, tiles: int = 1) -> ScenarioOptions:
+    scenario, launches, calls, world = config
+    # Without a host barrier the host cannot reset locks between calls: nothing is reset.
+    reset = "none" if launches == "per-rank-stream" and calls > 1 else None
+    return ScenarioOptions(scenario=scenario, world_size=world, epochs=calls, launches=launches, reset=reset,
+                           tiles=tiles)
+
+
+def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings=frozenset(),
+          push: dict | None = None) -> frozenset[str]:
+    """The violation kinds of ``data`` in ``opts`` without ``reductions`` and ``prunings``;
+    discards the example on a bound (or when the protocol does not fit the scenario)."""
+    protocol = protocol_from_dict(data)
+    push_protocol = protocol_from_dict({**push, "name": "push"}) if push is not None else None
+    scenario = build(protocol, opts, push=push_protocol, without=frozenset(reductions))
+    result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S, without=frozenset(prunings))
+    assert result.limit_hit != "no-executions", f"no execution at all: {data}"
+    budget.discard_if_hit(result.limit_hit)
+    return frozenset(result.violations)
+
+
+def assert_same(data: dict, config: tuple, *, tiles: int = 1, push: dict | None = None, **off) -> None:
+    note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, push {push}\noff: {off}")
+    opts = options(config, tiles)
+    with_it = kinds(data, opts, push=push)
+    without_it = kinds(data, opts, push=push, **off)
+    event(f"kinds: {sorted(with_it)}")
+    assert with_it == without_it, f"with the reduction {sorted(with_it)}, without it {sorted(without_it)}"
+
+
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
+                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+slow_if_full = pytest.mark.slow if FULL else (lambda f: f)
+
+
+# ----- the builder's reductions ----------------------------------------------------------------
+
+@slow_if_full
+@pytest.mark.parametrize("reduction", [r for r in REDUCTIONS if r != "tiles"])
+@budget.guard
+@SETTINGS
+@given(data=exact_protocols(near_safe=True), push=st.one_of(st.none(), exact_protocols()), draw=st.data())
+def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
+    """Slicing, ranks left out, the stage split and the symmetry group, each turned off alone."""
+    config = draw.draw(st.sampled_from(configs_for(reduction)), label="config")
+    assert_same(data, config, push=push if config[0] == "all-scatter" else None, reductions={reduction})
+
+
+@slow_if_full
+@budget.guard
+@SETTINGS
+@given(data=exact_protocols(), config=st.sampled_from(configs_for(max_calls=2)))
+def test_checking_tile_0_of_two_tiles_keeps_the_verdict(data, config):
+    """Tiles use disjoint locks and data: tile 0 alone has the verdict of both."""
+    assert_same(data, config, tiles=2, reductions={"tiles"})
+
+
+# ----- the explorer's prunings -------------------------------------------------------------------
+
+@slow_if_full
+@pytest.mark.parametrize("pruning", PRUNINGS)
+@budget.guard
+@SETTINGS
+@given(data=exact_protocols(), config=st.sampled_from(configs_for()))
+def test_each_explorer_pruning_keeps_the_verdict(pruning, data, config):
+    """Value classes, ceilings, the combination search, barrier orders, partial causality and
+    alike executions, each turned off alone."""
+    assert_same(data, config, prunings={pruning})
+
+
+# ----- differences found, as known answers -------------------------------------------------------
+
+def _verdicts(protocol, **options) -> tuple[frozenset[str], frozenset[str]]:
+    opts = ScenarioOptions(**options)
+    reduced = check(build(protocol, opts), timeout=60)
+    whole = check(build(protocol, ScenarioOptions(**options, symmetry=False)), timeout=60)
+    assert reduced.limit_hit is None and whole.limit_hit is None
+    return frozenset(reduced.violations), frozenset(whole.violations)
+
+
+def test_two_slot_staging_with_per_rank_streams_is_safe_in_all_gather_gemm_with_every_rank_built():
+    # Issue 24: rank 1's GEMM wait in call 1 (it acquires rank 0's call-1 signal, which follows
+    # rank 0's call 0) orders rank 1's call-2 store into slot 0 after rank 0's call-0 load of it.
+    # With rank 1's GEMM left out the store raced: UNSAFE by default, SAFE with --no-symmetry.
+    protocol = load_protocol(f"{ZOO}/two-slot-early-reuse.toml")
+    reduced, whole = _verdicts(protocol, scenario="all-gather-gemm", world_size=2, epochs=3,
+                               launches="per-rank-stream")
+    assert reduced == whole == frozenset()
+
+
+def test_a_gemm_done_flag_in_its_own_copy_is_not_left_out_with_the_gemm():
+    # The GEMM CTA writes `done` into its own rank's copy after its loads and that rank's sender
+    # waits on it before its next store: leaving rank 1's GEMM out left rank 1's sender waiting
+    # forever (a false hang), even with a host barrier between the calls.
+    data = load_protocol(f"{ZOO}/done-flag.toml").to_dict()
+    data["after_load"] = [{**step, "to": "self"} if step.get("lock") == "done" else step
+                          for step in data["after_load"]]
+    reduced, whole = _verdicts(protocol_from_dict(data), scenario="all-gather-gemm", world_size=2, epochs=2)
+    assert reduced == whole == frozenset()
+
+
+def test_the_cause_of_a_slot_reused_too_early_names_the_two_calls_and_does_not_contradict_itself():
+    # It used to say the poll "is satisfied by" rank 1's signal, then "no poll reads a signal of rank 1".
+    protocol = load_protocol(f"{ZOO}/two-slot-early-reuse.toml")
+    result = check(build(protocol, ScenarioOptions(scenario="all-reduce", world_size=2, epochs=3,
+                                                   launches="per-rank-stream")), timeout=60)
+    cause = result.violations["race"].cause(result.scenario)
+    assert cause.kind == "early-reuse", cause.text
+    assert (cause.details["load_call"], cause.details["store_call"]) == (0, 2)
+    assert "no poll reads" not in cause.text
+    assert "call 2's store can overwrite what call 0 still reads" in cause.text
+
+
+def test_a_symmetry_group_whose_units_have_too_many_path_tuples_is_dropped_and_the_bound_holds():
+    # With every rank's GEMM built (per-rank streams, two calls, W = 3), each rank's unit is eight
+    # threads: the searches listed every tuple of their paths before the first combination, with
+    # no look at the clock (a 5 s check ran for minutes). Such a group is now dropped (exact: every
+    # assignment is explored instead of one per renaming) and the bound answers.
+    data = {"name": "mutated", "summary": "s", "origin": "o", "reset": "host", "tile_store": {"cache": ".wt"},
+            "tile_load": {"volatile": False},
+            "signal": [{"op": "fence", "sem": "release", "scope": "sys"},
+                       {"op": "atomic_add", "lock": "ready", "to": "all", "value": 1, "sem": "release", "scope": "sys"}],
+            "wait": [{"op": "await", "read": "atomic_cas", "lock": "ready", "from": "self", "compare": 0, "value": 0,
+                      "sem": "acq_rel", "scope": "cta", "until": ">= world_size"},
+                     {"op": "fence", "sem": "release", "scope": "gpu"}]}
+    scenario = build(protocol_from_dict(data), ScenarioOptions(scenario="all-gather-gemm", world_size=3, epochs=2,
+                                                               launches="per-rank-stream", reset="none"))
+    (group,) = scenario.program.symmetry
+    assert [len(unit) for unit in group] == [8, 8]
+    counts = [3] * len(scenario.program.threads)
+    assert affordable(scenario.program, counts).symmetry == ()
+    assert affordable(scenario.program, [1] * len(counts)).symmetry == scenario.program.symmetry
+    start = time.monotonic()
+    result = check(scenario, timeout=2)
+    assert result.limit_hit == "timeout" or result.limit_hit is None
+    assert time.monotonic() - start < 60  # minutes before, under any load
