@@ -1,0 +1,203 @@
+"""Our all-scatter, reduce-scatter and all-gather-gemm kernels, a protocol compiled in, as kernel
+front-end harnesses.
+
+Issue 22, item 6, for the three kernels beside all-reduce's (``crosscheck.py``):
+:func:`scenario_harness` launches the scenario's fused kernel (``syncverify.kernels.registry``)
+once per rank, one process per rank as on GPUs (``TABLE``: address tables of each rank's copy on
+the front end's symmetric heap), with the protocol's plan compiled in, at the smallest sizes the
+kernel takes (16 x 16 blocks; :data:`SIZES`): one tile per rank and one program per role and
+rank. The checker runs it under :func:`syncverify.kernels.steps.unbounded_waits` (every wait polls
+until its condition holds, as the protocol model's ``await``). What must be written by the call
+is what the stress runner validates (:func:`expectations`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+
+import syncverify
+from syncverify.kernels.build import build
+from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.errors import StressConfigError, UnsupportedStep
+from syncverify.kernels.heap import Buffer
+from syncverify.kernels.launch import launch_arguments
+from syncverify.kernels.registry import buffers, kernel_function
+from syncverify.kernels.steps import unbounded_waits
+from syncverify.protocols import load_protocol, rules
+from syncverify.protocols.registry import builtin_names, zoo_names
+
+BLOCK = 16  # the smallest tile the kernel's config accepts
+WORLD = 2  # ranks of the cross-check
+
+#: The scenarios of these harnesses (all-reduce's is ``crosscheck.all_reduce_harness``).
+SCENARIOS = ("all-scatter", "gemm-reduce-scatter", "all-gather-gemm")
+
+#: (m, n, k) in blocks, as functions of W: one tile per rank (all-scatter: the tile of each rank's
+#: column block; reduce-scatter: W tiles of C, tile t owned by rank t % W; all-gather-gemm: each
+#: rank's shard of A is one block of rows), each rank's slice of K one block.
+SIZES = {
+    "all-scatter": lambda W: (1, W, 1),
+    "gemm-reduce-scatter": lambda W: (W, 1, W),
+    "all-gather-gemm": lambda W: (W, 1, 1),
+}
+
+
+def scenario_config(scenario: str, world_size: int) -> KernelConfig:
+    """The kernel configuration of ``scenario``'s harness at ``world_size`` ranks."""
+    m, n, k = (BLOCK * blocks for blocks in SIZES[scenario](world_size))
+    return KernelConfig(kernel=scenario, world_size=world_size, m=m, n=n, k=k, block_m=BLOCK, block_n=BLOCK,
+                        block_k=BLOCK, gemm_sms=1, comm_sms=1, recv_sms=1, dtype="fp32", virtual=False,
+                        table=True, interpret=False, loads="pointer", num_warps=4, num_stages=1)
+
+
+def heap_buffers(built) -> dict[str, tuple[tuple[int, ...], str]]:
+    """name -> (shape per rank, ``data`` or ``lock``) of the kernel's symmetric buffers: the
+    registry's for the two newer kernels, all-scatter's as the stress runner allocates them."""
+    c = built.config
+    if c.kernel != "all-scatter":
+        return buffers(built)
+    return {"local": ((built.data_rows, c.n_per_rank), "data"), "out": ((c.m, c.n), "data"),
+            "received": ((c.m, c.n), "data"), "locks": ((built.lock_count, c.tiles), "lock"),
+            "push_locks": ((built.push_lock_count, c.tiles), "lock")}
+
+
+def expectations(built, heap: dict, world_size: int) -> list:
+    """What the call must write: all-scatter's ``received`` and all-gather-gemm's ``out`` on every
+    rank; reduce-scatter's ``out`` rows of the tiles each rank owns, on that rank."""
+    c = built.config
+    if c.kernel == "all-scatter":
+        return [heap["received"].on(0)]
+    if c.kernel == "all-gather-gemm":
+        return [heap["out"]]
+    owners = [rules.tile_owner(t, c.tiles, world_size, c.distribution) for t in range(c.tiles)]
+    return [heap["out"].on(owner)[t * BLOCK:(t + 1) * BLOCK] for t, owner in enumerate(owners)]
+
+
+def grid(config: KernelConfig, rank: int) -> int:
+    """Rank ``rank``'s programs: all-scatter's receivers on rank 0 only (every rank's receiver is a
+    renaming of rank 0's: the protocol model builds rank 0's alone, ``syncverify.scenarios.build``'s
+    *ranks* reduction, and so does this harness, which halves what the front end explores)."""
+    if config.kernel == "all-scatter" and rank:
+        return config.grid - config.recv_sms
+    return config.grid
+
+
+def scenario_harness(scenario: str, protocol: str):
+    """A harness (``sv`` -> None, one call) for ``scenario``'s kernel with ``protocol`` compiled in."""
+    module, kernel = kernel_function(scenario)
+
+    def harness(sv):
+        W = sv.world_size
+        config = scenario_config(scenario, W)
+        built = build(load_protocol(protocol), config)
+        torch_dtype = {"data": torch.float32, "lock": torch.int32}
+        heap = {name: sv.heap.zeros(shape, torch_dtype[kind], name=name)
+                for name, (shape, kind) in heap_buffers(built).items()}
+        tables = {name: torch.tensor([b.on(r).data_ptr() for r in range(W)], dtype=torch.int64)
+                  for name, b in heap.items()}
+        g = torch.Generator().manual_seed(0)
+        for r in range(W):
+            A = torch.randint(-2, 3, (1, config.m_per_rank, config.k_per_rank), generator=g).float()
+            B = torch.randint(-2, 3, (1, config.k_per_rank, config.n_per_rank), generator=g).float()
+            status = torch.zeros((W, 2 * config.tiles, 4), dtype=torch.int32)
+            views = {name: Buffer(b.on(r), tables[name], 0) for name, b in heap.items()}
+            args, meta = launch_arguments(kernel, module.meta_parameters, built, views, A, B, status, rank=r)
+            sv.launch(kernel, (grid(config, r),), *args, rank=r, stream="main", **meta)
+        sv.host_barrier()
+        for expected in expectations(built, heap, W):
+            sv.expect_written(expected)
+
+    harness.__name__ = f"{scenario}[{protocol}]"
+    return harness
+
+
+# ----- the comparison, and the full matrix as a table (docs/frontend.md "Cross-check runs") ------
+
+@dataclass
+class Case:
+    """One protocol in one scenario checked both ways: ``(safe, kinds)`` of each side, or why the
+    kernel does not build it (``skipped``)."""
+
+    scenario: str
+    protocol: str
+    kernel: tuple = ()
+    model: tuple = ()
+    limit: str = ""  # the front end's bound, when it hit one
+    skipped: str = ""
+    seconds: float = 0.0
+
+    @property
+    def agree(self) -> bool:
+        return not self.skipped and self.kernel == self.model
+
+
+def both_ways(scenario: str, protocol: str, *, threads_per_cta: int = 2, timeout: float = 600,
+              **options) -> Case:
+    """``protocol`` compiled into ``scenario``'s kernel through the front end, and checked by
+    :func:`syncverify.check_protocol`, both with ``threads_per_cta`` model threads per CTA.
+    ``options``: more of :func:`syncverify.check_kernel`'s (``first``, ...)."""
+    case = Case(scenario, protocol)
+    start = time.monotonic()
+    try:
+        build(load_protocol(protocol), scenario_config(scenario, WORLD))
+    except (StressConfigError, UnsupportedStep) as error:  # the kernels do not run every protocol
+        case.skipped = str(error)
+        return case
+    with unbounded_waits():
+        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol), world_size=WORLD, timeout=timeout,
+                                         threads_per_cta=threads_per_cta, **options)
+    model = syncverify.check_protocol(protocol, scenario=scenario, world_size=WORLD, timeout=timeout,
+                                      threads_per_cta=threads_per_cta)
+    case.kernel = (kernel.safe, sorted(kernel.violations))
+    case.model = (model.safe, sorted(model.violations))
+    case.limit = f"{kernel.limit_hit}: {kernel.limit_detail}" if kernel.limit_hit else ""
+    case.seconds = time.monotonic() - start
+    return case
+
+
+def _words(side: tuple, limit: str = "") -> str:
+    safe, kinds = side
+    if safe is None:
+        return f"UNKNOWN ({limit})" if limit else "UNKNOWN"
+    return "SAFE" if safe else "UNSAFE " + ", ".join(kinds)
+
+
+def table_row(case: Case) -> str:
+    """``| protocol | front end | protocol check | agree/differ/skipped | seconds |``."""
+    if case.skipped:
+        return f"| {case.protocol} | not built ({case.skipped}) | | skipped | 0 |"
+    verdict = "agree" if case.agree else "**differ**"
+    return (f"| {case.protocol} | {_words(case.kernel, case.limit)} | {_words(case.model)} | {verdict} | "
+            f"{case.seconds:.0f} |")
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/frontend_kernels/crosscheck_scenarios.py [--timeout S] [--threads T] [SCENARIO...]``:
+    every built-in and zoo protocol in each scenario, one markdown table per scenario, a row as
+    each case ends."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("scenarios", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--timeout", type=float, default=120, help="seconds per case and side")
+    parser.add_argument("--threads", type=int, default=2, help="model threads per CTA, both sides")
+    parser.add_argument("--protocols", nargs="*", default=builtin_names() + zoo_names())
+    args = parser.parse_args(argv)
+    for scenario in args.scenarios:
+        print(f"\n{scenario} (W = {WORLD}, {args.threads} model thread(s) per CTA, {args.timeout:.0f} s bound)\n")
+        print("| protocol | front end | protocol check | | seconds |\n| --- | --- | --- | --- | --- |", flush=True)
+        cases = []
+        for protocol in args.protocols:
+            cases.append(both_ways(scenario, protocol, threads_per_cta=args.threads, timeout=args.timeout))
+            print(table_row(cases[-1]), flush=True)
+        built = [c for c in cases if not c.skipped]
+        print(f"\n{sum(c.agree for c in built)} agree, {len(built) - sum(c.agree for c in built)} differ, "
+              f"{len(cases) - len(built)} not built", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,77 @@
+"""One program, checked two ways (issue 22, item 6), for the all-scatter, reduce-scatter and
+all-gather-gemm kernels: each with a protocol compiled in, run through the kernel front end
+(``tests/frontend_kernels/crosscheck_scenarios.py``), gets the same verdict and violation kinds
+as ``syncverify check`` of that protocol in that scenario, at W = 2, with the same number of model
+threads per CTA on both sides. (all-reduce's: ``tests/test_frontend_crosscheck.py``.)
+
+As there, the kernels run in their unbounded-wait build
+(:func:`syncverify.kernels.steps.unbounded_waits`): every wait polls until its condition holds,
+as the protocol model's ``await``.
+
+Default suite: one protocol per scenario, chosen cheap (a violation stopped at the first
+execution that shows it, or a SAFE at one model thread per CTA). Under ``slow``, run with
+``SYNCVERIFY_CROSSCHECK_FULL=1``: every built-in and zoo protocol in the three scenarios, two model
+threads per CTA. Disagreements are listed in ``DISAGREE`` (strict xfail), not papered over; the
+last full run's table is in docs/frontend.md ("Cross-check runs").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from syncverify.protocols.registry import builtin_names, zoo_names  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent / "frontend_kernels"))
+from crosscheck_scenarios import SCENARIOS, both_ways, table_row  # noqa: E402
+
+
+# ----- the default suite's slice -------------------------------------------------------------------
+
+@pytest.mark.parametrize("scenario, protocol", [
+    ("all-scatter", "iris-462-gpu-scope-release"),
+    ("gemm-reduce-scatter", "fenced-release-acquire"),
+    ("all-gather-gemm", "xchg-flag"),
+])
+def test_an_unsafe_protocol_is_unsafe_in_our_kernel_too_with_a_kind_the_protocol_check_reports(scenario, protocol):
+    """Stopped at the first violation: its kind is one of the protocol check's."""
+    case = both_ways(scenario, protocol, first=True, timeout=120)
+    assert case.model[0] is False
+    assert case.kernel[0] is False and case.kernel[1] and set(case.kernel[1]) <= set(case.model[1]), table_row(case)
+
+
+def test_epoch_flag_is_safe_in_our_all_gather_gemm_kernel_too():
+    case = both_ways("all-gather-gemm", "epoch-flag", threads_per_cta=1, timeout=120)
+    assert case.kernel == case.model == (True, []), table_row(case)
+
+
+# ----- the exact comparisons (SYNCVERIFY_CROSSCHECK_FULL=1; last full run in docs/frontend.md) ------
+
+FULL = os.environ.get("SYNCVERIFY_CROSSCHECK_FULL") == "1"
+
+#: Where the two sides disagree, found by the last full run (docs/frontend.md); strict: a fix shows.
+DISAGREE: dict[tuple[str, str], str] = {}
+
+
+def _full(scenario: str, protocol: str):
+    marks = [pytest.mark.slow]
+    if not FULL:
+        marks.append(pytest.mark.skip(reason="the full cross-check: set SYNCVERIFY_CROSSCHECK_FULL=1"))
+    if (scenario, protocol) in DISAGREE:
+        marks.append(pytest.mark.xfail(reason=DISAGREE[(scenario, protocol)], strict=True))
+    return pytest.param(scenario, protocol, marks=marks, id=f"{scenario}-{protocol}")
+
+
+@pytest.mark.parametrize("scenario, protocol", [_full(s, p) for s in SCENARIOS for p in builtin_names() + zoo_names()])
+def test_every_protocol_in_our_kernels_gets_the_protocol_checks_verdict(scenario, protocol):
+    case = both_ways(scenario, protocol, timeout=600)
+    if case.skipped:
+        pytest.skip(f"the {scenario} kernel does not build {protocol}: {case.skipped}")
+    assert not case.limit, table_row(case)
+    assert case.kernel == case.model, table_row(case)
