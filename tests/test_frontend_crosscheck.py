@@ -68,29 +68,17 @@ def test_the_barrier_fenced_protocol_is_safe_in_our_kernel_too_with_one_thread_p
 FULL = os.environ.get("SYNCVERIFY_CROSSCHECK_FULL") == "1"
 
 #: Where the two sides disagree, found by the last full run (docs/frontend.md); strict: a fix shows.
-#: Front end UNSAFE unwritten-read where the protocol check is SAFE: all poll each rank's copy
-#: (``from = "each"``) with an acquire load, i.e. two polls in a row at the same innermost line
-#: (primitives.py); suspected: ``lift.ThreadEmitter._failed`` takes the first poll's success, followed
-#: by the second poll, for a failed iteration and drops its ``bar.sync`` (not confirmed).
-DISAGREE = {
-    "iris-462-sys-scope-release": "front end UNSAFE unwritten-read, protocol check SAFE",
-    "iris-465-call-number": "front end UNSAFE unwritten-read, protocol check SAFE",
-    "iris-465-hardcoded-lock-value": "front end UNSAFE unwritten-read, protocol check SAFE",
-    "pytorch-signal-pad": "front end UNSAFE unwritten-read, protocol check SAFE",
-    "ready-flag-no-done": "front end UNSAFE unwritten-read, protocol check SAFE",
-    "two-slot-early-reuse": "front end UNSAFE unwritten-read, protocol check SAFE",
-    "done-flag": "front end UNSAFE hang (a CTA barrier thread 1 never reaches, at the acquire poll), protocol check SAFE",
-    "add-counter-cas-reset": "front end UNKNOWN (max-steps: the value domains do not settle), protocol check UNSAFE",
-    "add-counter-skip-self": "front end UNKNOWN (timeout at 75 s), protocol check UNSAFE hang, race",
-}
+#: Empty since the last run: the eight earlier disagreements were front-end lifting errors, each
+#: fixed with a test that failed before it (tests/test_frontend_lift.py).
+DISAGREE: dict[str, str] = {}
 
 
 def _full(protocol: str):
     marks = [pytest.mark.slow]
     if not FULL:
         marks.append(pytest.mark.skip(reason="the full cross-check: set SYNCVERIFY_CROSSCHECK_FULL=1"))
-    if protocol in DISAGREE:  # a timeout at 75 s may pass at 600 s: that one not strict
-        marks.append(pytest.mark.xfail(reason=DISAGREE[protocol], strict=protocol != "add-counter-skip-self"))
+    if protocol in DISAGREE:
+        marks.append(pytest.mark.xfail(reason=DISAGREE[protocol], strict=True))
     return pytest.param(protocol, marks=marks)
 
 

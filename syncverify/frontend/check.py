@@ -345,8 +345,12 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 if item.kind in ("ld", "st"):
                     accesses.append(tuple(item.locs))
     accesses += [tuple(v) for v in host_writes.values()] + [tuple(v) for v in expects.values()]
-    groups, owners = ghost_groups(accesses, ghost)
-    namer = _Namer(ghost, groups)
+    # expected elements no operation writes can only hold their initial contents: ghost data too,
+    # grouped like the rest (one read per group, not one per element: a tile never written is one
+    # location, and a thread of one read per element would exceed the explorer's steps)
+    never = frozenset(l for locs in expects.values() for l in locs if l not in written)
+    groups, owners = ghost_groups(accesses, ghost | never)
+    namer = _Namer(ghost | never, groups)
     threads_out: list[Thread] = []
     infos: list[ThreadInfo] = []
     init: dict[str, int] = {}
@@ -402,9 +406,6 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         code = [Load("e", n, label=f"{op.site} expect", ghost=True) for n in namer.ghost_locs(locs)]
         code += [Load(f"e{i}", str(l), label=f"{op.site} expect") for i, l in enumerate(locs)
                  if l not in ghost and l in written]
-        # an element no operation writes at all can only hold its initial contents
-        code += [Load("e", str(l), label=f"{op.site} expect", ghost=True) for l in dict.fromkeys(locs)
-                 if l not in written]
         rank = locs[0].rank if locs else 0
         role = f"host check after call {op.call} (rank {rank})"
         threads_out.append(Thread(f"T{len(threads_out)}", rank or 0, cta, tuple(code), role, phase))

@@ -149,16 +149,21 @@ class ThreadEmitter:
 
     @staticmethod
     def _failed(node, child) -> bool:
-        """A failed poll iteration: the child polls again (or loops back) with nothing in between.
-        Its ``bar.sync`` is left out, as ``syncverify.protocols.lowering`` does for protocol polls: the
-        barriers of failed iterations order nothing the final one does not, and a loop whose
-        body arrives at a barrier is never a pure spin for the explorer."""
+        """A failed poll iteration: the child polls the same location again (or loops back) with
+        nothing in between. Its ``bar.sync`` is left out, as ``syncverify.protocols.lowering`` does
+        for protocol polls: the barriers of failed iterations order nothing the final one does
+        not, and a loop whose body arrives at a barrier is never a pure spin for the explorer.
+
+        The same location matters: a poll of every rank's copy in turn runs one helper, so the
+        next copy's first read is at the same line with nothing in between; it is the next poll,
+        after this one *succeeded*, and this one's ``bar.sync`` is what orders the CTA's other
+        threads after its acquire (``tests/test_frontend_lift.py``)."""
         if child.pre:
             return False
         if child.kind == "goto":
             return True
         return (child.kind == "choice" and child.read.site.line == node.read.site.line
-                and child.read.op == node.read.op)
+                and child.read.op == node.read.op and child.read.locs == node.read.locs)
 
     def _node(self, node) -> None:
         for item in node.pre:

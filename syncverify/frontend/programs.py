@@ -21,12 +21,14 @@ forever (a hang) and drops failed iterations, exactly as for protocols.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from syncverify.explore.bounds import LimitHit
 from syncverify.errors import UnsupportedConstruct
+from syncverify.explore.instructions import atomic_result
 from syncverify.frontend.runner import Item, Memory, Oracle, RunResult, run_program, watch_deadline
-from collections import Counter
+from syncverify.model.int32 import wrap_int32
 
 #: Runs of one program for one model thread before the answer is unknown.
 DEFAULT_MAX_RUNS = 20_000
@@ -163,13 +165,20 @@ def _collect(tree: ThreadTree, result: RunResult) -> None:
 INFINITE = float("inf")
 
 
-def _writes(item: Item) -> list:
-    """The locations an item writes (a store's synchronization locations, an atomic's)."""
+def _writes(item: Item, value: int | None = None) -> list:
+    """The locations an item writes (a store's synchronization locations, an atomic's) when its
+    read returned ``value`` (None: any value). An atomic that writes back what it read makes no
+    new value, and neither does a failed CAS: with the value known (the read decided the path),
+    a failed poll of ``atomic_cas(p, 1, 0)`` writes nothing."""
     if item.kind == "st":
         return list(item.locs)
-    if item.kind == "read" and item.op == "atom" and not _identity(item):
-        return list(item.locs)
-    return []
+    if item.kind != "read" or item.op != "atom" or _identity(item):
+        return []
+    if value is not None:
+        new = atomic_result(item.fence_kind, value, item.operands, item.unsigned)
+        if new is None or wrap_int32(new) == value:
+            return []
+    return list(item.locs)
 
 
 def _identity(item: Item) -> bool:
@@ -186,37 +195,37 @@ def _identity(item: Item) -> bool:
     return False
 
 
+def _edge_writes(node: Node, value: int) -> Counter:
+    """What the choice of ``node`` writes on its way to the child for ``value``: the read's
+    own write, if it makes one for that value (any value, when one child serves every value)."""
+    return Counter(_writes(node.read, value if node.matters else None))
+
+
 def max_writes(root: Node) -> dict:
     """Per location, the most writes one path of the tree makes to it (``INFINITE`` when a loop
-    that writes it can repeat): the longest chain of writes a value of it can come from."""
+    that writes it can repeat): the longest chain of writes a value of it can come from.
 
-    memo: dict[int, Counter] = {}
+    A loop is a ``goto`` back to an ancestor: its writes are those of the nodes and edges from
+    that ancestor down to the ``goto`` (the tree has one path to each node)."""
 
-    def visit(node: Node, on_path: list) -> Counter:
-        if id(node) in memo:
-            return memo[id(node)]
+    def visit(node: Node, on_path: list) -> Counter:  # on_path: (ancestor, value taken) pairs
         here = Counter()
         for item in node.pre:
             here.update(_writes(item))
-        if node.read is not None:
-            here.update(_writes(node.read))
         best: Counter = Counter()
         if node.kind == "goto":
-            start = next(i for i, n in enumerate(on_path) if n is node.target)
-            loop: Counter = Counter()
-            for n in on_path[start:] + [node]:
+            start = next(i for i, (n, _v) in enumerate(on_path) if n is node.target)
+            loop: Counter = Counter(here)
+            for n, value in on_path[start:]:
                 for item in n.pre:
                     loop.update(_writes(item))
-                if n.read is not None and n is not node:
-                    loop.update(_writes(n.read))
+                loop.update(_edge_writes(n, value))
             best = Counter({loc: INFINITE for loc in loop})
-        for child in node.children.values():
-            sub = visit(child, on_path + [node])
-            for loc, n in sub.items():
-                best[loc] = max(best[loc], n)
-        total = Counter({loc: here[loc] + best[loc] for loc in set(here) | set(best)})
-        if node.kind != "goto" and not any(n.kind == "goto" for n in node.children.values()):
-            memo[id(node)] = total
-        return total
+        for value, child in node.children.items():
+            sub = visit(child, on_path + [(node, value)])
+            edge = _edge_writes(node, value)
+            for loc in set(sub) | set(edge):
+                best[loc] = max(best[loc], sub[loc] + edge[loc])
+        return Counter({loc: here[loc] + best[loc] for loc in set(here) | set(best)})
 
     return dict(visit(root, []))
