@@ -1,14 +1,14 @@
-"""Our all-scatter, reduce-scatter and all-gather-gemm kernels, a protocol compiled in, as kernel
-front-end harnesses.
+"""Our four fused kernels, a protocol compiled in, as kernel front-end harnesses.
 
-Issue 22, item 6, for the three kernels beside all-reduce's (``crosscheck.py``):
-:func:`scenario_harness` launches the scenario's fused kernel (``syncverify.kernels.registry``)
-once per rank, one process per rank as on GPUs (``TABLE``: address tables of each rank's copy on
-the front end's symmetric heap), with the protocol's plan compiled in, at the smallest sizes the
-kernel takes (16 x 16 blocks; :data:`SIZES`): one tile per rank and one program per role and
-rank. The checker runs it under :func:`syncverify.kernels.steps.unbounded_waits` (every wait polls
-until its condition holds, as the protocol model's ``await``). What must be written by the call
-is what the stress runner validates (:func:`expectations`).
+Issue 22, item 6: the same program checked two ways. :func:`scenario_harness` launches a
+scenario's fused kernel (``syncverify.kernels.registry``) once per rank, one process per rank as
+on GPUs (``TABLE``: address tables of each rank's copy on the front end's symmetric heap), with
+the protocol's plan compiled in, at the smallest sizes the kernel takes (16 x 16 blocks;
+:data:`SIZES`): one tile per rank and one program per role and rank. The checker runs it under
+:func:`syncverify.kernels.steps.unbounded_waits` (every wait polls until its condition holds, as
+the protocol model's ``await``). What must be written by the call is what the stress runner
+validates (:func:`expectations`). :func:`both_ways` compares the verdict with
+:func:`syncverify.check_protocol`'s; run as a script, every built-in and zoo protocol, as a table.
 """
 
 from __future__ import annotations
@@ -34,13 +34,15 @@ from syncverify.protocols.registry import builtin_names, zoo_names
 BLOCK = 16  # the smallest tile the kernel's config accepts
 WORLD = 2  # ranks of the cross-check
 
-#: The scenarios of these harnesses (all-reduce's is ``crosscheck.all_reduce_harness``).
+#: The scenarios of ``tests/test_frontend_crosscheck_scenarios.py`` (all-reduce's cross-check is
+#: ``tests/test_frontend_crosscheck.py``, through ``crosscheck.all_reduce_harness``).
 SCENARIOS = ("all-scatter", "gemm-reduce-scatter", "all-gather-gemm")
 
-#: (m, n, k) in blocks, as functions of W: one tile per rank (all-scatter: the tile of each rank's
-#: column block; reduce-scatter: W tiles of C, tile t owned by rank t % W; all-gather-gemm: each
-#: rank's shard of A is one block of rows), each rank's slice of K one block.
+#: (m, n, k) in blocks, as functions of W: one tile per rank (all-reduce and reduce-scatter: W
+#: tiles of C, tile t owned by rank t % W; all-scatter: the tile of each rank's column block;
+#: all-gather-gemm: each rank's shard of A is one block of rows), each rank's slice of K one block.
 SIZES = {
+    "all-reduce": lambda W: (W, 1, W),
     "all-scatter": lambda W: (1, W, 1),
     "gemm-reduce-scatter": lambda W: (W, 1, W),
     "all-gather-gemm": lambda W: (W, 1, 1),
@@ -57,22 +59,26 @@ def scenario_config(scenario: str, world_size: int) -> KernelConfig:
 
 def heap_buffers(built) -> dict[str, tuple[tuple[int, ...], str]]:
     """name -> (shape per rank, ``data`` or ``lock``) of the kernel's symmetric buffers: the
-    registry's for the two newer kernels, all-scatter's as the stress runner allocates them."""
+    registry's for the two newer kernels, the older two's as the stress runner allocates them."""
     c = built.config
-    if c.kernel != "all-scatter":
+    if c.kernel in ("all-gather-gemm", "gemm-reduce-scatter"):
         return buffers(built)
-    return {"local": ((built.data_rows, c.n_per_rank), "data"), "out": ((c.m, c.n), "data"),
-            "received": ((c.m, c.n), "data"), "locks": ((built.lock_count, c.tiles), "lock"),
-            "push_locks": ((built.push_lock_count, c.tiles), "lock")}
+    work = {"all-reduce": "partial", "all-scatter": "local"}[c.kernel]
+    shapes = {work: ((built.data_rows, c.n_per_rank), "data"), "out": ((c.m, c.n), "data"),
+              "locks": ((built.lock_count, c.tiles), "lock")}
+    if c.kernel == "all-scatter":
+        shapes |= {"received": ((c.m, c.n), "data"), "push_locks": ((built.push_lock_count, c.tiles), "lock")}
+    return shapes
 
 
 def expectations(built, heap: dict, world_size: int) -> list:
-    """What the call must write: all-scatter's ``received`` and all-gather-gemm's ``out`` on every
-    rank; reduce-scatter's ``out`` rows of the tiles each rank owns, on that rank."""
+    """What the call must write: all-reduce's and all-gather-gemm's ``out`` on every rank;
+    all-scatter's ``received`` on rank 0 (the one rank with a receiver, :func:`grid`);
+    reduce-scatter's ``out`` rows of the tiles each rank owns, on that rank."""
     c = built.config
     if c.kernel == "all-scatter":
         return [heap["received"].on(0)]
-    if c.kernel == "all-gather-gemm":
+    if c.kernel in ("all-reduce", "all-gather-gemm"):
         return [heap["out"]]
     owners = [rules.tile_owner(t, c.tiles, world_size, c.distribution) for t in range(c.tiles)]
     return [heap["out"].on(owner)[t * BLOCK:(t + 1) * BLOCK] for t, owner in enumerate(owners)]
