@@ -167,10 +167,12 @@ def both_ways(scenario: str, protocol: str, *, threads_per_cta: int = 2, timeout
 
 
 def _words(side: tuple, limit: str = "") -> str:
+    """A side's verdict; a bound hit is named (UNSAFE with a bound hit: the kinds found so far)."""
     safe, kinds = side
     if safe is None:
         return f"UNKNOWN ({limit})" if limit else "UNKNOWN"
-    return "SAFE" if safe else "UNSAFE " + ", ".join(kinds)
+    words = "SAFE" if safe else "UNSAFE " + ", ".join(kinds)
+    return f"{words} (bound hit: {limit})" if limit else words
 
 
 def table_row(case: Case) -> str:
