@@ -29,7 +29,7 @@ pytest.importorskip("triton")
 from syncverify.protocols.registry import builtin_names, zoo_names  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent / "frontend_kernels"))
-from crosscheck_scenarios import SCENARIOS, both_ways, table_row  # noqa: E402
+from crosscheck_scenarios import SCENARIOS, Case, both_ways, outcome, table_row  # noqa: E402
 
 
 # ----- the default suite's slice -------------------------------------------------------------------
@@ -49,6 +49,17 @@ def test_an_unsafe_protocol_is_unsafe_in_our_kernel_too_with_a_kind_the_protocol
 def test_epoch_flag_is_safe_in_our_all_gather_gemm_kernel_too():
     case = both_ways("all-gather-gemm", "epoch-flag", threads_per_cta=1, timeout=120)
     assert case.kernel == case.model == (True, []), table_row(case)
+
+
+def test_a_front_end_bound_is_unknown_in_the_table_never_agree_or_differ():
+    timed_out = Case("all-scatter", "epoch-flag", kernel=(None, []), model=(True, []), limit="timeout: 300 s")
+    unsafe_at_bound = Case("all-scatter", "xchg-flag", kernel=(False, ["race"]), model=(False, ["race"]),
+                           limit="timeout: 300 s")
+    wrong = Case("all-scatter", "xchg-flag", kernel=(True, []), model=(False, ["race"]))
+    assert [outcome(c) for c in (timed_out, unsafe_at_bound, wrong)] == ["unknown", "agree", "differ"]
+    assert "UNKNOWN (timeout: 300 s)" in table_row(timed_out)
+    assert "UNSAFE race (bound hit: timeout: 300 s)" in table_row(unsafe_at_bound)
+    assert "**differ**" in table_row(wrong)
 
 
 # ----- the exact comparisons (SYNCVERIFY_CROSSCHECK_FULL=1; last full run in docs/frontend.md) ------

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -175,11 +176,21 @@ def _words(side: tuple, limit: str = "") -> str:
     return f"{words} (bound hit: {limit})" if limit else words
 
 
+def outcome(case: Case) -> str:
+    """``agree``, ``differ``, ``unknown`` (the front end hit a bound before any violation: its
+    cost, not a verdict) or ``skipped`` (not built)."""
+    if case.skipped:
+        return "skipped"
+    if case.agree:
+        return "agree"
+    return "unknown" if case.kernel[0] is None else "differ"
+
+
 def table_row(case: Case) -> str:
-    """``| protocol | front end | protocol check | agree/differ/skipped | seconds |``."""
+    """``| protocol | front end | protocol check | agree/differ/unknown/skipped | seconds |``."""
     if case.skipped:
         return f"| {case.protocol} | not built ({case.skipped}) | | skipped | 0 |"
-    verdict = "agree" if case.agree else "**differ**"
+    verdict = {"differ": "**differ**"}.get(outcome(case), outcome(case))
     return (f"| {case.protocol} | {_words(case.kernel, case.limit)} | {_words(case.model)} | {verdict} | "
             f"{case.seconds:.0f} |")
 
@@ -192,7 +203,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("scenarios", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
     parser.add_argument("--timeout", type=float, default=120, help="seconds per case and side")
     parser.add_argument("--threads", type=int, default=2, help="model threads per CTA, both sides")
-    parser.add_argument("--protocols", nargs="*", default=builtin_names() + zoo_names())
+    names = builtin_names() + zoo_names()
+    parser.add_argument("--protocols", nargs="*", default=names, choices=names, metavar="PROTOCOL")
     args = parser.parse_args(argv)
     for scenario in args.scenarios:
         print(f"\n{scenario} (W = {WORLD}, {args.threads} model thread(s) per CTA, {args.timeout:.0f} s bound)\n")
@@ -201,9 +213,8 @@ def main(argv: list[str]) -> int:
         for protocol in args.protocols:
             cases.append(both_ways(scenario, protocol, threads_per_cta=args.threads, timeout=args.timeout))
             print(table_row(cases[-1]), flush=True)
-        built = [c for c in cases if not c.skipped]
-        print(f"\n{sum(c.agree for c in built)} agree, {len(built) - sum(c.agree for c in built)} differ, "
-              f"{len(cases) - len(built)} not built", flush=True)
+        counts = Counter(outcome(c) for c in cases)
+        print("\n" + ", ".join(f"{counts[k]} {k}" for k in ("agree", "differ", "unknown", "skipped")), flush=True)
     return 0
 
 
