@@ -1,0 +1,249 @@
+"""Our four fused kernels, a protocol compiled in, as kernel front-end harnesses.
+
+Issue 22, item 6: the same program checked two ways. :func:`scenario_harness` launches a
+scenario's fused kernel (``syncverify.kernels.registry``) once per rank, one process per rank as
+on GPUs (``TABLE``: address tables of each rank's copy on the front end's symmetric heap), with
+the protocol's plan compiled in, at the smallest sizes the kernel takes (16 x 16 blocks;
+:data:`SIZES`): one tile per rank and one program per role and rank. The checker runs it under
+:func:`syncverify.kernels.steps.unbounded_waits` (every wait polls until its condition holds, as
+the protocol model's ``await``). What must be written by the call is what the stress runner
+validates (:func:`expectations`). :func:`both_ways` compares the verdict with
+:func:`syncverify.check_protocol`'s; run as a script, every built-in and zoo protocol, as a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+
+import syncverify
+from syncverify.kernels.build import build
+from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.errors import StressConfigError, UnsupportedStep
+from syncverify.kernels.heap import Buffer
+from syncverify.kernels.launch import launch_arguments
+from syncverify.kernels.registry import buffers, kernel_function
+from syncverify.kernels.steps import unbounded_waits
+from syncverify.protocols import load_protocol, rules
+from syncverify.protocols.registry import builtin_names, zoo_names
+
+BLOCK = 16  # the smallest tile the kernel's config accepts
+WORLD = 2  # ranks of the cross-check
+
+#: The scenarios of ``tests/test_frontend_crosscheck_scenarios.py`` (all-reduce's cross-check is
+#: ``tests/test_frontend_crosscheck.py``, through ``crosscheck.all_reduce_harness``).
+SCENARIOS = ("all-scatter", "gemm-reduce-scatter", "all-gather-gemm")
+
+#: (m, n, k) in blocks, as functions of W: one tile per rank (all-reduce and reduce-scatter: W
+#: tiles of C, tile t owned by rank t % W; all-scatter: the tile of each rank's column block;
+#: all-gather-gemm: each rank's shard of A is one block of rows), each rank's slice of K one block.
+SIZES = {
+    "all-reduce": lambda W: (W, 1, W),
+    "all-scatter": lambda W: (1, W, 1),
+    "gemm-reduce-scatter": lambda W: (W, 1, W),
+    "all-gather-gemm": lambda W: (W, 1, 1),
+}
+
+
+THREADS_PER_CTA = 2  # model threads per CTA, as the protocol check's default (2 shows barrier bugs)
+
+
+def _warp_selections(protocol: str) -> list:
+    p = load_protocol(protocol)
+    return [chosen for section in rules.SECTIONS for s in rules.section_steps(p, section) if s.op == "barrier"
+            for chosen in (s.warps, s.arrive) if chosen is not None]
+
+
+def threads_per_cta(protocol: str) -> int:
+    """Model threads per CTA for ``protocol``: the protocol check's rule
+    (``syncverify.scenarios.build.warp_threads``): 2, raised until each warp selection of a
+    barrier step is whole model threads (FA3's ``arrive = "1-7"``: one per warp)."""
+    return rules.model_threads_per_cta(THREADS_PER_CTA, _warp_selections(protocol))
+
+
+def num_warps(protocol: str) -> int:
+    """The kernel's warps: a barrier step that selects warps names warps of an 8-warp CTA."""
+    return rules.KERNEL_WARPS if _warp_selections(protocol) else 4
+
+
+def scenario_config(scenario: str, world_size: int, *, tiles: int | None = None, warps: int = 4) -> KernelConfig:
+    """The kernel configuration of ``scenario``'s harness at ``world_size`` ranks; ``tiles``: all-reduce's
+    tiles of C (default one per rank; one is the program the protocol check builds, tile 0)."""
+    m, n, k = (BLOCK * blocks for blocks in SIZES[scenario](world_size))
+    if tiles is not None:
+        if scenario != "all-reduce":
+            raise ValueError(f"tiles= is all-reduce's, not {scenario}'s")
+        m = tiles * BLOCK
+    return KernelConfig(kernel=scenario, world_size=world_size, m=m, n=n, k=k, block_m=BLOCK, block_n=BLOCK,
+                        block_k=BLOCK, gemm_sms=1, comm_sms=1, recv_sms=1, dtype="fp32", virtual=False,
+                        table=True, interpret=False, loads="pointer", num_warps=warps, num_stages=1)
+
+
+def heap_buffers(built) -> dict[str, tuple[tuple[int, ...], str]]:
+    """name -> (shape per rank, ``data`` or ``lock``) of the kernel's symmetric buffers: the
+    registry's for the two newer kernels, the older two's as the stress runner allocates them."""
+    c = built.config
+    if c.kernel in ("all-gather-gemm", "gemm-reduce-scatter"):
+        return buffers(built)
+    work = {"all-reduce": "partial", "all-scatter": "local"}[c.kernel]
+    shapes = {work: ((built.data_rows, c.n_per_rank), "data"), "out": ((c.m, c.n), "data"),
+              "locks": ((built.lock_count, c.tiles), "lock")}
+    if c.kernel == "all-scatter":
+        shapes |= {"received": ((c.m, c.n), "data"), "push_locks": ((built.push_lock_count, c.tiles), "lock")}
+    return shapes
+
+
+def expectations(built, heap: dict, world_size: int) -> list:
+    """What the call must write: all-reduce's and all-gather-gemm's ``out`` on every rank;
+    all-scatter's ``received`` on rank 0 (the one rank with a receiver, :func:`grid`);
+    reduce-scatter's ``out`` rows of the tiles each rank owns, on that rank."""
+    c = built.config
+    if c.kernel == "all-scatter":
+        return [heap["received"].on(0)]
+    if c.kernel in ("all-reduce", "all-gather-gemm"):
+        return [heap["out"]]
+    owners = [rules.tile_owner(t, c.tiles, world_size, c.distribution) for t in range(c.tiles)]
+    return [heap["out"].on(owner)[t * BLOCK:(t + 1) * BLOCK] for t, owner in enumerate(owners)]
+
+
+def grid(config: KernelConfig, rank: int) -> int:
+    """Rank ``rank``'s programs: all-scatter's receivers on rank 0 only (every rank's receiver is a
+    renaming of rank 0's: the protocol model builds rank 0's alone, ``syncverify.scenarios.build``'s
+    *ranks* reduction, and so does this harness, which halves what the front end explores)."""
+    if config.kernel == "all-scatter" and rank:
+        return config.grid - config.recv_sms
+    return config.grid
+
+
+def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None):
+    """A harness (``sv`` -> None, one call) for ``scenario``'s kernel with ``protocol`` compiled in
+    (8 warps when a barrier step selects warps, :func:`num_warps`)."""
+    module, kernel = kernel_function(scenario)
+
+    def harness(sv):
+        W = sv.world_size
+        config = scenario_config(scenario, W, tiles=tiles, warps=num_warps(protocol))
+        built = build(load_protocol(protocol), config)
+        torch_dtype = {"data": torch.float32, "lock": torch.int32}
+        heap = {name: sv.heap.zeros(shape, torch_dtype[kind], name=name)
+                for name, (shape, kind) in heap_buffers(built).items()}
+        tables = {name: torch.tensor([b.on(r).data_ptr() for r in range(W)], dtype=torch.int64)
+                  for name, b in heap.items()}
+        g = torch.Generator().manual_seed(0)
+        for r in range(W):
+            A = torch.randint(-2, 3, (1, config.m_per_rank, config.k_per_rank), generator=g).float()
+            B = torch.randint(-2, 3, (1, config.k_per_rank, config.n_per_rank), generator=g).float()
+            status = torch.zeros((W, 2 * config.tiles, 4), dtype=torch.int32)
+            views = {name: Buffer(b.on(r), tables[name], 0) for name, b in heap.items()}
+            args, meta = launch_arguments(kernel, module.meta_parameters, built, views, A, B, status, rank=r)
+            sv.launch(kernel, (grid(config, r),), *args, rank=r, stream="main", **meta)
+        sv.host_barrier()
+        for expected in expectations(built, heap, W):
+            sv.expect_written(expected)
+
+    harness.__name__ = f"{scenario}[{protocol}]" if tiles is None else f"{scenario}[{protocol}, {tiles} tiles]"
+    return harness
+
+
+# ----- the comparison, and the full matrix as a table (docs/frontend.md "Cross-check runs") ------
+
+@dataclass
+class Case:
+    """One protocol in one scenario checked both ways: ``(safe, kinds)`` of each side, or why the
+    kernel does not build it (``skipped``)."""
+
+    scenario: str
+    protocol: str
+    kernel: tuple = ()
+    model: tuple = ()
+    limit: str = ""  # the front end's bound, when it hit one
+    skipped: str = ""
+    seconds: float = 0.0
+
+    @property
+    def agree(self) -> bool:
+        return not self.skipped and self.kernel == self.model
+
+
+def both_ways(scenario: str, protocol: str, *, threads_per_cta: int = 2, timeout: float = 600,
+              **options) -> Case:
+    """``protocol`` compiled into ``scenario``'s kernel through the front end, and checked by
+    :func:`syncverify.check_protocol`, both with ``threads_per_cta`` model threads per CTA.
+    ``options``: more of :func:`syncverify.check_kernel`'s (``first``, ...)."""
+    case = Case(scenario, protocol)
+    start = time.monotonic()
+    try:
+        build(load_protocol(protocol), scenario_config(scenario, WORLD))
+    except (StressConfigError, UnsupportedStep) as error:  # the kernels do not run every protocol
+        case.skipped = str(error)
+        return case
+    with unbounded_waits():
+        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol), world_size=WORLD, timeout=timeout,
+                                         threads_per_cta=threads_per_cta, **options)
+    model = syncverify.check_protocol(protocol, scenario=scenario, world_size=WORLD, timeout=timeout,
+                                      threads_per_cta=threads_per_cta)
+    case.kernel = (kernel.safe, sorted(kernel.violations))
+    case.model = (model.safe, sorted(model.violations))
+    case.limit = f"{kernel.limit_hit}: {kernel.limit_detail}" if kernel.limit_hit else ""
+    case.seconds = time.monotonic() - start
+    return case
+
+
+def _words(side: tuple, limit: str = "") -> str:
+    """A side's verdict; a bound hit is named (UNSAFE with a bound hit: the kinds found so far)."""
+    safe, kinds = side
+    if safe is None:
+        return f"UNKNOWN ({limit})" if limit else "UNKNOWN"
+    words = "SAFE" if safe else "UNSAFE " + ", ".join(kinds)
+    return f"{words} (bound hit: {limit})" if limit else words
+
+
+def outcome(case: Case) -> str:
+    """``agree``, ``differ``, ``unknown`` (the front end hit a bound before any violation: its
+    cost, not a verdict) or ``skipped`` (not built)."""
+    if case.skipped:
+        return "skipped"
+    if case.agree:
+        return "agree"
+    return "unknown" if case.kernel[0] is None else "differ"
+
+
+def table_row(case: Case) -> str:
+    """``| protocol | front end | protocol check | agree/differ/unknown/skipped | seconds |``."""
+    if case.skipped:
+        return f"| {case.protocol} | not built ({case.skipped}) | | skipped | 0 |"
+    verdict = {"differ": "**differ**"}.get(outcome(case), outcome(case))
+    return (f"| {case.protocol} | {_words(case.kernel, case.limit)} | {_words(case.model)} | {verdict} | "
+            f"{case.seconds:.0f} |")
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/frontend_kernels/crosscheck_scenarios.py [--timeout S] [--threads T] [SCENARIO...]``:
+    every built-in and zoo protocol in each scenario, one markdown table per scenario, a row as
+    each case ends."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("scenarios", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--timeout", type=float, default=120, help="seconds per case and side")
+    parser.add_argument("--threads", type=int, default=2, help="model threads per CTA, both sides")
+    names = builtin_names() + zoo_names()
+    parser.add_argument("--protocols", nargs="*", default=names, choices=names, metavar="PROTOCOL")
+    args = parser.parse_args(argv)
+    for scenario in args.scenarios:
+        print(f"\n{scenario} (W = {WORLD}, {args.threads} model thread(s) per CTA, {args.timeout:.0f} s bound)\n")
+        print("| protocol | front end | protocol check | | seconds |\n| --- | --- | --- | --- | --- |", flush=True)
+        cases = []
+        for protocol in args.protocols:
+            cases.append(both_ways(scenario, protocol, threads_per_cta=args.threads, timeout=args.timeout))
+            print(table_row(cases[-1]), flush=True)
+        counts = Counter(outcome(c) for c in cases)
+        print("\n" + ", ".join(f"{counts[k]} {k}" for k in ("agree", "differ", "unknown", "skipped")), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
