@@ -186,7 +186,8 @@ def test_the_shipped_h200_baseline_is_for_nvidia_h200_and_gates_the_seeds_sweep(
     assert baseline["machine"] == "nvidia-h200"
     sweep = parse_sweep(Path("benchmarks/sweeps/seeds-2gpu.toml").read_text(), path="seeds-2gpu.toml")
     keys = {key.split(" | ")[0] for key in baseline["tflops"]}
-    assert {c.key.rsplit(" ", 4)[0] for c in sweep.cases} == {k.rsplit(" ", 4)[0] for k in keys}
+    # every case of the seeds' sweep is gated (the baseline also holds the tuned rows of kernels/bench/tiles)
+    assert {c.key.rsplit(" ", 4)[0] for c in sweep.cases} <= {k.rsplit(" ", 4)[0] for k in keys}
 
 
 # ----- the command -------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
 @slow_if_full
 @budget.guard
 @SETTINGS
-@given(data=exact_protocols(), config=st.sampled_from(configs_for(max_calls=2)))
+@given(data=exact_protocols(), config=st.sampled_from(configs_for(max_calls=2 if FULL else 1)))
 def test_checking_tile_0_of_two_tiles_keeps_the_verdict(data, config):
     """Tiles use disjoint locks and data: tile 0 alone has the verdict of both."""
     assert_same(data, config, tiles=2, reductions={"tiles"})

@@ -206,6 +206,8 @@ def _resident_sweep(built, order: str, *, as_json: bool, timeout: float, max_exe
     if as_json:
         doc = versioned(fair.to_json(), "check")
         doc["assumptions"], doc["accepted"] = assumptions(fair), []
+        doc["world_sizes"] = (f"checked for W = {built.options.world_size} (a residency sweep: docs/cutoff.md's "
+                              "argument assumes every CTA runs)")
         doc["residency_sweep"] = sweep_json(swept, order, fair_hang=fair_hang)
         out.print(json.dumps(doc, indent=2), markup=False)
     else:

@@ -53,6 +53,8 @@ def coverage(protocol: Protocol, options: ScenarioOptions) -> Coverage:
         return Coverage(None, f"the argument covers the all-reduce scenario only, not {options.scenario}")
     if options.tiles != 1:
         return Coverage(None, "the argument covers one tile only (with more, tile owners depend on the world size)")
+    if options.resident is not None:
+        return Coverage(None, "the argument assumes every CTA runs (not --resident)")
     for section in ("before_store", "signal", "wait", "after_load"):
         for number, step in enumerate(getattr(protocol, section), 1):
             where = f"{section} step {number}"
