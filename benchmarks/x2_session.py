@@ -11,8 +11,8 @@ Runs, one subprocess each, in this order (:func:`plan`):
    (issue target: >= 5,000 it/s); the every-built-in table on real ranks
    (``benchmarks/stress_bench.py --sections processes``); guided schedules on one unsafe pair and
    on a safe pair with its positive control;
-4. ``compare``: ``syncverify compare`` over every built-in in every scenario (on the GPU: stress
-   columns; real ranks where ``compare`` has them, else its virtual ranks on GPU 0);
+4. ``compare``: ``syncverify compare --real-ranks`` over every built-in in every scenario (every
+   pair's stress campaign in one launch of two processes);
 5. ``bench-*``: ``syncverify bench`` on real ranks against cuBLAS + NCCL: the issue-14 target
    sweep (``benchmarks/sweeps/target-2gpu.toml``, gate ``--min-speedup 1.1``), the two newer
    kernels, and the 2-GPU collective-matmul shape (per shard M = 1024, K = 4096, N = 4096).
@@ -143,14 +143,15 @@ def plan() -> list[Run]:
                          "--interpret", "--guided", "--seconds", "2", "--no-random",
                          "--schedule", f"{OUT}/schedule.json"),
                     "a safe protocol aimed at its positive control's counterexamples"))
-    runs.append(Run("compare", "compare", 120.0,
-                    _cli("compare", "--scenario", "all", "--world-size", "2", "--seconds", "2", "--out", OUT),
+    runs.append(Run("compare", "compare", 160.0,
+                    _cli("compare", "--scenario", "all", "--world-size", "2", "--seconds", "1", "--real-ranks",
+                         "--out", OUT),
                     _cli("compare", "--scenario", "all-reduce", "--world-size", "2", "--no-gpu", "--jobs", "1",
                          "--out", OUT),
-                    "every built-in x every scenario; virtual ranks on GPU 0 until compare has real ranks"))
-    runs.append(Run("bench-target", "bench", 240.0,
+                    "every built-in x every scenario on real ranks (one launch); rehearsal: model columns only"))
+    runs.append(Run("bench-target", "bench", 200.0,
                     _cli("bench", "--sweep", "benchmarks/sweeps/target-2gpu.toml", "--out", OUT,
-                         "--min-speedup", "1.1", "--watchdog", "200"),
+                         "--min-speedup", "1.1", "--watchdog", "150"),
                     _cli("bench", "--kernel", "all-reduce,all-scatter", "--protocol", "barrier-fenced-release-acquire,epoch-flag",
                          *TINY, "--out", OUT),
                     "issue 14's target: >= 1.1x over cuBLAS + NCCL at 8192x4608x36864"))
