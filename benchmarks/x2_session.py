@@ -118,10 +118,10 @@ def plan() -> list[Run]:
     for kernel in KERNELS:
         runs.append(Run(f"stress-rate-{kernel}", "stress", 40.0,
                         _cli("stress", "--protocol", SAFE, "--kernel", kernel, "--world-size", "2",
-                             "--iterations", "16384", "--json"),
+                             "--seconds", "10", "--json"),
                         _cli("stress", "--protocol", SAFE, "--kernel", kernel, "--world-size", "2",
                              "--interpret", "--iterations", "2", "--json"),
-                        "1024^3, W = 2, no delays; target >= 5,000 it/s"))
+                        "1024^3, W = 2, no delays, 10 s; target >= 5,000 it/s"))
     runs.append(Run("stress-table", "stress", 150.0,
                     (PY, "benchmarks/stress_bench.py", "--sections", "env,processes", "--processes-parts", "table",
                      "--seconds", "1.5", "--seed", "2026", "--out", OUT),
