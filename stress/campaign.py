@@ -394,17 +394,31 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
         Bad input (unknown protocol, sizes that do not divide, a step the kernels cannot express,
         more ranks than GPUs, no GPU without ``interpret``), before anything runs.
     """
+    o, config, protocol_object = _checked(options)
+    if o.interpret:
+        return _run_local(o, config, protocol_object, "cpu", progress)
+    o, config = _on_this_gpu(o, config, protocol_object, options)
+    if config.virtual:
+        return _run_local(o, config, protocol_object, "cuda:0", progress)
+
+    return run_processes(o, protocol_object, progress=progress)
+
+
+def _checked(options: dict) -> tuple[CampaignOptions, KernelConfig, Any]:
+    """The options, kernel configuration and protocol of a campaign, after every check that needs
+    no GPU (``options["protocol"]`` becomes the protocol's path or name)."""
     protocol_object = load(options.pop("protocol", CampaignOptions.protocol))
     options["protocol"] = getattr(protocol_object, "path", None) or protocol_object.name
     if options["protocol"].startswith("<"):  # built in memory (a string, a dict, a positive control)
         options["protocol"] = protocol_object.name
     o = campaign_options(**options)
     config = kernel_config(o)
+    build(protocol_object, config, push=load(o.push))  # every check that needs no GPU, before asking for one
+    return o, config, protocol_object
 
-    push = load(o.push)
-    build(protocol_object, config, push=push)  # every check that needs no GPU, before asking for one
-    if o.interpret:
-        return _run_local(o, config, protocol_object, "cpu", progress)
+
+def _on_this_gpu(o: CampaignOptions, config: KernelConfig, protocol, options: dict) -> tuple[CampaignOptions, KernelConfig]:
+    """The options with this GPU's default program counts, checked against its SMs and GPU count."""
     # torch/triton: syncverify.kernels._deps imports them; only the GPU path needs it
     from syncverify.kernels._deps import require_cuda, torch
 
@@ -414,11 +428,38 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
     if any(options.get(name) is None for name in ("gemm_sms", "comm_sms", "recv_sms")):
         o = campaign_options(sms=sms, **options)  # default program counts for this GPU
         config = kernel_config(o)
-    build(protocol_object, config, sms=sms, gpus=gpus, push=push)
-    if config.virtual:
-        return _run_local(o, config, protocol_object, "cuda:0", progress)
+    build(protocol, config, sms=sms, gpus=gpus, push=load(o.push))
+    return o, config
 
-    return run_processes(o, protocol_object, progress=progress)
+
+def run_campaigns_on_ranks(campaigns: list[dict], *, on_result=None, runner=None) -> list[CampaignResult]:
+    """Several real-rank campaigns (each a :func:`run_campaign` options dict, ``virtual_ranks``
+    False), one launch of processes per world size (process start and NCCL paid once per size).
+
+    Every campaign is checked (protocol, sizes, GPU count) before any process starts; a bad one
+    raises :class:`~syncverify.errors.SyncVerifyError`. ``on_result(index, result)`` is called as
+    each campaign reports (``index`` into ``campaigns``). ``runner`` replaces
+    :func:`run_processes_batch` (tests: the launch without GPUs). Returns the results in order.
+    """
+    prepared = []
+    for options in campaigns:
+        options = dict(options, virtual_ranks=False, interpret=False)
+        o, config, protocol = _checked(options)
+        if runner is None:
+            o, config = _on_this_gpu(o, config, protocol, options)
+        prepared.append((o, protocol))
+    results: list[CampaignResult | None] = [None] * len(prepared)
+    for world in dict.fromkeys(o.world_size for o, _p in prepared):
+        indices = [i for i, (o, _p) in enumerate(prepared) if o.world_size == world]
+
+        def reported(position: int, payload, indices=indices) -> None:
+            if on_result is not None:
+                on_result(indices[position], payload)
+
+        batch = (runner or run_processes_batch)([prepared[i] for i in indices], on_result=reported)
+        for i, result in zip(indices, batch):
+            results[i] = result
+    return results  # type: ignore[return-value]  (every index filled: each size's batch covers its own)
 
 
 def _reset_policy(o: CampaignOptions, protocol) -> str:

@@ -49,7 +49,7 @@ from syncverify.scenarios.build import KERNEL_SCENARIOS
 from syncverify.kernels.build import build
 from syncverify.protocols import builtin_names, load_protocol
 from syncverify.scenarios.build import ScenarioOptions
-from syncverify.stress.campaign import campaign_options, kernel_config, run_campaign
+from syncverify.stress.campaign import campaign_options, kernel_config, run_campaign, run_campaigns_on_ranks
 from syncverify.validation import one_of
 from syncverify.verdicts.check import check_protocol
 from syncverify.verdicts.graphs import write_graph
@@ -246,15 +246,17 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _campaign_options(protocol: str, scenario: str, world_size: int, seconds: float) -> dict:
-    return dict(protocol=protocol, kernel=scenario, world_size=world_size, virtual_ranks=True,
+def _campaign_options(protocol: str, scenario: str, world_size: int, seconds: float, *,
+                      real_ranks: bool = False) -> dict:
+    return dict(protocol=protocol, kernel=scenario, world_size=world_size, virtual_ranks=not real_ranks,
                 seconds=seconds, delays="random")
 
 
-def check_stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float) -> None:
+def check_stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float,
+                      real_ranks: bool = False) -> None:
     """Refuse, before anything runs, a pair the kernels cannot run (a world size beyond 1..8, a
     step the kernels cannot express): the same checks as ``syncverify stress``, no torch needed."""
-    options = campaign_options(**_campaign_options(protocol, scenario, world_size, seconds))
+    options = campaign_options(**_campaign_options(protocol, scenario, world_size, seconds, real_ranks=real_ranks))
     build(load_protocol(protocol), kernel_config(options), push=load_protocol(options.push))
 
 
@@ -310,7 +312,8 @@ def plan(protocols: Sequence[str], scenarios: Iterable[str], worlds: Iterable[in
 
 def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), worlds: Iterable[int] = (2,), *,
             seconds: float = DEFAULT_SECONDS, gpu: bool | None = None, jobs: int | None = None,
-            timeout: float = DEFAULT_TIMEOUT, progress: ProgressFn | None = None) -> list[Row]:
+            timeout: float = DEFAULT_TIMEOUT, progress: ProgressFn | None = None,
+            real_ranks: bool = False) -> list[Row]:
     """Model-check and (with a GPU) stress every (protocol, scenario, world size); one row each.
 
     Parameters
@@ -334,7 +337,11 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
         Seconds per model check before it answers unknown.
     progress
         ``progress(phase, done, total, detail)`` after each model check and at every
-        synchronization of a campaign.
+        synchronization of a campaign (real ranks: as each campaign reports).
+    real_ranks
+        Stress on one process per GPU (``world size`` GPUs, NCCL, symmetric memory) instead of
+        virtual ranks on GPU 0: every pair of one world size in one launch of the processes
+        (:func:`syncverify.stress.campaign.run_campaigns_on_ranks`). Needs a GPU (``gpu`` not False).
 
     Returns
     -------
@@ -363,13 +370,18 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
     if gpu and not cuda_available():
         raise CompareError("no CUDA GPU is visible to torch; run without a GPU requirement (gpu=None) "
                            "or with --no-gpu")
+    if real_ranks and not use_gpu:
+        raise CompareError("--real-ranks stresses on one process per GPU: no CUDA GPU is visible to torch "
+                           "(or --no-gpu was given)")
     if use_gpu:
         for argument, _name, scenario, w in pairs:
-            check_stress_pair(argument, scenario, w, seconds=seconds)
+            check_stress_pair(argument, scenario, w, seconds=seconds, real_ranks=real_ranks)
     report = progress or (lambda *_: None)
     models = _run_models(pairs, jobs=jobs, timeout=timeout, progress=report)
     rows = [Row(name, scenario, w, model) for (_a, name, scenario, w), model in zip(pairs, models)]
-    if use_gpu:
+    if use_gpu and real_ranks:
+        _stress_on_ranks(pairs, rows, seconds=seconds, report=report)
+    elif use_gpu:
         for i, ((argument, name, scenario, w), row) in enumerate(zip(pairs, rows)):
             what = f"stress {name} {scenario} W={w}"
             report("hardware", i, len(rows), what)
@@ -380,6 +392,25 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
             row.hardware = stress_pair(argument, scenario, w, seconds=seconds, progress=step)
         report("hardware", len(rows), len(rows), "done")
     return rows
+
+
+def _stress_on_ranks(pairs, rows: list[Row], *, seconds: float, report: ProgressFn) -> None:
+    """Every pair on real ranks, one launch per world size; each row's hardware columns as its
+    campaign reports."""
+    done: list[int] = []
+
+    def reported(i: int, payload: dict) -> None:
+        done.append(i)
+        report("hardware", len(done), len(rows), f"stress {rows[i].label} on real ranks: "
+                                                 f"{payload.get('iterations', 0):,} iterations")
+
+    report("hardware", 0, len(rows), f"stress {len(rows)} pairs on real ranks, {seconds:g} s each")
+    results = run_campaigns_on_ranks(
+        [_campaign_options(argument, scenario, w, seconds, real_ranks=True) for argument, _n, scenario, w in pairs],
+        on_result=reported)
+    for row, result in zip(rows, results):
+        row.hardware = HardwareColumns.from_campaign(result)
+    report("hardware", len(rows), len(rows), "done")
 
 
 def _run_models(pairs, *, jobs: int, timeout: float, progress: ProgressFn) -> list[ModelColumns]:

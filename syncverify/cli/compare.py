@@ -34,6 +34,7 @@ def compare_command(
     world_sizes: Optional[List[int]] = typer.Option(None, "--world-size", help="Ranks; repeat for several (default: 2).", show_default=False),
     seconds: float = typer.Option(DEFAULT_SECONDS, "--seconds", help="Stress seconds per (protocol, scenario, world size) on the GPU."),
     no_gpu: bool = typer.Option(False, "--no-gpu", help="Model columns only, even where a GPU is present."),
+    real_ranks: bool = typer.Option(False, "--real-ranks", help="Stress on one process per GPU (as 'syncverify stress' without --virtual-ranks: --world-size GPUs, NCCL, symmetric memory) instead of virtual ranks on GPU 0; every pair of a world size in one launch."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Write report.md, report.json, bad-tiles.png and graphs/ to DIR (created if missing; its parent must exist).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print report.json's content instead of the table."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help="Seconds per model check before it answers unknown."),
@@ -60,7 +61,7 @@ def compare_command(
     every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
     with CompareProgress(after=after, plain_every=every) as report:
         rows = comparison.compare(protocols or [], [scenario], world_sizes or [2], seconds=seconds, gpu=gpu,
-                                  jobs=jobs, timeout=timeout, progress=report.update)
+                                  jobs=jobs, timeout=timeout, progress=report.update, real_ranks=real_ranks)
         if out_dir is not None:
             # The answer is computed: a failure while drawing is a warning, not exit 2.
             write_or_warn(lambda: comparison.write_report(rows, out_dir, note=note, jobs=jobs, progress=report.update),

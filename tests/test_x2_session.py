@@ -1,0 +1,107 @@
+"""The two-GPU session script (``benchmarks/x2_session.py``, issue 30) on the CPU: its plan (priority
+order, budgets within 25 minutes, the zoo pairs, the sweep it names), one rehearsed run that lists
+every planned run, the budget skip and the kill at a run's budget. The whole rehearsal (every run's
+CPU stand-in, about 2 minutes) runs with ``SYNCVERIFY_X2_REHEARSE_FULL=1``; its last run is in
+docs/RESULTS.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import x2_session as session
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ["gpu-tests", "zoo", "stress", "compare", "bench"]
+
+
+def _rehearse(tmp_path: Path, *args: str) -> tuple[int, str, dict]:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "x2_session.py"), "--rehearse",
+                           "--out", str(tmp_path), *args], capture_output=True, text=True, timeout=240)
+    document = json.loads((tmp_path / "session.json").read_text()) if (tmp_path / "session.json").exists() else {}
+    return done.returncode, done.stdout + done.stderr, document
+
+
+def test_the_plan_runs_in_priority_order_within_25_minutes():
+    runs = session.plan()
+    groups = [r.group for r in runs]
+    assert sorted(set(groups), key=ORDER.index) == ORDER
+    assert groups == sorted(groups, key=ORDER.index)  # every group's runs before the next group's
+    assert len({r.name for r in runs}) == len(runs)
+    assert sum(r.seconds for r in runs) <= session.SESSION_SECONDS == 25 * 60
+    for r in runs:  # real ranks on the GPU (no --virtual-ranks), the interpreter or gloo on the CPU
+        assert "--virtual-ranks" not in r.gpu and "--interpret" not in r.gpu, r.name
+        if r.gpu[1:3] == ("-m", "syncverify") and r.gpu[3] in ("stress", "bench"):
+            assert "--interpret" in r.rehearse, r.name
+
+
+def test_each_zoo_bug_runs_before_its_fix_and_the_model_agrees_which_is_which():
+    from syncverify.protocols.registry import zoo_protocols
+
+    expected = {p.name: p.zoo.expected for p in zoo_protocols()}
+    names = [r.name.removeprefix("zoo-") for r in session.plan() if r.group == "zoo"]
+    for bug, fix in session.ZOO_PAIRS:
+        assert expected[bug] != "safe" and expected[fix] == "safe", (bug, fix)
+        first_bug = min(names.index(b) for b, f in session.ZOO_PAIRS if f == fix)
+        assert bug in names and first_bug < names.index(fix), (bug, fix)
+
+
+def test_the_target_sweep_it_names_parses_for_two_ranks():
+    from syncverify.kernels.bench.report import parse_sweep
+
+    sweep = parse_sweep((ROOT / "benchmarks/sweeps/target-2gpu.toml").read_text(), world_size=2)
+    assert sweep.world_size == 2
+
+
+def test_a_rehearsed_run_lists_every_planned_run(tmp_path):
+    code, out, document = _rehearse(tmp_path, "--only", "zoo-done-flag")
+    assert code == 0, out
+    table = out[out.index("run "):]
+    for i, r in enumerate(session.plan(), 1):
+        assert f"{i:02d}-{r.name}" in table
+    results = {x["name"]: x["result"] for x in document["runs"]}
+    assert results.pop("zoo-done-flag") == "ok"
+    assert set(results.values()) == {"not selected"}
+    assert '"clean": true' in (tmp_path / "05-zoo-done-flag.log").read_text()
+
+
+def test_a_run_past_the_session_budget_is_skipped_and_said_so(tmp_path):
+    code, out, document = _rehearse(tmp_path, "--budget", "30", "--only", "gpu-tests,compare")
+    assert code == 1
+    results = {x["name"]: x["result"] for x in document["runs"]}
+    assert results["gpu-tests"].startswith("skipped: 30 s left, needs 240")
+    assert results["compare"].startswith("skipped:")
+    assert not list(tmp_path.glob("*.log"))  # nothing started
+
+
+def test_a_run_is_killed_at_its_budget(tmp_path):
+    code, wall = session.execute([sys.executable, "-c", "import time; time.sleep(60)"], log=tmp_path / "x.log",
+                                 seconds=0.5, env=dict(os.environ))
+    assert code is None and wall < 10
+    assert session._result(code, 0.5, "", rehearse=True) == "killed at 0 s budget"
+
+
+def test_results_tell_a_crash_from_a_finding():
+    assert session._result(1, 9, "FAILED", rehearse=True) == session.REHEARSED_FOUND
+    assert session._result(1, 9, "Traceback (most recent call last):", rehearse=True) == "exit 1 (traceback)"
+    assert session._result(1, 9, "FAILED", rehearse=False) == "exit 1"
+    assert session._result(2, 9, "error: x", rehearse=True) == "exit 2"
+
+
+def test_an_unknown_run_is_refused_in_one_line(tmp_path):
+    code, out, _ = _rehearse(tmp_path, "--only", "zoo-nope")
+    assert code == 2 and out.strip().count("\n") == 0 and "unknown run(s) zoo-nope" in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_X2_REHEARSE_FULL"),
+                    reason="the whole rehearsal (~2 min): SYNCVERIFY_X2_REHEARSE_FULL=1")
+def test_the_whole_rehearsal_runs_every_command(tmp_path):
+    code, out, document = _rehearse(tmp_path)
+    assert code == 0, out
+    assert [x["name"] for x in document["runs"]] == [r.name for r in session.plan()]
