@@ -109,13 +109,13 @@ def options(config: tuple, tiles: int = 1) -> ScenarioOptions:
 
 
 def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings=frozenset(),
-          push: dict | None = None) -> frozenset[str]:
+          push: dict | None = None, timeout: float = TIMEOUT_S) -> frozenset[str]:
     """The violation kinds of ``data`` in ``opts`` without ``reductions`` and ``prunings``;
     discards the example on a bound (or when the protocol does not fit the scenario)."""
     protocol = protocol_from_dict(data)
     push_protocol = protocol_from_dict({**push, "name": "push"}) if push is not None else None
     scenario = build(protocol, opts, push=push_protocol, without=frozenset(reductions))
-    result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=TIMEOUT_S, without=frozenset(prunings))
+    result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=timeout, without=frozenset(prunings))
     assert result.limit_hit != "no-executions", f"no execution at all: {data}"
     (tile_budget if tile_budget.running else budget).discard_if_hit(result.limit_hit)
     return frozenset(result.violations)
@@ -124,8 +124,9 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
 def assert_same(data: dict, config: tuple, *, tiles: int = 1, push: dict | None = None, **off) -> None:
     note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, push {push}\noff: {off}")
     opts = options(config, tiles)
-    with_it = kinds(data, opts, push=push)
-    without_it = kinds(data, opts, push=push, **off)
+    timeout = TIMEOUT_S * tiles  # each tile a copy of the program: the whole one takes that much longer
+    with_it = kinds(data, opts, push=push, timeout=timeout)
+    without_it = kinds(data, opts, push=push, timeout=timeout, **off)
     event(f"kinds: {sorted(with_it)}")
     assert with_it == without_it, f"with the reduction {sorted(with_it)}, without it {sorted(without_it)}"
 
