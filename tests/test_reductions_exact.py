@@ -117,7 +117,7 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
     scenario = build(protocol, opts, push=push_protocol, without=frozenset(reductions))
     result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=timeout, without=frozenset(prunings))
     assert result.limit_hit != "no-executions", f"no execution at all: {data}"
-    (tile_budget if tile_budget.running else budget).discard_if_hit(result.limit_hit)
+    budget.discard_if_hit(result.limit_hit)
     return frozenset(result.violations)
 
 
@@ -149,13 +149,8 @@ def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
     assert_same(data, config, push=push if config[0] == "all-scatter" else None, reductions={reduction})
 
 
-# Two tiles double the whole program: more of its examples hit the bound on a loaded machine
-# (a discard only costs another draw).
-tile_budget = LimitBudget(10 * EXAMPLES, "checker")
-
-
 @slow_if_full
-@tile_budget.guard
+@budget.guard
 @SETTINGS
 @given(data=exact_protocols(), config=st.sampled_from(configs_for(max_calls=2 if FULL else 1)))
 def test_checking_tile_0_of_two_tiles_keeps_the_verdict(data, config):
