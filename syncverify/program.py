@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 from syncverify.model.int32 import wrap_int32
+from syncverify.model.mbarrier import MAX_COMPLETIONS, Completion, FirstPhase, phase_completions
 from syncverify.validation import one_of
 from syncverify.errors import UnsupportedConstruct
 
@@ -290,6 +291,7 @@ class BulkCopy:
     label: str = field(default="", compare=False)
     value: int | None = None
     ghost: bool = False
+    size: int = 4  # bytes: the completeCount of its complete-tx (syncverify.model.mbarrier)
 
     def __post_init__(self) -> None:
         _check(self.dst_space, SPACES, "state space")
@@ -342,32 +344,74 @@ class ProxyFence:
 @dataclass(frozen=True)
 class MbarArrive:
     """``mbarrier.arrive{.expect_tx}.release.cta.shared::cta.b64 _, [mbarrier]{, tx}``: a release
-    arrival on ``mbarrier`` (its transaction count is not modelled: syncverify.model.ptx, choice 11)."""
+    arrival on ``mbarrier``, after an expect-tx of ``tx`` bytes with ``.expect_tx``
+    (syncverify.model.mbarrier)."""
 
     mbarrier: str
     expect_tx: bool = False
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    tx: int = 0
+
+
+@dataclass(frozen=True)
+class MbarInit:
+    """``mbarrier.init.shared::cta.b64 [mbarrier], count``: the pending arrival count of its first
+    phase (read statically by :func:`lower_async`; the instruction orders nothing)."""
+
+    mbarrier: str
+    count: int
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise UnsupportedConstruct(f"mbarrier.init takes a count >= 1, got {self.count}")
+
+
+@dataclass(frozen=True)
+class MbarTx:
+    """``mbarrier.expect_tx`` (``complete=False``) or ``mbarrier.complete_tx`` (``complete=True``),
+    ``.relaxed.cta``, of ``tx`` bytes: they move the tx-count and order nothing ("The .relaxed
+    qualifier ..."; syncverify.model.mbarrier); read statically by :func:`lower_async`."""
+
+    mbarrier: str
+    tx: int
+    complete: bool = False
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.tx < 0:
+            raise UnsupportedConstruct(f"a transaction count is unsigned, got {self.tx}")
 
 
 @dataclass(frozen=True)
 class MbarWait:
     """``mbarrier.try_wait{.parity}.acquire.cta.shared::cta.b64 dst, [mbarrier], ...`` read as the
     try that returns True (``dst`` = 1): the phase completed, every copy tracked by the mbarrier
-    (``copies``, filled in by :func:`lower_async`) and every arrival on it done."""
+    (``copies``, filled in by :func:`lower_async`) and every arrival on it done.
+
+    With transaction counts (syncverify.model.mbarrier) :func:`lower_async` fills in ``choices``,
+    each set of copies the completed phase may have seen (the explorer takes each), or ``never``,
+    why the phase never completes (the thread waits forever). ``parity``: the ``.parity`` form's
+    operand (0: the first phase; 1: the phase before it, complete from the start)."""
 
     dst: str | None
     mbarrier: str
     copies: tuple[int, ...] = ()
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    parity: int | None = None
+    choices: tuple[tuple[int, ...], ...] = ()
+    never: str = ""
 
 
 #: The instructions of the async proxy (besides the loads and stores of its agent threads).
-ASYNC_INSTRUCTIONS = (BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait)
+ASYNC_INSTRUCTIONS = (BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait, MbarInit, MbarTx)
 
 Instruction = Union[Load, Store, Atomic, Fence, Barrier, RegOp, Branch, Label,
-                    BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait]
+                    BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait, MbarInit, MbarTx]
 
 
 def _scope_rule(sem: str, scope: str | None) -> None:
@@ -533,8 +577,15 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
     runs only in the executions whose issuing thread issues it (:attr:`Program.agent_copies`,
     syncverify.explore.driver), and a wait completes only the copies that were issued, so a
     ``wait_group 0`` may follow branches; ``wait_group N`` with N > 0 after one is refused.
+
+    An mbarrier with a transaction count (an ``init``, an ``expect_tx`` or a ``complete_tx`` on
+    it) has its first phase's completions from :func:`syncverify.model.mbarrier.phase_completions`:
+    a ``try_wait`` of it gets them as ``choices`` (or ``never``); ``try_wait.parity`` with parity 1
+    returns True at once ("the immediately preceding phase, for which waitComplete returns True")
+    and orders nothing, so it becomes ``mov dst, 1``. ``init``, ``expect_tx`` and ``complete_tx``
+    are read here and leave no instruction (they order nothing).
     """
-    if not any(isinstance(ins, (BulkCopy, MbarArrive, MbarWait)) for t in threads for ins in t.instructions):
+    if not any(isinstance(ins, (BulkCopy, MbarArrive, MbarWait, MbarInit, MbarTx)) for t in threads for ins in t.instructions):
         return threads
     numbered = itertools.count()
     threads = tuple(replace(t, instructions=tuple(replace(ins, copy=next(numbered)) if isinstance(ins, BulkCopy) else ins
@@ -547,6 +598,7 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
                 tracked.setdefault(ins.mbarrier, []).append(ins.copy)
             elif isinstance(ins, MbarArrive):
                 arrivals.add(ins.mbarrier)
+    phases = _mbarrier_phases(threads)
     issuers, agents = [], []
     for thread in threads:
         code: list[Instruction] = []
@@ -564,6 +616,8 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
                 raise _at_line(f"cp.async.bulk.wait_group {ins.pending} after a label, branch or barrier (line "
                                f"{control.line}) is not modelled: which groups are pending depends on the path; "
                                f"wait_group 0 is ({thread.name})", ins.line)
+            if isinstance(ins, (MbarInit, MbarTx)):
+                continue  # read by _mbarrier_phases
             if isinstance(ins, BulkCopy):
                 if ins.completion == "bulk_group":
                     uncommitted.append(ins.copy)
@@ -574,6 +628,14 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
             elif isinstance(ins, BulkWait):
                 done = groups[:len(groups) - ins.pending] if ins.pending else groups
                 ins = replace(ins, copies=tuple(c for group in done for c in group))
+            elif isinstance(ins, MbarWait) and ins.parity == 1:
+                if ins.dst is not None:
+                    code.append(RegOp("mov", ins.dst, 1, line=ins.line, label=ins.label))
+                continue
+            elif isinstance(ins, MbarWait) and ins.mbarrier in phases:
+                phase = phases[ins.mbarrier]
+                ins = replace(ins, copies=phase.ways[0] if phase.ways else (), choices=phase.ways,
+                              never=f"mbarrier {ins.mbarrier}: {phase.never}" if phase.never else "")
             elif isinstance(ins, MbarWait):
                 if ins.mbarrier not in tracked and ins.mbarrier not in arrivals:
                     raise _at_line(f"mbarrier {ins.mbarrier} is waited on, but no copy completes on it and "
@@ -582,6 +644,56 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
             code.append(ins)
         issuers.append(replace(thread, instructions=tuple(code)))
     return tuple(issuers) + tuple(agents)
+
+
+def _mbarrier_phases(threads: tuple[Thread, ...]) -> dict[str, FirstPhase]:
+    """Each mbarrier with a transaction count -> the ways its first phase completes (the copies
+    seen complete), or why it never does (syncverify.model.mbarrier). What counts is read from
+    program text, so an instruction that moves a count or completes on such an mbarrier after a
+    label or branch, or inside a loop, is refused (the count would depend on the path)."""
+    counted = {ins.mbarrier for t in threads for ins in t.instructions
+               if isinstance(ins, (MbarInit, MbarTx)) or (isinstance(ins, MbarArrive) and ins.expect_tx)}
+    if not counted:
+        return {}
+    inits: dict[str, int] = {}
+    arrivals: dict[str, int] = {}
+    expected: dict[str, int] = {}
+    completions: dict[str, list[Completion]] = {}
+    for thread in threads:
+        control: Instruction | None = None
+        for ins in thread.instructions:
+            if isinstance(ins, (Label, Branch)) and control is None:
+                control = ins
+            bar = getattr(ins, "mbarrier", None) if not isinstance(ins, MbarWait) else None
+            if bar not in counted:
+                continue
+            if control is not None:
+                raise _at_line(f"{type(ins).__name__} on mbarrier {bar} after a label or branch (line {control.line}) "
+                               f"is not modelled: its transaction count would depend on the path ({thread.name})",
+                               ins.line)
+            if isinstance(ins, MbarInit):
+                if bar in inits:
+                    raise _at_line(f"mbarrier {bar} is initialised twice: one phase is modelled ({thread.name})", ins.line)
+                inits[bar] = ins.count
+            elif isinstance(ins, MbarArrive):
+                arrivals[bar] = arrivals.get(bar, 0) + 1
+                expected[bar] = expected.get(bar, 0) + ins.tx
+            elif isinstance(ins, MbarTx) and not ins.complete:
+                expected[bar] = expected.get(bar, 0) + ins.tx
+            else:  # a copy completing on it, or mbarrier.complete_tx
+                completions.setdefault(bar, []).append(
+                    Completion(ins.size, ins.copy) if isinstance(ins, BulkCopy) else Completion(ins.tx))
+    out: dict[str, FirstPhase] = {}
+    for bar in sorted(counted):
+        count = inits.get(bar, arrivals.get(bar, 0))
+        if arrivals.get(bar, 0) > count:
+            raise UnsupportedConstruct(f"mbarrier {bar}: {arrivals[bar]} arrivals for an init count of {count}: "
+                                       f"phases after the first are not modelled")
+        if len(completions.get(bar, ())) > MAX_COMPLETIONS:
+            raise UnsupportedConstruct(f"mbarrier {bar}: more than {MAX_COMPLETIONS} completions are not modelled")
+        out[bar] = phase_completions(count=count, arrivals=arrivals.get(bar, 0), expected=expected.get(bar, 0),
+                                     completions=tuple(completions.get(bar, ())))
+    return out
 
 
 def loop_positions(code: tuple) -> set[int]:

@@ -84,6 +84,8 @@ from syncverify.program import (
     Load,
     LocRef,
     MbarArrive,
+    MbarInit,
+    MbarTx,
     MbarWait,
     Not,
     Operand,
@@ -151,8 +153,11 @@ _HINTS = {
     "cp": "write cp.async.bulk{.tensor.Nd}.global.shared::cta{.tile}.bulk_group, "
           "cp.async.bulk{.tensor.Nd}.shared::cta.global{.tile}.mbarrier::complete_tx::bytes, "
           "cp.async.bulk.commit_group or cp.async.bulk.wait_group{.read} N",
-    "mbarrier": "write mbarrier.arrive{.expect_tx}{.release.cta}.shared::cta.b64 _, [BAR]{, TX} or "
-                "mbarrier.try_wait{.parity}{.acquire.cta}.shared::cta.b64 P, [BAR], PHASE",
+    "mbarrier": "write mbarrier.init.shared::cta.b64 [BAR], COUNT, mbarrier.arrive{.release.cta}.shared::cta.b64 "
+                "_, [BAR], mbarrier.arrive.expect_tx{.release.cta}.shared::cta.b64 _, [BAR], TX, "
+                "mbarrier.expect_tx|complete_tx{.relaxed.cta}.shared::cta.b64 [BAR], TX, "
+                "mbarrier.try_wait{.acquire.cta}.shared::cta.b64 P, [BAR], STATE or "
+                "mbarrier.try_wait.parity{.acquire.cta}.shared::cta.b64 P, [BAR], 0|1",
     "bar": "write bar{.cta}.sync ID{, COUNT}, bar{.cta}.arrive ID, COUNT or bar{.cta}.red.OP D, ID{, COUNT}, {!}P",
     "barrier": "write barrier{.cta}.sync ID{, COUNT}, barrier{.cta}.arrive ID, COUNT or barrier{.cta}.red.OP ...",
 }
@@ -826,42 +831,74 @@ def _read_cp(ins: _Ins, quals: list[str]) -> Instruction:
         if len(ops) != (2 if tensor else 3):
             ins.fail(f"{ins.mnemonic} takes {'[map, {coordinates}], [src]' if tensor else '[dst], [src], size'}")
         dst, src, mbarrier = _copy_location(ins, ops[0], tensor), _copy_location(ins, ops[1], False), None
+        size = 4 if tensor else _copy_size(ins, ops[2])
     elif completion == "mbarrier::complete_tx::bytes" and dst_space in (SHARED_CTA, SHARED_CLUSTER) \
             and src_space in (GLOBAL, SHARED_CTA) and dst_space != src_space:
         if len(ops) != (3 if tensor else 4):
             ins.fail(f"{ins.mnemonic} takes [dst], {'[map, {coordinates}]' if tensor else '[src], size'}, [mbar]")
         dst, src = _copy_location(ins, ops[0], False), _copy_location(ins, ops[1], tensor and src_space == GLOBAL)
         mbarrier = _copy_location(ins, ops[-1], False)
+        size = 4 if tensor else _copy_size(ins, ops[2])
     else:
         ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["cp"])
     ins.src.space(dst, dst_space, ins.line)
     ins.src.space(src, src_space, ins.line)
     return BulkCopy(dst, src, dst_space, src_space, "bulk_group" if mbarrier is None else "mbarrier", mbarrier,
-                    line=ins.line)
+                    line=ins.line, size=size)
+
+
+def _copy_size(ins: _Ins, text: str) -> int:
+    """A bulk copy's size operand: its bytes, the completeCount of its complete-tx (choice 13). A
+    tensor copy has none: it moves the one location its map names, read as 4 bytes."""
+    if not _INT_RE.match(text) or _int(text) <= 0:
+        ins.fail(f"the size of {ins.mnemonic} must be a positive integer constant, got {_show(text)}")
+    return _int(text)
 
 
 def _read_mbarrier(ins: _Ins, quals: list[str]) -> Instruction:
     """``mbarrier.arrive{.expect_tx}`` and ``mbarrier.try_wait{.parity}`` with their default
-    ``.release``/``.acquire`` at ``.cta`` scope; other forms are refused (choice 11 says why)."""
+    ``.release``/``.acquire`` at ``.cta`` scope, ``mbarrier.init``, and ``mbarrier.expect_tx`` /
+    ``complete_tx`` (``.relaxed.cta``, their only semantics); other forms are refused (choices 11
+    and 13 of syncverify.model.ptx say why)."""
     rest = [q for q in quals if q not in ("shared", "shared::cta", "b64", "release", "acquire", "cta")]
+    if rest[:1] in (["expect_tx"], ["complete_tx"]) and rest[1:] in ([], ["relaxed"]):
+        if "release" in quals or "acquire" in quals:
+            ins.unknown(_HINTS["mbarrier"])
+        ins.arity(2)
+        return MbarTx(ins.location(0), ins.integer(1, "txCount"), complete=rest[0] == "complete_tx", line=ins.line)
     if any(q in ("relaxed", "cluster") for q in rest):
         ins.fail(f"unsupported instruction {ins.mnemonic!r}",
                  ".relaxed and .cluster mbarrier operations are not modelled; " + _HINTS["mbarrier"])
+    if rest == ["init"]:
+        if "release" in quals or "acquire" in quals or "cta" in quals:
+            ins.unknown(_HINTS["mbarrier"])
+        ins.arity(2)
+        return MbarInit(ins.location(0), ins.integer(1, "count"), line=ins.line)
     if rest in (["arrive"], ["arrive", "expect_tx"]):
         if "acquire" in quals:
             ins.unknown(_HINTS["mbarrier"])
-        ins.arity(2, 3)
+        expect_tx = len(rest) == 2
+        ins.arity(3) if expect_tx else ins.arity(2, 3)
         if ins.operands[0] != "_":
             ins.register(0)
-        return MbarArrive(ins.location(1), expect_tx=len(rest) == 2, line=ins.line)
+        if not expect_tx and len(ins.operands) == 3 and ins.integer(2, "count") != 1:
+            ins.fail(f"mbarrier.arrive with a count other than 1 is not modelled", _HINTS["mbarrier"])
+        return MbarArrive(ins.location(1), expect_tx=expect_tx, tx=ins.integer(2, "txCount") if expect_tx else 0,
+                          line=ins.line)
     if rest in (["try_wait"], ["try_wait", "parity"]):
         if "release" in quals:
             ins.unknown(_HINTS["mbarrier"])
         ins.arity(2, 3)
-        return MbarWait(ins.register(0), ins.location(1), line=ins.line)
-    if rest[:1] in (["expect_tx"], ["complete_tx"], ["init"], ["test_wait"], ["inval"], ["pending_count"]):
+        parity = None
+        if len(rest) == 2:
+            ins.arity(3)
+            parity = ins.integer(2, "phaseParity")
+            if parity not in (0, 1):
+                ins.fail(f"phaseParity of {ins.mnemonic} must be 0 or 1, got {parity}")
+        return MbarWait(ins.register(0), ins.location(1), parity=parity, line=ins.line)
+    if rest[:1] in (["test_wait"], ["inval"], ["pending_count"]):
         ins.fail(f"unsupported instruction {ins.mnemonic!r}",
-                 "transaction counts, initialisation and test_wait are not modelled; " + _HINTS["mbarrier"])
+                 "test_wait, inval and pending_count are not modelled; " + _HINTS["mbarrier"])
     ins.unknown(_HINTS["mbarrier"])
 
 
