@@ -733,6 +733,88 @@ def _agent(thread: Thread, copy: BulkCopy) -> Thread:
         role=thread.role, phase=thread.phase)
 
 
+# ----- mixed-size accesses: byte-addressed locations (MIXED-SIZE) ------------------------------
+
+def mixed_size_locations(code: list[list[Instruction]]) -> set[str]:
+    """The locations some load or store accesses at a byte offset or with fewer than 4 bytes."""
+    return {ins.loc for instructions in code for ins in instructions
+            if isinstance(ins, (Load, Store)) and ins.footprint is not None and ins.footprint[1:] != (ins.loc, 0, 4)[1:]}
+
+
+def split_mixed_sizes(code: list[list[Instruction]], memory: dict[str, int]) -> list[list[Instruction]]:
+    """Mixed-size accesses (MIXED-SIZE above; syncverify.model.ptx, choice 12): each location of
+    :func:`mixed_size_locations` becomes one location per byte, its initial value in ``memory``
+    split little-endian (``memory`` is changed), and each access of it one load or store per byte
+    (a load's bytes combined into its register); an access without a footprint is of the whole
+    4 bytes. Other locations keep whole-location accesses (their footprints dropped). The one
+    source of both the litmus parser's and the scenario builder's byte ranges.
+
+    Raises :class:`UnsupportedConstruct` (its ``line`` the instruction's) for what is not
+    modelled: an atomic, copy or other instruction on a byte-addressed location, one wider than
+    4 bytes, an initial value that does not fit, a store of a register to one."""
+    split = mixed_size_locations(code)
+    if not split:
+        return [[replace(ins, footprint=None) if isinstance(ins, (Load, Store)) else ins for ins in instructions]
+                for instructions in code]
+    width = {loc: max(_footprint(ins)[1] + _footprint(ins)[2] for instructions in code for ins in instructions
+                      if isinstance(ins, (Load, Store)) and ins.loc == loc) for loc in split}
+    for instructions in code:
+        for ins in instructions:
+            named = {getattr(ins, name, None) for name in ("loc", "dst", "src")} & split
+            if named and not isinstance(ins, (Load, Store)):
+                raise _at_line(f"location {sorted(named)[0]} is accessed with mixed sizes; only ld and st of it "
+                               f"are modelled (not {type(ins).__name__})", getattr(ins, "line", None))
+    for loc in sorted(split):
+        value = memory.pop(loc, 0) & 0xFFFFFFFF
+        if width[loc] > 4 or value >> (8 * width[loc]):
+            raise _at_line(f"location {loc} is {width[loc]} bytes wide with mixed-size accesses; at most 4 bytes "
+                           f"(32-bit values) and an initial value that fits are modelled", None)
+        for k in range(width[loc]):
+            memory[byte_location(loc, k)] = (value >> (8 * k)) & 0xFF
+    out = []
+    for instructions in code:
+        expanded: list[Instruction] = []
+        for ins in instructions:
+            if isinstance(ins, (Load, Store)) and ins.loc in split:
+                expanded.extend(_bytes_of(replace(ins, footprint=_footprint(ins))))
+            elif isinstance(ins, (Load, Store)):
+                expanded.append(replace(ins, footprint=None))
+            else:
+                expanded.append(ins)
+        out.append(expanded)
+    return out
+
+
+def _footprint(ins: Load | Store) -> Footprint:
+    """An access's footprint: its own, or the whole 4 bytes of its location."""
+    return ins.footprint if ins.footprint is not None else (ins.loc, 0, 4)
+
+
+def _bytes_of(ins: Load | Store) -> list[Instruction]:
+    """One access of a byte-addressed location as one load or store per byte (little-endian)."""
+    loc, offset, size = ins.footprint  # type: ignore[misc]
+    if size > 4:
+        raise _at_line(f"a {size}-byte access of {loc}: at most 4 bytes are modelled", ins.line)
+    cells = [dict(loc=byte_location(loc, offset + k), footprint=ins.footprint, byte=k) for k in range(size)]
+    if isinstance(ins, Store):
+        if not isinstance(ins.value, int):
+            raise _at_line(f"a store of a register to {loc}, which is accessed with mixed sizes, is not modelled: "
+                           f"store a constant", ins.line)
+        value = ins.value & 0xFFFFFFFF
+        if value >> (8 * size):
+            raise _at_line(f"{ins.value} does not fit the {size}-byte store to {loc}", ins.line)
+        return [replace(ins, value=(value >> (8 * k)) & 0xFF, **cell) for k, cell in enumerate(cells)]
+    if size == 1:
+        return [replace(ins, **cells[0])]
+    parts = [f"{ins.dst}%b{k}" for k in range(size)]  # '%' keeps them apart from any test register
+    out: list[Instruction] = [replace(ins, dst=part, **cell) for part, cell in zip(parts, cells)]
+    out.append(RegOp("mov", ins.dst, parts[0], line=ins.line))
+    for k in range(1, size):
+        out.append(RegOp("mul", parts[k], parts[k], 1 << (8 * k), line=ins.line))
+        out.append(RegOp("add", ins.dst, ins.dst, parts[k], line=ins.line))
+    return out
+
+
 # ----- final conditions (litmus) -------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -99,8 +99,9 @@ from syncverify.program import (
     Term,
     Thread,
     TrueProp,
-    byte_location,
     lower_async,
+    mixed_size_locations,
+    split_mixed_sizes,
 )
 
 __all__ = ["parse_litmus", "parse_litmus_file"]
@@ -904,68 +905,17 @@ def _read_mbarrier(ins: _Ins, quals: list[str]) -> Instruction:
 
 def _split_bytes(src: _Source, code: list[list[Instruction]], memory: dict[str, int],
                  condition_locations: set[str]) -> list[list[Instruction]]:
-    """Mixed-size accesses (syncverify.program, MIXED-SIZE; syncverify.model.ptx, choice 12): a
-    location that some load or store reads at a byte offset (``[x+1]``) or with fewer than 4
-    bytes (``.u8``, ``.b16``) becomes one location per byte, its initial value split little-endian,
-    and each access one load or store per byte (a load's bytes combined into its register). Other
-    locations keep whole-location accesses (their type suffixes ignored, as before)."""
-    accesses = [(ins, line) for instructions in code for ins in instructions
-                for line in [getattr(ins, "line", None)] if isinstance(ins, (Load, Store))]
-    split = {ins.loc for ins, _ in accesses if ins.footprint is not None and ins.footprint[1:] != (0, 4)}
-    width = {loc: max(ins.footprint[1] + ins.footprint[2] for ins, _ in accesses if ins.loc == loc) for loc in split}
-    for instructions in code:
-        for ins in instructions:
-            named = {getattr(ins, name, None) for name in ("loc", "dst", "src")} & split
-            if named and not isinstance(ins, (Load, Store)):
-                src.fail(f"location {sorted(named)[0]} is accessed with mixed sizes; only ld and st of it "
-                         f"are modelled (not {type(ins).__name__})", getattr(ins, "line", None))
+    """Mixed-size accesses (:func:`syncverify.program.split_mixed_sizes`; syncverify.model.ptx,
+    choice 12), each refusal one line naming the test's line; a final condition may not name a
+    byte-addressed location (load it into a register)."""
+    split = mixed_size_locations(code)
     for loc in sorted(split & condition_locations):
         src.fail(f"the final condition names {loc}, which is accessed with mixed sizes: load it into a "
                  f"register and name the register", None)
-    for loc in sorted(split):
-        value = memory.pop(loc, 0) & 0xFFFFFFFF
-        if width[loc] > 4 or value >> (8 * width[loc]):
-            src.fail(f"location {loc} is {width[loc]} bytes wide with mixed-size accesses; at most 4 bytes "
-                     f"(32-bit values) and an initial value that fits are modelled", None)
-        for k in range(width[loc]):
-            memory[byte_location(loc, k)] = (value >> (8 * k)) & 0xFF
-    out = []
-    for instructions in code:
-        expanded: list[Instruction] = []
-        for ins in instructions:
-            if isinstance(ins, (Load, Store)) and ins.loc in split:
-                expanded.extend(_bytes_of(src, ins))
-            elif isinstance(ins, (Load, Store)):
-                expanded.append(replace(ins, footprint=None))
-            else:
-                expanded.append(ins)
-        out.append(expanded)
-    return out
-
-
-def _bytes_of(src: _Source, ins: Load | Store) -> list[Instruction]:
-    """One access of a byte-addressed location as one load or store per byte (little-endian)."""
-    loc, offset, size = ins.footprint  # type: ignore[misc]
-    if size > 4:
-        src.fail(f"a {size}-byte access of {loc}: at most 4 bytes are modelled", ins.line)
-    cells = [dict(loc=byte_location(loc, offset + k), footprint=ins.footprint, byte=k) for k in range(size)]
-    if isinstance(ins, Store):
-        if not isinstance(ins.value, int):
-            src.fail(f"a store of a register to {loc}, which is accessed with mixed sizes, is not modelled: "
-                     f"store a constant", ins.line)
-        value = ins.value & 0xFFFFFFFF
-        if value >> (8 * size):
-            src.fail(f"{ins.value} does not fit the {size}-byte store to {loc}", ins.line)
-        return [replace(ins, value=(value >> (8 * k)) & 0xFF, **cell) for k, cell in enumerate(cells)]
-    if size == 1:
-        return [replace(ins, **cells[0])]
-    parts = [f"{ins.dst}%b{k}" for k in range(size)]  # '%' keeps them apart from any test register
-    out: list[Instruction] = [replace(ins, dst=part, **cell) for part, cell in zip(parts, cells)]
-    out.append(RegOp("mov", ins.dst, parts[0], line=ins.line))
-    for k in range(1, size):
-        out.append(RegOp("mul", parts[k], parts[k], 1 << (8 * k), line=ins.line))
-        out.append(RegOp("add", ins.dst, ins.dst, parts[k], line=ins.line))
-    return out
+    try:
+        return split_mixed_sizes(code, memory)
+    except UnsupportedConstruct as error:
+        src.fail(str(error), getattr(error, "line", None))
 
 
 def _place_in_spaces(src: _Source, code: list[list[Instruction]]) -> list[list[Instruction]]:
