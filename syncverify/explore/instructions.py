@@ -114,6 +114,8 @@ def instruction_text(ins: object) -> str:
 
 def _async_text(ins: object) -> str:
     """The PTX text of an instruction of the async proxy; "" for any other."""
+    if isinstance(ins, BulkCopy) and ins.completion == "delivery":
+        return ins.label  # an NVSHMEM call's issue point: its text (syncverify.delivery)
     if isinstance(ins, BulkCopy):
         via = f"mbarrier::complete_tx::bytes [{ins.dst}], [{ins.src}], [{ins.mbarrier}]" if ins.mbarrier else \
             f"bulk_group [{ins.dst}], [{ins.src}]"

@@ -256,13 +256,14 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
     written = atomic_result(ins.op, v, operands, ins.unsigned)
     if written is not None:
         written = wrap_int32(written)  # the GPU's int32 arithmetic wraps (syncverify.model.int32)
+    copies = () if ins.copy is None else (ins.copy,)  # an NVSHMEM signal update (syncverify.delivery)
     events = state.events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=state.ctrl, label=text,
-                                        line=line),)
+                                        line=line, copies=copies),)
     seen = state.seen
     if written is not None:
         op_taint = frozenset().union(*(operand_taint(o, state.taint) for o in ins.operands))
         events += (LocalEvent("W", ins.loc, written, write_sem, ins.scope, rmw_with_previous=True,
-                              deps=state.ctrl | op_taint, label=text, line=line),)
+                              deps=state.ctrl | op_taint, label=text, line=line, copies=copies),)
         if written != v:
             seen = {}  # a write that changes memory: the loop is not a pure spin
     regs, taint = state.regs, state.taint
