@@ -35,7 +35,7 @@ from syncverify.program import (
     loop_positions,
 )
 
-__all__ = ["SIGNAL_OPS", "COMPARISONS", "Put", "Quiet", "DeliveryFence", "DELIVERY_INSTRUCTIONS",
+__all__ = ["SIGNAL_OPS", "COMPARISONS", "Put", "Quiet", "DeliveryFence", "DeliveryOrder", "DELIVERY_INSTRUCTIONS",
            "signal_wait", "lower_delivery"]
 
 #: NVSHMEM's signal operators and the atomic each performs: ``NVSHMEM_SIGNAL_SET`` "An update to
@@ -62,6 +62,7 @@ class Put:
     signal_value: int = 1
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    ghost: bool = False  # the chunks are tile data (syncverify.program, GHOST): the kernel front end's puts
 
     def __post_init__(self) -> None:
         if self.signal_op not in SIGNAL_OPS:
@@ -106,6 +107,17 @@ class DeliveryFence:
 DELIVERY_INSTRUCTIONS = (Put, Quiet, DeliveryFence)
 
 
+@dataclass(frozen=True)
+class DeliveryOrder:
+    """What :class:`Quiet` and :class:`DeliveryFence` lower to besides their waits: an ordering
+    point; what precedes it precedes the accesses of ``copies``, the deliveries its thread
+    issues after it (filled in by :func:`lower_delivery`)."""
+
+    copies: tuple[int, ...] = ()
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+
 def signal_wait(register: str, signal: str, comparison: str, value: Operand, loop: str, *,
                 line: int | None = None, label: str = "") -> tuple[Instruction, ...]:
     """``register = nvshmem_signal_wait_until(signal, CMP, value)``: a spin of acquire loads at
@@ -133,6 +145,7 @@ def lower_delivery(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
         code: list[Instruction] = []
         issued: list[tuple[int, int]] = []  # (delivery, PE), in program order
         fenced: dict[int, tuple[int, ...]] = {}  # PE -> the deliveries to it before the latest fence
+        at: dict[int, int] = {}  # delivery -> the position of its issue point in ``code``
         loops = loop_positions(thread.instructions)
         for position, ins in enumerate(thread.instructions):
             if isinstance(ins, Put):
@@ -144,11 +157,14 @@ def lower_delivery(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
                 for dst, src in ins.chunks:
                     copy = next(numbered)
                     chunks.append(copy)
+                    at[copy] = len(code)
                     code.append(BulkCopy(dst, src if isinstance(src, str) else "", GLOBAL, GLOBAL, "delivery",
                                          copy=copy, line=ins.line, label=ins.text))
                     agents.append(_chunk_agent(thread, copy, dst, src, before, ins))
+                issued.extend((c, ins.pe) for c in chunks)
                 if ins.signal is not None:
                     copy = next(numbered)
+                    at[copy] = len(code)
                     code.append(BulkCopy(ins.signal, "", GLOBAL, GLOBAL, "delivery", copy=copy, line=ins.line,
                                          label=ins.text))
                     agents.append(_signal_agent(thread, copy, before + tuple(chunks), ins))
@@ -156,14 +172,17 @@ def lower_delivery(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
                 if ins.blocking and chunks:
                     code.append(BulkWait(0, read=True, copies=tuple(chunks), line=ins.line,
                                          label=f"{ins.text} returns"))
-                issued.extend((c, ins.pe) for c in chunks)
             elif isinstance(ins, Quiet):
                 code.append(BulkWait(0, copies=tuple(c for c, _ in issued), line=ins.line,
                                      label=ins.label or "nvshmem_quiet"))
+                code.append(DeliveryOrder(line=ins.line, label=ins.label or "nvshmem_quiet"))
             elif isinstance(ins, DeliveryFence):
                 fenced = {pe: tuple(c for c, p in issued if p == pe) for _, pe in issued}
+                code.append(DeliveryOrder(line=ins.line, label=ins.label or "nvshmem_fence"))
             else:
                 code.append(ins)
+        code = [replace(ins, copies=tuple(c for c, where in at.items() if where > k))
+                if isinstance(ins, DeliveryOrder) else ins for k, ins in enumerate(code)]
         issuers.append(replace(thread, instructions=tuple(code)))
     return tuple(issuers) + tuple(agents)
 
@@ -179,7 +198,7 @@ def _chunk_agent(thread: Thread, copy: int, dst: str, src: Operand, before: tupl
         move: tuple[Instruction, ...] = (Load(AGENT_REGISTER, src, copy=copy, line=put.line, label=put.text),
                                          Store(dst, AGENT_REGISTER, copy=copy, line=put.line, label=put.text))
     else:
-        move = (Store(dst, src, copy=copy, line=put.line, label=put.text),)
+        move = (Store(dst, src, copy=copy, line=put.line, label=put.text, ghost=put.ghost),)
     return Thread(f"{thread.name}.put{copy}", thread.gpu, thread.cta, _waits(before, put) + move,
                   role=thread.role, phase=thread.phase)
 

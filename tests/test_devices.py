@@ -65,7 +65,7 @@ def test_provided_maps_other_names_and_refuses_unknown_apis_and_dotted_names():
 
         assert my_symm_helpers.symm_mem_sync is symm_mem.symm_mem_sync
     assert "my_symm_helpers" not in sys.modules
-    with pytest.raises(SyncVerifyError, match="no device API called 'nvshmem'.*iris, symm_mem"):
+    with pytest.raises(SyncVerifyError, match="no device API called 'nvshmem'.*iris, libshmem_device, symm_mem"):
         with devices.provided({"nvshmem": "nvshmem"}):
             pass
     with pytest.raises(SyncVerifyError, match="without dots"):

@@ -35,6 +35,7 @@ from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
 from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
+from syncverify.delivery import lower_delivery
 from syncverify.program import Load, Program, Store, Thread, lower_async, pdl_dependent, pdl_primary
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
@@ -387,7 +388,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 files.add(node.read.site.file)
             for item in node.pre:
                 files.add(item.site.file)
-                if item.kind in ("ld", "st"):
+                if item.kind in ("ld", "st", "put"):  # a put's locs: its destination (NVSHMEM)
                     accesses.append(tuple(item.locs))
     accesses += [tuple(v) for v in host_writes.values()] + [tuple(v) for v in expects.values()]
     # expected elements no operation writes can only hold their initial contents: ghost data too,
@@ -464,10 +465,12 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     if pdl:
         assumptions.add("pdl: the primary's programs run griddepcontrol.launch_dependents first thing; a dependent "
                         "declared pdl_wait runs griddepcontrol.wait first thing (sv.launch(pdl=True))")
-    threads_all = lower_async(tuple(threads_out))  # tensor descriptors: one agent thread per TMA copy
+    # tensor descriptors: one agent thread per TMA copy; NVSHMEM calls: one per chunk and signal
+    threads_all = lower_delivery(lower_async(tuple(threads_out)))
     for agent in threads_all[len(threads_out):]:
         issuer = infos[next(i for i, t in enumerate(threads_out) if agent.name.startswith(t.name + "."))]
-        infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: its TMA copy (async proxy)", issuer.call, issuer.rank))
+        what = "its TMA copy (async proxy)" if ".copy" in agent.name else "its NVSHMEM delivery"
+        infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: {what}", issuer.call, issuer.rank))
     program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
                       observed_registers=frozenset(), pdl=pdl)
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):

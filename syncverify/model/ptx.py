@@ -138,9 +138,10 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
     of such a program are the axioms' here, and its race is the verdict that counts.
 13. *NVSHMEM deliveries* (:mod:`syncverify.model.delivery`, docs/nvshmem.md): puts, puts with
     signal and signal operations are performed by delivery agents (one agent thread per chunk
-    and per signal, generic proxy); ``deliver`` (a call -> its agents' accesses) enters base
-    causality; ``nvshmem_quiet`` and a blocking put's return are waits of choice 11 d over
-    deliveries; a signal's agent waits for its data, and after ``nvshmem_fence`` a delivery's
+    and per signal, generic proxy) issued as in 11 c; ``nvshmem_quiet`` and a blocking put's
+    return are waits of 11 d over deliveries; ``nvshmem_quiet`` and ``nvshmem_fence`` are
+    ordering points whose ``ordered`` edges (to the later deliveries' accesses) enter base
+    causality; a signal's agent waits for its data, and after ``nvshmem_fence`` a delivery's
     agent waits for the earlier deliveries to the same PE
     [nvshmem-put-nbi-chunks-any-order, nvshmem-quiet-then-signal, nvshmem-fence-orders-same-pe].
 """
@@ -541,19 +542,19 @@ def fence_sc_order(x: Execution) -> frozenset:
     )
 
 
-#: ``deliver``: an NVSHMEM call -> its delivery agents' accesses (choice 13, syncverify.model.delivery).
-deliver = relation(Depends.SHAPE)(delivery.deliver)
+#: ``ordered``: an NVSHMEM quiet or fence -> the later deliveries' accesses (choice 13, syncverify.model.delivery).
+ordered = relation(Depends.SHAPE)(delivery.ordered)
 
 
 @relation(Depends.READS_FROM)
 def base_causality(x: Execution) -> frozenset:
     """``cause-base = (po | sync | sync_fence | sync_barrier | host)+`` (choices 5 and 7), with the
-    completions of choice 11 and NVSHMEM's ``deliver`` (choice 13).
+    completions of choice 11 and NVSHMEM's ordering points (``ordered``, choice 13).
 
     Closed over ``po_immediate`` and ``host_immediate``, which have the same closure with the
     other relations as ``po`` and ``host`` (see there) and far fewer pairs."""
     return plus(union(po_immediate(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host_immediate(x),
-                      complete(x), mbarrier_sync(x), deliver(x)))
+                      complete(x), mbarrier_sync(x), ordered(x)))
 
 
 @relation(Depends.READS_FROM)
