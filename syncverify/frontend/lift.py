@@ -358,7 +358,7 @@ def host_order(ops, phase_of: dict[int, str]) -> list[tuple[str, str]]:
     issued: dict[int, list[str]] = {}  # rank -> work phases so far
     recorded: dict[int, str | None] = {}  # record op index -> the work it follows
     for op in ops:
-        if op.kind in ("launch", "write"):
+        if op.kind in ("launch", "write", "write_value", "wait_value", "copy"):  # work on a stream
             phase = phase_of[op.index]
             key = (op.rank, op.stream)
             preds = set(pending.pop(key, set())) | floor.get(op.rank, set()) | floor_all
