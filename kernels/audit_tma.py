@@ -16,7 +16,7 @@ participate in proxy-preserved base causality order", syncverify.model.ptx, choi
   fence the kernel does not have;
 * every ``mbarrier.arrive.expect_tx`` expects the bytes of one stage's operand boxes (A's
   ``block_m x block_k`` and B's ``block_k x block_n``, each where it is a descriptor load), so by
-  the model's transaction counts (choice 13, ``syncverify.model.mbarrier.phase_completions``) the
+  the model's transaction counts (choice 14, ``syncverify.model.mbarrier.phase_completions``) the
   wait sees every copy of its stage complete: one way, no hang.
 
 :func:`tma_problems` returns the disagreements (``[]`` when the PTX is what the model assumes).
@@ -105,7 +105,7 @@ def tma_problems(built, *, ptx: str | None = None) -> list[str]:
         if count is None or phase.ways != (tuple(range(len(completions))),) or phase.never:
             problems.append(f"{kernel}: mbarrier.arrive.expect_tx (PTX line {line}) expects {count} bytes, one "
                             f"stage's operand boxes bring {expected} ({', '.join(f'{k} {v}' for k, v in boxes.items())}):"
-                            f" by the model's transaction counts (choice 13) the wait would "
+                            f" by the model's transaction counts (choice 14) the wait would "
                             f"{'hang' if not phase.ways else 'not see every copy complete'}")
     if found["copies"] and not found["expects"]:
         problems.append(f"{kernel}: TMA loads and no mbarrier.arrive.expect_tx: the phase completes before them")

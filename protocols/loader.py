@@ -67,11 +67,15 @@ TARGETS: tuple[str, ...] = ("all", "others", "self", "owner")
 SOURCES: tuple[str, ...] = ("self", "each")
 READS: tuple[str, ...] = ("load", "volatile_load", "atomic_cas", "atomic_add")
 RESETS: tuple[str, ...] = ("host", "consumer", "owner", "none")
-SIGNAL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas")
+#: NVSHMEM's device calls (syncverify.delivery; docs/nvshmem.md): ``nvshmemx_signal_op`` with
+#: ``NVSHMEM_SIGNAL_SET`` / ``NVSHMEM_SIGNAL_ADD`` to the lock copies ``to`` names, ``nvshmem_fence``,
+#: ``nvshmem_quiet``. The model only: the kernels have no Triton lowering for them.
+NVSHMEM_OPS: tuple[str, ...] = ("nvshmem_signal_set", "nvshmem_signal_add", "nvshmem_fence", "nvshmem_quiet")
+SIGNAL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas") + NVSHMEM_OPS
 WAIT_OPS: tuple[str, ...] = ("await", "atomic_cas", "fence", "barrier")
 #: Every op, in every section: a producer may wait (for a consumer's "done") and a consumer may
 #: signal back; each section runs its steps in the order it lists them.
-ALL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await")
+ALL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await") + NVSHMEM_OPS
 #: Sections in the order a tile meets them: the producer's ``before_store`` (before its tile store:
 #: may I overwrite?) and ``signal`` (after it), the consumer's ``wait`` (before its tile loads) and
 #: ``after_load`` (after them: the back-signal, "done").
@@ -79,7 +83,7 @@ SECTIONS: tuple[str, ...] = ("before_store", "signal", "wait", "after_load")
 PRODUCER_SECTIONS: tuple[str, ...] = ("before_store", "signal")
 CONSUMER_SECTIONS: tuple[str, ...] = ("wait", "after_load")
 #: Ops that write a lock copy chosen by ``to`` (a CAS on the consumer side reads ``from`` unless ``to`` is given).
-WRITE_OPS: tuple[str, ...] = ("store", "atomic_xchg", "atomic_add")
+WRITE_OPS: tuple[str, ...] = ("store", "atomic_xchg", "atomic_add", "nvshmem_signal_set", "nvshmem_signal_add")
 MAX_SLOTS = 8
 ZOO_FIELDS: tuple[str, ...] = ("scenario", "epochs", "launches", "push", "resident", "resident_order", "expected", "users_saw", "model_shows",
                                "source")
@@ -107,6 +111,10 @@ _OP_FIELDS: dict[str, tuple[str, ...]] = {
     "atomic_xchg": ("value", "sem", "scope", "to", "lock"),
     "atomic_add": ("value", "sem", "scope", "to", "lock"),
     "atomic_cas": ("compare", "value", "sem", "scope", "to", "from", "lock", "until"),
+    "nvshmem_signal_set": ("value", "to", "lock"),
+    "nvshmem_signal_add": ("value", "to", "lock"),
+    "nvshmem_fence": (),
+    "nvshmem_quiet": (),
 }
 _AWAIT_COMMON: tuple[str, ...] = ("read", "until", "from", "lock")
 _READ_FIELDS: dict[str, tuple[str, ...]] = {
@@ -634,7 +642,20 @@ def _await(table: Mapping[str, Any], read: str | None) -> Step:
     )
 
 
+def _nvshmem(op: str) -> Any:
+    def build(table: Mapping[str, Any], read: str | None) -> Step:
+        if op in ("nvshmem_fence", "nvshmem_quiet"):
+            return Step(op)
+        # the signal update is a release atomic at system scope (syncverify.model.delivery, e)
+        value = parse_expr_field(_require(table, "value", op), "value")
+        to = _one_of("to", table.get("to", "self"), TARGETS)
+        return Step(op, sem="release", scope="sys", value=value, to=to, lock=_lock(table))
+
+    return build
+
+
 _STEP_BUILDERS = {
+    **{op: _nvshmem(op) for op in NVSHMEM_OPS},
     "barrier": _barrier,
     "fence": _fence,
     "store": _store,

@@ -48,7 +48,8 @@ ONE = "one"  # thread 0 only
 class LoweredOp:
     """One PTX-level operation a step lowers to, and who executes it.
 
-    ``kind`` is ``st``, ``ld``, ``atom``, ``fence`` or ``bar``; ``sem``/``scope`` as in PTX
+    ``kind`` is ``st``, ``ld``, ``atom``, ``fence``, ``bar`` or ``nvshmem`` (an NVSHMEM call:
+    ``op`` is ``signal_set``, ``signal_add``, ``fence`` or ``quiet``; syncverify.delivery); ``sem``/``scope`` as in PTX
     (``weak`` stores/loads have no scope; a volatile load is ``volatile``).
     """
 
@@ -192,6 +193,8 @@ def lower_step(step) -> tuple[LoweredOp, ...]:
         if step.until is not None:  # repeated until the value it read holds: used, so bar.sync after it
             return (LoweredOp("atom", ONE, step.sem, step.scope, "cas", poll=True), LoweredOp("bar", ALL))
         return (LoweredOp("atom", ONE, step.sem, step.scope, "cas"),)  # one-off, result unused: no bar.sync
+    if op.startswith("nvshmem_"):  # one call by thread 0, as a _block call after a CTA barrier
+        return (LoweredOp("nvshmem", ONE, step.sem or "weak", step.scope, op.removeprefix("nvshmem_")),)
     if op == "await":
         if step.read == "load" and step.sem in ("relaxed", "acquire"):
             # ld.acquire.SCOPE / ld.relaxed.SCOPE: the kernels emit it as tl.atomic_add(p, 0, sem, scope)

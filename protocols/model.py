@@ -107,9 +107,9 @@ class Step:
         A CAS with ``compare == value`` and an ``atomic_add`` of 0 never do (the model still
         counts them as read-modify-writes); this is what ``reset = "consumer"`` requires.
         """
-        if self.op in ("store", "atomic_xchg"):
+        if self.op in ("store", "atomic_xchg", "nvshmem_signal_set"):
             return True
-        if self.op == "atomic_add" or (self.op == "await" and self.read == "atomic_add"):
+        if self.op in ("atomic_add", "nvshmem_signal_add") or (self.op == "await" and self.read == "atomic_add"):
             return self.value is not None and self.value.tree != ("int", 0)
         if self.op == "atomic_cas" or (self.op == "await" and self.read == "atomic_cas"):
             return self.compare != self.value

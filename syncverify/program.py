@@ -146,6 +146,7 @@ class Atomic:
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
     unsigned: bool = False
+    copy: int | None = None  # the NVSHMEM delivery it performs (a signal update; syncverify.delivery)
 
     def __post_init__(self) -> None:
         _check(self.op, ATOMIC_OPS, "atomic op")
@@ -265,8 +266,9 @@ class Label:
 # completion mechanisms (:class:`BulkWait`, :class:`MbarWait`), which :func:`lower_async` ties to
 # the copies they complete; what orders what is syncverify.model.ptx, choice 11.
 
-#: How a copy signals its completion: to a bulk async-group of its thread, or to an mbarrier.
-COMPLETIONS = ("bulk_group", "mbarrier")
+#: How a copy signals its completion: to a bulk async-group of its thread, or to an mbarrier; or
+#: ``delivery``: an NVSHMEM delivery (syncverify.delivery), completed by what that module lowers.
+COMPLETIONS = ("bulk_group", "mbarrier", "delivery")
 
 
 @dataclass(frozen=True)
@@ -960,7 +962,8 @@ class Program:
     def agent_copies(self) -> dict[int, int]:
         """Each agent thread of a bulk copy (ASYNC above), by index, with the copy it performs: a
         thread whose accesses belong to a copy (a rewrite may have added fences between them)."""
-        copies = ((t, [ins.copy for ins in thread.instructions if isinstance(ins, (Load, Store)) and ins.copy is not None])
+        copies = ((t, [ins.copy for ins in thread.instructions
+                       if isinstance(ins, (Load, Store, Atomic)) and ins.copy is not None])
                   for t, thread in enumerate(self.threads))
         return {t: found[0] for t, found in copies if found}
 

@@ -137,13 +137,18 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("cells, where, what", BAD, ids=[b[2] for b in BAD])
-def test_bad_async_input_is_one_line_naming_file_and_line(cells, where, what):
+def bad_litmus_message(cells: str) -> str:
+    """The error of a one-thread litmus test ``a.litmus`` whose rows are ``cells`` (split on ``;``)."""
     rows = "\n".join(f" {cell.strip()} ;" for cell in cells.split(";") if cell.strip())
     text = f"PTX bad\n{{ x=0; s=0; }}\n P0@cta 0,gpu 0 ;\n{rows}\nexists (x == 0)\n"
     with pytest.raises(LitmusSyntaxError) as info:
         parse_litmus(text, path="a.litmus")
-    message = str(info.value)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("cells, where, what", BAD, ids=[b[2] for b in BAD])
+def test_bad_async_input_is_one_line_naming_file_and_line(cells, where, what):
+    message = bad_litmus_message(cells)
     assert "\n" not in message and message.startswith(where) and what in message, message
 
 

@@ -20,7 +20,7 @@ import triton.language as tl
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend import devices
 from tests.sequential_harness import jit  # first: the shims are then JITFunctions whatever TRITON_INTERPRET says
-from syncverify.frontend.devices import iris, symm_mem
+from syncverify.frontend.devices import iris, libshmem_device, symm_mem
 from syncverify.kernels._jit import _interpreted, _interpreting_calls
 from syncverify.kernels.compile import compile_like_launch
 
@@ -65,7 +65,7 @@ def test_provided_maps_other_names_and_refuses_unknown_apis_and_dotted_names():
 
         assert my_symm_helpers.symm_mem_sync is symm_mem.symm_mem_sync
     assert "my_symm_helpers" not in sys.modules
-    with pytest.raises(SyncVerifyError, match="no device API called 'nvshmem'.*iris, symm_mem"):
+    with pytest.raises(SyncVerifyError, match="no device API called 'nvshmem'.*iris, libshmem_device, symm_mem"):
         with devices.provided({"nvshmem": "nvshmem"}):
             pass
     with pytest.raises(SyncVerifyError, match="without dots"):
@@ -212,7 +212,7 @@ def test_symm_mem_sync_compiles_for_sm90_to_sys_scope_cas_spins_between_cta_barr
 
 def test_the_docs_list_every_device_function_and_no_other():
     text = DOCS.read_text()
-    for module in (iris, symm_mem):
+    for module in (iris, symm_mem, libshmem_device):
         short = module.__name__.rsplit(".", 1)[1]
         listed = set(re.findall(rf"^\| `{short}\.(\w+)`", text, flags=re.M))
         assert listed == set(module.DEVICE_API), (short, sorted(listed ^ set(module.DEVICE_API)))

@@ -20,7 +20,7 @@ SOURCES = {"syncverify": ROOT / "syncverify", "syncverify.protocols": ROOT / "pr
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("syncverify", "syncverify.errors", "syncverify.exitcodes", "syncverify.validation"),
     ("syncverify.model",),
-    ("syncverify.program",),
+    ("syncverify.program", "syncverify.delivery"),  # NVSHMEM calls lowered to program instructions
     ("syncverify.explore",),
     ("syncverify.protocols",),
     ("syncverify.scenarios",),

@@ -1,5 +1,5 @@
 """The first phase of an mbarrier with transaction counts (``syncverify.model.mbarrier``,
-syncverify.model.ptx choice 13), stated as properties over drawn completions."""
+syncverify.model.ptx choice 14), stated as properties over drawn completions."""
 
 from __future__ import annotations
 

@@ -8,7 +8,10 @@ from syncverify.litmus.parser import parse_litmus
 from syncverify.model import ptx
 from syncverify.protocols.registry import zoo_litmus
 
-EXPECTED = {"vllm-2760-byte-flags": "race", "vllm-2760-uint32-flags": "safe"}
+EXPECTED = {"vllm-2760-byte-flags": "race", "vllm-2760-uint32-flags": "safe",
+            # NVSHMEM deliveries (syncverify.model.ptx, choice 13; docs/nvshmem.md)
+            "nvshmem-84-cumulative-signal": "race", "nvshmem-84-per-chunk-signal": "safe",
+            "deepep-310-inflight-head-update": "race", "deepep-310-quiet-before-next-round": "safe"}
 
 
 def _verdict(text: str) -> str:
@@ -25,7 +28,9 @@ def test_each_litmus_entry_cites_its_source_and_says_what_users_saw_and_the_mode
         assert fields["users_saw"] and fields["model_shows"] and fields["origin"], name
 
 
-def test_vllm_2760_byte_flags_race_and_its_uint32_fix_does_not():
+def test_each_bug_races_and_its_fix_does_not():
+    """vllm #2760 (byte flags / uint32 flags), nvshmem #84 (cumulative SIGNAL_ADD counter / a
+    signal per chunk), DeepEP #310 (in-flight head update / quiet before the next round)."""
     entries = zoo_litmus()
     for name, want in EXPECTED.items():
         assert _verdict(entries[name]["text"]) == want, name

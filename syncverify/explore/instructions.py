@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from syncverify.errors import UnsupportedConstruct
 from syncverify.model.int32 import wrap_int32
+from syncverify.delivery import DeliveryOrder
 from syncverify.program import Atomic, Barrier, BulkCommit, BulkCopy, BulkWait, Fence, Load, MbarArrive, MbarWait, Operand, ProxyFence, Store
 
 
@@ -114,6 +115,8 @@ def instruction_text(ins: object) -> str:
 
 def _async_text(ins: object) -> str:
     """The PTX text of an instruction of the async proxy; "" for any other."""
+    if isinstance(ins, DeliveryOrder) or (isinstance(ins, BulkCopy) and ins.completion == "delivery"):
+        return ins.label  # an NVSHMEM call's issue point: its text (syncverify.delivery)
     if isinstance(ins, BulkCopy):
         via = f"mbarrier::complete_tx::bytes [{ins.dst}], [{ins.src}], [{ins.mbarrier}]" if ins.mbarrier else \
             f"bulk_group [{ins.dst}], [{ins.src}]"

@@ -24,6 +24,7 @@ from syncverify.explore.path_types import LocalEvent, Path, PathState
 from syncverify.explore.value_classes import value_classes_at
 from syncverify.model.int32 import wrap_int32
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, RegOp, Store, Thread
+from syncverify.delivery import DeliveryOrder  # NVSHMEM ordering points
 from syncverify.program import BulkCommit, BulkCopy, BulkWait, MbarArrive, MbarWait, ProxyFence  # the async proxy
 
 __all__ = ["LocalEvent", "Path", "PathState", "initial_registers", "live_registers", "thread_paths"]
@@ -111,7 +112,7 @@ def thread_paths(
                 # Its phase never completes (syncverify.model.mbarrier): the thread waits here forever.
                 paths.append(_ended(events, regs, ("mbarrier", ins.mbarrier, ins.never), bound))
                 break
-            elif isinstance(ins, (BulkCopy, BulkWait, ProxyFence, MbarArrive, MbarWait)):
+            elif isinstance(ins, (BulkCopy, BulkWait, ProxyFence, MbarArrive, MbarWait, DeliveryOrder)):
                 if isinstance(ins, MbarWait) and ins.never:  # it may also never complete
                     paths.append(_ended(events, regs, ("mbarrier", ins.mbarrier, ins.never), bound))
                 if isinstance(ins, MbarWait) and len(ins.choices) > 1:
@@ -194,10 +195,11 @@ def _proxy_fields(ins: Load | Store) -> dict:
             "footprint": ins.footprint, "byte": ins.byte}
 
 
-_ASYNC_SEMS = {BulkCopy: "issue", ProxyFence: "proxy", MbarArrive: "mbar_arrive", MbarWait: "mbar_wait"}
+_ASYNC_SEMS = {BulkCopy: "issue", ProxyFence: "proxy", MbarArrive: "mbar_arrive", MbarWait: "mbar_wait",
+               DeliveryOrder: "order"}
 
 
-def _async_event(ins: BulkCopy | BulkWait | ProxyFence | MbarArrive | MbarWait, ctrl: frozenset[int],
+def _async_event(ins: BulkCopy | BulkWait | ProxyFence | MbarArrive | MbarWait | DeliveryOrder, ctrl: frozenset[int],
                  text: str, line: int | None) -> LocalEvent:
     """The event of an instruction of the async proxy (syncverify.model.ptx, choice 11): a proxy
     fence, a copy's issue point, a bulk-group wait, an mbarrier arrival or wait."""
@@ -270,13 +272,14 @@ def _read(ins: Load | Atomic, v: int, state: PathState, text: str, line: int | N
     written = atomic_result(ins.op, v, operands, ins.unsigned)
     if written is not None:
         written = wrap_int32(written)  # the GPU's int32 arithmetic wraps (syncverify.model.int32)
+    copies = () if ins.copy is None else (ins.copy,)  # an NVSHMEM signal update (syncverify.delivery)
     events = state.events + (LocalEvent("R", ins.loc, v, read_sem, ins.scope, deps=state.ctrl, label=text,
-                                        line=line),)
+                                        line=line, copies=copies),)
     seen = state.seen
     if written is not None:
         op_taint = frozenset().union(*(operand_taint(o, state.taint) for o in ins.operands))
         events += (LocalEvent("W", ins.loc, written, write_sem, ins.scope, rmw_with_previous=True,
-                              deps=state.ctrl | op_taint, label=text, line=line),)
+                              deps=state.ctrl | op_taint, label=text, line=line, copies=copies),)
         if written != v:
             seen = {}  # a write that changes memory: the loop is not a pure spin
     regs, taint = state.regs, state.taint

@@ -35,7 +35,8 @@ from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
 from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
-from syncverify.program import Load, Program, Store, Thread, lower_async, pdl_dependent, pdl_primary
+from syncverify.delivery import lower_delivery
+from syncverify.program import Branch, Label, Load, Program, Store, Thread, lower_async, pdl_dependent, pdl_primary
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
 
@@ -149,6 +150,46 @@ def _memory(sv, launches_args: list) -> Any:
         dtypes[(name, None)] = flat.numpy().dtype
     memory.dtypes = dtypes
     return memory
+
+
+#: The stream memory operations of a harness (syncverify.frontend.harness) and what CUDA calls them.
+STREAM_OPS = {"write_value": "cuStreamWriteValue32", "wait_value": "cuStreamWaitValue32",
+              "copy": "copy engine peer copy"}
+
+
+def _stream_op_writes(op, locs: list, memory, written: dict, transitions: dict, chain: dict, accessed: dict) -> None:
+    """What a stream memory operation writes and how it accesses its locations, for the value
+    domains and the ghost classification: a written word is a synchronization location, as a
+    waited-on one is; a copy's destination is data."""
+    for loc in locs:
+        if op.kind == "wait_value":
+            accessed.setdefault(loc, set()).add("sync")
+            continue
+        value = to_model(op.value, memory.dtypes[(loc.buffer, loc.rank)]) if op.kind == "write_value" else 1
+        written.setdefault(loc, set()).add(value)
+        transitions.setdefault(loc, set()).add((None, value))
+        chain[loc] = chain.get(loc, 0) + 1
+        accessed.setdefault(loc, set()).add("sync" if op.kind == "write_value" else "weak")
+
+
+def _stream_op_code(op, locs: list, sources, namer, memory, init: dict) -> tuple:
+    """A stream memory operation's thread, ordered by its stream's host order (docs/nvshmem.md,
+    "Stream memory operations"): ``cuStreamWriteValue32`` a release store at system scope,
+    ``cuStreamWaitValue32`` a spin of acquire loads at system scope until its condition holds, a
+    copy-engine copy reads of its source and writes of its destination (tile data)."""
+    text = f"{op.site} {STREAM_OPS[op.kind]}"
+    if op.kind == "copy":
+        return (tuple(Load("c", n, label=text, ghost=True) for n in namer.ghost_locs(sources))
+                + tuple(Store(n, op.call + 1, label=text, ghost=True) for n in namer.ghost_locs(locs)))
+    loc = locs[0]
+    value = to_model(op.value, memory.dtypes[(loc.buffer, loc.rank)])
+    if op.kind == "write_value":
+        if loc in namer.ghost:
+            return tuple(Store(n, op.call + 1, label=text, ghost=True) for n in namer.ghost_locs(locs))
+        return (Store(str(loc), value, "release", "sys", label=text),)
+    init.setdefault(str(loc), _init_value(memory, loc))
+    return (Label("W"), Load("w", str(loc), "acquire", "sys", label=text),
+            Branch("W", "lt" if op.cmp == "geq" else "ne", "w", value, label=text))
 
 
 def _tensor_locs(memory, tensor) -> list:
@@ -309,8 +350,13 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                                            int(op.kwargs.get("num_warps", 4))))
             elif op.kind == "write":
                 phase_of[op.index] = f"c{op.call}.{op.index} fill_ rank {op.rank}/{op.stream}"
+            elif op.kind in STREAM_OPS:
+                phase_of[op.index] = f"c{op.call}.{op.index} {op.kind} rank {op.rank}/{op.stream}"
         memory = _memory(sv, arg_tensors)
         host_writes = {op.index: _tensor_locs(memory, op.tensor) for op in sv.ops if op.kind == "write"}
+        # stream memory operations: each one's word (or a copy's destination), and a copy's source
+        stream_locs = {op.index: _tensor_locs(memory, op.tensor) for op in sv.ops if op.kind in STREAM_OPS}
+        copy_sources = {op.index: _tensor_locs(memory, op.source) for op in sv.ops if op.kind == "copy"}
         expects = {op.index: _tensor_locs(memory, op.tensor) for op in sv.ops if op.kind == "expect"}
         written: frozenset = frozenset()
         nonghost: frozenset = frozenset()
@@ -332,6 +378,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                         transitions.setdefault(loc, set()).add((None, to_model(op.value, dtype)))
                         chain[loc] = chain.get(loc, 0) + 1
                         accessed.setdefault(loc, set()).add("weak")
+                elif op.kind in STREAM_OPS:
+                    _stream_op_writes(op, stream_locs[op.index], memory, all_written, transitions, chain, accessed)
             runs = 0
             for launch in launches:
                 scope = patch_lang()
@@ -387,9 +435,10 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 files.add(node.read.site.file)
             for item in node.pre:
                 files.add(item.site.file)
-                if item.kind in ("ld", "st"):
+                if item.kind in ("ld", "st", "put"):  # a put's locs: its destination (NVSHMEM)
                     accesses.append(tuple(item.locs))
     accesses += [tuple(v) for v in host_writes.values()] + [tuple(v) for v in expects.values()]
+    accesses += [tuple(stream_locs[i]) for i in copy_sources] + [tuple(v) for v in copy_sources.values()]
     # expected elements no operation writes can only hold their initial contents: ghost data too,
     # grouped like the rest (one read per group, not one per element: a tile never written is one
     # location, and a thread of one read per element would exceed the explorer's steps)
@@ -443,6 +492,12 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
             role = f"rank {op.rank} host fill_ (call {op.call}, stream {op.stream})"
             threads_out.append(Thread(f"T{len(threads_out)}", op.rank, cta, tuple(code), role, phase_of[op.index]))
             infos.append(ThreadInfo("host-write", role, op.call, op.rank))
+        elif op.kind in STREAM_OPS:
+            cta += 1
+            code = _stream_op_code(op, stream_locs[op.index], copy_sources.get(op.index, ()), namer, memory, init)
+            role = f"rank {op.rank} stream {op.stream}: {STREAM_OPS[op.kind]} (call {op.call})"
+            threads_out.append(Thread(f"T{len(threads_out)}", op.rank, cta, code, role, phase_of[op.index]))
+            infos.append(ThreadInfo("host-write", role, op.call, op.rank))
     pairs = host_order(sv.ops, phase_of)
     for op in sv.ops:
         if op.kind != "expect":
@@ -464,10 +519,12 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     if pdl:
         assumptions.add("pdl: the primary's programs run griddepcontrol.launch_dependents first thing; a dependent "
                         "declared pdl_wait runs griddepcontrol.wait first thing (sv.launch(pdl=True))")
-    threads_all = lower_async(tuple(threads_out))  # tensor descriptors: one agent thread per TMA copy
+    # tensor descriptors: one agent thread per TMA copy; NVSHMEM calls: one per chunk and signal
+    threads_all = lower_delivery(lower_async(tuple(threads_out)))
     for agent in threads_all[len(threads_out):]:
         issuer = infos[next(i for i, t in enumerate(threads_out) if agent.name.startswith(t.name + "."))]
-        infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: its TMA copy (async proxy)", issuer.call, issuer.rank))
+        what = "its TMA copy (async proxy)" if ".copy" in agent.name else "its NVSHMEM delivery"
+        infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: {what}", issuer.call, issuer.rank))
     program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
                       observed_registers=frozenset(), pdl=pdl)
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):

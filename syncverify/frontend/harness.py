@@ -147,8 +147,9 @@ class Heap:
 @dataclass
 class HostOp:
     """One operation the host issued, in issue order. ``kind``: ``launch``, ``write`` (a
-    ``zero_``/``fill_`` on a stream), ``record``, ``wait``, ``synchronize``, ``host_barrier``,
-    ``expect``."""
+    ``zero_``/``fill_`` on a stream), the stream memory operations ``write_value``
+    (``cuStreamWriteValue32``), ``wait_value`` (``cuStreamWaitValue32``) and ``copy`` (a peer copy
+    by the copy engine), ``record``, ``wait``, ``synchronize``, ``host_barrier``, ``expect``."""
 
     kind: str
     call: int
@@ -164,6 +165,8 @@ class HostOp:
     site: str = ""  # file:line of the harness statement that issued it
     index: int = 0  # position in issue order
     pdl: str = ""  # launch: "" (stream order), "wait" or "no-wait" (a programmatic dependent launch)
+    source: Any = None  # copy: the torch tensor view copied from
+    cmp: str = ""  # wait_value: "geq" or "eq" (CU_STREAM_WAIT_VALUE_GEQ / _EQ)
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,37 @@ class Harness:
         self._rank_stream(rank, stream)
         self._add(HostOp("write", self.call, rank, stream, tensor=_view(tensor), value=value, site=site))
 
+    # ----- stream memory operations: ordered by their stream, performed by no SM thread -------------
+
+    def write_value(self, word, value: int, *, rank: int, stream: str = "main") -> None:
+        """``cuStreamWriteValue32(stream, word, value, CU_STREAM_WRITE_VALUE_DEFAULT)``: after the
+        work issued on ``(rank, stream)`` before it, a 32-bit release write at system scope (the
+        default flag's "memory barrier" before the write: docs/nvshmem.md, "Stream memory
+        operations"). ``word``: one 32-bit element of a heap buffer."""
+        self._rank_stream(rank, stream)
+        self._add(HostOp("write_value", self.call, rank, stream, tensor=_word(word, "sv.write_value"),
+                         value=int(value), site=_site()))
+
+    def wait_value(self, word, value: int, *, rank: int, stream: str = "main", cmp: str = "geq") -> None:
+        """``cuStreamWaitValue32(stream, word, value, CU_STREAM_WAIT_VALUE_GEQ|EQ)``: work issued on
+        ``(rank, stream)`` after it waits until ``word`` (one 32-bit element) holds ``>= value``
+        (``cmp="geq"``) or ``== value`` (``"eq"``); read with acquire at system scope."""
+        self._rank_stream(rank, stream)
+        if cmp not in ("geq", "eq"):
+            raise HarnessError(f"sv.wait_value: cmp={cmp!r} is not 'geq' or 'eq' ({_site()})")
+        self._add(HostOp("wait_value", self.call, rank, stream, tensor=_word(word, "sv.wait_value"),
+                         value=int(value), cmp=cmp, site=_site()))
+
+    def copy_(self, dst, src, *, rank: int, stream: str = "main") -> None:
+        """``dst.copy_(src)`` by the copy engine on ``(rank, stream)`` (a peer copy, iris's copy-engine
+        path): ordered after the stream's earlier work and before its later work, by no SM thread;
+        ``dst`` and ``src`` name one rank's copy each, with as many elements."""
+        self._rank_stream(rank, stream)
+        dst, src = _view(dst), _view(src)
+        if dst.numel() != src.numel():
+            raise HarnessError(f"sv.copy_: {dst.numel()} elements from {src.numel()} ({_site()})")
+        self._add(HostOp("copy", self.call, rank, stream, tensor=dst, source=src, site=_site()))
+
     def record_event(self, *, rank: int, stream: str = "main") -> StreamEvent:
         """An event after everything issued on ``(rank, stream)`` so far."""
         self._rank_stream(rank, stream)
@@ -289,6 +323,15 @@ def _view(tensor) -> Any:
     if isinstance(tensor, SymmetricTensor):
         raise HarnessError(f"name one rank's copy ({tensor.name}.on(rank)) here ({_site(3)})")
     return tensor
+
+
+def _word(tensor, what: str) -> Any:
+    """One 32-bit element of one rank's copy (what ``cuStream{Write,Wait}Value32`` take)."""
+    view = _view(tensor)
+    if view.numel() != 1 or view.element_size() != 4:
+        raise HarnessError(f"{what}: name one 32-bit element ({tuple(view.shape)} of {view.element_size()}-byte "
+                           f"elements given) ({_site(3)})")
+    return view
 
 
 def _views(tensor, world_size: int) -> list:

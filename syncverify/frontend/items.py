@@ -62,3 +62,4 @@ class Item:
     barrier_id: int = 0
     count: int | None = None
     fence_kind: str = ""
+    delivery: Any = None  # put: an NVSHMEM call's Delivery (syncverify.frontend.runner)

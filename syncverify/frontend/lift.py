@@ -27,6 +27,7 @@ from syncverify.errors import UnsupportedConstruct
 from syncverify.frontend.programs import equal_futures
 from syncverify.frontend.runner import Item, Loc
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
+from syncverify.delivery import DeliveryFence, Put, Quiet  # NVSHMEM calls
 from syncverify.program import GLOBAL, SHARED_CTA, BulkCommit, BulkCopy, BulkWait, MbarWait  # tensor descriptors
 
 
@@ -284,6 +285,24 @@ class ThreadEmitter:
         self.code.append(BulkCommit(line=line, label=text + "  [cp.async.bulk.commit_group]"))
         self.code.append(BulkWait(0, read=True, line=line, label=text + "  [cp.async.bulk.wait_group.read 0]"))
 
+    def _nvshmem(self, item: Item) -> None:
+        """An NVSHMEM call (syncverify.delivery): a put's data is its destination's ghost
+        locations, written with the call's number as a tile store is (the read of its source is
+        not modelled); its signal an update of a synchronization location."""
+        line, text = item.site.line, _label(item)
+        if item.kind != "put":
+            call = Quiet if item.kind == "quiet" else DeliveryFence
+            self.code.append(call(line=line, label=text))
+            return
+        d = item.delivery
+        if any(loc not in self.namer.ghost for loc in d.dst):
+            raise UnsupportedConstruct(f"{item.site}: a put into a synchronization location is not modeled by the "
+                                       "kernel front end: update it with a signal")
+        chunks = tuple((name, self.call + 1) for name in self.namer.ghost_locs(d.dst))
+        signal = None if d.signal is None else str(d.signal)
+        self.code.append(Put(d.pe, chunks, blocking=d.blocking, signal=signal, signal_op=d.signal_op,
+                             signal_value=d.signal_value, line=line, label=text, ghost=True))
+
     def _broadcast(self, item: Item, reg: str) -> None:
         """Thread 0 after a used scalar read: ``bar.sync``; the value to the others when they need it."""
         line, text = item.site.line, _label(item)
@@ -313,6 +332,8 @@ class ThreadEmitter:
                                            line=line, label=text))
         elif item.kind == "fence":
             self.code.append(Fence(item.fence_kind, item.scope, line=line, label=text))
+        elif item.kind in ("put", "quiet", "nvfence"):
+            self._nvshmem(item)
         elif item.kind == "bar":  # count: model threads (frontend.asm scales the PTX count)
             self.code.append(Barrier("arrive" if item.op == "arrive" else "sync", item.barrier_id, item.count,
                                      line=line, label=text))
@@ -337,7 +358,7 @@ def host_order(ops, phase_of: dict[int, str]) -> list[tuple[str, str]]:
     issued: dict[int, list[str]] = {}  # rank -> work phases so far
     recorded: dict[int, str | None] = {}  # record op index -> the work it follows
     for op in ops:
-        if op.kind in ("launch", "write"):
+        if op.kind in ("launch", "write", "write_value", "wait_value", "copy"):  # work on a stream
             phase = phase_of[op.index]
             key = (op.rank, op.stream)
             preds = set(pending.pop(key, set())) | floor.get(op.rank, set()) | floor_all

@@ -188,6 +188,8 @@ def _writes(item: Item, value: int | None = None) -> list:
     a failed poll of ``atomic_cas(p, 1, 0)`` writes nothing."""
     if item.kind == "st":
         return list(item.locs)
+    if item.kind == "put":  # an NVSHMEM put: its signal, delivered later (syncverify.delivery)
+        return [] if item.delivery.signal is None else [item.delivery.signal]
     if item.kind != "read" or item.op != "atom" or _identity(item):
         return []
     if value is not None:

@@ -248,6 +248,36 @@ class _Watchdog:
 _watchdog: "_Watchdog | None" = None
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """An NVSHMEM put or signal operation as one run saw it (syncverify.delivery): the PE, the
+    destination elements (on that PE), the signal element (on that PE) and its update."""
+
+    pe: int
+    dst: tuple = ()
+    signal: Loc | None = None
+    signal_op: str = "set"
+    signal_value: int = 0
+    blocking: bool = False
+
+
+def nvshmem_call(kind: str, *, dest=None, nbytes=None, pe=None, signal=None, signal_op: str = "set",
+                 signal_value=None, blocking: bool = False) -> None:
+    """What :mod:`syncverify.frontend.devices.libshmem_device` calls: ``kind`` is ``put``,
+    ``quiet`` or ``fence``; the current run records it (thread 0 only: a ``_block`` call is one
+    call by the CTA, issued by one thread, syncverify.delivery)."""
+    _current().nvshmem(kind, dest, nbytes, pe, signal, signal_op, signal_value, blocking)
+
+
+def _scalar(value: Any) -> int:
+    """A kernel's scalar (a Python int, a constexpr, or an interpreter tensor of one element) as an int."""
+    handle = getattr(value, "handle", None)
+    if handle is not None and hasattr(handle, "data"):
+        return int(np.asarray(handle.data).reshape(-1)[0])
+    inner = getattr(value, "value", value)  # constexpr
+    return int(inner)
+
+
 def _current() -> "ProgramRun":
     if _active is None:  # a hook called outside a run: the front end's own bug
         raise RuntimeError("syncverify front end: interpreter hook called outside a run")
@@ -823,6 +853,55 @@ class ProgramRun:
         if taint:
             handle.attr[_TAINT] = frozenset(taint)
         return handle
+
+    def nvshmem(self, kind: str, dest, nbytes, pe, signal, signal_op: str, signal_value, blocking: bool) -> None:
+        """An NVSHMEM call (:func:`nvshmem_call`): a put of ``nbytes`` from the symmetric address
+        ``dest`` (a pointer of this rank's copy) to PE ``pe``'s copy, with ``signal`` (likewise)
+        updated by ``signal_op``; or ``quiet``/``fence``. Recorded for model thread 0."""
+        frames = self._frames()
+        site_key = self._site(frames)[1]
+        site = self._site([f for f in frames if not f.f_code.co_filename.startswith(_DEVICES)] or frames)[0]  # the user's call
+        if self.oracle.thread != 0:
+            return
+        for value in (pe, nbytes, signal_value):
+            self.sink(taint_of(value))  # they decide what is written where
+        if kind in ("quiet", "fence"):
+            self._add(Item("quiet" if kind == "quiet" else "nvfence", site, site_key))
+            return
+        target = _scalar(pe)
+        dst: list[Loc] = []
+        if dest is not None:
+            itemsize = dest.dtype.element_ty.primitive_bitwidth // 8
+            count, rest = divmod(_scalar(nbytes), itemsize)
+            if rest:
+                raise UnsupportedConstruct(f"{site}: a put of {_scalar(nbytes)} bytes of {itemsize}-byte elements is "
+                                           "not modeled: give a whole number of elements")
+            base = self._located(dest, site)
+            dst = [Loc(base.buffer, target, base.index + k) for k in range(count)]
+            for loc in dst:  # tile data, as a store's (its value is the source's: not followed)
+                self.result.accessed.setdefault(loc, set()).add("weak")
+                self.result.written.setdefault(loc, set()).add(1)
+        sig = None
+        if signal is not None:
+            mine = self._located(signal, site)
+            sig = Loc(mine.buffer, target, mine.index)
+            self.result.accessed.setdefault(sig, set()).add("sync")
+            value = wrap_int32(_scalar(signal_value))
+            for old in self.oracle.domains.get(sig) or (0,):
+                new = wrap_int32(atomic_result("exch" if signal_op == "set" else "add", old, (value,), False))
+                self.result.written.setdefault(sig, set()).add(new)
+                self.result.transitions.setdefault(sig, set()).add((old, new))
+        self._add(Item("put", site, site_key, tuple(dst), delivery=Delivery(
+            target, tuple(dst), sig, signal_op, 0 if signal_value is None else wrap_int32(_scalar(signal_value)), blocking)))
+
+    def _located(self, pointer, site: Site) -> Loc:
+        """The element a scalar pointer (an interpreter tensor) points at; refused outside every allocation."""
+        address = int(np.asarray(pointer.handle.data).reshape(-1)[0])
+        found = self.memory.locate(address)
+        if found is None or found[0].rank is None:
+            raise UnsupportedConstruct(f"{site}: an NVSHMEM call's address is not in a symmetric heap buffer "
+                                       "(allocate it with sv.heap)")
+        return found[0]
 
     def barrier(self) -> None:
         site, site_key = self._site(self._frames())

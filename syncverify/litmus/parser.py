@@ -59,6 +59,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, NoReturn
 
+from syncverify.delivery import COMPARISONS, SIGNAL_OPS, DeliveryFence, Put, Quiet, lower_delivery, signal_wait
 from syncverify.errors import LitmusSyntaxError, SyncVerifyError, UnsupportedConstruct
 from syncverify.inputs import read_input_file
 from syncverify.program import (
@@ -159,12 +160,16 @@ _HINTS = {
                 "mbarrier.expect_tx|complete_tx{.relaxed.cta}.shared::cta.b64 [BAR], TX, "
                 "mbarrier.try_wait{.acquire.cta}.shared::cta.b64 P, [BAR], STATE or "
                 "mbarrier.try_wait.parity{.acquire.cta}.shared::cta.b64 P, [BAR], 0|1",
+    "nvshmem": "write nvshmem.put{_nbi} PE, [DST], SRC{, [DST], SRC ...}, "
+               "nvshmem.put_signal{_nbi}.{set,add} PE, [SIG], VALUE, [DST], SRC{, ...}, "
+               "nvshmem.signal_op.{set,add} PE, [SIG], VALUE, nvshmem.quiet, nvshmem.fence or "
+               "nvshmem.signal_wait_until.{eq,ne,ge,gt,le,lt} REG, [SIG], VALUE (SRC: [LOC] or an integer)",
     "bar": "write bar{.cta}.sync ID{, COUNT}, bar{.cta}.arrive ID, COUNT or bar{.cta}.red.OP D, ID{, COUNT}, {!}P",
     "barrier": "write barrier{.cta}.sync ID{, COUNT}, barrier{.cta}.arrive ID, COUNT or barrier{.cta}.red.OP ...",
 }
 
 _KNOWN = (
-    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier", "cp.async.bulk", "mbarrier",
+    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier", "cp.async.bulk", "mbarrier", "nvshmem",
     "add", "sub", "mul", "div", "mov", "beq", "bne", "bge", "blt", "bgt", "ble", "goto",
 )  # fmt: skip
 
@@ -501,11 +506,15 @@ def _cell(src: _Source, cell: str, thread: str, line: int) -> list[Instruction]:
     while match := _LABEL_RE.match(cell):
         labels.append(Label(match.group(1), line=line))
         cell = match.group(2).strip()
-    return labels + [_instruction(src, cell, thread, line)] if cell else labels
+    if not cell:
+        return labels
+    read = _instruction(src, cell, thread, line)
+    return labels + (list(read) if isinstance(read, tuple) else [read])  # a tuple: a spin (nvshmem)
 
 
-def _instruction(src: _Source, cell: str, thread: str, line: int) -> Instruction:
-    """One instruction, read by the reader of its base mnemonic."""
+def _instruction(src: _Source, cell: str, thread: str, line: int) -> Instruction | tuple[Instruction, ...]:
+    """One instruction, read by the reader of its base mnemonic (a tuple: the instructions of
+    one call, ``nvshmem.signal_wait_until``)."""
     mnemonic, rest = (cell.split(None, 1) + [""])[:2]
     operands = [op.strip() for op in rest.split(",")] if rest.strip() else []
     ins = _Ins(src, mnemonic, operands, thread, line)
@@ -849,7 +858,7 @@ def _read_cp(ins: _Ins, quals: list[str]) -> Instruction:
 
 
 def _copy_size(ins: _Ins, text: str) -> int:
-    """A bulk copy's size operand: its bytes, the completeCount of its complete-tx (choice 13). A
+    """A bulk copy's size operand: its bytes, the completeCount of its complete-tx (choice 14). A
     tensor copy has none: it moves the one location its map names, read as 4 bytes."""
     if not _INT_RE.match(text) or _int(text) <= 0:
         ins.fail(f"the size of {ins.mnemonic} must be a positive integer constant, got {_show(text)}")
@@ -903,6 +912,41 @@ def _read_mbarrier(ins: _Ins, quals: list[str]) -> Instruction:
     ins.unknown(_HINTS["mbarrier"])
 
 
+def _read_nvshmem(ins: _Ins, quals: list[str]) -> Instruction | tuple[Instruction, ...]:
+    """NVSHMEM's device calls (syncverify.delivery; syncverify.model.ptx, choice 13):
+    ``nvshmem.put{_nbi}``, ``nvshmem.put_signal{_nbi}.OP``, ``nvshmem.signal_op.OP``,
+    ``nvshmem.quiet``, ``nvshmem.fence`` and ``nvshmem.signal_wait_until.CMP`` (a spin)."""
+    hint = _HINTS["nvshmem"]
+    name, rest = (quals[0] if quals else ""), quals[1:]
+    if name in ("quiet", "fence") and not rest:
+        ins.arity(0)
+        return Quiet(line=ins.line) if name == "quiet" else DeliveryFence(line=ins.line)
+    if name == "signal_wait_until" and len(rest) == 1 and rest[0] in COMPARISONS:
+        ins.arity(3)
+        return signal_wait(ins.register(0), ins.location(1), rest[0], ins.value(2), f"__nvshmem_wait{ins.line}",
+                           line=ins.line)
+    if name in ("put", "put_nbi") and not rest:
+        signal, op, value, first = None, "set", 1, 1
+    elif name in ("put_signal", "put_signal_nbi", "signal_op") and len(rest) == 1 and rest[0] in SIGNAL_OPS:
+        if len(ins.operands) < 3:
+            ins.fail(f"{ins.mnemonic} takes PE, [SIG], VALUE first", hint)
+        signal, op, value, first = ins.location(1), rest[0], ins.integer(2, "the signal value"), 3
+    else:
+        ins.unknown(hint)
+    pe = ins.integer(0, "the PE") if ins.operands else ins.fail(f"{ins.mnemonic} takes the PE first", hint)
+    pairs = ins.operands[first:]
+    if name == "signal_op" and pairs:
+        ins.fail(f"{ins.mnemonic} takes PE, [SIG], VALUE only", hint)
+    if name != "signal_op" and (not pairs or len(pairs) % 2):
+        ins.fail(f"{ins.mnemonic} takes pairs [DST], SRC after {'the PE' if first == 1 else 'the signal'}", hint)
+    chunks = []
+    for k in range(first, len(ins.operands), 2):
+        source = ins.operands[k + 1]
+        chunks.append((ins.location(k), _int(source) if _INT_RE.match(source) else ins.location(k + 1)))
+    return Put(pe, tuple(chunks), blocking=not name.endswith("_nbi") and name != "signal_op", signal=signal,
+               signal_op=op, signal_value=value, line=ins.line)
+
+
 def _split_bytes(src: _Source, code: list[list[Instruction]], memory: dict[str, int],
                  condition_locations: set[str]) -> list[list[Instruction]]:
     """Mixed-size accesses (:func:`syncverify.program.split_mixed_sizes`; syncverify.model.ptx,
@@ -929,8 +973,9 @@ def _place_in_spaces(src: _Source, code: list[list[Instruction]]) -> list[list[I
     return [[placed(ins) for ins in instructions] for instructions in code]
 
 
-_READERS: dict[str, Callable[[_Ins, list[str]], Instruction]] = {
+_READERS: dict[str, Callable[[_Ins, list[str]], Instruction | tuple[Instruction, ...]]] = {
     "cp": _read_cp,
+    "nvshmem": _read_nvshmem,
     "mbarrier": _read_mbarrier,
     "ld": _read_ld,
     "st": _read_st,
@@ -1212,7 +1257,7 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
     )
     _warn_partial_barriers(src, threads)
     try:
-        threads = lower_async(threads)
+        threads = lower_delivery(lower_async(threads))
     except UnsupportedConstruct as error:
         src.fail(str(error), getattr(error, "line", None))
     return Program(

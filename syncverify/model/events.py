@@ -25,6 +25,9 @@ PROXY = "proxy"
 #: The issuing thread's side of an asynchronous bulk copy (syncverify.model.ptx, choice 11): the
 #: issue point, a bulk-group wait (the full form and ``.read``), an mbarrier arrival and wait.
 ISSUE, WAIT_GROUP, WAIT_GROUP_READ, MBAR_ARRIVE, MBAR_WAIT = "issue", "wait_group", "wait_group_read", "mbar_arrive", "mbar_wait"
+#: An NVSHMEM ordering point (``nvshmem_quiet``, ``nvshmem_fence``): what precedes it precedes the
+#: deliveries its thread issues after it (syncverify.model.ptx, choice 13).
+ORDER = "order"
 #: The memory proxies (PTX ISA, "Proxies"): generic accesses, and the async proxy of ``cp.async.bulk``.
 GENERIC, ASYNC_PROXY = "generic", "async"
 #: The semantics an event of each kind may carry (PTX ISA: ``ld``, ``st``, ``atom``, ``fence``, ``bar``,
@@ -34,7 +37,7 @@ SEMANTICS: dict[str, frozenset[str]] = {
     WRITE: frozenset({WEAK, RELAXED, RELEASE}),
     FENCE: frozenset({ACQ_REL, SC, PROXY}),
     BARRIER: frozenset({SYNC, ARRIVE, RED}),
-    ASYNC: frozenset({ISSUE, WAIT_GROUP, WAIT_GROUP_READ, MBAR_ARRIVE, MBAR_WAIT}),
+    ASYNC: frozenset({ISSUE, WAIT_GROUP, WAIT_GROUP_READ, MBAR_ARRIVE, MBAR_WAIT, ORDER}),
 }
 
 

@@ -1,4 +1,4 @@
-"""mbarrier phases with transaction counts (syncverify.model.ptx, choice 13).
+"""mbarrier phases with transaction counts (syncverify.model.ptx, choice 14).
 
 An mbarrier's current phase completes when "The count of the pending arrivals has reached zero"
 and "The tx-count has reached zero" (PTX ISA, "Phase Completion of the mbarrier object"). The

@@ -107,7 +107,7 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
        async-wait-group-1-*]. ``mbarrier.arrive`` (release, ``.cta``) synchronizes with
        ``mbarrier.try_wait`` (acquire, ``.cta``) of the same mbarrier and CTA, one phase per
        mbarrier (a wait is the try that returns True) [async-mbarrier-arrive-publishes-arriver];
-       which copies a wait sees complete, with transaction counts: choice 13.
+       which copies a wait sees complete, with transaction counts: choice 14.
     e. *Proxy-preserved base causality* (ISA, "Causality Order"): same-address pairs stay in
        base causality if both are generic, or of one proxy and one CTA ("performed to the same
        address, using the same proxy, and by the same thread block"), or, our reading of the
@@ -136,7 +136,15 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
     [mixed-same-size-relaxed-not-torn]. The ISA adds that "The axioms in the memory consistency
     model do not apply if a PTX program contains one or more mixed-size data-races": the outcomes
     of such a program are the axioms' here, and its race is the verdict that counts.
-13. *mbarrier transaction counts* (``syncverify.model.mbarrier``, docs/async.md). "An mbarrier
+13. *NVSHMEM deliveries* (:mod:`syncverify.model.delivery`, docs/nvshmem.md): puts, puts with
+    signal and signal operations are performed by delivery agents (one agent thread per chunk
+    and per signal, generic proxy) issued as in 11 c; ``nvshmem_quiet`` and a blocking put's
+    return are waits of 11 d over deliveries; ``nvshmem_quiet`` and ``nvshmem_fence`` are
+    ordering points whose ``ordered`` edges (to the later deliveries' accesses) enter base
+    causality; a signal's agent waits for its data, and after ``nvshmem_fence`` a delivery's
+    agent waits for the earlier deliveries to the same PE
+    [nvshmem-put-nbi-chunks-any-order, nvshmem-quiet-then-signal, nvshmem-fence-orders-same-pe].
+14. *mbarrier transaction counts* (``syncverify.model.mbarrier``, docs/async.md). "An mbarrier
     object completes the current phase when ... The count of the pending arrivals has reached
     zero. The tx-count has reached zero" (ISA, "Phase Completion of the mbarrier object"); a
     copy's complete-tx carries "completeCount argument equal to amount of data copied in bytes".
@@ -183,6 +191,7 @@ from syncverify.model.events import (
     Event,
     Execution,
 )
+from syncverify.model import delivery
 from syncverify.model.relations import (
     find_cycle,
     inter,
@@ -494,7 +503,7 @@ def complete(x: Execution) -> frozenset:
     waits = [e for e in x.events if e.kind == ASYNC and e.sem in (WAIT_GROUP, WAIT_GROUP_READ, MBAR_WAIT)]
     if not waits:
         return frozenset()
-    accesses = [e for e in x.events if e.is_async_access]
+    accesses = [e for e in x.events if e.is_memory and e.copies]  # a copy's, or a delivery's (choice 13)
     return frozenset((a.eid, w.eid) for w in waits for a in accesses
                      if a.copies[0] in w.copies and (w.sem != WAIT_GROUP_READ or a.is_read))
 
@@ -548,14 +557,19 @@ def fence_sc_order(x: Execution) -> frozenset:
     )
 
 
+#: ``ordered``: an NVSHMEM quiet or fence -> the later deliveries' accesses (choice 13, syncverify.model.delivery).
+ordered = relation(Depends.SHAPE)(delivery.ordered)
+
+
 @relation(Depends.READS_FROM)
 def base_causality(x: Execution) -> frozenset:
-    """``cause-base = (po | sync | sync_fence | sync_barrier | host)+`` (choices 5 and 7).
+    """``cause-base = (po | sync | sync_fence | sync_barrier | host)+`` (choices 5 and 7), with the
+    completions of choice 11 and NVSHMEM's ordering points (``ordered``, choice 13).
 
     Closed over ``po_immediate`` and ``host_immediate``, which have the same closure with the
     other relations as ``po`` and ``host`` (see there) and far fewer pairs."""
     return plus(union(po_immediate(x), synchronizes_with(x), fence_sc_order(x), barrier(x), host_immediate(x),
-                      complete(x), mbarrier_sync(x)))
+                      complete(x), mbarrier_sync(x), ordered(x)))
 
 
 @relation(Depends.READS_FROM)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from syncverify.delivery import DeliveryFence, Put, Quiet, lower_delivery
 from syncverify.errors import ScenarioError, UnsupportedConstruct
 from syncverify.explore.residency import Residency
 from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, Store,
@@ -475,6 +476,11 @@ class _Builder:
             if first.kind == "fence":
                 out.append(Fence(first.sem, first.scope, label=self.labelled(where, origin)))
                 continue
+            if first.kind == "nvshmem" and first.op in ("fence", "quiet"):
+                if executes(first, thread, self.opts.threads_per_cta):
+                    call = Quiet if first.op == "quiet" else DeliveryFence
+                    out.append(call(label=self.labelled(where, origin)))
+                continue
             if step.to is not None:
                 copies = rules.signal_targets(step.to, rank, owner, W)
             else:
@@ -534,6 +540,10 @@ class _Builder:
             sem = first.sem if first.sem in ("relaxed", "release") else "weak"
             value = self.operand(protocol, section, n, step, "value")
             out.append(Store(loc, value, sem, first.scope if sem != "weak" else None, label=text, footprint=footprint))
+        elif first.kind == "nvshmem":  # nvshmemx_signal_op to rank q's copy (syncverify.delivery)
+            value = self.operand(protocol, section, n, step, "value")
+            out.append(Put(q, (), signal=loc, signal_op=first.op.removeprefix("signal_"), signal_value=value,
+                           label=text))
         elif first.kind == "atom":
             if first.op == "cas":
                 operands = (self.operand(protocol, section, n, step, "compare"),
@@ -838,6 +848,9 @@ class _Program:
     def finish(self) -> Scenario:
         """Add the host's lock resets between epochs and the rank symmetry group; build the Scenario."""
         opts = self.opts
+        # NVSHMEM calls: their delivery agents, appended after every thread (syncverify.delivery)
+        delivering = any(isinstance(ins, (Put, Quiet, DeliveryFence)) for th in self.threads for ins in th.instructions)
+        self.threads = list(lower_delivery(tuple(self.threads)))
         policies = {stage: (opts.reset if which == "protocol"
                             else rules.reset_policy(self.protocols[which].reset))
                     for stage, which in self.stage_protocol.items()}
@@ -858,7 +871,7 @@ class _Program:
             if opts.launches != "two-stream":
                 pdl = programmatic_dependent_launch(self.threads, opts)
         symmetry = ()
-        if len(self.units) > 1:  # per-rank phases and their host order rename with the ranks too
+        if len(self.units) > 1 and not delivering:  # a unit's delivery agents are not renamed with it  # per-rank phases and their host order rename with the ranks too
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
         protocol = self.protocols["protocol"]
         name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")

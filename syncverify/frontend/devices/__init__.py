@@ -11,7 +11,11 @@ and the same module also runs compiled on a GPU:
   with ``sem``/``scope``, ``heap_bases``);
 * :mod:`syncverify.frontend.devices.symm_mem`: PyTorch's symmetric-memory Triton helpers
   (``get_remote_ptr`` from ``buffer_ptrs``, ``send_signal``/``wait_signal`` on signal pads,
-  ``symm_mem_sync``). Raw peer pointers (an int64 address table loaded and cast with
+  ``symm_mem_sync``);
+* :mod:`syncverify.frontend.devices.libshmem_device`: NVSHMEM's device API as Triton-distributed
+  exposes it (``putmem{_signal}{_nbi}_block``, ``signal_op``, ``signal_wait_until``, ``quiet``,
+  ``fence``), recorded as NVSHMEM calls and checked as deliveries (docs/nvshmem.md; the
+  interpreter only). Raw peer pointers (an int64 address table loaded and cast with
   ``.to(tl.pointer_type(...))``) need nothing: they are ordinary loads and casts.
 
 :func:`provided` makes ``import iris`` in a user's file give the shim, for the duration of a
@@ -35,6 +39,7 @@ from syncverify.errors import SyncVerifyError
 SHIMS: dict[str, str] = {
     "iris": "syncverify.frontend.devices.iris",
     "symm_mem": "syncverify.frontend.devices.symm_mem",
+    "libshmem_device": "syncverify.frontend.devices.libshmem_device",
 }
 
 #: What a check provides unless told otherwise: ``import iris`` gives the iris shim.

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from syncverify.delivery import DeliveryOrder
 from syncverify.errors import SyncVerifyError
 from syncverify.program import ASYNC_INSTRUCTIONS, Atomic, Barrier, Branch, Fence, Label, Load, Operand, Program, RegOp, Store, Thread
 from syncverify.litmus.gpu.outcomes import observed_items
@@ -102,6 +103,9 @@ def _check_program(program: Program) -> None:
     for thread in program.threads:
         has_branch = any(isinstance(i, Branch) for i in thread.instructions)
         for ins in thread.instructions:
+            if isinstance(ins, DeliveryOrder) or getattr(ins, "completion", "") == "delivery":
+                raise NotOnGpu(f"{_where(program, ins)}: NVSHMEM calls (nvshmem.*) are not compiled for --gpu "
+                               f"(docs/nvshmem.md)")
             if isinstance(ins, ASYNC_INSTRUCTIONS) or getattr(ins, "proxy", "generic") != "generic":
                 raise NotOnGpu(f"{_where(program, ins)}: the async proxy (cp.async.bulk, mbarrier, "
                                f"fence.proxy.async) is not compiled for --gpu (docs/async.md)")
