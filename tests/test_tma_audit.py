@@ -1,7 +1,7 @@
 """The PTX audit of the fused kernels' TMA loads (``syncverify.kernels.audit_tma``): compiled for
 sm_90 on the CPU, each kernel's tensor-descriptor copies are loads of input operands completed
 through an mbarrier whose expected transaction count is one stage's operand boxes (the model's
-choice 13: the wait sees every copy); a PTX changed to break each of those is caught."""
+choice 14: the wait sees every copy); a PTX changed to break each of those is caught."""
 
 from __future__ import annotations
 

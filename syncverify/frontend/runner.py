@@ -111,22 +111,20 @@ class Memory:
 
     def __init__(self) -> None:
         self.ranges: list[tuple[int, int, str, int | None, int, np.ndarray]] = []  # start, end, name, rank, itemsize, bytes
+        self.last_itemsize: int | None = None  # of the allocation the last locate() found
 
     def add(self, name: str, rank: int | None, start: int, nbytes: int, itemsize: int, raw: np.ndarray) -> None:
         self.ranges.append((start, start + nbytes, name, rank, itemsize, raw))
 
-    def itemsize_at(self, address: int) -> int | None:
-        """The element size of the allocation ``address`` is in (None: in none)."""
-        for start, end, _name, _rank, itemsize, _raw in self.ranges:
-            if start <= address < end:
-                return itemsize
-        return None
-
     def locate(self, address: int) -> tuple[Loc, np.ndarray, int] | None:
+        """The element ``address`` falls in, the allocation's bytes and the byte offset in them;
+        ``last_itemsize`` keeps that allocation's element size (None when it is in none)."""
         for start, end, name, rank, itemsize, raw in self.ranges:
             if start <= address < end:
                 offset = address - start
+                self.last_itemsize = itemsize
                 return Loc(name, rank, offset // itemsize), raw, offset
+        self.last_itemsize = None
         return None
 
 
@@ -652,7 +650,7 @@ class ProgramRun:
         if found is None:
             self.result.accessed.setdefault(("oob", str(site)), set()).add(kind)
             return found
-        itemsize = self.memory.itemsize_at(int(address))
+        itemsize = self.memory.last_itemsize
         if itemsize is not None and (size != itemsize or found[2] % itemsize):
             raise UnsupportedConstruct(
                 f"{site}: a {size}-byte {'load' if kind == 'ld' else 'store' if kind == 'st' else 'atomic'} at byte "

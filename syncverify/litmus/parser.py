@@ -869,7 +869,7 @@ def _read_mbarrier(ins: _Ins, quals: list[str]) -> Instruction:
     """``mbarrier.arrive{.expect_tx}`` and ``mbarrier.try_wait{.parity}`` with their default
     ``.release``/``.acquire`` at ``.cta`` scope, ``mbarrier.init``, and ``mbarrier.expect_tx`` /
     ``complete_tx`` (``.relaxed.cta``, their only semantics); other forms are refused (choices 11
-    and 13 of syncverify.model.ptx say why)."""
+    and 14 of syncverify.model.ptx say why)."""
     rest = [q for q in quals if q not in ("shared", "shared::cta", "b64", "release", "acquire", "cta")]
     if rest[:1] in (["expect_tx"], ["complete_tx"]) and rest[1:] in ([], ["relaxed"]):
         if "release" in quals or "acquire" in quals:
