@@ -299,7 +299,9 @@ def _kernel_op_at(a, where: Where) -> list[Op]:
         sem, scope = "relaxed", "sys"
     elif sem == "weak":
         scope = None
-    if a.kind == "atom" and a.op == "add" and a.constant and a.operands == (0,) and sem in ("relaxed", "acquire"):
+    if a.proxy == "async":  # a TMA copy of a watched buffer: the model's program has no such access
+        op = Op(f"tma-{a.kind}", "", sem, scope, where, threads)
+    elif a.kind == "atom" and a.op == "add" and a.constant and a.operands == (0,) and sem in ("relaxed", "acquire"):
         op = Op("ld", "", sem, scope, where, threads, seen=a.seen)  # Triton: ld.acquire on one thread
     elif a.kind == "atom":
         op = Op("atom", a.op, sem, scope, where, threads, a.operands, seen=a.seen)
@@ -447,9 +449,14 @@ def small_config(kernel: str, world_size: int):
 
 
 def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max_polls: int = 64,
-                 config=None, per_program: bool = False) -> tuple[dict[Key, list[Op]], set[Key]]:
+                 config=None, per_program: bool = False,
+                 tma: list | None = None) -> tuple[dict[Key, list[Op]], set[Key]]:
     """Run ``kernel`` with ``protocol`` in the interpreter for ``epochs`` launches and return its
     normalized ops and the role instances whose wait timed out (``max_polls`` polls).
+
+    ``tma``, when given, receives ``(buffer, kind)`` of every tensor-descriptor access the kernel
+    made (``buffer`` None for unwatched memory: the inputs A and B). A descriptor access of a
+    watched buffer is also an op of its own (``tma-ld``/``tma-st``), which no model op matches.
 
     Between launches the locks are zeroed when the protocol's own reset policy resets them
     (``host-between-barriers``/``host-racing``, done before the next launch), and left as they
@@ -500,4 +507,6 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
         timed_out |= {(waiter, r, t, epoch) for n, waiter in enumerate(waiters) for r in range(W)
                       for t in range(c.tiles) if status[r, n * c.tiles + t, 0]}
         ops.update(kernel_ops(recorder.log, side, world=W, epoch=epoch, per_program=per_program))
+        if tma is not None:
+            tma.extend((a.buffer, a.kind) for a in recorder.log if a.proxy == "async")
     return ops, timed_out

@@ -229,6 +229,11 @@ def _check_step(step: Any, section: str, number: int, lock_dtype: str, where: st
         )
     if step.op not in ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await"):
         raise UnsupportedStep(f"{at}: op={step.op!r} has no Triton lowering in syncverify.kernels.steps")
+    if getattr(step, "bytes", None) is not None:
+        offset, size = step.bytes
+        raise UnsupportedStep(f"{at}: bytes = {{ offset = {offset!r}, size = {size} }} (a byte range of the lock "
+                              f"word) is not executed by the fused kernels, whose locks are whole 32-bit words; "
+                              f"the model checks it (syncverify check), stress and bench cannot run it")
 
 
 def build_plan(protocol: Any, *, world_size: int, lock_dtype: str = "int32", push: Any = None) -> KernelPlan:

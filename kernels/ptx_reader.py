@@ -206,7 +206,7 @@ def _evaluate(ins: Instr, lanes: dict, ntid: int) -> list | None:
     return None
 
 
-def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
+def sync_ops(parsed, *, params: list[str] | None = None, visit=None) -> list[SyncOp]:
     """The synchronization operations of parsed PTX, in program (text) order.
 
     ``params`` names the kernel's parameters in order (PTX only numbers them); a global access
@@ -218,6 +218,10 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
     (it is computed from ``%tid.x`` alone), holds for exactly one thread; ``all`` otherwise (no
     guard, a guard that does not depend on the thread, or one that keeps several threads, such as
     the duplicate lanes of a small tile).
+
+    ``visit(ins, origin)``, when given, is called for every instruction after the registers'
+    origins are updated (``origin``: register -> the buffers its value comes from), for readers of
+    what ``SyncOp`` leaves out (``syncverify.kernels.audit_tma``: tensor maps and TMA copies).
     """
     instrs, ntid, param_syms, pointers = parsed
     origin: dict[str, set[str]] = {}
@@ -272,6 +276,8 @@ def sync_ops(parsed, *, params: list[str] | None = None) -> list[SyncOp]:
         op = _sync_op(ins, parts, ops, origin, threads, warps)
         if op is not None:
             out.append(op)
+        if visit is not None:
+            visit(ins, origin)
     return out
 
 

@@ -77,6 +77,7 @@ class Access:
     constant: bool = False
     used: bool = False
     seen: int | None = None
+    proxy: str = "generic"  # "async": a tensor-descriptor (TMA) load or store (issue 26)
 
 
 @dataclass
@@ -100,6 +101,7 @@ class Recorder:
         self.watched: list[_Watched] = []
         self._depth = 0
         self._helpers: list[dict] = []  # active SEM/SCOPE/INTERPRET helper frames
+        self._descriptor = 0  # inside a tensor-descriptor load or store: its accesses are the async proxy's
 
     def watch(self, name: str, tensor, *, rank_stride: int | None = None) -> None:
         """Name the accesses to ``tensor`` (``[ranks, ...]``; rank ``r``'s copy ``rank_stride``
@@ -133,7 +135,8 @@ class Recorder:
             if helper["sem"] not in ("", "weak"):
                 sem, scope = helper["sem"], helper["scope"]
         access = Access(self._pid(), kind, op, sem, scope, cache or "", buffer, copy, index,
-                        ptrs.data.size == 1, tuple(operands), constant)
+                        ptrs.data.size == 1, tuple(operands), constant,
+                        proxy="async" if self._descriptor else "generic")
         self.log.append(access)
         return access
 
@@ -185,7 +188,7 @@ def recording(recorder: Recorder):
     b = _interp.InterpreterBuilder
     saved = {name: getattr(b, name) for name in (
         "create_load", "create_masked_load", "create_store", "create_masked_store", "create_atomic_rmw",
-        "create_atomic_cas", "create_barrier", *_CONSTANTS)}
+        "create_atomic_cas", "create_barrier", "create_descriptor_load", "create_descriptor_store", *_CONSTANTS)}
     saved_call = _jit._call_interpreted
     rec = recorder
 
@@ -244,6 +247,17 @@ def recording(recorder: Recorder):
         rec.barrier()
         return saved["create_barrier"](self)
 
+    def descriptor(name):
+        """A tensor-descriptor load or store: the interpreter runs it as masked loads or stores,
+        logged as the async proxy's (``Access.proxy``)."""
+        def run(self, *args, **kwargs):
+            rec._descriptor += 1
+            try:
+                return saved[name](self, *args, **kwargs)
+            finally:
+                rec._descriptor -= 1
+        return run
+
     def constant(name):
         def make(self, value):
             handle = saved[name](self, value)
@@ -276,6 +290,8 @@ def recording(recorder: Recorder):
     patches = dict(create_load=create_load, create_masked_load=create_masked_load, create_store=create_store,
                    create_masked_store=create_masked_store, create_atomic_rmw=create_atomic_rmw,
                    create_atomic_cas=create_atomic_cas, create_barrier=create_barrier,
+                   create_descriptor_load=descriptor("create_descriptor_load"),
+                   create_descriptor_store=descriptor("create_descriptor_store"),
                    **{n: constant(n) for n in _CONSTANTS})
     try:
         for name, fn in patches.items():

@@ -107,7 +107,7 @@ TILE_LOAD_FIELDS: tuple[str, ...] = ("volatile",)
 _OP_FIELDS: dict[str, tuple[str, ...]] = {
     "barrier": ("id", "count", "warps", "arrive"),
     "fence": ("sem", "scope"),
-    "store": ("value", "sem", "scope", "cache", "to", "lock"),
+    "store": ("value", "sem", "scope", "cache", "to", "lock", "bytes"),
     "atomic_xchg": ("value", "sem", "scope", "to", "lock"),
     "atomic_add": ("value", "sem", "scope", "to", "lock"),
     "atomic_cas": ("compare", "value", "sem", "scope", "to", "from", "lock", "until"),
@@ -118,14 +118,14 @@ _OP_FIELDS: dict[str, tuple[str, ...]] = {
 }
 _AWAIT_COMMON: tuple[str, ...] = ("read", "until", "from", "lock")
 _READ_FIELDS: dict[str, tuple[str, ...]] = {
-    "load": ("cache", "sem", "scope"),
-    "volatile_load": ("cache",),
+    "load": ("cache", "sem", "scope", "bytes"),
+    "volatile_load": ("cache", "bytes"),
     "atomic_cas": ("compare", "value", "sem", "scope"),
     "atomic_add": ("value", "sem", "scope"),
 }
 _ALL_STEP_FIELDS: tuple[str, ...] = (
     "op", "read", "sem", "scope", "value", "compare", "cache", "to", "from", "lock", "until", "id", "count",
-    "warps", "arrive",
+    "warps", "arrive", "bytes",
 )
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
@@ -422,7 +422,26 @@ def _step(table: Mapping[str, Any], section: str) -> Step:
         )
     if op == "atomic_cas":
         return _cas(table, section in PRODUCER_SECTIONS)
-    return _STEP_BUILDERS[op](table, read)
+    step = _STEP_BUILDERS[op](table, read)
+    return replace(step, bytes=_byte_range(table["bytes"])) if "bytes" in table else step
+
+
+#: BYTE RANGES (``syncverify.protocols.model.Step.bytes``): the sizes an access may have.
+BYTE_SIZES: tuple[int, ...] = (1, 2, 4)
+
+
+def _byte_range(raw: Any) -> tuple[int | str, int]:
+    """``bytes = { offset = N|"rank", size = 1|2|4 }``: the part of the lock word a store or a
+    load poll accesses, inside its 4 bytes."""
+    if not isinstance(raw, Mapping) or set(raw) != {"offset", "size"}:
+        raise Invalid(f"bytes={raw!r} must be a table {{ offset = N or \"rank\", size = 1, 2 or 4 }}", key="bytes")
+    offset, size = raw["offset"], raw["size"]
+    if isinstance(size, bool) or size not in BYTE_SIZES:
+        raise Invalid(f"bytes.size={size!r} must be one of {', '.join(map(str, BYTE_SIZES))}", key="bytes")
+    if offset != "rank" and (isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= 4 - size):
+        raise Invalid(f"bytes.offset={offset!r} must be \"rank\" or an integer 0..{4 - size} (a {size}-byte access "
+                      f"inside the 4-byte lock word)", key="bytes")
+    return offset, size
 
 
 def _require(table: Mapping[str, Any], key: str, owner: str) -> Any:

@@ -68,6 +68,13 @@ class Step:
         not wait; None: none). The others of ``warps`` wait (``bar.sync``).
     line : int or None
         The step's line in its TOML file, when known (not part of equality).
+    bytes : (offset, size) or None
+        BYTE RANGES: a ``store`` or a ``load``/``volatile_load`` ``await`` that accesses ``size``
+        bytes (1, 2 or 4) at byte ``offset`` of its lock word (an integer, or ``"rank"``: the
+        executing rank), as ``bytes = { offset = "rank", size = 1 }`` in the file; None: the
+        whole word. The model holds such a lock one location per byte (syncverify.model.ptx,
+        choice 12: partial overlap is not morally strong, a read may combine bytes of several
+        writes); the fused kernels refuse it (``syncverify.kernels.plan.build_plan``).
     """
 
     op: str
@@ -86,6 +93,7 @@ class Step:
     count: int | None = None
     warps: tuple[int, ...] | None = None
     arrive: tuple[int, ...] | None = None
+    bytes: tuple[int | str, int] | None = None  # (offset, size) of the lock word: BYTE RANGES below
 
     @property
     def selects_warps(self) -> bool:
@@ -114,13 +122,15 @@ class Step:
             ("read", "read"), ("lock", "lock"), ("to", "to"), ("from", "from_"),
             ("compare", "compare"), ("value", "value"), ("cache", "cache"), ("sem", "sem"),
             ("scope", "scope"), ("until", "until"), ("id", "barrier_id"), ("count", "count"),
-            ("warps", "warps"), ("arrive", "arrive"),
+            ("warps", "warps"), ("arrive", "arrive"), ("bytes", "bytes"),
         ):
             item = getattr(self, attr)
             if item is None:
                 continue
             if attr in ("warps", "arrive"):
                 item = warp_text(item)
+            elif attr == "bytes":
+                item = {"offset": item[0], "size": item[1]}
             elif isinstance(item, Expr):
                 item = item.to_plain()
             elif isinstance(item, Until):

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 from syncverify.model.int32 import wrap_int32
+from syncverify.model.mbarrier import MAX_COMPLETIONS, Completion, FirstPhase, phase_completions
 from syncverify.validation import one_of
 from syncverify.errors import UnsupportedConstruct
 
@@ -292,6 +293,7 @@ class BulkCopy:
     label: str = field(default="", compare=False)
     value: int | None = None
     ghost: bool = False
+    size: int = 4  # bytes: the completeCount of its complete-tx (syncverify.model.mbarrier)
 
     def __post_init__(self) -> None:
         _check(self.dst_space, SPACES, "state space")
@@ -344,32 +346,74 @@ class ProxyFence:
 @dataclass(frozen=True)
 class MbarArrive:
     """``mbarrier.arrive{.expect_tx}.release.cta.shared::cta.b64 _, [mbarrier]{, tx}``: a release
-    arrival on ``mbarrier`` (its transaction count is not modelled: syncverify.model.ptx, choice 11)."""
+    arrival on ``mbarrier``, after an expect-tx of ``tx`` bytes with ``.expect_tx``
+    (syncverify.model.mbarrier)."""
 
     mbarrier: str
     expect_tx: bool = False
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    tx: int = 0
+
+
+@dataclass(frozen=True)
+class MbarInit:
+    """``mbarrier.init.shared::cta.b64 [mbarrier], count``: the pending arrival count of its first
+    phase (read statically by :func:`lower_async`; the instruction orders nothing)."""
+
+    mbarrier: str
+    count: int
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise UnsupportedConstruct(f"mbarrier.init takes a count >= 1, got {self.count}")
+
+
+@dataclass(frozen=True)
+class MbarTx:
+    """``mbarrier.expect_tx`` (``complete=False``) or ``mbarrier.complete_tx`` (``complete=True``),
+    ``.relaxed.cta``, of ``tx`` bytes: they move the tx-count and order nothing ("The .relaxed
+    qualifier ..."; syncverify.model.mbarrier); read statically by :func:`lower_async`."""
+
+    mbarrier: str
+    tx: int
+    complete: bool = False
+    line: int | None = field(default=None, compare=False)
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.tx < 0:
+            raise UnsupportedConstruct(f"a transaction count is unsigned, got {self.tx}")
 
 
 @dataclass(frozen=True)
 class MbarWait:
     """``mbarrier.try_wait{.parity}.acquire.cta.shared::cta.b64 dst, [mbarrier], ...`` read as the
     try that returns True (``dst`` = 1): the phase completed, every copy tracked by the mbarrier
-    (``copies``, filled in by :func:`lower_async`) and every arrival on it done."""
+    (``copies``, filled in by :func:`lower_async`) and every arrival on it done.
+
+    With transaction counts (syncverify.model.mbarrier) :func:`lower_async` fills in ``choices``,
+    each set of copies the completed phase may have seen (the explorer takes each), or ``never``,
+    why the phase never completes (the thread waits forever). ``parity``: the ``.parity`` form's
+    operand (0: the first phase; 1: the phase before it, complete from the start)."""
 
     dst: str | None
     mbarrier: str
     copies: tuple[int, ...] = ()
     line: int | None = field(default=None, compare=False)
     label: str = field(default="", compare=False)
+    parity: int | None = None
+    choices: tuple[tuple[int, ...], ...] = ()
+    never: str = ""
 
 
 #: The instructions of the async proxy (besides the loads and stores of its agent threads).
-ASYNC_INSTRUCTIONS = (BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait)
+ASYNC_INSTRUCTIONS = (BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait, MbarInit, MbarTx)
 
 Instruction = Union[Load, Store, Atomic, Fence, Barrier, RegOp, Branch, Label,
-                    BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait]
+                    BulkCopy, BulkCommit, BulkWait, ProxyFence, MbarArrive, MbarWait, MbarInit, MbarTx]
 
 
 def _scope_rule(sem: str, scope: str | None) -> None:
@@ -535,8 +579,15 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
     runs only in the executions whose issuing thread issues it (:attr:`Program.agent_copies`,
     syncverify.explore.driver), and a wait completes only the copies that were issued, so a
     ``wait_group 0`` may follow branches; ``wait_group N`` with N > 0 after one is refused.
+
+    An mbarrier with a transaction count (an ``init``, an ``expect_tx`` or a ``complete_tx`` on
+    it) has its first phase's completions from :func:`syncverify.model.mbarrier.phase_completions`:
+    a ``try_wait`` of it gets them as ``choices`` (or ``never``); ``try_wait.parity`` with parity 1
+    returns True at once ("the immediately preceding phase, for which waitComplete returns True")
+    and orders nothing, so it becomes ``mov dst, 1``. ``init``, ``expect_tx`` and ``complete_tx``
+    are read here and leave no instruction (they order nothing).
     """
-    if not any(isinstance(ins, (BulkCopy, MbarArrive, MbarWait)) for t in threads for ins in t.instructions):
+    if not any(isinstance(ins, (BulkCopy, MbarArrive, MbarWait, MbarInit, MbarTx)) for t in threads for ins in t.instructions):
         return threads
     numbered = itertools.count()
     threads = tuple(replace(t, instructions=tuple(replace(ins, copy=next(numbered)) if isinstance(ins, BulkCopy) else ins
@@ -549,6 +600,7 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
                 tracked.setdefault(ins.mbarrier, []).append(ins.copy)
             elif isinstance(ins, MbarArrive):
                 arrivals.add(ins.mbarrier)
+    phases = _mbarrier_phases(threads)
     issuers, agents = [], []
     for thread in threads:
         code: list[Instruction] = []
@@ -566,6 +618,8 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
                 raise _at_line(f"cp.async.bulk.wait_group {ins.pending} after a label, branch or barrier (line "
                                f"{control.line}) is not modelled: which groups are pending depends on the path; "
                                f"wait_group 0 is ({thread.name})", ins.line)
+            if isinstance(ins, (MbarInit, MbarTx)):
+                continue  # read by _mbarrier_phases
             if isinstance(ins, BulkCopy):
                 if ins.completion == "bulk_group":
                     uncommitted.append(ins.copy)
@@ -576,6 +630,14 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
             elif isinstance(ins, BulkWait):
                 done = groups[:len(groups) - ins.pending] if ins.pending else groups
                 ins = replace(ins, copies=tuple(c for group in done for c in group))
+            elif isinstance(ins, MbarWait) and ins.parity == 1:
+                if ins.dst is not None:
+                    code.append(RegOp("mov", ins.dst, 1, line=ins.line, label=ins.label))
+                continue
+            elif isinstance(ins, MbarWait) and ins.mbarrier in phases:
+                phase = phases[ins.mbarrier]
+                ins = replace(ins, copies=phase.ways[0] if phase.ways else (), choices=phase.ways,
+                              never=f"mbarrier {ins.mbarrier}: {phase.never}" if phase.never else "")
             elif isinstance(ins, MbarWait):
                 if ins.mbarrier not in tracked and ins.mbarrier not in arrivals:
                     raise _at_line(f"mbarrier {ins.mbarrier} is waited on, but no copy completes on it and "
@@ -584,6 +646,56 @@ def lower_async(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
             code.append(ins)
         issuers.append(replace(thread, instructions=tuple(code)))
     return tuple(issuers) + tuple(agents)
+
+
+def _mbarrier_phases(threads: tuple[Thread, ...]) -> dict[str, FirstPhase]:
+    """Each mbarrier with a transaction count -> the ways its first phase completes (the copies
+    seen complete), or why it never does (syncverify.model.mbarrier). What counts is read from
+    program text, so an instruction that moves a count or completes on such an mbarrier after a
+    label or branch, or inside a loop, is refused (the count would depend on the path)."""
+    counted = {ins.mbarrier for t in threads for ins in t.instructions
+               if isinstance(ins, (MbarInit, MbarTx)) or (isinstance(ins, MbarArrive) and ins.expect_tx)}
+    if not counted:
+        return {}
+    inits: dict[str, int] = {}
+    arrivals: dict[str, int] = {}
+    expected: dict[str, int] = {}
+    completions: dict[str, list[Completion]] = {}
+    for thread in threads:
+        control: Instruction | None = None
+        for ins in thread.instructions:
+            if isinstance(ins, (Label, Branch)) and control is None:
+                control = ins
+            bar = getattr(ins, "mbarrier", None) if not isinstance(ins, MbarWait) else None
+            if bar not in counted:
+                continue
+            if control is not None:
+                raise _at_line(f"{type(ins).__name__} on mbarrier {bar} after a label or branch (line {control.line}) "
+                               f"is not modelled: its transaction count would depend on the path ({thread.name})",
+                               ins.line)
+            if isinstance(ins, MbarInit):
+                if bar in inits:
+                    raise _at_line(f"mbarrier {bar} is initialised twice: one phase is modelled ({thread.name})", ins.line)
+                inits[bar] = ins.count
+            elif isinstance(ins, MbarArrive):
+                arrivals[bar] = arrivals.get(bar, 0) + 1
+                expected[bar] = expected.get(bar, 0) + ins.tx
+            elif isinstance(ins, MbarTx) and not ins.complete:
+                expected[bar] = expected.get(bar, 0) + ins.tx
+            else:  # a copy completing on it, or mbarrier.complete_tx
+                completions.setdefault(bar, []).append(
+                    Completion(ins.size, ins.copy) if isinstance(ins, BulkCopy) else Completion(ins.tx))
+    out: dict[str, FirstPhase] = {}
+    for bar in sorted(counted):
+        count = inits.get(bar, arrivals.get(bar, 0))
+        if arrivals.get(bar, 0) > count:
+            raise UnsupportedConstruct(f"mbarrier {bar}: {arrivals[bar]} arrivals for an init count of {count}: "
+                                       f"phases after the first are not modelled")
+        if len(completions.get(bar, ())) > MAX_COMPLETIONS:
+            raise UnsupportedConstruct(f"mbarrier {bar}: more than {MAX_COMPLETIONS} completions are not modelled")
+        out[bar] = phase_completions(count=count, arrivals=arrivals.get(bar, 0), expected=expected.get(bar, 0),
+                                     completions=tuple(completions.get(bar, ())))
+    return out
 
 
 def loop_positions(code: tuple) -> set[int]:
@@ -621,6 +733,88 @@ def _agent(thread: Thread, copy: BulkCopy) -> Thread:
         (Load(AGENT_REGISTER, copy.src, space=copy.src_space, proxy="async", copy=copy.copy, line=copy.line, label=text),
          Store(copy.dst, AGENT_REGISTER, space=copy.dst_space, proxy="async", copy=copy.copy, line=copy.line, label=text)),
         role=thread.role, phase=thread.phase)
+
+
+# ----- mixed-size accesses: byte-addressed locations (MIXED-SIZE) ------------------------------
+
+def mixed_size_locations(code: list[list[Instruction]]) -> set[str]:
+    """The locations some load or store accesses at a byte offset or with fewer than 4 bytes."""
+    return {ins.loc for instructions in code for ins in instructions
+            if isinstance(ins, (Load, Store)) and ins.footprint is not None and ins.footprint[1:] != (ins.loc, 0, 4)[1:]}
+
+
+def split_mixed_sizes(code: list[list[Instruction]], memory: dict[str, int]) -> list[list[Instruction]]:
+    """Mixed-size accesses (MIXED-SIZE above; syncverify.model.ptx, choice 12): each location of
+    :func:`mixed_size_locations` becomes one location per byte, its initial value in ``memory``
+    split little-endian (``memory`` is changed), and each access of it one load or store per byte
+    (a load's bytes combined into its register); an access without a footprint is of the whole
+    4 bytes. Other locations keep whole-location accesses (their footprints dropped). The one
+    source of both the litmus parser's and the scenario builder's byte ranges.
+
+    Raises :class:`UnsupportedConstruct` (its ``line`` the instruction's) for what is not
+    modelled: an atomic, copy or other instruction on a byte-addressed location, one wider than
+    4 bytes, an initial value that does not fit, a store of a register to one."""
+    split = mixed_size_locations(code)
+    if not split:
+        return [[replace(ins, footprint=None) if isinstance(ins, (Load, Store)) else ins for ins in instructions]
+                for instructions in code]
+    width = {loc: max(_footprint(ins)[1] + _footprint(ins)[2] for instructions in code for ins in instructions
+                      if isinstance(ins, (Load, Store)) and ins.loc == loc) for loc in split}
+    for instructions in code:
+        for ins in instructions:
+            named = {getattr(ins, name, None) for name in ("loc", "dst", "src")} & split
+            if named and not isinstance(ins, (Load, Store)):
+                raise _at_line(f"location {sorted(named)[0]} is accessed with mixed sizes; only ld and st of it "
+                               f"are modelled (not {type(ins).__name__})", getattr(ins, "line", None))
+    for loc in sorted(split):
+        value = memory.pop(loc, 0) & 0xFFFFFFFF
+        if width[loc] > 4 or value >> (8 * width[loc]):
+            raise _at_line(f"location {loc} is {width[loc]} bytes wide with mixed-size accesses; at most 4 bytes "
+                           f"(32-bit values) and an initial value that fits are modelled", None)
+        for k in range(width[loc]):
+            memory[byte_location(loc, k)] = (value >> (8 * k)) & 0xFF
+    out = []
+    for instructions in code:
+        expanded: list[Instruction] = []
+        for ins in instructions:
+            if isinstance(ins, (Load, Store)) and ins.loc in split:
+                expanded.extend(_bytes_of(replace(ins, footprint=_footprint(ins))))
+            elif isinstance(ins, (Load, Store)):
+                expanded.append(replace(ins, footprint=None))
+            else:
+                expanded.append(ins)
+        out.append(expanded)
+    return out
+
+
+def _footprint(ins: Load | Store) -> Footprint:
+    """An access's footprint: its own, or the whole 4 bytes of its location."""
+    return ins.footprint if ins.footprint is not None else (ins.loc, 0, 4)
+
+
+def _bytes_of(ins: Load | Store) -> list[Instruction]:
+    """One access of a byte-addressed location as one load or store per byte (little-endian)."""
+    loc, offset, size = ins.footprint  # type: ignore[misc]
+    if size > 4:
+        raise _at_line(f"a {size}-byte access of {loc}: at most 4 bytes are modelled", ins.line)
+    cells = [dict(loc=byte_location(loc, offset + k), footprint=ins.footprint, byte=k) for k in range(size)]
+    if isinstance(ins, Store):
+        if not isinstance(ins.value, int):
+            raise _at_line(f"a store of a register to {loc}, which is accessed with mixed sizes, is not modelled: "
+                           f"store a constant", ins.line)
+        value = ins.value & 0xFFFFFFFF
+        if value >> (8 * size):
+            raise _at_line(f"{ins.value} does not fit the {size}-byte store to {loc}", ins.line)
+        return [replace(ins, value=(value >> (8 * k)) & 0xFF, **cell) for k, cell in enumerate(cells)]
+    if size == 1:
+        return [replace(ins, **cells[0])]
+    parts = [f"{ins.dst}%b{k}" for k in range(size)]  # '%' keeps them apart from any test register
+    out: list[Instruction] = [replace(ins, dst=part, **cell) for part, cell in zip(parts, cells)]
+    out.append(RegOp("mov", ins.dst, parts[0], line=ins.line))
+    for k in range(1, size):
+        out.append(RegOp("mul", parts[k], parts[k], 1 << (8 * k), line=ins.line))
+        out.append(RegOp("add", ins.dst, ins.dst, parts[k], line=ins.line))
+    return out
 
 
 # ----- final conditions (litmus) -------------------------------------------------------------

@@ -215,3 +215,33 @@ def test_each_gemm_program_of_all_gather_gemm_runs_the_models_steps_for_every_ti
     for key, found in gemm.items():
         problems = drift.compare({key[:4]: model[key[:4]]}, {key[:4]: found})
         assert not problems, f"program {key[4]}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("scenario", KERNEL_SCENARIOS)
+def test_the_kernels_descriptor_loads_read_only_inputs_the_model_has_no_events_for(scenario):
+    """The role layer loads A and B through tensor descriptors (TMA); the model's program has no
+    access of them (inputs, ordered by the kernel boundary: docs/async.md). The trace shows the
+    descriptor loads, and none of them touches a buffer the model follows."""
+    tma: list = []
+    ops, _timed_out = drift.trace_kernel(load_protocol("epoch-flag"), scenario, 2, tma=tma)
+    assert ops and tma
+    assert {buffer for buffer, _kind in tma} == {None} and {kind for _buffer, kind in tma} == {"ld"}
+
+
+def test_a_tile_read_through_a_descriptor_is_a_drift(monkeypatch):
+    """A consumer that read its tile through a tensor descriptor would make an async-proxy read
+    the model's generic tile load does not stand for: the comparison names it."""
+    from syncverify.kernels import trace
+
+    original = trace.Recorder.memory
+
+    def async_tile_loads(self, kind, ptrs, **kw):
+        access = original(self, kind, ptrs, **kw)
+        if kind == "ld" and access.buffer == "partial":
+            access.proxy = "async"
+        return access
+
+    monkeypatch.setattr(trace.Recorder, "memory", async_tile_loads)
+    ops, timed_out = drift.trace_kernel(load_protocol("epoch-flag"), "all-reduce", 2)
+    found = drift.compare(model("epoch-flag", "all-reduce", 2, None), ops, timed_out=timed_out)
+    assert found and any("tma-ld" in f for f in found)

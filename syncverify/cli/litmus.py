@@ -104,6 +104,8 @@ def litmus_command(
 
 def _describe_hang(hang: dict) -> str:
     """One hang reason in words (see ``syncverify.litmus.runner.hang_reasons``)."""
+    if hang["on"] == "mbarrier":
+        return f"{hang['thread']} waits forever in mbarrier.try_wait: {hang['why']}"
     if hang["on"] == "barrier":
         count = "every thread that uses it" if hang["count"] is None else f"{hang['count']} threads"
         return (f"{hang['thread']} waits at barrier {hang['barrier']} for {count}; "

@@ -108,7 +108,21 @@ def thread_paths(
             text, line = instruction_text(ins), getattr(ins, "line", None)
             if isinstance(ins, (Label, BulkCommit)):  # a commit only groups copies: syncverify.program.lower_async
                 pc += 1
+            elif isinstance(ins, MbarWait) and ins.never and not ins.choices:
+                # Its phase never completes (syncverify.model.mbarrier): the thread waits here forever.
+                paths.append(_ended(events, regs, ("mbarrier", ins.mbarrier, ins.never), bound))
+                break
             elif isinstance(ins, (BulkCopy, BulkWait, ProxyFence, MbarArrive, MbarWait, DeliveryOrder)):
+                if isinstance(ins, MbarWait) and ins.never:  # it may also never complete
+                    paths.append(_ended(events, regs, ("mbarrier", ins.mbarrier, ins.never), bound))
+                if isinstance(ins, MbarWait) and len(ins.choices) > 1:
+                    # Each set of copies the completed phase may have seen is a path of its own.
+                    for choice in reversed(ins.choices[1:]):
+                        other = replace(ins, copies=choice)
+                        stack.append(PathState(pc + 1, {**regs, **({ins.dst: 1} if ins.dst else {})},
+                                               {**taint, **({ins.dst: frozenset()} if ins.dst else {})}, ctrl,
+                                               events + (_async_event(other, ctrl, text, line),), seen, steps,
+                                               _unbind(bound, ins.dst)))
                 events = events + (_async_event(ins, ctrl, text, line),)
                 if isinstance(ins, MbarWait) and ins.dst is not None:
                     regs = {**regs, ins.dst: 1}  # the try that returns True (syncverify.program.MbarWait)

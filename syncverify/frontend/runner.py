@@ -111,15 +111,20 @@ class Memory:
 
     def __init__(self) -> None:
         self.ranges: list[tuple[int, int, str, int | None, int, np.ndarray]] = []  # start, end, name, rank, itemsize, bytes
+        self.last_itemsize: int | None = None  # of the allocation the last locate() found
 
     def add(self, name: str, rank: int | None, start: int, nbytes: int, itemsize: int, raw: np.ndarray) -> None:
         self.ranges.append((start, start + nbytes, name, rank, itemsize, raw))
 
     def locate(self, address: int) -> tuple[Loc, np.ndarray, int] | None:
+        """The element ``address`` falls in, the allocation's bytes and the byte offset in them;
+        ``last_itemsize`` keeps that allocation's element size (None when it is in none)."""
         for start, end, name, rank, itemsize, raw in self.ranges:
             if start <= address < end:
                 offset = address - start
+                self.last_itemsize = itemsize
                 return Loc(name, rank, offset // itemsize), raw, offset
+        self.last_itemsize = None
         return None
 
 
@@ -635,10 +640,23 @@ class ProgramRun:
         t, n = self.oracle.thread, self.oracle.threads
         return [j * n // size == t for j in range(size)]
 
-    def _where(self, address: int, site: Site, kind: str):
+    def _where(self, address: int, site: Site, kind: str, size: int):
+        """The element an access of ``size`` bytes at ``address`` falls in. An access of part of an
+        element (narrower than it, or not at its start: a byte flag stored through an ``int8``
+        pointer into a wider word, vLLM #2760's shape) is refused: the front end does not lift
+        mixed-size accesses (the litmus and protocol languages model them, docs/async.md), and
+        reading it as an access of the whole element would change its meaning."""
         found = self.memory.locate(int(address))
         if found is None:
             self.result.accessed.setdefault(("oob", str(site)), set()).add(kind)
+            return found
+        itemsize = self.memory.last_itemsize
+        if itemsize is not None and (size != itemsize or found[2] % itemsize):
+            raise UnsupportedConstruct(
+                f"{site}: a {size}-byte {'load' if kind == 'ld' else 'store' if kind == 'st' else 'atomic'} at byte "
+                f"{found[2] % itemsize} of {found[0]}, an element of {itemsize} bytes: accesses of part of an element "
+                f"(mixed sizes) are not lifted by the kernel front end (docs/async.md); write and read each flag "
+                f"with one size, or check the protocol as TOML with bytes = {{ offset, size }}")
         return found
 
     def _check_pointer(self, ptrs, mask) -> None:
@@ -675,7 +693,7 @@ class ProgramRun:
         for j in range(addrs.size):
             if not active[j]:
                 continue
-            found = self._where(addrs[j], site, "ld")
+            found = self._where(addrs[j], site, "ld", out.itemsize)
             if found is None:
                 if owned[j]:
                     self._add(Item("oob", site, site_key, op="ld"))
@@ -738,7 +756,7 @@ class ProgramRun:
         for j in range(addrs.size):
             if not active[j]:
                 continue
-            found = self._where(addrs[j], site, "st")
+            found = self._where(addrs[j], site, "st", np.dtype(np_dtype).itemsize)
             if found is None:
                 if owned[j]:
                     self._add(Item("oob", site, site_key, op="st"))
@@ -792,7 +810,7 @@ class ProgramRun:
         for j in range(addrs.size):
             if not active[j]:
                 continue
-            found = self._where(addrs[j], site, "atom")
+            found = self._where(addrs[j], site, "atom", np.dtype(np_dtype).itemsize)
             if found is None:
                 if owned[j]:
                     self._add(Item("oob", site, site_key, op="atom"))

@@ -85,6 +85,8 @@ from syncverify.program import (
     Load,
     LocRef,
     MbarArrive,
+    MbarInit,
+    MbarTx,
     MbarWait,
     Not,
     Operand,
@@ -98,8 +100,9 @@ from syncverify.program import (
     Term,
     Thread,
     TrueProp,
-    byte_location,
     lower_async,
+    mixed_size_locations,
+    split_mixed_sizes,
 )
 
 __all__ = ["parse_litmus", "parse_litmus_file"]
@@ -152,8 +155,11 @@ _HINTS = {
     "cp": "write cp.async.bulk{.tensor.Nd}.global.shared::cta{.tile}.bulk_group, "
           "cp.async.bulk{.tensor.Nd}.shared::cta.global{.tile}.mbarrier::complete_tx::bytes, "
           "cp.async.bulk.commit_group or cp.async.bulk.wait_group{.read} N",
-    "mbarrier": "write mbarrier.arrive{.expect_tx}{.release.cta}.shared::cta.b64 _, [BAR]{, TX} or "
-                "mbarrier.try_wait{.parity}{.acquire.cta}.shared::cta.b64 P, [BAR], PHASE",
+    "mbarrier": "write mbarrier.init.shared::cta.b64 [BAR], COUNT, mbarrier.arrive{.release.cta}.shared::cta.b64 "
+                "_, [BAR], mbarrier.arrive.expect_tx{.release.cta}.shared::cta.b64 _, [BAR], TX, "
+                "mbarrier.expect_tx|complete_tx{.relaxed.cta}.shared::cta.b64 [BAR], TX, "
+                "mbarrier.try_wait{.acquire.cta}.shared::cta.b64 P, [BAR], STATE or "
+                "mbarrier.try_wait.parity{.acquire.cta}.shared::cta.b64 P, [BAR], 0|1",
     "nvshmem": "write nvshmem.put{_nbi} PE, [DST], SRC{, [DST], SRC ...}, "
                "nvshmem.put_signal{_nbi}.{set,add} PE, [SIG], VALUE, [DST], SRC{, ...}, "
                "nvshmem.signal_op.{set,add} PE, [SIG], VALUE, nvshmem.quiet, nvshmem.fence or "
@@ -835,42 +841,74 @@ def _read_cp(ins: _Ins, quals: list[str]) -> Instruction:
         if len(ops) != (2 if tensor else 3):
             ins.fail(f"{ins.mnemonic} takes {'[map, {coordinates}], [src]' if tensor else '[dst], [src], size'}")
         dst, src, mbarrier = _copy_location(ins, ops[0], tensor), _copy_location(ins, ops[1], False), None
+        size = 4 if tensor else _copy_size(ins, ops[2])
     elif completion == "mbarrier::complete_tx::bytes" and dst_space in (SHARED_CTA, SHARED_CLUSTER) \
             and src_space in (GLOBAL, SHARED_CTA) and dst_space != src_space:
         if len(ops) != (3 if tensor else 4):
             ins.fail(f"{ins.mnemonic} takes [dst], {'[map, {coordinates}]' if tensor else '[src], size'}, [mbar]")
         dst, src = _copy_location(ins, ops[0], False), _copy_location(ins, ops[1], tensor and src_space == GLOBAL)
         mbarrier = _copy_location(ins, ops[-1], False)
+        size = 4 if tensor else _copy_size(ins, ops[2])
     else:
         ins.fail(f"unsupported instruction {ins.mnemonic!r}", _HINTS["cp"])
     ins.src.space(dst, dst_space, ins.line)
     ins.src.space(src, src_space, ins.line)
     return BulkCopy(dst, src, dst_space, src_space, "bulk_group" if mbarrier is None else "mbarrier", mbarrier,
-                    line=ins.line)
+                    line=ins.line, size=size)
+
+
+def _copy_size(ins: _Ins, text: str) -> int:
+    """A bulk copy's size operand: its bytes, the completeCount of its complete-tx (choice 14). A
+    tensor copy has none: it moves the one location its map names, read as 4 bytes."""
+    if not _INT_RE.match(text) or _int(text) <= 0:
+        ins.fail(f"the size of {ins.mnemonic} must be a positive integer constant, got {_show(text)}")
+    return _int(text)
 
 
 def _read_mbarrier(ins: _Ins, quals: list[str]) -> Instruction:
     """``mbarrier.arrive{.expect_tx}`` and ``mbarrier.try_wait{.parity}`` with their default
-    ``.release``/``.acquire`` at ``.cta`` scope; other forms are refused (choice 11 says why)."""
+    ``.release``/``.acquire`` at ``.cta`` scope, ``mbarrier.init``, and ``mbarrier.expect_tx`` /
+    ``complete_tx`` (``.relaxed.cta``, their only semantics); other forms are refused (choices 11
+    and 14 of syncverify.model.ptx say why)."""
     rest = [q for q in quals if q not in ("shared", "shared::cta", "b64", "release", "acquire", "cta")]
+    if rest[:1] in (["expect_tx"], ["complete_tx"]) and rest[1:] in ([], ["relaxed"]):
+        if "release" in quals or "acquire" in quals:
+            ins.unknown(_HINTS["mbarrier"])
+        ins.arity(2)
+        return MbarTx(ins.location(0), ins.integer(1, "txCount"), complete=rest[0] == "complete_tx", line=ins.line)
     if any(q in ("relaxed", "cluster") for q in rest):
         ins.fail(f"unsupported instruction {ins.mnemonic!r}",
                  ".relaxed and .cluster mbarrier operations are not modelled; " + _HINTS["mbarrier"])
+    if rest == ["init"]:
+        if "release" in quals or "acquire" in quals or "cta" in quals:
+            ins.unknown(_HINTS["mbarrier"])
+        ins.arity(2)
+        return MbarInit(ins.location(0), ins.integer(1, "count"), line=ins.line)
     if rest in (["arrive"], ["arrive", "expect_tx"]):
         if "acquire" in quals:
             ins.unknown(_HINTS["mbarrier"])
-        ins.arity(2, 3)
+        expect_tx = len(rest) == 2
+        ins.arity(3) if expect_tx else ins.arity(2, 3)
         if ins.operands[0] != "_":
             ins.register(0)
-        return MbarArrive(ins.location(1), expect_tx=len(rest) == 2, line=ins.line)
+        if not expect_tx and len(ins.operands) == 3 and ins.integer(2, "count") != 1:
+            ins.fail(f"mbarrier.arrive with a count other than 1 is not modelled", _HINTS["mbarrier"])
+        return MbarArrive(ins.location(1), expect_tx=expect_tx, tx=ins.integer(2, "txCount") if expect_tx else 0,
+                          line=ins.line)
     if rest in (["try_wait"], ["try_wait", "parity"]):
         if "release" in quals:
             ins.unknown(_HINTS["mbarrier"])
         ins.arity(2, 3)
-        return MbarWait(ins.register(0), ins.location(1), line=ins.line)
-    if rest[:1] in (["expect_tx"], ["complete_tx"], ["init"], ["test_wait"], ["inval"], ["pending_count"]):
+        parity = None
+        if len(rest) == 2:
+            ins.arity(3)
+            parity = ins.integer(2, "phaseParity")
+            if parity not in (0, 1):
+                ins.fail(f"phaseParity of {ins.mnemonic} must be 0 or 1, got {parity}")
+        return MbarWait(ins.register(0), ins.location(1), parity=parity, line=ins.line)
+    if rest[:1] in (["test_wait"], ["inval"], ["pending_count"]):
         ins.fail(f"unsupported instruction {ins.mnemonic!r}",
-                 "transaction counts, initialisation and test_wait are not modelled; " + _HINTS["mbarrier"])
+                 "test_wait, inval and pending_count are not modelled; " + _HINTS["mbarrier"])
     ins.unknown(_HINTS["mbarrier"])
 
 
@@ -911,68 +949,17 @@ def _read_nvshmem(ins: _Ins, quals: list[str]) -> Instruction | tuple[Instructio
 
 def _split_bytes(src: _Source, code: list[list[Instruction]], memory: dict[str, int],
                  condition_locations: set[str]) -> list[list[Instruction]]:
-    """Mixed-size accesses (syncverify.program, MIXED-SIZE; syncverify.model.ptx, choice 12): a
-    location that some load or store reads at a byte offset (``[x+1]``) or with fewer than 4
-    bytes (``.u8``, ``.b16``) becomes one location per byte, its initial value split little-endian,
-    and each access one load or store per byte (a load's bytes combined into its register). Other
-    locations keep whole-location accesses (their type suffixes ignored, as before)."""
-    accesses = [(ins, line) for instructions in code for ins in instructions
-                for line in [getattr(ins, "line", None)] if isinstance(ins, (Load, Store))]
-    split = {ins.loc for ins, _ in accesses if ins.footprint is not None and ins.footprint[1:] != (0, 4)}
-    width = {loc: max(ins.footprint[1] + ins.footprint[2] for ins, _ in accesses if ins.loc == loc) for loc in split}
-    for instructions in code:
-        for ins in instructions:
-            named = {getattr(ins, name, None) for name in ("loc", "dst", "src")} & split
-            if named and not isinstance(ins, (Load, Store)):
-                src.fail(f"location {sorted(named)[0]} is accessed with mixed sizes; only ld and st of it "
-                         f"are modelled (not {type(ins).__name__})", getattr(ins, "line", None))
+    """Mixed-size accesses (:func:`syncverify.program.split_mixed_sizes`; syncverify.model.ptx,
+    choice 12), each refusal one line naming the test's line; a final condition may not name a
+    byte-addressed location (load it into a register)."""
+    split = mixed_size_locations(code)
     for loc in sorted(split & condition_locations):
         src.fail(f"the final condition names {loc}, which is accessed with mixed sizes: load it into a "
                  f"register and name the register", None)
-    for loc in sorted(split):
-        value = memory.pop(loc, 0) & 0xFFFFFFFF
-        if width[loc] > 4 or value >> (8 * width[loc]):
-            src.fail(f"location {loc} is {width[loc]} bytes wide with mixed-size accesses; at most 4 bytes "
-                     f"(32-bit values) and an initial value that fits are modelled", None)
-        for k in range(width[loc]):
-            memory[byte_location(loc, k)] = (value >> (8 * k)) & 0xFF
-    out = []
-    for instructions in code:
-        expanded: list[Instruction] = []
-        for ins in instructions:
-            if isinstance(ins, (Load, Store)) and ins.loc in split:
-                expanded.extend(_bytes_of(src, ins))
-            elif isinstance(ins, (Load, Store)):
-                expanded.append(replace(ins, footprint=None))
-            else:
-                expanded.append(ins)
-        out.append(expanded)
-    return out
-
-
-def _bytes_of(src: _Source, ins: Load | Store) -> list[Instruction]:
-    """One access of a byte-addressed location as one load or store per byte (little-endian)."""
-    loc, offset, size = ins.footprint  # type: ignore[misc]
-    if size > 4:
-        src.fail(f"a {size}-byte access of {loc}: at most 4 bytes are modelled", ins.line)
-    cells = [dict(loc=byte_location(loc, offset + k), footprint=ins.footprint, byte=k) for k in range(size)]
-    if isinstance(ins, Store):
-        if not isinstance(ins.value, int):
-            src.fail(f"a store of a register to {loc}, which is accessed with mixed sizes, is not modelled: "
-                     f"store a constant", ins.line)
-        value = ins.value & 0xFFFFFFFF
-        if value >> (8 * size):
-            src.fail(f"{ins.value} does not fit the {size}-byte store to {loc}", ins.line)
-        return [replace(ins, value=(value >> (8 * k)) & 0xFF, **cell) for k, cell in enumerate(cells)]
-    if size == 1:
-        return [replace(ins, **cells[0])]
-    parts = [f"{ins.dst}%b{k}" for k in range(size)]  # '%' keeps them apart from any test register
-    out: list[Instruction] = [replace(ins, dst=part, **cell) for part, cell in zip(parts, cells)]
-    out.append(RegOp("mov", ins.dst, parts[0], line=ins.line))
-    for k in range(1, size):
-        out.append(RegOp("mul", parts[k], parts[k], 1 << (8 * k), line=ins.line))
-        out.append(RegOp("add", ins.dst, ins.dst, parts[k], line=ins.line))
-    return out
+    try:
+        return split_mixed_sizes(code, memory)
+    except UnsupportedConstruct as error:
+        src.fail(str(error), getattr(error, "line", None))
 
 
 def _place_in_spaces(src: _Source, code: list[list[Instruction]]) -> list[list[Instruction]]:

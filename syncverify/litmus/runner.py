@@ -71,7 +71,10 @@ def hang_reasons(x: Execution) -> list[dict]:
     out = []
     for t, why in sorted(x.stuck.items()):
         name = x.thread_names[t]
-        if why[0] == "barrier":
+        if why[0] == "mbarrier":  # a phase that never completes (syncverify.model.mbarrier)
+            _tag, mbarrier, reason = why
+            out.append({"thread": name, "on": "mbarrier", "mbarrier": mbarrier, "why": reason})
+        elif why[0] == "barrier":
             _tag, _index, barrier_id, count, arrived = why
             out.append({"thread": name, "on": "barrier", "barrier": barrier_id, "count": count,
                         "arrived": arrived})

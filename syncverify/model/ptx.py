@@ -106,8 +106,8 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
        [async-tma-store-mp-wait-group, async-tma-store-mp-wait-group-read,
        async-wait-group-1-*]. ``mbarrier.arrive`` (release, ``.cta``) synchronizes with
        ``mbarrier.try_wait`` (acquire, ``.cta``) of the same mbarrier and CTA, one phase per
-       mbarrier; transaction counts are not modelled (a wait is the try that returns True)
-       [async-mbarrier-arrive-publishes-arriver].
+       mbarrier (a wait is the try that returns True) [async-mbarrier-arrive-publishes-arriver];
+       which copies a wait sees complete, with transaction counts: choice 14.
     e. *Proxy-preserved base causality* (ISA, "Causality Order"): same-address pairs stay in
        base causality if both are generic, or of one proxy and one CTA ("performed to the same
        address, using the same proxy, and by the same thread block"), or, our reading of the
@@ -144,6 +144,21 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
     causality; a signal's agent waits for its data, and after ``nvshmem_fence`` a delivery's
     agent waits for the earlier deliveries to the same PE
     [nvshmem-put-nbi-chunks-any-order, nvshmem-quiet-then-signal, nvshmem-fence-orders-same-pe].
+14. *mbarrier transaction counts* (``syncverify.model.mbarrier``, docs/async.md). "An mbarrier
+    object completes the current phase when ... The count of the pending arrivals has reached
+    zero. The tx-count has reached zero" (ISA, "Phase Completion of the mbarrier object"); a
+    copy's complete-tx carries "completeCount argument equal to amount of data copied in bytes".
+    The first phase of an mbarrier with an ``init``, ``expect_tx`` or ``complete_tx`` completes
+    with a set of completions whose bytes make up the expected count: ``complete`` relates only
+    those copies to the wait, the others stay in flight [async-mbarrier-tx-expect-short-one-copy,
+    async-mbarrier-tx-no-expect-completes-on-arrival]; where none can, the waiter hangs
+    [async-mbarrier-tx-expect-more-than-copies-hangs]. Reading: a copy bringing more bytes than
+    expected may either complete the phase partly done or never let the count reach zero (the
+    ISA does not say whether the hardware counts bytes as they land); both are allowed
+    [async-mbarrier-tx-copy-larger-than-expected]. ``expect_tx`` and ``complete_tx`` are relaxed
+    and order nothing [async-mbarrier-complete-tx-orders-nothing]; ``try_wait.parity 1`` at the
+    start names the phase before the first and returns True at once, ordering nothing
+    [async-mbarrier-parity-1-passes-at-once]. One phase per mbarrier is modelled.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ from syncverify.delivery import DeliveryFence, Put, Quiet, lower_delivery
 from syncverify.errors import ScenarioError, UnsupportedConstruct
 from syncverify.explore.residency import Residency
 from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, Store,
-                                Thread, ThreadOrigin, pdl_dependent, pdl_primary)
+                                Thread, ThreadOrigin, byte_location, mixed_size_locations, pdl_dependent, pdl_primary,
+                                split_mixed_sizes)
 from syncverify.protocols import rules
 from syncverify.protocols.expressions import evaluate_at, step_place
 from syncverify.protocols.lowering import executes, lower_step, lower_tile_load, lower_tile_store
@@ -490,7 +491,7 @@ class _Builder:
                 if not polls and step.to is not None and self.needed is not None and loc not in self.needed:
                     continue  # sliced: no poll of the built program reads that copy
                 if executes(first, thread, self.opts.threads_per_cta):
-                    out += self.access(protocol, section, n, step, first, loc, q, where, origin)
+                    out += self.access(protocol, section, n, step, first, loc, q, where, origin, rank=rank)
                 for _low in lowered[1:]:  # the bar.sync after each copy's one-thread poll (its broadcast)
                     out.append(Barrier("sync", 0, label=self.labelled(f"{where}: broadcast",
                                                                        replace(origin, broadcast=True))))
@@ -509,10 +510,22 @@ class _Builder:
                 for low in lowered if executes(low, thread, threads)]
 
     def access(self, protocol, section: str, n: int, step, first, loc: str, q: int, where: str,
-               origin: StepOrigin) -> list:
+               origin: StepOrigin, *, rank: int = 0) -> list:
         """One lock copy's access of step ``n``: a write, a one-off CAS, or a poll loop
-        (``Label``, the read, a ``Branch`` back while ``until`` fails)."""
+        (``Label``, the read, a ``Branch`` back while ``until`` fails). A step with a byte range
+        (``Step.bytes``) accesses those bytes of the word (``footprint``; :meth:`_Scenario.finish`
+        splits the word into bytes)."""
         out: list = []
+        footprint = None
+        if step.bytes is not None:
+            offset, size = step.bytes
+            at = rank if offset == "rank" else offset
+            if at + size > 4:
+                raise UnsupportedConstruct(f"{step_place(getattr(protocol, 'path', None), section, n, step.line)}: "
+                                           f"bytes = {{ offset = {offset!r}, size = {size} }} is bytes {at}..{at + size - 1} "
+                                           f"of the 4-byte lock word at rank {rank}: outside it (fewer ranks, or a "
+                                           f"smaller size)")
+            footprint = (loc, at, size)
         text = f"{where} -> rank {q}" if step.to is not None else where
         label = None
         if first.poll:
@@ -522,11 +535,11 @@ class _Builder:
         self.labelled(text, origin)
         if first.kind == "ld":
             sem = "relaxed" if first.sem == "volatile" else first.sem
-            out.append(Load("rw", loc, sem, first.scope if sem != "weak" else None, label=text))
+            out.append(Load("rw", loc, sem, first.scope if sem != "weak" else None, label=text, footprint=footprint))
         elif first.kind == "st":
             sem = first.sem if first.sem in ("relaxed", "release") else "weak"
             value = self.operand(protocol, section, n, step, "value")
-            out.append(Store(loc, value, sem, first.scope if sem != "weak" else None, label=text))
+            out.append(Store(loc, value, sem, first.scope if sem != "weak" else None, label=text, footprint=footprint))
         elif first.kind == "nvshmem":  # nvshmemx_signal_op to rank q's copy (syncverify.delivery)
             value = self.operand(protocol, section, n, step, "value")
             out.append(Put(q, (), signal=loc, signal_op=first.op.removeprefix("signal_"), signal_value=value,
@@ -862,10 +875,28 @@ class _Program:
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
         protocol = self.protocols["protocol"]
         name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")
-        program = Program(name, tuple(self.threads),
+        threads, init = self.byte_addressed(tuple(self.threads))
+        program = Program(name, threads, init=init,
                           host_order=host_order, symmetry=symmetry, observed_registers=frozenset(), pdl=pdl)
         return Scenario(program, opts, protocol, _notes(opts, symmetry, self.protocols), self.protocols.get("push"), stage=self.part or "",
                         locations=self.builder.locations, steps=self.builder.step_labels)
+
+
+    def byte_addressed(self, threads: tuple[Thread, ...]) -> tuple[tuple[Thread, ...], dict[str, int]]:
+        """The threads with every lock some step accesses by a byte range split into bytes
+        (:func:`syncverify.program.split_mixed_sizes`), and the initial memory that needs (the
+        bytes, zero); each byte is placed where its word is (pictures, causes)."""
+        code = [list(th.instructions) for th in threads]
+        split = mixed_size_locations(code)
+        if not split:
+            return threads, {}
+        init: dict[str, int] = {}
+        code = split_mixed_sizes(code, init)
+        locations = self.builder.locations
+        for loc in split:
+            for byte in range(4):
+                locations.setdefault(byte_location(loc, byte), locations[loc])
+        return tuple(replace(th, instructions=tuple(c)) for th, c in zip(threads, code)), init
 
 
 # ----- launch modes with two kernels per call: two streams, programmatic dependent launch ------

@@ -59,6 +59,7 @@ CAUSE_KINDS = (
     "wait-without-signal",    # the wait exits without reading the producer's signal
     "never-written",          # no write of the location exists in the scenario
     "residency",              # spinning CTAs hold every slot; the CTA that would release them never runs
+    "mixed-size",             # the write and the read that should synchronize access different bytes
     "unexplained",            # every link holds on the witness: a bug of this module
 )
 
@@ -238,6 +239,14 @@ def _not_strong(names: _Names, w: Event, r: Event, link: str) -> Cause:
             return Cause("scope", text, _refs(names, narrow, other), link, ((w.eid, r.eid),),
                          {"step": getattr(names.step(narrow), "name", None), "scope": narrow.scope,
                           "needed": needed})
+    if not ptx.overlap_completely(w, r):  # mixed sizes (choice 12): bytes of two different accesses
+        sizes = [f"{e.footprint[2]} byte{'s' if e.footprint[2] != 1 else ''} at offset {e.footprint[1]}"
+                 if e.footprint is not None else "the whole word" for e in (w, r)]
+        text = (f"{names.what(w)} ({sizes[0]}) and {names.what(r)} ({sizes[1]}) access the same word with "
+                f"different sizes or offsets: accesses that overlap partially are not morally strong (PTX ISA: "
+                f"\"If both are memory operations, then they overlap completely\"), so no synchronization "
+                f"happens; give the write and the read the same bytes")
+        return Cause("mixed-size", text, _refs(names, w, r), link, ((w.eid, r.eid),))
     return Cause("unexplained", f"{names.what(w)} and {names.what(r)} are strong with scopes that include each "
                  "other, yet not morally strong in the model", _refs(names, w, r), link, ((w.eid, r.eid),))
 

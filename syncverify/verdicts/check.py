@@ -155,6 +155,8 @@ def classify(x: Execution) -> list[tuple[str, str, list[tuple[int, int]]]]:
             seen = ", ".join(f"{loc}={v}" for loc, v in reason[1])
             found.append(("hang", f"{role} waits forever: its poll keeps reading the final value ({seen}) "
                           "and that value never satisfies the wait", []))
+        elif reason[0] == "mbarrier":
+            found.append(("hang", f"{role} waits forever in mbarrier.try_wait: {reason[2]}", []))
         else:
             found.append(("hang", f"{role} waits forever at a CTA barrier that another thread of its CTA never reaches", []))
     cause = ptx.causality(x)
