@@ -53,6 +53,35 @@ def wait_at_least(ptr, target, MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr
     return gave_up
 
 
+@triton.jit
+def sm_id(USE_TIMER: tl.constexpr):
+    """``%smid``, the SM this program runs on, on the GPU; 0 in the interpreter (no inline PTX)."""
+    if USE_TIMER:
+        return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        return tl.zeros((), dtype=tl.int32)
+
+
+@triton.jit
+def consume_or_produce(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                       MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr):
+    """Program ``tl.program_id(0)``'s part of :func:`consumers_first_kernel` (its docstring says
+    which); returns its role number."""
+    # ----- role mapping
+    pid = (tl.program_id(0) + PID_OFFSET) % (2 * N_CONSUMERS)
+    if pid < N_CONSUMERS:
+        # ----- consumer: wait for the flag, then read what it announces
+        gave_up = wait_at_least(flags_ptr + pid, 1, MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+        tl.store(out_ptr + pid, tl.load(data_ptr + pid))
+        tl.store(timed_out_ptr + pid, gave_up)
+    else:
+        # ----- producer: the value, then the release flag that announces it
+        i = pid - N_CONSUMERS
+        tl.store(data_ptr + i, i + 1)
+        tl.atomic_xchg(flags_ptr + i, 1, sem="release", scope="gpu")
+    return pid
+
+
 @triton.jit(do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])  # one binary for every launch of it
 def consumers_first_kernel(
     # pointers
@@ -66,18 +95,34 @@ def consumers_first_kernel(
     below ``N_CONSUMERS`` a consumer, else producer ``pid - N_CONSUMERS``. ``PID_OFFSET = 0`` puts
     the consumers at the low blockIdx; ``N_CONSUMERS`` puts the producers there (or, with a grid of
     ``N_CONSUMERS``, makes a launch of producers only)."""
-    # ----- role mapping
-    pid = (tl.program_id(0) + PID_OFFSET) % (2 * N_CONSUMERS)
-    if pid < N_CONSUMERS:
-        # ----- consumer: wait for the flag, then read what it announces
-        gave_up = wait_at_least(flags_ptr + pid, 1, MAX_SPINS, TIMEOUT_NS, USE_TIMER)
-        tl.store(out_ptr + pid, tl.load(data_ptr + pid))
-        tl.store(timed_out_ptr + pid, gave_up)
-    else:
-        # ----- producer: the value, then the release flag that announces it
-        i = pid - N_CONSUMERS
-        tl.store(data_ptr + i, i + 1)
-        tl.atomic_xchg(flags_ptr + i, 1, sem="release", scope="gpu")
+    consume_or_produce(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                       MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+
+
+@triton.jit(do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])
+def placed_consumers_kernel(
+    # pointers
+    flags_ptr, data_ptr, out_ptr, timed_out_ptr, sm_ptr,
+    # sizes
+    N_CONSUMERS, PID_OFFSET,
+    # meta-parameters: the wait's budget
+    MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr,
+):
+    """:func:`consumers_first_kernel`, each program also writing the SM it ran on to
+    ``sm_ptr[role]``: the placement the GPU script feeds to the per-SM model."""
+    role = consume_or_produce(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                              MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+    tl.store(sm_ptr + role, sm_id(USE_TIMER))
+
+
+@triton.jit
+def marker_kernel(started_ptr, sm_ptr, USE_TIMER: tl.constexpr):
+    """A kernel unlike the others (launch it with ``num_warps=1``: one warp, no shared memory, like
+    ``torch.cuda._sleep``'s): program ``i`` writes 1 to ``started[i]`` and its SM to ``sm[i]``.
+    Stream-ordered before a launch, it shows whether a CTA of a different kernel got a slot."""
+    pid = tl.program_id(0)
+    tl.store(sm_ptr + pid, sm_id(USE_TIMER))
+    tl.store(started_ptr + pid, 1)
 
 
 @triton.jit
