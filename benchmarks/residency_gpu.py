@@ -50,9 +50,10 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "residency"))
-from spin_grid import deadlocks, grid_barrier_kernel, marker_kernel, placed_consumers_kernel  # noqa: E402
+from spin_grid import (deadlocks, deadlocks_per_sm, grid_barrier_kernel, marker_kernel,  # noqa: E402
+                       placed_consumers_kernel)
 
-from syncverify.explore.placement import MACHINES, Costs, Footprint, blocked, can_block, occupancy  # noqa: E402
+from syncverify.explore.placement import MACHINES, Costs, Footprint, occupancy  # noqa: E402
 
 MACHINE = MACHINES["nvidia-h200"]
 SLEEP_CYCLES = 1_000_000  # torch.cuda._sleep before the producers: about 0.5 ms, the consumers take the SMs first
@@ -173,19 +174,11 @@ def measured_capacity(args, dog: Watchdog, top: int) -> int:
 
 
 def per_sm_answers(n: int, waiting: list[str], costs: Costs, histogram: list[int] | None) -> tuple[bool, bool | None]:
-    """The per-SM model's answers for ``n`` consumers resident and the kernels ``waiting`` in turn
-    on the producers' stream (the first must get a slot for any producer to run): can the
-    consumers' placement block it (any placement), and does the placement seen block it (None:
-    not seen). A CTA of the consumers' own kernel is blocked only where its SMs are full."""
-    if not waiting:
-        return False, False
-    first = waiting[0]
-    resident = ["consumers"] * n
-    anywhere = can_block(costs, resident, first)
-    if histogram is None:
-        return anywhere, None
-    sms = [("consumers",) * k for k in histogram]
-    return anywhere, blocked(costs, sms, first)
+    """The per-SM model's answers (``spin_grid.deadlocks_per_sm``) for ``n`` consumers resident and
+    the kernels ``waiting`` in turn on the producers' stream: with the consumers anywhere they fit,
+    and where they were seen (None: not seen)."""
+    anywhere = deadlocks_per_sm(n, waiting, costs)
+    return anywhere, (None if histogram is None else deadlocks_per_sm(n, waiting, costs, histogram))
 
 
 def main(argv: list[str] | None = None) -> int:

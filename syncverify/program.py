@@ -735,6 +735,10 @@ class Program:
     filter: Prop | None = None
     # Constructs accepted where the PTX ISA is stricter than the reference syntax (one line each).
     warnings: tuple[str, ...] = ()
+    # (launch phase, kernel): the compiled kernel each launch runs, for per-SM placement (CTAs of
+    # one kernel share an SM's room; explore.placement). A phase not named runs its Phase.kernel,
+    # or "kernel" (one kernel for every launch, as one fused kernel per call is).
+    kernels: tuple[tuple[Phase | str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Memory and registers are 32-bit (syncverify.model.int32): an initial value is held wrapped.

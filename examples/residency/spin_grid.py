@@ -24,6 +24,8 @@ as the front end does for ``kernels/steps.UNBOUNDED_WAITS``); never launch that 
 import triton
 import triton.language as tl
 
+from syncverify.explore.placement import Costs, blocked, can_block
+
 
 @triton.jit
 def now_ns(USE_TIMER: tl.constexpr):
@@ -164,3 +166,26 @@ def deadlocks(pattern: str, size: int, capacity: int) -> bool:
     if pattern == "consumers_first":
         return size >= capacity  # consumers can hold every slot, and a producer needs one
     raise ValueError(f"unknown pattern {pattern!r}: grid_barrier or consumers_first")
+
+
+def deadlocks_per_sm(consumers: int, waiting: list[str], costs: Costs,
+                     seen: list[int] | None = None) -> bool:
+    """The per-SM model's answer for the two-stream pattern at any size: ``consumers`` CTAs of
+    kernel ``consumers`` resident and spinning, and on the other stream the kernels ``waiting``
+    in stream order (a sleep or marker kernel, then the producers' kernel): the first of them
+    must get a slot for any producer to run, and once one producer runs every consumer it frees
+    makes room. Can the consumers be placed so that no SM is sure to take it (``seen``: the
+    consumers per SM the GPU showed, ``%smid``; None: any placement, the adversarial answer)?
+    ``tests/test_residency.py`` pins it against ``syncverify check ... --resident R --sms S``.
+
+    >>> costs = Costs.from_occupancy(2, {}, 2)   # 2 SMs, 2 CTAs of one kernel each
+    >>> deadlocks_per_sm(3, ["sleep", "consumers"], costs), deadlocks_per_sm(3, ["consumers"], costs)
+    (True, False)
+    >>> deadlocks_per_sm(2, ["sleep", "consumers"], costs), deadlocks_per_sm(2, ["sleep"], costs, seen=[2])
+    (True, False)
+    """
+    if not waiting:
+        return False
+    if seen is None:
+        return can_block(costs, ["consumers"] * consumers, waiting[0])
+    return blocked(costs, [("consumers",) * k for k in seen], waiting[0])

@@ -195,7 +195,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
                  first: bool = False, progress: Callable[[str], None] | None = None,
                  progress_interval: float = 2.0, resident: int | None = None,
-                 resident_order: str = "any", fair: bool = False,
+                 resident_order: str = "any", fair: bool = False, resident_sms: int = 0,
                  merge_equal_futures: bool = True) -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
@@ -219,6 +219,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         At most ``resident`` CTAs per GPU at once, admitted in ``resident_order``
         (:mod:`syncverify.explore.residency`); None: the harness's ``sv.resident(...)``, else every
         CTA runs. ``fair``: every CTA runs, whatever the harness says (``--resident-sweep``).
+        ``resident_sms``: with ``resident``, spread over that many SMs (per-SM placement).
     merge_equal_futures
         Lift one copy of the code of program points with equal futures (exact, see
         :func:`~syncverify.frontend.programs.equal_futures`); False lifts every point of every
@@ -236,7 +237,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 32:
         raise HarnessError(f"threads_per_cta={threads_per_cta!r} must be 1 to 32")
     deadline = None if timeout is None else start + timeout
-    residency = None if resident is None else Residency(resident, resident_order)
+    residency = None if resident is None else Residency(resident, resident_order, resident_sms)
     fn, name = load_harness(target)
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
     residency = None if fair else (residency or sv.residency)
@@ -469,7 +470,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         issuer = infos[next(i for i, t in enumerate(threads_out) if agent.name.startswith(t.name + "."))]
         infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: its TMA copy (async proxy)", issuer.call, issuer.rank))
     program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
-                      observed_registers=frozenset(), pdl=pdl)
+                      observed_registers=frozenset(), pdl=pdl,
+                      kernels=tuple((launch.phase, launch.kernel_name) for launch in launches))
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
         assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "
                         "holds, not data values")

@@ -195,13 +195,18 @@ class Harness:
         self.args: list[Any] = []  # torch tensors outside the heap passed to launches
         self.residency: Residency | None = None  # sv.resident(...): None, every CTA runs
 
-    def resident(self, capacity: int, *, order: str = "any") -> None:
+    def resident(self, capacity: int, *, order: str = "any", sms: int = 0,
+                 occupancy: dict | None = None) -> None:
         """At most ``capacity`` CTAs resident per GPU at once (its SMs times the kernels'
         occupancy), shared by every launch and stream of that GPU, admitted in ``order`` (``any``,
         what CUDA guarantees; ``index``: blockIdx order per launch, what the hardware does in
-        practice). ``syncverify check --resident R`` overrides it. docs/residency.md says why."""
+        practice). ``sms``: spread over that many SMs, ``capacity // sms`` CTAs of one kernel per
+        SM, or ``occupancy[kernel]`` (keys: @triton.jit functions or their names) for the kernels
+        named; a CTA is sure of a slot only on an SM that is empty or holds its own kernel alone
+        (docs/residency.md). ``syncverify check --resident R`` overrides it."""
+        named = tuple(sorted((getattr(getattr(k, "fn", k), "__name__", k), n) for k, n in (occupancy or {}).items()))
         try:
-            self.residency = Residency(capacity, order)
+            self.residency = Residency(capacity, order, sms, named)
         except SyncVerifyError as error:
             raise HarnessError(f"sv.resident: {error} ({_site()})") from None
 
