@@ -100,6 +100,8 @@ with example_module("residency") as _h:
     HARNESS_CASES = [(name, R, order, safe) for name, table in _h.EXPECTED.items()
                      for R, (order, safe) in table.items()]
     HARNESS_KINDS = dict(_h.KINDS)
+    PER_SM_CASES = [(name, R, sms, order, safe) for name, table in _h.EXPECTED_PER_SM.items()
+                    for (R, sms), (order, safe) in table.items()]
 ONE_THREAD = {"grid_barrier", "pdl_copy", "pdl_copy_no_wait"}  # one model thread per CTA: the same verdicts, faster
 
 
@@ -115,6 +117,19 @@ def test_each_residency_example_gets_the_verdict_its_table_states(name, resident
     elif not safe:
         assert list(result.violations) == ["hang"] and "never resident" in result.violations["hang"].explanation
     assert any("residency" in a for a in result.assumptions)
+
+
+@pytest.mark.parametrize(("name", "resident", "sms", "order", "safe"), PER_SM_CASES,
+                         ids=[f"{c[0]}-R{c[1]}-S{c[2]}" for c in PER_SM_CASES])
+def test_each_residency_example_gets_its_per_sm_verdict(name, resident, sms, order, safe):
+    """Per SM (``--sms``): another kernel is not sure of the slot the consumer leaves on its SM."""
+    result = syncverify.check_kernel(f"{EXAMPLES / 'residency' / 'harness.py'}::{name}", world_size=1,
+                                     resident=resident, resident_order=order, resident_sms=sms, timeout=120,
+                                     threads_per_cta=1)
+    assert result.safe is safe, result.text()
+    if not safe:
+        words = result.violations["hang"].explanation
+        assert "no SM is sure to take a waiting CTA" in words and "placed: GPU 0 SM 0" in words
 
 
 def test_the_examples_rule_is_the_models_answer():
@@ -312,3 +327,26 @@ def test_a_deadlock_in_blockidx_order_is_one_in_any_order_and_none_once_every_ct
         if found is not None:
             assert len(found.resident) == capacity and found.not_resident
             assert all(c not in found.resident for c in found.not_resident)
+
+
+def test_check_sms_finds_the_two_stream_hang_the_pool_misses(capsys):
+    """``--launches two-stream``: the GEMM and communication roles are two kernels. One SM of 2
+    slots: a waiting consumer leaves a slot no GEMM CTA is sure of (the pool of 2 says SAFE)."""
+    from syncverify.cli import main
+
+    assert main(["check", "barrier-fenced-release-acquire", "--launches", "two-stream", "--resident", "2"]) == 0
+    assert main(["check", "barrier-fenced-release-acquire", "--launches", "two-stream", "--resident", "2",
+                 "--sms", "1"]) == 1
+    text = capsys.readouterr().out
+    assert "on 1 SM (2 CTAs of one kernel per SM" in text and "never resident: rank 0 producer" in text
+    assert main(["check", "barrier-fenced-release-acquire", "--launches", "two-stream", "--resident", "4",
+                 "--sms", "2"]) == 0
+
+
+@pytest.mark.parametrize("argv", [["--resident", "3", "--sms", "2"], ["--sms", "2"],
+                                  ["--resident-sweep", "--sms", "1"]])
+def test_bad_sms_options_exit_2_with_one_line(argv, capsys):
+    from syncverify.cli import main
+
+    assert main(["check", "epoch-flag", *argv]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -14,6 +14,13 @@ waits forever. ``EXPECTED`` is the table the tests and ``docs/residency.md`` use
   order (CUDA promises no order), SAFE with ``--resident-order index`` (the order the hardware
   dispatches in practice): the model says which assumption a kernel leans on.
 * ``grid_barrier`` (2 programs meet on one counter): **hang** with 1 slot, SAFE with 2.
+* ``other_kernel_first`` / ``producers_elsewhere`` (per SM, ``sv.resident(2, sms=1)``: one SM
+  holding 2 CTAs of one kernel): a consumer on stream ``comm``; on stream ``gemm`` a different
+  kernel first (``marker_kernel``, as ``torch.cuda._sleep`` was in GPU runs 1-2), then the
+  producers; or the producers as a different kernel (``producers_elsewhere_kernel``). The consumer
+  leaves one slot free on its SM, and a CTA of another kernel is not sure of it: **hang** per
+  SM, SAFE with one pool of 2 slots (the answer the GPU contradicted). ``two_streams`` per SM
+  (``--sms 2`` at 4): SAFE, the producers are the consumers' own kernel.
 * ``pdl_copy`` / ``pdl_copy_no_wait``: the producers write ``data``, then ``copy_kernel`` (no flag)
   copies it, launched as a programmatic dependent launch (``sv.launch(pdl=True)``). With
   ``griddepcontrol.wait`` first in the copy: SAFE, even with one slot (the copy is scheduled only
@@ -30,7 +37,9 @@ deadlock and the smallest from which none does.
 import torch
 
 import syncverify
-from spin_grid import consumers_first_kernel, copy_kernel, grid_barrier_kernel
+import triton
+import triton.language as tl
+from spin_grid import consume_or_produce, consumers_first_kernel, copy_kernel, grid_barrier_kernel, marker_kernel
 
 N = 2  # consumers (and producers): the smallest that shows a pattern the GPU shows at 132 x occupancy
 
@@ -43,6 +52,13 @@ EXPECTED = {
     "grid_barrier": {1: ("any", False), 2: ("any", True)},
     "pdl_copy": {1: ("any", True)},
     "pdl_copy_no_wait": {4: ("any", False)},
+    "other_kernel_first": {2: ("any", True)},  # one pool: optimistic (GPU runs 1-2 deadlocked)
+}
+#: harness -> {(resident capacity, SMs): (order, safe?)}: the per-SM model (``--sms``).
+EXPECTED_PER_SM = {
+    "other_kernel_first": {(2, 1): ("any", False)},
+    "producers_elsewhere": {(2, 1): ("any", False)},
+    "two_streams": {(4, 2): ("any", True), (2, 1): ("any", False)},
 }
 #: harness -> the violation kinds of its UNSAFE rows (else a hang).
 KINDS = {"pdl_copy_no_wait": ("race", "unwritten-read")}
@@ -148,3 +164,43 @@ def pdl_copy_no_wait(sv):
     """The same without ``griddepcontrol.wait``: ``launch_dependents`` gives no visibility."""
     return _pdl_copy(sv, False)
 
+
+
+@triton.jit
+def producers_elsewhere_kernel(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                               MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr):
+    """``consumers_first_kernel``'s code as a kernel of its own (another compiled function)."""
+    consume_or_produce(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                       MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+
+
+def _one_consumer_then_other_kernel(sv, marker: bool, producers):
+    """One consumer on ``comm``; on ``gemm`` the marker kernel (if ``marker``), then one producer of
+    ``producers``; one SM holding two CTAs of one kernel."""
+    flags, data, out, timed_out = (sv.heap.zeros((1,), torch.int32) for _ in range(4))
+    started, sm = sv.heap.zeros((1,), torch.int32), sv.heap.zeros((1,), torch.int32)
+    sv.resident(2, sms=1)
+
+    def call(k):
+        sv.launch(consumers_first_kernel, (1,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  1, 0, rank=0, stream="comm", **UNBOUNDED)
+        if marker:
+            sv.launch(marker_kernel, (1,), started.on(0), sm.on(0), rank=0, stream="gemm", USE_TIMER=False,
+                      num_warps=1)
+        sv.launch(producers, (1,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  1, 1, rank=0, stream="gemm", **UNBOUNDED)
+        sv.synchronize(rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+@syncverify.harness
+def other_kernel_first(sv):
+    """GPU runs 1-2's disagreeing rows, small: another kernel must take the free slot first."""
+    return _one_consumer_then_other_kernel(sv, True, consumers_first_kernel)
+
+
+@syncverify.harness
+def producers_elsewhere(sv):
+    """The producers as another kernel: not sure of a slot beside the consumer."""
+    return _one_consumer_then_other_kernel(sv, False, producers_elsewhere_kernel)

@@ -52,7 +52,7 @@ from syncverify.explore.driver import explore
 from syncverify.explore.placement import Costs, blocked, may_place
 from syncverify.model.events import Execution
 from syncverify.program import HOST_RESET, PDL_TRIGGER, Atomic, Program, Store, Thread, ThreadOrigin
-from syncverify.validation import one_of
+from syncverify.validation import did_you_mean, one_of
 
 #: How CTAs become resident: ``any`` (guaranteed), ``index`` (observed, blockIdx order per launch).
 ORDERS: tuple[str, ...] = ("any", "index")
@@ -384,6 +384,11 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
     hosts = [t for t in range(len(program.threads)) if t not in {u for c in units for u in c.threads}]
     R = residency.capacity
     costs = residency.costs()
+    launched = sorted({c.kernel for c in units})
+    for kernel, _n in residency.occupancy:
+        if kernel not in launched:
+            raise ScenarioError(f"occupancy names kernel {kernel!r}, which no launch runs; launched: "
+                                + ", ".join(launched) + did_you_mean(kernel, launched))
     after = {str(a): frozenset(str(b) for b in bs) for a, bs in program.phases_after().items()}
     for started in started_sets(units, residency):
         clock.tick("while choosing which CTAs are resident")

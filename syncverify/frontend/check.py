@@ -471,7 +471,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: its TMA copy (async proxy)", issuer.call, issuer.rank))
     program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
                       observed_registers=frozenset(), pdl=pdl,
-                      kernels=tuple((launch.phase, launch.kernel_name) for launch in launches))
+                      kernels=kernel_identities(sv.ops, phase_of))
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
         assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "
                         "holds, not data values")
@@ -479,6 +479,24 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
             "locations": len(program.locations()), "ghost_groups": len(owners)}
     notes = sorted(assumptions)
     return Lifted(program, infos, owners, oob, files, constants), size, notes
+
+
+def kernel_identities(ops, phase_of: dict[int, str]) -> tuple[tuple[str, str], ...]:
+    """(launch phase, kernel) for per-SM placement: one name per @triton.jit object, its function's
+    name, with ``#2``, ``#3`` added when distinct objects share a name (two compilations of one
+    code are two kernels to the GPU's placement, not one)."""
+    names: dict[int, str] = {}
+    taken: dict[str, int] = {}
+    out = []
+    for op in ops:
+        if op.kind != "launch":
+            continue
+        if id(op.kernel) not in names:
+            base = getattr(getattr(op.kernel, "fn", op.kernel), "__name__", "kernel")
+            taken[base] = taken.get(base, 0) + 1
+            names[id(op.kernel)] = base if taken[base] == 1 else f"{base}#{taken[base]}"
+        out.append((phase_of[op.index], names[id(op.kernel)]))
+    return tuple(out)
 
 
 def programmatic_launches(ops, phase_of: dict[int, str], threads_out: list[Thread],
