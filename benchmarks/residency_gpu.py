@@ -4,28 +4,30 @@ deadlocks and one it says is safe, beside the model's answers, and where each CT
 1. The resident capacity of ``grid_barrier_kernel`` (CTAs at once on this GPU): derived from the
    compiled kernel's registers, shared memory and warps with the machine kind's SM limits
    (``syncverify.explore.placement``), and measured as the largest grid whose barrier completes.
-2. Run 1/2's eleven rows: the grid barrier at C and C + 1; ``placed_consumers_kernel`` (the
+2. Runs 1-2's rows: the grid barrier at C and C + 1; ``placed_consumers_kernel`` (the
    consumers-first pattern, each program also writing its ``%smid``) in one grid and as two
    launches on two streams (consumers on ``comm``; on ``gemm``, behind ``torch.cuda._sleep``, the
-   producers), at C - 1 and C consumers; and run 2's probes (no sleep, the producers in another
-   compiled function, producers issued first, C - 16 and C - 132 consumers).
-3. The per-SM cases: ``marker_kernel`` (one warp, no shared memory: a different kernel whose
-   CTAs say where and whether they ran) stream-ordered before the producers, at C - 1, C - 16,
-   C - 132 and 132 consumers; and the producers as a different compiled function of the same
-   code without a sleep (same footprint, another kernel).
+   producers), at C - 1 and C consumers; and run 2's probes.
+3. Lazy loading: the rows that disagreed in runs 1-2 were the first launch of a kernel (torch's
+   sleep; a Triton function compiled during the row) behind spinning consumers. The sleep's first
+   use is row 5, and row 7 repeats row 5 once it is loaded; rows 18-19 launch a Triton function
+   compiled but not loaded, and one loaded but never launched.
+4. Per SM: ``marker_kernel`` (one warp) and the producers as another function, beside 15
+   consumers on an SM; and producers of 8 warps (256 threads) when every SM holds 15 consumers
+   (128 threads left: no SM has room, though 132 slots are free) or 14 (room).
 
-Each row has three model answers: the old one pool of C slots (``pool``); the per-SM model
-with the consumers anywhere they fit (``any placement``: what ``syncverify check`` says, the
-adversarial choice); and the per-SM model given the SMs the consumers were seen on (``seen``,
-from ``%smid``). A CTA of a kernel counts on an SM only if it fits and the SM is empty or holds
-CTAs of that kernel alone (docs/residency.md). ``agree`` compares ``seen`` with the GPU.
+Each row has the model's answers: the old one pool of C slots (``pool``); per SM with the
+consumers anywhere they fit (``any placement``: the adversarial answer) and where they were seen
+(``%smid``); whether a kernel the row waits on is launched for the first time (under lazy
+loading its module load may wait for the GPU to be idle). ``model``: the per-SM answer for the
+placement seen, or a first use. ``agree`` compares it with the GPU.
 
 Every wait gives up after ``--timeout-ms`` of ``%globaltimer``: a deadlock shows as programs that
 timed out, never as a hung GPU; a watchdog also ends the process (exit 3) if one launch runs past
 ``--watchdog`` seconds. The per-SM rule at small sizes is pinned against the model's own check
-by ``tests/test_residency.py``.
+by ``tests/test_placement.py``.
 
-Run from the repository root on the GPU machine (under a minute; run 2 took 4 s)::
+Run from the repository root on the GPU machine (under a minute; run 3 took 7 s)::
 
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 benchmarks/residency_gpu.py
 
@@ -110,18 +112,21 @@ def barrier_timeouts(grid: int, args, dog: Watchdog) -> tuple[int, object]:
     return int(timed_out.sum().item()), compiled
 
 
-#: The same code compiled as a second function: a kernel distinct from ``placed_consumers_kernel``.
+#: The same code compiled as a second function: a kernel distinct from ``placed_consumers_kernel``;
+#: and two more, first launched in rows 18-19 (one compiled only, one compiled and loaded).
 other_kernel = triton.jit(placed_consumers_kernel.fn, do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])
+fresh_unloaded = triton.jit(placed_consumers_kernel.fn, do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])
+fresh_loaded = triton.jit(placed_consumers_kernel.fn, do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])
 
 
 def consumer_run(n: int, streams: bool, args, dog: Watchdog, *, before: str = "sleep", producer_kernel=None,
-                 producers_first: bool = False) -> dict:
+                 producers_first: bool = False, producer_warps: int = 4) -> dict:
     """``n`` consumers and ``n`` producers of ``placed_consumers_kernel``: how many consumers gave
     up, whether every other one read its value, the SM of each consumer, and the marker's SM.
     ``streams``: consumers and producers as two launches on two streams; ``before`` the producer
     launch on its stream: ``sleep`` (``torch.cuda._sleep``), ``marker`` (``marker_kernel``, one
     warp) or ``none``; ``producers_first``: the producer launch issued first; ``producer_kernel``:
-    the producers in another compiled function."""
+    the producers in another compiled function (``producer_warps`` warps)."""
     flags, data, out, timed_out = (torch.zeros(n, dtype=torch.int32, device="cuda") for _ in range(4))
     sm = torch.full((2 * n,), -1, dtype=torch.int32, device="cuda")
     started = torch.zeros(1, dtype=torch.int32, device="cuda")
@@ -141,7 +146,7 @@ def consumer_run(n: int, streams: bool, args, dog: Watchdog, *, before: str = "s
                     torch.cuda._sleep(SLEEP_CYCLES)
                 elif before == "marker":
                     marker_kernel[(1,)](started, marker_sm, USE_TIMER=True, num_warps=1)
-                producers[(n,)](flags, data, out, timed_out, sm, n, n, **b)
+                producers[(n,)](flags, data, out, timed_out, sm, n, n, num_warps=producer_warps, **b)
 
         if producers_first:
             produce()
@@ -202,71 +207,97 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{props.name}: {sms} SMs; grid_barrier_kernel: {footprint(compiled)}; "
           f"derived capacity {derived}, measured {capacity}", flush=True)
 
-    # the consumers' kernel (and the other function of its code, and the marker): their footprints
+    # Every kernel a row waits on is compiled and loaded here (a launch with n = 1), except
+    # torch's sleep (first used in row 5) and the two fresh functions of rows 18-19: under CUDA
+    # lazy loading a kernel's first launch may wait for the GPU to be idle (docs/residency.md).
     one = lambda: torch.ones(1, dtype=torch.int32, device="cuda")  # noqa: E731
     zero = lambda: torch.zeros(1, dtype=torch.int32, device="cuda")  # noqa: E731
+    b = budget(args.timeout_ms)
     compiled_cf = dog.run("placed_consumers compile", lambda: placed_consumers_kernel[(1,)](
-        one(), zero(), zero(), zero(), zero(), 1, 0, **budget(args.timeout_ms)))
-    compiled_other = dog.run("other compile", lambda: other_kernel[(1,)](
-        one(), zero(), zero(), zero(), zero(), 1, 0, **budget(args.timeout_ms)))
+        one(), zero(), zero(), zero(), zero(), 1, 0, **b))
+    compiled_other = dog.run("other compile", lambda: other_kernel[(1,)](one(), zero(), zero(), zero(), zero(), 1, 0, **b))
+    compiled_other8 = dog.run("other, 8 warps, compile", lambda: other_kernel[(1,)](
+        one(), zero(), zero(), zero(), zero(), 1, 0, num_warps=8, **b))
     compiled_marker = dog.run("marker compile", lambda: marker_kernel[(1,)](zero(), zero(), USE_TIMER=True, num_warps=1))
+    try:
+        fresh_unloaded.warmup(one(), zero(), zero(), zero(), zero(), 1, 0, grid=(1,), **b)  # compiled, module not loaded
+        fresh_loaded.warmup(one(), zero(), zero(), zero(), zero(), 1, 0, grid=(1,), **b)._init_handles()  # loaded, never run
+        fresh_ok = True
+    except Exception as error:  # noqa: BLE001 -- a probe: report it and run the other rows
+        print(f"warmup of the fresh kernels failed ({type(error).__name__}: {error}): rows 18-19 skipped", flush=True)
+        fresh_ok = False
+    loaded = {"consumers", "other", "other8", "marker", "fresh_loaded"}
     footprints = {"consumers": footprint(compiled_cf), "other": footprint(compiled_other),
-                  "marker": footprint(compiled_marker),
-                  "sleep": Footprint(warps=1, registers=16)}  # torch's sleep kernel: one thread, no shared memory
+                  "other8": footprint(compiled_other8), "marker": footprint(compiled_marker),
+                  "sleep": Footprint(warps=1, registers=16),  # torch's sleep kernel: one thread, no shared memory
+                  "fresh_unloaded": footprint(compiled_cf), "fresh_loaded": footprint(compiled_cf)}
     if any(fp is None for fp in footprints.values()):
         print(f"no footprint from Triton for {[k for k, fp in footprints.items() if fp is None]}")
         return 2
     costs = Costs.from_footprints(dataclasses.replace(MACHINE, sms=sms), footprints)
     occ_cf = occupancy(footprints["consumers"], MACHINE)
     capacity_cf = sms * occ_cf
-    print(f"footprints: {footprints}; consumers' capacity {capacity_cf}", flush=True)
+    print(f"footprints: {footprints}; consumers' capacity {capacity_cf}; "
+          f"CUDA_MODULE_LOADING={os.environ.get('CUDA_MODULE_LOADING', '(unset: LAZY)')}", flush=True)
     rows = []
 
     def row(case: str, pattern: str, size: int, cap: int, result: dict, waiting: list[str]) -> None:
         pool = "deadlock" if deadlocks(pattern, size, cap) else "safe"
+        first_use = [k for k in waiting if k not in loaded]  # lazy loading: its load waits for the GPU to idle
         if pattern == "grid_barrier":
-            anywhere, seen = deadlocks(pattern, size, cap), deadlocks(pattern, size, cap)
+            anywhere = seen = deadlocks(pattern, size, cap)
         elif size >= cap:
             anywhere, seen = True, True  # the consumers' own kernel fills every SM
         else:
             anywhere, seen = per_sm_answers(size, waiting, costs, result.get("histogram"))
+        model = bool(seen) or bool(first_use and size > 0 and pattern == "consumers_first" and waiting)
+        loaded.update(waiting)
         words = lambda d: "?" if d is None else ("deadlock" if d else "safe")  # noqa: E731
         gpu = "deadlock" if result["timed_out"] else "completed"
-        agree = seen == bool(result["timed_out"]) and result.get("values_ok", True)
+        agree = model == bool(result["timed_out"]) and result.get("values_ok", True)
         hist = result.get("histogram")
         placement = "" if hist is None else f"{len(hist)} SMs used, {sms - len(hist)} empty, fullest {hist[0] if hist else 0}"
         rows.append(dict(case=case, size=size, capacity=cap, pool=pool, any_placement=words(anywhere),
-                         seen=words(seen), gpu=gpu, agree=agree, placement=placement, waiting=waiting, **result))
-        print(f"  {case} size={size}: pool {pool}, per-SM any {words(anywhere)}, seen {words(seen)}; GPU {gpu} "
-              f"({result['timed_out']} timed out); {placement}", flush=True)
+                         seen=words(seen), first_use=",".join(first_use), model=words(model), gpu=gpu, agree=agree,
+                         placement=placement, waiting=waiting, **result))
+        print(f"  {case} size={size}: pool {pool}, per-SM any {words(anywhere)}, seen {words(seen)}, first use "
+              f"{first_use or '-'}, model {words(model)}; GPU {gpu} ({result['timed_out']} timed out); {placement}",
+              flush=True)
 
     for grid in (capacity, capacity + 1):
         row("grid barrier", "grid_barrier", grid, capacity, dict(timed_out=barrier_timeouts(grid, args, dog)[0]), [])
     for n in (capacity_cf - 1, capacity_cf):
         row("consumers first, one grid", "consumers_first", n, capacity_cf, consumer_run(n, False, args, dog),
             ["consumers"])
-    for n in (capacity_cf - 1, capacity_cf):
+    for n in (capacity_cf - 1, capacity_cf):  # the sleep's first use is the first of these
         row("consumers first, two streams", "consumers_first", n, capacity_cf, consumer_run(n, True, args, dog),
             ["sleep", "consumers"])
 
     cases = (  # (case, consumers, options, the kernels the producers' stream waits on, in turn)
+        ("two streams, sleep loaded", capacity_cf - 1, {}, ["sleep", "consumers"]),
         ("two streams, no sleep", capacity_cf - 1, dict(before="none"), ["consumers"]),
         ("two streams, producers another function", capacity_cf - 1, dict(producer_kernel=other_kernel),
          ["sleep", "other"]),
         ("two streams, producers issued first", capacity_cf - 1, dict(producers_first=True), []),
         ("two streams, an SM's worth free", capacity_cf - occ_cf, {}, ["sleep", "consumers"]),
         ("two streams, 132 slots free", capacity_cf - sms, {}, ["sleep", "consumers"]),
-        # ----- the per-SM cases
-        ("per-SM: marker, one slot free", capacity_cf - 1, dict(before="marker"), ["marker", "consumers"]),
-        ("per-SM: marker, an SM's worth free", capacity_cf - occ_cf, dict(before="marker"), ["marker", "consumers"]),
-        ("per-SM: marker, 132 slots free", capacity_cf - sms, dict(before="marker"), ["marker", "consumers"]),
-        ("per-SM: marker, one consumer per SM", sms, dict(before="marker"), ["marker", "consumers"]),
-        ("per-SM: other function, no sleep", capacity_cf - 1, dict(before="none", producer_kernel=other_kernel),
-         ["other"]),
-        ("per-SM: other function, no sleep, an SM's worth free", capacity_cf - occ_cf,
-         dict(before="none", producer_kernel=other_kernel), ["other"]),
+        ("marker, one slot free", capacity_cf - 1, dict(before="marker"), ["marker", "consumers"]),
+        ("marker, one consumer per SM", sms, dict(before="marker"), ["marker", "consumers"]),
+        ("other function, no sleep", capacity_cf - 1, dict(before="none", producer_kernel=other_kernel), ["other"]),
+        # ----- per SM: a footprint that fits in no SM's leftover room, whatever the slots free
+        ("8-warp producers, 15 consumers per SM", sms * (occ_cf - 1),
+         dict(producer_kernel=other_kernel, producer_warps=8), ["sleep", "other8"]),
+        ("8-warp producers, 14 consumers per SM", sms * (occ_cf - 2),
+         dict(producer_kernel=other_kernel, producer_warps=8), ["sleep", "other8"]),
+        # ----- lazy loading: a kernel compiled but not loaded, and one loaded but never launched
+        ("fresh kernel, module not loaded", capacity_cf - 1, dict(producer_kernel=fresh_unloaded),
+         ["sleep", "fresh_unloaded"]),
+        ("fresh kernel, module loaded", capacity_cf - 1, dict(producer_kernel=fresh_loaded),
+         ["sleep", "fresh_loaded"]),
     )
     for case, n, options, waiting in cases:
+        if case.startswith("fresh kernel") and not fresh_ok:
+            continue
         row(case, "consumers_first", n, capacity_cf, consumer_run(n, True, args, dog, **options), waiting)
 
     result = dict(device=props.name, sms=sms, derived_capacity=derived, measured_capacity=capacity,
@@ -276,11 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "residency_gpu.json").write_text(json.dumps(result, indent=2))
     print()
-    print("| case | size | capacity | pool | per-SM, any placement | per-SM, placement seen | GPU (timed out) | placement seen | agree |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| case | size | pool | per-SM, any placement | per-SM, placement seen | first use (lazy load) | model | GPU (timed out) | placement seen | agree |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['case']} | {r['size']} | {r['capacity']} | {r['pool']} | {r['any_placement']} | {r['seen']} | "
-              f"{r['gpu']} ({r['timed_out']}) | {r['placement']} | {'yes' if r['agree'] else 'NO'} |")
+        print(f"| {r['case']} | {r['size']} | {r['pool']} | {r['any_placement']} | {r['seen']} | {r['first_use'] or '-'} | "
+              f"{r['model']} | {r['gpu']} ({r['timed_out']}) | {r['placement']} | {'yes' if r['agree'] else 'NO'} |")
     print(f"{sms} SMs; capacity derived {derived}, measured {capacity}; consumers' {capacity_cf}; {result['seconds']} s")
     return 0 if all(r["agree"] for r in rows) else 1
 

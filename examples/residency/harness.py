@@ -21,12 +21,20 @@ waits forever. ``EXPECTED`` is the table the tests and ``docs/residency.md`` use
   leaves one slot free on its SM, and a CTA of another kernel is not sure of it: **hang** per
   SM, SAFE with one pool of 2 slots (the answer the GPU contradicted). ``two_streams`` per SM
   (``--sms 2`` at 4): SAFE, the producers are the consumers' own kernel.
-* ``pdl_copy`` / ``pdl_copy_no_wait``: the producers write ``data``, then ``copy_kernel`` (no flag)
-  copies it, launched as a programmatic dependent launch (``sv.launch(pdl=True)``). With
-  ``griddepcontrol.wait`` first in the copy: SAFE, even with one slot (the copy is scheduled only
-  once every producer has triggered or exited). Without it: UNSAFE, **race** and
-  **unwritten-read**: ``launch_dependents`` lets the copy start, and makes nothing visible
-  (NVIDIA/TensorRT-LLM #14537).
+* ``graph_shared_counter`` / ``graph_counter_reset`` (lightseekorg/tokenspeed #351's shape): a
+  graph captured with ``sv.graph()`` holds the producers (``count_when_done_kernel``, a PDL
+  primary that triggers first) and the consumer (``wait_count_kernel``, launched with
+  ``launch_pdl=True``, waiting for a completion counter instead of ``gdc_wait``), replayed twice.
+  Nothing resets the counter: replay 1's wait is satisfied by replay 0's count and the copy reads
+  replay 0's data (UNSAFE: **stale-read**). With ``zero_`` of the counter captured first in the
+  graph: SAFE.
+* ``pdl_copy`` / ``pdl_copy_no_wait`` (NVIDIA/TensorRT-LLM #14537's shape, the PDL read from the
+  kernels): ``write_then_trigger_kernel`` writes ``data`` and then runs
+  ``gdc_launch_dependents()``; ``dependent_copy_kernel`` (no flag) copies it, launched as its
+  programmatic dependent (``launch_pdl=True``, Triton's launch option). With ``gdc_wait()`` first
+  in the copy: SAFE, even with one slot (the copy is scheduled only once every producer has
+  triggered or exited). Without it: UNSAFE, **race** and **unwritten-read**:
+  ``launch_dependents`` lets the copy start, and makes nothing visible.
 
 Run: ``syncverify check examples/residency/harness.py::consumers_first --resident 2`` (UNSAFE:
 hang, naming the resident consumers, the flags they poll, and the producers that never became
@@ -39,7 +47,8 @@ import torch
 import syncverify
 import triton
 import triton.language as tl
-from spin_grid import consume_or_produce, consumers_first_kernel, copy_kernel, grid_barrier_kernel, marker_kernel
+from spin_grid import (consume_or_produce, consumers_first_kernel, count_when_done_kernel, dependent_copy_kernel,
+                       grid_barrier_kernel, marker_kernel, wait_count_kernel, write_then_trigger_kernel)
 
 N = 2  # consumers (and producers): the smallest that shows a pattern the GPU shows at 132 x occupancy
 
@@ -53,6 +62,11 @@ EXPECTED = {
     "pdl_copy": {1: ("any", True)},
     "pdl_copy_no_wait": {4: ("any", False)},
     "other_kernel_first": {2: ("any", True)},  # one pool: optimistic (GPU runs 1-2 deadlocked)
+}
+#: harness -> (safe?, violation kinds): with every CTA running (no residency).
+EXPECTED_FAIR = {
+    "graph_shared_counter": (False, ("race", "stale-read")),
+    "graph_counter_reset": (True, ()),
 }
 #: harness -> {(resident capacity, SMs): (order, safe?)}: the per-SM model (``--sms``).
 EXPECTED_PER_SM = {
@@ -140,14 +154,13 @@ def grid_barrier(sv):
 
 
 def _pdl_copy(sv, wait: bool):
-    flags, data, out, timed_out = _buffers(sv)
+    data, out = sv.heap.zeros((N,), torch.int32), sv.heap.zeros((N,), torch.int32)
     sv.resident(1)
 
     def call(k):
-        # the producers only (grid N, PID_OFFSET N), then the copy as their programmatic dependent
-        sv.launch(consumers_first_kernel, (N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
-                  N, N, rank=0, **UNBOUNDED)
-        sv.launch(copy_kernel, (N,), data.on(0), out.on(0), rank=0, pdl=True, pdl_wait=wait)
+        # the primary writes data and triggers; the copy is its programmatic dependent
+        sv.launch(write_then_trigger_kernel, (N,), data.on(0), rank=0)
+        sv.launch(dependent_copy_kernel, (N,), data.on(0), out.on(0), rank=0, WAIT=wait, launch_pdl=True)
         sv.synchronize(rank=0)
         sv.expect_written(out.on(0))
     return call
@@ -204,3 +217,30 @@ def other_kernel_first(sv):
 def producers_elsewhere(sv):
     """The producers as another kernel: not sure of a slot beside the consumer."""
     return _one_consumer_then_other_kernel(sv, False, producers_elsewhere_kernel)
+
+
+def _graph_counter(sv, reset: bool):
+    """Producers and a PDL consumer on one completion counter, captured once and replayed twice."""
+    n = 1  # one producer and one consumer per replay show it
+    data, out, count = sv.heap.zeros((n,), torch.int32), sv.heap.zeros((n,), torch.int32), sv.heap.zeros((1,), torch.int32)
+    with sv.graph() as g:
+        if reset:
+            sv.zero_(count.on(0), rank=0)  # the fix: the graph resets its own counter
+        sv.launch(count_when_done_kernel, (n,), data.on(0), count.on(0), rank=0)
+        sv.launch(wait_count_kernel, (n,), count.on(0), data.on(0), out.on(0), n, rank=0, launch_pdl=True,
+                  **UNBOUNDED)
+    g.replay(2)
+    sv.synchronize(rank=0)
+    sv.expect_written(out.on(0))
+
+
+@syncverify.harness
+def graph_shared_counter(sv):
+    """tokenspeed #351: a completion counter shared by the replays of one graph."""
+    _graph_counter(sv, False)
+
+
+@syncverify.harness
+def graph_counter_reset(sv):
+    """The fix: the graph zeroes the counter before its producers."""
+    _graph_counter(sv, True)

@@ -23,6 +23,7 @@ as the front end does for ``kernels/steps.UNBOUNDED_WAITS``); never launch that 
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from syncverify.explore.placement import Costs, blocked, can_block
 
@@ -136,6 +137,50 @@ def copy_kernel(src_ptr, dst_ptr):
 
 
 @triton.jit
+def write_then_trigger_kernel(data_ptr):
+    """A PDL primary (NVIDIA/TensorRT-LLM #14537's shape): program ``i`` writes ``data[i]``, then
+    runs ``griddepcontrol.launch_dependents``, which lets the dependent grid be scheduled and
+    makes nothing visible to it."""
+    pid = tl.program_id(0)
+    tl.store(data_ptr + pid, pid + 1)
+    gdc_launch_dependents()
+
+
+@triton.jit
+def dependent_copy_kernel(src_ptr, dst_ptr, WAIT: tl.constexpr):
+    """:func:`copy_kernel` as a PDL dependent: with ``WAIT``, ``griddepcontrol.wait`` first (the
+    primary grid complete and its writes visible); without, it reads what the primary may not
+    have written yet (#14537: visibility assumed from ``launch_dependents``)."""
+    if WAIT:
+        gdc_wait()
+    pid = tl.program_id(0)
+    tl.store(dst_ptr + pid, tl.load(src_ptr + pid))
+
+
+@triton.jit
+def count_when_done_kernel(data_ptr, count_ptr):
+    """lightseekorg/tokenspeed #351's producer, a PDL primary: ``launch_dependents`` first (the
+    consumer may be scheduled at once), then program ``i`` writes ``data[i]`` and adds 1 to the
+    completion counter with a release."""
+    gdc_launch_dependents()
+    pid = tl.program_id(0)
+    tl.store(data_ptr + pid, pid + 1)
+    tl.atomic_add(count_ptr, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def wait_count_kernel(count_ptr, data_ptr, out_ptr, TARGET,
+                      MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr):
+    """The consumer, a PDL dependent that relies on the counter (no ``gdc_wait``): wait until it
+    reaches ``TARGET`` (acquire), then copy ``data``. Replayed in a CUDA graph, a counter nothing
+    resets is already at ``TARGET`` from the previous replay: the wait passes before this
+    replay's producers wrote (#351)."""
+    pid = tl.program_id(0)
+    wait_at_least(count_ptr, TARGET, MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+    tl.store(out_ptr + pid, tl.load(data_ptr + pid))
+
+
+@triton.jit
 def grid_barrier_kernel(
     # pointers
     count_ptr, timed_out_ptr,
@@ -172,20 +217,22 @@ def deadlocks_per_sm(consumers: int, waiting: list[str], costs: Costs,
                      seen: list[int] | None = None) -> bool:
     """The per-SM model's answer for the two-stream pattern at any size: ``consumers`` CTAs of
     kernel ``consumers`` resident and spinning, and on the other stream the kernels ``waiting``
-    in stream order (a sleep or marker kernel, then the producers' kernel): the first of them
-    must get a slot for any producer to run, and once one producer runs every consumer it frees
-    makes room. Can the consumers be placed so that no SM is sure to take it (``seen``: the
-    consumers per SM the GPU showed, ``%smid``; None: any placement, the adversarial answer)?
-    ``tests/test_residency.py`` pins it against ``syncverify check ... --resident R --sms S``.
+    in stream order (a sleep or marker kernel, then the producers' kernel). Each in turn needs an
+    SM with room for its footprint (the ones before it exit, and leave the consumers where they
+    are); once one producer runs, every consumer it frees makes room. Can the consumers be placed
+    so that one of them finds none (``seen``: the consumers per SM the GPU showed, ``%smid``;
+    None: any placement, the adversarial answer)? Module loading is not in it (the GPU script adds
+    a first launch under lazy loading). ``tests/test_placement.py`` pins it against the model's
+    search, ``syncverify check ... --resident R --sms S``.
 
-    >>> costs = Costs.from_occupancy(2, {}, 2)   # 2 SMs, 2 CTAs of one kernel each
-    >>> deadlocks_per_sm(3, ["sleep", "consumers"], costs), deadlocks_per_sm(3, ["consumers"], costs)
-    (True, False)
-    >>> deadlocks_per_sm(2, ["sleep", "consumers"], costs), deadlocks_per_sm(2, ["sleep"], costs, seen=[2])
-    (True, False)
+    >>> costs = Costs.from_occupancy(2, {"wide": 1}, 2)   # 2 SMs, 2 CTAs each; a "wide" CTA takes a whole SM
+    >>> deadlocks_per_sm(3, ["sleep", "consumers"], costs), deadlocks_per_sm(2, ["sleep", "wide"], costs)
+    (False, True)
+    >>> deadlocks_per_sm(2, ["wide"], costs, seen=[2]), deadlocks_per_sm(4, ["consumers"], costs)
+    (False, True)
     """
-    if not waiting:
-        return False
-    if seen is None:
-        return can_block(costs, ["consumers"] * consumers, waiting[0])
-    return blocked(costs, [("consumers",) * k for k in seen], waiting[0])
+    for kernel in waiting:
+        if (can_block(costs, ["consumers"] * consumers, kernel) if seen is None
+                else blocked(costs, [("consumers",) * k for k in seen], kernel)):
+            return True
+    return False

@@ -6,25 +6,23 @@ CTA of kernel B fits only on an SM with room for *B's* footprint, whatever total
 What the hardware guarantees, and what it does not (docs/residency.md has the sources):
 
 * **Fit (documented).** A CTA is placed only where its whole footprint fits beside the CTAs
-  already there (CUDA C++ Programming Guide, *Hardware Implementation*: "the number of blocks
-  ... that can reside ... together on the multiprocessor ... depend on the amount of registers
-  and shared memory used by the kernel and the amount of registers and shared memory available";
-  the limits per compute capability in *Technical Specifications*). :func:`occupancy` is that
-  rule for one kernel alone (what the CUDA occupancy calculator computes).
+  already there (CUDA C++ Programming Guide, *Hardware Implementation*: how many blocks "can
+  reside ... together on the multiprocessor ... depend[s] on the amount of registers and shared
+  memory used by the kernel and the amount of registers and shared memory available"; the limits
+  per compute capability in *Technical Specifications*). :func:`occupancy` is that rule for one
+  kernel alone (what the CUDA occupancy calculator computes).
+* **A free fit is taken (assumed; observed).** A waiting CTA becomes resident once some SM has
+  room for its footprint, beside CTAs of any kernel (:func:`sure_room`). No document promises it;
+  GPU run 3 on the H200 (docs/RESULTS.md) saw it every time: a one-warp kernel and a 4-warp
+  kernel (another compiled function) each took the one free slot on an SM that 15 CTAs of another
+  kernel held. Runs 1-2's two rows that looked otherwise were a kernel's first launch under CUDA
+  lazy loading (:mod:`syncverify.explore.residency`), not placement.
 * **Which SM (unspecified).** No document says which SM with room a CTA goes to. Gilman et al.
   (SIGMETRICS PER 2020, *Demystifying the placement policies of the NVIDIA GPU thread block
   scheduler for concurrent kernels*) measured Pascal to Turing choosing "based on the SM's local
-  resource availability", not round robin; nothing covers Hopper. The model takes every choice
-  (``placement="any"``): the adversarial one for a deadlock search.
-* **Different kernels on one SM (unspecified, and the GPU refused it).** The shared memory / L1
-  split is configured per kernel and the driver picks it "while also allowing concurrent
-  execution with already launched kernels where possible" (CUDA C++ Programming Guide, *Compute
-  Capability 9.0, Shared Memory*): *where possible*, not always. On the H200 (docs/RESULTS.md,
-  residency runs 1 and 2) a one-thread kernel never took the one free slot on an SM that 15 CTAs
-  of another kernel held, although every occupancy limit left room. So the model lets a CTA sit
-  beside another kernel's CTAs when the footprints fit (the hardware *may*), but counts on it
-  only on an SM that is empty or holds CTAs of its own kernel alone (:func:`sure_room`): a CTA
-  for which no SM is sure has no guarantee ever to become resident.
+  resource availability", not round robin; run 3 saw the H200 spread one kernel's CTAs over every
+  SM (132 CTAs: one per SM; 1,980: 15 per SM). The model takes every choice (``any``): the
+  adversarial one for a deadlock search; the GPU script also feeds it the placement it saw.
 
 Two ways to give a footprint: a real :class:`Footprint` (warps, registers per thread, shared
 bytes) on a :class:`Machine` (limits per machine kind, :data:`MACHINES`), as the GPU script derives
@@ -153,14 +151,14 @@ def may_place(costs: Costs, sm: tuple[str, ...], kernel: str) -> bool:
 
 
 def sure_room(costs: Costs, sm: tuple[str, ...], kernel: str) -> bool:
-    """Whether this SM is sure to take a waiting CTA of ``kernel``: it fits, and the SM is empty or
-    holds CTAs of ``kernel`` alone (see the module docstring for why nothing more is sure)."""
-    return all(k == kernel for k in sm) and fits(costs, sm, kernel)
+    """Whether this SM is sure to take a waiting CTA of ``kernel``: its footprint fits (see the
+    module docstring for what that assumes)."""
+    return fits(costs, sm, kernel)
 
 
 def blocked(costs: Costs, sms: Iterable[tuple[str, ...]], kernel: str) -> bool:
-    """Whether no SM of ``sms`` (the kernels of the CTAs on each; missing SMs are empty) is sure
-    to take a CTA of ``kernel``: such a CTA may never become resident."""
+    """Whether no SM of ``sms`` (the kernels of the CTAs on each; missing SMs are empty) has room
+    for a CTA of ``kernel``: such a CTA waits until a resident CTA exits."""
     sms = list(sms)
     if len(sms) < costs.sms:
         return False  # an empty SM takes anything that fits alone
@@ -189,26 +187,28 @@ def layouts(costs: Costs, kernels: Iterable[str]) -> Iterator[tuple[tuple[str, .
 
 
 def can_block(costs: Costs, resident: Iterable[str], kernel: str) -> bool:
-    """Whether some placement of the ``resident`` CTAs (their kernels) leaves no SM sure to take
-    a CTA of ``kernel`` (the adversarial answer when the hardware's choice of SM is unspecified).
+    """Whether some placement of the ``resident`` CTAs (their kernels) leaves no SM with room for a
+    CTA of ``kernel`` (the adversarial answer when the hardware's choice of SM is unspecified).
 
-    Counting, not enumerating: a CTA of ``kernel`` is blocked on an SM that holds any CTA of
-    another kernel, or that ``kernel``'s own CTAs fill. So the resident CTAs block every SM iff
-    there is a placement with each SM either holding another kernel's CTA or full of ``kernel``.
+    CTAs of one kernel: counted. Each SM must hold at least ``m`` of them, ``m`` the fewest beside
+    which ``kernel`` does not fit, so it can iff there are ``sms * m``. Several kernels: every
+    placement enumerated (:func:`layouts`; small sizes only).
 
-    >>> costs = Costs.from_occupancy(2, {}, 2)
-    >>> can_block(costs, ["a", "a"], "b"), can_block(costs, ["a"], "b"), can_block(costs, ["b", "b", "b"], "b")
+    >>> costs = Costs.from_occupancy(2, {"b": 1}, 2)   # 2 SMs of 2 slots; a CTA of b takes both
+    >>> can_block(costs, ["a", "a"], "b"), can_block(costs, ["a"], "b"), can_block(costs, ["a", "a", "a"], "a")
     (True, False, False)
     """
     resident = list(resident)
-    others = [k for k in resident if k != kernel]
-    own = len(resident) - len(others)
     if not fits_all(costs, resident):
         raise ScenarioError(f"{len(resident)} resident CTAs do not fit on {costs.sms} SMs")
-    # The others go one per SM on as many SMs as there are (the rest stack where they fit); the
-    # SMs they do not reach must be filled by kernel's own CTAs: those SMs need full loads.
-    covered = min(len(others), costs.sms)
-    return own >= (costs.sms - covered) * occupancy_of(costs, kernel)
+    kinds = set(resident)
+    if len(kinds) > 1:
+        return any(blocked(costs, layout, kernel) for layout in layouts(costs, resident))
+    if not resident:
+        return False
+    (other,) = kinds
+    m = next(m for m in range(occupancy_of(costs, other) + 1) if not fits(costs, (other,) * m, kernel))
+    return len(resident) >= costs.sms * m
 
 
 def occupancy_of(costs: Costs, kernel: str) -> int:

@@ -35,7 +35,7 @@ from syncverify.frontend.runner import check_triton_version
 from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
 from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
-from syncverify.program import Load, Program, Store, Thread, lower_async, pdl_dependent, pdl_primary
+from syncverify.program import Load, Program, Store, Thread, grid_dependency, lower_async, pdl_dependent
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
 
@@ -335,7 +335,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                         accessed.setdefault(loc, set()).add("weak")
             runs = 0
             for launch in launches:
-                scope = patch_lang()
+                scope = patch_lang(launch.original)
                 try:
                     for pid in launch.pids():
                         for t in range(threads):
@@ -463,8 +463,10 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 pairs.append((phase_of[other.index], phase))
     pdl = programmatic_launches(sv.ops, phase_of, threads_out, pairs)
     if pdl:
-        assumptions.add("pdl: the primary's programs run griddepcontrol.launch_dependents first thing; a dependent "
-                        "declared pdl_wait runs griddepcontrol.wait first thing (sv.launch(pdl=True))")
+        assumptions.add("pdl: griddepcontrol.launch_dependents and griddepcontrol.wait where the kernels run them "
+                        "(a primary that never triggers does so by exiting)"
+                        + ("; a dependent declared pdl_wait=True runs griddepcontrol.wait first thing"
+                           if any(op.kind == "launch" and op.pdl == "wait" for op in sv.ops) else ""))
     threads_all = lower_async(tuple(threads_out))  # tensor descriptors: one agent thread per TMA copy
     for agent in threads_all[len(threads_out):]:
         issuer = infos[next(i for i, t in enumerate(threads_out) if agent.name.startswith(t.name + "."))]
@@ -501,18 +503,27 @@ def kernel_identities(ops, phase_of: dict[int, str]) -> tuple[tuple[str, str], .
 
 def programmatic_launches(ops, phase_of: dict[int, str], threads_out: list[Thread],
                           pairs: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """Give each ``sv.launch(pdl=True)`` its PDL meaning (in place; the program's ``pdl`` pairs
-    returned), as the scenarios' ``--launches pdl`` does (``syncverify.scenarios.build``):
+    """Give each programmatic dependent launch (``sv.launch(pdl=True)`` or Triton's
+    ``launch_pdl=True``) its PDL meaning, and every ``griddepcontrol`` instruction read from a
+    kernel its ISA meaning (in place; the program's ``pdl`` pairs returned), as the scenarios'
+    ``--launches pdl`` does (``syncverify.scenarios.build``):
 
-    * the stream order from the primary to the dependent goes (it is what PDL relaxes);
-    * every primary thread as :func:`~syncverify.program.pdl_primary` makes it (``launch_dependents``
-      first, completion and flush last);
-    * with ``pdl_wait``, every dependent thread behind :func:`~syncverify.program.pdl_dependent`
-      (``griddepcontrol.wait``)."""
+    * the stream order from the primary (the launch just before, on that stream) to the
+      dependent goes: it is what PDL relaxes; what the primary was ordered after stays before
+      the dependent (the primary's CTAs must start before any dependent CTA is scheduled);
+    * a primary's ``griddepcontrol.launch_dependents`` (``gdc_launch_dependents()``) writes its
+      trigger where it stands: scheduling only, no memory order; a primary that never runs it
+      triggers by exiting. Its threads add to its completion count last (completion and flush);
+    * a dependent's ``griddepcontrol.wait`` (``gdc_wait()``) polls that count with acquire loads
+      at system scope where it stands: the primary's writes are visible after it; with
+      ``pdl_wait=True`` one more wait is declared first thing (listed in the verdict);
+    * outside a PDL launch both instructions mean nothing (PTX ISA: safe to run without PDL).
+      (:func:`syncverify.program.grid_dependency`)"""
     last: dict[tuple, Any] = {}
     synced: set[int] = set()  # work a host synchronization or barrier already waited for
     found: list[tuple[str, str]] = []
-    instrumented: set[str] = set()
+    primary_done: dict[str, str] = {}  # primary phase -> its completion count
+    dependent_on: dict[str, tuple[str, int, bool, str]] = {}  # dependent phase -> (count loc, threads, declared wait, site)
     for op in ops:
         if op.kind in ("synchronize", "host_barrier"):
             synced.update(o.index for o in last.values() if op.kind == "host_barrier" or o.rank == op.rank)
@@ -527,19 +538,23 @@ def programmatic_launches(ops, phase_of: dict[int, str], threads_out: list[Threa
             raise HarnessError(f"sv.launch(pdl=True) at {op.site}: the work just before it on rank {op.rank}'s stream "
                                f"{op.stream!r} must be a kernel launch the host has not waited for (its PDL primary)")
         primary, dependent = phase_of[before.index], phase_of[op.index]
-        pairs[:] = [p for p in pairs if p != (primary, dependent)]
+        # The dependent starts only once the primary's CTAs started, so still after all that had
+        # to finish before the primary: only the primary's own completion is relaxed.
+        pairs[:] = [p for p in pairs if p != (primary, dependent)] + [
+            (a, dependent) for a, b in pairs if b == primary and (a, dependent) not in pairs]
         found.append((primary, dependent))
-        done = f"pdl.done.{before.index}"
+        primary_done.setdefault(primary, f"pdl.done.{before.index}")
         count = sum(1 for th in threads_out if th.phase == primary)
-        for i, th in enumerate(threads_out):
-            if th.phase == primary and primary not in instrumented:
-                code = pdl_primary(th.instructions, th.name, done, f"{before.site} ")
-            elif th.phase == dependent and op.pdl == "wait":
-                code = pdl_dependent(th.instructions, done, count, f"{op.site} ")
-            else:
-                continue
+        dependent_on[dependent] = (primary_done[primary], count, op.pdl == "wait", op.site)
+    for i, th in enumerate(threads_out):
+        code = th.instructions
+        dep = dependent_on.get(th.phase)
+        if dep is not None and dep[2]:
+            code = pdl_dependent(code, dep[0], dep[1], f"{dep[3]} ")
+        code = grid_dependency(code, th.name, primary_done=primary_done.get(th.phase),
+                               dependent_on=None if dep is None else dep[:2])
+        if code != th.instructions:
             threads_out[i] = replace(th, instructions=code)
-        instrumented.add(primary)
     return tuple(found)
 
 
