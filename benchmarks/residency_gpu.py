@@ -189,7 +189,9 @@ def per_sm_answers(n: int, waiting: list[str], costs: Costs, histogram: list[int
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout-ms", type=float, default=200.0, help="each wait's budget (default 200)")
-    parser.add_argument("--watchdog", type=float, default=60.0, help="seconds per launch (default 60)")
+    parser.add_argument("--watchdog", type=float, default=30.0, help="seconds per launch (default 30)")
+    parser.add_argument("--budget", type=float, default=32.0,
+                        help="seconds after which the remaining rows are skipped and the table printed (default 32)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA GPU (none visible)")
@@ -297,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     for case, n, options, waiting in cases:
         if case.startswith("fresh kernel") and not fresh_ok:
+            continue
+        if time.monotonic() - start > args.budget:
+            print(f"  {case}: skipped, past the {args.budget} s budget", flush=True)
             continue
         row(case, "consumers_first", n, capacity_cf, consumer_run(n, True, args, dog, **options), waiting)
 

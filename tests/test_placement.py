@@ -1,9 +1,10 @@
-"""Per-SM placement (issue 27): a CTA of kernel B fits only on an SM with room for B's footprint,
-and is sure of a slot only on an SM that is empty or holds B's CTAs alone
-(``syncverify.explore.placement``). The counting rule against enumeration; the footprint rule
-against the H200's measured capacity; the GPU script's rule (``spin_grid.deadlocks_per_sm``)
-against the model's own search (``find_deadlock`` with ``Residency(sms=S)``); GPU runs 1-2's two
-disagreeing rows and their agreeing neighbours, small."""
+"""Per-SM placement and module loading (issue 27): a CTA of kernel B becomes resident only on an
+SM with room for B's footprint, whatever total slots are free (``syncverify.explore.placement``),
+and under lazy loading a kernel's first launch waits for the work issued before it. The counting
+rule against enumeration; the footprint rule against the H200's measured capacity; the GPU
+script's rule (``spin_grid.deadlocks_per_sm``) against the model's own search (``find_deadlock``
+with ``Residency(sms=S)``); GPU runs 1-3's rows, small: the two that disagreed in runs 1-2 (a
+first launch behind spinning consumers), their neighbours, and run 3's per-SM rows."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from syncverify.errors import ScenarioError
 from syncverify.explore.placement import (MACHINES, Costs, Footprint, blocked, can_block, fits, layouts, occupancy,
                                           sure_room)
-from syncverify.explore.residency import Residency, find_deadlock
+from syncverify.explore.residency import Residency, find_deadlock, parse_occupancy
 from syncverify.program import Branch, Label, Load, Program, Store, Thread
 from tests.sequential_harness import example_module
 
@@ -30,16 +31,18 @@ def test_the_examples_footprint_gives_the_measured_h200_capacity():
     assert occupancy(Footprint(warps=1, registers=16), H200) == 32  # CTA slots
 
 
-def test_a_one_warp_kernel_fits_beside_fifteen_consumers_but_is_not_sure_of_the_slot():
-    """What GPU runs 1-2 showed: room by every limit, and the other kernel never ran there."""
-    costs = Costs.from_footprints(H200, {"consumers": Footprint(4, 10, 4), "sleep": Footprint(1, 16)})
+def test_the_free_slot_beside_fifteen_consumers_takes_one_warp_not_eight():
+    """GPU run 3: a one-warp kernel (and a 4-warp one) took the one free slot on an SM that 15
+    consumers held; 8 warps (256 threads) fit on no SM holding 15 (128 threads left)."""
+    costs = Costs.from_footprints(H200, {"consumers": Footprint(4, 14, 4), "marker": Footprint(1, 12),
+                                         "wide": Footprint(8, 14, 4)})
     fifteen = ("consumers",) * 15
-    assert fits(costs, fifteen, "sleep") and fits(costs, fifteen, "consumers")
-    assert not sure_room(costs, fifteen, "sleep") and sure_room(costs, fifteen, "consumers")
-    assert sure_room(costs, (), "sleep") and not fits(costs, ("consumers",) * 16, "consumers")
-    full_but_one = [("consumers",) * 16] * 131 + [fifteen]
-    assert blocked(costs, full_but_one, "sleep") and not blocked(costs, full_but_one, "consumers")
-    assert not blocked(costs, [("consumers",) * 16] * 131, "sleep")  # the 132nd SM is empty
+    assert sure_room(costs, fifteen, "marker") and sure_room(costs, fifteen, "consumers")
+    assert not fits(costs, fifteen, "wide") and fits(costs, ("consumers",) * 14, "wide")
+    assert not fits(costs, ("consumers",) * 16, "consumers")
+    assert not blocked(costs, [("consumers",) * 16] * 131 + [fifteen], "marker")
+    assert blocked(costs, [fifteen] * 132, "wide") and not blocked(costs, [fifteen] * 131, "wide")  # one SM empty
+    assert can_block(costs, ["consumers"] * 1980, "wide") and not can_block(costs, ["consumers"] * 1979, "wide")
 
 
 @pytest.mark.parametrize(("sms", "per_sm"), [(1, 2), (2, 2), (2, 3), (3, 2)])
@@ -67,6 +70,8 @@ def test_bad_placement_input_is_one_line():
         Costs.from_footprints(H200, {"a": Footprint(1, 8)}).cost("x")
     with pytest.raises(ScenarioError, match="which no launch runs"):
         find_deadlock(_two_streams(1, before=None), Residency(2, sms=1, occupancy=(("spinn", 1),)))
+    with pytest.raises(ScenarioError, match="give KERNEL=N"):
+        parse_occupancy(["gemm"])
 
 
 # ----- the GPU rows, small: one kernel's consumers, then on another stream a kernel and the producers
@@ -91,48 +96,59 @@ def _two_streams(n: int, *, before: str | None, producers: str = "spin") -> Prog
                    kernels=tuple(kernels))
 
 
-def test_gpu_runs_disagreeing_rows_deadlock_per_sm_and_their_neighbours_agree():
-    """Run 2's rows at C - 1 consumers (one slot free, on an SM the consumers partly hold), at
-    2 SMs x 2: with a sleep before the producers (rows 5 and 8, the GPU deadlocked) the per-SM
-    model finds the hang the pool missed; without it (row 7) and with the producers issued
-    first (row 9) it stays SAFE, as the GPU completed."""
-    R = Residency(4, sms=2)
-    for producers in ("spin", "other"):  # row 5: the same kernel's producers; row 8: another function's
+def test_gpu_runs_disagreeing_rows_are_a_first_launch_behind_spinning_consumers():
+    """Runs 1-2's rows at C - 1 consumers (one slot free), at 2 SMs x 2: the sleep (row 5) or the
+    producers' function (run 2's row 8) launched for the first time behind the consumers. Its
+    CTA fits in the free slot, but under lazy loading its module load waits for the spinning
+    consumers: a hang (the GPU deadlocked). Loaded beforehand (run 3's and run 4's rows, the
+    GPU completed): SAFE. No sleep (row 7) and the producers issued first (row 9): SAFE."""
+    lazy = Residency(4, sms=2, lazy_loading=True)
+    for producers in ("spin", "other"):
         p = _two_streams(3, before="sleep", producers=producers)
-        assert find_deadlock(p, Residency(4)) is None  # the old pool: SAFE, which the GPU contradicted
-        found = find_deadlock(p, R)
-        assert found is not None and [c.name for c in found.not_resident] == ["GPU 0 CTA 3 (sleep)"]
-        assert "no SM is sure to take a waiting CTA" in found.words() and "placed: GPU 0 SM 0:" in found.words()
-    assert find_deadlock(_two_streams(3, before=None), R) is None  # row 7: no sleep
+        assert find_deadlock(p, Residency(4)) is None and find_deadlock(p, Residency(4, sms=2)) is None
+        found = find_deadlock(p, lazy)
+        assert found is not None and found.loading == ("sleep",)
+        assert "its first launch loads its module" in found.words()
+        assert find_deadlock(p, Residency(4, sms=2, lazy_loading=True, loaded=("sleep", "other"))) is None
+    assert find_deadlock(_two_streams(3, before=None, producers="other"), lazy) is not None  # run 2's row 8
+    assert find_deadlock(_two_streams(3, before=None), lazy) is None  # row 7: the producers' kernel is loaded
     first = _two_streams(3, before=None)
     first = Program(first.name, first.threads[3:] + first.threads[:3], observed_registers=frozenset(),
-                    kernels=first.kernels)
-    assert find_deadlock(first, R) is None  # row 9: the producers issued first
+                    kernels=first.kernels[::-1])
+    assert find_deadlock(first, lazy) is None  # row 9: the producers issued (and loaded) first
     full = _two_streams(4, before=None)
-    assert find_deadlock(full, R) is not None and find_deadlock(full, Residency(4)) is not None  # rows 6 and 4
+    assert find_deadlock(full, Residency(4, sms=2)) is not None and find_deadlock(full, Residency(4)) is not None
 
 
-def test_a_whole_sm_free_is_safe_only_where_the_consumers_leave_it_empty():
-    """Rows 10-11 (an SM's worth of slots free, with the sleep): the GPU completed. The consumers
-    may sit one per SM (any placement: the model finds that hang) or fill one SM and leave the
-    other empty (the placement ``spin_grid.deadlocks_per_sm`` is given when the GPU shows it)."""
-    found = find_deadlock(_two_streams(2, before="sleep"), Residency(4, sms=2))
+def test_a_footprint_no_sm_has_room_for_deadlocks_where_the_pool_is_safe():
+    """Run 4's per-SM rows, small: producers whose CTA takes a whole SM ("wide", occupancy 1)
+    behind consumers of 2 per SM. Two consumers may sit one per SM (any placement: a hang the
+    pool of 4 slots misses); seen filling one SM (``spin_grid.deadlocks_per_sm`` given the
+    placement), the other SM is empty and takes them."""
+    R = Residency(4, sms=2, occupancy=(("wide", 1),))
+    p = _two_streams(2, before=None, producers="wide")
+    assert find_deadlock(p, Residency(4)) is None
+    found = find_deadlock(p, R)
     assert found is not None and all(len(sm) == 1 for _gpu, sms in found.layout for sm in sms)
+    assert find_deadlock(_two_streams(1, before=None, producers="wide"), R) is None  # an SM stays empty
     with example_module("residency", "spin_grid") as spin_grid:
-        costs = Costs.from_occupancy(2, {}, 2)
-        assert spin_grid.deadlocks_per_sm(2, ["sleep", "consumers"], costs, seen=[2]) is False
-        assert spin_grid.deadlocks_per_sm(2, ["sleep", "consumers"], costs, seen=[1, 1]) is True
+        costs = Costs.from_occupancy(2, {"wide": 1}, 2)
+        assert spin_grid.deadlocks_per_sm(2, ["wide"], costs, seen=[2]) is False
+        assert spin_grid.deadlocks_per_sm(2, ["wide"], costs, seen=[1, 1]) is True
 
 
 def test_the_gpu_scripts_per_sm_rule_is_the_models_answer():
     """``spin_grid.deadlocks_per_sm`` (what the GPU script predicts at 132 SMs x 16) against the
-    model's search, every consumer count at 1 and 2 SMs of 2, with and without another kernel first."""
+    model's search, every consumer count at 1 and 2 SMs of 2, with a sleep, a kernel of another
+    footprint or the consumers' own kernel waiting."""
     with example_module("residency", "spin_grid") as spin_grid:
         rule = spin_grid.deadlocks_per_sm
     for sms in (1, 2):
-        costs = Costs.from_occupancy(sms, {}, 2)
+        costs = Costs.from_occupancy(sms, {"wide": 1}, 2)
         for n in range(1, 2 * sms + 1):
-            for before, producers in ((None, "spin"), ("sleep", "spin"), (None, "other")):
-                waiting = ([before] if before else []) + ["consumers" if producers == "spin" else "other"]
-                model = find_deadlock(_two_streams(n, before=before, producers=producers), Residency(2 * sms, sms=sms))
+            for before, producers in ((None, "spin"), ("sleep", "spin"), (None, "wide"), ("sleep", "wide")):
+                waiting = ([before] if before else []) + ["consumers" if producers == "spin" else producers]
+                named = (("wide", 1),) if producers == "wide" else ()  # a kernel no launch runs is refused
+                model = find_deadlock(_two_streams(n, before=before, producers=producers),
+                                      Residency(2 * sms, sms=sms, occupancy=named))
                 assert rule(n, waiting, costs) == (model is not None), (sms, n, before, producers)

@@ -14,13 +14,17 @@ waits forever. ``EXPECTED`` is the table the tests and ``docs/residency.md`` use
   order (CUDA promises no order), SAFE with ``--resident-order index`` (the order the hardware
   dispatches in practice): the model says which assumption a kernel leans on.
 * ``grid_barrier`` (2 programs meet on one counter): **hang** with 1 slot, SAFE with 2.
-* ``other_kernel_first`` / ``producers_elsewhere`` (per SM, ``sv.resident(2, sms=1)``: one SM
-  holding 2 CTAs of one kernel): a consumer on stream ``comm``; on stream ``gemm`` a different
-  kernel first (``marker_kernel``, as ``torch.cuda._sleep`` was in GPU runs 1-2), then the
-  producers; or the producers as a different kernel (``producers_elsewhere_kernel``). The consumer
-  leaves one slot free on its SM, and a CTA of another kernel is not sure of it: **hang** per
-  SM, SAFE with one pool of 2 slots (the answer the GPU contradicted). ``two_streams`` per SM
-  (``--sms 2`` at 4): SAFE, the producers are the consumers' own kernel.
+* ``other_kernel_first`` / ``other_kernel_loaded`` (GPU runs 1-2's rows that disagreed, small:
+  one SM of 2 slots, ``sv.resident(2, sms=1, lazy_loading=True)``): a consumer on stream
+  ``comm``; on stream ``gemm`` a different kernel first (``marker_kernel``, as
+  ``torch.cuda._sleep`` was), then the producers. The marker fits in the free slot, but its first
+  launch loads its module, which waits for the spinning consumer: **hang**. With the marker
+  ``loaded`` (warmed up): SAFE, as the GPU completed once the sleep kernel was loaded.
+* ``producers_elsewhere`` (per SM, no lazy loading): the producers as a kernel of their own fit
+  beside the consumer: SAFE, as GPU run 3 saw.
+* ``wide_producers`` (2 SMs of 2 consumer slots; a producer CTA takes a whole SM,
+  ``occupancy={producers_elsewhere_kernel: 1}``): 2 consumers, one per SM, leave 2 slots free and
+  no SM with room for a producer: **hang** per SM, SAFE with one pool of 4 slots.
 * ``graph_shared_counter`` / ``graph_counter_reset`` (lightseekorg/tokenspeed #351's shape): a
   graph captured with ``sv.graph()`` holds the producers (``count_when_done_kernel``, a PDL
   primary that triggers first) and the consumer (``wait_count_kernel``, launched with
@@ -61,18 +65,20 @@ EXPECTED = {
     "grid_barrier": {1: ("any", False), 2: ("any", True)},
     "pdl_copy": {1: ("any", True)},
     "pdl_copy_no_wait": {4: ("any", False)},
-    "other_kernel_first": {2: ("any", True)},  # one pool: optimistic (GPU runs 1-2 deadlocked)
+    "other_kernel_first": {2: ("any", True)},  # one pool, no module loading: optimistic (GPU runs 1-2 deadlocked)
+    "wide_producers": {4: ("any", True)},  # one pool: optimistic (no SM has room for a producer)
 }
 #: harness -> (safe?, violation kinds): with every CTA running (no residency).
 EXPECTED_FAIR = {
     "graph_shared_counter": (False, ("race", "stale-read")),
     "graph_counter_reset": (True, ()),
 }
-#: harness -> {(resident capacity, SMs): (order, safe?)}: the per-SM model (``--sms``).
+#: harness -> safe? with its own ``sv.resident(..., sms=..., lazy_loading=...)``: per SM, module loading.
 EXPECTED_PER_SM = {
-    "other_kernel_first": {(2, 1): ("any", False)},
-    "producers_elsewhere": {(2, 1): ("any", False)},
-    "two_streams": {(4, 2): ("any", True), (2, 1): ("any", False)},
+    "other_kernel_first": False,
+    "other_kernel_loaded": True,
+    "producers_elsewhere": True,
+    "wide_producers": False,
 }
 #: harness -> the violation kinds of its UNSAFE rows (else a hang).
 KINDS = {"pdl_copy_no_wait": ("race", "unwritten-read")}
@@ -187,12 +193,12 @@ def producers_elsewhere_kernel(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CO
                        MAX_SPINS, TIMEOUT_NS, USE_TIMER)
 
 
-def _one_consumer_then_other_kernel(sv, marker: bool, producers):
+def _one_consumer_then_other_kernel(sv, marker: bool, producers, *, lazy: bool, loaded: tuple = ()):
     """One consumer on ``comm``; on ``gemm`` the marker kernel (if ``marker``), then one producer of
     ``producers``; one SM holding two CTAs of one kernel."""
     flags, data, out, timed_out = (sv.heap.zeros((1,), torch.int32) for _ in range(4))
     started, sm = sv.heap.zeros((1,), torch.int32), sv.heap.zeros((1,), torch.int32)
-    sv.resident(2, sms=1)
+    sv.resident(2, sms=1, lazy_loading=lazy, loaded=loaded)
 
     def call(k):
         sv.launch(consumers_first_kernel, (1,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
@@ -209,14 +215,36 @@ def _one_consumer_then_other_kernel(sv, marker: bool, producers):
 
 @syncverify.harness
 def other_kernel_first(sv):
-    """GPU runs 1-2's disagreeing rows, small: another kernel must take the free slot first."""
-    return _one_consumer_then_other_kernel(sv, True, consumers_first_kernel)
+    """GPU runs 1-2's disagreeing rows, small: another kernel's first launch behind the consumer."""
+    return _one_consumer_then_other_kernel(sv, True, consumers_first_kernel, lazy=True)
+
+
+@syncverify.harness
+def other_kernel_loaded(sv):
+    """The same with that kernel loaded beforehand (warmed up)."""
+    return _one_consumer_then_other_kernel(sv, True, consumers_first_kernel, lazy=True, loaded=(marker_kernel,))
 
 
 @syncverify.harness
 def producers_elsewhere(sv):
-    """The producers as another kernel: not sure of a slot beside the consumer."""
-    return _one_consumer_then_other_kernel(sv, False, producers_elsewhere_kernel)
+    """The producers as another kernel: its CTA fits beside the consumer."""
+    return _one_consumer_then_other_kernel(sv, False, producers_elsewhere_kernel, lazy=False)
+
+
+@syncverify.harness
+def wide_producers(sv):
+    """Producers whose CTA takes a whole SM, after two consumers that may sit one per SM."""
+    flags, data, out, timed_out = _buffers(sv)
+    sv.resident(4, sms=2, occupancy={producers_elsewhere_kernel: 1})
+
+    def call(k):
+        sv.launch(consumers_first_kernel, (N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  N, 0, rank=0, stream="comm", **UNBOUNDED)
+        sv.launch(producers_elsewhere_kernel, (N,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  N, N, rank=0, stream="gemm", **UNBOUNDED)
+        sv.synchronize(rank=0)
+        sv.expect_written(out.on(0))
+    return call
 
 
 def _graph_counter(sv, reset: bool):

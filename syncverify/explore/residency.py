@@ -16,10 +16,17 @@ The explorer alone assumes every CTA of every launch runs, fairly. A GPU promise
   (``Program.host_order``): its CTAs are admitted after every CTA of the earlier one exited.
 * **Per SM** (``Residency(sms=S)``): the capacity is ``S`` SMs, each holding CTAs up to its own
   limits, each kernel's CTA taking its own footprint (:mod:`syncverify.explore.placement`). A CTA
-  may sit on any SM it fits (beside any kernel: the hardware *may*), and a waiting CTA is sure to
-  get a slot only on an SM that is empty or holds its own kernel's CTAs alone; which SM a CTA
-  goes to is unspecified and every choice is explored. A deadlock there is a placement of the
-  CTAs that wait forever such that no SM is sure to take any CTA still waiting for a slot.
+  becomes resident on an SM with room for its footprint, beside CTAs of any kernel; which SM is
+  unspecified and every choice is explored. A deadlock there is a placement of the CTAs that wait
+  forever such that no SM has room for any CTA still waiting for a slot.
+* **Lazy loading** (``Residency(lazy_loading=True)``): a kernel's first launch on a GPU (in issue
+  order, ``Program.kernels``; kernels in ``loaded`` excepted) loads its module, which may need
+  the GPU idle (CUDA C++ Programming Guide, *Lazy Loading*: "loading kernels might require
+  context synchronization ... if program assumes that two kernels will be able to execute
+  concurrently, and one of the kernels will not return without the other kernel executing, there
+  is a possibility of a deadlock"): its CTAs are admitted only after every CTA of the launches
+  issued before it on that GPU exited. It gates admissions only: the fair check's executions
+  are unchanged (a load that does synchronize orders more, never less).
 
 **A residency deadlock** is a state no CTA can leave: on some GPU, CTAs that never became resident
 (``not resident``) while all ``capacity`` slots are held by resident CTAs that wait forever. Such a
@@ -71,6 +78,8 @@ class Residency:
     order: str = "any"
     sms: int = 0
     occupancy: tuple[tuple[str, int], ...] = ()
+    lazy_loading: bool = False  # a kernel's first launch waits for the launches issued before it
+    loaded: tuple[str, ...] = ()  # kernels already loaded (warmed up) under lazy loading
 
     def __post_init__(self) -> None:
         if not isinstance(self.capacity, int) or self.capacity < 1:
@@ -88,8 +97,9 @@ class Residency:
     @property
     def least_blocking(self) -> int:
         """The fewest resident CTAs that can leave a CTA waiting for a slot: every slot (one pool),
-        or one CTA per SM (per SM: an empty SM takes any CTA)."""
-        return self.sms or self.capacity
+        or one CTA per SM (per SM: an empty SM takes any CTA); one under lazy loading (a first
+        launch can wait on a single CTA that never exits)."""
+        return 1 if self.lazy_loading else (self.sms or self.capacity)
 
     @property
     def per_sm(self) -> int:
@@ -106,9 +116,13 @@ class Residency:
         if self.sms:
             named = "".join(f", {n} of {k}" for k, n in self.occupancy)
             where = (f" on {self.sms} SM{'' if self.sms == 1 else 's'} ({self.per_sm} CTAs of one kernel per SM{named}; "
-                     "a CTA is sure of a slot only on an SM that is empty or holds its own kernel's CTAs alone)")
+                     "a CTA needs an SM with room for its footprint)")
+        lazy = ""
+        if self.lazy_loading:
+            lazy = ("; a kernel's first launch waits for the GPU to be idle (lazy loading"
+                    + (f"; loaded: {', '.join(self.loaded)})" if self.loaded else ")"))
         return (f"{self.capacity} CTA{'' if self.capacity == 1 else 's'} resident per GPU{where}, "
-                + ("admitted in any order" if self.order == "any" else "admitted in blockIdx order per launch"))
+                + ("admitted in any order" if self.order == "any" else "admitted in blockIdx order per launch") + lazy)
 
 
 @dataclass(frozen=True)
@@ -137,11 +151,46 @@ def cta_name(thread: Thread) -> str:
     return f"GPU {thread.gpu} CTA {thread.cta}{where}"
 
 
+def parse_occupancy(texts: list[str] | tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """``--occupancy KERNEL=N`` (repeatable) as ``Residency.occupancy``; one line for bad input.
+
+    >>> parse_occupancy(["gemm=1", "comm=4"])
+    (('comm', 4), ('gemm', 1))
+    """
+    out = {}
+    for text in texts:
+        name, _, number = str(text).partition("=")
+        if not name.strip() or not number.strip().isdigit() or int(number) < 1:
+            raise ScenarioError(f"--occupancy {text!r}: give KERNEL=N, N CTAs of that kernel alone per SM")
+        out[name.strip()] = int(number)
+    return tuple(sorted(out.items()))
+
+
 def kernel_of(program: Program, phase: object) -> str:
     """The compiled kernel a launch ``phase`` runs: ``program.kernels`` names it, else the
     scenario phase's kernel (``gemm``, ``comm``), else ``kernel`` (one fused kernel)."""
     named = {str(ph): k for ph, k in program.kernels}
     return named.get(str(phase)) or getattr(phase, "kernel", "") or "kernel"
+
+
+def first_launches(program: Program, units: list[Cta], loaded: tuple[str, ...] = ()) -> dict[str, frozenset[str]]:
+    """Under lazy loading, each launch that is its kernel's first on its GPU (in issue order,
+    ``program.kernels``; not one of ``loaded``) -> the launches issued before it on that GPU,
+    whose CTAs must all exit before it starts."""
+    gpu_of = {str(c.phase): c.gpu for c in units}
+    seen: dict[int, list[str]] = {}
+    loaded_on: dict[int, set[str]] = {}
+    out: dict[str, frozenset[str]] = {}
+    for phase, kernel in program.kernels:
+        gpu = gpu_of.get(str(phase))
+        if gpu is None:
+            continue
+        if kernel not in loaded and kernel not in loaded_on.setdefault(gpu, set()):
+            loaded_on[gpu].add(kernel)
+            if seen.get(gpu):
+                out[str(phase)] = frozenset(seen[gpu])
+        seen.setdefault(gpu, []).append(str(phase))
+    return out
 
 
 def is_host(thread: Thread) -> bool:
@@ -223,6 +272,7 @@ class Deadlock:
     program: Program  # the restricted program (only the CTAs that became resident, and host work)
     kept: list[int]  # the restricted program's thread i is the whole program's thread kept[i]
     layout: tuple = ()  # per SM: ((gpu, ((CTA names on SM 0), (on SM 1), ...)), ...): where the waiting CTAs sit
+    loading: tuple[str, ...] = ()  # kernels whose first launch waits for its module load (lazy loading)
 
     def words(self) -> str:
         """One paragraph: the verdict a user reads."""
@@ -231,14 +281,19 @@ class Deadlock:
             who = ", ".join(self.releasers.get(c.name, [])) or "no CTA that never became resident"
             parts.append(f"{c.name} is resident and waits on {self.waits[c.name]}, which {who} would release")
         absent = ", ".join(c.name for c in self.not_resident)
+        if self.loading:
+            absent += (f" ({', '.join(self.loading)}: its first launch loads its module, which waits for the GPU to be "
+                       "idle: lazy loading)")
         if not self.layout:
-            return (f"with {self.residency.words()}, every slot is held by a CTA that waits forever: "
+            held = ("every CTA resident waits forever and the others wait for a module load" if self.loading
+                    else "every slot is held by a CTA that waits forever")
+            return (f"with {self.residency.words()}, {held}: "
                     + "; ".join(parts) + f"; never resident: {absent} (a resident CTA is never preempted)")
         placed = "; ".join(f"GPU {gpu} SM {i}: " + (", ".join(sm) or "empty")
                            for gpu, sms in self.layout for i, sm in enumerate(sms))
-        return (f"with {self.residency.words()}, no SM is sure to take a waiting CTA: "
-                + "; ".join(parts) + f"; placed: {placed}; never resident: {absent} (each SM holds another "
-                "kernel's CTA or has no room for its footprint; a resident CTA is never preempted)")
+        return (f"with {self.residency.words()}, no CTA still waiting can become resident: "
+                + "; ".join(parts) + f"; placed: {placed}; never resident: {absent} (no SM has room for its "
+                "footprint; a resident CTA is never preempted)")
 
 
 def writers(program: Program, thread_ids: tuple[int, ...], loc: str) -> bool:
@@ -390,6 +445,12 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
             raise ScenarioError(f"occupancy names kernel {kernel!r}, which no launch runs; launched: "
                                 + ", ".join(launched) + did_you_mean(kernel, launched))
     after = {str(a): frozenset(str(b) for b in bs) for a, bs in program.phases_after().items()}
+    first = first_launches(program, units, residency.loaded) if residency.lazy_loading else {}
+    gated = {a: set(bs) for a, bs in after.items()}  # admission order: the host's, and each load's wait
+    for launch, before in first.items():
+        for b in before:
+            gated.setdefault(b, set()).add(launch)
+    gated = {a: frozenset(bs) for a, bs in gated.items()}
     for started in started_sets(units, residency):
         clock.tick("while choosing which CTAs are resident")
         if on_subset is not None:
@@ -409,27 +470,29 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
             # absent for that reason, not for want of a slot (and take none).
             unfinished = {str(c.phase) for c in hung} | {str(c.phase) for c in absent}
             blocked = set().union(*(after.get(p, frozenset()) for p in unfinished)) if unfinished else set()
-            waiting = {c.gpu for c in absent if str(c.phase) not in blocked}
-            least = residency.least_blocking
-            for gpu in {c.gpu for c in units}:
-                n = sum(1 for c in hung if c.gpu == gpu)
-                if n > R or (gpu in waiting and (n != R if costs is None else n < least)):
-                    return False
+            waiting = [c for c in absent if str(c.phase) not in blocked]
             if not waiting:
                 return False  # every absent CTA waits for a launch that hangs anyway: not residency
+            # A first launch whose module load waits for a launch that never finishes (lazy
+            # loading) never starts: its CTAs wait for the load, not for a slot.
+            loading = {launch for launch, before in first.items() if before & unfinished}
+            # The absent CTAs that could take a slot (not those a load or a PDL primary that never
+            # became resident holds back) must find none: every slot held (one pool), or no SM
+            # with room for them (per SM).
+            asking = [c for c in waiting if str(c.phase) not in loading and not not_before_primary(c, absent, program.pdl)]
+            for gpu in {c.gpu for c in units}:
+                n = sum(1 for c in hung if c.gpu == gpu)
+                if n > R or (any(c.gpu == gpu for c in asking) and (n != R if costs is None else n < residency.sms)):
+                    return False
             never = {c for c in local if str(c.phase) in blocked}
-            # Per SM: the absent CTAs that could take a slot (not those a PDL primary that never
-            # became resident holds back) must all find no SM sure to take them.
-            asking = tuple(sorted({(c.gpu, c.kernel) for c in absent if str(c.phase) not in blocked
-                                   and not not_before_primary(c, absent, program.pdl)}))
             layout: list = []
-            if not reachable(x, [c for c in local if c not in never], hung, R, residency.order, after,
-                             tuple(index[t] for t in hosts), program.pdl, costs=costs, waiting=asking,
-                             layout_out=layout):
+            if not reachable(x, [c for c in local if c not in never], hung, R, residency.order, gated,
+                             tuple(index[t] for t in hosts), program.pdl, costs=costs,
+                             waiting=tuple(sorted({(c.gpu, c.kernel) for c in asking})), layout_out=layout):
                 return False
-            found.append(describe(program, sub, x, kept, sorted(hung, key=lambda c: (c.gpu, c.cta)),
-                                  [c for c in absent if str(c.phase) not in blocked], residency,
-                                  layout[0] if layout else (), absent))
+            found.append(describe(program, sub, x, kept, sorted(hung, key=lambda c: (c.gpu, c.cta)), waiting,
+                                  residency, layout[0] if layout else (), absent,
+                                  sorted({c.kernel for c in waiting if str(c.phase) in loading})))
             return True
 
         options = dict(explore_options or {})
@@ -452,7 +515,7 @@ def not_before_primary(cta: Cta, absent: list[Cta], pdl: tuple) -> bool:
 
 def describe(program: Program, sub: Program, x: Execution, kept: list[int], hung: list[Cta],
              absent: list[Cta], residency: Residency, layout: tuple = (),
-             releasing: list[Cta] | None = None) -> Deadlock:
+             releasing: list[Cta] | None = None, loading: list[str] | None = None) -> Deadlock:
     """The :class:`Deadlock` of execution ``x`` of ``sub``: waits and releasers in the whole program's
     terms. ``releasing``: the CTAs that never ran, whatever held them back (default ``absent``: the
     ones kept out for want of a slot; a launch ordered behind one of them never starts either)."""
@@ -474,7 +537,7 @@ def describe(program: Program, sub: Program, x: Execution, kept: list[int], hung
             waits[c.name] = "a CTA barrier that another of its threads never reaches"
             releasers[c.name] = []
     return Deadlock(residency, resident, absent, waits, releasers, in_whole_program(program, x, kept), sub, kept,
-                    layout)
+                    layout, tuple(loading or ()))
 
 
 def in_whole_program(program: Program, x: Execution, kept: list[int]) -> Execution:

@@ -196,6 +196,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  first: bool = False, progress: Callable[[str], None] | None = None,
                  progress_interval: float = 2.0, resident: int | None = None,
                  resident_order: str = "any", fair: bool = False, resident_sms: int = 0,
+                 resident_occupancy: tuple = (),
                  merge_equal_futures: bool = True) -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
@@ -219,7 +220,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         At most ``resident`` CTAs per GPU at once, admitted in ``resident_order``
         (:mod:`syncverify.explore.residency`); None: the harness's ``sv.resident(...)``, else every
         CTA runs. ``fair``: every CTA runs, whatever the harness says (``--resident-sweep``).
-        ``resident_sms``: with ``resident``, spread over that many SMs (per-SM placement).
+        ``resident_sms``, ``resident_occupancy``: with ``resident``, spread over that many SMs, with
+        CTAs of each kernel named alone per SM (per-SM placement).
     merge_equal_futures
         Lift one copy of the code of program points with equal futures (exact, see
         :func:`~syncverify.frontend.programs.equal_futures`); False lifts every point of every
@@ -237,7 +239,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 32:
         raise HarnessError(f"threads_per_cta={threads_per_cta!r} must be 1 to 32")
     deadline = None if timeout is None else start + timeout
-    residency = None if resident is None else Residency(resident, resident_order, resident_sms)
+    residency = None if resident is None else Residency(resident, resident_order, resident_sms, resident_occupancy)
     fn, name = load_harness(target)
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
     residency = None if fair else (residency or sv.residency)

@@ -203,18 +203,21 @@ class Harness:
         self.args: list[Any] = []  # torch tensors outside the heap passed to launches
         self.residency: Residency | None = None  # sv.resident(...): None, every CTA runs
 
-    def resident(self, capacity: int, *, order: str = "any", sms: int = 0,
-                 occupancy: dict | None = None) -> None:
+    def resident(self, capacity: int, *, order: str = "any", sms: int = 0, occupancy: dict | None = None,
+                 lazy_loading: bool = False, loaded: tuple = ()) -> None:
         """At most ``capacity`` CTAs resident per GPU at once (its SMs times the kernels'
         occupancy), shared by every launch and stream of that GPU, admitted in ``order`` (``any``,
         what CUDA guarantees; ``index``: blockIdx order per launch, what the hardware does in
         practice). ``sms``: spread over that many SMs, ``capacity // sms`` CTAs of one kernel per
         SM, or ``occupancy[kernel]`` (keys: @triton.jit functions or their names) for the kernels
-        named; a CTA is sure of a slot only on an SM that is empty or holds its own kernel alone
-        (docs/residency.md). ``syncverify check --resident R`` overrides it."""
-        named = tuple(sorted((getattr(getattr(k, "fn", k), "__name__", k), n) for k, n in (occupancy or {}).items()))
+        named; a CTA needs an SM with room for its footprint. ``lazy_loading``: each kernel's
+        first launch (not those ``loaded``, e.g. warmed up) waits for the work issued before it
+        on its GPU, as a module load may (docs/residency.md). ``syncverify check --resident R``
+        overrides it."""
+        name = lambda k: getattr(getattr(k, "fn", k), "__name__", k)  # noqa: E731
+        named = tuple(sorted((name(k), n) for k, n in (occupancy or {}).items()))
         try:
-            self.residency = Residency(capacity, order, sms, named)
+            self.residency = Residency(capacity, order, sms, named, bool(lazy_loading), tuple(name(k) for k in loaded))
         except SyncVerifyError as error:
             raise HarnessError(f"sv.resident: {error} ({_site()})") from None
 
