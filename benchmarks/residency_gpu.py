@@ -190,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout-ms", type=float, default=200.0, help="each wait's budget (default 200)")
     parser.add_argument("--watchdog", type=float, default=30.0, help="seconds per launch (default 30)")
-    parser.add_argument("--budget", type=float, default=32.0,
-                        help="seconds after which the remaining rows are skipped and the table printed (default 32)")
+    parser.add_argument("--budget", type=float, default=28.0,
+                        help="seconds after which the remaining rows are skipped and the table printed (default 28)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA GPU (none visible)")
