@@ -144,3 +144,15 @@ def test_pdl_wait_without_pdl_is_refused():
 
     with pytest.raises(HarnessError, match="pdl_wait=True needs pdl=True"):
         run_harness(harness, 1, 1)
+
+
+@pytest.mark.parametrize("name", ["graph_counter_reset", "pdl_copy"])
+def test_the_stress_engine_runs_graphs_pdl_and_residency_harnesses(name):
+    """``syncverify stress FILE.py`` takes the same harness API: ``sv.resident`` (the device has its
+    own residency), ``sv.graph()`` replays, ``launch_pdl`` (Triton's option on the GPU; the
+    interpreter runs launches one after another) and ``gdc_*`` (no-ops in the interpreter)."""
+    from syncverify.frontend.user_stress import StressOptions, run_stress
+
+    result = run_stress(StressOptions(f"{HARNESSES}::{name}", world_size=1, interpret=True, iterations=1,
+                                      delays="none"))
+    assert result.clean, result.failures[:1]
