@@ -79,7 +79,7 @@ class Residency:
     sms: int = 0
     occupancy: tuple[tuple[str, int], ...] = ()
     lazy_loading: bool = False  # a kernel's first launch waits for the launches issued before it
-    loaded: tuple[str, ...] = ()  # kernels already loaded (warmed up) under lazy loading
+    loaded: tuple[str, ...] = ()  # under lazy loading: kernels launched once before (warmed up by a launch)
 
     def __post_init__(self) -> None:
         if not isinstance(self.capacity, int) or self.capacity < 1:

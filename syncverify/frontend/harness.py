@@ -211,8 +211,9 @@ class Harness:
         practice). ``sms``: spread over that many SMs, ``capacity // sms`` CTAs of one kernel per
         SM, or ``occupancy[kernel]`` (keys: @triton.jit functions or their names) for the kernels
         named; a CTA needs an SM with room for its footprint. ``lazy_loading``: each kernel's
-        first launch (not those ``loaded``, e.g. warmed up) waits for the work issued before it
-        on its GPU, as a module load may (docs/residency.md). ``syncverify check --resident R``
+        first launch (not those ``loaded``: launched once before, a warm-up launch; a module
+        loaded but never launched still stalls, GPU run 4) waits for the work issued before it on
+        its GPU, as CUDA lazy loading may (docs/residency.md). ``syncverify check --resident R``
         overrides it."""
         name = lambda k: getattr(getattr(k, "fn", k), "__name__", k)  # noqa: E731
         named = tuple(sorted((name(k), n) for k, n in (occupancy or {}).items()))
