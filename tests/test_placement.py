@@ -100,8 +100,9 @@ def test_gpu_runs_disagreeing_rows_are_a_first_launch_behind_spinning_consumers(
     """Runs 1-2's rows at C - 1 consumers (one slot free), at 2 SMs x 2: the sleep (row 5) or the
     producers' function (run 2's row 8) launched for the first time behind the consumers. Its
     CTA fits in the free slot, but under lazy loading its module load waits for the spinning
-    consumers: a hang (the GPU deadlocked). Loaded beforehand (run 3's and run 4's rows, the
-    GPU completed): SAFE. No sleep (row 7) and the producers issued first (row 9): SAFE."""
+    consumers: a hang (the GPU deadlocked). Launched once beforehand: SAFE (run 4's row 5 again
+    completed; run 2's row 8 with the function launched before deadlocked in run 4 and completed
+    in run 3: open, docs/residency.md). No sleep (row 7), producers issued first (row 9): SAFE."""
     lazy = Residency(4, sms=2, lazy_loading=True)
     for producers in ("spin", "other"):
         p = _two_streams(3, before="sleep", producers=producers)
@@ -152,3 +153,15 @@ def test_the_gpu_scripts_per_sm_rule_is_the_models_answer():
                 model = find_deadlock(_two_streams(n, before=before, producers=producers),
                                       Residency(2 * sms, sms=sms, occupancy=named))
                 assert rule(n, waiting, costs) == (model is not None), (sms, n, before, producers)
+
+
+def test_run_4s_footprint_rows_at_gpu_scale():
+    """GPU run 4 (H200, the compiled footprints): 8-warp producers beside 15 consumers on every SM
+    fit nowhere (the GPU deadlocked; the pool of 2,112 says safe); beside 14 they fit (completed)."""
+    with example_module("residency", "spin_grid") as spin_grid:
+        rule = spin_grid.deadlocks_per_sm
+    costs = Costs.from_footprints(H200, {"consumers": Footprint(4, 14, 4), "other8": Footprint(8, 14, 4),
+                                         "sleep": Footprint(1, 16)})
+    assert rule(1980, ["sleep", "other8"], costs, seen=[15] * 132) is True
+    assert rule(1848, ["sleep", "other8"], costs, seen=[14] * 132) is False
+    assert rule(2111, ["sleep", "consumers"], costs, seen=[16] * 131 + [15]) is False  # fits: row 5 is a first launch

@@ -15,8 +15,9 @@ What the hardware guarantees, and what it does not (docs/residency.md has the so
   room for its footprint, beside CTAs of any kernel (:func:`sure_room`). No document promises it;
   GPU run 3 on the H200 (docs/RESULTS.md) saw it every time: a one-warp kernel and a 4-warp
   kernel (another compiled function) each took the one free slot on an SM that 15 CTAs of another
-  kernel held. Runs 1-2's two rows that looked otherwise were a kernel's first launch under CUDA
-  lazy loading (:mod:`syncverify.explore.residency`), not placement.
+  kernel held. Run 1's row that looked otherwise was a kernel's first launch under CUDA lazy
+  loading (:mod:`syncverify.explore.residency`), not placement; run 2's other row is open
+  (docs/residency.md, run 4).
 * **Which SM (unspecified).** No document says which SM with room a CTA goes to. Gilman et al.
   (SIGMETRICS PER 2020, *Demystifying the placement policies of the NVIDIA GPU thread block
   scheduler for concurrent kernels*) measured Pascal to Turing choosing "based on the SM's local
