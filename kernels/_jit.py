@@ -150,6 +150,8 @@ def jit(fn=None, *, do_not_specialize=None):
 
 
 _FENCE = re.compile(r"^\s*fence\.(sc|acq_rel)\.(cta|gpu|sys)\s*;\s*mov\.u32 \$0, 0;\s*$")
+#: ``tl.extra.cuda.gdc_wait()`` / ``gdc_launch_dependents()``: Triton 3.6's strings.
+_GRID_DEPENDENCY = re.compile(r"^\s*griddepcontrol\.(wait|launch_dependents)\s*;\s*(//.*)?$")
 
 
 class _AsmCall:
@@ -164,15 +166,17 @@ class _AsmCall:
 
 @contextlib.contextmanager
 def fences_as_no_ops():
-    """Let ``fence.*; mov.u32 $0, 0;`` inline PTX through the interpreter (as a no-op); refuse any other.
+    """Let ``fence.*; mov.u32 $0, 0;`` and ``griddepcontrol.*`` inline PTX through the interpreter
+    (as no-ops); refuse any other.
 
-    The interpreter runs one program at a time, sequentially consistent: it already orders
-    everything a fence could (tests' sequential harness runs, ``syncverify stress --interpret``)."""
+    The interpreter runs one program at a time, sequentially consistent, and each launch to its
+    end before the next: it already orders everything a fence or a PDL wait could (tests'
+    sequential harness runs, ``syncverify stress --interpret``)."""
     builder = _interpreter.interpreter_builder
     original = builder.create_inline_asm
 
     def create_inline_asm(asm, constraints, values, type, is_pure, pack):
-        if not _FENCE.match(asm):
+        if not (_FENCE.match(asm) or _GRID_DEPENDENCY.match(asm)):
             return original(asm, constraints, values, type, is_pure, pack)
         zero = _interpreter.TensorHandle(np.zeros(1, dtype=np.int32), tl.int32)
         return _AsmCall(zero)

@@ -546,6 +546,44 @@ class Thread:
 PDL_TRIGGER = "pdl.trigger"
 
 
+#: Where a kernel runs ``griddepcontrol.X`` (read from its code by the kernel front end), until the
+#: launch it belongs to gives it a meaning (:func:`grid_dependency`): a placeholder no model reads.
+GDC_PLACEHOLDER = {"wait": "pdl.gdc.wait", "launch_dependents": "pdl.gdc.launch_dependents"}
+
+
+def grid_dependency(code: tuple, thread: str, *, primary_done: str | None, dependent_on: tuple[str, int] | None) -> tuple:
+    """A kernel thread's ``code`` with each :data:`GDC_PLACEHOLDER` given its ISA meaning (PTX ISA,
+    ``griddepcontrol``): ``launch_dependents``, when the thread's launch is a PDL primary, the
+    write of its :data:`PDL_TRIGGER` (scheduling only: no memory order), else nothing; ``wait``,
+    when the launch is a programmatic dependent of a primary whose completion count is
+    ``dependent_on = (done, count)``, the acquire poll of :func:`pdl_dependent`, else nothing
+    (without PDL there is no prerequisite grid in flight: stream order already ran it). With
+    ``primary_done``, 1 is added to that count at the end, as :func:`pdl_primary` does."""
+    out: list = []
+    waits = 0
+    for ins in code:
+        if isinstance(ins, Store) and ins.loc == GDC_PLACEHOLDER["launch_dependents"]:
+            if primary_done is not None:
+                out.append(replace(ins, loc=f"{PDL_TRIGGER}.{thread}"))
+        elif isinstance(ins, Store) and ins.loc == GDC_PLACEHOLDER["wait"]:
+            if dependent_on is not None:
+                waits += 1
+                out.extend(pdl_wait(dependent_on[0], dependent_on[1], ins.label, f"__gdc_wait{waits}", line=ins.line))
+        else:
+            out.append(ins)
+    if primary_done is not None:
+        out.append(Atomic("add", None, primary_done, (1,), sem="release", scope="sys",
+                          label="grid completion and flush (griddepcontrol)"))
+    return tuple(out)
+
+
+def pdl_wait(done: str, count: int, label: str, name: str = "__pdl_wait", *, line: int | None = None) -> tuple:
+    """``griddepcontrol.wait``: poll the primary's completion count ``done`` with acquire loads at
+    system scope until all its ``count`` threads have added to it (``name``: the loop's label)."""
+    return (Label(name), Load("__pdl_done", done, sem="acquire", scope="sys", label=label, line=line),
+            Branch(name, "lt", "__pdl_done", count, label=label, line=line))
+
+
 def pdl_primary(code: tuple, thread: str, done: str, where: str = "") -> tuple:
     """A PDL primary thread's ``code``: ``griddepcontrol.launch_dependents`` first (a write of its
     :data:`PDL_TRIGGER`: scheduling only, no memory order), then its code, then 1 added to the
@@ -558,8 +596,7 @@ def pdl_primary(code: tuple, thread: str, done: str, where: str = "") -> tuple:
 def pdl_dependent(code: tuple, done: str, count: int, where: str = "") -> tuple:
     """A PDL dependent thread's ``code`` behind ``griddepcontrol.wait``: poll the primary's completion
     count ``done`` with acquire loads at system scope until all its ``count`` threads have added to it."""
-    return (Label("__pdl_wait"), Load("__pdl_done", done, sem="acquire", scope="sys", label=f"{where}griddepcontrol.wait"),
-            Branch("__pdl_wait", "lt", "__pdl_done", count, label=f"{where}griddepcontrol.wait")) + code
+    return pdl_wait(done, count, f"{where}griddepcontrol.wait") + code
 
 
 #: The register an agent thread carries a copied value in (not a name a litmus test can write).
@@ -931,6 +968,10 @@ class Program:
     filter: Prop | None = None
     # Constructs accepted where the PTX ISA is stricter than the reference syntax (one line each).
     warnings: tuple[str, ...] = ()
+    # (launch phase, kernel): the compiled kernel each launch runs, for per-SM placement (CTAs of
+    # one kernel share an SM's room; explore.placement). A phase not named runs its Phase.kernel,
+    # or "kernel" (one kernel for every launch, as one fused kernel per call is).
+    kernels: tuple[tuple[Phase | str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Memory and registers are 32-bit (syncverify.model.int32): an initial value is held wrapped.

@@ -100,6 +100,7 @@ with example_module("residency") as _h:
     HARNESS_CASES = [(name, R, order, safe) for name, table in _h.EXPECTED.items()
                      for R, (order, safe) in table.items()]
     HARNESS_KINDS = dict(_h.KINDS)
+    PER_SM_CASES = dict(_h.EXPECTED_PER_SM)
 ONE_THREAD = {"grid_barrier", "pdl_copy", "pdl_copy_no_wait"}  # one model thread per CTA: the same verdicts, faster
 
 
@@ -115,6 +116,19 @@ def test_each_residency_example_gets_the_verdict_its_table_states(name, resident
     elif not safe:
         assert list(result.violations) == ["hang"] and "never resident" in result.violations["hang"].explanation
     assert any("residency" in a for a in result.assumptions)
+
+
+@pytest.mark.parametrize(("name", "safe"), sorted(PER_SM_CASES.items()))
+def test_each_residency_example_gets_its_per_sm_verdict(name, safe):
+    """Per SM, with each harness's own ``sv.resident(..., sms=..., lazy_loading=...)``."""
+    result = syncverify.check_kernel(f"{EXAMPLES / 'residency' / 'harness.py'}::{name}", world_size=1, timeout=120,
+                                     threads_per_cta=1)
+    assert result.safe is safe, result.text()
+    if not safe:
+        words = result.violations["hang"].explanation
+        assert "no CTA still waiting can become resident" in words and "placed: GPU 0 SM 0" in words
+    if name == "other_kernel_first":
+        assert "marker_kernel: its first launch loads its module" in words
 
 
 def test_the_examples_rule_is_the_models_answer():
@@ -312,3 +326,35 @@ def test_a_deadlock_in_blockidx_order_is_one_in_any_order_and_none_once_every_ct
         if found is not None:
             assert len(found.resident) == capacity and found.not_resident
             assert all(c not in found.resident for c in found.not_resident)
+
+
+def test_check_sms_finds_the_two_stream_hang_the_pool_misses(capsys):
+    """``--launches two-stream``: the GEMM and communication roles are two kernels. One SM of 2
+    slots, a GEMM CTA taking the whole SM (``--occupancy gemm=1``): a waiting consumer leaves a
+    slot too small for it (the pool of 2 says SAFE)."""
+    from syncverify.cli import main
+
+    argv = ["check", "barrier-fenced-release-acquire", "--launches", "two-stream", "--resident", "2"]
+    assert main(argv) == 0
+    assert main([*argv, "--sms", "1"]) == 0  # one footprint for every kernel: the pool's answer
+    capsys.readouterr()
+    assert main([*argv, "--sms", "1", "--occupancy", "gemm=1"]) == 1
+    text = capsys.readouterr().out
+    assert "on 1 SM (2 CTAs of one kernel per SM, 1 of gemm" in text and "never resident: rank 0 producer" in text
+
+
+@pytest.mark.parametrize("argv", [["--resident", "3", "--sms", "2"], ["--sms", "2"],
+                                  ["--resident-sweep", "--sms", "1"], ["--resident", "2", "--sms", "1", "--occupancy", "gemm"]])
+def test_bad_sms_options_exit_2_with_one_line(argv, capsys):
+    from syncverify.cli import main
+
+    assert main(["check", "epoch-flag", *argv]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_an_occupancy_for_a_kernel_no_launch_runs_exits_2_naming_the_launched_ones(capsys):
+    from syncverify.cli import main
+
+    assert main(["check", "epoch-flag", "--resident", "2", "--sms", "1", "--occupancy", "gem=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("occupancy names kernel 'gem', which no launch runs; launched: kernel")

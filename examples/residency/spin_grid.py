@@ -23,6 +23,9 @@ as the front end does for ``kernels/steps.UNBOUNDED_WAITS``); never launch that 
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+from syncverify.explore.placement import Costs, blocked, can_block
 
 
 @triton.jit
@@ -53,6 +56,35 @@ def wait_at_least(ptr, target, MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr
     return gave_up
 
 
+@triton.jit
+def sm_id(USE_TIMER: tl.constexpr):
+    """``%smid``, the SM this program runs on, on the GPU; 0 in the interpreter (no inline PTX)."""
+    if USE_TIMER:
+        return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        return tl.zeros((), dtype=tl.int32)
+
+
+@triton.jit
+def consume_or_produce(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                       MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr):
+    """Program ``tl.program_id(0)``'s part of :func:`consumers_first_kernel` (its docstring says
+    which); returns its role number."""
+    # ----- role mapping
+    pid = (tl.program_id(0) + PID_OFFSET) % (2 * N_CONSUMERS)
+    if pid < N_CONSUMERS:
+        # ----- consumer: wait for the flag, then read what it announces
+        gave_up = wait_at_least(flags_ptr + pid, 1, MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+        tl.store(out_ptr + pid, tl.load(data_ptr + pid))
+        tl.store(timed_out_ptr + pid, gave_up)
+    else:
+        # ----- producer: the value, then the release flag that announces it
+        i = pid - N_CONSUMERS
+        tl.store(data_ptr + i, i + 1)
+        tl.atomic_xchg(flags_ptr + i, 1, sem="release", scope="gpu")
+    return pid
+
+
 @triton.jit(do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])  # one binary for every launch of it
 def consumers_first_kernel(
     # pointers
@@ -66,18 +98,34 @@ def consumers_first_kernel(
     below ``N_CONSUMERS`` a consumer, else producer ``pid - N_CONSUMERS``. ``PID_OFFSET = 0`` puts
     the consumers at the low blockIdx; ``N_CONSUMERS`` puts the producers there (or, with a grid of
     ``N_CONSUMERS``, makes a launch of producers only)."""
-    # ----- role mapping
-    pid = (tl.program_id(0) + PID_OFFSET) % (2 * N_CONSUMERS)
-    if pid < N_CONSUMERS:
-        # ----- consumer: wait for the flag, then read what it announces
-        gave_up = wait_at_least(flags_ptr + pid, 1, MAX_SPINS, TIMEOUT_NS, USE_TIMER)
-        tl.store(out_ptr + pid, tl.load(data_ptr + pid))
-        tl.store(timed_out_ptr + pid, gave_up)
-    else:
-        # ----- producer: the value, then the release flag that announces it
-        i = pid - N_CONSUMERS
-        tl.store(data_ptr + i, i + 1)
-        tl.atomic_xchg(flags_ptr + i, 1, sem="release", scope="gpu")
+    consume_or_produce(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                       MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+
+
+@triton.jit(do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])
+def placed_consumers_kernel(
+    # pointers
+    flags_ptr, data_ptr, out_ptr, timed_out_ptr, sm_ptr,
+    # sizes
+    N_CONSUMERS, PID_OFFSET,
+    # meta-parameters: the wait's budget
+    MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr,
+):
+    """:func:`consumers_first_kernel`, each program also writing the SM it ran on to
+    ``sm_ptr[role]``: the placement the GPU script feeds to the per-SM model."""
+    role = consume_or_produce(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                              MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+    tl.store(sm_ptr + role, sm_id(USE_TIMER))
+
+
+@triton.jit
+def marker_kernel(started_ptr, sm_ptr, USE_TIMER: tl.constexpr):
+    """A kernel unlike the others (launch it with ``num_warps=1``: one warp, no shared memory, like
+    ``torch.cuda._sleep``'s): program ``i`` writes 1 to ``started[i]`` and its SM to ``sm[i]``.
+    Stream-ordered before a launch, it shows whether a CTA of a different kernel got a slot."""
+    pid = tl.program_id(0)
+    tl.store(sm_ptr + pid, sm_id(USE_TIMER))
+    tl.store(started_ptr + pid, 1)
 
 
 @triton.jit
@@ -86,6 +134,50 @@ def copy_kernel(src_ptr, dst_ptr):
     after the one that wrote ``src`` (stream order, or PDL with ``griddepcontrol.wait``)."""
     pid = tl.program_id(0)
     tl.store(dst_ptr + pid, tl.load(src_ptr + pid))
+
+
+@triton.jit
+def write_then_trigger_kernel(data_ptr):
+    """A PDL primary (NVIDIA/TensorRT-LLM #14537's shape): program ``i`` writes ``data[i]``, then
+    runs ``griddepcontrol.launch_dependents``, which lets the dependent grid be scheduled and
+    makes nothing visible to it."""
+    pid = tl.program_id(0)
+    tl.store(data_ptr + pid, pid + 1)
+    gdc_launch_dependents()
+
+
+@triton.jit
+def dependent_copy_kernel(src_ptr, dst_ptr, WAIT: tl.constexpr):
+    """:func:`copy_kernel` as a PDL dependent: with ``WAIT``, ``griddepcontrol.wait`` first (the
+    primary grid complete and its writes visible); without, it reads what the primary may not
+    have written yet (#14537: visibility assumed from ``launch_dependents``)."""
+    if WAIT:
+        gdc_wait()
+    pid = tl.program_id(0)
+    tl.store(dst_ptr + pid, tl.load(src_ptr + pid))
+
+
+@triton.jit
+def count_when_done_kernel(data_ptr, count_ptr):
+    """lightseekorg/tokenspeed #351's producer, a PDL primary: ``launch_dependents`` first (the
+    consumer may be scheduled at once), then program ``i`` writes ``data[i]`` and adds 1 to the
+    completion counter with a release."""
+    gdc_launch_dependents()
+    pid = tl.program_id(0)
+    tl.store(data_ptr + pid, pid + 1)
+    tl.atomic_add(count_ptr, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def wait_count_kernel(count_ptr, data_ptr, out_ptr, TARGET,
+                      MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr):
+    """The consumer, a PDL dependent that relies on the counter (no ``gdc_wait``): wait until it
+    reaches ``TARGET`` (acquire), then copy ``data``. Replayed in a CUDA graph, a counter nothing
+    resets is already at ``TARGET`` from the previous replay: the wait passes before this
+    replay's producers wrote (#351)."""
+    pid = tl.program_id(0)
+    wait_at_least(count_ptr, TARGET, MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+    tl.store(out_ptr + pid, tl.load(data_ptr + pid))
 
 
 @triton.jit
@@ -119,3 +211,28 @@ def deadlocks(pattern: str, size: int, capacity: int) -> bool:
     if pattern == "consumers_first":
         return size >= capacity  # consumers can hold every slot, and a producer needs one
     raise ValueError(f"unknown pattern {pattern!r}: grid_barrier or consumers_first")
+
+
+def deadlocks_per_sm(consumers: int, waiting: list[str], costs: Costs,
+                     seen: list[int] | None = None) -> bool:
+    """The per-SM model's answer for the two-stream pattern at any size: ``consumers`` CTAs of
+    kernel ``consumers`` resident and spinning, and on the other stream the kernels ``waiting``
+    in stream order (a sleep or marker kernel, then the producers' kernel). Each in turn needs an
+    SM with room for its footprint (the ones before it exit, and leave the consumers where they
+    are); once one producer runs, every consumer it frees makes room. Can the consumers be placed
+    so that one of them finds none (``seen``: the consumers per SM the GPU showed, ``%smid``;
+    None: any placement, the adversarial answer)? Module loading is not in it (the GPU script adds
+    a first launch under lazy loading). ``tests/test_placement.py`` pins it against the model's
+    search, ``syncverify check ... --resident R --sms S``.
+
+    >>> costs = Costs.from_occupancy(2, {"wide": 1}, 2)   # 2 SMs, 2 CTAs each; a "wide" CTA takes a whole SM
+    >>> deadlocks_per_sm(3, ["sleep", "consumers"], costs), deadlocks_per_sm(2, ["sleep", "wide"], costs)
+    (False, True)
+    >>> deadlocks_per_sm(2, ["wide"], costs, seen=[2]), deadlocks_per_sm(4, ["consumers"], costs)
+    (False, True)
+    """
+    for kernel in waiting:
+        if (can_block(costs, ["consumers"] * consumers, kernel) if seen is None
+                else blocked(costs, [("consumers",) * k for k in seen], kernel)):
+            return True
+    return False

@@ -30,7 +30,7 @@ from syncverify.verdicts.cutoff import world_size_claim
 from syncverify.cli.kernel import check_harness, is_harness_argument
 from syncverify.cli.residency import sweep_exit, sweep_json, sweep_lines
 from syncverify.explore.bounds import Clock
-from syncverify.explore.residency import Residency, sweep
+from syncverify.explore.residency import Residency, parse_occupancy, sweep
 from syncverify.verdicts.check import check
 from syncverify.scenarios.build import ScenarioOptions, build, push_option
 import time
@@ -74,6 +74,8 @@ def check_command(
     declare_asm: list[str] = typer.Option([], "--declare-asm", help="Harness only: the meaning of inline asm the model cannot read, 'TEXT=no-op' or 'TEXT=PTX' (repeatable; listed in the verdict).", show_default=False),
     resident: Optional[int] = typer.Option(None, "--resident", help="CTAs resident per GPU at once (SMs x occupancy), shared by every launch and stream; a resident CTA is never preempted: can spinning CTAs hold every slot? (docs/residency.md; default: every CTA runs)", show_default=False),
     resident_order: str = typer.Option("any", "--resident-order", help="any (what CUDA guarantees) | index (blockIdx order per launch: what the hardware does in practice, not guaranteed)."),
+    sms: int = typer.Option(0, "--sms", help="Per-SM placement: spread --resident over this many SMs, --resident/--sms CTAs of one kernel per SM; a CTA needs an SM with room for its footprint, the SM it goes to is any (docs/residency.md; default 0: one pool shared by every kernel)."),
+    occupancy: list[str] = typer.Option([], "--occupancy", help="With --sms: KERNEL=N, N CTAs of that kernel alone per SM (its footprint); protocols' kernels: kernel (one fused launch), gemm and comm (--launches two-stream/pdl). Repeatable.", show_default=False),
     resident_sweep: bool = typer.Option(False, "--resident-sweep", help="Check every capacity from 1 up and print the largest at which it can deadlock and the smallest at which it cannot (exit 1 if it can deadlock at some capacity)."),
 ) -> int:
     """Check a protocol in a kernel scenario against the PTX memory model.
@@ -93,6 +95,10 @@ def check_command(
                      "--launches": launches != "host-barrier", "--no-symmetry": no_symmetry,
                      "--sample": samples is not None}
     harness_only = {"--calls": calls != 1, "--declare-asm": bool(declare_asm)}
+    occupancy_pairs = parse_occupancy(occupancy)
+    if sms and (resident is None or resident_sweep):
+        raise typer.BadParameter("--sms spreads --resident R over SMs: give it with --resident (the sweep "
+                                 "counts one pool)")
     if is_harness_argument(protocol):  # the user's own kernels, through a harness
         given = [name for name, set_ in protocol_only.items() if set_]
         if given:
@@ -104,7 +110,7 @@ def check_command(
                              timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
                              as_json=as_json, graph=graph, declare_asm=declare_asm, suggest=suggest,
                              progress_every=progress_every, resident=resident, resident_order=resident_order,
-                             resident_sweep=resident_sweep)
+                             resident_sweep=resident_sweep, resident_sms=sms, resident_occupancy=occupancy_pairs)
     given = [name for name, set_ in harness_only.items() if set_]
     if given:
         raise typer.BadParameter(f"{', '.join(given)} applies to a harness (FILE.py), not to protocol {protocol}")
@@ -129,7 +135,8 @@ def check_command(
                                          distribution=distribution, reset=reset,
                                          push=push, launches=launches,
                                          symmetry=not (no_symmetry or resident_sweep),
-                                         resident=None if resident_sweep else resident, resident_order=resident_order))
+                                         resident=None if resident_sweep else resident, resident_order=resident_order,
+                                         resident_sms=sms, resident_occupancy=occupancy_pairs))
     if resident_sweep:
         Residency(1, resident_order)  # the order, validated before the run
         return _resident_sweep(built, resident_order, as_json=as_json, timeout=timeout,
@@ -226,7 +233,9 @@ def assumptions(result) -> dict:
     opts = result.scenario.options
     return {"model": MODEL, "world_size": opts.world_size, "calls": opts.epochs, "tiles": opts.tiles,
             "threads_per_cta": opts.threads_per_cta, "launches": opts.launches,
-            "residency": None if opts.resident is None else Residency(opts.resident, opts.resident_order).words(),
+            "residency": None if opts.resident is None else Residency(opts.resident, opts.resident_order,
+                                                                      opts.resident_sms,
+                                                                      opts.resident_occupancy).words(),
             "exhaustive": result.sampled is None and not result.limit_hit and not result.stopped_at_first}
 
 

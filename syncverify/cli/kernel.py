@@ -40,7 +40,8 @@ def parse_declarations(declarations: list[str]) -> dict[str, str]:
 def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta: int, timeout: float,
                   max_executions: int, max_steps: int, first: bool, as_json: bool, graph: Path | None,
                   declare_asm: list[str], suggest: bool, progress_every: float | None,
-                  resident: int | None = None, resident_order: str = "any", resident_sweep: bool = False) -> int:
+                  resident: int | None = None, resident_order: str = "any", resident_sweep: bool = False,
+                  resident_sms: int = 0, resident_occupancy: tuple = ()) -> int:
     """Run :func:`syncverify.frontend.check.check_kernel` and print the verdict (``resident_sweep``:
     then every resident capacity, :mod:`syncverify.cli.residency`)."""
 
@@ -62,7 +63,8 @@ def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta
                           timeout=timeout, max_executions=max_executions, max_steps=max_steps, first=first,
                           declare_asm=parse_declarations(declare_asm), progress=progress,
                           progress_interval=min(2.0, every), resident=None if resident_sweep else resident,
-                          resident_order=resident_order, fair=resident_sweep)
+                          resident_order=resident_order, fair=resident_sweep, resident_sms=resident_sms,
+                          resident_occupancy=resident_occupancy)
     if resident_sweep:
         fair_hang = "hang" in result.violations
         left = max(timeout - (time.monotonic() - started), 0.001)

@@ -21,6 +21,12 @@ thread of the CTA (``num_warps`` x 32). A predicated instruction ``@p INS`` (or 
 * refused otherwise (a predicate that splits the threads one model thread stands for: more
   model threads per CTA may resolve it, and the message says so).
 
+Grid dependency control (Triton's ``tl.extra.cuda.gdc_wait()`` / ``gdc_launch_dependents()``,
+or the same PTX written by hand): ``griddepcontrol.wait`` and ``griddepcontrol.launch_dependents``
+become ``gdc`` items where they stand; the kernel front end gives them their ISA meaning for a
+programmatic dependent launch (``frontend.check.programmatic_launches``), a no-op otherwise (PTX
+ISA: both are safe to run without PDL). ``//`` comments (Triton's ``// dummy $0``) are dropped.
+
 A barrier's thread count (``bar.sync 1, 256``, ``bar.arrive 1, 256``) counts CTA threads; the
 model counts model threads, so it is scaled by ``T / (num_warps x 32)`` and refused when that is
 not a whole number.
@@ -71,8 +77,12 @@ class ModelThread:
         return slice(self.thread * n // self.threads, (self.thread + 1) * n // self.threads)
 
 
+#: ``griddepcontrol.X`` -> the ``gdc`` item's op (PTX ISA, *griddepcontrol*).
+GRID_DEPENDENCY = {"griddepcontrol.wait": "wait", "griddepcontrol.launch_dependents": "launch_dependents"}
+
+
 def _statements(asm: str) -> list[str]:
-    text = asm.replace("{", ";").replace("}", ";").replace("\n", ";")
+    text = re.sub(r"//[^\n]*", "", asm).replace("{", ";").replace("}", ";").replace("\n", ";")
     return [s.strip() for s in text.split(";")]
 
 
@@ -148,6 +158,9 @@ def read_inline_asm(asm: str, site, site_key, declared: dict[str, str] | None = 
                     f"(threads_per_cta={who.num_warps} gives one per warp)")
         if _MEMORY.match(statement):
             items.append(_memory(statement, site, site_key, one))
+            continue
+        if statement in GRID_DEPENDENCY:
+            items.append(Item("gdc", site, site_key, op=GRID_DEPENDENCY[statement]))
             continue
         if statement in declared:
             items.append(Item("assume", site, site_key,

@@ -36,7 +36,8 @@ from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, 
 from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
 from syncverify.delivery import lower_delivery
-from syncverify.program import Branch, Label, Load, Program, Store, Thread, lower_async, pdl_dependent, pdl_primary
+from syncverify.program import (Branch, Label, Load, Program, Store, Thread, grid_dependency, lower_async,
+                                pdl_dependent)
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
 
@@ -236,7 +237,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                  declare_asm: dict[str, str] | None = None, heap_bytes: int = DEFAULT_HEAP_BYTES,
                  first: bool = False, progress: Callable[[str], None] | None = None,
                  progress_interval: float = 2.0, resident: int | None = None,
-                 resident_order: str = "any", fair: bool = False,
+                 resident_order: str = "any", fair: bool = False, resident_sms: int = 0,
+                 resident_occupancy: tuple = (),
                  merge_equal_futures: bool = True) -> KernelCheckResult:
     """Check the kernels a harness launches, as written, against the PTX memory model.
 
@@ -260,6 +262,8 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
         At most ``resident`` CTAs per GPU at once, admitted in ``resident_order``
         (:mod:`syncverify.explore.residency`); None: the harness's ``sv.resident(...)``, else every
         CTA runs. ``fair``: every CTA runs, whatever the harness says (``--resident-sweep``).
+        ``resident_sms``, ``resident_occupancy``: with ``resident``, spread over that many SMs, with
+        CTAs of each kernel named alone per SM (per-SM placement).
     merge_equal_futures
         Lift one copy of the code of program points with equal futures (exact, see
         :func:`~syncverify.frontend.programs.equal_futures`); False lifts every point of every
@@ -277,7 +281,7 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
     if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 32:
         raise HarnessError(f"threads_per_cta={threads_per_cta!r} must be 1 to 32")
     deadline = None if timeout is None else start + timeout
-    residency = None if resident is None else Residency(resident, resident_order)
+    residency = None if resident is None else Residency(resident, resident_order, resident_sms, resident_occupancy)
     fn, name = load_harness(target)
     sv = run_harness(fn, world_size, calls, heap_bytes=heap_bytes)
     residency = None if fair else (residency or sv.residency)
@@ -382,7 +386,7 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                     _stream_op_writes(op, stream_locs[op.index], memory, all_written, transitions, chain, accessed)
             runs = 0
             for launch in launches:
-                scope = patch_lang()
+                scope = patch_lang(launch.original)
                 try:
                     for pid in launch.pids():
                         for t in range(threads):
@@ -517,8 +521,10 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                 pairs.append((phase_of[other.index], phase))
     pdl = programmatic_launches(sv.ops, phase_of, threads_out, pairs)
     if pdl:
-        assumptions.add("pdl: the primary's programs run griddepcontrol.launch_dependents first thing; a dependent "
-                        "declared pdl_wait runs griddepcontrol.wait first thing (sv.launch(pdl=True))")
+        assumptions.add("pdl: griddepcontrol.launch_dependents and griddepcontrol.wait where the kernels run them "
+                        "(a primary that never triggers does so by exiting)"
+                        + ("; a dependent declared pdl_wait=True runs griddepcontrol.wait first thing"
+                           if any(op.kind == "launch" and op.pdl == "wait" for op in sv.ops) else ""))
     # tensor descriptors: one agent thread per TMA copy; NVSHMEM calls: one per chunk and signal
     threads_all = lower_delivery(lower_async(tuple(threads_out)))
     for agent in threads_all[len(threads_out):]:
@@ -526,7 +532,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         what = "its TMA copy (async proxy)" if ".copy" in agent.name else "its NVSHMEM delivery"
         infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: {what}", issuer.call, issuer.rank))
     program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
-                      observed_registers=frozenset(), pdl=pdl)
+                      observed_registers=frozenset(), pdl=pdl,
+                      kernels=kernel_identities(sv.ops, phase_of))
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
         assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "
                         "holds, not data values")
@@ -536,20 +543,47 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     return Lifted(program, infos, owners, oob, files, constants), size, notes
 
 
+def kernel_identities(ops, phase_of: dict[int, str]) -> tuple[tuple[str, str], ...]:
+    """(launch phase, kernel) for per-SM placement: one name per @triton.jit object, its function's
+    name, with ``#2``, ``#3`` added when distinct objects share a name (two compilations of one
+    code are two kernels to the GPU's placement, not one)."""
+    names: dict[int, str] = {}
+    taken: dict[str, int] = {}
+    out = []
+    for op in ops:
+        if op.kind != "launch":
+            continue
+        if id(op.kernel) not in names:
+            base = getattr(getattr(op.kernel, "fn", op.kernel), "__name__", "kernel")
+            taken[base] = taken.get(base, 0) + 1
+            names[id(op.kernel)] = base if taken[base] == 1 else f"{base}#{taken[base]}"
+        out.append((phase_of[op.index], names[id(op.kernel)]))
+    return tuple(out)
+
+
 def programmatic_launches(ops, phase_of: dict[int, str], threads_out: list[Thread],
                           pairs: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """Give each ``sv.launch(pdl=True)`` its PDL meaning (in place; the program's ``pdl`` pairs
-    returned), as the scenarios' ``--launches pdl`` does (``syncverify.scenarios.build``):
+    """Give each programmatic dependent launch (``sv.launch(pdl=True)`` or Triton's
+    ``launch_pdl=True``) its PDL meaning, and every ``griddepcontrol`` instruction read from a
+    kernel its ISA meaning (in place; the program's ``pdl`` pairs returned), as the scenarios'
+    ``--launches pdl`` does (``syncverify.scenarios.build``):
 
-    * the stream order from the primary to the dependent goes (it is what PDL relaxes);
-    * every primary thread as :func:`~syncverify.program.pdl_primary` makes it (``launch_dependents``
-      first, completion and flush last);
-    * with ``pdl_wait``, every dependent thread behind :func:`~syncverify.program.pdl_dependent`
-      (``griddepcontrol.wait``)."""
+    * the stream order from the primary (the launch just before, on that stream) to the
+      dependent goes: it is what PDL relaxes; what the primary was ordered after stays before
+      the dependent (the primary's CTAs must start before any dependent CTA is scheduled);
+    * a primary's ``griddepcontrol.launch_dependents`` (``gdc_launch_dependents()``) writes its
+      trigger where it stands: scheduling only, no memory order; a primary that never runs it
+      triggers by exiting. Its threads add to its completion count last (completion and flush);
+    * a dependent's ``griddepcontrol.wait`` (``gdc_wait()``) polls that count with acquire loads
+      at system scope where it stands: the primary's writes are visible after it; with
+      ``pdl_wait=True`` one more wait is declared first thing (listed in the verdict);
+    * outside a PDL launch both instructions mean nothing (PTX ISA: safe to run without PDL).
+      (:func:`syncverify.program.grid_dependency`)"""
     last: dict[tuple, Any] = {}
     synced: set[int] = set()  # work a host synchronization or barrier already waited for
     found: list[tuple[str, str]] = []
-    instrumented: set[str] = set()
+    primary_done: dict[str, str] = {}  # primary phase -> its completion count
+    dependent_on: dict[str, tuple[str, int, bool, str]] = {}  # dependent phase -> (count loc, threads, declared wait, site)
     for op in ops:
         if op.kind in ("synchronize", "host_barrier"):
             synced.update(o.index for o in last.values() if op.kind == "host_barrier" or o.rank == op.rank)
@@ -564,19 +598,23 @@ def programmatic_launches(ops, phase_of: dict[int, str], threads_out: list[Threa
             raise HarnessError(f"sv.launch(pdl=True) at {op.site}: the work just before it on rank {op.rank}'s stream "
                                f"{op.stream!r} must be a kernel launch the host has not waited for (its PDL primary)")
         primary, dependent = phase_of[before.index], phase_of[op.index]
-        pairs[:] = [p for p in pairs if p != (primary, dependent)]
+        # The dependent starts only once the primary's CTAs started, so still after all that had
+        # to finish before the primary: only the primary's own completion is relaxed.
+        pairs[:] = [p for p in pairs if p != (primary, dependent)] + [
+            (a, dependent) for a, b in pairs if b == primary and (a, dependent) not in pairs]
         found.append((primary, dependent))
-        done = f"pdl.done.{before.index}"
+        primary_done.setdefault(primary, f"pdl.done.{before.index}")
         count = sum(1 for th in threads_out if th.phase == primary)
-        for i, th in enumerate(threads_out):
-            if th.phase == primary and primary not in instrumented:
-                code = pdl_primary(th.instructions, th.name, done, f"{before.site} ")
-            elif th.phase == dependent and op.pdl == "wait":
-                code = pdl_dependent(th.instructions, done, count, f"{op.site} ")
-            else:
-                continue
+        dependent_on[dependent] = (primary_done[primary], count, op.pdl == "wait", op.site)
+    for i, th in enumerate(threads_out):
+        code = th.instructions
+        dep = dependent_on.get(th.phase)
+        if dep is not None and dep[2]:
+            code = pdl_dependent(code, dep[0], dep[1], f"{dep[3]} ")
+        code = grid_dependency(code, th.name, primary_done=primary_done.get(th.phase),
+                               dependent_on=None if dep is None else dep[:2])
+        if code != th.instructions:
             threads_out[i] = replace(th, instructions=code)
-        instrumented.add(primary)
     return tuple(found)
 
 

@@ -15,14 +15,18 @@ Ordering, as CUDA streams order work (``syncverify.frontend.lift`` turns it into
   after it) or ``host_barrier()`` (``synchronize`` of every rank, then a barrier of the host
   threads: everything issued before it, on any rank, before everything issued after it);
 * calls follow one another only as the harness orders them: nothing is synchronized between two
-  calls unless the harness does it (a reset on the wrong stream can race with the previous call).
+  calls unless the harness does it (a reset on the wrong stream can race with the previous call);
+* ``with sv.graph() as g:`` captures the launches and fills issued inside it, running nothing
+  (as ``torch.cuda.graph`` does); each ``g.replay()`` issues them again, in capture order on
+  their streams, as one more call: memory is what the last call left (a counter the graph does
+  not reset carries over), and later host operations belong to that replay's call.
 
 torch is imported lazily: ``syncverify`` stays importable without it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from syncverify.errors import SyncVerifyError
@@ -164,7 +168,8 @@ class HostOp:
     event: "StreamEvent | None" = None  # wait: the event waited for
     site: str = ""  # file:line of the harness statement that issued it
     index: int = 0  # position in issue order
-    pdl: str = ""  # launch: "" (stream order), "wait" or "no-wait" (a programmatic dependent launch)
+    pdl: str = ""  # launch: "" (stream order), "kernel" or "wait" (a programmatic dependent launch; "wait": a
+    # griddepcontrol.wait declared first thing, besides those read from the kernel)
     source: Any = None  # copy: the torch tensor view copied from
     cmp: str = ""  # wait_value: "geq" or "eq" (CU_STREAM_WAIT_VALUE_GEQ / _EQ)
 
@@ -195,23 +200,50 @@ class Harness:
         self.heap = Heap(world_size, heap_bytes)
         self.ops: list[HostOp] = []
         self.call = 0
+        self._calls = 0  # call numbers taken (by calls and graph replays: next_call)
+        self._issued: set[int] = set()  # call numbers some operation was issued in
+        self._capturing: "Graph | None" = None  # the graph being captured into, if any
         self.args: list[Any] = []  # torch tensors outside the heap passed to launches
         self.residency: Residency | None = None  # sv.resident(...): None, every CTA runs
 
-    def resident(self, capacity: int, *, order: str = "any") -> None:
+    def resident(self, capacity: int, *, order: str = "any", sms: int = 0, occupancy: dict | None = None,
+                 lazy_loading: bool = False, loaded: tuple = ()) -> None:
         """At most ``capacity`` CTAs resident per GPU at once (its SMs times the kernels'
         occupancy), shared by every launch and stream of that GPU, admitted in ``order`` (``any``,
         what CUDA guarantees; ``index``: blockIdx order per launch, what the hardware does in
-        practice). ``syncverify check --resident R`` overrides it. docs/residency.md says why."""
+        practice). ``sms``: spread over that many SMs, ``capacity // sms`` CTAs of one kernel per
+        SM, or ``occupancy[kernel]`` (keys: @triton.jit functions or their names) for the kernels
+        named; a CTA needs an SM with room for its footprint. ``lazy_loading``: each kernel's
+        first launch (not those ``loaded``: launched once before, a warm-up launch; a module
+        loaded but never launched still stalls, GPU run 4) waits for the work issued before it on
+        its GPU, as CUDA lazy loading may (docs/residency.md). ``syncverify check --resident R``
+        overrides it."""
+        name = lambda k: getattr(getattr(k, "fn", k), "__name__", k)  # noqa: E731
+        named = tuple(sorted((name(k), n) for k, n in (occupancy or {}).items()))
         try:
-            self.residency = Residency(capacity, order)
+            self.residency = Residency(capacity, order, sms, named, bool(lazy_loading), tuple(name(k) for k in loaded))
         except SyncVerifyError as error:
             raise HarnessError(f"sv.resident: {error} ({_site()})") from None
 
     def _add(self, op: HostOp) -> HostOp:
+        if self._capturing is not None:
+            return self._capturing._capture(op)
         op.index = len(self.ops)
         self.ops.append(op)
+        self._issued.add(op.call)
         return op
+
+    def next_call(self) -> int:
+        """The call number of a graph replay: the current call while nothing was issued in it, else
+        one after it and every number taken."""
+        number = self.call if self.call not in self._issued else max(self._calls, self.call + 1)
+        self._calls = max(self._calls, number + 1)
+        return number
+
+    def graph(self) -> "Graph":
+        """A graph to capture into: ``with sv.graph() as g: ...`` then ``g.replay()`` (see the
+        module docstring)."""
+        return Graph(self, _site())
 
     def _rank_stream(self, rank: int, stream: str) -> None:
         self.heap.check_rank(rank)
@@ -219,25 +251,30 @@ class Harness:
             raise HarnessError(f"stream={stream!r} must be a non-empty name")
 
     def launch(self, kernel, grid, *args, rank: int, stream: str = "main", pdl: bool = False,
-               pdl_wait: bool = True, **kwargs) -> None:
+               pdl_wait: bool = False, **kwargs) -> None:
         """Launch ``kernel[grid](*args, **kwargs)`` on ``rank``'s ``stream``.
 
-        ``pdl=True``: a programmatic dependent launch of the kernel launched before it on that
-        stream (its primary). Declared, not read from the kernels (``gdc_launch_dependents`` and
-        ``gdc_wait`` are inline PTX): the primary's programs run ``griddepcontrol.launch_dependents``
-        first thing, so this launch's programs may be scheduled once every primary program has
-        run it or exited (scheduling only: no memory order); ``pdl_wait=True`` declares that this
-        kernel's programs run ``griddepcontrol.wait`` (``tl.extra.cuda.gdc_wait()``) first thing,
-        which waits for the primary's completion and makes its writes visible (PTX ISA,
-        ``griddepcontrol``); ``pdl_wait=False``: they do not. Both are listed in the verdict."""
+        ``pdl=True`` (or Triton's own ``launch_pdl=True``): a programmatic dependent launch of the
+        kernel launched before it on that stream (its primary). The ``griddepcontrol``
+        instructions are read from the kernels (``tl.extra.cuda.gdc_launch_dependents()`` /
+        ``gdc_wait()``, or the PTX by hand) and get their ISA meaning where they stand: the
+        primary's ``launch_dependents`` lets this launch's programs be scheduled once every primary
+        program has run it or exited (scheduling only: no memory order); this kernel's ``wait``
+        waits for the primary's completion and makes its writes visible (PTX ISA,
+        ``griddepcontrol``). ``pdl_wait=True`` declares one more ``wait`` first thing, for a
+        kernel whose code does not show it (listed in the verdict)."""
         self._rank_stream(rank, stream)
         if not hasattr(kernel, "fn"):
             raise HarnessError(f"sv.launch: {kernel!r} is not a @triton.jit function ({_site()})")
         grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
         if not 1 <= len(grid) <= 3 or any(g < 1 for g in grid):
             raise HarnessError(f"sv.launch: grid {grid} must be 1 to 3 positive sizes ({_site()})")
+        pdl = bool(kwargs.pop("launch_pdl", False)) or pdl
+        if pdl_wait and not pdl:
+            raise HarnessError(f"sv.launch: pdl_wait=True needs pdl=True (a wait has no prerequisite grid without it) "
+                               f"({_site()})")
         self._add(HostOp("launch", self.call, rank, stream, kernel, grid, tuple(args), dict(kwargs), site=_site(),
-                         pdl=("wait" if pdl_wait else "no-wait") if pdl else ""))
+                         pdl=("wait" if pdl_wait else "kernel") if pdl else ""))
 
     def zero_(self, tensor, *, rank: int, stream: str = "main") -> None:
         """``tensor.zero_()`` issued on ``rank``'s ``stream`` (a memset, ordered like a launch)."""
@@ -319,6 +356,50 @@ class Harness:
             self._add(HostOp("expect", self.call, tensor=view, value=1.0, site=_site()))
 
 
+class Graph:
+    """A captured sequence of launches and fills (``torch.cuda.CUDAGraph``'s part the model needs):
+    captured with ``with sv.graph() as g:``, issued again by each :meth:`replay` as one more call."""
+
+    #: What a capture may hold: work on streams. A host synchronization, a barrier, an event or an
+    #: expectation inside a capture is refused (CUDA refuses synchronizing during a capture).
+    CAPTURED = ("launch", "write")
+
+    def __init__(self, sv: "Harness", site: str) -> None:
+        self.sv = sv
+        self.site = site
+        self.ops: list[HostOp] = []
+        self.state = "new"  # new -> capturing -> captured
+
+    def __enter__(self) -> "Graph":
+        if self.state != "new" or self.sv._capturing is not None:
+            raise HarnessError(f"sv.graph() at {self.site}: a graph is captured once, and not inside another capture")
+        self.state, self.sv._capturing = "capturing", self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.state, self.sv._capturing = "captured", None
+
+    def _capture(self, op: HostOp) -> HostOp:
+        if op.kind not in self.CAPTURED:
+            raise HarnessError(f"{op.site}: {op.kind} inside the graph capture begun at {self.site} is not modeled; "
+                               "capture launches and fills only")
+        self.ops.append(op)
+        return op
+
+    def replay(self, times: int = 1) -> None:
+        """Issue the captured work ``times`` more times, each replay one more call of the harness,
+        with memory as the previous call left it."""
+        if self.state != "captured":
+            raise HarnessError(f"g.replay() at {_site()}: the graph of {self.site} is not captured yet "
+                               "(replay after its with-block)")
+        if not isinstance(times, int) or times < 1:
+            raise HarnessError(f"g.replay(times={times!r}) at {_site()}: give a positive number")
+        for _ in range(times):
+            self.sv.call = self.sv.next_call()
+            for op in self.ops:
+                self.sv._add(replace(op, call=self.sv.call, index=0))
+
+
 def _view(tensor) -> Any:
     if isinstance(tensor, SymmetricTensor):
         raise HarnessError(f"name one rank's copy ({tensor.name}.on(rank)) here ({_site(3)})")
@@ -355,7 +436,8 @@ def run_harness(fn: Callable, world_size: int, calls: int, *, heap_bytes: int = 
                                    "return a function call(k) to model several calls")
         else:
             for k in range(calls):
-                sv.call = k
+                sv.call = max(k, sv._calls)  # k, unless graph replays took call numbers
+                sv._calls = sv.call + 1
                 call(k)
     except SyncVerifyError:
         raise

@@ -42,7 +42,7 @@ class Item:
 
     ``kind``: ``ld``/``st``/``atom`` (plain accesses: ``locs`` are ghost or constant-free data),
     ``read`` (a choice point: one location's value), ``fence``, ``bar``, ``oob`` (an access
-    outside every allocation). ``key``: the state at a choice point (None: not a possible loop head).
+    outside every allocation), ``gdc`` (``griddepcontrol.wait``/``launch_dependents``: ``op``). ``key``: the state at a choice point (None: not a possible loop head).
     """
 
     kind: str

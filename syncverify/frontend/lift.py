@@ -28,7 +28,7 @@ from syncverify.frontend.programs import equal_futures
 from syncverify.frontend.runner import Item, Loc
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Program, Store, Thread
 from syncverify.delivery import DeliveryFence, Put, Quiet  # NVSHMEM calls
-from syncverify.program import GLOBAL, SHARED_CTA, BulkCommit, BulkCopy, BulkWait, MbarWait  # tensor descriptors
+from syncverify.program import GDC_PLACEHOLDER, GLOBAL, SHARED_CTA, BulkCommit, BulkCopy, BulkWait, MbarWait  # tensor descriptors
 
 
 @dataclass
@@ -337,6 +337,8 @@ class ThreadEmitter:
         elif item.kind == "bar":  # count: model threads (frontend.asm scales the PTX count)
             self.code.append(Barrier("arrive" if item.op == "arrive" else "sync", item.barrier_id, item.count,
                                      line=line, label=text))
+        elif item.kind == "gdc":  # its meaning depends on how the kernel is launched: frontend.check
+            self.code.append(Store(GDC_PLACEHOLDER[item.op], 1, line=line, label=f"{text}  [griddepcontrol.{item.op}]"))
         elif item.kind == "oob":
             name = f"out-of-bounds {item.site}"
             self.oob.add(name)

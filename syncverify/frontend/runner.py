@@ -427,15 +427,46 @@ def hooks():
 _MISSING = object()
 
 
-def patch_lang():
+def patch_lang(fn=None):
     """``triton.language`` patched for the interpreter for the whole of a launch's runs: both
     modules Triton's ``_patch_lang`` patches (``tl`` and ``tl.core``), whichever a kernel's or a
     helper's globals name, so that nested ``@jit`` calls need no patch of their own (:func:`hooks`).
-    Returns the scope to ``restore()``."""
+    Also Triton's extern builtins outside them, which its interpreter leaves unpatched:
+    ``tl.extra.cuda``'s (``gdc_wait()``, ``gdc_launch_dependents()``, inline asm the hooks read),
+    as module attributes and as names the kernel ``fn``'s globals bind. Returns the scope to
+    ``restore()``."""
     import triton.language as tl  # torch/triton: loaded only where a kernel runs
+    import triton.language.extra.cuda as cuda  # torch/triton: loaded only where a kernel runs
     import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
-    return interp._patch_lang(types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core}))
+    scope = interp._patch_lang(types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core}))
+    names = getattr(fn, "__globals__", {})
+    bound = [name for name, value in names.items()
+             if tl.core.is_builtin(value) and getattr(cuda, name, None) is value]
+    interp._patch_builtin(cuda, interp.interpreter_builder, scope)
+    for name in bound:
+        scope.set_attr(_Globals(names), name, getattr(cuda, name))
+    return scope
+
+
+class _Globals:
+    """A module's globals as attributes, so that the interpreter's patch scope sets and restores
+    names in them as it does module attributes."""
+
+    def __init__(self, names: dict) -> None:
+        object.__setattr__(self, "_names", names)
+
+    def __getattr__(self, name):
+        try:
+            return self._names[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value) -> None:
+        self._names[name] = value
+
+    def __delattr__(self, name) -> None:
+        del self._names[name]
 
 
 def _addressing(fn):

@@ -32,6 +32,7 @@ appended to ``output`` (JSON lines) as it completes, so partial results stay on 
 from __future__ import annotations
 
 import contextlib
+import functools
 import dataclasses
 import json
 import multiprocessing
@@ -50,6 +51,7 @@ from syncverify.frontend.harness import (Heap, HarnessError, SymmetricTensor, _c
                                          run_harness)
 from syncverify.frontend.mutants import candidates, launched
 from syncverify.frontend.rewrite import RewriteError, Site, rewrite_kernel
+from syncverify.frontend.runner import patch_lang
 from syncverify.frontend.schedule import GuidedEntry
 
 #: Iterations per CUDA graph (one replay); the host reads the results once per block.
@@ -291,12 +293,31 @@ class Engine:
         self.heartbeat = None  # the mirror's host view, when a watchdog reads it
         self.dry = False  # the setup run of a one-call harness: allocations only
         self.one_call = False
+        self._capturing: "_EngineGraph | None" = None  # sv.graph() being captured: calls recorded, not run
 
     # ----- the harness API ------------------------------------------------------------------------
-    def launch(self, kernel, grid, *args, rank: int, stream: str = "main", **kwargs) -> None:
+    def resident(self, capacity: int, **options) -> None:
+        """``sv.resident``: what the model assumes of the GPU; the device has its own residency."""
+
+    def graph(self) -> "_EngineGraph":
+        """``sv.graph()``: launches and fills captured, then issued again by each ``replay()``."""
+        return _EngineGraph(self)
+
+    def launch(self, kernel, grid, *args, rank: int, stream: str = "main", pdl: bool = False,
+               pdl_wait: bool = False, **kwargs) -> None:
         self.heap.check_rank(rank)
+        if self._capturing is not None:
+            self._capturing.calls.append(functools.partial(self.launch, kernel, grid, *args, rank=rank, stream=stream,
+                                                           pdl=pdl, pdl_wait=pdl_wait, **kwargs))
+            return
         if self.dry:
             return
+        # PDL: Triton's own launch option on the GPU (the kernel's griddepcontrol runs as written;
+        # pdl_wait declares a wait the model adds, nothing to run); the interpreter runs launches
+        # one after another, which PDL only relaxes.
+        if kwargs.pop("launch_pdl", False) or pdl:
+            if not self.interpret:
+                kwargs["launch_pdl"] = True
         kernel = self.options.substitutes.get(id(kernel), kernel)
         rewritten = self._rewritten(kernel)
         grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
@@ -316,7 +337,8 @@ class Engine:
         if self.heartbeat is not None:  # the host is issuing (a first launch compiles: seconds, not a hang)
             self.heartbeat[2] += 1
         run = rewritten.kernel.launcher(grid, interpret=self.interpret)
-        with self._on(rank, stream), (self.fences_as_no_ops() if self.interpret else contextlib.nullcontext()):
+        with self._on(rank, stream), (self.fences_as_no_ops() if self.interpret else contextlib.nullcontext()), \
+                (_extern_builtins(rewritten.kernel) if self.interpret else contextlib.nullcontext()):
             try:
                 run(*args, **kwargs, **extra, num_warps=num_warps)
             except SyncVerifyError:
@@ -333,6 +355,9 @@ class Engine:
 
     def _write(self, tensor, value, rank: int, stream: str, site: str) -> None:
         self.heap.check_rank(rank)
+        if self._capturing is not None:
+            self._capturing.calls.append(functools.partial(self._write, tensor, value, rank, stream, site))
+            return
         if self.dry:
             return
         if isinstance(tensor, SymmetricTensor):
@@ -798,6 +823,40 @@ def mirror_words(programs: int) -> int:
     from syncverify.kernels.user_delays import SLOT_SIZE
 
     return MIRROR_HEADER + max(programs, 1) * SLOT_SIZE.value
+
+
+@contextlib.contextmanager
+def _extern_builtins(kernel):
+    """In the interpreter, Triton's ``tl.extra.cuda`` builtins the kernel names (``gdc_wait()``,
+    ...) given the interpreter's semantics, as the model's runs do (:func:`patch_lang`)."""
+    scope = patch_lang(getattr(kernel, "fn", kernel))
+    try:
+        yield
+    finally:
+        scope.restore()
+
+
+class _EngineGraph:
+    """``sv.graph()`` on the device: the captured launches and fills, issued again in capture order
+    by each :meth:`replay` (eagerly: the same work on the same streams; the stress loop may
+    capture the whole iteration as a CUDA graph of its own). The recording run
+    (:class:`~syncverify.frontend.harness.Graph`) already refused what a capture may not hold."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.calls: list[Callable[[], None]] = []
+
+    def __enter__(self) -> "_EngineGraph":
+        self.engine._capturing = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.engine._capturing = None
+
+    def replay(self, times: int = 1) -> None:
+        for _ in range(times):
+            for call in self.calls:
+                call()
 
 
 class _HostPointer:

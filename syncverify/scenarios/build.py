@@ -204,6 +204,8 @@ class ScenarioOptions:
     launches: str = "host-barrier"  # rules.LAUNCH_ORDERS: how epochs are ordered across ranks
     resident: int | None = None  # CTAs resident per GPU at once (None: all; explore.residency)
     resident_order: str = "any"  # explore.residency.ORDERS: the order CTAs become resident in
+    resident_sms: int = 0  # per-SM placement: the resident CTAs spread over this many SMs (0: one pool)
+    resident_occupancy: tuple[tuple[str, int], ...] = ()  # per SM: CTAs of each kernel named alone per SM
 
     def validated(self, protocol) -> "ScenarioOptions":
         """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
@@ -229,7 +231,8 @@ class ScenarioOptions:
                                 f"cannot reset locks ({reset}); use --reset none or a protocol whose reset is "
                                 f"consumer, owner or none")
         if self.resident is not None:
-            Residency(self.resident, self.resident_order)  # validates both (one line each)
+            Residency(self.resident, self.resident_order, self.resident_sms,
+                      self.resident_occupancy)  # validates them (one line each)
         if self.resident is not None or self.launches in rules.SPLIT_LAUNCHES:
             # Residency counts CTAs: every tile and rank must be there, not renamings of one; the
             # PDL counters are per rank, which the rank renaming does not know.

@@ -269,7 +269,8 @@ def with_residency(result: CheckResult, scenario: Scenario, *, timeout: float | 
     residency deadlock is the ``hang`` violation, its explanation naming the resident CTAs, what
     each waits on and which non-resident CTA would release it."""
     opts = scenario.options
-    residency = Residency(opts.resident, opts.resident_order)  # type: ignore[arg-type]
+    residency = Residency(opts.resident, opts.resident_order, opts.resident_sms,  # type: ignore[arg-type]
+                          opts.resident_occupancy)
     start = time.monotonic()
     try:
         found = find_deadlock(scenario.program, residency, clock=Clock(timeout),
