@@ -162,12 +162,78 @@ def entries(plan: dict) -> tuple[GuidedEntry, ...]:
 
 
 def summary(result) -> dict:
+    """A run in a few fields (the raw JSON keeps them all)."""
     f = result.first_failure
     return {"iterations": result.iterations, "bad": result.bad_iterations, "first": result.first_failure_iteration,
             "kind": f.kind if f else None, "ttf_ms": round(result.time_to_first_failure_ns / 1e6, 3)
             if result.time_to_first_failure_ns else None, "rate": round(result.rate), "graphs": result.graphs,
+            "device_s": round(result.device_seconds, 4), "steady_iterations": result.steady_iterations,
+            "steady_device_s": round(result.steady_device_seconds, 4), "graph_iterations": result.graph_iterations,
+            "graph_device_s": round(result.graph_device_seconds, 4),
+            "graph_rate": round(result.graph_iterations / result.graph_device_seconds)
+            if result.graph_device_seconds else None, "wall_s": round(result.seconds, 2),
+            "tile_classes": result.tile_classes, "first_tiles": (f.tiles[:8] if f else []),
             "stopped": result.stopped, "failure": f.describe() if f else None,
             "hang_report": result.hang_report[:12], "notes": result.notes}
+
+
+#: The throughput rows: the 1024^3 two-rank examples the model calls safe, graph vs eager, with and without delays.
+THROUGHPUT = ("examples/all_scatter/harness.py::fix_with_barriers", "examples/one_shot_all_reduce/harness.py::fix_with_barrier")
+
+
+def profile(options) -> list[dict]:
+    """Device time per kernel of a short CUDA-graph run (torch.profiler): where an iteration's time goes."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        result = run_stress(options)
+    rows = []
+    for event in prof.key_averages():
+        total = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
+        if total and event.count:
+            rows.append({"kernel": event.key[:80], "calls": event.count, "total_us": round(total, 1),
+                         "us_per_iteration": round(total / max(result.iterations, 1), 2)})
+    rows.sort(key=lambda r: -r["total_us"])
+    return rows[:12]
+
+
+def throughput(args, base_of, record_row) -> list[tuple]:
+    """Validated iterations per second (device clock, CUDA events) of the throughput rows."""
+    rows = []
+    block_runs = [("graph", "none", True, args.throughput_iterations, {}),
+                  ("eager", "none", False, args.eager_iterations, {}),
+                  ("graph", f"random <= {args.rate_max_ns} ns", True, args.throughput_iterations,
+                   {"delays": "random", "max_ns": args.rate_max_ns}),
+                  ("graph", f"random <= {args.max_ns} ns", True, args.eager_iterations * 5,
+                   {"delays": "random", "max_ns": args.max_ns})]
+    for target in THROUGHPUT:
+        if args.only and args.only not in target:
+            continue
+        base = base_of(target)
+        for mode, delays, graphs, n, extra in block_runs:
+            options = dataclasses.replace(base, delays=extra.get("delays", "none"), graphs=graphs, iterations=n,
+                                          max_ns=extra.get("max_ns", base.max_ns))
+            out = record_row(target, f"rate {mode} {delays}", lambda o=options: run_stress(o))
+            if out is not None:
+                rows.append((short(target), mode, delays, out.iterations, f"{out.steady_device_seconds:.3f}",
+                             f"{out.rate:,.0f}", "yes" if out.rate >= 10_000 else "no", str(out.bad_iterations)))
+    if not args.interpret and (not args.only or args.only in THROUGHPUT[0]):
+        base = base_of(THROUGHPUT[0])
+        record_row(THROUGHPUT[0], "profile graph none", lambda: profile(dataclasses.replace(
+            base, delays="none", iterations=1 + 2 * 128)))
+        wide = dataclasses.replace(base, defines={**base.defines, "PROGRAMS": 32}, delays="none",
+                                   iterations=args.throughput_iterations)
+        out = record_row(THROUGHPUT[0], "rate graph none PROGRAMS=32", lambda: run_stress(wide))
+        if out is not None:
+            rows.append((short(THROUGHPUT[0]) + " (PROGRAMS=32)", "graph", "none", out.iterations,
+                         f"{out.steady_device_seconds:.3f}", f"{out.rate:,.0f}", "yes" if out.rate >= 10_000 else "no",
+                         str(out.bad_iterations)))
+    return rows
+
+
+def short(target: str) -> str:
+    return target.split("examples/", 1)[1].replace("/harness.py", "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--random-iterations", type=int, default=20_000)
     parser.add_argument("--clean-iterations", type=int, default=100_000)
     parser.add_argument("--control-iterations", type=int, default=20_000)
-    parser.add_argument("--nodelay-iterations", type=int, default=20_000)
+    parser.add_argument("--throughput-iterations", type=int, default=30_000)
+    parser.add_argument("--eager-iterations", type=int, default=2_000)
+    parser.add_argument("--rate-max-ns", type=int, default=4_000, help="random delays' bound of the throughput row "
+                        "with delays (the CLI's default, 4000)")
     parser.add_argument("--replays", type=int, default=3)
     # 20x and 50 us: with the plans' 2-4 us holds and 4 us random delays (run 2) no guided schedule and no
     # positive control failed on the H200; with these (run 3, docs/RESULTS.md) every one did.
@@ -186,8 +255,10 @@ def main(argv: list[str] | None = None) -> int:
                         "(default 20)")
     parser.add_argument("--max-ns", type=int, default=50_000, help="random delays' upper bound in ns (default 50000)")
     parser.add_argument("--watchdog", type=float, default=20.0)
-    parser.add_argument("--budget", type=float, default=330.0, help="seconds; rows after it are skipped (default 330)")
+    parser.add_argument("--budget", type=float, default=400.0, help="seconds; rows after it are skipped (default 400)")
     parser.add_argument("--only", default="", help="run only harnesses whose name contains this")
+    parser.add_argument("--skip", default="", help="comma-separated sections to skip: throughput, buggy, fixed, "
+                        "watchdog")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     parser.add_argument("--dry-run", action="store_true", help="CPU, before a GPU run: setup at the GPU's sizes, "
                         "every kernel compiled for sm_90 there, one interpreted iteration per row at medium sizes")
@@ -195,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                         "a few iterations (checks this script, shows nothing about the GPU)")
     args = parser.parse_args(argv)
     NS_SCALE[0] = args.guided_ns_scale
+    skip = set(filter(None, args.skip.split(",")))
     if args.write_plans:
         write_plans(args.write_plans, args.model_timeout)
         return 0
@@ -206,76 +278,85 @@ def main(argv: list[str] | None = None) -> int:
         global SCALE
         SCALE = {}
         args.guided_iterations = args.random_iterations = args.clean_iterations = args.control_iterations = 2
-        args.nodelay_iterations = 2
+        args.throughput_iterations = args.eager_iterations = 2
         args.replays = 1
     elif not torch.cuda.is_available():
         print("needs a CUDA GPU (none visible)")
         return 2
     plans = json.loads(PLANS.read_text())
     started = time.monotonic()
-    rows, raw = [], {"device": "interpreter" if args.interpret else torch.cuda.get_device_name(), "torch": torch.__version__,
-                     "triton": __import__("triton").__version__, "scale": SCALE, "harnesses": {}}
+    raw = {"device": "interpreter" if args.interpret else torch.cuda.get_device_name(), "torch": torch.__version__,
+           "triton": __import__("triton").__version__, "scale": SCALE, "argv": sys.argv[1:], "harnesses": {}}
+    world_of = {target: (world, calls, safe) for target, world, calls, safe in harnesses()}
+
+    def base_of(target: str) -> StressOptions:
+        world, calls, _safe = world_of[target]
+        return StressOptions(target, world_size=world, calls=calls, defines=dict(SCALE), seed=1,
+                             interpret=args.interpret, max_ns=args.max_ns)
+
+    def record_row(target: str, label: str, run):
+        record = raw["harnesses"].setdefault(target, {})
+        if time.monotonic() - started > args.budget:
+            record[label] = {"skipped": f"past the --budget of {args.budget:g} s"}
+            print(f"{short(target)} {label}: skipped (budget)", flush=True)
+            return None
+        t = time.monotonic()
+        try:
+            out = run()
+            record[label] = summary(out) if hasattr(out, "iterations") else out
+        except Exception as error:  # noqa: BLE001 -- a row's error is recorded, the others still run
+            record[label] = {"error": f"{type(error).__name__}: {error}"[:400], "trace": traceback.format_exc()[-1500:]}
+            out = None
+        record[label + "_s"] = round(time.monotonic() - t, 1)
+        print(f"{short(target)} {label} ({record[label + '_s']} s): {json.dumps(record[label], default=str)[:400]}",
+              flush=True)
+        return out
+
+    rate_rows = throughput(args, base_of, record_row) if "throughput" not in skip else []
+    rows = []
     for target, world, calls, safe in harnesses():
         if args.only and args.only not in target:
             continue
-        name = target.split("examples/", 1)[1].replace("/harness.py", "")
+        if (not safe and "buggy" in skip) or (safe and "fixed" in skip):
+            continue
+        name = short(target)
         plan = plans.get(target, {})
-        base = StressOptions(target, world_size=world, calls=calls, defines=dict(SCALE), seed=1, interpret=args.interpret,
-                             max_ns=args.max_ns)
-        record: dict = {"plan": {k: plan.get(k) for k in ("verdict", "violations", "control")}}
-        raw["harnesses"][target] = record
-
-        def attempt(label: str, run):
-            if time.monotonic() - started > args.budget:
-                record[label] = {"skipped": f"past the --budget of {args.budget:g} s"}
-                return None
-            t = time.monotonic()
-            try:
-                out = run()
-                record[label] = summary(out) if hasattr(out, "iterations") else out
-            except Exception as error:  # noqa: BLE001 -- a row's error is recorded, the others still run
-                record[label] = {"error": f"{type(error).__name__}: {error}"[:400],
-                                 "trace": traceback.format_exc()[-1500:]}
-                out = None
-            record[label + "_s"] = round(time.monotonic() - t, 1)
-            print(f"{name} {label}: {json.dumps(record[label])[:300]}", flush=True)
-            return out
-
+        base = base_of(target)
+        record = raw["harnesses"].setdefault(target, {})
+        record["plan"] = {k: plan.get(k) for k in ("verdict", "violations", "control")}
         if not safe:
             guided = entries(plan)
             g = None
             if guided:
-                g = attempt("guided", lambda: run_stress(dataclasses.replace(
+                g = record_row(target, "guided", lambda: run_stress(dataclasses.replace(
                     base, delays="guided", guided=guided, iterations=args.guided_iterations, graphs=False,
                     stop_on_failure=True, cap=1 << 16)))
             else:
                 record["guided"] = {"none": "latent: no counterexample delays can force (see plan)"}
-            r = attempt("random", lambda: run_stress(dataclasses.replace(
+            record_row(target, "random", lambda: run_stress(dataclasses.replace(
                 base, delays="random", iterations=args.random_iterations, stop_on_failure=True, cap=1 << 16)))
             if g is not None and g.first_failure is not None and args.replays:
-                attempt("replay", lambda: replay_first(dataclasses.replace(
+                record_row(target, "replay", lambda: replay_first(dataclasses.replace(
                     base, delays="guided", guided=guided, graphs=False, cap=1 << 16), g.first_failure,
                     times=args.replays))
             rows.append((name, "buggy", _cell(record.get("guided")), _cell(record.get("random")),
-                         (record.get("replay") or {}).get("summary", "-").split(" (")[0], "-", "-"))
+                         (record.get("replay") or {}).get("summary", "-").split(" (")[0],
+                         _tiles(record.get("guided")) or _tiles(record.get("random"))))
         else:
-            c = attempt("clean", lambda: run_stress(dataclasses.replace(
-                base, delays="random", iterations=args.clean_iterations)))
-            attempt("no_delays", lambda: run_stress(dataclasses.replace(base, delays="none",
-                                                                         iterations=args.nodelay_iterations)))
+            record_row(target, "clean", lambda: run_stress(dataclasses.replace(
+                base, delays="random", iterations=args.clean_iterations, cap=1 << 16)))
             if plan.get("control"):
-                attempt("control", lambda: run_stress(dataclasses.replace(
+                record_row(target, "control", lambda: run_stress(dataclasses.replace(
                     base, delays="random", iterations=args.control_iterations, mutant=plan["control"],
                     stop_on_failure=True, cap=1 << 16)))
             ctl = record.get("control") or {}
-            control = ("failed at it. " + str(ctl.get("first")) if ctl.get("first") is not None else
-                       "DELAYS INEFFECTIVE" if "iterations" in ctl else ctl.get("error", "none")[:30])
-            rows.append((name, "fixed", _cell(record.get("clean")), control,
-                         "-", str((record.get("clean") or {}).get("rate", "-")),
-                         str((record.get("no_delays") or {}).get("rate", "-"))))
+            control = (f"fails at it. {ctl['first']} ({ctl.get('kind')})" if ctl.get("first") is not None else
+                       "DELAYS INEFFECTIVE" if "iterations" in ctl else (ctl.get("error") or ctl.get("skipped")
+                                                                          or "no control")[:40])
+            rows.append((name, "fixed", _cell(record.get("clean")), control, "-", _tiles(ctl)))
     # a hang as a report: the worker, its watchdog and the mirror
     hang_target = "examples/all_scatter/harness.py::reset_on_gemm_stream"
-    if not args.only or args.only in hang_target:
+    if "watchdog" not in skip and (not args.only or args.only in hang_target):
         plan = plans.get(hang_target, {})
         t = time.monotonic()
         try:
@@ -287,16 +368,28 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as error:  # noqa: BLE001
             raw["watchdog"] = {"error": f"{type(error).__name__}: {error}"[:400], "trace": traceback.format_exc()[-1500:]}
         raw["watchdog"]["seconds"] = round(time.monotonic() - t, 1)
-        print("watchdog:", json.dumps(raw["watchdog"])[:1500], flush=True)
+        print("watchdog:", json.dumps(raw["watchdog"], default=str)[:1500], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "user_stress_gpu.json").write_text(json.dumps(raw, indent=1, default=str))
     print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, sizes {SCALE}, W=2 virtual ranks, "
-          f"{time.monotonic() - started:.0f} s")
-    print("| harness | kind | guided (buggy) / 10^5 random (fixed) | random (buggy) / control (fixed) | replay | "
-          "it/s random | it/s no delays |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          f"{time.monotonic() - started:.0f} s; raw: {args.out / 'user_stress_gpu.json'}")
+    print("\nthroughput (validated iterations/s on the device clock, CUDA events; steady state after the "
+          "compiling first iteration; target 10,000):")
+    print("| harness | launches | delays | iterations | device s | it/s | >= 10,000 | bad |")
+    print("| --- | --- | --- | ---: | ---: | ---: | --- | ---: |")
+    for row in rate_rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
+    print("\nexamples (buggy: guided <= 100 it., then random delays; fixed: random delays clean, then the positive "
+          "control under the same delays):")
+    print("| harness | kind | guided (buggy) / random clean (fixed) | random (buggy) / positive control (fixed) | "
+          "replay | bad tiles |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for row in rows:
         print("| " + " | ".join(row) + " |")
+    if "watchdog" in raw:
+        w = raw["watchdog"]
+        print(f"\nwatchdog (reset_on_gemm_stream, guided, in a worker): "
+              f"{w.get('stopped') or w.get('error') or _cell(w)}; {w.get('seconds')} s")
     return 0
 
 
@@ -309,7 +402,13 @@ def _cell(entry: dict | None) -> str:
         return next(iter(entry.values()))[:40]
     if entry.get("first") is not None:
         return f"fail it. {entry['first']} ({entry['kind']}, {entry['ttf_ms']} ms)"
-    return f"clean {entry['iterations']}" + (f" STOPPED" if entry.get("stopped") else "")
+    return f"clean {entry['iterations']}" + (" STOPPED" if entry.get("stopped") else "")
+
+
+def _tiles(entry: dict | None) -> str:
+    """The bad tiles' classes of a run, e.g. ``stale 12, partial 3``."""
+    classes = (entry or {}).get("tile_classes") or {}
+    return ", ".join(f"{k} {v}" for k, v in sorted(classes.items(), key=lambda kv: -kv[1]))
 
 
 if __name__ == "__main__":
