@@ -315,7 +315,12 @@ def main(argv: list[str] | None = None) -> int:
         record[label + "_s"] = round(time.monotonic() - t, 1)
         print(f"{short(target)} {label} ({record[label + '_s']} s): {json.dumps(record[label], default=str)[:400]}",
               flush=True)
+        save()  # after every row: a run the timeout ends keeps what it measured
         return out
+
+    def save() -> None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "user_stress_gpu.json").write_text(json.dumps(raw, indent=1, default=str))
 
     rate_rows = throughput(args, base_of, record_row) if "throughput" not in skip else []
     rows = []
@@ -374,8 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             raw["watchdog"] = {"error": f"{type(error).__name__}: {error}"[:400], "trace": traceback.format_exc()[-1500:]}
         raw["watchdog"]["seconds"] = round(time.monotonic() - t, 1)
         print("watchdog:", json.dumps(raw["watchdog"], default=str)[:1500], flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "user_stress_gpu.json").write_text(json.dumps(raw, indent=1, default=str))
+    save()
     print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, sizes {SCALE}, W=2 virtual ranks, "
           f"{time.monotonic() - started:.0f} s; raw: {args.out / 'user_stress_gpu.json'}")
     print("\nthroughput (validated iterations/s on the device clock, CUDA events; steady state after the "
