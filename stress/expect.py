@@ -42,6 +42,10 @@ from syncverify.stress.validate import device_clock
 FIELDS = ("n_bad", "n_unwritten", "n_corrupt", "first_bad", "got_bits", "expected_bits", "time_lo", "time_hi",
           "n_stale")
 NFIELDS = len(FIELDS)
+#: Words of a ring row: FIELDS padded to 16 bytes. Triton specializes a pointer argument on its
+#: 16-byte alignment, so rows that were not would compile a second variant of the kernel, in
+#: whichever iteration first met one (docs/stress.md, Timing).
+ROW_WORDS = -(-NFIELDS // 4) * 4
 TILE_FIELDS = ("n_bad", "n_unwritten", "n_stale", "n_wrong")
 NTILE_FIELDS = len(TILE_FIELDS)
 TILE_CLASSES = ("never-written", "partial", "stale", "wrong-value")

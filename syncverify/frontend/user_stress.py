@@ -11,16 +11,23 @@ The harness is the model check's (``syncverify.frontend.harness``); here its ope
    interpreter, ``interpret=True``); each harness stream name on each rank is a CUDA stream;
    ``host_barrier``/``synchronize``/events order them as the model assumes. One iteration
    restores the heap as the harness left it after its setup (``poison="all"``: with every
-   expected output poisoned; ``"previous"``: the outputs keep the previous iteration's values),
-   runs ``calls`` calls of the harness, validates every expectation after its call on the device
-   (``syncverify.stress.expect``: counts, first bad element, device clock; the output poisoned
-   for the next call) and records the hangs the bounded waits counted. On a GPU a block of
-   iterations is captured once as a CUDA graph and replayed (:data:`GRAPH_BLOCK` iterations a
-   replay); the kernels read the iteration number from their control block, so every iteration
-   draws new delays;
-4. **report**: the bad iterations (:class:`Failure`), time to first failure from the device
-   clock, ``reproduced k/N`` replays of the first failure (:func:`replay_first`), a positive
-   control for a harness the model calls safe (``syncverify.frontend.mutants``).
+   expected output poisoned, its own tagged poison; the outputs the previous iteration's
+   validation already poisoned are not copied again; ``"previous"``: the outputs keep the
+   previous iteration's values), runs ``calls`` calls of the harness, validates every
+   expectation after its call on the device (``syncverify.stress.expect``: counts, first bad
+   element, device clock, and per tile where the harness names ``tile=``: never written,
+   partial, stale, wrong value; the output poisoned for the next call) and records the hangs the
+   bounded waits counted. On a GPU a block of iterations (:data:`GRAPH_BLOCK`) is captured once
+   per ring as a CUDA graph (the ring's reset, the launches, host writes and validations) and
+   replayed; two rings let the host read one block's results (copied to pinned memory, one read
+   per block) while the device runs the next (:class:`_Blocks`). Eager launches stand in where
+   a graph cannot: the first iteration (it compiles), a run shorter than a block, a harness that
+   is one call (new tensors every call), a capture that fails (the report says which). Every
+   block is timed with CUDA events: the rate is device time. The kernels read the iteration
+   number from their control block, so every iteration draws new delays;
+4. **report**: the bad iterations (:class:`Failure`, with their bad tiles), time to first failure
+   from the device clock, ``reproduced k/N`` replays of the first failure (:func:`replay_first`),
+   a positive control for a harness the model calls safe (``syncverify.frontend.mutants``).
 
 Hangs: :func:`run_in_worker` runs the iterations in a child process whose progress mirror is
 shared memory mapped into the GPU's address space (``syncverify.kernels.user_delays``); a
@@ -549,13 +556,13 @@ class Engine:
     def prepare(self, call: Callable, block: int) -> None:
         """Buffers of a block; the snapshot the heap is restored from; the guided table; the mirror."""
         torch, ud = self.torch, self.ud
-        from syncverify.stress.expect import NFIELDS, NO_BAD, NTILE_FIELDS  # torch/triton: the validation kernel's module
+        from syncverify.stress.expect import NO_BAD, NTILE_FIELDS, ROW_WORDS  # torch/triton: the validation kernel's module
 
         self.call_fn = call
         self.block_size = block
         # two rings on a GPU: the host reads one block's results while the device runs the next block
         tiles = max(sum(self.plan.tiles), 1)
-        self.rings = [(torch.zeros((block, self.plan.expectations, NFIELDS), dtype=torch.int32, device=self.device),
+        self.rings = [(torch.zeros((block, self.plan.expectations, ROW_WORDS), dtype=torch.int32, device=self.device),
                        torch.zeros((block, 4), dtype=torch.int32, device=self.device),
                        torch.zeros((block, tiles, NTILE_FIELDS), dtype=torch.int32, device=self.device))
                       for _ in range(1 if self.interpret else 2)]
@@ -764,6 +771,10 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
     result.iterations = blocks.harvested
     result.seconds = time.monotonic() - started
     blocks.timing()
+    if not result.graphs and not options.interpret and not engine.one_call and blocks.capturable:
+        why = ("CUDA graphs are off (graphs=False)" if not options.graphs else
+               f"the run is shorter than one CUDA-graph block ({block} iterations after the first)")
+        result.notes.append(f"iterations ran as eager launches: {why}")
     return result
 
 
@@ -974,7 +985,7 @@ def _failures(engine: Engine, rows: list, hangs: list, *, first_iteration: int, 
             hang_info = {"count": hang[0], "site": f"{os.path.basename(site.file)}:{site.line}" if site else "?",
                          "kernel": site.kernel if site else "?", "value": hang[2], "program": hang[3]}
         for e, row in zip(engine.expectations, per_expect):
-            n_bad, n_unw, n_cor, first, got, exp, lo, hi, n_stale = row
+            n_bad, n_unw, n_cor, first, got, exp, lo, hi, n_stale = row[:9]  # syncverify.stress.expect.FIELDS
             if n_bad == 0 and hang_info is None:
                 continue
             element = None
