@@ -48,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from syncverify.frontend import schedule as schedule_module  # noqa: E402
 from syncverify.frontend.schedule import GuidedEntry  # noqa: E402
 from syncverify.frontend.user_stress import (StressOptions, replay_first, run_in_worker, run_stress,  # noqa: E402
                                              start_engine)
@@ -151,6 +152,9 @@ def dry_run(plans: dict) -> int:
 
 #: How much longer than the plan's the guided holds are (``--guided-ns-scale``).
 NS_SCALE = [1]
+#: 20 (run 3's) while the plans hold the fused kernels' durations; 1 once the planner itself scales
+#: a user kernel's delays (``syncverify.frontend.schedule.USER_NS_SCALE``, branch stress-plan)
+DEFAULT_NS_SCALE = 1 if hasattr(schedule_module, "USER_NS_SCALE") else 20
 
 
 def entries(plan: dict) -> tuple[GuidedEntry, ...]:
@@ -206,35 +210,47 @@ def profile(options) -> list[dict]:
 def throughput(args, base_of, record_row) -> list[tuple]:
     """Validated iterations per second (device clock, CUDA events) of the throughput rows."""
     rows = []
-    block_runs = [("graph", "none", True, args.throughput_iterations, {}),
-                  ("eager", "none", False, args.eager_iterations, {}),
-                  ("graph", f"random <= {args.rate_max_ns} ns", True, args.throughput_iterations,
-                   {"delays": "random", "max_ns": args.rate_max_ns}),
-                  ("graph", f"random <= {args.max_ns} ns", True, args.eager_iterations * 5,
-                   {"delays": "random", "max_ns": args.max_ns})]
+    fast = parse_defines(args.fast_defines)
+    block_runs = {"graph-none": ("graph", "none", True, args.throughput_iterations, {}),
+                  "eager-none": ("eager", "none", False, args.eager_iterations, {}),
+                  "graph-random4": ("graph", f"random <= {args.rate_max_ns} ns", True, args.throughput_iterations,
+                                    {"delays": "random", "max_ns": args.rate_max_ns}),
+                  "graph-random50": ("graph", f"random <= {args.max_ns} ns", True, args.eager_iterations * 5,
+                                     {"delays": "random", "max_ns": args.max_ns}),
+                  "fast-none": ("graph", "none", True, args.throughput_iterations, {"defines": fast}),
+                  "fast-random4": ("graph", f"random <= {args.rate_max_ns} ns", True, args.throughput_iterations,
+                                   {"delays": "random", "max_ns": args.rate_max_ns, "defines": fast})}
+    wanted = args.rate_rows.split(",")
     for target in THROUGHPUT:
-        if args.only and args.only not in target:
+        if not selected(args, target):
             continue
         base = base_of(target)
-        for mode, delays, graphs, n, extra in block_runs:
+        for key in [k for k in wanted if k in block_runs]:
+            mode, delays, graphs, n, extra = block_runs[key]
+            defines = {**base.defines, **extra.get("defines", {})}
             options = dataclasses.replace(base, delays=extra.get("delays", "none"), graphs=graphs, iterations=n,
-                                          max_ns=extra.get("max_ns", base.max_ns))
-            out = record_row(target, f"rate {mode} {delays}", lambda o=options: run_stress(o))
+                                          max_ns=extra.get("max_ns", base.max_ns), defines=defines)
+            label = f"rate {mode} {delays}" + (f" {args.fast_defines}" if "defines" in extra else "")
+            out = record_row(target, label, lambda o=options: run_stress(o))
             if out is not None:
-                rows.append((short(target), mode, delays, out.iterations, f"{out.steady_device_seconds:.3f}",
+                name = short(target) + (f" ({args.fast_defines})" if "defines" in extra else "")
+                rows.append((name, mode, delays, out.iterations, f"{out.steady_device_seconds:.3f}",
                              f"{out.rate:,.0f}", "yes" if out.rate >= 10_000 else "no", str(out.bad_iterations)))
-    if not args.interpret and (not args.only or args.only in THROUGHPUT[0]):
-        base = base_of(THROUGHPUT[0])
-        record_row(THROUGHPUT[0], "profile graph none", lambda: profile(dataclasses.replace(
-            base, delays="none", iterations=1 + 2 * 128)))
-        wide = dataclasses.replace(base, defines={**base.defines, "PROGRAMS": 32}, delays="none",
-                                   iterations=args.throughput_iterations)
-        out = record_row(THROUGHPUT[0], "rate graph none PROGRAMS=32", lambda: run_stress(wide))
-        if out is not None:
-            rows.append((short(THROUGHPUT[0]) + " (PROGRAMS=32)", "graph", "none", out.iterations,
-                         f"{out.steady_device_seconds:.3f}", f"{out.rate:,.0f}", "yes" if out.rate >= 10_000 else "no",
-                         str(out.bad_iterations)))
+        if "profile" in wanted and not args.interpret:
+            record_row(target, "profile graph none", lambda: profile(dataclasses.replace(
+                base, delays="none", iterations=1 + 2 * 128)))
     return rows
+
+
+def parse_defines(text: str) -> dict:
+    """``"BLOCK=64,PROGRAMS=64"`` as a dict of ints."""
+    return {k.strip(): int(v) for k, v in (item.split("=") for item in text.split(",") if item.strip())}
+
+
+def selected(args, target: str) -> bool:
+    """``--only A,B``: the harness's ``folder::name`` contains one of them (all when empty)."""
+    names = [n for n in args.only.split(",") if n]
+    return not names or any(n in short(target) for n in names)
 
 
 def short(target: str) -> str:
@@ -256,12 +272,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replays", type=int, default=3)
     # 20x and 50 us: with the plans' 2-4 us holds and 4 us random delays (run 2) no guided schedule and no
     # positive control failed on the H200; with these (run 3, docs/RESULTS.md) every one did.
-    parser.add_argument("--guided-ns-scale", type=int, default=20, help="guided holds this many times the plan's "
-                        "(default 20)")
+    parser.add_argument("--guided-ns-scale", type=int, default=DEFAULT_NS_SCALE, help="guided holds this many times "
+                        f"the plan's (default {DEFAULT_NS_SCALE})")
     parser.add_argument("--max-ns", type=int, default=50_000, help="random delays' upper bound in ns (default 50000)")
     parser.add_argument("--watchdog", type=float, default=20.0)
     parser.add_argument("--budget", type=float, default=400.0, help="seconds; rows after it are skipped (default 400)")
-    parser.add_argument("--only", default="", help="run only harnesses whose name contains this")
+    parser.add_argument("--only", default="", help="comma-separated: run only harnesses whose name contains one")
+    parser.add_argument("--rate-rows", default="graph-none,eager-none,graph-random4,graph-random50,profile,fast-none",
+                        help="throughput rows: graph-none, eager-none, graph-random4, graph-random50, fast-none, "
+                        "fast-random4, profile")
+    parser.add_argument("--fast-defines", default="BLOCK=64,PROGRAMS=64", help="the fast-* rows' sizes besides "
+                        "SIZE=1024 (default BLOCK=64,PROGRAMS=64: more, smaller tiles on more programs)")
+    parser.add_argument("--skip-rows", default="", help="comma-separated NAME:LABEL rows not to run, NAME the end "
+                        "of folder::harness, e.g. one_shot_all_reduce::seed_fix:random (rows measured in an earlier run)")
+    parser.add_argument("--clean-seconds", default="", help="comma-separated NAME=SECONDS: that harness's clean "
+                        "row runs for this long instead of --clean-iterations")
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: throughput, buggy, fixed, "
                         "watchdog")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
@@ -299,8 +324,13 @@ def main(argv: list[str] | None = None) -> int:
         return StressOptions(target, world_size=world, calls=calls, defines=dict(SCALE), seed=1,
                              interpret=args.interpret, max_ns=args.max_ns)
 
+    skip_rows = [tuple(item.rsplit(":", 1)) for item in args.skip_rows.split(",") if ":" in item]
+
     def record_row(target: str, label: str, run):
         record = raw["harnesses"].setdefault(target, {})
+        if any(short(target).endswith(name) and label == what for name, what in skip_rows):
+            record[label] = {"skipped": "--skip-rows (measured in an earlier run)"}
+            return None
         if time.monotonic() - started > args.budget:
             record[label] = {"skipped": f"past the --budget of {args.budget:g} s"}
             print(f"{short(target)} {label}: skipped (budget)", flush=True)
@@ -313,8 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             record[label] = {"error": f"{type(error).__name__}: {error}"[:400], "trace": traceback.format_exc()[-1500:]}
             out = None
         record[label + "_s"] = round(time.monotonic() - t, 1)
-        print(f"{short(target)} {label} ({record[label + '_s']} s): {json.dumps(record[label], default=str)[:400]}",
-              flush=True)
+        print(f"{short(target)} | {label} | {record[label + '_s']} s | {_brief(record[label])}", flush=True)
         save()  # after every row: a run the timeout ends keeps what it measured
         return out
 
@@ -323,9 +352,10 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "user_stress_gpu.json").write_text(json.dumps(raw, indent=1, default=str))
 
     rate_rows = throughput(args, base_of, record_row) if "throughput" not in skip else []
-    rows = []
+    rows, fixed = [], []
+    clean_seconds = {k: float(v) for k, v in (item.split("=") for item in args.clean_seconds.split(",") if "=" in item)}
     for target, world, calls, safe in harnesses():
-        if args.only and args.only not in target:
+        if not selected(args, target):
             continue
         if (not safe and "buggy" in skip) or (safe and "fixed" in skip):
             continue
@@ -353,20 +383,28 @@ def main(argv: list[str] | None = None) -> int:
                          (record.get("replay") or {}).get("summary", "-").split(" (")[0],
                          _tiles(record.get("guided")) or _tiles(record.get("random"))))
         else:
+            fixed.append((target, name, base, plan, record))
+    for target, name, base, plan, record in fixed:  # the controls first: short, and the Done-when needs them
+        if plan.get("control"):
+            record_row(target, "control", lambda: run_stress(dataclasses.replace(
+                base, delays="random", iterations=args.control_iterations, mutant=plan["control"],
+                stop_on_failure=True, cap=1 << 16)))
+    for target, name, base, plan, record in fixed:
+        seconds = next((v for k, v in clean_seconds.items() if short(target).endswith(k)), None)
+        if seconds is not None:
+            record_row(target, "clean", lambda: run_stress(dataclasses.replace(
+                base, delays="random", iterations=None, seconds=seconds)))
+        else:
             record_row(target, "clean", lambda: run_stress(dataclasses.replace(
                 base, delays="random", iterations=args.clean_iterations)))
-            if plan.get("control"):
-                record_row(target, "control", lambda: run_stress(dataclasses.replace(
-                    base, delays="random", iterations=args.control_iterations, mutant=plan["control"],
-                    stop_on_failure=True, cap=1 << 16)))
-            ctl = record.get("control") or {}
-            control = (f"fails at it. {ctl['first']} ({ctl.get('kind')})" if ctl.get("first") is not None else
-                       "DELAYS INEFFECTIVE" if "iterations" in ctl else (ctl.get("error") or ctl.get("skipped")
-                                                                          or "no control")[:40])
-            rows.append((name, "fixed", _cell(record.get("clean")), control, "-", _tiles(ctl)))
+        ctl = record.get("control") or {}
+        control = (f"fails at it. {ctl['first']} ({ctl.get('kind')})" if ctl.get("first") is not None else
+                   "DELAYS INEFFECTIVE" if "iterations" in ctl else (ctl.get("error") or ctl.get("skipped")
+                                                                      or "no control")[:40])
+        rows.append((name, "fixed", _cell(record.get("clean")), control, "-", _tiles(ctl)))
     # a hang as a report: the worker, its watchdog and the mirror
     hang_target = "examples/all_scatter/harness.py::reset_on_gemm_stream"
-    if "watchdog" not in skip and (not args.only or args.only in hang_target):
+    if "watchdog" not in skip and selected(args, hang_target):
         plan = plans.get(hang_target, {})
         t = time.monotonic()
         try:
@@ -412,6 +450,22 @@ def _cell(entry: dict | None) -> str:
     if entry.get("first") is not None:
         return f"fail it. {entry['first']} ({entry['kind']}, {entry['ttf_ms']} ms)"
     return f"clean {entry['iterations']}" + (" STOPPED" if entry.get("stopped") else "")
+
+
+def _brief(entry) -> str:
+    """A row in one short line (the JSON keeps everything): the coordinator keeps only the output's tail."""
+    if not isinstance(entry, dict):
+        return json.dumps(entry, default=str)[:300]
+    if "iterations" not in entry:
+        return json.dumps(entry, default=str)[:200]
+    out = f"{entry['iterations']} it., {entry['bad']} bad, {entry['rate']:,} it/s ({'graphs' if entry['graphs'] else 'eager'})"
+    if entry.get("first") is not None:
+        out += f", first failure at it. {entry['first']} ({entry['kind']}, {entry['ttf_ms']} ms device clock)"
+    if entry.get("tile_classes"):
+        out += f", bad tiles {_tiles(entry)}"
+    if entry.get("stopped"):
+        out += f", STOPPED {entry['stopped'][:60]}"
+    return out
 
 
 def _tiles(entry: dict | None) -> str:
