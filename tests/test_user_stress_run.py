@@ -170,3 +170,9 @@ def test_the_validation_reads_each_tile_in_pieces_of_at_most_2048_elements(shape
 
     g = geometry(shape, tile)
     assert g["grid"] == grid and g["CH"] * g["BN"] <= PIECE
+
+
+def test_the_interpreter_path_says_it_runs_without_graphs_on_the_host_clock():
+    result = run_stress(StressOptions(f"{HERE}::clean", interpret=True, iterations=2, delays="none"))
+    assert not result.graphs and result.device_seconds == 0 and result.rate > 0
+    assert any("no CUDA graphs there" in note and "host's clock" in note for note in result.notes)

@@ -745,7 +745,8 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
                             "iterations run as eager launches, not CUDA graphs (return call(k) for graphs)")
     if options.interpret:
         result.notes.append("Triton's interpreter runs one program at a time, in program-id order, with no delays: "
-                            "a clean run here is no evidence about the GPU")
+                            "a clean run here is no evidence about the GPU; no CUDA graphs there either (a capture "
+                            "needs a GPU): iterations run one at a time, timed on the host's clock")
     started = time.monotonic()
     blocks = _Blocks(engine, result, options, block, output=output, mirror=mirror)
     last_report = started
