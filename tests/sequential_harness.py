@@ -134,7 +134,8 @@ class SequentialHarness:
     def host_barrier(self) -> None:
         self.synchronize(rank=0)
 
-    def expect_equal(self, tensor: Symmetric, reference: torch.Tensor) -> None:
+    def expect_equal(self, tensor: Symmetric, reference: torch.Tensor, *, tile=None) -> None:
+        """``tile``: the tiles stress classifies (``Harness.expect_equal``); compared whole here."""
         self.synchronize(rank=0)
         for r in range(self.world_size):
             self.expected.append((tensor.on(r).cpu().clone(), reference))

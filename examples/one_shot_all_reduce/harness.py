@@ -87,7 +87,7 @@ def one_shot(sv, version: str):
             sv.launch(persistent_all_reduce, (PROGRAMS,), local_C.on(r), C.on(r), locks.on(r), tile_ready.on(r),
                       M, N, N, 1, COMM_SMS=PROGRAMS, cur_rank=r, rank=r, stream="comm", **meta)
         sv.host_barrier()
-        sv.expect_equal(C, reference)
+        sv.expect_equal(C, reference, tile=(BLOCK, BLOCK))  # bad tiles classified under stress
 
     return call
 

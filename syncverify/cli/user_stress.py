@@ -129,9 +129,13 @@ def _run(options: StressOptions, *, watchdog: float, in_process: bool, output: P
 
 def _print_result(result, say) -> None:
     mode = "CUDA graphs" if result.graphs else ("interpreter" if result.interpret else "eager launches")
-    say(f"{result.iterations} iterations in {result.seconds:.2f} s ({result.rate:,.0f} validated iterations/s, "
-        f"{mode}), delays {result.delays}: " + ("clean" if result.clean else
-                                                 f"{result.bad_iterations} bad iterations"))
+    clock = "device clock" if result.steady_device_seconds else "host clock"
+    say(f"{result.iterations} iterations in {result.seconds:.2f} s ({result.rate:,.0f} validated iterations/s on the "
+        f"{clock}, {mode}), delays {result.delays}: " + ("clean" if result.clean else
+                                                          f"{result.bad_iterations} bad iterations"))
+    if result.tile_classes:
+        say("bad tiles: " + ", ".join(f"{n} {kind}" for kind, n in sorted(result.tile_classes.items(),
+                                                                          key=lambda kv: -kv[1])))
     if result.first_failure is not None:
         ttf = result.time_to_first_failure_ns
         say(f"first failure at iteration {result.first_failure_iteration}"

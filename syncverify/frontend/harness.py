@@ -172,6 +172,7 @@ class HostOp:
     # griddepcontrol.wait declared first thing, besides those read from the kernel)
     source: Any = None  # copy: the torch tensor view copied from
     cmp: str = ""  # wait_value: "geq" or "eq" (CU_STREAM_WAIT_VALUE_GEQ / _EQ)
+    tile: tuple[int, ...] = ()  # expect: the tile shape the harness names (stress classifies each bad tile)
 
 
 @dataclass(frozen=True)
@@ -342,18 +343,39 @@ class Harness:
         """Every rank synchronizes, then the host threads meet (``dist.barrier`` after a sync)."""
         self._add(HostOp("host_barrier", self.call, site=_site()))
 
-    def expect_written(self, tensor) -> None:
+    def expect_written(self, tensor, *, tile=None) -> None:
         """Every element of ``tensor`` (a symmetric buffer: every copy; or one copy, ``X.on(r)``)
-        must hold a value written by this call once the call's work is done."""
+        must hold a value written by this call once the call's work is done. ``tile``: the shape
+        of the tiles the kernels write (an int or a tuple, one size per dimension of a 1-D or 2-D
+        tensor, each dividing it); ``syncverify stress`` then classifies each bad tile."""
         for view in _views(tensor, self.world_size):
-            self._add(HostOp("expect", self.call, tensor=view, site=_site()))
+            self._add(HostOp("expect", self.call, tensor=view, site=_site(), tile=tile_shape(tile, view, _site())))
 
-    def expect_equal(self, tensor, reference) -> None:
+    def expect_equal(self, tensor, reference, *, tile=None) -> None:
         """``tensor`` must equal ``reference`` after this call. The model tracks which write each
         element holds, not data values: this is checked as :meth:`expect_written` (every element
-        written by this call, none stale or unwritten), and the verdict lists it as an assumption."""
+        written by this call, none stale or unwritten), and the verdict lists it as an assumption.
+        ``tile``: as for :meth:`expect_written`."""
         for view in _views(tensor, self.world_size):
-            self._add(HostOp("expect", self.call, tensor=view, value=1.0, site=_site()))
+            self._add(HostOp("expect", self.call, tensor=view, value=1.0, site=_site(),
+                             tile=tile_shape(tile, view, _site())))
+
+
+def tile_shape(tile, view, site: str) -> tuple[int, ...]:
+    """The tile shape an expectation names (``()``: none), checked against the tensor: one
+    positive size per dimension of a 1-D or 2-D tensor, each dividing it (else one line)."""
+    if tile is None:
+        return ()
+    sizes = (tile,) if isinstance(tile, int) else tuple(tile)
+    shape = tuple(view.shape)
+    if not 1 <= len(shape) <= 2:
+        raise HarnessError(f"tile={tile!r} at {site}: tiles are named for 1-D or 2-D tensors, this one has shape {shape}")
+    if len(sizes) != len(shape) or not all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in sizes):
+        raise HarnessError(f"tile={tile!r} at {site}: give {len(shape)} positive int size(s), one per dimension of "
+                           f"shape {shape}")
+    if any(n % t for n, t in zip(shape, sizes)):
+        raise HarnessError(f"tile={tile!r} at {site} does not divide the tensor's shape {shape}")
+    return sizes
 
 
 class Graph:

@@ -11,16 +11,23 @@ The harness is the model check's (``syncverify.frontend.harness``); here its ope
    interpreter, ``interpret=True``); each harness stream name on each rank is a CUDA stream;
    ``host_barrier``/``synchronize``/events order them as the model assumes. One iteration
    restores the heap as the harness left it after its setup (``poison="all"``: with every
-   expected output poisoned; ``"previous"``: the outputs keep the previous iteration's values),
-   runs ``calls`` calls of the harness, validates every expectation after its call on the device
-   (``syncverify.stress.expect``: counts, first bad element, device clock; the output poisoned
-   for the next call) and records the hangs the bounded waits counted. On a GPU a block of
-   iterations is captured once as a CUDA graph and replayed (:data:`GRAPH_BLOCK` iterations a
-   replay); the kernels read the iteration number from their control block, so every iteration
-   draws new delays;
-4. **report**: the bad iterations (:class:`Failure`), time to first failure from the device
-   clock, ``reproduced k/N`` replays of the first failure (:func:`replay_first`), a positive
-   control for a harness the model calls safe (``syncverify.frontend.mutants``).
+   expected output poisoned, its own tagged poison; the outputs the previous iteration's
+   validation already poisoned are not copied again; ``"previous"``: the outputs keep the
+   previous iteration's values), runs ``calls`` calls of the harness, validates every
+   expectation after its call on the device (``syncverify.stress.expect``: counts, first bad
+   element, device clock, and per tile where the harness names ``tile=``: never written,
+   partial, stale, wrong value; the output poisoned for the next call) and records the hangs the
+   bounded waits counted. On a GPU a block of iterations (:data:`GRAPH_BLOCK`) is captured once
+   per ring as a CUDA graph (the ring's reset, the launches, host writes and validations) and
+   replayed; two rings let the host read one block's results (copied to pinned memory, one read
+   per block) while the device runs the next (:class:`_Blocks`). Eager launches stand in where
+   a graph cannot: the first iteration (it compiles), a run shorter than a block, a harness that
+   is one call (new tensors every call), a capture that fails (the report says which). Every
+   block is timed with CUDA events: the rate is device time. The kernels read the iteration
+   number from their control block, so every iteration draws new delays;
+4. **report**: the bad iterations (:class:`Failure`, with their bad tiles), time to first failure
+   from the device clock, ``reproduced k/N`` replays of the first failure (:func:`replay_first`),
+   a positive control for a harness the model calls safe (``syncverify.frontend.mutants``).
 
 Hangs: :func:`run_in_worker` runs the iterations in a child process whose progress mirror is
 shared memory mapped into the GPU's address space (``syncverify.kernels.user_delays``); a
@@ -34,7 +41,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import dataclasses
+import itertools
 import json
+import math
 import multiprocessing
 import os
 import sys
@@ -48,6 +57,7 @@ from syncverify.errors import SyncVerifyError
 from syncverify.frontend.check import load_harness
 from syncverify.frontend.devices import provided
 from syncverify.frontend.harness import (Heap, HarnessError, SymmetricTensor, _call_capturing_locals, _name_buffers,
+                                         tile_shape,
                                          run_harness)
 from syncverify.frontend.mutants import candidates, launched
 from syncverify.frontend.rewrite import RewriteError, Site, rewrite_kernel
@@ -115,6 +125,9 @@ class Expectation:
     reference: Any
     shape: tuple
     site: str
+    after_writes: int = 0  # launches and host writes of the iteration issued before this validation
+    tile: tuple = ()  # the tile shape the harness named (``tile=``), () for none
+    tag: int = 0  # this output's poison tag (syncverify.stress.expect)
 
 
 @dataclass
@@ -133,6 +146,15 @@ class Failure:
     expected: float | None = None
     device_ns: int = 0
     hang: dict | None = None
+    n_stale: int = 0
+    tiles: list = field(default_factory=list)  # the bad tiles, where the harness names tiles: class and counts
+
+    def tile_classes(self) -> dict[str, int]:
+        """How many of this failure's bad tiles fell in each class."""
+        found: dict[str, int] = {}
+        for t in self.tiles:
+            found[t["class"]] = found.get(t["class"], 0) + 1
+        return found
 
     def describe(self) -> str:
         what = f"iteration {self.iteration}, call {self.call}, {self.expectation}: {self.kind}"
@@ -140,7 +162,13 @@ class Failure:
             h = self.hang
             what += f" (a wait at {h['site']} reached its poll cap, last value {h['value']}, program {h['program']})"
         if self.n_bad:
-            what += f"; {self.n_bad} bad elements ({self.n_unwritten} unwritten, {self.n_corrupt} corrupt)"
+            what += (f"; {self.n_bad} bad elements ({self.n_unwritten} unwritten, {self.n_stale} stale, "
+                     f"{self.n_corrupt} corrupt)")
+        if self.tiles:
+            first = self.tiles[0]
+            what += (f"; bad tiles: " + ", ".join(f"{n} {c}" for c, n in sorted(self.tile_classes().items()))
+                     + f" (first: tile {tuple(first['at'])} {first['class']}, {first['bad']} of {first['size']} "
+                     "elements bad)")
         if self.element is not None:
             what += f"; element {self.element} expected {self.expected:g}, got {self.got:g}"
         return what
@@ -170,6 +198,14 @@ class StressResult:
     stopped: str | None = None  # why the run stopped early (a hang the watchdog ended, ...)
     hang_report: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    # device time (CUDA events; 0 in the interpreter): every block's iterations, the steady state
+    # (after the first iteration, which compiles), and the CUDA-graph blocks alone
+    device_seconds: float = 0.0
+    steady_iterations: int = 0
+    steady_device_seconds: float = 0.0
+    graph_iterations: int = 0
+    graph_device_seconds: float = 0.0
+    tile_classes: dict = field(default_factory=dict)  # bad tiles of the whole run, per class (tile=)
 
     @property
     def clean(self) -> bool:
@@ -177,6 +213,10 @@ class StressResult:
 
     @property
     def rate(self) -> float:
+        """Validated iterations per second: of the steady state on the device clock where there
+        is one (a GPU), else of the host's clock (the interpreter)."""
+        if self.steady_device_seconds > 0:
+            return self.steady_iterations / self.steady_device_seconds
         return self.iterations / self.seconds if self.seconds > 0 else 0.0
 
     def to_dict(self) -> dict:
@@ -199,6 +239,7 @@ class Plan:
     name: str
     expectations: int  # per iteration (all calls)
     launches: int
+    tiles: tuple = ()  # per expectation, in issue order: how many tiles it names (0: none)
 
 
 def plan_harness(options: StressOptions) -> Plan:
@@ -222,7 +263,8 @@ def plan_harness(options: StressOptions) -> Plan:
     if not expects:
         raise HarnessError(f"harness {name} has no expectation (sv.expect_written or sv.expect_equal): a stress run "
                            "would have nothing to validate")
-    return Plan(fn, name, len(expects), sum(op.kind == "launch" for op in recorded.ops))
+    tiles = tuple(math.prod(n // t for n, t in zip(op.tensor.shape, op.tile)) if op.tile else 0 for op in expects)
+    return Plan(fn, name, len(expects), sum(op.kind == "launch" for op in recorded.ops), tiles)
 
 
 def _define(fn: Callable, defines: dict) -> None:
@@ -284,8 +326,7 @@ class Engine:
         self.table = torch.zeros((1, options.world_size, ud.TABLE_WIDTH.value), dtype=torch.int32)
         self.mirror = mirror if mirror is not None else torch.zeros(MIRROR_HEADER + 4096 * ud.SLOT_SIZE.value,
                                                                     dtype=torch.int32, device=self.device)
-        self.ring = None
-        self.hang_ring = None
+        self.ring = self.hang_ring = self.tile_ring = None
         self.slot_in_block = 0
         self.expect_index = 0
         self.launch_slot = 0
@@ -294,6 +335,10 @@ class Engine:
         self.dry = False  # the setup run of a one-call harness: allocations only
         self.one_call = False
         self._capturing: "_EngineGraph | None" = None  # sv.graph() being captured: calls recorded, not run
+        self.writes = 0  # launches and host writes issued in the current iteration
+        self.tags: dict = {}  # (data_ptr, numel, dtype) of each expected output -> its poison tag
+        self.tile_offsets = list(itertools.accumulate(plan.tiles, initial=0))[:-1]
+        self.restore: list | None = None  # (rank or None for every rank, start, end) byte ranges (plan_restore)
 
     # ----- the harness API ------------------------------------------------------------------------
     def resident(self, capacity: int, **options) -> None:
@@ -334,6 +379,7 @@ class Engine:
                      SV_BOUND=True, SV_MIRROR=self.options.mirror, SV_WARPS=num_warps,
                      SV_WORLD=self.world_size, SV_INTERPRET=self.interpret)
         self.launch_slot += programs
+        self.writes += 1
         if self.heartbeat is not None:  # the host is issuing (a first launch compiles: seconds, not a hang)
             self.heartbeat[2] += 1
         run = rewritten.kernel.launcher(grid, interpret=self.interpret)
@@ -363,6 +409,7 @@ class Engine:
         if isinstance(tensor, SymmetricTensor):
             raise HarnessError(f"name one rank's copy ({tensor.name}.on(rank)) here ({site})")
         with self._on(rank, stream):
+            self.writes += 1
             late = self._host_delay(site, rank)
             if late and not self.interpret:
                 self.torch.cuda._sleep(int(late * 2))  # SM cycles: about 2 per ns on an H200 (1.98 GHz)
@@ -388,15 +435,15 @@ class Engine:
     def host_barrier(self) -> None:
         self._join(list(self.forked))
 
-    def expect_written(self, tensor) -> None:
-        self._expect(tensor, None)
+    def expect_written(self, tensor, *, tile=None) -> None:
+        self._expect(tensor, None, tile)
 
-    def expect_equal(self, tensor, reference) -> None:
-        self._expect(tensor, reference)
+    def expect_equal(self, tensor, reference, *, tile=None) -> None:
+        self._expect(tensor, reference, tile)
 
     # ----- the API's plumbing ---------------------------------------------------------------------
-    def _expect(self, tensor, reference) -> None:
-        from syncverify.stress.expect import expect  # torch/triton: the validation kernel
+    def _expect(self, tensor, reference, tile) -> None:
+        from syncverify.stress.expect import expect, tag_of  # torch/triton: the validation kernel
 
         if self.dry:
             return
@@ -419,11 +466,20 @@ class Engine:
                 ref = self.on_device[key]
             index = self.expect_index
             self.expect_index += 1
+            shape = tile_shape(tile, view, site)
+            key = (view.data_ptr(), view.numel(), view.dtype)
+            if key not in self.tags:  # one poison per distinct output (syncverify.stress.expect)
+                self.tags[key] = tag_of(len(self.tags), view.dtype)
             if len(self.expectations) < self.plan.expectations:
                 label = f"{name}" + (f" on rank {rank}" if rank is not None else "")
-                self.expectations.append(Expectation(index, self.call, label, rank, view, ref, tuple(view.shape), site))
-            row = self.ring[self.slot_in_block, index]
-            expect(view, ref, row, poison=self.options.poison == "all", interpret=self.interpret)
+                self.expectations.append(Expectation(index, self.call, label, rank, view, ref, tuple(view.shape), site,
+                                                     self.writes, shape, self.tags[key]))
+            tiles = None
+            if shape:
+                first = self.tile_offsets[index]
+                tiles = self.tile_ring[self.slot_in_block, first:first + self.plan.tiles[index]]
+            expect(view, ref, self.ring[self.slot_in_block, index], tiles, tile=shape, tag=self.tags[key],
+                   poison=self.options.poison == "all", interpret=self.interpret)
 
     def _rewritten(self, kernel):
         key = id(kernel)
@@ -507,9 +563,10 @@ class Engine:
 
     def poison_snapshot(self) -> None:
         """``poison="all"``: every expected output poisoned in the snapshot the heap is restored
-        from (NaN for floats, the type's minimum for integers), so that an element no write of
-        the iteration reaches is seen as unwritten."""
-        from syncverify.stress.expect import poison_value  # torch/triton: the validation kernel's module
+        from (its own tagged poison, ``syncverify.stress.expect``), so that an element no write
+        of the iteration reaches is seen as unwritten, and one copied from another output before
+        that output was written as stale."""
+        from syncverify.stress.expect import fill_poison  # torch/triton: the validation kernel's module
 
         if self.options.poison != "all":
             return
@@ -519,19 +576,22 @@ class Engine:
             nbytes = e.tensor.numel() * e.tensor.element_size()
             if start + nbytes > self.top:
                 continue
-            region = self.snapshot[rank, start:start + nbytes].view(e.tensor.dtype)
-            is_float, sentinel = poison_value(e.tensor.dtype)
-            region.fill_(float("nan") if is_float else sentinel)
+            fill_poison(self.snapshot[rank, start:start + nbytes].view(e.tensor.dtype), e.tag)
 
     def prepare(self, call: Callable, block: int) -> None:
         """Buffers of a block; the snapshot the heap is restored from; the guided table; the mirror."""
         torch, ud = self.torch, self.ud
-        from syncverify.stress.expect import NFIELDS, NO_BAD  # torch/triton: the validation kernel's module
+        from syncverify.stress.expect import NO_BAD, NTILE_FIELDS, ROW_WORDS  # torch/triton: the validation kernel's module
 
         self.call_fn = call
         self.block_size = block
-        self.ring = torch.zeros((block, self.plan.expectations, NFIELDS), dtype=torch.int32, device=self.device)
-        self.hang_ring = torch.zeros((block, 4), dtype=torch.int32, device=self.device)
+        # two rings on a GPU: the host reads one block's results while the device runs the next block
+        tiles = max(sum(self.plan.tiles), 1)
+        self.rings = [(torch.zeros((block, self.plan.expectations, ROW_WORDS), dtype=torch.int32, device=self.device),
+                       torch.zeros((block, 4), dtype=torch.int32, device=self.device),
+                       torch.zeros((block, tiles, NTILE_FIELDS), dtype=torch.int32, device=self.device))
+                      for _ in range(1 if self.interpret else 2)]
+        self.use_ring(0)
         self.no_bad = NO_BAD.value
         self.top = max(self.heap._top, 1)
         self.snapshot = self.heap.block[:, :self.top].clone()
@@ -574,7 +634,12 @@ class Engine:
         self.slot_in_block = j
         self.expect_index = 0
         self.launch_slot = 0
-        if self.options.poison == "all" or not self.expectations:
+        self.writes = 0
+        if self.restore is not None:
+            for rank, start, end in self.restore:
+                rows = slice(None) if rank is None else rank
+                self.heap.block[rows, start:end].copy_(self.snapshot[rows, start:end])
+        elif self.options.poison == "all" or not self.expectations:
             self.heap.block[:, :self.top].copy_(self.snapshot)
         else:
             self._restore_inputs()
@@ -584,6 +649,27 @@ class Engine:
         self._join(list(self.forked))
         epilogue_kernel.launcher((1,), interpret=self.interpret)(
             self.ctl, self.hang_ring[j], HANGS=ud.HANGS.value, FIELDS=4, ITERATION=ud.ITERATION.value)
+
+    def plan_restore(self) -> None:
+        """``poison="all"``, once the first iteration has shown the expectations: the ranges the
+        next iterations restore from the snapshot. An expected output whose last validation came
+        after the iteration's last write is left out: that validation poisoned it, so it already
+        holds what the (poisoned) snapshot would put there; everything else (inputs, flags,
+        workspaces) is restored. Saves copying the outputs twice per iteration."""
+        if self.options.poison != "all" or not self.expectations:
+            return
+        base = self.heap.block.data_ptr()
+        skip: list[list[tuple[int, int]]] = [[] for _ in range(self.world_size)]
+        for e in self.expectations:
+            if e.after_writes != self.writes:
+                continue
+            rank, start = divmod(e.tensor.data_ptr() - base, self.heap.size)
+            skip[rank].append((start, start + e.tensor.numel() * e.tensor.element_size()))
+        per_rank = [_complement(sorted(ranges), self.top) for ranges in skip]
+        if all(ranges == per_rank[0] for ranges in per_rank):
+            self.restore = [(None, a, b) for a, b in per_rank[0]]
+        else:
+            self.restore = [(r, a, b) for r, ranges in enumerate(per_rank) for a, b in ranges]
 
     def _restore_inputs(self) -> None:
         """``poison="previous"``: every allocation but the expected outputs restored."""
@@ -596,9 +682,27 @@ class Engine:
                     continue
                 self.heap.block[r, a.offset:a.offset + a.nbytes].copy_(self.snapshot[r, a.offset:a.offset + a.nbytes])
 
+    def use_ring(self, index: int) -> None:
+        """The iterations issued from now on write their results into ring ``index``."""
+        self.ring, self.hang_ring, self.tile_ring = self.rings[index]
+
     def reset_ring(self) -> None:
         self.ring.zero_()
         self.ring[:, :, 3] = self.no_bad
+        if any(self.plan.tiles):
+            self.tile_ring.zero_()
+
+
+def _complement(ranges: list[tuple[int, int]], top: int) -> list[tuple[int, int]]:
+    """``[0, top)`` without the sorted ``ranges``, as ``(start, end)`` pairs."""
+    out, at = [], 0
+    for start, end in ranges:
+        if start > at:
+            out.append((at, start))
+        at = max(at, end)
+    if at < top:
+        out.append((at, top))
+    return out
 
 
 def _signed(mask: int) -> int:
@@ -666,57 +770,165 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
                             "iterations run as eager launches, not CUDA graphs (return call(k) for graphs)")
     if options.interpret:
         result.notes.append("Triton's interpreter runs one program at a time, in program-id order, with no delays: "
-                            "a clean run here is no evidence about the GPU")
+                            "a clean run here is no evidence about the GPU; no CUDA graphs there either (a capture "
+                            "needs a GPU): iterations run one at a time, timed on the host's clock")
     started = time.monotonic()
-    t0: list[int] = []
-    graph = None
-    capturable = True
-    done = 0
+    blocks = _Blocks(engine, result, options, block, output=output, mirror=mirror)
     last_report = started
     while True:
-        if total is not None and done >= total:
+        if total is not None and blocks.issued >= total:
             break
         if options.seconds is not None and time.monotonic() - started >= options.seconds:
             break
-        engine.reset_ring()
-        if graph is None and capturable and done >= 1 and options.graphs and not options.interpret and block > 1 \
-                and not engine.one_call \
-                and (total is None or total - done >= block):
-            try:
-                graph = _capture(engine, block)
-                result.graphs = True
-            except Exception as error:  # noqa: BLE001 -- a launch the graph cannot hold: eager launches
-                graph, capturable = None, False
-                engine.control = engine.torch.cuda.current_stream()
-                engine.forked.clear()
-                result.notes.append(f"CUDA graph capture failed ({type(error).__name__}: {_first_line(error)}): "
-                                    "iterations ran as eager launches")
-        if graph is not None and (total is None or total - done >= block):
-            graph.replay()
-            n = block
-        else:
-            engine.iteration(0)
-            n = 1
-        rows, hangs = engine.ring[:n].cpu().tolist(), engine.hang_ring[:n].cpu().tolist()
-        found = _failures(engine, rows, hangs, first_iteration=done, t0=t0)
-        if done == 0:
-            engine.poison_snapshot()  # the expectations are known once the first iteration has run
-        done += n
-        if mirror is not None:
-            mirror[0] = done
-        _record(result, found, options)
-        if output is not None:
-            output.write(json.dumps({"block": done, "failures": [f.to_dict() for f in found]}) + "\n")
-            output.flush()
+        if options.stop_on_failure and result.bad_iterations:
+            break
+        if blocks.graphs is None and blocks.issued >= 1 and options.graphs and not options.interpret and block > 1 \
+                and not engine.one_call and (total is None or total - blocks.issued >= block):
+            blocks.capture()
+        left = block if total is None else total - blocks.issued
+        if blocks.graphs and left >= block:
+            blocks.issue(block, graph=True)
+        else:  # eager: the first iteration (it compiles), a run shorter than a block, or no graphs
+            blocks.issue(1 if blocks.issued == 0 or options.stop_on_failure else min(block, left), graph=False)
         if progress is not None and time.monotonic() - last_report > 2.0:
             last_report = time.monotonic()
-            progress(f"{done} iterations, {result.bad_iterations} bad")
-        if options.stop_on_failure and result.bad_iterations:
-            result.stopped = None
-            break
-    result.iterations = done
+            progress(f"{blocks.harvested} iterations, {result.bad_iterations} bad")
+    blocks.drain()
+    result.iterations = blocks.harvested
     result.seconds = time.monotonic() - started
+    blocks.timing()
+    if not result.graphs and not options.interpret and not engine.one_call and blocks.capturable:
+        why = ("CUDA graphs are off (graphs=False)" if not options.graphs else
+               f"the run is shorter than one CUDA-graph block ({block} iterations after the first)")
+        result.notes.append(f"iterations ran as eager launches: {why}")
     return result
+
+
+class _Blocks:
+    """Blocks of iterations issued to the device and read back, at most one block in flight
+    while the host reads the other (two rings on a GPU).
+
+    A block is a CUDA-graph replay (its ring's reset, ``block`` iterations of launches, host
+    writes and validations, all captured) or eager launches. Its results (the ring: per
+    iteration and expectation the counts, the first bad element and the device clock; per
+    iteration the hang fields) are copied into pinned host memory behind the block and read once
+    per block. Every block is timed with CUDA events around its iterations: the rate is device
+    time, not the host's clock."""
+
+    def __init__(self, engine: Engine, result: StressResult, options: StressOptions, block: int, *,
+                 output: Any, mirror: Any) -> None:
+        self.engine, self.result, self.options, self.block = engine, result, options, block
+        self.output, self.mirror = output, mirror
+        self.graphs: list | None = None  # one CUDA graph per ring, once captured
+        self.capturable = True
+        self.issued = self.harvested = 0
+        self.free = list(range(len(engine.rings)))
+        self.pending: list[dict] = []
+        self.t0: list[int] = []
+        self.timed: list[tuple[Any, Any, int, bool]] = []  # (start event, end event, iterations, graph)
+        self.host = None
+        if not engine.interpret:
+            torch = engine.torch
+            self.host = [tuple(torch.empty(tuple(t.shape), dtype=t.dtype, pin_memory=True) for t in ring)
+                         for ring in engine.rings]
+
+    def capture(self) -> None:
+        """One graph per ring (after the eager first iteration compiled every kernel); a launch
+        the graph cannot hold leaves the run on eager launches, with a note saying why."""
+        if not self.capturable:
+            return
+        self.drain()
+        try:
+            self.graphs = [_capture(self.engine, self.block, ring) for ring in range(len(self.engine.rings))]
+            self.result.graphs = True
+        except Exception as error:  # noqa: BLE001 -- a launch the graph cannot hold: eager launches
+            self.graphs, self.capturable = [], False
+            engine = self.engine
+            engine.control = engine.torch.cuda.current_stream()
+            engine.forked.clear()
+            self.result.notes.append(f"CUDA graph capture failed ({type(error).__name__}: {_first_line(error)}): "
+                                     "iterations ran as eager launches")
+
+    def issue(self, n: int, *, graph: bool) -> None:
+        """``n`` iterations into a free ring (reading the oldest block back first when none is free)."""
+        engine = self.engine
+        if not self.free:
+            self._harvest(self.pending.pop(0))
+        ring = self.free.pop(0)
+        engine.use_ring(ring)
+        start = end = None
+        if not engine.interpret:
+            start = engine.torch.cuda.Event(enable_timing=True)
+            start.record()
+        if graph:
+            self.graphs[ring].replay()
+        else:
+            engine.reset_ring()
+            for j in range(n):
+                engine.iteration(j)
+        if self.issued == 0:
+            engine.poison_snapshot()  # the expectations are known once the first iteration has been issued
+            engine.plan_restore()
+        rows, hangs, tiles, done = engine.ring[:n], engine.hang_ring[:n], engine.tile_ring[:n], None
+        if not engine.interpret:
+            end = engine.torch.cuda.Event(enable_timing=True)
+            end.record()
+            host_rows, host_hangs, host_tiles = self.host[ring]
+            rows = host_rows[:n].copy_(rows, non_blocking=True)
+            hangs = host_hangs[:n].copy_(hangs, non_blocking=True)
+            if any(engine.plan.tiles):
+                tiles = host_tiles[:n].copy_(tiles, non_blocking=True)
+            done = engine.torch.cuda.Event()
+            done.record()
+            self.timed.append((start, end, n, graph))
+        self.pending.append({"ring": ring, "first": self.issued, "n": n, "rows": rows, "hangs": hangs, "tiles": tiles,
+                             "done": done})
+        self.issued += n
+        if engine.interpret or not graph:
+            # eager blocks are read back before the next is issued, as before the rings: the host's
+            # launch gaps inside an iteration are part of the timing the guided schedules were
+            # measured under (docs/RESULTS.md, run 3); run 4, with eager blocks issued ahead, saw
+            # one_shot_all_reduce::seed_fix clean in 100 guided iterations (not understood)
+            self._harvest(self.pending.pop(0))
+
+    def drain(self) -> None:
+        while self.pending:
+            self._harvest(self.pending.pop(0))
+
+    def _harvest(self, block: dict) -> None:
+        if block["done"] is not None:
+            block["done"].synchronize()
+        rows, hangs = block["rows"], block["hangs"]
+        if self.t0 and not bool(rows[:, :, 0].any()) and not bool(hangs[:, 0].any()):
+            found = []  # the common case: a clean block, read without a Python loop over its rows
+        else:
+            found = _failures(self.engine, rows.tolist(), hangs.tolist(), first_iteration=block["first"], t0=self.t0,
+                              tiles=block["tiles"])
+        self.free.append(block["ring"])
+        self.harvested += block["n"]
+        if self.mirror is not None:
+            self.mirror[0] = self.harvested
+        _record(self.result, found, self.options)
+        if self.output is not None:
+            self.output.write(json.dumps({"block": self.harvested, "failures": [f.to_dict() for f in found]}) + "\n")
+            self.output.flush()
+
+    def timing(self) -> None:
+        """Device time of the run (CUDA events): every block's, and the rate of the steady state
+        (the blocks after the first iteration, which compiles: from the first one's start to the
+        last one's end, so gaps where the device waited for the host count)."""
+        if not self.timed:
+            return
+        result = self.result
+        result.device_seconds = sum(start.elapsed_time(end) for start, end, _n, _g in self.timed) / 1e3
+        steady = self.timed[1:] or self.timed
+        span = steady[0][0].elapsed_time(steady[-1][1]) / 1e3
+        result.steady_iterations = sum(n for _s, _e, n, _g in steady)
+        result.steady_device_seconds = span
+        graph_blocks = [t for t in self.timed if t[3]]
+        if graph_blocks:
+            result.graph_iterations = sum(n for _s, _e, n, _g in graph_blocks)
+            result.graph_device_seconds = graph_blocks[0][0].elapsed_time(graph_blocks[-1][1]) / 1e3
 
 
 def mutant_substitutes(plan: Plan, options: StressOptions) -> dict:
@@ -751,21 +963,44 @@ def _launched_kernels(plan: Plan, options: StressOptions) -> list:
     return [kernel for kernel, _launches in kernels.values()]
 
 
-def _capture(engine: Engine, block: int):
-    """``block`` iterations captured as one CUDA graph (the kernels were compiled by the eager ones)."""
+def _capture(engine: Engine, block: int, ring: int):
+    """``block`` iterations into ring ``ring`` captured as one CUDA graph, the ring's reset first
+    (the kernels were compiled by the eager iterations)."""
     torch = engine.torch
     graph = torch.cuda.CUDAGraph()
     torch.cuda.synchronize()
+    engine.use_ring(ring)
     with torch.cuda.graph(graph):
         engine.control = torch.cuda.current_stream()
         engine.forked.clear()
+        engine.reset_ring()
         for j in range(block):
             engine.iteration(j)
     engine.control = torch.cuda.current_stream()
     return graph
 
 
-def _failures(engine: Engine, rows: list, hangs: list, *, first_iteration: int, t0: list) -> list[Failure]:
+def _bad_tiles(engine: Engine, e: Expectation, tiles: Any, j: int) -> list[dict]:
+    """Row ``j`` (an iteration) of the tile ring: the bad tiles of expectation ``e``, classified."""
+    # torch/triton: the tile classes live beside the validation kernel
+    from syncverify.stress.expect import tile_class
+
+    first = engine.tile_offsets[e.index]
+    rows = tiles[j, first:first + engine.plan.tiles[e.index]]
+    bad = rows[:, 0].nonzero().flatten().tolist()
+    size = math.prod(e.tile)
+    per_row = e.shape[-1] // e.tile[-1]
+    out = []
+    for t in bad:
+        n_bad, n_unwritten, n_stale, n_wrong = (int(v) for v in rows[t].tolist())
+        out.append({"tile": t, "at": [t // per_row, t % per_row] if len(e.tile) == 2 else [t],
+                    "class": tile_class(n_bad, n_unwritten, n_stale, n_wrong, size), "bad": n_bad,
+                    "unwritten": n_unwritten, "stale": n_stale, "wrong": n_wrong, "size": size})
+    return out
+
+
+def _failures(engine: Engine, rows: list, hangs: list, *, first_iteration: int, t0: list,
+              tiles: Any = None) -> list[Failure]:
     # torch/triton: the summary rows' helpers live beside the fused kernels' validation kernel
     from syncverify.stress.classify import _float, device_ns
 
@@ -780,17 +1015,19 @@ def _failures(engine: Engine, rows: list, hangs: list, *, first_iteration: int, 
             hang_info = {"count": hang[0], "site": f"{os.path.basename(site.file)}:{site.line}" if site else "?",
                          "kernel": site.kernel if site else "?", "value": hang[2], "program": hang[3]}
         for e, row in zip(engine.expectations, per_expect):
-            n_bad, n_unw, n_cor, first, got, exp, lo, hi = row
+            n_bad, n_unw, n_cor, first, got, exp, lo, hi, n_stale = row[:9]  # syncverify.stress.expect.FIELDS
             if n_bad == 0 and hang_info is None:
                 continue
             element = None
             if n_bad:
                 element = tuple(int(i) for i in _unravel(first, e.shape))
-            kind = "hang" if hang_info else ("unwritten" if n_unw >= n_cor else "corrupt")
+            counts = {"unwritten": n_unw, "stale": n_stale, "corrupt": n_cor}
+            kind = "hang" if hang_info else max(counts, key=lambda k: (counts[k], k == "unwritten"))
             ns = device_ns(lo, hi)
+            bad_tiles = _bad_tiles(engine, e, tiles, j) if e.tile and n_bad and tiles is not None else []
             out.append(Failure(iteration, e.call, e.name, kind, n_bad, n_unw, n_cor, element,
                                _float(got) if n_bad else None, _float(exp) if n_bad else None,
-                               ns - t0[0] if t0 and ns else 0, hang_info))
+                               ns - t0[0] if t0 and ns else 0, hang_info, n_stale, bad_tiles))
             if hang_info is not None:
                 break  # one hang line per iteration
     return out
@@ -807,6 +1044,9 @@ def _unravel(index: int, shape: tuple) -> list[int]:
 def _record(result: StressResult, found: list[Failure], options: StressOptions) -> None:
     iterations = {f.iteration for f in found}
     result.bad_iterations += len(iterations)
+    for f in found:
+        for kind, n in f.tile_classes().items():
+            result.tile_classes[kind] = result.tile_classes.get(kind, 0) + n
     if found and result.first_failure is None:
         result.first_failure = found[0]
         result.first_failure_iteration = found[0].iteration

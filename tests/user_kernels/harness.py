@@ -3,7 +3,7 @@
 import torch
 
 import syncverify
-from kernels import broken, waiter, while_else, writer
+from kernels import broken, tiled_bugs, waiter, while_else, writer
 
 N = 64
 
@@ -59,3 +59,40 @@ def unsupported(sv):
     flag = sv.heap.zeros((1,), torch.int32)
     sv.launch(while_else, (1,), out.on(0), flag.on(0), N=N, rank=0)
     sv.expect_written(out.on(0))
+
+
+@syncverify.harness
+def tiled(sv):
+    """Two 8 x 8 outputs in 4 x 4 tiles, one bad tile of each class (``kernels.tiled_bugs``)."""
+    out = sv.heap.zeros((8, 8), torch.float32)
+    src = sv.heap.zeros((8, 8), torch.float32)
+    reference = (torch.arange(64, dtype=torch.float32) + 1).reshape(8, 8)
+
+    def call(k):
+        sv.launch(tiled_bugs, (1,), out.on(0), src.on(0), N=8, T=4, rank=0)
+        sv.host_barrier()
+        sv.expect_equal(out.on(0), reference, tile=(4, 4))
+        sv.expect_equal(src.on(0), reference, tile=(4, 4))
+
+    return call
+
+
+@syncverify.harness
+def tile_does_not_divide(sv):
+    out = sv.heap.zeros((8, 8), torch.float32)
+    sv.launch(writer, (1,), out.on(0), N=64, HALF=False, rank=0)
+    sv.expect_written(out.on(0), tile=(3, 4))
+
+
+@syncverify.harness
+def second_call_half(sv):
+    """Call 0 writes the whole output, call 1 only its first half (use ``calls=2``)."""
+    out = sv.heap.zeros((N,), torch.float32)
+    reference = torch.arange(N, dtype=torch.float32) + 1
+
+    def call(k):
+        sv.launch(writer, (1,), out.on(0), N=N, HALF=k == 1, rank=0)
+        sv.host_barrier()
+        sv.expect_equal(out.on(0), reference)
+
+    return call

@@ -35,3 +35,26 @@ def while_else(out, flag, N: tl.constexpr):
         pass
     else:
         tl.store(out + tl.arange(0, N), tl.zeros((N,), tl.float32))
+
+
+@triton.jit
+def tiled_bugs(out, src, N: tl.constexpr, T: tl.constexpr):
+    """``out`` and ``src`` (``N x N``, tiles of ``T x T``) should both hold ``1 .. N*N``; one tile of
+    each class is wrong (tests/test_user_stress.py): out's tile (0, 1) is never written, its tile
+    (1, 0) only in its first ``T // 2`` rows, its tile (1, 1) is copied from ``src`` before ``src``
+    is written (stale), and src's tile (0, 0) gets a wrong value."""
+    r = tl.arange(0, T)[:, None]
+    c = tl.arange(0, T)[None, :]
+    # tile (1, 1) of out: a copy of src's, read before src is written this call
+    at = (T + r) * N + (T + c)
+    tl.store(out + at, tl.load(src + at))
+    # src: every tile, tile (0, 0) off by one
+    for ti in tl.static_range(2):
+        for tj in tl.static_range(2):
+            at = (ti * T + r) * N + (tj * T + c)
+            tl.store(src + at, at.to(tl.float32) + 1.0 + (1.0 if ti + tj == 0 else 0.0))
+    # out: tile (0, 0) whole, tile (1, 0) its first T // 2 rows, tile (0, 1) never
+    at = r * N + c
+    tl.store(out + at, at.to(tl.float32) + 1.0)
+    at = (T + r) * N + c
+    tl.store(out + at, at.to(tl.float32) + 1.0, mask=r < T // 2)
