@@ -180,10 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control-iterations", type=int, default=20_000)
     parser.add_argument("--nodelay-iterations", type=int, default=20_000)
     parser.add_argument("--replays", type=int, default=3)
-    # 20x and 50 us: with the plans' 2-4 us holds and 4 us random delays (run 2) no guided schedule and no
-    # positive control failed on the H200; with these (run 3, docs/RESULTS.md) every one did.
-    parser.add_argument("--guided-ns-scale", type=int, default=20, help="guided holds this many times the plan's "
-                        "(default 20)")
+    # 50 us: with 4 us random delays (run 2) no positive control failed on the H200; with 50 us (run 3,
+    # docs/RESULTS.md) every one did. The plans' guided durations are run 3's (20x run 2's) since
+    # syncverify.frontend.schedule.USER_NS_SCALE: scale 1 replays them as planned.
+    parser.add_argument("--guided-ns-scale", type=int, default=1, help="guided holds this many times the plan's "
+                        "(default 1)")
     parser.add_argument("--max-ns", type=int, default=50_000, help="random delays' upper bound in ns (default 50000)")
     parser.add_argument("--watchdog", type=float, default=20.0)
     parser.add_argument("--budget", type=float, default=330.0, help="seconds; rows after it are skipped (default 330)")

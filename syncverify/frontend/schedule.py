@@ -33,11 +33,27 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from syncverify.stress.delays import delay_hash
-from syncverify.stress.guided import CTA_LATE_NS, WARPS_LATE_NS
+from syncverify.stress.guided import CTA_LATE_NS as FUSED_CTA_LATE_NS
+from syncverify.stress.guided import WARPS_LATE_NS as FUSED_WARPS_LATE_NS
 
-#: How late a guided host write lands, and how long a poller then waits before its wait (ns).
-HOST_LATE_NS = (50000, 50000)
-POLLER_LATE_NS = (100000, 120000)
+#: How much longer a user kernel's guided delays are than the fused kernels' (``syncverify.stress.guided``).
+#: Measured on one H200 (docs/RESULTS.md, 2026-12-02, issue 25 runs 2 and 3, the shipped examples at
+#: 1024^3, two virtual ranks): at 1x (holds 2-4 us, host writes 50 us late, pollers 100-120 us) no guided
+#: schedule failed in 100 iterations (run 2: a 128 x 128 fp32 tile read back through ``iris.put`` after a
+#: ``.cv`` poll outlasts a 4 us window); at 20x every realizable one failed within 2 iterations (run 3,
+#: ``benchmarks/user_stress_gpu.py --guided-ns-scale 20``). The fused kernels keep their own, measured
+#: durations: their tiles are bf16 and read right after the wait.
+USER_NS_SCALE = 20
+#: Warps 1.. of a producer hold their data store this long behind warp 0's one-thread signal (ns):
+#: 40-80 us, run 3's holds.
+WARPS_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_WARPS_LATE_NS)
+#: A whole program starts this late (ns): 60-120 us.
+CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
+#: How late a guided host write lands on its stream, and how long the program that polls what it
+#: resets then waits before its wait (ns): 1 ms and 2-2.4 ms, run 3's (at 50 us and 100-120 us, run 2,
+#: ``all_scatter::reset_on_gemm_stream`` ran 100 guided iterations clean; at these it hung at iteration 0).
+HOST_LATE_NS = (USER_NS_SCALE * 50_000, USER_NS_SCALE * 50_000)
+POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
 
 
 @dataclass(frozen=True)
