@@ -35,3 +35,13 @@ def while_else(out, flag, N: tl.constexpr):
         pass
     else:
         tl.store(out + tl.arange(0, N), tl.zeros((N,), tl.float32))
+
+
+@triton.jit
+def polled_reader(out, data, flag, N: tl.constexpr):
+    """Poll ``flag`` (weak, volatile), then copy ``data`` to ``out``: a read whose address is known
+    before the wait (what a guided touch makes early)."""
+    offs = tl.arange(0, N)
+    while tl.load(flag, volatile=True) != 1:
+        pass
+    tl.store(out + offs, tl.load(data + offs))

@@ -1,0 +1,303 @@
+"""Issue 25 on one H200: can the three latent buggy examples' witness happen on the hardware?
+
+Their witness: a producer stores a tile, reaches a CTA barrier, then stores a weak flag; the
+consumer sees the flag and reads the tile as it was before the store. No delay of the producer
+reorders that (the barrier waits for the store). This script measures two ways the hardware could
+still serve the old tile, and then runs the shipped harnesses under the planner's guided schedules:
+
+**Part A, the mechanism** (plain Triton kernels shaped like the examples, ``P`` producer/consumer
+CTA pairs per launch, 4 warps, a 64 x 64 int32 tile, iteration ``it`` stores ``it``; a consumer
+counts the elements it read that are not ``it``):
+
+* ``touch``: the consumer loads the tile before its poll (its value unused, kept by
+  ``syncverify.kernels.user_delays.sv_keep``), so its SM's L1 holds the old line; the producer
+  starts ``--late-ns`` late. Then, after the poll sees the flag, the read is served from L1 or not,
+  depending on what comes between: nothing (``all_scatter::original``: a ``.cv`` volatile poll,
+  then ``iris.put``'s plain load), an acquire CAS at sys scope whose result is used
+  (``one_shot_all_reduce::original``/``barrier_without_fence``), an acquire fence, or the read
+  itself ``.cv``;
+* ``noise``: no touch; a second kernel on another stream hammers L2 with atomics on other lines
+  while the pairs run (can the data store reach L2 after the flag store when L2 is congested?).
+
+**Part B, the harnesses** (``syncverify stress`` at 1024^3, two virtual ranks, as
+``benchmarks/user_stress_gpu.py``): ``all_scatter::original`` under its guided schedule (a touch of
+the tile before the wait, the producers late: ``syncverify.frontend.schedule``), at most 100
+iterations; the same schedule on ``seed_fix`` (buggy) and on ``fix_with_barriers`` (fixed: must stay
+clean); random delays on the two one-shot latent examples for comparison; and, for the one-shot
+examples, whose consumer acquires after its poll, the plan says why none is aimed at.
+
+Raw results: ``$OUT/user_stress_latent_gpu.json``. A compact table is printed last. Run from the
+repository root on the GPU machine (about 2-4 minutes)::
+
+    export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 benchmarks/user_stress_latent_gpu.py
+
+``--interpret`` runs Part B's rows for one iteration each in Triton's interpreter (a CPU check of
+this script; Part A needs inline PTX and is skipped there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import triton  # noqa: E402 -- a GPU script: Part A's kernels are defined at import
+import triton.language as tl  # noqa: E402
+
+from benchmarks.user_stress_gpu import summary  # noqa: E402 -- one summary of a run for both GPU scripts
+from syncverify.frontend.schedule import GuidedEntry  # noqa: E402
+from syncverify.frontend.user_stress import StressOptions, replay_first, run_stress  # noqa: E402
+from syncverify.kernels.user_delays import KEEP, sv_keep, sv_spin  # noqa: E402
+
+PLANS = ROOT / "benchmarks" / "user_stress_plans.json"
+SCALE = {"SIZE": 1024, "BLOCK": 128, "BLOCK_K": 32, "PROGRAMS": 16}
+SCATTER = "examples/all_scatter/harness.py"
+ONE_SHOT = "examples/one_shot_all_reduce/harness.py"
+
+#: Part A's variants: name -> (touch, producer late, what the consumer does between poll and read, noise)
+#: ``between``: "none", "acquire-cas" (sys, result used), "acquire-fence" (fence.acq_rel.gpu), "cv-read"
+VARIANTS = {
+    "plain": (0, 0, "none", 0),
+    "late": (0, 1, "none", 0),
+    "touch": (1, 0, "none", 0),
+    "touch+late": (1, 1, "none", 0),
+    "touch+late, .cv read": (1, 1, "cv-read", 0),
+    "touch+late, acquire CAS": (1, 1, "acquire-cas", 0),
+    "touch+late, acquire fence": (1, 1, "acquire-fence", 0),
+    "L2 noise": (0, 0, "none", 1),
+    "L2 noise, acquire CAS": (0, 0, "acquire-cas", 1),
+    "touch+late, L2 noise, acquire CAS": (1, 1, "acquire-cas", 1),
+}
+BETWEEN = {"none": 0, "acquire-cas": 1, "acquire-fence": 2, "cv-read": 3}
+
+
+@triton.jit
+def acquire_fence():
+    return tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
+                                     pack=1)
+
+
+@triton.jit
+def globaltimer():
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def pairs(data, flag, ready, out, ctl, it, late_ns, P, BM: tl.constexpr, BN: tl.constexpr, TOUCH: tl.constexpr,
+          BETWEEN: tl.constexpr):
+    """Producer ``pid < P``: the tile (``.wt``), a CTA barrier, a weak ``.wt`` flag (one thread).
+    Consumer ``P + i``: (touch), ``.cv`` poll, (between), read, count what is not ``it``."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    if pid < P:
+        sv_spin(globaltimer() + late_ns)
+        tl.store(data + pid * BM * BN + offs, tl.full((BM, BN), 0, tl.int32) + it, cache_modifier=".wt")
+        tl.debug_barrier()
+        tl.store(flag + pid * 32, it, cache_modifier=".wt")
+    else:
+        i = pid - P
+        tile = data + i * BM * BN + offs
+        if TOUCH:
+            # as the rewrite does: behind a run-time test, so the touch does not dominate the read
+            # (the compiler cannot merge the two loads)
+            if tl.load(ctl + 1) == 0:
+                sv_keep(tl.load(tile), ctl, False)
+        polls = 0
+        while (tl.load(flag + i * 32, cache_modifier=".cv", volatile=True) != it) & (polls < 10_000_000):
+            polls += 1
+        extra = 0
+        if BETWEEN == 1:
+            extra = tl.atomic_cas(ready + i * 32, 0, 0, sem="acquire", scope="sys") - 1  # ready is 1: 0
+        if BETWEEN == 2:
+            extra = acquire_fence()
+        if BETWEEN == 3:
+            d = tl.load(tile + extra, cache_modifier=".cv")
+        else:
+            d = tl.load(tile + extra)
+        tl.store(out + i * 4, tl.sum((d != it).to(tl.int32)))
+        tl.store(out + i * 4 + 1, tl.sum((d == it - 1).to(tl.int32)))
+        tl.store(out + i * 4 + 2, polls)
+
+
+@triton.jit
+def noise(buf, n, until, BLOCK: tl.constexpr):
+    """Relaxed atomics over ``buf`` (larger than L2) until ``%globaltimer`` passes ``until``."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    k = 0
+    while globaltimer() < until:
+        base = ((pid * 7919 + k * 104729) % (n // BLOCK)) * BLOCK
+        tl.atomic_add(buf + base + offs, 1, sem="relaxed", scope="gpu")
+        k += 1
+
+
+@triton.jit
+def read_clock(out):
+    tl.store(out, globaltimer())
+
+
+def part_a(args) -> list[dict]:
+    """Every variant, ``--launches`` launches of ``--pairs`` pairs each: stale tiles and elements."""
+    import torch
+
+    P, BM, BN = args.pairs, 64, 64
+    dev = "cuda"
+    data = torch.zeros(P * BM * BN, dtype=torch.int32, device=dev)
+    flag = torch.zeros(P * 32, dtype=torch.int32, device=dev)
+    ready = torch.ones(P * 32, dtype=torch.int32, device=dev)
+    out = torch.zeros(P * 4, dtype=torch.int32, device=dev)
+    ctl = torch.zeros(16, dtype=torch.int32, device=dev)
+    assert KEEP.value < ctl.numel()
+    clock = torch.zeros(1, dtype=torch.int64, device=dev)
+    noise_buf = torch.zeros(64 << 20, dtype=torch.int32, device=dev)  # 256 MB: more than L2
+    side = torch.cuda.Stream()
+    rows = []
+    it = 0
+    for name, (touch, late, between, with_noise) in VARIANTS.items():
+        t0 = time.monotonic()
+        stale_tiles = stale_elems = old_elems = capped = 0
+        for _ in range(args.launches):
+            it += 1
+            if with_noise:
+                read_clock[(1,)](clock)
+                until = int(clock.item()) + args.noise_ns
+                with torch.cuda.stream(side):  # runs beside the pairs, stops at its own deadline
+                    noise[(args.noise_ctas,)](noise_buf, noise_buf.numel(), until, BLOCK=1024, num_warps=4)
+            pairs[(2 * P,)](data, flag, ready, out, ctl, it, args.late_ns if late else 0, P, BM=BM, BN=BN,
+                            TOUCH=touch, BETWEEN=BETWEEN[between], num_warps=4)
+            torch.cuda.synchronize()
+            o = out.view(P, 4).cpu()
+            stale_tiles += int((o[:, 0] > 0).sum())
+            stale_elems += int(o[:, 0].sum())
+            old_elems += int(o[:, 1].sum())
+            capped += int((o[:, 2] >= 10_000_000).sum())
+        row = {"variant": name, "touch": touch, "late_ns": args.late_ns if late else 0, "between": between,
+               "noise": with_noise, "pairs": P * args.launches, "stale_tiles": stale_tiles,
+               "stale_elements": stale_elems, "previous_value_elements": old_elems, "capped_polls": capped,
+               "seconds": round(time.monotonic() - t0, 1)}
+        print("A", json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def guided_entries(plan: dict) -> tuple[GuidedEntry, ...]:
+    """The realizable schedules' delays of a plan, each for every program of its kernel (the GPU's
+    sizes have more programs than the model's), as ``benchmarks/user_stress_gpu.py`` replays them."""
+    found: list[GuidedEntry] = []
+    for schedule in plan["schedules"]:
+        if not schedule["realizable"]:
+            continue
+        for e in schedule["entries"]:
+            entry = dataclasses.replace(GuidedEntry(**e), program=-1)
+            if entry not in found:
+                found.append(entry)
+    return tuple(found)
+
+
+def part_b(args) -> list[dict]:
+    """The shipped harnesses under the planner's guided schedules (module docstring)."""
+    plans = json.loads(PLANS.read_text())
+    touch = guided_entries(plans[f"{SCATTER}::original"])
+    defines = {} if args.interpret else dict(SCALE)
+    n = 1 if args.interpret else args.guided_iterations
+    rows_spec = [
+        (f"{SCATTER}::original", "guided (touch)", dict(delays="guided", guided=touch, iterations=n)),
+        (f"{SCATTER}::original", "guided without the touch (producers late only)",
+         dict(delays="guided", guided=tuple(e for e in touch if e.where != "touch"), iterations=n)),
+        (f"{SCATTER}::seed_fix", "original's guided (touch)", dict(delays="guided", guided=touch, iterations=n)),
+        (f"{SCATTER}::fix_with_barriers", "original's guided (touch), must stay clean",
+         dict(delays="guided", guided=touch, iterations=1 if args.interpret else args.clean_iterations)),
+        (f"{SCATTER}::original", "no delays", dict(delays="none", iterations=1 if args.interpret else 2000)),
+        (f"{ONE_SHOT}::original", "random", dict(delays="random", iterations=1 if args.interpret else 2000)),
+        (f"{ONE_SHOT}::barrier_without_fence", "random",
+         dict(delays="random", iterations=1 if args.interpret else 2000)),
+    ]
+    rows = []
+    for target, label, options in rows_spec:
+        plan = plans[target]
+        t0 = time.monotonic()
+        row = {"harness": target.split("examples/", 1)[1].replace("/harness.py", ""), "run": label,
+               "schedule": [line for s in plan["schedules"] if s["kind"] != "race"
+                            for line in [s["note"]]]}
+        try:
+            base = StressOptions(target, world_size=2, defines=defines, seed=1, interpret=args.interpret,
+                                 max_ns=50_000, graphs=False, stop_on_failure=True, cap=1 << 16)
+            result = run_stress(dataclasses.replace(base, **options))
+            row.update(summary(result))
+            if result.first_failure is not None and options["delays"] == "guided" and args.replays:
+                replay = replay_first(dataclasses.replace(base, **options), result.first_failure, times=args.replays)
+                row["replay"] = replay.get("summary") if isinstance(replay, dict) else str(replay)
+        except Exception as error:  # noqa: BLE001 -- a row's error is recorded, the others still run
+            row["error"] = f"{type(error).__name__}: {error}"[:400]
+            row["trace"] = traceback.format_exc()[-1500:]
+        row["seconds"] = round(time.monotonic() - t0, 1)
+        print("B", json.dumps(row)[:700], flush=True)
+        rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=32, help="producer/consumer CTA pairs per launch (default 32)")
+    parser.add_argument("--launches", type=int, default=500, help="launches per Part A variant (default 500)")
+    parser.add_argument("--late-ns", type=int, default=20_000, help="the producers' late start in Part A (ns)")
+    parser.add_argument("--noise-ctas", type=int, default=64, help="CTAs of the L2 noise kernel (default 64)")
+    parser.add_argument("--noise-ns", type=int, default=500_000, help="how long the noise kernel runs (ns)")
+    parser.add_argument("--guided-iterations", type=int, default=100)
+    parser.add_argument("--clean-iterations", type=int, default=2000)
+    parser.add_argument("--replays", type=int, default=3)
+    parser.add_argument("--parts", default="a,b", help="which parts (default a,b)")
+    parser.add_argument("--interpret", action="store_true", help="CPU: Part B in the interpreter, one iteration")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    args = parser.parse_args(argv)
+    import torch
+
+    if not args.interpret and not torch.cuda.is_available():
+        print("needs a CUDA GPU (none visible); --interpret checks Part B on the CPU")
+        return 2
+    started = time.monotonic()
+    raw: dict = {"device": "interpreter" if args.interpret else torch.cuda.get_device_name(),
+                 "torch": torch.__version__, "triton": __import__("triton").__version__, "args": vars(args) | {
+                     "out": str(args.out)}}
+    parts = set(args.parts.split(","))
+    if "a" in parts and not args.interpret:
+        try:
+            raw["a"] = part_a(args)
+        except Exception as error:  # noqa: BLE001 -- Part B still runs
+            raw["a_error"] = f"{type(error).__name__}: {error}"[:400] + "\n" + traceback.format_exc()[-2000:]
+            print(raw["a_error"], flush=True)
+    if "b" in parts:
+        raw["b"] = part_b(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "user_stress_latent_gpu.json").write_text(json.dumps(raw, indent=1, default=str))
+    print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, {time.monotonic() - started:.0f} s")
+    if raw.get("a"):
+        print(f"\nPart A: {args.pairs} pairs x {args.launches} launches per row, 64 x 64 int32 tiles, 4 warps")
+        print("| variant | between poll and read | noise | stale tiles | stale elements (previous value) | capped |")
+        print("| --- | --- | --- | ---: | ---: | ---: |")
+        for r in raw["a"]:
+            print(f"| {r['variant']} | {r['between']} | {r['noise']} | {r['stale_tiles']}/{r['pairs']} | "
+                  f"{r['stale_elements']} ({r['previous_value_elements']}) | {r['capped_polls']} |")
+    print("\nPart B: syncverify stress, W=2 virtual ranks" + ("" if args.interpret else " at 1024^3"))
+    print("| harness | run | iterations | first failure | kind | replay | seconds |")
+    print("| --- | --- | ---: | --- | --- | --- | ---: |")
+    for r in raw.get("b", []):
+        if "error" in r:
+            print(f"| {r['harness']} | {r['run']} | ERROR {r['error'][:80]} | | | | {r['seconds']} |")
+            continue
+        first = "-" if r["first"] is None else f"iteration {r['first']}"
+        print(f"| {r['harness']} | {r['run']} | {r['iterations']} | {first} | {r['kind'] or '-'} | "
+              f"{r.get('replay') or '-'} | {r['seconds']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
