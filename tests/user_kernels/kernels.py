@@ -45,3 +45,4 @@ def polled_reader(out, data, flag, N: tl.constexpr):
     while tl.load(flag, volatile=True) != 1:
         pass
     tl.store(out + offs, tl.load(data + offs))
+
