@@ -27,7 +27,8 @@ clean); random delays on the two one-shot latent examples for comparison; and, f
 examples, whose consumer acquires after its poll, the plan says why none is aimed at.
 
 Raw results: ``$OUT/user_stress_latent_gpu.json``. A compact table is printed last. Run from the
-repository root on the GPU machine (about 2-4 minutes)::
+repository root on the GPU machine (under 2 minutes: no step starts after ``--budget``, 100 s; what matters
+most runs first, and every row is printed as it finishes)::
 
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 benchmarks/user_stress_latent_gpu.py
 
@@ -144,51 +145,60 @@ def read_clock(out):
     tl.store(out, globaltimer())
 
 
-def part_a(args) -> list[dict]:
-    """Every variant, ``--launches`` launches of ``--pairs`` pairs each: stale tiles and elements."""
-    import torch
+class PartA:
+    """Part A's buffers and kernels on the GPU; :meth:`run` measures one variant."""
 
-    P, BM, BN = args.pairs, 64, 64
-    dev = "cuda"
-    data = torch.zeros(P * BM * BN, dtype=torch.int32, device=dev)
-    flag = torch.zeros(P * 32, dtype=torch.int32, device=dev)
-    ready = torch.ones(P * 32, dtype=torch.int32, device=dev)
-    out = torch.zeros(P * 4, dtype=torch.int32, device=dev)
-    ctl = torch.zeros(16, dtype=torch.int32, device=dev)
-    assert KEEP.value < ctl.numel()
-    clock = torch.zeros(1, dtype=torch.int64, device=dev)
-    noise_buf = torch.zeros(64 << 20, dtype=torch.int32, device=dev)  # 256 MB: more than L2
-    side = torch.cuda.Stream()
-    rows = []
-    it = 0
-    for name, (touch, late, between, with_noise) in VARIANTS.items():
+    def __init__(self, args) -> None:
+        import torch
+
+        self.torch, self.args = torch, args
+        P, dev = args.pairs, "cuda"
+        self.data = torch.zeros(P * 64 * 64, dtype=torch.int32, device=dev)
+        self.flag = torch.zeros(P * 32, dtype=torch.int32, device=dev)
+        self.ready = torch.ones(P * 32, dtype=torch.int32, device=dev)
+        self.out = torch.zeros(P * 4, dtype=torch.int32, device=dev)
+        self.ctl = torch.zeros(16, dtype=torch.int32, device=dev)
+        assert KEEP.value < self.ctl.numel()
+        self.clock = torch.zeros(1, dtype=torch.int64, device=dev)
+        self.noise_buf = None
+        self.side = torch.cuda.Stream()
+        self.it = 0
+
+    def run(self, name: str) -> dict:
+        """``--launches`` launches of ``--pairs`` pairs of variant ``name``: stale tiles and elements."""
+        torch, args, P = self.torch, self.args, self.args.pairs
+        touch, late, between, with_noise = VARIANTS[name]
+        if with_noise and self.noise_buf is None:
+            self.noise_buf = torch.zeros(64 << 20, dtype=torch.int32, device="cuda")  # 256 MB: more than L2
         t0 = time.monotonic()
         stale_tiles = stale_elems = old_elems = capped = launches = 0
         for _ in range(args.launches):
             if time.monotonic() - t0 > args.variant_seconds:  # a bound: polls that time out are slow
                 break
-            it += 1
+            self.it += 1
             launches += 1
             if with_noise:
-                read_clock[(1,)](clock)
-                until = int(clock.item()) + args.noise_ns
-                with torch.cuda.stream(side):  # runs beside the pairs, stops at its own deadline
-                    noise[(args.noise_ctas,)](noise_buf, noise_buf.numel(), until, BLOCK=1024, num_warps=4)
-            pairs[(2 * P,)](data, flag, ready, out, ctl, it, args.late_ns if late else 0, P, BM=BM, BN=BN,
-                            TOUCH=touch, BETWEEN=BETWEEN[between], num_warps=4)
+                read_clock[(1,)](self.clock)
+                until = int(self.clock.item()) + args.noise_ns
+                with torch.cuda.stream(self.side):  # runs beside the pairs, stops at its own deadline
+                    noise[(args.noise_ctas,)](self.noise_buf, self.noise_buf.numel(), until, BLOCK=1024, num_warps=4)
+            pairs[(2 * P,)](self.data, self.flag, self.ready, self.out, self.ctl, self.it, args.late_ns if late else 0,
+                            P, BM=64, BN=64, TOUCH=touch, BETWEEN=BETWEEN[between], num_warps=4)
             torch.cuda.synchronize()
-            o = out.view(P, 4).cpu()
+            o = self.out.view(P, 4).cpu()
             stale_tiles += int((o[:, 0] > 0).sum())
             stale_elems += int(o[:, 0].sum())
             old_elems += int(o[:, 1].sum())
             capped += int((o[:, 2] >= 1_000_000).sum())
-        row = {"variant": name, "touch": touch, "late_ns": args.late_ns if late else 0, "between": between,
-               "noise": with_noise, "pairs": P * launches, "stale_tiles": stale_tiles,
-               "stale_elements": stale_elems, "previous_value_elements": old_elems, "capped_polls": capped,
-               "seconds": round(time.monotonic() - t0, 1)}
-        print("A", json.dumps(row), flush=True)
-        rows.append(row)
-    return rows
+        return {"variant": name, "touch": touch, "late_ns": args.late_ns if late else 0, "between": between,
+                "noise": with_noise, "pairs": P * launches, "stale_tiles": stale_tiles,
+                "stale_elements": stale_elems, "previous_value_elements": old_elems, "capped_polls": capped,
+                "seconds": round(time.monotonic() - t0, 1)}
+
+
+def a_line(r: dict) -> str:
+    return (f"| {r['variant']} | {r['between']} | {r['noise']} | {r['stale_tiles']}/{r['pairs']} | "
+            f"{r['stale_elements']} ({r['previous_value_elements']}) | {r['capped_polls']} |")
 
 
 def guided_entries(plan: dict) -> tuple[GuidedEntry, ...]:
@@ -205,60 +215,72 @@ def guided_entries(plan: dict) -> tuple[GuidedEntry, ...]:
     return tuple(found)
 
 
-def part_b(args) -> list[dict]:
-    """The shipped harnesses under the planner's guided schedules (module docstring)."""
+def b_rows(args) -> list[tuple[str, str, dict]]:
+    """Part B's rows ``(harness, run, options)``, most important first."""
     plans = json.loads(PLANS.read_text())
     touch = guided_entries(plans[f"{SCATTER}::original"])
-    defines = {} if args.interpret else dict(SCALE)
     n = 1 if args.interpret else args.guided_iterations
-    rows_spec = [
+    many = 1 if args.interpret else args.clean_iterations
+    return [
         (f"{SCATTER}::original", "guided (touch)", dict(delays="guided", guided=touch, iterations=n)),
         (f"{SCATTER}::original", "guided without the touch (producers late only)",
          dict(delays="guided", guided=tuple(e for e in touch if e.where != "touch"), iterations=n)),
-        (f"{SCATTER}::seed_fix", "original's guided (touch)", dict(delays="guided", guided=touch, iterations=n)),
         (f"{SCATTER}::fix_with_barriers", "original's guided (touch), must stay clean",
-         dict(delays="guided", guided=touch, iterations=1 if args.interpret else args.clean_iterations)),
-        (f"{SCATTER}::original", "no delays", dict(delays="none", iterations=1 if args.interpret else 2000)),
-        (f"{ONE_SHOT}::original", "random", dict(delays="random", iterations=1 if args.interpret else 2000)),
-        (f"{ONE_SHOT}::barrier_without_fence", "random",
-         dict(delays="random", iterations=1 if args.interpret else 2000)),
+         dict(delays="guided", guided=touch, iterations=many)),
+        (f"{SCATTER}::seed_fix", "original's guided (touch)", dict(delays="guided", guided=touch, iterations=n)),
+        (f"{ONE_SHOT}::original", "random", dict(delays="random", iterations=many)),
+        (f"{ONE_SHOT}::barrier_without_fence", "random", dict(delays="random", iterations=many)),
+        (f"{SCATTER}::original", "no delays", dict(delays="none", iterations=many)),
     ]
-    rows = []
-    for target, label, options in rows_spec:
-        plan = plans[target]
-        t0 = time.monotonic()
-        row = {"harness": target.split("examples/", 1)[1].replace("/harness.py", ""), "run": label,
-               "schedule": [line for s in plan["schedules"] if s["kind"] != "race"
-                            for line in [s["note"]]]}
-        try:
-            base = StressOptions(target, world_size=2, defines=defines, seed=1, interpret=args.interpret,
-                                 max_ns=50_000, graphs=False, stop_on_failure=True, cap=1 << 16)
-            result = run_stress(dataclasses.replace(base, **options))
-            row.update(summary(result))
-            if result.first_failure is not None and options["delays"] == "guided" and args.replays:
-                replay = replay_first(dataclasses.replace(base, **options), result.first_failure, times=args.replays)
-                row["replay"] = replay.get("summary") if isinstance(replay, dict) else str(replay)
-        except Exception as error:  # noqa: BLE001 -- a row's error is recorded, the others still run
-            row["error"] = f"{type(error).__name__}: {error}"[:400]
-            row["trace"] = traceback.format_exc()[-1500:]
-        row["seconds"] = round(time.monotonic() - t0, 1)
-        print("B", json.dumps(row)[:700], flush=True)
-        rows.append(row)
-    return rows
+
+
+def run_b(args, target: str, label: str, options: dict) -> dict:
+    """One Part B row: ``syncverify stress`` of ``target`` at the GPU's sizes, stopping at the first failure."""
+    plan = json.loads(PLANS.read_text())[target]
+    t0 = time.monotonic()
+    row = {"harness": target.split("examples/", 1)[1].replace("/harness.py", ""), "run": label,
+           "schedule": [s["note"] for s in plan["schedules"] if s["kind"] != "race"]}
+    try:
+        base = StressOptions(target, world_size=2, defines={} if args.interpret else dict(SCALE), seed=1,
+                             interpret=args.interpret, max_ns=50_000, graphs=False, stop_on_failure=True, cap=1 << 16)
+        result = run_stress(dataclasses.replace(base, **options))
+        row.update(summary(result))
+        if result.first_failure is not None and options["delays"] == "guided" and args.replays:
+            replay = replay_first(dataclasses.replace(base, **options), result.first_failure, times=args.replays)
+            row["replay"] = replay.get("summary") if isinstance(replay, dict) else str(replay)
+    except Exception as error:  # noqa: BLE001 -- a row's error is recorded, the others still run
+        row["error"] = f"{type(error).__name__}: {error}"[:400]
+        row["trace"] = traceback.format_exc()[-1500:]
+    row["seconds"] = round(time.monotonic() - t0, 1)
+    return row
+
+
+def b_line(r: dict) -> str:
+    if "error" in r:
+        return f"| {r['harness']} | {r['run']} | ERROR {r['error'][:80]} | | | | {r['seconds']} |"
+    first = "-" if r["first"] is None else f"iteration {r['first']}"
+    return (f"| {r['harness']} | {r['run']} | {r['iterations']} | {first} | {r['kind'] or '-'} | "
+            f"{(r.get('replay') or '-').split(' (')[0]} | {r['seconds']} |")
+
+
+#: The order steps run in (a hard time cap may end the run: what matters most comes first).
+A_FIRST = ("plain", "touch+late", "touch+late, acquire CAS", "touch+late, .cv read")
+B_FIRST = 4  # Part B's first rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=32, help="producer/consumer CTA pairs per launch (default 32)")
-    parser.add_argument("--launches", type=int, default=500, help="launches per Part A variant (default 500)")
+    parser.add_argument("--launches", type=int, default=300, help="launches per Part A variant (default 300)")
     parser.add_argument("--late-ns", type=int, default=20_000, help="the producers' late start in Part A (ns)")
     parser.add_argument("--noise-ctas", type=int, default=64, help="CTAs of the L2 noise kernel (default 64)")
-    parser.add_argument("--noise-ns", type=int, default=500_000, help="how long the noise kernel runs (ns)")
-    parser.add_argument("--variant-seconds", type=float, default=20.0, help="Part A: launches of a variant stop "
-                        "after this many seconds (default 20)")
+    parser.add_argument("--noise-ns", type=int, default=300_000, help="how long the noise kernel runs (ns)")
+    parser.add_argument("--variant-seconds", type=float, default=8.0, help="Part A: launches of a variant stop "
+                        "after this many seconds (default 8)")
     parser.add_argument("--guided-iterations", type=int, default=100)
-    parser.add_argument("--clean-iterations", type=int, default=2000)
-    parser.add_argument("--replays", type=int, default=3)
+    parser.add_argument("--clean-iterations", type=int, default=500)
+    parser.add_argument("--replays", type=int, default=1)
+    parser.add_argument("--budget", type=float, default=100.0, help="seconds: no step starts after this (default 100)")
     parser.add_argument("--parts", default="a,b", help="which parts (default a,b)")
     parser.add_argument("--interpret", action="store_true", help="CPU: Part B in the interpreter, one iteration")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
@@ -271,36 +293,48 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     raw: dict = {"device": "interpreter" if args.interpret else torch.cuda.get_device_name(),
                  "torch": torch.__version__, "triton": __import__("triton").__version__, "args": vars(args) | {
-                     "out": str(args.out)}}
+                     "out": str(args.out)}, "a": [], "b": [], "skipped": []}
     parts = set(args.parts.split(","))
-    if "a" in parts and not args.interpret:
-        try:
-            raw["a"] = part_a(args)
-        except Exception as error:  # noqa: BLE001 -- Part B still runs
-            raw["a_error"] = f"{type(error).__name__}: {error}"[:400] + "\n" + traceback.format_exc()[-2000:]
-            print(raw["a_error"], flush=True)
-    if "b" in parts:
-        raw["b"] = part_b(args)
+    a_names = list(A_FIRST) + [n for n in VARIANTS if n not in A_FIRST] if "a" in parts and not args.interpret else []
+    b_specs = b_rows(args) if "b" in parts else []
+    steps = ([("a", n) for n in a_names[:len(A_FIRST)]] + [("b", spec) for spec in b_specs[:B_FIRST]]
+             + [("a", n) for n in a_names[len(A_FIRST):]] + [("b", spec) for spec in b_specs[B_FIRST:]])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "user_stress_latent_gpu.json").write_text(json.dumps(raw, indent=1, default=str))
-    print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, {time.monotonic() - started:.0f} s")
-    if raw.get("a"):
-        print(f"\nPart A: {args.pairs} pairs x {args.launches} launches per row, 64 x 64 int32 tiles, 4 warps")
+    part_a = None
+    for part, step in steps:
+        if time.monotonic() - started > args.budget:
+            raw["skipped"].append(step if part == "a" else f"{step[0]} {step[1]}")
+            continue
+        if part == "a":
+            try:
+                part_a = part_a or PartA(args)
+                row = part_a.run(step)
+            except Exception as error:  # noqa: BLE001 -- the other steps still run
+                row = {"variant": step, "error": f"{type(error).__name__}: {error}"[:300],
+                       "trace": traceback.format_exc()[-1500:]}
+            raw["a"].append(row)
+            print("A", a_line(row) if "error" not in row else json.dumps(row)[:600], flush=True)
+        else:
+            row = run_b(args, *step)
+            raw["b"].append(row)
+            print("B", b_line(row), json.dumps({k: row.get(k) for k in ("failure", "replay", "notes")})[:500],
+                  flush=True)
+        (args.out / "user_stress_latent_gpu.json").write_text(json.dumps(raw, indent=1, default=str))
+    print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, {time.monotonic() - started:.0f} s"
+          + (f"; skipped past --budget {args.budget:g} s: {', '.join(raw['skipped'])}" if raw["skipped"] else ""))
+    if raw["a"]:
+        print(f"\nPart A: {args.pairs} pairs x {args.launches} launches per row, 64 x 64 int32 tiles, 4 warps, "
+              f"producers late {args.late_ns} ns where 'late'")
         print("| variant | between poll and read | noise | stale tiles | stale elements (previous value) | capped |")
         print("| --- | --- | --- | ---: | ---: | ---: |")
         for r in raw["a"]:
-            print(f"| {r['variant']} | {r['between']} | {r['noise']} | {r['stale_tiles']}/{r['pairs']} | "
-                  f"{r['stale_elements']} ({r['previous_value_elements']}) | {r['capped_polls']} |")
-    print("\nPart B: syncverify stress, W=2 virtual ranks" + ("" if args.interpret else " at 1024^3"))
-    print("| harness | run | iterations | first failure | kind | replay | seconds |")
-    print("| --- | --- | ---: | --- | --- | --- | ---: |")
-    for r in raw.get("b", []):
-        if "error" in r:
-            print(f"| {r['harness']} | {r['run']} | ERROR {r['error'][:80]} | | | | {r['seconds']} |")
-            continue
-        first = "-" if r["first"] is None else f"iteration {r['first']}"
-        print(f"| {r['harness']} | {r['run']} | {r['iterations']} | {first} | {r['kind'] or '-'} | "
-              f"{r.get('replay') or '-'} | {r['seconds']} |")
+            print(a_line(r) if "error" not in r else f"| {r['variant']} | ERROR {r['error'][:80]} | | | | |")
+    if raw["b"]:
+        print("\nPart B: syncverify stress, W=2 virtual ranks" + ("" if args.interpret else " at 1024^3"))
+        print("| harness | run | iterations | first failure | kind | replay | seconds |")
+        print("| --- | --- | ---: | --- | --- | --- | ---: |")
+        for r in raw["b"]:
+            print(b_line(r))
     return 0
 
 
