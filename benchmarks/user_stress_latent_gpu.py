@@ -26,6 +26,9 @@ iterations; the same schedule on ``seed_fix`` (buggy) and on ``fix_with_barriers
 clean); random delays on the two one-shot latent examples for comparison; and, for the one-shot
 examples, whose consumer acquires after its poll, the plan says why none is aimed at.
 
+**Part C**: ``--real-ranks`` at ``--world-size 1`` (one process, nccl, its watchdog) on a clean
+test harness, 20 iterations, if the budget leaves time.
+
 Raw results: ``$OUT/user_stress_latent_gpu.json``. A compact table is printed last. Run from the
 repository root on the GPU machine (under 2 minutes: no step starts after ``--budget``, 100 s; what matters
 most runs first, and every row is printed as it finishes)::
@@ -54,6 +57,7 @@ import triton  # noqa: E402 -- a GPU script: Part A's kernels are defined at imp
 import triton.language as tl  # noqa: E402
 
 from benchmarks.user_stress_gpu import summary  # noqa: E402 -- one summary of a run for both GPU scripts
+from syncverify.frontend.real_ranks import run_real_ranks  # noqa: E402
 from syncverify.frontend.schedule import GuidedEntry  # noqa: E402
 from syncverify.frontend.user_stress import StressOptions, replay_first, run_stress  # noqa: E402
 from syncverify.kernels.user_delays import KEEP, sv_keep, sv_spin  # noqa: E402
@@ -255,6 +259,22 @@ def run_b(args, target: str, label: str, options: dict) -> dict:
     return row
 
 
+def run_c(args) -> dict:
+    """Part C: ``--real-ranks`` on one GPU (one rank, one process, nccl, the watchdog): a clean harness,
+    random delays, 20 iterations, through ``syncverify.frontend.real_ranks``."""
+    t0 = time.monotonic()
+    target = str(ROOT / "tests" / "user_kernels" / "harness.py") + "::clean"
+    try:
+        result = run_real_ranks(StressOptions(target, world_size=1, iterations=20, delays="random",
+                                              interpret=args.interpret), watchdog=60)
+        row = {"run": "real ranks, W=1", **summary(result), "stopped": result.stopped}
+    except Exception as error:  # noqa: BLE001 -- recorded
+        row = {"run": "real ranks, W=1", "error": f"{type(error).__name__}: {error}"[:400],
+               "trace": traceback.format_exc()[-1500:]}
+    row["seconds"] = round(time.monotonic() - t0, 1)
+    return row
+
+
 def b_line(r: dict) -> str:
     if "error" in r:
         return f"| {r['harness']} | {r['run']} | ERROR {r['error'][:80]} | | | | {r['seconds']} |"
@@ -281,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clean-iterations", type=int, default=500)
     parser.add_argument("--replays", type=int, default=1)
     parser.add_argument("--budget", type=float, default=100.0, help="seconds: no step starts after this (default 100)")
-    parser.add_argument("--parts", default="a,b", help="which parts (default a,b)")
+    parser.add_argument("--parts", default="a,b,c", help="which parts (default a,b,c; c: --real-ranks at W=1)")
     parser.add_argument("--interpret", action="store_true", help="CPU: Part B in the interpreter, one iteration")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     args = parser.parse_args(argv)
@@ -298,12 +318,18 @@ def main(argv: list[str] | None = None) -> int:
     a_names = list(A_FIRST) + [n for n in VARIANTS if n not in A_FIRST] if "a" in parts and not args.interpret else []
     b_specs = b_rows(args) if "b" in parts else []
     steps = ([("a", n) for n in a_names[:len(A_FIRST)]] + [("b", spec) for spec in b_specs[:B_FIRST]]
-             + [("a", n) for n in a_names[len(A_FIRST):]] + [("b", spec) for spec in b_specs[B_FIRST:]])
+             + [("a", n) for n in a_names[len(A_FIRST):]] + [("b", spec) for spec in b_specs[B_FIRST:]]
+             + ([("c", None)] if "c" in parts else []))
     args.out.mkdir(parents=True, exist_ok=True)
     part_a = None
     for part, step in steps:
         if time.monotonic() - started > args.budget:
-            raw["skipped"].append(step if part == "a" else f"{step[0]} {step[1]}")
+            raw["skipped"].append({"a": lambda: step, "b": lambda: f"{step[0]} {step[1]}", "c": lambda: "real ranks"}[part]())
+            continue
+        if part == "c":
+            raw["c"] = run_c(args)
+            print("C", json.dumps(raw["c"])[:600], flush=True)
+            (args.out / "user_stress_latent_gpu.json").write_text(json.dumps(raw, indent=1, default=str))
             continue
         if part == "a":
             try:
@@ -335,6 +361,12 @@ def main(argv: list[str] | None = None) -> int:
         print("| --- | --- | ---: | --- | --- | --- | ---: |")
         for r in raw["b"]:
             print(b_line(r))
+    if raw.get("c"):
+        c = raw["c"]
+        how = ", gloo, interpreter" if args.interpret else ", nccl"
+        print(f"\nPart C: --real-ranks, W=1 (one process{how}): " + (
+            f"ERROR {c['error'][:100]}" if "error" in c else
+            f"{c['iterations']} iterations, {c['bad']} bad, stopped: {c['stopped']}, {c['seconds']} s"))
     return 0
 
 
