@@ -318,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     a_names = list(A_FIRST) + [n for n in VARIANTS if n not in A_FIRST] if "a" in parts and not args.interpret else []
     b_specs = b_rows(args) if "b" in parts else []
     steps = ([("a", n) for n in a_names[:len(A_FIRST)]] + [("b", spec) for spec in b_specs[:B_FIRST]]
-             + [("a", n) for n in a_names[len(A_FIRST):]] + [("b", spec) for spec in b_specs[B_FIRST:]]
-             + ([("c", None)] if "c" in parts else []))
+             + [("a", n) for n in a_names[len(A_FIRST):]] + ([("c", None)] if "c" in parts else [])
+             + [("b", spec) for spec in b_specs[B_FIRST:]])
     args.out.mkdir(parents=True, exist_ok=True)
     part_a = None
     for part, step in steps:
