@@ -15,7 +15,8 @@ counts the elements it read that are not ``it``):
   depending on what comes between: nothing (``all_scatter::original``: a ``.cv`` volatile poll,
   then ``iris.put``'s plain load), an acquire CAS at sys scope whose result is used
   (``one_shot_all_reduce::original``/``barrier_without_fence``), an acquire fence, or the read
-  itself ``.cv``;
+  itself ``.cv`` (void as a control: Triton 3.6 drops ``.cv`` on a non-volatile load, a plain
+  ``ld.global`` in the PTX; docs/RESULTS.md 2026-12-02);
 * ``noise``: no touch; a second kernel on another stream hammers L2 with atomics on other lines
   while the pairs run (can the data store reach L2 after the flag store when L2 is congested?).
 
