@@ -33,6 +33,9 @@ CTL_INDEX = {name: i for i, name in enumerate(CTL_FIELDS)}  # the host's view
 ITERATION, SEED, MODE, PCT, MAX_NS, CAP, HANGS, HANG_SITE, HANG_VALUE, HANG_PROGRAM = (
     tl.constexpr(i) for i in range(len(CTL_FIELDS)))
 CTL_SIZE = 16
+#: The control block's last word: the host leaves it 0, so :func:`sv_keep`'s store never happens
+#: (a test keeps it past :data:`CTL_FIELDS`).
+KEEP = tl.constexpr(CTL_SIZE - 1)
 #: One program's progress row in the mirror.
 SLOT_FIELDS = ("state", "site", "value", "polls", "iteration")
 SLOT_SIZE = tl.constexpr(len(SLOT_FIELDS))
@@ -145,3 +148,22 @@ def sv_capped(ctl, mirror, slot, SITE: tl.constexpr, value, polls, MIRROR: tl.co
         sv_polled(ctl, mirror, slot, SITE, value, polls)
         row = mirror + (slot + sv_program()) * SLOT_SIZE
         tl.store(row, CAPPED, cache_modifier=".wt")
+
+
+@jit
+def sv_touching(ctl, table, SITE: tl.constexpr, rank, NUM_WARPS: tl.constexpr, WORLD: tl.constexpr):
+    """Whether this program touches, at ``SITE``, the data it reads after a wait: only in guided mode,
+    where the guided table has a row for it (``syncverify.frontend.schedule``'s ``touch`` entries)."""
+    ns, _warps = sv_draw(ctl, table, SITE, rank, NUM_WARPS, WORLD)
+    return (tl.load(ctl + MODE) == 1) & (ns > 0)
+
+
+@jit
+def sv_keep(v, ctl, INTERPRET: tl.constexpr):
+    """Keep a touch, a load whose value the program does not use, from being removed by the
+    compiler: a store of ``v`` into the control block masked by a word the host leaves 0
+    (:data:`KEEP`), so it never stores. Element-wise in ``v``'s own layout: no layout conversion,
+    no ``bar.sync``, and no access to the user's memory but the touch itself."""
+    if not INTERPRET:
+        never = tl.load(ctl + KEEP) != 0
+        tl.store(ctl + KEEP + tl.zeros_like(v).to(tl.int32), v.to(tl.int32), mask=never)

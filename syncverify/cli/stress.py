@@ -112,6 +112,7 @@ def stress_command(
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="harness only: mirror each program's progress and polled values to host memory, read by the watchdog (default: on)"),
     watchdog: float = typer.Option(60.0, "--watchdog", help="harness only: seconds without progress before the worker process is killed and the hang reported from the mirror (default: 60)"),
     in_process: bool = typer.Option(False, "--in-process", help="harness only: run in this process (no worker, no watchdog)"),
+    real_ranks: bool = typer.Option(False, "--real-ranks", help="harness only: one process per rank (one GPU each; with --interpret, gloo and every rank's heap in one shared file), a process-group barrier for sv.host_barrier(), a watchdog; needs --iterations (default: virtual ranks on one GPU)"),
     model_timeout: float = typer.Option(120.0, "--model-timeout", help="harness only: seconds for the model check of the harness (default: 120)"),
 ) -> None:
     """Stress a protocol inside the real fused GEMM kernel; report every bad tile and why.
@@ -123,6 +124,10 @@ def stress_command(
         raise typer.Exit(_harness(target, locals(), err))
     if protocol is None:
         err.print("syncverify: error: name a harness FILE.py[::NAME] or give --protocol", markup=False)
+        raise typer.Exit(exitcodes.INPUT_ERROR)
+    if real_ranks:
+        err.print("syncverify: error: --real-ranks is for a harness; a protocol runs one process per GPU unless "
+                  "--virtual-ranks", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
     options = dict(
         protocol=protocol, kernel=kernel, world_size=world_size, virtual_ranks=virtual_ranks,
@@ -182,7 +187,7 @@ def _harness(target: str, given: dict, err) -> int:
             defines=parse_defines(given["define"]), stop_on_failure=given["guided"])
         return stress_harness(target, options=options, model_timeout=given["model_timeout"], control=given["control"],
                               replay_times=given["replay_times"] if given["replay_iteration"] is None else 0,
-                              watchdog=given["watchdog"], in_process=given["in_process"],
+                              watchdog=given["watchdog"], in_process=given["in_process"], real_ranks=given["real_ranks"],
                               as_json=given["json_output"], output=given["output"], schedule=given["schedule"])
     except SyncVerifyError as error:
         err.print(f"syncverify: error: {error}", markup=False)

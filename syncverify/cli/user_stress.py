@@ -23,6 +23,7 @@ from syncverify.cli.app import err, out
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.check import check_kernel
 from syncverify.frontend.mutants import positive_control
+from syncverify.frontend.real_ranks import check_real_ranks, run_real_ranks
 from syncverify.frontend.schedule import guided_schedules
 from syncverify.frontend.user_stress import (StressInputError, StressOptions, plan_harness, replay_first,
                                              run_in_worker, run_stress)
@@ -45,11 +46,18 @@ def parse_defines(texts: list[str]) -> dict:
 
 def stress_harness(target: str, *, options: StressOptions, model_timeout: float, control: bool | None,
                    replay_times: int, watchdog: float, in_process: bool, as_json: bool,
-                   output: Path | None, schedule: Path | None) -> int:
-    """Stress a harness (module docstring); returns the exit code."""
+                   output: Path | None, schedule: Path | None, real_ranks: bool = False) -> int:
+    """Stress a harness (module docstring); returns the exit code. ``real_ranks``: one process per
+    rank (``syncverify.frontend.real_ranks``) instead of virtual ranks in one."""
     say = (lambda line: None) if as_json else (lambda line: out.print(line, markup=False))
     note = lambda line: err.print(f"  {line}", markup=False)  # noqa: E731
     plan_harness(options)  # bad input before the model or the GPU
+    if real_ranks:
+        check_real_ranks(options, gpus=None)  # the GPU count is asked where the processes start
+        if output is not None or in_process:
+            raise StressInputError("--real-ranks runs one process per rank: --in-process and --output are "
+                                   "virtual-rank options")
+        replay_times = 0  # replays run virtual ranks: not the same run
     if not options.interpret:
         from syncverify.kernels._deps import require_cuda  # torch/triton: loaded only where a kernel runs
 
@@ -77,7 +85,7 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
         options = dataclasses.replace(options, guided=tuple(entries))
         if schedule is not None:
             schedule.write_text(json.dumps(report["schedules"], indent=1), encoding="utf-8")
-    result = _run(options, watchdog=watchdog, in_process=in_process, output=output, note=note)
+    result = _run(options, watchdog=watchdog, in_process=in_process, output=output, note=note, real_ranks=real_ranks)
     report["result"] = result.to_dict()
     _print_result(result, say)
     code = exitcodes.OK if result.clean else exitcodes.FOUND
@@ -98,7 +106,8 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
         else:
             say(control_info.describe())
             mutant = dataclasses.replace(options, mutant=control_info.change, stop_on_failure=True, substitutes={})
-            controlled = _run(mutant, watchdog=watchdog, in_process=in_process, output=None, note=note)
+            controlled = _run(mutant, watchdog=watchdog, in_process=in_process, output=None, note=note,
+                              real_ranks=real_ranks)
             effective = not controlled.clean
             line = (f"positive control failed as it must: {controlled.bad_iterations} bad iterations of "
                     f"{controlled.iterations} (first at iteration {controlled.first_failure_iteration}): the delays "
@@ -118,7 +127,10 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
     return code
 
 
-def _run(options: StressOptions, *, watchdog: float, in_process: bool, output: Path | None, note):
+def _run(options: StressOptions, *, watchdog: float, in_process: bool, output: Path | None, note,
+         real_ranks: bool = False):
+    if real_ranks:
+        return run_real_ranks(options, watchdog=watchdog, progress=note)
     if in_process:
         if output is None:
             return run_stress(options, progress=note)

@@ -71,7 +71,8 @@ class Site:
     kernel: str
     file: str
     line: int
-    where: str  # "start", "before", "after", "hold" (a data store's value, per warp), "wait" (a bounded loop)
+    where: str  # "start", "before", "after", "hold" (a data store's value, per warp), "wait" (a bounded loop),
+    # "touch" (the data reads after a wait, made before it: a guided schedule's planned action)
     kind: str  # what is at the line: "program", "atomic", "store", "barrier", "fence", "wait", ...
     text: str  # the source line
 
@@ -275,16 +276,65 @@ class _Rewriter:
 
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
-        for stmt in stmts:
-            out.extend(self.statement(stmt))
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.While):
+                out.extend(self.loop(stmt, self.touches(stmt, stmts[i + 1:])))
+            else:
+                out.extend(self.statement(stmt))
         return out
+
+    def touches(self, loop: ast.While, rest: list[ast.stmt]) -> list[ast.expr]:
+        """The data reads after a wait (``rest``: the statements after it in its block, and their
+        blocks) whose address is already known before it: each as a read the program can make
+        before the wait (a *touch*, ``syncverify.frontend.schedule``). A read whose address or
+        mask uses a name the wait or a later statement assigns is left out."""
+        later = {n.id for stmt in [loop, *rest] for n in ast.walk(stmt)
+                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        found: dict[str, ast.expr] = {}
+        for stmt in rest:
+            for node in ast.walk(stmt):
+                read = self.read_of(node) if isinstance(node, ast.Call) else None
+                if read is None or any(isinstance(n, ast.Name) and n.id in later for n in ast.walk(read)):
+                    continue
+                found.setdefault(ast.unparse(read), read)
+        return list(found.values())
+
+    def read_of(self, call: ast.Call) -> ast.expr | None:
+        """A plain data read that ``call`` makes, as a call that reads the same memory the same way
+        and nothing else: ``tl.load`` (not volatile, not ``.cv``) and ``iris.load`` as written,
+        ``iris.put``'s local load, ``iris.get``'s remote one; None for anything else."""
+        chain = _attr_chain(call.func)
+        if not chain or len(chain) < 2:
+            return None
+        owner = _resolve(chain[:-1], self.scope)
+        name = chain[-1]
+        if (_is_language(owner) or chain[:-1] == ["tl"]) and name == "load":
+            return None if self.analyzer.call_kinds(call, self.scope, self.file) else copy.deepcopy(call)
+        if not (isinstance(owner, types.ModuleType) and owner.__name__.rsplit(".", 1)[-1] == "iris"):
+            return None
+        arg = _Arguments(call)
+        if name == "load":  # load(pointer, to_rank, from_rank, heap_bases, mask, other, cache_modifier, volatile)
+            volatile, cache = arg.get(7, "volatile"), arg.get(6, "cache_modifier")
+            plain = (volatile is None or isinstance(volatile, ast.Constant) and not volatile.value) and (
+                cache is None or isinstance(cache, ast.Constant) and cache.value != ".cv")
+            return copy.deepcopy(call) if plain else None
+        if name == "put":  # put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask, other, load_cache_modifier)
+            return _keyword_call(["tl", "load"], [arg.get(0, "from_ptr")],
+                                 mask=arg.get(5, "mask"), other=arg.get(6, "other"),
+                                 cache_modifier=arg.get(7, "load_cache_modifier"))
+        if name == "get":  # get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask, other, load_cache_modifier)
+            return _keyword_call([*chain[:-1], "load"], [arg.get(0, "from_ptr"), arg.get(3, "to_rank"),
+                                                         arg.get(2, "from_rank"), arg.get(4, "heap_bases")],
+                                 mask=arg.get(5, "mask"), other=arg.get(6, "other"),
+                                 cache_modifier=arg.get(7, "load_cache_modifier"))
+        return None
 
     def statement(self, stmt: ast.stmt) -> list[ast.stmt]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             raise RewriteError(f"a nested definition at {self.where(stmt)}: the rewrite instruments kernels whose "
                                "helpers are @triton.jit functions")
         if isinstance(stmt, ast.While):
-            return self.loop(stmt)
+            return self.loop(stmt, [])
         if isinstance(stmt, ast.Return):
             return [_gate("SV_MIRROR", [self.progress(self.end_site, 2)]), stmt]
         kinds = statement_kinds(stmt, self.analyzer, self.scope, self.file)
@@ -331,7 +381,7 @@ class _Rewriter:
             *_names("sv_rank", "SV_WARPS", "SV_WORLD", "SV_INTERPRET")), *call.args[2:]], keywords=call.keywords)
         return _gate("SV_DELAYS", [ast.Expr(held)], [stmt])
 
-    def loop(self, loop: ast.While) -> list[ast.stmt]:
+    def loop(self, loop: ast.While, touches: list[ast.expr]) -> list[ast.stmt]:
         if loop.orelse:
             raise RewriteError(f"a while ... else at {self.where(loop)}: the rewrite cannot bound it")
         original = ast.While(test=loop.test, body=loop.body, orelse=[])
@@ -370,6 +420,14 @@ class _Rewriter:
                                                polled, ast.Name(n, ast.Load()), ast.Name("SV_MIRROR", ast.Load())))],
                           orelse=[])]
         out: list[ast.stmt] = []
+        if kinds and touches:
+            # a guided touch: the reads after the wait, made before it, their values unused
+            touch = self.site(loop, "touch", kind)
+            out.append(_gate("SV_DELAYS", [ast.If(
+                test=_call("sv_touching", *_names("sv_ctl", "sv_table"), _const(touch),
+                           *_names("sv_rank", "SV_WARPS", "SV_WORLD")),
+                body=[ast.Expr(_call("sv_keep", read, *_names("sv_ctl", "SV_INTERPRET"))) for read in touches],
+                orelse=[])]))
         if kinds:
             out.append(_gate("SV_DELAYS", [self.delay(self.site(loop, "before", kind))]))
         out.append(_gate("SV_BOUND", bounded, [original]))
@@ -404,6 +462,28 @@ class _Rewriter:
 
 def _copy(stmts: list[ast.stmt]) -> list[ast.stmt]:
     return copy.deepcopy(stmts)
+
+
+class _Arguments:
+    """A call's arguments by position or keyword (copies; None: not given)."""
+
+    def __init__(self, call: ast.Call) -> None:
+        self.call = call
+
+    def get(self, position: int, name: str) -> ast.expr | None:
+        if position < len(self.call.args):
+            return copy.deepcopy(self.call.args[position])
+        found = _keyword(self.call, name)
+        return copy.deepcopy(found) if found is not None else None
+
+
+def _keyword_call(chain: list[str], args: list[ast.expr | None], **keywords: ast.expr | None) -> ast.Call:
+    """``a.b.f(*args, k=v, ...)``, leaving out the keywords not given."""
+    func: ast.expr = ast.Name(chain[0], ast.Load())
+    for part in chain[1:]:
+        func = ast.Attribute(func, part, ast.Load())
+    return ast.Call(func=func, args=[a for a in args if a is not None],
+                    keywords=[ast.keyword(k, v) for k, v in keywords.items() if v is not None])
 
 
 # ----- building the rewritten kernel -------------------------------------------------------------
@@ -447,7 +527,7 @@ def rewrite_kernel(kernel: Any, *, next_id: itertools.count | None = None) -> Re
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     scope = dict(fn.__globals__)
     scope.update({name: getattr(user_delays, name) for name in
-                  ("sv_delay", "sv_hold", "sv_progress", "sv_polled", "sv_capped")})
+                  ("sv_delay", "sv_hold", "sv_progress", "sv_polled", "sv_capped", "sv_touching", "sv_keep")})
     if "tl" not in scope or not _is_language(scope["tl"]):
         scope["tl"] = user_delays.tl
     exec(compile(module, filename, "exec"), scope)  # noqa: S102 -- the user's own kernel, rewritten

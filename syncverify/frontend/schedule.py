@@ -33,11 +33,29 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from syncverify.stress.delays import delay_hash
-from syncverify.stress.guided import CTA_LATE_NS, WARPS_LATE_NS
+from syncverify.stress.guided import CTA_LATE_NS as FUSED_CTA_LATE_NS
+from syncverify.stress.guided import WARPS_LATE_NS as FUSED_WARPS_LATE_NS
 
-#: How late a guided host write lands, and how long a poller then waits before its wait (ns).
-HOST_LATE_NS = (50000, 50000)
-POLLER_LATE_NS = (100000, 120000)
+#: How much longer a user kernel's guided delays are than the fused kernels' (``syncverify.stress.guided``).
+#: Measured on one H200 (docs/RESULTS.md, 2026-12-02, issue 25 runs 2 and 3, the shipped examples at
+#: 1024^3, two virtual ranks): at 1x (holds 2-4 us, host writes 50 us late, pollers 100-120 us) no guided
+#: schedule failed in 100 iterations (run 2: a 128 x 128 fp32 tile read back through ``iris.put`` after a
+#: ``.cv`` poll outlasts a 4 us window); at 20x every realizable one failed within 2 iterations (run 3,
+#: ``benchmarks/user_stress_gpu.py --guided-ns-scale 20``). The fused kernels keep their own, measured
+#: durations: their tiles are bf16 and read right after the wait.
+USER_NS_SCALE = 20
+#: Warps 1.. of a producer hold their data store this long behind warp 0's one-thread signal (ns):
+#: 40-80 us, run 3's holds.
+WARPS_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_WARPS_LATE_NS)
+#: A whole program starts this late (ns): 60-120 us.
+CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
+#: How late a guided host write lands on its stream, and how long the program that polls what it
+#: resets then waits before its wait (ns): 1 ms and 2-2.4 ms, run 3's (at 50 us and 100-120 us, run 2,
+#: ``all_scatter::reset_on_gemm_stream`` ran 100 guided iterations clean; at these it hung at iteration 0).
+HOST_LATE_NS = (USER_NS_SCALE * 50_000, USER_NS_SCALE * 50_000)
+#: A touch is on or off, not long: any positive draw turns it on (``sv_touching``).
+TOUCH_NS = (1, 1)
+POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
 
 
 @dataclass(frozen=True)
@@ -205,10 +223,7 @@ def schedule_for(kind: str, explanation: str, w: _Witness, *, num_warps: int) ->
     signal = next((e for e in after if e.is_write and not e.ghost and e.sem != "weak"
                    or e.is_write and e.loc != write.loc and not e.ghost), None)
     if barrier is not None and (signal is None or barrier.index < signal.index):
-        return GuidedSchedule(kind, explanation, tuple(entries), bool(entries),
-                              f"{writer} reaches a CTA barrier after its store (line {line}) and before its signal: "
-                              "a delay before the store delays the signal too; only the memory system can make "
-                              "the store visible late (latent unless the hardware does)")
+        return _stale_line_schedule(kind, explanation, w, entries, read, reader, writer, signal, line, every)
     if writer.thread >= 1:
         entries.append(GuidedEntry(writer.kernel, line, "hold", writer.rank, writer.program, every & ~1,
                                    *WARPS_LATE_NS, f"{writer} must store after its program's one-thread signal "
@@ -220,6 +235,50 @@ def schedule_for(kind: str, explanation: str, w: _Witness, *, num_warps: int) ->
                                    "program starts late", file=""))
     return GuidedSchedule(kind, explanation, tuple(entries), True,
                           f"aimed order: {reader} passes its wait, reads {read.loc}; then {writer} stores it")
+
+
+def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list[GuidedEntry], read, reader: _Actor,
+                         writer: _Actor, signal, line: int, every: int) -> GuidedSchedule:
+    """A store, then a CTA barrier, then the signal: no delay of the writer reorders them (the barrier
+    waits for the store). The reader's side can: a *touch* (the reads after its wait, made before
+    it, their values unused) loads the old value into its SM's L1 while the writer's program starts
+    late; a weak or volatile poll does not invalidate that line, so the read after the wait is
+    served the old value: the witness's read of the value before the store. A touch adds only
+    reads whose values nobody uses, so every outcome it shows is one the kernel as written allows
+    (more reads only constrain an execution). It cannot help a reader that acquires (or fences)
+    between its poll and the read: an acquire invalidates the SM's L1 (the probe that measured
+    this: ``benchmarks/user_stress_latent_gpu.py``, docs/RESULTS.md)."""
+    barred = (f"{writer} reaches a CTA barrier after its store (line {line}) and before its signal: "
+              "a delay before the store delays the signal too")
+    mine = w.thread_events(read.thread)
+    polls = [e for e in mine if e.is_read and e.index < read.index and signal is not None and e.loc == signal.loc]
+    if not polls:
+        return GuidedSchedule(kind, explanation, tuple(entries), bool(entries),
+                              f"{barred}; {reader} reads it with no poll of the signal before: only the memory "
+                              "system can make the store visible late (latent unless the hardware does)")
+    poll = polls[-1]
+    acquires = [e for e in mine if poll.index <= e.index < read.index
+                and (e.is_fence or e.is_read and e.sem == "acquire")]
+    if acquires:
+        where = _line_of(acquires[0].label)
+        at = f"{where[0]}:{where[1]}" if where else "?"
+        return GuidedSchedule(kind, explanation, tuple(entries), bool(entries),
+                              f"{barred}; {reader} acquires after its poll (at {at}), which "
+                              "invalidates its SM's L1, so no stale line can serve the read either: only the memory "
+                              "system can make the store visible late (latent unless the hardware does)")
+    where = _line_of(poll.label)
+    entries = [*entries,
+               GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
+                           f"{writer}'s program must store after {reader} touched {read.loc}: the whole program "
+                           "starts late", file=""),
+               GuidedEntry(reader.kernel, where[1] if where else 0, "touch", reader.rank, reader.program, 0,
+                           *TOUCH_NS, f"{reader} reads {read.loc} before its wait (a touch, the value unused), so its "
+                           "SM's L1 holds the value before the store; its poll at this line has no acquire, which "
+                           "would invalidate that line, so the read after the wait may be served it",
+                           file=where[0] if where else "")]
+    return GuidedSchedule(kind, explanation, tuple(entries), True,
+                          f"{barred}; aimed instead: {reader} touches {read.loc}, then {writer} stores it, barriers "
+                          "and signals; the poll sees the signal and the read is served the touched (old) line")
 
 
 def _host_entries(w: _Witness, poller_thread: int | None) -> list[GuidedEntry]:

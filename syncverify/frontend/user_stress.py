@@ -731,16 +731,18 @@ def _first_line(error: BaseException) -> str:
 
 # ----- a run ---------------------------------------------------------------------------------------
 
-def start_engine(options: StressOptions, *, mirror: Any = None) -> tuple[Plan, Engine, int]:
+def start_engine(options: StressOptions, *, mirror: Any = None,
+                 engine: Callable[..., Engine] | None = None) -> tuple[Plan, Engine, int]:
     """Everything before the first iteration: the harness planned, its kernels rewritten, its
     setup run, the buffers of a block and the guided table; ``(plan, engine, block)``. Nothing runs
-    a kernel yet (a dry run at the GPU's sizes on the CPU stops here)."""
+    a kernel yet (a dry run at the GPU's sizes on the CPU stops here). ``engine``: what builds the
+    engine (default :class:`Engine`; one rank of a real-rank run: ``syncverify.frontend.real_ranks``)."""
     plan = plan_harness(options)
     if options.delays == "guided" and not options.guided:
         raise StressInputError("delays='guided' needs a schedule (syncverify.frontend.schedule.guided_schedules)")
     if options.mutant and not options.substitutes:
         options.substitutes = mutant_substitutes(plan, options)
-    engine = Engine(options, plan, mirror)
+    engine = (engine or Engine)(options, plan, mirror)
     for kernel in _launched_kernels(plan, options):
         engine._rewritten(options.substitutes.get(id(kernel), kernel))
     total = options.resolved_iterations()
@@ -753,12 +755,12 @@ def start_engine(options: StressOptions, *, mirror: Any = None) -> tuple[Plan, E
 
 
 def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable[[str], None] | None = None,
-               output: Any = None) -> StressResult:
+               output: Any = None, engine: Callable[..., Engine] | None = None) -> StressResult:
     """Run the harness's iterations in this process (module docstring); ``mirror``: the
     progress mirror's ``(host view, kernel argument)``; ``output``: a file object that gets one
-    JSON line per block as it finishes (partial results on disk)."""
+    JSON line per block as it finishes (partial results on disk); ``engine``: as :func:`start_engine`."""
     host = mirror[0] if mirror is not None else None
-    plan, engine, block = start_engine(options, mirror=mirror[1] if mirror is not None else None)
+    plan, engine, block = start_engine(options, mirror=mirror[1] if mirror is not None else None, engine=engine)
     total = options.resolved_iterations()
     engine.heartbeat = mirror = host
     if mirror is not None:

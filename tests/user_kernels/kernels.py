@@ -58,3 +58,14 @@ def tiled_bugs(out, src, N: tl.constexpr, T: tl.constexpr):
     tl.store(out + at, at.to(tl.float32) + 1.0)
     at = (T + r) * N + c
     tl.store(out + at, at.to(tl.float32) + 1.0, mask=r < T // 2)
+
+
+@triton.jit
+def polled_reader(out, data, flag, N: tl.constexpr):
+    """Poll ``flag`` (weak, volatile), then copy ``data`` to ``out``: a read whose address is known
+    before the wait (what a guided touch makes early)."""
+    offs = tl.arange(0, N)
+    while tl.load(flag, volatile=True) != 1:
+        pass
+    tl.store(out + offs, tl.load(data + offs))
+

@@ -1,0 +1,298 @@
+"""``syncverify stress FILE.py --real-ranks``: one process per rank, as the built-in stress runner does.
+
+With virtual ranks (``syncverify.frontend.user_stress``) one process runs every rank's launches on
+one GPU. Here rank ``r`` is a process of its own (``syncverify.kernels.processes.run_workers``:
+spawned, joined by a process group on a port the OS picked, a watchdog that kills only the
+workers) that runs the harness and executes only what rank ``r`` does: its launches, its host
+writes, its expectations (its own copy of a symmetric buffer). ``sv.host_barrier()`` is a barrier
+of the process group (after the device is synchronized), and every iteration starts with one,
+so no rank restores its heap while a peer still reads it.
+
+The heap every rank's kernels address (``heap_bases``):
+
+* **CPU** (Triton's interpreter, ``gloo``): one file in shared memory holds every rank's heap;
+  each process maps it whole (:func:`shared_heap`), so a peer's copy is an ordinary address and
+  the interpreted kernels of two processes really run at the same time (unlike virtual ranks in
+  the interpreter, which run one program after another);
+* **GPU** (``nccl``): one GPU per rank. ``--world-size 1`` runs (a real-rank run of a one-rank
+  harness: the path, the process and the watchdog as on several GPUs). More ranks than GPUs is
+  bad input (one line, exit 2), and several GPUs need a heap shared across them (symmetric
+  memory), which belongs to the multi-GPU work and is refused here with one line.
+
+An iteration count is fixed for every rank (``--iterations``, not ``--seconds``; no stop at the
+first failure): the ranks meet at the same barriers. Each rank validates its own expectations;
+the ranks' results are merged (:func:`merge`). Replays and the progress mirror's hang report are
+virtual-rank features: a stopped real-rank run says which ranks finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from syncverify.errors import SyncVerifyError
+from syncverify.frontend.harness import SymmetricTensor, run_harness
+from syncverify.frontend.user_stress import Engine, Failure, StressInputError, StressOptions, StressResult, \
+    plan_harness, run_stress
+from syncverify.kernels.processes import init_rank, run_workers
+
+#: Poll cap of a bounded wait in the interpreter with real ranks: a peer is another process that runs
+#: at the same time, so a wait can succeed, but only after the peer's interpreted programs (seconds).
+REAL_INTERPRET_CAP = 1 << 16
+
+
+def check_real_ranks(options: StressOptions, *, gpus: int | None) -> None:
+    """Bad input for a real-rank run, before a process starts (one line each); ``gpus``: how many
+    the machine has (None: not asked, the interpreter runs)."""
+    if options.seconds is not None or options.iterations is None:
+        raise StressInputError("--real-ranks runs the same number of iterations on every rank: give --iterations "
+                               "(not --seconds)")
+    if options.interpret:
+        return
+    if gpus is not None and options.world_size > gpus:
+        raise StressInputError(f"--real-ranks at --world-size {options.world_size} needs {options.world_size} GPUs "
+                               f"(one per rank); this machine has {gpus}")
+    if options.world_size > 1:
+        raise StressInputError(f"--real-ranks at --world-size {options.world_size} on GPUs needs a heap shared "
+                               "across them (symmetric memory), not built for harnesses yet: use virtual ranks "
+                               "(without --real-ranks) or --world-size 1")
+
+
+def shared_heap(path: str, world_size: int, size: int):
+    """Every rank's heap in one file mapped shared (``MAP_SHARED``): ``(world_size, size)`` bytes
+    that every process sees the same. The file is sparse: pages exist where a harness writes."""
+    # torch: only a stress run maps the heap (the model runs without it)
+    import torch
+
+    return torch.from_file(path, shared=True, size=world_size * size, dtype=torch.uint8).view(world_size, size)
+
+
+@dataclasses.dataclass
+class _OtherRank:
+    """An event another rank's process records: it cannot be waited for here."""
+
+    rank: int
+    site: str
+
+
+class RankEngine(Engine):
+    """The harness API executed for one rank of a real-rank run (module docstring): other ranks'
+    operations are theirs; the heap this engine snapshots and restores is its own rank's."""
+
+    def __init__(self, options: StressOptions, plan, mirror: Any = None, *, rank: int, barrier: Callable[[], None],
+                 shared: Any = None) -> None:
+        super().__init__(options, dataclasses.replace(plan, expectations=own_expectations(plan, options, rank)),
+                         mirror)
+        self.rank, self._group_barrier = rank, barrier
+        heap = self.heap
+        if shared is not None:  # the CPU: every rank's heap in the shared file
+            heap.memory = list(shared)
+            heap.bases = self.torch.tensor([m.data_ptr() for m in heap.memory], dtype=self.torch.int64)
+            heap.block = shared
+        # snapshot, restore and poison (Engine.prepare, iteration, poison_snapshot) touch this rank's heap only
+        heap.block = heap.block[rank:rank + 1]
+
+    def _barrier(self) -> None:
+        if self.dry:
+            return
+        if not self.interpret:
+            self.torch.cuda.synchronize()
+        self._group_barrier()
+
+    # ----- the harness API: this rank's part ---------------------------------------------------
+    def launch(self, kernel, grid, *args, rank: int, stream: str = "main", **kwargs) -> None:
+        if rank == self.rank:
+            super().launch(kernel, grid, *args, rank=rank, stream=stream, **kwargs)
+            return
+        self.heap.check_rank(rank)
+        if not self.dry:  # the mirror's slots stay where a virtual-rank run has them
+            self.launch_slot += _programs(grid)
+
+    def _write(self, tensor, value, rank: int, stream: str, site: str) -> None:
+        self.heap.check_rank(rank)
+        if rank == self.rank:
+            super()._write(tensor, value, rank, stream, site)
+
+    def record_event(self, *, rank: int, stream: str = "main"):
+        self.heap.check_rank(rank)
+        if rank != self.rank:
+            return _OtherRank(rank, _where())
+        return super().record_event(rank=rank, stream=stream)
+
+    def wait_event(self, event, *, rank: int, stream: str = "main") -> None:
+        self.heap.check_rank(rank)
+        if rank != self.rank:
+            return
+        if isinstance(event, _OtherRank):
+            raise StressInputError(f"rank {rank} waits at {_where()} for an event rank {event.rank} recorded at "
+                                   f"{event.site}: with --real-ranks each rank is a process and a CUDA event does "
+                                   "not cross processes (use sv.host_barrier())")
+        super().wait_event(event, rank=rank, stream=stream)
+
+    def synchronize(self, *, rank: int) -> None:
+        if rank == self.rank:
+            super().synchronize(rank=rank)
+
+    def host_barrier(self) -> None:
+        super().host_barrier()
+        self._barrier()
+
+    def expect_written(self, tensor) -> None:
+        view = self._mine(tensor)
+        if view is not None:
+            self._expect(view, None)
+
+    def expect_equal(self, tensor, reference) -> None:
+        view = self._mine(tensor)
+        if view is not None:
+            self._expect(view, reference)
+
+    def _mine(self, tensor):
+        """This rank's copy of a symmetric buffer, a tensor in this rank's heap, else None."""
+        if isinstance(tensor, SymmetricTensor):
+            return tensor.on(self.rank)
+        return tensor if _rank_of(self.heap.memory, tensor) in (self.rank, None) else None
+
+    # ----- iterations --------------------------------------------------------------------------
+    def prepare(self, call: Callable, block: int) -> None:
+        def after_every_rank_restored(k: int) -> None:
+            if k == 0:
+                self._barrier()
+            call(k)
+
+        super().prepare(after_every_rank_restored, block)
+
+    def iteration(self, j: int) -> None:
+        self._barrier()  # every rank is done with the previous iteration before this one restores its heap
+        super().iteration(j)
+
+    def _restore_inputs(self) -> None:
+        """``poison="previous"``: this rank's allocations but its expected outputs restored."""
+        outputs = {e.tensor.data_ptr() for e in self.expectations}
+        base = self.heap.memory[self.rank].data_ptr()
+        for a in self.heap.allocations:
+            if base + a.offset not in outputs:
+                self.heap.block[0, a.offset:a.offset + a.nbytes].copy_(self.snapshot[0, a.offset:a.offset + a.nbytes])
+
+
+def own_expectations(plan, options: StressOptions, rank: int) -> int:
+    """How many of an iteration's expectations are ``rank``'s (its copy of each symmetric buffer,
+    and each tensor in its heap), from a recording of the harness."""
+    recorded = run_harness(plan.fn, options.world_size, options.calls, heap_bytes=options.heap_bytes)
+    return sum(_rank_of(recorded.heap.memory, op.tensor) in (rank, None) for op in recorded.ops if op.kind == "expect")
+
+
+def _rank_of(memory: list, tensor) -> int | None:
+    """The rank whose heap holds ``tensor`` (None: outside every heap)."""
+    ptr = tensor.data_ptr()
+    for r, m in enumerate(memory):
+        if m.data_ptr() <= ptr < m.data_ptr() + m.numel():
+            return r
+    return None
+
+
+def _programs(grid) -> int:
+    n = 1
+    for g in ((grid,) if isinstance(grid, int) else tuple(grid)):
+        n *= int(g)
+    return n
+
+
+def _where() -> str:
+    """``file:line`` of the harness line that called the engine's method."""
+    frame = sys._getframe(2)
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+# ----- the processes -------------------------------------------------------------------------------
+
+def rank_worker(rank: int, world_size: int, port: int, queue, options: StressOptions, heap_path: str | None) -> None:
+    """One rank (a :func:`~syncverify.kernels.processes.run_workers` target): the process group, the
+    heap, this rank's iterations; reports ``progress`` lines and ``done`` (the result as a dict) or
+    ``error`` (a traceback, or one line of bad input)."""
+    try:
+        _torch, dist, _device = init_rank(rank, world_size, port, backend="gloo" if options.interpret else "nccl")
+        shared = shared_heap(heap_path, world_size, options.heap_bytes) if heap_path else None
+
+        def engine(opts, plan, mirror=None):
+            return RankEngine(opts, plan, mirror, rank=rank, barrier=dist.barrier, shared=shared)
+
+        result = run_stress(options, engine=engine, progress=lambda line: queue.put((rank, "progress", line)))
+        queue.put((rank, "done", result))
+        dist.destroy_process_group()
+    except SyncVerifyError as error:
+        queue.put((rank, "error", f"input: {error}"))
+    except Exception:  # noqa: BLE001 -- the parent reports it
+        queue.put((rank, "error", traceback.format_exc()))
+
+
+def run_real_ranks(options: StressOptions, *, watchdog: float = 60.0,
+                   progress: Callable[[str], None] | None = None) -> StressResult:
+    """``options`` on ``options.world_size`` processes (module docstring); the merged result."""
+    gpus = None
+    if not options.interpret:
+        # torch: only a GPU run counts the GPUs
+        import torch
+
+        gpus = torch.cuda.device_count()
+    check_real_ranks(options, gpus=gpus)
+    plan = plan_harness(options)  # bad input: one line, before a process starts
+    options = dataclasses.replace(options, stop_on_failure=False, graphs=False, mirror=False, substitutes={},
+                                  cap=options.cap or (REAL_INTERPRET_CAP if options.interpret else None))
+    heap_file = None
+    if options.interpret:
+        folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        heap_file = tempfile.NamedTemporaryFile(prefix="syncverify-heap-", dir=folder, delete=False)
+        heap_file.truncate(options.world_size * options.heap_bytes)
+        heap_file.close()
+
+    def on_message(rank: int, kind: str, payload: Any) -> None:
+        if progress is not None and kind == "progress":
+            progress(f"rank {rank}: {payload}")
+
+    try:
+        run = run_workers(rank_worker, (options, heap_file.name if heap_file else None), world_size=options.world_size,
+                          watchdog_seconds=watchdog, on_message=on_message)
+    finally:
+        if heap_file is not None:
+            os.unlink(heap_file.name)
+    errors = [payload for _rank, kind, payload in run["messages"] if kind == "error"]
+    inputs = [e for e in errors if e.startswith("input: ")]
+    if inputs:
+        raise StressInputError(inputs[0][len("input: "):])
+    results = {rank: payload for rank, kind, payload in run["messages"] if kind == "done"}
+    return merge(plan.name, options, results, stopped=run["stopped"] or (errors[0].strip().splitlines()[-1]
+                                                                          if errors else None))
+
+
+def merge(name: str, options: StressOptions, results: dict[int, StressResult], *, stopped: str | None) -> StressResult:
+    """One result of every rank's: the iterations all ranks ran, the failures of every rank (each
+    named after its rank's expectation), the first by iteration."""
+    merged = StressResult(name, options.world_size, options.calls, options.delays, interpret=options.interpret)
+    merged.iterations = min((r.iterations for r in results.values()), default=0)
+    merged.seconds = max((r.seconds for r in results.values()), default=0.0)
+    failures: list[Failure] = sorted((f for r in results.values() for f in r.failures), key=lambda f: f.iteration)
+    merged.failures = failures[:options.max_failures]
+    merged.bad_iterations = len({f.iteration for f in failures})
+    if failures:
+        merged.first_failure = failures[0]
+        merged.first_failure_iteration = failures[0].iteration
+        merged.time_to_first_failure_ns = failures[0].device_ns
+    merged.sites = next(iter(results.values())).sites if results else []
+    missing = sorted(set(range(options.world_size)) - set(results))
+    if stopped or missing:
+        merged.stopped = stopped or f"ranks {missing} did not report a result"
+        merged.hang_report = [f"rank {r}: finished {results[r].iterations} iterations" if r in results else
+                              f"rank {r}: no result (killed, or it failed)" for r in range(options.world_size)]
+    merged.notes.append(f"real ranks: {options.world_size} process(es), "
+                        + ("gloo, Triton's interpreter, every rank's heap in one shared file" if options.interpret
+                           else "nccl, one GPU per rank") + "; eager launches (a process-group barrier cannot be "
+                        "captured in a CUDA graph)")
+    for r in sorted(results):
+        merged.notes += [f"rank {r}: {note}" for note in results[r].notes]
+    return merged
