@@ -40,10 +40,14 @@ def test_each_rank_validates_its_own_copy():
     fn, _name = load_harness(CROSS)
     plan = plan_harness(StressOptions(CROSS, interpret=True))
     options = StressOptions(CROSS, interpret=True)
-    assert (own_expectations(plan, options, 0), own_expectations(plan, options, 1)) == (0, 1)
+    assert (own_expectations(plan, options, 0), own_expectations(plan, options, 1)) == ((0, ()), (1, (0,)))
     clean = f"{HARNESS}::clean"  # expect_equal(out, ...) of a symmetric buffer: one copy per rank
     plan = plan_harness(StressOptions(clean, interpret=True))
-    assert [own_expectations(plan, StressOptions(clean, interpret=True), r) for r in (0, 1)] == [1, 1]
+    assert [own_expectations(plan, StressOptions(clean, interpret=True), r) for r in (0, 1)] == [(1, (0,)), (1, (0,))]
+    # the tiles each rank's expectations name follow them (rank 1 expects nothing of rank 0's tiles)
+    tiled = f"{HARNESS}::tiled"
+    plan = plan_harness(StressOptions(tiled, interpret=True))
+    assert [own_expectations(plan, StressOptions(tiled, interpret=True), r) for r in (0, 1)] == [(2, (4, 4)), (0, ())]
 
 
 def test_bad_input_for_real_ranks_is_one_line():

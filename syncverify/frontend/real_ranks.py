@@ -38,7 +38,7 @@ from typing import Any
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.harness import SymmetricTensor, run_harness
 from syncverify.frontend.user_stress import Engine, Failure, StressInputError, StressOptions, StressResult, \
-    plan_harness, run_stress
+    plan_harness, run_stress, tiles_named
 from syncverify.kernels.processes import init_rank, run_workers
 
 #: Poll cap of a bounded wait in the interpreter with real ranks: a peer is another process that runs
@@ -86,8 +86,8 @@ class RankEngine(Engine):
 
     def __init__(self, options: StressOptions, plan, mirror: Any = None, *, rank: int, barrier: Callable[[], None],
                  shared: Any = None) -> None:
-        super().__init__(options, dataclasses.replace(plan, expectations=own_expectations(plan, options, rank)),
-                         mirror)
+        expectations, tiles = own_expectations(plan, options, rank)
+        super().__init__(options, dataclasses.replace(plan, expectations=expectations, tiles=tiles), mirror)
         self.rank, self._group_barrier = rank, barrier
         heap = self.heap
         if shared is not None:  # the CPU: every rank's heap in the shared file
@@ -142,15 +142,15 @@ class RankEngine(Engine):
         super().host_barrier()
         self._barrier()
 
-    def expect_written(self, tensor) -> None:
+    def expect_written(self, tensor, *, tile=None) -> None:
         view = self._mine(tensor)
         if view is not None:
-            self._expect(view, None)
+            self._expect(view, None, tile)
 
-    def expect_equal(self, tensor, reference) -> None:
+    def expect_equal(self, tensor, reference, *, tile=None) -> None:
         view = self._mine(tensor)
         if view is not None:
-            self._expect(view, reference)
+            self._expect(view, reference, tile)
 
     def _mine(self, tensor):
         """This rank's copy of a symmetric buffer, a tensor in this rank's heap, else None."""
@@ -180,11 +180,13 @@ class RankEngine(Engine):
                 self.heap.block[0, a.offset:a.offset + a.nbytes].copy_(self.snapshot[0, a.offset:a.offset + a.nbytes])
 
 
-def own_expectations(plan, options: StressOptions, rank: int) -> int:
+def own_expectations(plan, options: StressOptions, rank: int) -> tuple[int, tuple[int, ...]]:
     """How many of an iteration's expectations are ``rank``'s (its copy of each symmetric buffer,
-    and each tensor in its heap), from a recording of the harness."""
+    and each tensor in its heap), and how many tiles each names, from a recording of the harness."""
     recorded = run_harness(plan.fn, options.world_size, options.calls, heap_bytes=options.heap_bytes)
-    return sum(_rank_of(recorded.heap.memory, op.tensor) in (rank, None) for op in recorded.ops if op.kind == "expect")
+    mine = [op for op in recorded.ops
+            if op.kind == "expect" and _rank_of(recorded.heap.memory, op.tensor) in (rank, None)]
+    return len(mine), tiles_named(mine)
 
 
 def _rank_of(memory: list, tensor) -> int | None:

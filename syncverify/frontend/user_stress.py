@@ -263,8 +263,12 @@ def plan_harness(options: StressOptions) -> Plan:
     if not expects:
         raise HarnessError(f"harness {name} has no expectation (sv.expect_written or sv.expect_equal): a stress run "
                            "would have nothing to validate")
-    tiles = tuple(math.prod(n // t for n, t in zip(op.tensor.shape, op.tile)) if op.tile else 0 for op in expects)
-    return Plan(fn, name, len(expects), sum(op.kind == "launch" for op in recorded.ops), tiles)
+    return Plan(fn, name, len(expects), sum(op.kind == "launch" for op in recorded.ops), tiles_named(expects))
+
+
+def tiles_named(expects) -> tuple[int, ...]:
+    """Per expectation, in issue order: how many tiles it names (0: none; ``tile=`` not given)."""
+    return tuple(math.prod(n // t for n, t in zip(op.tensor.shape, op.tile)) if op.tile else 0 for op in expects)
 
 
 def _define(fn: Callable, defines: dict) -> None:
@@ -659,7 +663,8 @@ class Engine:
         if self.options.poison != "all" or not self.expectations:
             return
         base = self.heap.block.data_ptr()
-        skip: list[list[tuple[int, int]]] = [[] for _ in range(self.world_size)]
+        # one list per row of the heap block this engine restores (one row in a real-rank process)
+        skip: list[list[tuple[int, int]]] = [[] for _ in range(self.heap.block.shape[0])]
         for e in self.expectations:
             if e.after_writes != self.writes:
                 continue
