@@ -110,10 +110,10 @@ def builds_of(case: Case, *, stamps: bool) -> dict:
     return out
 
 
-def time_case(case: Case, builds: dict, device, *, launches: int) -> dict:
+def time_case(case: Case, builds: dict, device, *, launches: int, repeats: int = 10) -> dict:
     """cuBLAS and every build timed round-robin; the stamped builds' last replay read back as
     timelines; every synchronized build validated. Returns ``{rows, timelines, raw}``."""
-    timer = Timer(device, launches=launches, repeats=10, warmup=3)
+    timer = Timer(device, launches=launches, repeats=repeats, warmup=3)
     generator = torch.Generator(device=device).manual_seed(0)
     sets = input_sets(case, W, device, generator=generator)
     fresh = input_sets(case, W, device, generator=generator, count=1)[0]
@@ -126,7 +126,8 @@ def time_case(case: Case, builds: dict, device, *, launches: int) -> dict:
         runs[label] = run
     replays = [cublas_replay(case, sets, timer)] + [run.capture(timer, sets) for run in runs.values()]
     times = timer.interleaved(replays)
-    torch.cuda.synchronize(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
     flops = problem_flops(case, W)
     rows = [dict(label="cublas", us=times[0][0] * 1e6, min_us=times[0][1] * 1e6, max_us=times[0][2] * 1e6,
                  tflops=flops / times[0][0] / 1e12, validated="")]
