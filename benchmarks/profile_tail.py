@@ -96,11 +96,16 @@ def make_case(kernel, shape, block, stages, warps, group_m, split) -> Case:
 FIXES: dict = {}
 
 
+#: run 2: the candidate protocols (``benchmarks/protocols/``: proven safe, drift-tested, audited,
+#: ``tests/test_candidates.py``), timed beside ``SAFE`` in every case
+CANDIDATES: dict = {}
+
+
 def builds_of(case: Case, *, stamps: bool) -> dict:
-    """label -> BuiltKernel: ``none`` and ``SAFE``, and (``stamps``) both again with timestamps;
-    all-reduce also with :data:`FIXES`."""
+    """label -> BuiltKernel: ``none``, ``SAFE`` and :data:`CANDIDATES`, and (``stamps``) each again
+    with timestamps; all-reduce also with :data:`FIXES`."""
     config = case.kernel_config(world_size=W)
-    protocols = {"none": None, SAFE: load_protocol(SAFE)}
+    protocols = {"none": None, SAFE: load_protocol(SAFE), **CANDIDATES}
     out = {label: build(p, config) for label, p in protocols.items()}
     if case.kernel == "all-reduce":
         out.update({label: build(p, config) for label, p in FIXES.items()})

@@ -121,12 +121,12 @@ def producer(inputs, M, N, K, dst, ownership, status, lock, vals, max_polls, del
         else:
             produce: tl.constexpr = True  # a constexpr: no branch at all
         if produce:
-            k = (i - first) // GEMM_SMS  # this program's iteration, for its timestamps
-            stamp_tile(stamps, k, t, STAMPS)
-            stamp(stamps, k, 1, STAMPS, INTERPRET)
+            n = (i - first) // GEMM_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+            stamp_tile(stamps, n, t, STAMPS)
+            stamp(stamps, n, 1, STAMPS, INTERPRET)
             acc, offs_m, offs_n = gemm_tile(a_ops, b_ops, t, num_pid_n, K, stride_am, stride_ak,
                                             stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, LOADS, INTERPRET)
-            stamp(stamps, k, 2, STAMPS, INTERPRET)
+            stamp(stamps, n, 2, STAMPS, INTERPRET)
             lock_tile = t + slot * NLOCKS * n_tiles  # the tile's locks in this slot
             free, budget = before_store(lock, n_tiles, lock_tile, me, owner, vals, budget, max_polls,
                                         my_status + (n_tiles + t) * 4, BEFORE_STORE, HAS_BEFORE, REPORT, WORLD,
@@ -139,7 +139,7 @@ def producer(inputs, M, N, K, dst, ownership, status, lock, vals, max_polls, del
                 else:
                     store_and_signal(mine, acc, offs_m, offs_n, N, lock_tile, me, owner, lock, n_tiles, vals,
                                      delay, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
-            stamp(stamps, k, 3, STAMPS, INTERPRET)
+            stamp(stamps, n, 3, STAMPS, INTERPRET)
     stamp(stamps, -1, 1, STAMPS, INTERPRET)
 
 
@@ -190,9 +190,9 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
             t = u // UNITS
             unit = u % UNITS
         lock_tile = t + slot * NLOCKS * n_tiles
-        k = (j - first) // COMM_SMS  # this program's iteration, for its timestamps
-        stamp_tile(stamps, k, t, STAMPS)
-        stamp(stamps, k, 1, STAMPS, INTERPRET)
+        n = (j - first) // COMM_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+        stamp_tile(stamps, n, t, STAMPS)
+        stamp(stamps, n, 1, STAMPS, INTERPRET)
         if UNITS == 1:
             ok, last, step, budget = delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT, WORLD,
                                                   TABLE, DELAYS, INTERPRET)
@@ -201,7 +201,7 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
                 ok, last, step, budget = delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT,
                                                       WORLD, TABLE, DELAYS, INTERPRET)
             prev = t
-        stamp(stamps, k, 2, STAMPS, INTERPRET)
+        stamp(stamps, n, 2, STAMPS, INTERPRET)
         if ok != 0:
             got = READ(src, t, unit, slot, wait_read_late(delay, me, t, NUM_WARPS, DELAYS, INTERPRET), WORLD, TABLE)
             if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the loads
@@ -209,7 +209,7 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
                                                    budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
                 step = tl.where(ok != 0, step, step + len(WAIT))
             WRITE(dst, got, WORLD, TABLE)
-        stamp(stamps, k, 3, STAMPS, INTERPRET)
+        stamp(stamps, n, 3, STAMPS, INTERPRET)
         if ok == 0:
             timed_out(my_status + t * 4, last, step, max_polls - budget)
     stamp(stamps, -1, 1, STAMPS, INTERPRET)
@@ -259,12 +259,12 @@ def comm(local, out, push, status, lock, vals, max_polls, delay, me, first, M, N
     budget = max_polls + 0 * me
     for j in range(first, n_tiles, COMM_SMS):
         t = tile_of(j, num_pid_m, num_pid_n, GROUP_M)
-        k = (j - first) // COMM_SMS  # this program's iteration, for its timestamps
-        stamp_tile(stamps, k, t, STAMPS)
-        stamp(stamps, k, 1, STAMPS, INTERPRET)
+        n = (j - first) // COMM_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+        stamp_tile(stamps, n, t, STAMPS)
+        stamp(stamps, n, 1, STAMPS, INTERPRET)
         ok, last, step, budget = delayed_wait(lock, n_tiles, t, t, me, vals, budget, delay, WAIT, WORLD, TABLE,
                                               DELAYS, INTERPRET)
-        stamp(stamps, k, 2, STAMPS, INTERPRET)
+        stamp(stamps, n, 2, STAMPS, INTERPRET)
         if ok != 0:
             offs_m, offs_n = tile_offsets(t, num_pid_n, BLOCK_M, BLOCK_N)
             c_offs = offs_m[:, None] * N + offs_n[None, :]
@@ -281,7 +281,7 @@ def comm(local, out, push, status, lock, vals, max_polls, delay, me, first, M, N
             run_signal(push[0], push[1], push[2], n_tiles, t, me, me, vals, PUSH_SIGNAL, WORLD, TABLE, INTERPRET)
         else:
             timed_out(my_status + t * 4, last, step, max_polls - budget)
-        stamp(stamps, k, 3, STAMPS, INTERPRET)
+        stamp(stamps, n, 3, STAMPS, INTERPRET)
     stamp(stamps, -1, 1, STAMPS, INTERPRET)
 
 
@@ -307,12 +307,12 @@ def receiver(out, received, status, push, vals, max_polls, me, first, M, N,
     rn = tl.arange(0, BLOCK_N)
     for j in range(first, n_tiles, RECV_SMS):
         t = tile_of(j, num_pid_m, num_pid_n, GROUP_M)
-        k = (j - first) // RECV_SMS  # this program's iteration, for its timestamps
-        stamp_tile(stamps, k, t, STAMPS)
-        stamp(stamps, k, 1, STAMPS, INTERPRET)
+        n = (j - first) // RECV_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+        stamp_tile(stamps, n, t, STAMPS)
+        stamp(stamps, n, 1, STAMPS, INTERPRET)
         ok, last, step, budget = run_wait(push[0], push[1], push[2], n_tiles, t, me, vals, budget, PUSH_WAIT,
                                           WORLD, TABLE, INTERPRET)
-        stamp(stamps, k, 2, STAMPS, INTERPRET)
+        stamp(stamps, n, 2, STAMPS, INTERPRET)
         if ok != 0:
             offs_m = (t // num_pid_n) * BLOCK_M + rm
             offs_n = (t % num_pid_n) * BLOCK_N + rn
@@ -322,7 +322,7 @@ def receiver(out, received, status, push, vals, max_polls, me, first, M, N,
                 tl.store(my_received + g_offs, c, cache_modifier=TILE_STORE_CACHE)
         else:
             timed_out(my_status + (n_tiles + t) * 4, last, step, max_polls - budget)
-        stamp(stamps, k, 3, STAMPS, INTERPRET)
+        stamp(stamps, n, 3, STAMPS, INTERPRET)
     stamp(stamps, -1, 1, STAMPS, INTERPRET)
 
 
@@ -345,9 +345,9 @@ def sender(shard, gathered, status, lock, vals, max_polls, delay, me, first, MR,
     budget = max_polls + 0 * me
     rk = tl.arange(0, BLOCK_K)
     for t in range(first, n_tiles, GEMM_SMS):
-        k = (t - first) // GEMM_SMS  # this program's iteration, for its timestamps
-        stamp_tile(stamps, k, t, STAMPS)
-        stamp(stamps, k, 1, STAMPS, INTERPRET)
+        n = (t - first) // GEMM_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+        stamp_tile(stamps, n, t, STAMPS)
+        stamp(stamps, n, 1, STAMPS, INTERPRET)
         lock_tile = t + slot * NLOCKS * n_tiles
         free, budget = before_store(lock, n_tiles, lock_tile, me, me, vals, budget, max_polls,
                                     my_status + (n_tiles + t) * 4, BEFORE_STORE, HAS_BEFORE, True, WORLD, TABLE,
@@ -360,8 +360,8 @@ def sender(shard, gathered, status, lock, vals, max_polls, delay, me, first, MR,
                 offs = (slot * MR + rows)[:, None] * (K * WORLD) + me * K + (k * BLOCK_K + rk)[None, :]
                 for d in tl.static_range(WORLD):  # A and gathered share the data dtype
                     tl.store(copy_of(gathered, d, TABLE) + offs, a, cache_modifier=TILE_STORE_CACHE)
-            stamp(stamps, k, 2, STAMPS, INTERPRET)
+            stamp(stamps, n, 2, STAMPS, INTERPRET)
             delayed_signal(lock, n_tiles, lock_tile, t, me, me, vals, delay, SIGNAL, WORLD, TABLE, DELAYS,
                            INTERPRET)
-        stamp(stamps, k, 3, STAMPS, INTERPRET)
+        stamp(stamps, n, 3, STAMPS, INTERPRET)
     stamp(stamps, -1, 1, STAMPS, INTERPRET)

@@ -63,7 +63,10 @@ def test_a_stamped_launch_records_every_program_and_every_tile(kernel, split):
     from syncverify.kernels.build import build
     from syncverify.protocols import load_protocol
 
-    case = Case(kernel=kernel, m=64, n=64, k=64, block=(16, 16, 16), split=split)
+    # all-gather-gemm: K deep enough for two copy chunks per sender tile (its copy loop is a loop
+    # inside the tile loop: a stamp indexed by the wrong loop lands in another iteration's slots)
+    case = Case(kernel=kernel, m=64, n=64, k=256 if kernel == "all-gather-gemm" else 64, block=(16, 16, 16),
+                split=split)
     config = case.kernel_config(world_size=2, interpret=True)
     config = replace(config, stamps=iterations_needed(config))
     run = FusedRun(build(load_protocol("epoch-flag"), config), torch.device("cpu"))
@@ -83,6 +86,8 @@ def test_a_stamped_launch_records_every_program_and_every_tile(kernel, split):
     else:
         assert per_role == {"producer": sorted(list(range(tiles)) * 2), "consumer": list(range(tiles))}
     assert {it["t1"] for it in its} == {1}  # every written time slot: the interpreter's 1
+    for row in rows:  # an iteration's three times are written together, or none of them
+        assert all(len(set(row[3 + 4 * k: 6 + 4 * k])) == 1 for k in range(config.stamps)), row
 
 
 def test_a_launch_without_stamps_passes_no_stamps_buffer():
