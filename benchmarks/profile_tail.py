@@ -4,25 +4,28 @@ Run from the repository root on the GPU machine (syncverify need not be installe
 
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 benchmarks/profile_tail.py --out $OUT
 
-For each profiled case (kernel, shape, configuration: the shipped tile table's at 1024^3 in all
-four kernels, and all-reduce / gemm-reduce-scatter at 8192x4608x8192 where the +3.6 % / +3.8 %
-were measured), ``none`` against the cheapest safe built-in (``epoch-flag``):
+``--run 1`` (the first GPU run, 2026-12-02): for each profiled case (``CASES``: the shipped tile
+table's configuration at 1024^3 in all four kernels, and all-reduce / gemm-reduce-scatter at
+8192x4608x8192 where the +3.6 % / +3.8 % were measured), ``none`` against the cheapest safe
+built-in (``epoch-flag``). ``--run 2`` (default): ``PLAN``, what run 1's profile pointed at: the
+candidate protocols of ``benchmarks/protocols/`` (proven safe, drift-tested and audited:
+``tests/test_candidates.py``) beside ``none`` and ``epoch-flag``, the 8192x4608x8192 misses and
+all-gather-gemm profiled, all-scatter with more comm programs. In each case:
 
-1. **device time**: cuBLAS, ``none``, ``epoch-flag``, and both again built with timestamps,
-   each a CUDA graph of ``launches`` launches replayed round-robin (median of ``repeats``;
-   ``syncverify.kernels.bench.timing``), so the timestamps' own cost is measured too;
+1. **device time**: cuBLAS and every build, ``none`` and ``epoch-flag`` also built with timestamps,
+   each a CUDA graph of ``launches`` launches replayed round-robin (median of 10 replays;
+   ``syncverify.kernels.bench.timing``), so the timestamps' own cost is measured too; every
+   synchronized build validated;
 2. **timeline**: the timestamped builds' last replay read back (every program's start and end, and
    per tile its role's three times: ``syncverify.kernels.bench.profile.EVENTS``), the median over
-   its launches of ``syncverify.kernels.bench.profile.timeline``: each role's last end, the tail
+   launches 1-5 of ``syncverify.kernels.bench.profile.timeline``: each role's last end, the tail
    after the producers' last end, the waiting roles' backlog / wake-up / work per tile and the
-   iteration that ended last;
-3. **variants** (``VARIANTS``): configurations the timeline points at, each ``none`` against
-   ``epoch-flag`` in one group (and every synchronized build validated).
+   iteration that ended last.
 
-Also: the ``%globaltimer`` step on this GPU (a kernel reading it back to back), whether ``ncu`` /
-``nsys`` exist (and, if ``ncu`` does, its kernel durations for one case), and ``torch.profiler``'s
-kernel times of eager launches as a cross-check of the graph timing. Output: ``$OUT/profile.json``
-(every number), ``$OUT/stamps-*.json`` (raw rows of one launch per build) and compact tables last.
+Also the ``%globaltimer`` step on this GPU, whether ``ncu`` / ``nsys`` exist, and with ``--extras``
+``torch.profiler``'s kernel times of eager launches, ``ncu``'s (if on PATH) and the model's fix 5
+of ``xchg-flag``. Each case's rows print as it finishes; ``$OUT/profile.json`` (every number) and
+``$OUT/stamps.json`` (each timestamped build's last launch, raw), compact tables last.
 """
 
 from __future__ import annotations
@@ -57,29 +60,34 @@ SAFE = "epoch-flag"  # the cheapest safe built-in in all 12 entries of the shipp
 SMALL = (1024, 1024, 1024)
 BIG = (8192, 4608, 8192)
 
-#: (kernel, shape, block, stages, warps, group_m, split): the misses, at the configurations measured
-CASES = [
-    ("all-reduce", SMALL, (128, 128, 64), 4, 8, 8, (48, 18)),
-    ("gemm-reduce-scatter", SMALL, (128, 128, 64), 4, 8, 8, (54, 12)),
-    ("all-scatter", SMALL, (64, 128, 64), 4, 4, 8, (46, 10, 10)),
-    ("all-gather-gemm", SMALL, (64, 128, 64), 3, 8, 2, (12, 54)),
-    ("all-reduce", BIG, (128, 256, 64), 3, 8, 8, (60, 6)),
-    ("gemm-reduce-scatter", BIG, (128, 256, 64), 4, 8, 8, (60, 6)),
+#: (kernel, shape, block, stages, warps, group_m, split)
+_AR_SMALL = ("all-reduce", SMALL, (128, 128, 64), 4, 8, 8, (48, 18))
+_RS_SMALL = ("gemm-reduce-scatter", SMALL, (128, 128, 64), 4, 8, 8, (54, 12))
+_AS_SMALL = ("all-scatter", SMALL, (64, 128, 64), 4, 4, 8, (46, 10, 10))
+_AG_SMALL = ("all-gather-gemm", SMALL, (64, 128, 64), 3, 8, 2, (12, 54))
+_AR_BIG = ("all-reduce", BIG, (128, 256, 64), 3, 8, 8, (60, 6))
+_RS_BIG = ("gemm-reduce-scatter", BIG, (128, 256, 64), 4, 8, 8, (60, 6))
+#: run 1 (2026-12-02, commit 873cb7e): the misses at the configurations measured, ``none`` against
+#: ``SAFE``, each with timestamps too (all-gather-gemm crashed there: the stamps bug fixed in c297777)
+CASES = [_AR_SMALL, _RS_SMALL, _AS_SMALL, _AG_SMALL, _AR_BIG, _RS_BIG]
+#: run 2, in priority order (the device call is capped): (case, with timestamps, candidate protocols).
+#: Run 1 showed each release at sys scope costing the producer about 1.2 µs per tile (epoch-flag makes W
+#: of them) and, in all-scatter, the comm programs' backlog; so: the 8192x4608x8192 misses profiled
+#: with the candidates that make fewer sys-scope releases, the same at 1024^3, all-gather-gemm's
+#: profile, and all-scatter with more comm programs.
+PLAN = [
+    (_AR_BIG, True, ("epoch-owner", "epoch-flag-local")),
+    (_RS_BIG, True, ("epoch-owner", "epoch-flag-local")),
+    (_AR_SMALL, False, ("epoch-owner", "epoch-flag-local")),
+    (_RS_SMALL, False, ("epoch-owner", "epoch-flag-local")),
+    (_AG_SMALL, True, ("epoch-flag-local",)),
+    (("all-scatter", SMALL, (64, 128, 64), 4, 4, 8, (34, 22, 10)), False, ("epoch-flag-local",)),
+    (("all-scatter", SMALL, (128, 128, 64), 4, 8, 8, (40, 16, 10)), False, ("epoch-flag-local",)),
+    (_AS_SMALL, False, ("epoch-flag-local",)),
 ]
-#: variants timed after the profile (none against epoch-flag at each); each a hypothesis about
-#: the tail: smaller tiles (less work per consumer tile), more / fewer consumers, row-major order
-VARIANTS = [
-    ("all-reduce", SMALL, (64, 128, 64), 4, 4, 8, (48, 18)),
-    ("all-reduce", SMALL, (128, 64, 64), 4, 4, 8, (48, 18)),
-    ("all-reduce", SMALL, (128, 128, 64), 4, 8, 1, (48, 18)),
-    ("all-reduce", SMALL, (128, 128, 64), 4, 8, 8, (60, 6)),
-    ("gemm-reduce-scatter", SMALL, (64, 128, 64), 4, 4, 8, (48, 18)),
-    ("all-scatter", SMALL, (64, 128, 64), 4, 4, 8, (54, 6, 6)),
-    ("all-reduce", BIG, (128, 256, 64), 3, 8, 8, (58, 8)),
-    ("all-reduce", BIG, (128, 256, 64), 3, 8, 8, (56, 10)),
-    ("gemm-reduce-scatter", BIG, (128, 256, 64), 4, 8, 8, (58, 8)),
-    ("gemm-reduce-scatter", BIG, (128, 256, 64), 4, 8, 8, (56, 10)),
-]
+CANDIDATE_DIR = Path(__file__).parent / "protocols"
+#: the kernels each candidate (``CANDIDATE_DIR/<name>.toml``) is proven safe in (``tests/test_candidates.py``)
+CANDIDATE_SCENARIOS: dict = json.loads((CANDIDATE_DIR / "scenarios.json").read_text())
 
 
 def log(message: str) -> None:
@@ -96,17 +104,16 @@ def make_case(kernel, shape, block, stages, warps, group_m, split) -> Case:
 FIXES: dict = {}
 
 
-#: run 2: the candidate protocols (``benchmarks/protocols/``: proven safe, drift-tested, audited,
-#: ``tests/test_candidates.py``), timed beside ``SAFE`` in every case
-CANDIDATES: dict = {}
-
-
-def builds_of(case: Case, *, stamps: bool) -> dict:
-    """label -> BuiltKernel: ``none``, ``SAFE`` and :data:`CANDIDATES`, and (``stamps``) each again
-    with timestamps; all-reduce also with :data:`FIXES`."""
+def builds_of(case: Case, *, stamps: bool, candidates: tuple = ()) -> dict:
+    """label -> BuiltKernel: ``none``, ``SAFE`` and ``candidates`` (names in :data:`CANDIDATE_DIR`),
+    and (``stamps``) ``none`` and ``SAFE`` again with timestamps; all-reduce also with :data:`FIXES`."""
     config = case.kernel_config(world_size=W)
-    protocols = {"none": None, SAFE: load_protocol(SAFE), **CANDIDATES}
+    protocols = {"none": None, SAFE: load_protocol(SAFE)}
     out = {label: build(p, config) for label, p in protocols.items()}
+    for name in candidates:
+        if case.kernel not in CANDIDATE_SCENARIOS[name]:
+            raise ValueError(f"{name} is not proven safe in {case.kernel}")
+        out[name] = build(load_protocol(CANDIDATE_DIR / f"{name}.toml"), config)
     if case.kernel == "all-reduce":
         out.update({label: build(p, config) for label, p in FIXES.items()})
     if stamps:
@@ -140,7 +147,7 @@ def time_case(case: Case, builds: dict, device, *, launches: int, repeats: int =
     for (label, run), t in zip(runs.items(), times[1:]):
         if run.stamp_rows is not None:  # the last replay's launches, before validation overwrites nothing
             stamps = run.stamp_rows.cpu().tolist()
-            per_launch = [timeline(run.config, rows_) for rows_ in stamps[1:]]  # launch 0 follows the zeroing
+            per_launch = [timeline(run.config, rows_) for rows_ in stamps[1:6]]  # launch 0 follows the zeroing
             timelines[label] = dict(median=median_timeline(per_launch), first=per_launch[0],
                                     launches=len(per_launch))
             raw[label] = stamps[-1]
@@ -237,23 +244,19 @@ def ncu_child() -> None:
 # ----- the tables ------------------------------------------------------------------------------------
 
 def time_table(results: list[dict]) -> str:
-    lines = ["| case | cuBLAS | none | epoch-flag (+% over none) | fix5 xchg-flag (+%) | none+stamps | "
-             "epoch-flag+stamps | not ok |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    """Per case: cuBLAS, ``none``, then every other build (+% over ``none``)."""
+    lines = ["| case | cuBLAS | none | protocols, µs (+% over none) | timestamped builds | not ok |",
+             "| --- | ---: | ---: | --- | --- | --- |"]
     for r in results:
         by = {row["label"]: row for row in r["rows"]}
         none = by["none"]["us"]
-
-        def cell(label):
-            return f"{by[label]['us']:.1f}" if label in by else "-"
-        fix = "-"
-        if "fix5 xchg-flag" in by:
-            fix = f"{by['fix5 xchg-flag']['us']:.1f} ({100 * (by['fix5 xchg-flag']['us'] / none - 1):+.1f}%)"
+        protocols = [f"{label} {row['us']:.1f} ({100 * (row['us'] / none - 1):+.1f}%)" for label, row in by.items()
+                     if label not in ("cublas", "none") and not label.endswith("+stamps")]
+        stamped = [f"{label} {row['us']:.1f}" for label, row in by.items() if label.endswith("+stamps")]
         bad = [f"{label}: {row['validated']}" for label, row in by.items()
                if row["validated"] not in ("", "ok", "not validated (none)")]
-        lines.append(f"| {short(r['key'])} | {by['cublas']['us']:.1f} | {none:.1f} | {by[SAFE]['us']:.1f} "
-                     f"({100 * (by[SAFE]['us'] / none - 1):+.1f}%) | {fix} | {cell('none+stamps')} | {cell(SAFE + '+stamps')} | "
-                     f"{'; '.join(bad)} |")
+        lines.append(f"| {short(r['key'])} | {by['cublas']['us']:.1f} | {none:.1f} | {'; '.join(protocols)} | "
+                     f"{'; '.join(stamped) or '-'} | {'; '.join(bad)} |")
     return "\n".join(lines)
 
 
@@ -287,9 +290,12 @@ def short(key: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=int, default=2, choices=[1, 2], help="1: CASES profiled (as on 2026-12-02); "
+                        "2 (default): PLAN, the candidates")
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
-    parser.add_argument("--budget", type=float, default=400.0, help="seconds for the whole run (default 400)")
+    parser.add_argument("--budget", type=float, default=160.0, help="seconds for the whole run (default 160)")
     parser.add_argument("--workers", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))
+    parser.add_argument("--extras", action="store_true", help="also torch.profiler, ncu if on PATH, fix5 of xchg-flag")
     parser.add_argument("--ncu-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.ncu_child:
@@ -299,61 +305,59 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     device = torch.device("cuda")
-    log(f"{torch.cuda.get_device_name(device)}, torch {torch.__version__}, budget {args.budget} s")
-    result: dict = dict(torch=torch.__version__, cases=[], variants=[], skipped=[])
+    log(f"{torch.cuda.get_device_name(device)}, torch {torch.__version__}, run {args.run}, budget {args.budget} s")
+    result: dict = dict(torch=torch.__version__, run=args.run, cases=[], skipped=[])
     result["globaltimer"] = globaltimer_step(device)
-    log(f"globaltimer: {result['globaltimer']}")
     result["tools"] = {name: shutil.which(name) for name in ("ncu", "nsys")}
-    log(f"profilers on PATH: {result['tools']}")
-    try:
-        found = suggest("xchg-flag", scenario="all-reduce", world_size=W, timeout=60)
-        fix = next(f for f in found if "atomic_add(0)" in f.description and "gpu scope" in f.description)
-        FIXES["fix5 xchg-flag"] = fix.protocol
-        result["fix"] = fix.description
-    except Exception as error:  # reported; the cases still run without it
-        result["skipped"].append(f"suggest xchg-flag: {type(error).__name__}: {error}"[:300])
-    log(f"fix: {result.get('fix')}")
-    cases = [(make_case(*c), True) for c in CASES] + [(make_case(*v), False) for v in VARIANTS]
-    built = [(case, builds_of(case, stamps=stamped), stamped) for case, stamped in cases]
-    pre = precompile([b for _, bs, _ in built for b in bs.values()], args.workers)
+    log(f"globaltimer: {result['globaltimer']}; profilers on PATH: {result['tools']}")
+    if args.extras:
+        try:
+            found = suggest("xchg-flag", scenario="all-reduce", world_size=W, timeout=60)
+            fix = next(f for f in found if "atomic_add(0)" in f.description and "gpu scope" in f.description)
+            FIXES["fix5 xchg-flag"] = fix.protocol
+            result["fix"] = fix.description
+        except Exception as error:  # reported; the cases still run without it
+            result["skipped"].append(f"suggest xchg-flag: {type(error).__name__}: {error}"[:300])
+    plan = [(c, True, ()) for c in CASES] if args.run == 1 else PLAN
+    built = [(make_case(*c), stamped, builds_of(make_case(*c), stamps=stamped, candidates=cands))
+             for c, stamped, cands in plan]
+    pre = precompile([b for _, _, bs in built for b in bs.values()], args.workers)
     log(f"precompiled {pre['builds']} builds in {pre['seconds']} s; {len(pre['failed'])} failed: {pre['failed'][:3]}")
     result["precompile"] = pre
+    raw: dict = {}
     try:
-        for case, builds, stamped in built:
-            if time.time() - start > args.budget - 20:
+        for case, stamped, builds in built:
+            if time.time() - start > args.budget - 15:
                 result["skipped"].append(f"{case.key} (budget)")
                 continue
             t = time.time()
             small = case.m * case.n * case.k <= 4096 ** 3 // 4
             try:
                 r = time_case(case, builds, device, launches=40 if small else 10)
-            except Exception as error:  # reported; the next case still runs
+            except Exception as error:  # reported; the next case still runs (unless the context is lost)
                 result["skipped"].append(f"{case.key}: {type(error).__name__}: {error}"[:300])
-                torch.cuda.empty_cache()
                 continue
-            raw = r.pop("raw")
-            if raw:
-                name = short(r["key"]).replace(" ", "_").replace("/", "-")
-                (out / f"stamps-{name}.json").write_text(json.dumps(raw))
-            (result["cases"] if stamped else result["variants"]).append(r)
-            log(f"{short(r['key'])}: " + ", ".join(f"{row['label']} {row['us']:.1f}" for row in r["rows"])
-                + f" ({time.time() - t:.1f} s)")
-        if time.time() - start < args.budget - 60:
+            raw.update({f"{short(r['key'])} | {label}": rows for label, rows in r.pop("raw").items()})
+            result["cases"].append(r)
+            log(f"{short(r['key'])} ({time.time() - t:.1f} s):")
+            print(time_table([r]).splitlines()[-1], flush=True)  # as it goes: a kill leaves what was done
+            if r["timelines"]:
+                print(*timeline_table([r]).splitlines()[2:], sep="\n", flush=True)
+        if args.extras and time.time() - start < args.budget - 60:
             case = make_case(*CASES[0])
             result["torch_profiler"] = torch_profile(case, builds_of(case, stamps=False), device)
-            log(f"torch.profiler {short(case.key)}: {result['torch_profiler']}")
-        if result["tools"]["ncu"] and time.time() - start < args.budget - 90:
-            result["ncu"] = ncu_run(out, timeout=max(30.0, args.budget - (time.time() - start) - 30))
-            log(f"ncu: rc {result['ncu'].get('rc')}")
+            if result["tools"]["ncu"] and time.time() - start < args.budget - 90:
+                result["ncu"] = ncu_run(out, timeout=max(30.0, args.budget - (time.time() - start) - 30))
     finally:
         (out / "profile.json").write_text(json.dumps(result, indent=1, default=str))
+        (out / "stamps.json").write_text(json.dumps(raw))  # each timestamped build's last launch, raw
         print("\nskipped:", *(result["skipped"] or ["nothing"]), sep="\n  ")
-        print(f"\nglobaltimer: {result['globaltimer']}\nprofilers: {result['tools']}; "
+        print(f"\nglobaltimer: {result['globaltimer']}; profilers: {result['tools']}; "
               f"torch.profiler: {result.get('torch_profiler')}\n")
         print("Device time, µs per launch (CUDA graphs, median of 10 replays):\n")
-        print(time_table(result["cases"] + result["variants"]))
+        print(time_table(result["cases"]))
         print("\nTimeline, µs from the launch's first program start (median over the launches of one replay):\n")
-        print(timeline_table(result["cases"]))
+        print(timeline_table([r for r in result["cases"] if r["timelines"]]))
     return 0
 
 
