@@ -341,6 +341,7 @@ def main(argv=None) -> int:
             result["cases"].append(r)
             log(f"{short(r['key'])} ({time.time() - t:.1f} s):")
             print(time_table([r]).splitlines()[-1], flush=True)  # as it goes: a kill leaves what was done
+            (out / "profile.json").write_text(json.dumps(result, indent=1, default=str))
             if r["timelines"]:
                 print(*timeline_table([r]).splitlines()[2:], sep="\n", flush=True)
         if args.extras and time.time() - start < args.budget - 60:
