@@ -74,7 +74,7 @@ CASES = [_AR_SMALL, _RS_SMALL, _AS_SMALL, _AG_SMALL, _AR_BIG, _RS_BIG]
 #: Run 1 showed each release at sys scope costing the producer about 1.2 µs per tile (epoch-flag makes W
 #: of them) and, in all-scatter, the comm programs' backlog; so: the 8192x4608x8192 misses profiled
 #: with the candidates that make fewer sys-scope releases, the same at 1024^3, all-gather-gemm's
-#: profile, and all-scatter with more comm programs.
+#: profile, all-scatter with more comm programs, and the shipped tile table's 8192x4608x8192 entries.
 PLAN = [
     (_AR_BIG, True, ("epoch-owner", "epoch-flag-local")),
     (_RS_BIG, True, ("epoch-owner", "epoch-flag-local")),
@@ -84,6 +84,8 @@ PLAN = [
     (("all-scatter", SMALL, (64, 128, 64), 4, 4, 8, (34, 22, 10)), False, ("epoch-flag-local",)),
     (("all-scatter", SMALL, (128, 128, 64), 4, 8, 8, (40, 16, 10)), False, ("epoch-flag-local",)),
     (_AS_SMALL, False, ("epoch-flag-local",)),
+    (("all-reduce", BIG, (128, 256, 64), 3, 8, 8, (62, 4)), False, ("epoch-owner", "epoch-flag-local")),
+    (("gemm-reduce-scatter", BIG, (128, 256, 64), 3, 8, 8, (62, 4)), False, ("epoch-owner", "epoch-flag-local")),
 ]
 CANDIDATE_DIR = Path(__file__).parent / "protocols"
 #: the kernels each candidate (``CANDIDATE_DIR/<name>.toml``) is proven safe in (``tests/test_candidates.py``)
