@@ -56,3 +56,18 @@ def test_each_candidate_compiles_to_what_the_model_assumes(name):
     assert audit(protocol, "signal") == [] and audit(protocol, "wait") == []
     for kernel in SCENARIOS[name]:
         assert audit_kernel(build_kernel(protocol, KernelConfig(kernel=kernel, m=256, n=256, k=256))) == []
+
+
+def test_the_guard_bar_before_a_poll_is_accepted_only_after_another_poll_step(monkeypatch):
+    """The audit lets a ``bar.sync`` stand before a broadcast poll when the step before it also
+    polled (Triton's write-after-read guard of the shared broadcast slot, which epoch-flag-local's
+    second wait has): before the first poll of a wait it is still an operation the model lacks."""
+    pytest.importorskip("triton")
+    from syncverify.kernels import audit as audit_module
+
+    original = audit_module.protocol_ops
+    guard = next(op for op in original(_load("epoch-flag-local"), "wait") if op.kind == "bar")
+    monkeypatch.setattr(audit_module, "protocol_ops", lambda protocol, side, **kw: [guard]
+                        + original(protocol, side, **kw))
+    problems = audit_module.audit(load_protocol("epoch-flag"), "wait")
+    assert problems and problems[0].startswith("wait step 1 (await)")
