@@ -55,6 +55,7 @@ from syncverify.kernels.bench.timing import (FusedRun, Timer, cublas_replay, inp
 from syncverify.kernels.bench.tuning import choose_tiles
 from syncverify.kernels.build import build, runtime_values_tensor, torch_dtype
 from syncverify.kernels.compile import compile_like_launch
+from syncverify.kernels.delays import stamp_row
 from syncverify.kernels.launch import launch_arguments
 from syncverify.kernels.registry import kernel_function
 from syncverify.protocols.registry import load_protocol
@@ -136,8 +137,10 @@ def _compile_one(built) -> str:
         dtype = torch_dtype(c.dtype)
         A, B = torch.empty(a_shape, dtype=dtype), torch.empty(b_shape, dtype=dtype)
         vals = runtime_values_tensor(built, range(2), "cpu")[0]
+        stamps = torch.zeros((c.grid, stamp_row(c.stamps)), dtype=torch.int64) if c.stamps else None  # profile_tail.py
         module, fn = kernel_function(c.kernel)
-        args, kwargs = launch_arguments(fn, module.meta_parameters, built, run.heap, A, B, run.status, vals=vals)
+        args, kwargs = launch_arguments(fn, module.meta_parameters, built, run.heap, A, B, run.status, vals=vals,
+                                        stamps=stamps)
         compile_like_launch(fn, *args, **kwargs)
         return ""
     except Exception as error:  # reported, and the timed process compiles it itself

@@ -111,6 +111,8 @@ def all_gather_gemm_kernel(
     BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
     HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
     GEMM_ONLY: tl.constexpr = False,
+    # timestamps (benchmarks/profile_tail.py): int64 [grid, 2 + 4 * STAMPS] (syncverify.kernels.delays.stamp)
+    stamps=None, STAMPS: tl.constexpr = 0,
 ):
     # ----- role and rank: senders, then GEMM programs; the delays' iteration is the epoch (vals[0])
     delay = (delay_seed, delay_pct, delay_max_ns, delay_sites, tl.load(vals), delay_table)
@@ -126,7 +128,8 @@ def all_gather_gemm_kernel(
         me, first = role_rank(index, rank, GEMM_SMS, VIRTUAL)
         sender(A + me * stride_ar, (gathered, gathered_table, gathered_rank_stride), status, lock, vals, max_polls,
                delay, me, first, MR, K, stride_am, stride_ak, SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS, WORLD,
-               TABLE, BLOCK_M, SEND_K, GEMM_SMS, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
+               TABLE, BLOCK_M, SEND_K, GEMM_SMS, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET, stamps=stamps,
+               STAMPS=STAMPS)
     else:
         # ----- GEMM: every tile; wait for every shard's tile t, multiply the gathered blocks, store C
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
@@ -143,7 +146,7 @@ def all_gather_gemm_kernel(
                   TILE_LOAD_VOLATILE, INTERPRET, LOADS), (my_out, my_parked, N, BLOCK_N, HAS_AFTER), None, status,
                  lock, vals, max_polls, delay, me, first, MR // BLOCK_M, WAIT, AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS,
                  WORLD, TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET, READ=multiply_gathered, WRITE=write_c,
-                 OWNED=False, UNITS=UNITS, GROUP_M=GROUP_M)
+                 OWNED=False, UNITS=UNITS, GROUP_M=GROUP_M, stamps=stamps, STAMPS=STAMPS)
 
 
 def _own_meta(built) -> dict:

@@ -175,13 +175,15 @@ def _lock_problems(protocol, side: str, ops, world_size: int, lower) -> list[str
         return take(lowered) or bool(actual[pos:pos + 1] and actual[pos].kind == "bar"
                                      and _war_guard(actual, pos, lowered) and take((actual[pos],) + lowered))
 
+    after_poll = False  # the previous step polled: its broadcast slot is reused by this step's poll
     for number, step in enumerate(getattr(protocol, side), start=1):
         lowered = tuple(lower(step))
         copies = _copies(step, side, world_size)
         polls = any(e.poll for e in lowered)
         for copy in range(copies):
-            # a later copy's peeled first poll may sit behind the guard bar.sync too
-            if not (take(lowered) or (polls and copy > 0 and repeat(lowered))):
+            # a later copy's peeled first poll may sit behind the guard bar.sync too, and so may the
+            # first poll of a step right after another poll step (the same shared-memory slot)
+            if not (take(lowered) or (polls and (copy > 0 or after_poll) and repeat(lowered))):
                 got = ", ".join(str(a) for a in actual[pos:pos + len(lowered)]) or "nothing"
                 want = ", ".join(f"{e.kind} {e.op} {e.sem} {e.scope} on {e.threads}" for e in lowered)
                 problems.append(f"{side} step {number} ({step.op}): the model assumes [{want}], "
@@ -192,6 +194,7 @@ def _lock_problems(protocol, side: str, ops, world_size: int, lower) -> list[str
             elif polls:
                 while repeat(lowered):
                     pass
+        after_poll = polls
     if pos < len(actual):
         extra = ", ".join(str(a) for a in actual[pos:])
         problems.append(f"{side}: the PTX has operations the model does not: {extra}")

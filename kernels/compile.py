@@ -27,6 +27,7 @@ def _pointer_types(built: BuiltKernel) -> dict[str, str]:
         "A": data, "B": data, "partial": data, "local": data, "out": data, "received": data,
         "gathered": data, "inbox": data, "parked": data,
         "locks": lock, "push_locks": lock, "status": "*i32", "ownership": "*i32", "delay_table": "*i32",
+        "stamps": "*i64",
         "partial_table": "*i64", "local_table": "*i64", "out_table": "*i64", "received_table": "*i64",
         "gathered_table": "*i64", "inbox_table": "*i64",
         "locks_table": "*i64", "push_locks_table": "*i64",
@@ -42,6 +43,9 @@ def signature_and_constexprs(fn, built: BuiltKernel, meta: dict) -> tuple[dict, 
         if name in meta:
             signature[name] = "constexpr"
             constexprs[(index,)] = meta[name]
+        elif name == "stamps" and not meta.get("STAMPS"):  # no timestamps: None, as the launch passes
+            signature[name] = "constexpr"
+            constexprs[(index,)] = None
         elif name in pointers:
             signature[name] = pointers[name]
         elif name == "vals":

@@ -46,7 +46,9 @@ class KernelConfig:
     ``loads``: how producers read A and B (``descriptor``: ``tl.make_tensor_descriptor``, TMA;
     ``pointer``: plain loads); ``group_m``: tile rows per group of the producers' visiting order
     (``syncverify.kernels.tile.tile_of``; 1 is row-major); ``gemm_only``: launch the producers
-    alone (the grid has no consumer programs: the GEMM part of the kernel, timed by ``bench``).
+    alone (the grid has no consumer programs: the GEMM part of the kernel, timed by ``bench``);
+    ``stamps``: iterations per program whose timestamps the launch records (0: none, the shipped
+    kernels; ``benchmarks/profile_tail.py`` profiles with it, ``syncverify.kernels.delays.stamp``).
     """
 
     kernel: str = "all-reduce"
@@ -74,6 +76,7 @@ class KernelConfig:
     loads: str = "descriptor"
     group_m: int = 1
     gemm_only: bool = False
+    stamps: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -144,6 +147,8 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
     _one_of("lock-dtype", c.lock_dtype, ("int32", "int8"))
     _one_of("order", c.order, ORDERS)
     _one_of("loads", c.loads, LOADS)
+    if c.stamps < 0:
+        raise StressConfigError(f"stamps={c.stamps} must be 0 (off) or the iterations to record per program")
     if c.group_m < 1:
         raise StressConfigError(f"--group-m={c.group_m} must be at least 1")
     if c.order != "producers-first" and not c.interpret:

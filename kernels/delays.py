@@ -205,3 +205,47 @@ def before_store_hold(v, delay, rank, tile, NUM_WARPS: tl.constexpr, DELAYS: tl.
         warps = row_warps(delay, SITE_BEFORE_STORE, rank, tile, NUM_WARPS)
         v = wait_tile(v, warp_deadline(ns, warps, INTERPRET), "before-store", INTERPRET)
     return v
+
+
+# ----- timestamps: where a launch's time goes (benchmarks/profile_tail.py) ------------------------
+# A build with ``KernelConfig.stamps = S > 0`` gives every program a row of ``2 + 4 * S`` int64 in
+# the ``stamps`` buffer (``stamp_row``): slot 0 its start, slot 1 its end, then per iteration ``k < S``
+# of its role's loop four slots: the tile (or unit) it visited and three times whose meaning is the
+# role's (``syncverify.kernels.bench.profile.EVENTS``). ``S = 0`` (every shipped build) compiles none of
+# it. Times are ``%globaltimer`` (ns, one clock for every SM); the interpreter has no clock and
+# writes 1, so a test can see which slots a run wrote.
+
+
+def stamp_row(stamps: int) -> int:
+    """int64 slots per program of a build with ``stamps`` recorded iterations."""
+    return 2 + 4 * stamps
+
+
+@jit
+def now_ns(INTERPRET: tl.constexpr):
+    """``%globaltimer`` (ns) as int64, or 1 in the interpreter. Ordering: none; the asm has side
+    effects, so the compiler keeps it between the memory operations around it."""
+    if INTERPRET:
+        return tl.full((), 1, tl.int64)
+    else:
+        return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
+                                         pack=1)
+
+
+@jit
+def stamp(stamps, k, e, STAMPS: tl.constexpr, INTERPRET: tl.constexpr):
+    """This program's time into slot ``e`` of iteration ``k`` (``k < 0``: its own slot ``e``, 0 start,
+    1 end) when ``STAMPS`` (and ``k < STAMPS``); one thread stores it."""
+    if STAMPS > 0:
+        if k < STAMPS:
+            row = stamps + tl.program_id(0).to(tl.int64) * (2 + 4 * STAMPS)
+            tl.store(row + tl.where(k < 0, e, 2 + 4 * k + e), now_ns(INTERPRET))
+
+
+@jit
+def stamp_tile(stamps, k, t, STAMPS: tl.constexpr):
+    """The tile (or unit) ``t`` of iteration ``k`` into its slot 0 when ``STAMPS`` (and ``k < STAMPS``)."""
+    if STAMPS > 0:
+        if k < STAMPS:
+            row = stamps + tl.program_id(0).to(tl.int64) * (2 + 4 * STAMPS)
+            tl.store(row + 2 + 4 * k, tl.cast(t, tl.int64))  # tl.cast: the interpreter's loop index is an int

@@ -67,6 +67,8 @@ def gemm_all_reduce_kernel(
     # the producer's steps before its store, the consumer's after its loads; slots (epoch mod SLOTS)
     BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
     HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
+    # timestamps (benchmarks/profile_tail.py): int64 [grid, 2 + 4 * STAMPS] (syncverify.kernels.delays.stamp)
+    stamps=None, STAMPS: tl.constexpr = 0,
 ):
     # ----- role and rank; the delays' iteration is the epoch (vals[0]): a CUDA graph replays it too
     delay = (delay_seed, delay_pct, delay_max_ns, delay_sites, tl.load(vals), delay_table)
@@ -79,14 +81,16 @@ def gemm_all_reduce_kernel(
                  (partial, partial_table, partial_rank_stride), ownership, status, lock, vals, max_polls, delay,
                  me, first, SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS, WORLD, TABLE, BLOCK_M, BLOCK_N,
                  BLOCK_K, GEMM_SMS, LOADS, GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET,
-                 OWNER="table", PRODUCTION=PRODUCTION, INBOX=False, REPORT=True)
+                 OWNER="table", PRODUCTION=PRODUCTION, INBOX=False, REPORT=True,
+                 stamps=stamps, STAMPS=STAMPS)
     else:
         # ----- consumer: its owned tiles; wait, sum every rank's partial, write every rank's C -----
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
         consumer(((partial, partial_table, partial_rank_stride), M, N, BLOCK_M, BLOCK_N, TILE_LOAD_VOLATILE, False),
                  ((out, out_table, out_rank_stride), N), ownership, status, lock, vals, max_polls, delay, me, first,
                  tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N), WAIT, AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS, WORLD,
-                 TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET, READ=sum_tiles, WRITE=write_every_rank, OWNED=True)
+                 TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET, READ=sum_tiles, WRITE=write_every_rank, OWNED=True,
+                 stamps=stamps, STAMPS=STAMPS)
 
 
 meta_parameters = meta_parameters_for(gemm_all_reduce_kernel)

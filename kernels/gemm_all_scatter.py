@@ -58,6 +58,8 @@ def gemm_all_scatter_kernel(
     # the pub stage's producer steps before its store and comm steps after its load
     BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
     HAS_AFTER: tl.constexpr = False,
+    # timestamps (benchmarks/profile_tail.py): int64 [grid, 2 + 4 * STAMPS] (syncverify.kernels.delays.stamp)
+    stamps=None, STAMPS: tl.constexpr = 0,
 ):
     # ----- role and rank: producers, then comm programs, then receivers; the delays' iteration is
     # the launch's epoch (vals[0]), so a captured CUDA graph replays launches whose iteration advances
@@ -74,19 +76,20 @@ def gemm_all_scatter_kernel(
                  (local, local_table, local_rank_stride), None, status, lock, vals, max_polls, delay, me, first,
                  SIGNAL, BEFORE_STORE, HAS_BEFORE, 1, 1, WORLD, TABLE, BLOCK_M, BLOCK_N, BLOCK_K, GEMM_SMS, LOADS,
                  GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET,
-                 OWNER="self", PRODUCTION="", INBOX=False, REPORT=False)
+                 OWNER="self", PRODUCTION="", INBOX=False, REPORT=False, stamps=stamps, STAMPS=STAMPS)
     elif index < COMM_SMS * RANKS:
         # ----- comm: wait (pub), read the tile, push it into every rank's out, signal (push) ------
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
         comm((local, local_table, local_rank_stride), (out, out_table, out_rank_stride), push, status, lock, vals,
              max_polls, delay, me, first, M, N, WAIT, AFTER_LOAD, HAS_AFTER, PUSH_SIGNAL, WORLD, TABLE, BLOCK_M,
-             BLOCK_N, COMM_SMS, GROUP_M, TILE_STORE_CACHE, TILE_LOAD_VOLATILE, DELAYS, NUM_WARPS, INTERPRET)
+             BLOCK_N, COMM_SMS, GROUP_M, TILE_STORE_CACHE, TILE_LOAD_VOLATILE, DELAYS, NUM_WARPS, INTERPRET,
+             stamps=stamps, STAMPS=STAMPS)
     else:
         # ----- receiver: wait (push), read every rank's block of the tile from its own out --------
         me, first = role_rank(index - COMM_SMS * RANKS, rank, RECV_SMS, VIRTUAL)
         receiver((out, out_table, out_rank_stride), (received, received_table, received_rank_stride), status, push,
                  vals, max_polls, me, first, M, N, PUSH_WAIT, WORLD, TABLE, BLOCK_M, BLOCK_N, RECV_SMS, GROUP_M,
-                 TILE_STORE_CACHE, TILE_LOAD_VOLATILE, INTERPRET)
+                 TILE_STORE_CACHE, TILE_LOAD_VOLATILE, INTERPRET, stamps=stamps, STAMPS=STAMPS)
 
 
 meta_parameters = meta_parameters_for(gemm_all_scatter_kernel)

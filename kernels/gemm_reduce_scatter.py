@@ -57,6 +57,8 @@ def gemm_reduce_scatter_kernel(
     INTERPRET: tl.constexpr,
     BEFORE_STORE: tl.constexpr = (), AFTER_LOAD: tl.constexpr = (), HAS_BEFORE: tl.constexpr = False,
     HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
+    # timestamps (benchmarks/profile_tail.py): int64 [grid, 2 + 4 * STAMPS] (syncverify.kernels.delays.stamp)
+    stamps=None, STAMPS: tl.constexpr = 0,
 ):
     # ----- role and rank; the delays' iteration is the launch's epoch (vals[0]) ------------------
     delay = (delay_seed, delay_pct, delay_max_ns, delay_sites, tl.load(vals), delay_table)
@@ -69,7 +71,8 @@ def gemm_reduce_scatter_kernel(
                  (inbox, inbox_table, inbox_rank_stride), ownership, status, lock, vals, max_polls, delay, me, first,
                  SIGNAL, BEFORE_STORE, HAS_BEFORE, SLOTS, NLOCKS, WORLD, TABLE, BLOCK_M, BLOCK_N, BLOCK_K,
                  GEMM_SMS, LOADS, GROUP_M, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET,
-                 OWNER="table", PRODUCTION="", INBOX=True, REPORT=True)
+                 OWNER="table", PRODUCTION="", INBOX=True, REPORT=True,
+                 stamps=stamps, STAMPS=STAMPS)
     else:
         # ----- consumer: its owned tiles; wait, sum every block of its inbox, write its own C ------
         me, first = role_rank(index, rank, COMM_SMS, VIRTUAL)
@@ -77,7 +80,7 @@ def gemm_reduce_scatter_kernel(
                   TILE_LOAD_VOLATILE, True), (rank_base(out, out_table, out_rank_stride, me, TABLE), N), ownership,
                  status, lock, vals, max_polls, delay, me, first, tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N), WAIT,
                  AFTER_LOAD, HAS_AFTER, SLOTS, NLOCKS, WORLD, TABLE, COMM_SMS, DELAYS, NUM_WARPS, INTERPRET,
-                 READ=sum_tiles, WRITE=write_own, OWNED=True)
+                 READ=sum_tiles, WRITE=write_own, OWNED=True, stamps=stamps, STAMPS=STAMPS)
 
 
 meta_parameters = meta_parameters_for(gemm_reduce_scatter_kernel)

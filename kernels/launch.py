@@ -37,6 +37,7 @@ META: dict[str, Callable[[Any, Any], Any]] = {
     "BEFORE_STORE": lambda c, p: wrap_plan(p.before_store), "AFTER_LOAD": lambda c, p: wrap_plan(p.after_load),
     "HAS_BEFORE": lambda c, p: bool(p.before_store), "HAS_AFTER": lambda c, p: bool(p.after_load),
     "SLOTS": lambda c, p: p.slots, "NLOCKS": lambda c, p: len(p.locks), "GEMM_ONLY": lambda c, p: c.gemm_only,
+    "STAMPS": lambda c, p: c.stamps,
 }
 
 
@@ -73,6 +74,8 @@ def heap_fields(fn) -> list[tuple[str, str | None]]:
     ``X_table`` its ``table``, ``X_rank_stride`` its ``rank_stride``."""
     fields = []
     for name in (p.name for p in fn.params if not p.is_constexpr):
+        if name == "stamps":  # after the meta-parameters, with a default: a keyword (launch_arguments)
+            continue
         if name in NOT_HEAP:
             fields.append((name, None))
         elif name.endswith("_rank_stride"):
@@ -103,16 +106,18 @@ def kernel_arguments(fields, built: BuiltKernel, heap, A, B, status, run: dict) 
 def launch_arguments(fn, meta: Callable[[BuiltKernel], dict], built: BuiltKernel, heap, A, B, status, *,
                      rank: int = 0, epoch: int = 0, max_polls: int = 1 << 20, delay_seed: int = 0,
                      delay_pct: int = 0, delay_max_ns: int = 1, delay_sites: int = -1, delay_table=None,
-                     vals=None, fields: list | None = None) -> tuple[list, dict]:
+                     vals=None, stamps=None, fields: list | None = None) -> tuple[list, dict]:
     """The positional arguments and keyword meta-parameters of one launch of kernel ``fn``: what
     :func:`launcher`'s launch passes, for a caller that launches the kernel itself (the front
-    end's cross-check harness). ``fields``: ``heap_fields(fn)``, when the caller keeps it."""
+    end's cross-check harness). ``fields``: ``heap_fields(fn)``, when the caller keeps it; ``stamps``:
+    the int64 ``[grid, 2 + 4 * config.stamps]`` timestamp rows of a build with ``stamps`` (else None)."""
     c = built.config
     run = dict(rank=rank, vals=launch_values(built, epoch, vals, A.device), max_polls=max_polls,
                delay_seed=delay_seed, delay_pct=delay_pct, delay_max_ns=max(delay_max_ns, 1),
                delay_sites=delay_sites, delay_table=delay_table_tensor(delay_table, A.device))
     return (kernel_arguments(fields if fields is not None else heap_fields(fn), built, heap, A, B, status, run),
-            dict(num_warps=c.num_warps, num_stages=c.num_stages, **meta(built)))
+            dict(num_warps=c.num_warps, num_stages=c.num_stages, **meta(built),
+                 **({} if stamps is None else {"stamps": stamps})))
 
 
 def launcher(fn, meta: Callable[[BuiltKernel], dict], doc: str):

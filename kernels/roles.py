@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from syncverify.kernels._deps import tl
 from syncverify.kernels._jit import jit
-from syncverify.kernels.delays import before_store_hold, wait_read_late
+from syncverify.kernels.delays import before_store_hold, stamp, stamp_tile, wait_read_late
 from syncverify.kernels.steps import rank_base, run_signal, run_steps, run_wait
 from syncverify.kernels.tile import (
     delayed_signal,
@@ -84,7 +84,8 @@ def producer(inputs, M, N, K, dst, ownership, status, lock, vals, max_polls, del
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GEMM_SMS: tl.constexpr,
              LOADS: tl.constexpr, GROUP_M: tl.constexpr, TILE_STORE_CACHE: tl.constexpr,
              DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr,
-             OWNER: tl.constexpr, PRODUCTION: tl.constexpr, INBOX: tl.constexpr, REPORT: tl.constexpr):
+             OWNER: tl.constexpr, PRODUCTION: tl.constexpr, INBOX: tl.constexpr, REPORT: tl.constexpr,
+             stamps=None, STAMPS: tl.constexpr = 0):
     """A GEMM program of rank ``me``: its share of the tiles of ``A @ B`` (``M x N``), in grouped
     order; per tile the ``before_store`` steps, the store into ``dst`` and the ``signal`` steps.
 
@@ -92,8 +93,10 @@ def producer(inputs, M, N, K, dst, ownership, status, lock, vals, max_polls, del
     model's rule); ``PRODUCTION``: ``"owner-only"`` computes only owned tiles (seed 000's bug),
     ``"every-rank"`` tiles with an owner, ``""`` every tile; ``INBOX``: ``dst`` is the owner's
     inbox (``M x W*N``, column block ``me``), else this rank's own ``M x N`` copy. The slot of
-    tiles and locks is this launch's epoch (``vals[0]``) mod ``SLOTS``.
+    tiles and locks is this launch's epoch (``vals[0]``) mod ``SLOTS``. ``STAMPS``: timestamps per
+    tile (start, GEMM done, signalled) into ``stamps`` (``syncverify.kernels.delays.stamp``).
     """
+    stamp(stamps, -1, 0, STAMPS, INTERPRET)
     A, B, stride_ar, stride_am, stride_ak, stride_br, stride_bk, stride_bn = inputs
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -118,8 +121,12 @@ def producer(inputs, M, N, K, dst, ownership, status, lock, vals, max_polls, del
         else:
             produce: tl.constexpr = True  # a constexpr: no branch at all
         if produce:
+            n = (i - first) // GEMM_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+            stamp_tile(stamps, n, t, STAMPS)
+            stamp(stamps, n, 1, STAMPS, INTERPRET)
             acc, offs_m, offs_n = gemm_tile(a_ops, b_ops, t, num_pid_n, K, stride_am, stride_ak,
                                             stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, LOADS, INTERPRET)
+            stamp(stamps, n, 2, STAMPS, INTERPRET)
             lock_tile = t + slot * NLOCKS * n_tiles  # the tile's locks in this slot
             free, budget = before_store(lock, n_tiles, lock_tile, me, owner, vals, budget, max_polls,
                                         my_status + (n_tiles + t) * 4, BEFORE_STORE, HAS_BEFORE, REPORT, WORLD,
@@ -132,6 +139,8 @@ def producer(inputs, M, N, K, dst, ownership, status, lock, vals, max_polls, del
                 else:
                     store_and_signal(mine, acc, offs_m, offs_n, N, lock_tile, me, owner, lock, n_tiles, vals,
                                      delay, SIGNAL, WORLD, TABLE, TILE_STORE_CACHE, DELAYS, NUM_WARPS, INTERPRET)
+            stamp(stamps, n, 3, STAMPS, INTERPRET)
+    stamp(stamps, -1, 1, STAMPS, INTERPRET)
 
 
 @jit
@@ -140,7 +149,7 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
              SLOTS: tl.constexpr, NLOCKS: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr,
              COMM_SMS: tl.constexpr, DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr,
              READ: tl.constexpr, WRITE: tl.constexpr, OWNED: tl.constexpr, UNITS: tl.constexpr = 1,
-             GROUP_M: tl.constexpr = 1):
+             GROUP_M: tl.constexpr = 1, stamps=None, STAMPS: tl.constexpr = 0):
     """A consumer program of rank ``me``: per tile the ``wait`` steps, ``READ(src, t, unit, slot,
     late, WORLD, TABLE)`` (the scenario's tile reads, after the wait-read delay ``late``), the
     ``after_load`` steps (the back-signal, the owner's reset), then ``WRITE(dst, what READ
@@ -156,8 +165,9 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
     comes back to a tile after another (each read follows a wait of its own program, as the
     model's one consumer CTA per tile); several programs reading one tile are copies of that
     CTA that write disjoint C, which is why ``after_load`` (a back-signal that counts readers)
-    keeps ``UNITS`` = 1.
+    keeps ``UNITS`` = 1. ``STAMPS``: timestamps per unit (wait start, flag seen, written).
     """
+    stamp(stamps, -1, 0, STAMPS, INTERPRET)
     my_status = status + me * (2 * n_tiles) * 4
     budget = max_polls + 0 * me
     slot = tl.load(vals) % SLOTS  # vals[0] is the epoch: this launch's slot of tiles and locks
@@ -180,6 +190,9 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
             t = u // UNITS
             unit = u % UNITS
         lock_tile = t + slot * NLOCKS * n_tiles
+        n = (j - first) // COMM_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+        stamp_tile(stamps, n, t, STAMPS)
+        stamp(stamps, n, 1, STAMPS, INTERPRET)
         if UNITS == 1:
             ok, last, step, budget = delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT, WORLD,
                                                   TABLE, DELAYS, INTERPRET)
@@ -188,6 +201,7 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
                 ok, last, step, budget = delayed_wait(lock, n_tiles, lock_tile, t, me, vals, budget, delay, WAIT,
                                                       WORLD, TABLE, DELAYS, INTERPRET)
             prev = t
+        stamp(stamps, n, 2, STAMPS, INTERPRET)
         if ok != 0:
             got = READ(src, t, unit, slot, wait_read_late(delay, me, t, NUM_WARPS, DELAYS, INTERPRET), WORLD, TABLE)
             if HAS_AFTER:  # the back-signal ("done") and the owner's reset, after the loads
@@ -195,8 +209,10 @@ def consumer(src, dst, ownership, status, lock, vals, max_polls, delay, me, firs
                                                    budget, AFTER_LOAD, WORLD, TABLE, INTERPRET)
                 step = tl.where(ok != 0, step, step + len(WAIT))
             WRITE(dst, got, WORLD, TABLE)
+        stamp(stamps, n, 3, STAMPS, INTERPRET)
         if ok == 0:
             timed_out(my_status + t * 4, last, step, max_polls - budget)
+    stamp(stamps, -1, 1, STAMPS, INTERPRET)
 
 
 @jit
@@ -228,11 +244,13 @@ def comm(local, out, push, status, lock, vals, max_polls, delay, me, first, M, N
          WORLD: tl.constexpr, TABLE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
          COMM_SMS: tl.constexpr, GROUP_M: tl.constexpr, TILE_STORE_CACHE: tl.constexpr,
          TILE_LOAD_VOLATILE: tl.constexpr, DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr,
-         INTERPRET: tl.constexpr):
+         INTERPRET: tl.constexpr, stamps=None, STAMPS: tl.constexpr = 0):
     """all-scatter's relay on rank ``me``: per tile of its ``M x N`` column block (the producers'
     order: tiles arrive in it) the ``wait`` steps, the read of ``local``, ``after_load``, the store
     into every rank's ``out`` (``M x W*N``, column block ``me``), then the push protocol's
-    ``signal`` on the lock array ``push``. A timeout is written to status row ``t``."""
+    ``signal`` on the lock array ``push``. A timeout is written to status row ``t``. ``STAMPS``:
+    timestamps per tile (wait start, flag seen, pushed and signalled)."""
+    stamp(stamps, -1, 0, STAMPS, INTERPRET)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     n_tiles = num_pid_m * num_pid_n
@@ -241,8 +259,12 @@ def comm(local, out, push, status, lock, vals, max_polls, delay, me, first, M, N
     budget = max_polls + 0 * me
     for j in range(first, n_tiles, COMM_SMS):
         t = tile_of(j, num_pid_m, num_pid_n, GROUP_M)
+        n = (j - first) // COMM_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+        stamp_tile(stamps, n, t, STAMPS)
+        stamp(stamps, n, 1, STAMPS, INTERPRET)
         ok, last, step, budget = delayed_wait(lock, n_tiles, t, t, me, vals, budget, delay, WAIT, WORLD, TABLE,
                                               DELAYS, INTERPRET)
+        stamp(stamps, n, 2, STAMPS, INTERPRET)
         if ok != 0:
             offs_m, offs_n = tile_offsets(t, num_pid_n, BLOCK_M, BLOCK_N)
             c_offs = offs_m[:, None] * N + offs_n[None, :]
@@ -259,16 +281,21 @@ def comm(local, out, push, status, lock, vals, max_polls, delay, me, first, M, N
             run_signal(push[0], push[1], push[2], n_tiles, t, me, me, vals, PUSH_SIGNAL, WORLD, TABLE, INTERPRET)
         else:
             timed_out(my_status + t * 4, last, step, max_polls - budget)
+        stamp(stamps, n, 3, STAMPS, INTERPRET)
+    stamp(stamps, -1, 1, STAMPS, INTERPRET)
 
 
 @jit
 def receiver(out, received, status, push, vals, max_polls, me, first, M, N,
              PUSH_WAIT: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr, BLOCK_M: tl.constexpr,
              BLOCK_N: tl.constexpr, RECV_SMS: tl.constexpr, GROUP_M: tl.constexpr,
-             TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr, INTERPRET: tl.constexpr):
+             TILE_STORE_CACHE: tl.constexpr, TILE_LOAD_VOLATILE: tl.constexpr, INTERPRET: tl.constexpr,
+             stamps=None, STAMPS: tl.constexpr = 0):
     """all-scatter's reader on rank ``me``: per tile the push protocol's ``wait``, then every rank's
     block of the tile read from its own ``out`` into ``received`` (what a consumer of the gathered
-    C sees; the host validates it). A timeout is written to status row ``T + t``."""
+    C sees; the host validates it). A timeout is written to status row ``T + t``. ``STAMPS``:
+    timestamps per tile (wait start, flag seen, copied)."""
+    stamp(stamps, -1, 0, STAMPS, INTERPRET)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     n_tiles = num_pid_m * num_pid_n
@@ -280,8 +307,12 @@ def receiver(out, received, status, push, vals, max_polls, me, first, M, N,
     rn = tl.arange(0, BLOCK_N)
     for j in range(first, n_tiles, RECV_SMS):
         t = tile_of(j, num_pid_m, num_pid_n, GROUP_M)
+        n = (j - first) // RECV_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+        stamp_tile(stamps, n, t, STAMPS)
+        stamp(stamps, n, 1, STAMPS, INTERPRET)
         ok, last, step, budget = run_wait(push[0], push[1], push[2], n_tiles, t, me, vals, budget, PUSH_WAIT,
                                           WORLD, TABLE, INTERPRET)
+        stamp(stamps, n, 2, STAMPS, INTERPRET)
         if ok != 0:
             offs_m = (t // num_pid_n) * BLOCK_M + rm
             offs_n = (t % num_pid_n) * BLOCK_N + rn
@@ -291,6 +322,8 @@ def receiver(out, received, status, push, vals, max_polls, me, first, M, N,
                 tl.store(my_received + g_offs, c, cache_modifier=TILE_STORE_CACHE)
         else:
             timed_out(my_status + (n_tiles + t) * 4, last, step, max_polls - budget)
+        stamp(stamps, n, 3, STAMPS, INTERPRET)
+    stamp(stamps, -1, 1, STAMPS, INTERPRET)
 
 
 @jit
@@ -298,17 +331,23 @@ def sender(shard, gathered, status, lock, vals, max_polls, delay, me, first, MR,
            SIGNAL: tl.constexpr, BEFORE_STORE: tl.constexpr, HAS_BEFORE: tl.constexpr, SLOTS: tl.constexpr,
            NLOCKS: tl.constexpr, WORLD: tl.constexpr, TABLE: tl.constexpr, BLOCK_M: tl.constexpr,
            BLOCK_K: tl.constexpr, GEMM_SMS: tl.constexpr, TILE_STORE_CACHE: tl.constexpr,
-           DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr):
+           DELAYS: tl.constexpr, NUM_WARPS: tl.constexpr, INTERPRET: tl.constexpr,
+           stamps=None, STAMPS: tl.constexpr = 0):
     """all-gather-gemm's sender on rank ``me``: per ``BLOCK_M``-row tile ``t`` of its ``MR x K``
     shard, the ``before_store`` steps (a timeout: status row ``T + t``, the tile unsent), the rows
     stored K chunk by K chunk into every rank's ``gathered`` (``W*K`` wide, column block ``me``, in
-    rank order; some warps late before their stores), then the ``signal`` steps."""
+    rank order; some warps late before their stores), then the ``signal`` steps. ``STAMPS``:
+    timestamps per tile (start, copies issued, signalled)."""
+    stamp(stamps, -1, 0, STAMPS, INTERPRET)
     n_tiles = MR // BLOCK_M
     slot = tl.load(vals) % SLOTS  # vals[0] is the epoch: this launch's slot of gathered and locks
     my_status = status + me * (2 * n_tiles) * 4
     budget = max_polls + 0 * me
     rk = tl.arange(0, BLOCK_K)
     for t in range(first, n_tiles, GEMM_SMS):
+        n = (t - first) // GEMM_SMS  # this program's iteration, for its timestamps (not k: a loop's name)
+        stamp_tile(stamps, n, t, STAMPS)
+        stamp(stamps, n, 1, STAMPS, INTERPRET)
         lock_tile = t + slot * NLOCKS * n_tiles
         free, budget = before_store(lock, n_tiles, lock_tile, me, me, vals, budget, max_polls,
                                     my_status + (n_tiles + t) * 4, BEFORE_STORE, HAS_BEFORE, True, WORLD, TABLE,
@@ -321,5 +360,8 @@ def sender(shard, gathered, status, lock, vals, max_polls, delay, me, first, MR,
                 offs = (slot * MR + rows)[:, None] * (K * WORLD) + me * K + (k * BLOCK_K + rk)[None, :]
                 for d in tl.static_range(WORLD):  # A and gathered share the data dtype
                     tl.store(copy_of(gathered, d, TABLE) + offs, a, cache_modifier=TILE_STORE_CACHE)
+            stamp(stamps, n, 2, STAMPS, INTERPRET)
             delayed_signal(lock, n_tiles, lock_tile, t, me, me, vals, delay, SIGNAL, WORLD, TABLE, DELAYS,
                            INTERPRET)
+        stamp(stamps, n, 3, STAMPS, INTERPRET)
+    stamp(stamps, -1, 1, STAMPS, INTERPRET)

@@ -254,6 +254,9 @@ class FusedRun:
         self.status = torch.zeros((c.world_size, 2 * c.tiles, 4), dtype=torch.int32, device=device)
         self.launch_fn = launch_function(c.kernel)
         self.vals = None
+        #: a build with ``stamps``: int64 ``[launches, grid, 2 + 4 * stamps]``, launch ``i`` (its epoch)
+        #: writing row block ``i`` (``benchmarks/profile_tail.py``); else None
+        self.stamp_rows = None
 
     def zero_locks(self, *, between: bool = False) -> None:
         """Zero every lock array (``between``: only those whose policy resets between launches;
@@ -269,8 +272,9 @@ class FusedRun:
 
     def launch(self, inputs, epoch: int, *, compile_only: bool = False) -> None:
         A, B = inputs
+        stamps = None if self.stamp_rows is None else self.stamp_rows[epoch % len(self.stamp_rows)]
         self.launch_fn(self.built, self.heap, A, B, self.status, rank=self.rank, epoch=epoch,
-                       max_polls=MAX_POLLS, vals=self.vals[epoch], compile_only=compile_only)
+                       max_polls=MAX_POLLS, vals=self.vals[epoch], compile_only=compile_only, stamps=stamps)
 
     def compile(self, inputs) -> None:
         """Compile (and load) the kernel without launching it: real ranks compile at their own
