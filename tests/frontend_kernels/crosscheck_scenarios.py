@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import sys
 import time
 from collections import Counter
@@ -249,6 +250,26 @@ def _run(job: tuple) -> Case:
     return both_ways(scenario, protocol, world_size=world_size, timeout=timeout)
 
 
+#: Seconds a worker takes to start a case besides its bound (spawn, import torch and triton).
+STARTUP_S = 20
+
+
+def _use_wheels(folder: Path) -> None:
+    """Put the wheels in ``folder`` of modules this Python cannot import on the path, here and in
+    every worker (through PYTHONPATH): pure-Python wheels import as zip files."""
+    missing = []
+    for module in ("networkx",):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    found = [str(w.resolve()) for w in sorted(folder.glob("*.whl")) if w.name.split("-")[0].lower() in missing]
+    if len(found) < len(missing):
+        sys.exit(f"crosscheck_scenarios: missing {', '.join(missing)} and no wheel of it in {folder}")
+    sys.path[:0] = found
+    os.environ["PYTHONPATH"] = os.pathsep.join(found + [p for p in [os.environ.get("PYTHONPATH", "")] if p])
+
+
 def _runs(text: str) -> tuple[int, float]:
     """``W:SECONDS`` (a world size and the bound of each of its cases)."""
     try:
@@ -265,19 +286,25 @@ def main(argv: list[str]) -> int:
     600 s bound per case and side), ``--jobs`` cases at a time in worker processes; a row as each
     case ends, then one markdown table per (scenario, W) and the counts. ``--out``: the tables
     (``crosscheck.md``) and every case (``crosscheck.json``) there. ``--budget``: no case starts
-    after that many seconds (each one not started is reported, never silently dropped)."""
+    unless its bound lets it end within that many seconds of the start (each one not started is
+    reported, never silently dropped). ``--wheels DIR``: pure-Python wheels (networkx) for modules
+    this Python lacks, put on the path of every worker (a machine with no package index)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("scenarios", nargs="*", default=list(ALL_SCENARIOS), choices=ALL_SCENARIOS)
     parser.add_argument("--runs", nargs="+", type=_runs, default=[(WORLD, 600.0)], metavar="W:SECONDS",
                         help="world sizes and the time bound of each case there (default 2:600)")
     parser.add_argument("--jobs", type=int, default=1, help="cases at a time, in worker processes (default 1)")
     parser.add_argument("--out", type=Path, default=None, help="write crosscheck.md and crosscheck.json there")
-    parser.add_argument("--budget", type=float, default=None, help="start no case after this many seconds")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="start a case only if its bound ends within this many seconds of the start")
+    parser.add_argument("--wheels", type=Path, default=None, help="wheels of missing pure-Python modules")
     names = builtin_names() + zoo_names()
     parser.add_argument("--protocols", nargs="*", default=names, choices=names, metavar="PROTOCOL")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs} must be at least 1")
+    if args.wheels is not None:
+        _use_wheels(args.wheels)
     jobs = [(scenario, protocol, world, seconds) for world, seconds in args.runs
             for scenario in args.scenarios for protocol in args.protocols]
     start = time.monotonic()
@@ -288,12 +315,12 @@ def main(argv: list[str]) -> int:
         cases[job] = case
         print(f"[{time.monotonic() - start:4.0f} s] {job[0]} W={job[2]} " + table_row(case), flush=True)
 
-    def over_budget() -> bool:
-        return args.budget is not None and time.monotonic() - start > args.budget
+    def over_budget(job: tuple) -> bool:  # a case's bound, and a worker's start-up (importing torch)
+        return args.budget is not None and time.monotonic() - start + job[3] + STARTUP_S > args.budget
 
     if args.jobs == 1:
         for job in jobs:
-            if over_budget():
+            if over_budget(job):
                 late.append(job)
                 continue
             record(job, _run(job))
@@ -307,7 +334,7 @@ def main(argv: list[str]) -> int:
             while queue or pending:
                 while queue and len(pending) < args.jobs:
                     job = queue.pop(0)
-                    if over_budget():
+                    if over_budget(job):
                         late.append(job)
                         continue
                     pending[pool.submit(_run, job)] = job
@@ -330,6 +357,13 @@ def main(argv: list[str]) -> int:
             lines.append("\n" + ", ".join(f"{counts[k]} {k}" for k in ("agree", "differ", "unknown", "skipped")))
     for job in late:
         lines.append(f"not started (--budget {args.budget:.0f} s): {job[0]} {job[1]} W={job[2]}")
+    lines += ["", "| scenario | W | agree | differ | unknown | skipped | not started |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for world, _seconds in args.runs:
+        for scenario in args.scenarios:
+            counts = Counter(outcome(c) for j, c in cases.items() if j[0] == scenario and j[2] == world)
+            unstarted = sum(1 for j in late if j[0] == scenario and j[2] == world)
+            lines.append(f"| {scenario} | {world} | " + " | ".join(
+                str(counts[k]) for k in ("agree", "differ", "unknown", "skipped")) + f" | {unstarted} |")
     text = "\n".join(lines)
     print(text, flush=True)
     if args.out is not None:
