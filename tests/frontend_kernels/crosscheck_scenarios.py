@@ -270,6 +270,14 @@ def _use_wheels(folder: Path) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(found + [p for p in [os.environ.get("PYTHONPATH", "")] if p])
 
 
+def _runs_of(text: str) -> tuple[int, str]:
+    """``W:PROTOCOL``."""
+    world, _, protocol = text.partition(":")
+    if not world.isdigit() or not protocol:
+        raise argparse.ArgumentTypeError(f"{text!r} is not W:PROTOCOL (for example 3:fa3-epilogue-named-barrier)")
+    return int(world), protocol
+
+
 def _runs(text: str) -> tuple[int, float]:
     """``W:SECONDS`` (a world size and the bound of each of its cases)."""
     try:
@@ -300,13 +308,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--wheels", type=Path, default=None, help="wheels of missing pure-Python modules")
     names = builtin_names() + zoo_names()
     parser.add_argument("--protocols", nargs="*", default=names, choices=names, metavar="PROTOCOL")
+    parser.add_argument("--exclude", nargs="*", type=_runs_of, default=[], metavar="W:PROTOCOL",
+                        help="leave PROTOCOL out at world size W (FA3's 8 model threads per CTA at W = 3)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs} must be at least 1")
     if args.wheels is not None:
         _use_wheels(args.wheels)
     jobs = [(scenario, protocol, world, seconds) for world, seconds in args.runs
-            for scenario in args.scenarios for protocol in args.protocols]
+            for scenario in args.scenarios for protocol in args.protocols if (world, protocol) not in args.exclude]
     start = time.monotonic()
     cases: dict[tuple, Case] = {}
     late: list[tuple] = []
@@ -314,6 +324,22 @@ def main(argv: list[str]) -> int:
     def record(job: tuple, case: Case) -> None:
         cases[job] = case
         print(f"[{time.monotonic() - start:4.0f} s] {job[0]} W={job[2]} " + table_row(case), flush=True)
+        if args.out is not None:  # as each case ends: a run stopped from outside keeps what it did
+            args.out.mkdir(parents=True, exist_ok=True)
+            with open(args.out / "crosscheck.jsonl", "a") as rows:
+                rows.write(json.dumps(asdict(case) | {"outcome": outcome(case)}) + "\n")
+
+    def cost(job: tuple) -> float:
+        """A case's expected cost: the seconds of the same case at the largest smaller W already
+        run (a larger W goes cheapest first, so the budget measures as many as it can); 0 at the
+        smallest W (the order given)."""
+        smaller = [c for j, c in cases.items() if j[:2] == job[:2] and j[2] < job[2]]
+        if job[2] == min(w for w, _s in args.runs):
+            return 0.0
+        if not smaller:
+            return float("inf")
+        last = max(smaller, key=lambda c: c.world_size)
+        return float("inf") if last.limit or outcome(last) == "unknown" else last.seconds
 
     def over_budget(job: tuple) -> bool:  # a case's bound, and a worker's start-up (importing torch)
         return args.budget is not None and time.monotonic() - start + job[3] + STARTUP_S > args.budget
@@ -333,7 +359,8 @@ def main(argv: list[str]) -> int:
             queue = list(jobs)
             while queue or pending:
                 while queue and len(pending) < args.jobs:
-                    job = queue.pop(0)
+                    job = min(queue, key=lambda j: (j[2], cost(j)))  # the first of the cheapest
+                    queue.remove(job)
                     if over_budget(job):
                         late.append(job)
                         continue
