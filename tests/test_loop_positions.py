@@ -8,20 +8,24 @@ all-scatter's ``done-flag``) and kept value classes off for the whole thread. Cy
 every use asks: can this instruction run twice in one run of the thread.
 
 Tests: known answers; spans and cycles agree on every program the protocol check builds
-(structured code); and the differential property: laying a thread's code out with backward
-merge jumps (:func:`rotated`, the lifted code's shape) keeps the explorer's outcomes, executions
-and hangs, although the reductions that loop positions gate now apply to more of it.
+(structured code); and the differential property: a program explored with the former definition
+(structured code, where it is right) against the same program with one thread's code laid out
+with backward merge jumps (:func:`rotated`, the lifted code's shape) explored with cycles: the
+same outcomes and hangs, although the reductions loop positions gate now apply to more of it.
+(A loop of increments is not drawn: with reads answered from the value domain such a loop runs
+past the explorer's step bound, which is why protocols poll with loads or read-only atomics.)
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from tests.limits import LimitBudget
-from tests.strategies import listing, observable_executions, programs, programs_with_a_spin
+from tests.strategies import listing, programs, programs_with_a_spin
 
 from syncverify.explore.driver import explore
 from syncverify.explore.value_domain import value_ceiling
@@ -83,9 +87,9 @@ def test_cycles_and_spans_agree_on_the_structured_code_of_every_protocol_in_ever
 
 # ----- the differential property --------------------------------------------------------------------
 
-def _outcomes(result) -> frozenset:
+def _outcomes(result, *, hangs: bool = False) -> frozenset:
     return frozenset((frozenset(x.final_registers.items()), frozenset(x.final_memory.items()))
-                     for x in result.executions)
+                     for x in (result.hangs if hangs else result.executions))
 
 
 @st.composite
@@ -101,19 +105,34 @@ def programs_and_a_rotated_thread(draw) -> tuple[Program, Program]:
     return program, replace(program, threads=tuple(threads))
 
 
+#: Where the explorer reads loop positions (each module imported the function by name).
+USERS = ("syncverify.program", "syncverify.explore.liveness", "syncverify.explore.value_domain",
+         "syncverify.explore.value_classes")
+
+
+def explored_with_spans(program: Program):
+    """The reference: ``program`` (structured code) explored with the former definition."""
+    with pytest.MonkeyPatch.context() as patch:
+        for module in USERS:
+            patch.setattr(f"{module}.loop_positions", spans)
+        return explore(program, max_executions=20_000, timeout=6.0)
+
+
 @budget.guard
 @settings(max_examples=60, deadline=None)
 @given(programs_and_a_rotated_thread())
-def test_laying_a_thread_out_with_backward_merge_jumps_keeps_outcomes_executions_and_hangs(pair):
+def test_laying_a_thread_out_with_backward_merge_jumps_keeps_outcomes_and_hangs(pair):
     program, laid_out = pair
     note(listing(laid_out))
-    results = [explore(p, max_executions=20_000, timeout=6.0) for p in pair]
+    results = [explored_with_spans(program), explore(laid_out, max_executions=20_000, timeout=6.0)]
     for result in results:
         budget.discard_if_hit(result.limit_hit)
     before, after = results
+    # Outcomes (final registers and memory) of the executions and of the hangs: event numbers
+    # are not compared, as the layout changes the order in which locations are first named.
     assert _outcomes(after) == _outcomes(before)
-    assert observable_executions(after.executions) == observable_executions(before.executions)
-    assert observable_executions(after.hangs) == observable_executions(before.hangs)
+    assert _outcomes(after, hangs=True) == _outcomes(before, hangs=True)
+    assert after.can_hang == before.can_hang
 
 
 def test_a_counter_incremented_after_a_merge_jump_gets_its_value_ceiling():
