@@ -14,8 +14,9 @@ epilogues, whose kernel runs 8 warps).
 
 Default suite: a slice of six protocols, one of each shape a lifting rule was found for (``SLICE``),
 compared exactly. Under ``slow``, run with ``SYNCVERIFY_CROSSCHECK_FULL=1``: every built-in and zoo
-protocol exactly, and one tile against two (all-reduce only here: the other kernels' harnesses are
-another branch's). Disagreements are listed in ``DISAGREE`` (strict xfail), not papered over.
+protocol exactly, one tile against two, and at W = 3 the protocols that finished within a minute
+in the last measurement (``W3``); the other three kernels: ``tests/test_frontend_crosscheck_scenarios.py``.
+Disagreements are listed in ``DISAGREE`` (strict xfail), not papered over.
 """
 
 from __future__ import annotations
