@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Union
 
@@ -736,14 +737,67 @@ def _mbarrier_phases(threads: tuple[Thread, ...]) -> dict[str, FirstPhase]:
 
 
 def loop_positions(code: tuple) -> set[int]:
-    """The instructions inside some loop: between a backward branch's target and the branch
-    (every instruction a control-flow cycle passes lies within one such span)."""
+    """The instructions inside some loop: those on a cycle of the thread's control flow, the
+    only ones one run of the thread can execute more than once.
+
+    Why cycles and not spans (between a backward branch's target and the branch): code lowered
+    from a protocol is structured, and there the two agree; code the kernel front end lifts
+    (:mod:`syncverify.frontend.lift`) jumps backward to merge paths whose futures are equal, a
+    jump that closes no cycle. Every use asks "can this run twice in one run?" (an increment
+    that may repeat has no bound, :mod:`syncverify.explore.value_domain`; an atomic that may
+    repeat keeps value classes off, :mod:`syncverify.explore.value_classes`; a bulk copy must
+    run at most once), and an instruction on no cycle runs at most once whatever the span says.
+    The strongly connected components (Kosaraju, iterative: no recursion limit on long code)
+    with more than one instruction, or one that branches to itself, are the cycles.
+    """
+    successors = _successors(code)
+    order: list[int] = []  # every position, in the order its depth-first search finishes
+    done: set[int] = set()
+    for root in range(len(code)):
+        if root in done:
+            continue
+        done.add(root)
+        stack = [(root, iter(successors[root]))]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next((q for q in rest if q not in done), None)
+            if nxt is None:
+                stack.pop()
+                order.append(node)
+            else:
+                done.add(nxt)
+                stack.append((nxt, iter(successors[nxt])))
+    predecessors: list[list[int]] = [[] for _ in code]
+    for p, qs in enumerate(successors):
+        for q in qs:
+            predecessors[q].append(p)
+    component = [-1] * len(code)
+    for root in reversed(order):
+        if component[root] >= 0:
+            continue
+        component[root], pending = root, [root]
+        while pending:
+            node = pending.pop()
+            for q in predecessors[node]:
+                if component[q] < 0:
+                    component[q] = root
+                    pending.append(q)
+    sizes = Counter(component)
+    return {p for p in range(len(code)) if sizes[component[p]] > 1 or p in successors[p]}
+
+
+def _successors(code: tuple) -> list[tuple[int, ...]]:
+    """Each position's successors in the thread's control flow (a branch: its target, and the
+    next instruction when it is conditional; the last instruction: none)."""
     labels = {ins.name: i for i, ins in enumerate(code) if isinstance(ins, Label)}
-    inside: set[int] = set()
-    for j, ins in enumerate(code):
-        if isinstance(ins, Branch) and labels[ins.target] <= j:
-            inside.update(range(labels[ins.target], j + 1))
-    return inside
+    out: list[tuple[int, ...]] = []
+    for i, ins in enumerate(code):
+        fall = (i + 1,) if i + 1 < len(code) else ()
+        if isinstance(ins, Branch):
+            out.append((labels[ins.target],) + (fall if ins.cond is not None else ()))
+        else:
+            out.append(fall)
+    return out
 
 
 def _at_line(message: str, line: int | None) -> UnsupportedConstruct:

@@ -14,8 +14,9 @@ epilogues, whose kernel runs 8 warps).
 
 Default suite: a slice of six protocols, one of each shape a lifting rule was found for (``SLICE``),
 compared exactly. Under ``slow``, run with ``SYNCVERIFY_CROSSCHECK_FULL=1``: every built-in and zoo
-protocol exactly, and one tile against two (all-reduce only here: the other kernels' harnesses are
-another branch's). Disagreements are listed in ``DISAGREE`` (strict xfail), not papered over.
+protocol exactly, one tile against two, and at W = 3 the protocols that finished within a minute
+in the last measurement (``W3``); the other three kernels: ``tests/test_frontend_crosscheck_scenarios.py``.
+Disagreements are listed in ``DISAGREE`` (strict xfail), not papered over.
 """
 
 from __future__ import annotations
@@ -108,13 +109,15 @@ def test_two_tiles_give_the_verdict_of_one(protocol):
     assert one == two
 
 
-#: At W = 3, the protocols whose front-end check decided within 60 s in the last run (docs/frontend.md,
-#: on the shared machine); the others hit that bound (a counter incremented by every rank, FA3's 8
+#: At W = 3, the protocols whose front-end check decided within 60 s (docs/frontend.md: on the shared
+#: machine, and the two trtllm-14537 zoo protocols on the device run of 2026-12-02, where three tiles
+#: decided within 60 s); the others hit that bound (a counter incremented by every rank, FA3's 8
 #: model threads per CTA).
 W3 = ("add-counter-cas-reset", "add-counter-skip-self", "barrier-release-xchg-cas-acquire", "release-xchg-cas-acquire",
       "wt-cv-flag", "xchg-flag", "done-flag", "iris-462-gpu-scope-release", "iris-462-sys-scope-release",
       "iris-465-call-number", "iris-465-hardcoded-lock-value", "pytorch-signal-pad",
-      "pytorch-signal-pad-relaxed-wait", "ready-flag-no-done", "two-slot-early-reuse")
+      "pytorch-signal-pad-relaxed-wait", "ready-flag-no-done", "two-slot-early-reuse",
+      "trtllm-14537-launch-dependents-no-visibility", "trtllm-14537-griddepcontrol-wait")
 
 
 @pytest.mark.parametrize("protocol", [_full(p) for p in W3])

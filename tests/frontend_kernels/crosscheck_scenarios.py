@@ -14,10 +14,15 @@ validates (:func:`expectations`). :func:`both_ways` compares the verdict with
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
+import os
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -64,6 +69,9 @@ def threads_per_cta(protocol: str) -> int:
     (``syncverify.scenarios.build.warp_threads``): 2, raised until each warp selection of a
     barrier step is whole model threads (FA3's ``arrive = "1-7"``: one per warp)."""
     return rules.model_threads_per_cta(THREADS_PER_CTA, _warp_selections(protocol))
+
+
+_threads_rule = threads_per_cta  # both_ways's keyword of the same name hides it there
 
 
 def num_warps(protocol: str) -> int:
@@ -152,6 +160,10 @@ def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None):
 
 # ----- the comparison, and the full matrix as a table (docs/frontend.md "Cross-check runs") ------
 
+#: Every scenario of the full matrix (the script's default): all-reduce's harness is this one too.
+ALL_SCENARIOS = ("all-reduce",) + SCENARIOS
+
+
 @dataclass
 class Case:
     """One protocol in one scenario checked both ways: ``(safe, kinds)`` of each side, or why the
@@ -164,32 +176,42 @@ class Case:
     limit: str = ""  # the front end's bound, when it hit one
     skipped: str = ""
     seconds: float = 0.0
+    world_size: int = WORLD
+    executions: int = 0  # the front end's
+    timeout: float = 0.0  # the front end's time bound
 
     @property
     def agree(self) -> bool:
         return not self.skipped and self.kernel == self.model
 
 
-def both_ways(scenario: str, protocol: str, *, threads_per_cta: int = 2, timeout: float = 600,
-              **options) -> Case:
+def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_per_cta: int | None = None,
+              timeout: float = 600, **options) -> Case:
     """``protocol`` compiled into ``scenario``'s kernel through the front end, and checked by
-    :func:`syncverify.check_protocol`, both with ``threads_per_cta`` model threads per CTA.
-    ``options``: more of :func:`syncverify.check_kernel`'s (``first``, ...)."""
-    case = Case(scenario, protocol)
+    :func:`syncverify.check_protocol`, both with ``threads_per_cta`` model threads per CTA (None:
+    the protocol check's rule, :func:`threads_per_cta`: 2, one per warp for FA3's warp-selected
+    barriers, whose kernels run 8 warps). ``options``: more of :func:`syncverify.check_kernel`'s
+    (``first``, ...)."""
+    threads = _threads_rule(protocol) if threads_per_cta is None else threads_per_cta
+    case = Case(scenario, protocol, world_size=world_size, timeout=timeout)
     start = time.monotonic()
     try:
-        build(load_protocol(protocol), scenario_config(scenario, WORLD))
+        build(load_protocol(protocol), scenario_config(scenario, world_size, warps=num_warps(protocol)))
     except (StressConfigError, UnsupportedStep) as error:  # the kernels do not run every protocol
         case.skipped = str(error)
         return case
+    # all-reduce: one tile, as its cross-check (crosscheck.all_reduce_harness, the program the
+    # protocol check builds); W tiles in one CTA per role make FA3's epilogues hang (docs/frontend.md).
+    tiles = 1 if scenario == "all-reduce" else None
     with unbounded_waits():
-        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol), world_size=WORLD, timeout=timeout,
-                                         threads_per_cta=threads_per_cta, **options)
-    model = syncverify.check_protocol(protocol, scenario=scenario, world_size=WORLD, timeout=timeout,
-                                      threads_per_cta=threads_per_cta)
+        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles), world_size=world_size,
+                                         timeout=timeout, threads_per_cta=threads, **options)
+    model = syncverify.check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout,
+                                      threads_per_cta=threads)
     case.kernel = (kernel.safe, sorted(kernel.violations))
     case.model = (model.safe, sorted(model.violations))
     case.limit = f"{kernel.limit_hit}: {kernel.limit_detail}" if kernel.limit_hit else ""
+    case.executions = kernel.executions
     case.seconds = time.monotonic() - start
     return case
 
@@ -214,34 +236,171 @@ def outcome(case: Case) -> str:
 
 
 def table_row(case: Case) -> str:
-    """``| protocol | front end | protocol check | agree/differ/unknown/skipped | seconds |``."""
+    """``| protocol | front end | protocol check | agree/differ/unknown/skipped | executions | seconds |``."""
     if case.skipped:
-        return f"| {case.protocol} | not built ({case.skipped}) | | skipped | 0 |"
+        return f"| {case.protocol} | not built ({case.skipped}) | | skipped | | 0 |"
     verdict = {"differ": "**differ**"}.get(outcome(case), outcome(case))
     return (f"| {case.protocol} | {_words(case.kernel, case.limit)} | {_words(case.model)} | {verdict} | "
-            f"{case.seconds:.0f} |")
+            f"{case.executions} | {case.seconds:.0f} |")
+
+
+TABLE_HEAD = "| protocol | front end | protocol check | | executions | seconds |\n| --- | --- | --- | --- | --- | --- |"
+
+
+def _run(job: tuple) -> Case:
+    """One case in a worker process (:func:`main`'s ``--jobs``)."""
+    scenario, protocol, world_size, timeout = job
+    return both_ways(scenario, protocol, world_size=world_size, timeout=timeout)
+
+
+#: Seconds a worker takes to start a case besides its bound (spawn, import torch and triton).
+STARTUP_S = 20
+
+
+def _use_wheels(folder: Path) -> None:
+    """Put the wheels in ``folder`` of modules this Python cannot import on the path, here and in
+    every worker (through PYTHONPATH): pure-Python wheels import as zip files."""
+    missing = []
+    for module in ("networkx",):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    found = [str(w.resolve()) for w in sorted(folder.glob("*.whl")) if w.name.split("-")[0].lower() in missing]
+    if len(found) < len(missing):
+        sys.exit(f"crosscheck_scenarios: missing {', '.join(missing)} and no wheel of it in {folder}")
+    sys.path[:0] = found
+    os.environ["PYTHONPATH"] = os.pathsep.join(found + [p for p in [os.environ.get("PYTHONPATH", "")] if p])
+
+
+def _runs_of(text: str) -> tuple[int, str]:
+    """``W:PROTOCOL``."""
+    world, _, protocol = text.partition(":")
+    if not world.isdigit() or not protocol:
+        raise argparse.ArgumentTypeError(f"{text!r} is not W:PROTOCOL (for example 3:fa3-epilogue-named-barrier)")
+    return int(world), protocol
+
+
+def _runs(text: str) -> tuple[int, float]:
+    """``W:SECONDS`` (a world size and the bound of each of its cases)."""
+    try:
+        world, seconds = text.split(":")
+        return int(world), float(seconds)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not W:SECONDS (for example 2:600)") from None
 
 
 def main(argv: list[str]) -> int:
-    """``python tests/frontend_kernels/crosscheck_scenarios.py [--timeout S] [--threads T] [SCENARIO...]``:
-    every built-in and zoo protocol in each scenario, one markdown table per scenario, a row as
-    each case ends."""
+    """``python -m tests.frontend_kernels.crosscheck_scenarios [--runs W:S ...] [--jobs N] [--out DIR]
+    [--budget S] [--protocols P ...] [SCENARIO...]``: every built-in and zoo protocol in each
+    scenario (all four by default), at each world size of ``--runs`` (default ``2:600``: W = 2, a
+    600 s bound per case and side), ``--jobs`` cases at a time in worker processes; a row as each
+    case ends, then one markdown table per (scenario, W) and the counts. ``--out``: the tables
+    (``crosscheck.md``) and every case (``crosscheck.json``) there. ``--budget``: no case starts
+    unless its bound lets it end within that many seconds of the start (each one not started is
+    reported, never silently dropped). ``--wheels DIR``: pure-Python wheels (networkx) for modules
+    this Python lacks, put on the path of every worker (a machine with no package index)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("scenarios", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
-    parser.add_argument("--timeout", type=float, default=120, help="seconds per case and side")
-    parser.add_argument("--threads", type=int, default=2, help="model threads per CTA, both sides")
+    parser.add_argument("scenarios", nargs="*", default=list(ALL_SCENARIOS), choices=ALL_SCENARIOS)
+    parser.add_argument("--runs", nargs="+", type=_runs, default=[(WORLD, 600.0)], metavar="W:SECONDS",
+                        help="world sizes and the time bound of each case there (default 2:600)")
+    parser.add_argument("--jobs", type=int, default=1, help="cases at a time, in worker processes (default 1)")
+    parser.add_argument("--out", type=Path, default=None, help="write crosscheck.md and crosscheck.json there")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="start a case only if its bound ends within this many seconds of the start")
+    parser.add_argument("--wheels", type=Path, default=None, help="wheels of missing pure-Python modules")
     names = builtin_names() + zoo_names()
     parser.add_argument("--protocols", nargs="*", default=names, choices=names, metavar="PROTOCOL")
+    parser.add_argument("--exclude", nargs="*", type=_runs_of, default=[], metavar="W:PROTOCOL",
+                        help="leave PROTOCOL out at world size W (FA3's 8 model threads per CTA at W = 3)")
     args = parser.parse_args(argv)
-    for scenario in args.scenarios:
-        print(f"\n{scenario} (W = {WORLD}, {args.threads} model thread(s) per CTA, {args.timeout:.0f} s bound)\n")
-        print("| protocol | front end | protocol check | | seconds |\n| --- | --- | --- | --- | --- |", flush=True)
-        cases = []
-        for protocol in args.protocols:
-            cases.append(both_ways(scenario, protocol, threads_per_cta=args.threads, timeout=args.timeout))
-            print(table_row(cases[-1]), flush=True)
-        counts = Counter(outcome(c) for c in cases)
-        print("\n" + ", ".join(f"{counts[k]} {k}" for k in ("agree", "differ", "unknown", "skipped")), flush=True)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs} must be at least 1")
+    if args.wheels is not None:
+        _use_wheels(args.wheels)
+    jobs = [(scenario, protocol, world, seconds) for world, seconds in args.runs
+            for scenario in args.scenarios for protocol in args.protocols if (world, protocol) not in args.exclude]
+    start = time.monotonic()
+    cases: dict[tuple, Case] = {}
+    late: list[tuple] = []
+
+    def record(job: tuple, case: Case) -> None:
+        cases[job] = case
+        print(f"[{time.monotonic() - start:4.0f} s] {job[0]} W={job[2]} " + table_row(case), flush=True)
+        if args.out is not None:  # as each case ends: a run stopped from outside keeps what it did
+            args.out.mkdir(parents=True, exist_ok=True)
+            with open(args.out / "crosscheck.jsonl", "a") as rows:
+                rows.write(json.dumps(asdict(case) | {"outcome": outcome(case)}) + "\n")
+
+    def cost(job: tuple) -> float:
+        """A case's expected cost: the seconds of the same case at the largest smaller W already
+        run (a larger W goes cheapest first, so the budget measures as many as it can); 0 at the
+        smallest W (the order given)."""
+        smaller = [c for j, c in cases.items() if j[:2] == job[:2] and j[2] < job[2]]
+        if job[2] == min(w for w, _s in args.runs):
+            return 0.0
+        if not smaller:
+            return float("inf")
+        last = max(smaller, key=lambda c: c.world_size)
+        return float("inf") if last.limit or outcome(last) == "unknown" else last.seconds
+
+    def over_budget(job: tuple) -> bool:  # a case's bound, and a worker's start-up (importing torch)
+        return args.budget is not None and time.monotonic() - start + job[3] + STARTUP_S > args.budget
+
+    if args.jobs == 1:
+        for job in jobs:
+            if over_budget(job):
+                late.append(job)
+                continue
+            record(job, _run(job))
+    else:
+        # spawn, not fork: each worker imports torch and triton afresh (the interpreter's patches
+        # are per process); one case per worker process, so memory does not pile up.
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 max_tasks_per_child=1) as pool:
+            pending = {}
+            queue = list(jobs)
+            while queue or pending:
+                while queue and len(pending) < args.jobs:
+                    job = min(queue, key=lambda j: (j[2], cost(j)))  # the first of the cheapest
+                    queue.remove(job)
+                    if over_budget(job):
+                        late.append(job)
+                        continue
+                    pending[pool.submit(_run, job)] = job
+                if not pending:
+                    break
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    record(pending.pop(future), future.result())
+    lines = []
+    for world, seconds in args.runs:
+        for scenario in args.scenarios:
+            mine = [cases[j] for j in jobs if j[0] == scenario and j[2] == world and j in cases]
+            if not mine:
+                continue
+            counts = Counter(outcome(c) for c in mine)
+            threads = sorted({threads_per_cta(c.protocol) for c in mine})
+            lines += [f"\n{scenario} (W = {world}, {'/'.join(map(str, threads))} model thread(s) per CTA, "
+                      f"{seconds:.0f} s bound)\n", TABLE_HEAD]
+            lines += [table_row(c) for c in mine]
+            lines.append("\n" + ", ".join(f"{counts[k]} {k}" for k in ("agree", "differ", "unknown", "skipped")))
+    for job in late:
+        lines.append(f"not started (--budget {args.budget:.0f} s): {job[0]} {job[1]} W={job[2]}")
+    lines += ["", "| scenario | W | agree | differ | unknown | skipped | not started |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for world, _seconds in args.runs:
+        for scenario in args.scenarios:
+            counts = Counter(outcome(c) for j, c in cases.items() if j[0] == scenario and j[2] == world)
+            unstarted = sum(1 for j in late if j[0] == scenario and j[2] == world)
+            lines.append(f"| {scenario} | {world} | " + " | ".join(
+                str(counts[k]) for k in ("agree", "differ", "unknown", "skipped")) + f" | {unstarted} |")
+    text = "\n".join(lines)
+    print(text, flush=True)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "crosscheck.md").write_text(text + "\n")
+        (args.out / "crosscheck.json").write_text(json.dumps(
+            [asdict(c) | {"outcome": outcome(c)} for c in cases.values()], indent=1) + "\n")
     return 0
 
 
