@@ -18,11 +18,12 @@ whose check hits a bound either way proves nothing and is discarded (counted, se
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import HealthCheck, Phase, event, given, note, reject, seed, settings
 from hypothesis import strategies as st
 
 from tests.limits import LimitBudget
@@ -52,6 +53,21 @@ MAX_EXECUTIONS = 20_000
 # full run, whose largest configurations (W = 3, several calls, whole programs) often hit the
 # bound, allows many discards and reports them in its statistics ("checker limit hit").
 budget = LimitBudget(10 * EXAMPLES, "checker")  # as many discards per example in the slice as in the full run
+
+# A shard of the full run (``benchmarks/exact_full.py`` runs many in parallel): its own seed (no
+# example database, no shrinking: a difference is reported as drawn, at once), a JSON line per
+# example in ``SYNCVERIFY_EXACT_LOG``, and no new comparison after ``SYNCVERIFY_EXACT_STOP_AT``
+# (a Unix time: the runner's wall-clock bound; later examples are rejected, not counted as discards).
+SEED = os.environ.get("SYNCVERIFY_EXACT_SEED")
+LOG = os.environ.get("SYNCVERIFY_EXACT_LOG")
+STOP_AT = float(os.environ.get("SYNCVERIFY_EXACT_STOP_AT", "inf"))
+
+
+def log(**row) -> None:
+    """One JSON line about the current example into the shard's log (when there is one)."""
+    if LOG:
+        with open(LOG, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
 
 
 # ----- generated protocols -----------------------------------------------------------------------
@@ -117,23 +133,33 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
     scenario = build(protocol, opts, push=push_protocol, without=frozenset(reductions))
     result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=timeout, without=frozenset(prunings))
     assert result.limit_hit != "no-executions", f"no execution at all: {data}"
+    if result.limit_hit is not None:
+        log(outcome="discard", limit=result.limit_hit)
     budget.discard_if_hit(result.limit_hit)
     return frozenset(result.violations)
 
 
 def assert_same(data: dict, config: tuple, *, tiles: int = 1, push: dict | None = None, **off) -> None:
+    if time.time() > STOP_AT:
+        event("stopped at the run's wall-clock bound")
+        reject()
     note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, push {push}\noff: {off}")
     opts = options(config, tiles)
     timeout = TIMEOUT_S * tiles  # each tile a copy of the program: the whole one takes that much longer
     with_it = kinds(data, opts, push=push, timeout=timeout)
     without_it = kinds(data, opts, push=push, timeout=timeout, **off)
     event(f"kinds: {sorted(with_it)}")
-    assert with_it == without_it, f"with the reduction {sorted(with_it)}, without it {sorted(without_it)}"
+    same = with_it == without_it
+    log(outcome="same" if same else "difference", config=list(config), tiles=tiles,
+        with_it=sorted(with_it), without_it=sorted(without_it), **({} if same else {"protocol": data, "push": push}))
+    assert same, f"with the reduction {sorted(with_it)}, without it {sorted(without_it)}"
 
 
+SHARD = {"database": None, "phases": (Phase.explicit, Phase.reuse, Phase.generate)} if SEED else {}
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
-                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow], **SHARD)
 slow_if_full = pytest.mark.slow if FULL else (lambda f: f)
+seeded = seed(int(SEED)) if SEED else (lambda f: f)
 
 
 # ----- the builder's reductions ----------------------------------------------------------------
@@ -141,6 +167,7 @@ slow_if_full = pytest.mark.slow if FULL else (lambda f: f)
 @slow_if_full
 @pytest.mark.parametrize("reduction", [r for r in REDUCTIONS if r != "tiles"])
 @budget.guard
+@seeded
 @SETTINGS
 @given(data=exact_protocols(near_safe=True), push=st.one_of(st.none(), exact_protocols()), draw=st.data())
 def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
@@ -151,6 +178,7 @@ def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
 
 @slow_if_full
 @budget.guard
+@seeded
 @SETTINGS
 @given(data=exact_protocols(), config=st.sampled_from(configs_for(max_calls=2 if FULL else 1)))
 def test_checking_tile_0_of_two_tiles_keeps_the_verdict(data, config):
@@ -163,6 +191,7 @@ def test_checking_tile_0_of_two_tiles_keeps_the_verdict(data, config):
 @slow_if_full
 @pytest.mark.parametrize("pruning", PRUNINGS)
 @budget.guard
+@seeded
 @SETTINGS
 @given(data=exact_protocols(), config=st.sampled_from(configs_for()))
 def test_each_explorer_pruning_keeps_the_verdict(pruning, data, config):
