@@ -248,12 +248,13 @@ def run(shards: list[dict], jobs: int, bound: float, out: Path, site: str | None
 
 def summary(table: dict[str, dict], seconds: float) -> int:
     """Print the table (and each difference and failure); the exit code."""
-    print(f"\n{'property':<28} {'compared':>12} {'discards':>9} {'differences':>12} {'shards ok/fail/killed':>22} "
-          f"{'shard s':>8}")
+    print(f"\n{'property':<28} {'compared':>12} {'discards':>9} {'differences':>12} "
+          f"{'shards ok/fail/killed/not run':>30} {'shard s':>8}")
     for name, row in table.items():
         compared = row["same"] + row["differences"]
+        shards = f"{row['passed']}/{row['failed']}/{row['killed']}/{row['pending']}"
         print(f"{name:<28} {compared:>5} of {row['target']:<4} {row['discards']:>9} {row['differences']:>12} "
-              f"{row['passed']:>8}/{row['failed']}/{row['killed']:<10} {row['cpu']:>8.0f}")
+              f"{shards:>30} {row['cpu']:>8.0f}")
     for name, row in table.items():
         for found in row["found"]:
             print(f"DIFFERENCE {name}: {json.dumps(found)}")

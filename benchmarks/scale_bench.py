@@ -28,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,24 +53,38 @@ def cases(names: list[str] | None, configs: list[str]) -> list[dict]:
 
 
 def run_case(case: dict, timeout: float, root: Path) -> dict:
-    """One whole-process check: exit code, verdict, kinds, executions, wall seconds."""
+    """One whole-process check: exit code, verdict, kinds, executions, wall seconds, and the
+    process's CPU seconds (``cpu``: what a loaded machine cannot spoil, unlike wall seconds)."""
     command = [sys.executable, "-m", "syncverify", "check", case["protocol"], "--scenario", case["scenario"],
                *CONFIGS[case["config"]], "--timeout", str(timeout), "--json"]
     env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     start = time.perf_counter()
-    try:
-        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout + 30)
-    except subprocess.TimeoutExpired:
-        return dict(case, verdict="killed", wall=round(time.perf_counter() - start, 2))
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=err, text=True)
+        while True:  # os.wait4 gives the child's own CPU time, which subprocess.run does not
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - start > timeout + 30:
+                process.kill()
+                _pid, status, usage = os.wait4(process.pid, 0)
+                return dict(case, verdict="killed", wall=round(time.perf_counter() - start, 2),
+                            cpu=round(usage.ru_utime + usage.ru_stime, 2))
+            time.sleep(0.05)
+        returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     wall = round(time.perf_counter() - start, 2)
-    if done.returncode == 2:
-        return dict(case, verdict="n/a", wall=wall, error=done.stderr.strip()[-200:])
+    cpu = round(usage.ru_utime + usage.ru_stime, 2)
+    if returncode == 2:
+        return dict(case, verdict="n/a", wall=wall, cpu=cpu, error=stderr.strip()[-200:])
     try:
-        answer = json.loads(done.stdout)
+        answer = json.loads(stdout)
     except json.JSONDecodeError:
-        return dict(case, verdict="error", wall=wall, error=done.stderr.strip()[-300:])
+        return dict(case, verdict="error", wall=wall, cpu=cpu, error=stderr.strip()[-300:])
     safe = answer.get("safe")
-    return dict(case, verdict={True: "safe", False: "unsafe", None: "unknown"}[safe], wall=wall,
+    return dict(case, verdict={True: "safe", False: "unsafe", None: "unknown"}[safe], wall=wall, cpu=cpu,
                 kinds=sorted({v["kind"] for v in answer.get("violations", [])}),
                 executions=answer.get("executions"), limit=answer.get("limit"))
 
@@ -82,7 +97,8 @@ def cell(row: dict | None) -> str:
         return "n/a"
     kinds = f" ({', '.join(row['kinds'])})" if row.get("kinds") else ""
     bound = f", {row['limit']} hit" if row.get("limit") and row["verdict"] != "unknown" else ""
-    return f"{row['verdict']}{kinds}{bound} {row['wall']:.1f} s"
+    cpu = f" ({row['cpu']:.1f} CPU s)" if "cpu" in row else ""
+    return f"{row['verdict']}{kinds}{bound} {row['wall']:.1f} s{cpu}"
 
 
 def read_rows(path: str) -> dict[tuple, dict]:
