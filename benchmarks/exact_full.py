@@ -1,7 +1,7 @@
 """The exhaustive exactness run (``tests/test_reductions_exact.py`` at its full example count), in parallel.
 
     python3 benchmarks/exact_full.py [--jobs N] [--examples 40] [--shard-examples 4] [--bound 480]
-                                     [--only NAME,...] [--out DIR] [--wheels DIR]
+                                     [--only NAME,...] [--seed 0] [--out DIR] [--wheels DIR]
 
 Every property of ``tests/test_reductions_exact.py`` (each builder reduction, the tiles one, each
 explorer pruning: :func:`properties`) is run with ``SYNCVERIFY_EXACT_FULL=1`` (every scenario,
@@ -146,13 +146,14 @@ def ensure_modules(wheels: Path | None, out: Path) -> str | None:
 
 # ----- the parallel run --------------------------------------------------------------------------
 
-def plan(names: list[str], examples: int, per_shard: int) -> list[dict]:
-    """The shards, interleaved across properties (shard 0 of each, then shard 1 of each, ...)."""
+def plan(names: list[str], examples: int, per_shard: int, seed: int = 0) -> list[dict]:
+    """The shards, interleaved across properties (shard 0 of each, then shard 1 of each, ...);
+    shard ``k`` of property ``n`` draws with seed ``seed + 1000 n + k``."""
     per_property = []
     for n, name in enumerate(names):
         count = math.ceil(examples / per_shard)
         sizes = [per_shard] * (count - 1) + [examples - per_shard * (count - 1)]
-        per_property.append([dict(property=name, shard=k, examples=size, seed=1000 * n + k,
+        per_property.append([dict(property=name, shard=k, examples=size, seed=seed + 1000 * n + k,
                                   id=f"{name.replace(':', '-')}-{k}") for k, size in enumerate(sizes)])
     longest = max(len(shards) for shards in per_property)
     return [shards[k] for k in range(longest) for shards in per_property if k < len(shards)]
@@ -276,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard-examples", type=int, default=4, help="comparisons per shard (default 4)")
     parser.add_argument("--bound", type=float, default=480.0, help="wall-clock seconds (default 480)")
     parser.add_argument("--only", help="comma-separated properties (default: every one)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="added to every shard's seed: another run draws other examples (default 0)")
     parser.add_argument("--out", default=os.environ.get("OUT") and f"{os.environ['OUT']}/exact" or "out/exact")
     parser.add_argument("--wheels", default=str(ROOT / ".wheels"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -296,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"exact_full: unknown property {unknown[0]!r}; choose from {', '.join(names)}", file=sys.stderr)
             return 2
         names = [n for n in names if n in args.only.split(",")]
-    shards = plan(names, args.examples, args.shard_examples)
+    shards = plan(names, args.examples, args.shard_examples, args.seed)
     print(f"exact_full: {len(names)} properties x {args.examples} comparisons in {len(shards)} shards, "
           f"{args.jobs} at a time, bound {args.bound:.0f} s; raw results in {out}", flush=True)
     seconds = run(shards, args.jobs, args.bound, out, site)
