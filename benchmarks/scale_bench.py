@@ -1,7 +1,7 @@
 """The performance table of issue 24: every built-in and zoo protocol at the sizes users run.
 
     python -m benchmarks.scale_bench [--timeout 60] [--jobs 1] [--names a,b] [--configs w8e2,w4e3,w2e3prs]
-                                     --out FILE.jsonl
+                                     [--bound SECONDS] --out FILE.jsonl
     python -m benchmarks.scale_bench --table OLD.jsonl [NEW.jsonl]
 
 Three configurations, each a whole ``python -m syncverify check NAME --scenario S ... --timeout T
@@ -16,7 +16,9 @@ names (a scenario that refuses the protocol, exit 2, is recorded as ``n/a``). Ea
 a hard wall-clock limit of ``--timeout`` + 30 s on top of the check's own ``--timeout`` (a case
 past it is killed and recorded as ``killed``). One JSON line per case is appended to ``--out`` as
 it finishes, so a run cut short keeps what it measured. ``--table`` prints the markdown table of
-one run, or of two side by side (old, new).
+one run, or of two side by side (old, new). The run ends with a compact table: per configuration,
+the cases decided within ``--timeout`` (a verdict with no bound hit) of the applicable ones, and
+each miss. ``--bound``: no case starts that could end after that many seconds (``not run``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -50,24 +53,38 @@ def cases(names: list[str] | None, configs: list[str]) -> list[dict]:
 
 
 def run_case(case: dict, timeout: float, root: Path) -> dict:
-    """One whole-process check: exit code, verdict, kinds, executions, wall seconds."""
+    """One whole-process check: exit code, verdict, kinds, executions, wall seconds, and the
+    process's CPU seconds (``cpu``: what a loaded machine cannot spoil, unlike wall seconds)."""
     command = [sys.executable, "-m", "syncverify", "check", case["protocol"], "--scenario", case["scenario"],
                *CONFIGS[case["config"]], "--timeout", str(timeout), "--json"]
     env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     start = time.perf_counter()
-    try:
-        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout + 30)
-    except subprocess.TimeoutExpired:
-        return dict(case, verdict="killed", wall=round(time.perf_counter() - start, 2))
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=err, text=True)
+        while True:  # os.wait4 gives the child's own CPU time, which subprocess.run does not
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - start > timeout + 30:
+                process.kill()
+                _pid, status, usage = os.wait4(process.pid, 0)
+                return dict(case, verdict="killed", wall=round(time.perf_counter() - start, 2),
+                            cpu=round(usage.ru_utime + usage.ru_stime, 2))
+            time.sleep(0.05)
+        returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     wall = round(time.perf_counter() - start, 2)
-    if done.returncode == 2:
-        return dict(case, verdict="n/a", wall=wall, error=done.stderr.strip()[-200:])
+    cpu = round(usage.ru_utime + usage.ru_stime, 2)
+    if returncode == 2:
+        return dict(case, verdict="n/a", wall=wall, cpu=cpu, error=stderr.strip()[-200:])
     try:
-        answer = json.loads(done.stdout)
+        answer = json.loads(stdout)
     except json.JSONDecodeError:
-        return dict(case, verdict="error", wall=wall, error=done.stderr.strip()[-300:])
+        return dict(case, verdict="error", wall=wall, cpu=cpu, error=stderr.strip()[-300:])
     safe = answer.get("safe")
-    return dict(case, verdict={True: "safe", False: "unsafe", None: "unknown"}[safe], wall=wall,
+    return dict(case, verdict={True: "safe", False: "unsafe", None: "unknown"}[safe], wall=wall, cpu=cpu,
                 kinds=sorted({v["kind"] for v in answer.get("violations", [])}),
                 executions=answer.get("executions"), limit=answer.get("limit"))
 
@@ -80,7 +97,8 @@ def cell(row: dict | None) -> str:
         return "n/a"
     kinds = f" ({', '.join(row['kinds'])})" if row.get("kinds") else ""
     bound = f", {row['limit']} hit" if row.get("limit") and row["verdict"] != "unknown" else ""
-    return f"{row['verdict']}{kinds}{bound} {row['wall']:.1f} s"
+    cpu = f" ({row['cpu']:.1f} CPU s)" if "cpu" in row else ""
+    return f"{row['verdict']}{kinds}{bound} {row['wall']:.1f} s{cpu}"
 
 
 def read_rows(path: str) -> dict[tuple, dict]:
@@ -121,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--names", default=None, help="comma-separated protocols (default: every one)")
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--root", default=str(ROOT), help="the tree to check (default: this one)")
+    parser.add_argument("--bound", type=float, default=0.0,
+                        help="wall-clock seconds for the whole run: no case starts that could end after it (0: none)")
     parser.add_argument("--out")
     parser.add_argument("--table", nargs="+", metavar="JSONL")
     args = parser.parse_args(argv)
@@ -135,14 +155,42 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown config {unknown[0]!r}; choose from {', '.join(CONFIGS)}")
     todo = cases(args.names.split(",") if args.names else None, args.configs.split(","))
     start = time.monotonic()
+    late = start + args.bound - args.timeout - 30 if args.bound else float("inf")
+
+    def one(case: dict) -> dict:
+        if time.monotonic() > late:  # it could not finish within --bound
+            return dict(case, verdict="not run", wall=0.0)
+        return run_case(case, args.timeout, Path(args.root))
+
+    rows = []
     with open(args.out, "a", encoding="utf-8") as f, ThreadPoolExecutor(args.jobs) as pool:
-        results = pool.map(lambda case: run_case(case, args.timeout, Path(args.root)), todo)
-        for n, row in enumerate(results, 1):
+        for n, row in enumerate(pool.map(one, todo), 1):
+            rows.append(row)
             f.write(json.dumps(row) + "\n")
             f.flush()
             print(f"[{n}/{len(todo)} {time.monotonic() - start:.0f}s] {row['protocol']} {row['scenario']} "
                   f"{row['config']}: {cell(row)}", flush=True)
+    print_summary(rows, args.timeout)
     return 0
+
+
+def print_summary(rows: list[dict], limit: float) -> None:
+    """The compact table: per configuration, cases decided within ``limit`` seconds of the applicable ones,
+    and each miss."""
+    print(f"\n{'config':<9} {'within':>7} {'applicable':>11} {'unknown':>8} {'slower':>7} {'not run':>8}")
+    for config in CONFIGS:
+        mine = [r for r in rows if r["config"] == config and r["verdict"] != "n/a"]
+        if not mine:
+            continue
+        decided = [r for r in mine if r["verdict"] in ("safe", "unsafe")]
+        within = [r for r in decided if r["wall"] <= limit and not r.get("limit")]
+        print(f"{config:<9} {len(within):>7} {len(mine):>11} "
+              f"{sum(r['verdict'] in ('unknown', 'killed', 'error') for r in mine):>8} {len(decided) - len(within):>7} "
+              f"{sum(r['verdict'] == 'not run' for r in mine):>8}")
+    for r in rows:
+        if r["verdict"] not in ("n/a", "not run") and not (r["verdict"] in ("safe", "unsafe") and r["wall"] <= limit
+                                                          and not r.get("limit")):
+            print(f"miss: {r['protocol']} {r['scenario']} {r['config']}: {cell(r)}")
 
 
 if __name__ == "__main__":

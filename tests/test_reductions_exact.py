@@ -2,7 +2,7 @@
 
 The builder's reductions (:data:`syncverify.scenarios.build.REDUCTIONS`: tiles, slicing of unread
 lock copies, ranks left out as renamings of rank 0, the split into stage programs, the rank
-symmetry group) and the explorer's prunings (:data:`syncverify.explore.driver.PRUNINGS`: value
+symmetry group, the split into call programs) and the explorer's prunings (:data:`syncverify.explore.driver.PRUNINGS`: value
 classes, readable ceilings, the pruning combination search with its write budgets, barrier
 groupings kept once per order, the partial causality, alike executions) are each turned off on
 their own and compared with everything on, over generated protocols (the generator of
@@ -18,11 +18,12 @@ whose check hits a bound either way proves nothing and is discarded (counted, se
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import HealthCheck, Phase, event, given, note, reject, seed, settings
 from hypothesis import strategies as st
 
 from tests.limits import LimitBudget
@@ -52,6 +53,21 @@ MAX_EXECUTIONS = 20_000
 # full run, whose largest configurations (W = 3, several calls, whole programs) often hit the
 # bound, allows many discards and reports them in its statistics ("checker limit hit").
 budget = LimitBudget(10 * EXAMPLES, "checker")  # as many discards per example in the slice as in the full run
+
+# A shard of the full run (``benchmarks/exact_full.py`` runs many in parallel): its own seed (no
+# example database, no shrinking: a difference is reported as drawn, at once), a JSON line per
+# example in ``SYNCVERIFY_EXACT_LOG``, and no new comparison after ``SYNCVERIFY_EXACT_STOP_AT``
+# (a Unix time: the runner's wall-clock bound; later examples are rejected, not counted as discards).
+SEED = os.environ.get("SYNCVERIFY_EXACT_SEED")
+LOG = os.environ.get("SYNCVERIFY_EXACT_LOG")
+STOP_AT = float(os.environ.get("SYNCVERIFY_EXACT_STOP_AT", "inf"))
+
+
+def log(**row) -> None:
+    """One JSON line about the current example into the shard's log (when there is one)."""
+    if LOG:
+        with open(LOG, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
 
 
 # ----- generated protocols -----------------------------------------------------------------------
@@ -97,7 +113,8 @@ APPLIES = {"ranks": ("all-scatter", "all-gather-gemm"), "stages": ("all-scatter"
 def configs_for(reduction: str = "", max_calls: int = 3) -> list[tuple]:
     """The configurations a test of ``reduction`` draws from: all of them in the full run, the slice by default."""
     where = APPLIES.get(reduction, SCENARIOS)
-    return [c for c in (CONFIGS if FULL else SLICE) if c[0] in where and c[2] <= max_calls]
+    return [c for c in (CONFIGS if FULL else SLICE) if c[0] in where and c[2] <= max_calls
+            and (reduction != "calls" or (c[1] == "host-barrier" and c[2] > 1))]  # where the call split is made
 
 
 def options(config: tuple, tiles: int = 1) -> ScenarioOptions:
@@ -117,23 +134,33 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
     scenario = build(protocol, opts, push=push_protocol, without=frozenset(reductions))
     result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=timeout, without=frozenset(prunings))
     assert result.limit_hit != "no-executions", f"no execution at all: {data}"
+    if result.limit_hit is not None:
+        log(outcome="discard", limit=result.limit_hit)
     budget.discard_if_hit(result.limit_hit)
     return frozenset(result.violations)
 
 
 def assert_same(data: dict, config: tuple, *, tiles: int = 1, push: dict | None = None, **off) -> None:
+    if time.time() > STOP_AT:
+        event("stopped at the run's wall-clock bound")
+        reject()
     note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, push {push}\noff: {off}")
     opts = options(config, tiles)
     timeout = TIMEOUT_S * tiles  # each tile a copy of the program: the whole one takes that much longer
     with_it = kinds(data, opts, push=push, timeout=timeout)
     without_it = kinds(data, opts, push=push, timeout=timeout, **off)
     event(f"kinds: {sorted(with_it)}")
-    assert with_it == without_it, f"with the reduction {sorted(with_it)}, without it {sorted(without_it)}"
+    same = with_it == without_it
+    log(outcome="same" if same else "difference", config=list(config), tiles=tiles,
+        with_it=sorted(with_it), without_it=sorted(without_it), **({} if same else {"protocol": data, "push": push}))
+    assert same, f"with the reduction {sorted(with_it)}, without it {sorted(without_it)}"
 
 
+SHARD = {"database": None, "phases": (Phase.explicit, Phase.reuse, Phase.generate)} if SEED else {}
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
-                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow], **SHARD)
 slow_if_full = pytest.mark.slow if FULL else (lambda f: f)
+seeded = seed(int(SEED)) if SEED else (lambda f: f)
 
 
 # ----- the builder's reductions ----------------------------------------------------------------
@@ -141,6 +168,7 @@ slow_if_full = pytest.mark.slow if FULL else (lambda f: f)
 @slow_if_full
 @pytest.mark.parametrize("reduction", [r for r in REDUCTIONS if r != "tiles"])
 @budget.guard
+@seeded
 @SETTINGS
 @given(data=exact_protocols(near_safe=True), push=st.one_of(st.none(), exact_protocols()), draw=st.data())
 def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
@@ -151,6 +179,7 @@ def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
 
 @slow_if_full
 @budget.guard
+@seeded
 @SETTINGS
 @given(data=exact_protocols(), config=st.sampled_from(configs_for(max_calls=2 if FULL else 1)))
 def test_checking_tile_0_of_two_tiles_keeps_the_verdict(data, config):
@@ -163,6 +192,7 @@ def test_checking_tile_0_of_two_tiles_keeps_the_verdict(data, config):
 @slow_if_full
 @pytest.mark.parametrize("pruning", PRUNINGS)
 @budget.guard
+@seeded
 @SETTINGS
 @given(data=exact_protocols(), config=st.sampled_from(configs_for()))
 def test_each_explorer_pruning_keeps_the_verdict(pruning, data, config):
@@ -237,3 +267,74 @@ def test_a_symmetry_group_whose_units_have_too_many_path_tuples_is_dropped_and_t
     result = check(scenario, timeout=2)
     assert result.limit_hit == "timeout" or result.limit_hit is None
     assert time.monotonic() - start < 60  # minutes before, under any load
+
+
+# ----- the call split (calls checked one by one from the state the calls before leave) -----------
+
+def _split(name_or_data, **options):
+    protocol = load_protocol(name_or_data) if isinstance(name_or_data, str) else protocol_from_dict(name_or_data)
+    opts = ScenarioOptions(**options)
+    return build(protocol, opts), build(protocol, opts, without=frozenset({"calls"}))
+
+
+def test_two_calls_at_w8_are_checked_call_by_call_from_the_state_the_first_leaves():
+    # Issue 24: epoch-flag in all-reduce, W = 8, two calls, was unknown at 120 s: units holding
+    # both calls of a rank left 8! orders of the second call's increments. Each call program
+    # has one call per unit; the second starts with the counter at 8 (no reset: the target grows).
+    split, _whole = _split("epoch-flag", scenario="all-reduce", world_size=8, epochs=2)
+    assert [part.stage for part in split.parts] == ["call 0", "call 1"]
+    counter = next(loc for loc in split.parts[1].program.init if loc.startswith("ready"))
+    assert split.parts[1].program.init[counter] == 8
+    result = check(split, timeout=60)
+    assert result.limit_hit is None and result.safe
+
+
+def test_the_call_split_gives_the_whole_programs_verdicts_where_both_decide():
+    for name, options in [("add-counter", dict(scenario="all-reduce", world_size=2, epochs=3)),
+                          ("epoch-flag", dict(scenario="gemm-reduce-scatter", world_size=3, epochs=2)),
+                          ("iris-465-call-number", dict(scenario="all-reduce", world_size=2, epochs=3)),
+                          ("two-slot-early-reuse", dict(scenario="all-reduce", world_size=2, epochs=3))]:
+        split, whole = _split(name, **options)
+        assert split.parts and split.parts[0].call == 0, name
+        assert not whole.parts
+        reduced, full = check(split, timeout=60), check(whole, timeout=60)
+        assert reduced.limit_hit is None and full.limit_hit is None, name
+        assert set(reduced.violations) == set(full.violations), name
+
+
+def test_a_call_that_always_hangs_keeps_the_later_calls_from_counting():
+    # The wait needs one increment more than the producers make: call 0 hangs in every
+    # execution, so call 1 never runs, and its stale reads (it would read call 0's tiles) must not
+    # be reported. The whole program says the same.
+    data = load_protocol("add-counter").to_dict()
+    data["wait"] = [{**data["wait"][0], "until": "> world_size"}]
+    split, whole = _split(data, scenario="all-reduce", world_size=2, epochs=2)
+    assert split.parts
+    reduced, full = check(split, timeout=60), check(whole, timeout=60)
+    assert set(reduced.violations) == set(full.violations) == {"hang"}
+
+
+def test_no_call_split_where_a_call_can_leave_two_states():
+    # A consumer's CAS reset leaves 0 or the count (whether it succeeded depends on the
+    # execution); adds at gpu scope across ranks are not morally strong (an increment can be
+    # lost); per-rank streams order no call after every rank's previous one.
+    assert not _split("add-counter-cas-reset", scenario="all-reduce", world_size=2, epochs=2)[0].parts
+    data = load_protocol("epoch-flag").to_dict()
+    data["signal"] = [{**step, "scope": "gpu"} if step["op"] == "atomic_add" else step for step in data["signal"]]
+    assert not _split(data, scenario="all-reduce", world_size=2, epochs=2)[0].parts
+    assert not _split("epoch-flag", scenario="all-reduce", world_size=2, epochs=2, launches="per-rank-stream",
+                      reset="none")[0].parts
+
+
+def test_a_cas_reset_beside_an_exchange_leaves_no_one_state_and_is_not_split():
+    # Found while building the split (tests/test_check.py's consumer-reset known answer): the
+    # producer's exchange writes 1, the consumer's CAS(1 -> 0) resets it. The state was taken
+    # from the exchanges alone (1): call 1 then read call 0's tiles (stale-read, race), whereas
+    # the whole program is SAFE. A CAS that can change the value now keeps the program whole.
+    data = {"name": "xchg-cas-reset", "summary": "s", "origin": "test", "reset": "consumer",
+            "signal": [{"op": "barrier"}, {"op": "atomic_xchg", "value": 1, "sem": "release", "scope": "sys", "to": "all"}],
+            "wait": [{"op": "await", "read": "atomic_cas", "compare": 1, "value": 0, "sem": "acquire",
+                      "scope": "sys", "until": "== 1"}]}
+    split, _whole = _split(data, scenario="all-reduce", world_size=1, threads_per_cta=1, epochs=2)
+    assert not split.parts
+    assert check(split, timeout=60).safe is True

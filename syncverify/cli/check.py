@@ -267,7 +267,12 @@ def _print_text(result, accepted: list[str] = (), baseline: Path | None = None, 
                   f"({_count(result.candidates, 'candidate')}) in {result.seconds:.2f}s", markup=False)
     if result.stages:
         parts = "; ".join(f"{name} {_count(n, 'execution')}, {seconds:.2f}s" for name, n, seconds in result.stages)
-        out.print(f"  checked stage by stage (exact; see 'docs/scenarios.md'): {parts}", markup=False)
+        first = result.scenario.parts[0] if result.scenario.parts else None
+        how = ("call by call, from the state each call leaves (exact; see 'docs/reductions.md')"
+               if first is not None and first.call is not None
+               else "stage by stage, each stage call by call (exact; see 'docs/scenarios.md', 'docs/reductions.md')"
+               if first is not None and first.parts else "stage by stage (exact; see 'docs/scenarios.md')")
+        out.print(f"  checked {how}: {parts}", markup=False)
     if result.stopped_at_first:
         out.print("  stopped at the first violation (--first): other kinds may exist", markup=False)
     if result.limit_hit and result.violations:

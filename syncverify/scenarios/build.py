@@ -44,9 +44,9 @@ from dataclasses import dataclass, field, replace
 from syncverify.delivery import DeliveryFence, Put, Quiet, lower_delivery
 from syncverify.errors import ScenarioError, UnsupportedConstruct
 from syncverify.explore.residency import Residency
-from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, Store,
-                                Thread, ThreadOrigin, byte_location, mixed_size_locations, pdl_dependent, pdl_primary,
-                                split_mixed_sizes)
+from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, RegOp,
+                                Store, Thread, ThreadOrigin, byte_location, mixed_size_locations, pdl_dependent,
+                                pdl_primary, split_mixed_sizes)
 from syncverify.protocols import rules
 from syncverify.protocols.expressions import evaluate_at, step_place
 from syncverify.protocols.lowering import executes, lower_step, lower_tile_load, lower_tile_store
@@ -322,8 +322,11 @@ class Scenario:
     #: One program per lock stage, checked in its place (see :func:`stage_parts`); empty: check
     #: ``program`` itself.
     parts: list["Scenario"] = field(default_factory=list)
-    #: A stage program's lock stage (:func:`stage_parts`); "" for the whole scenario.
+    #: A stage program's lock stage (:func:`stage_parts`), or ``call k`` (:func:`call_parts`); "" for
+    #: the whole scenario.
     stage: str = ""
+    #: A call program's call (:func:`call_parts`); None for the whole scenario or a stage program.
+    call: int | None = None
     #: Each location's text (as instructions and events name it) -> what it is.
     locations: dict[str, Location] = field(default_factory=dict)
     #: Each protocol step's instruction label (as events carry it) -> the step.
@@ -580,7 +583,7 @@ def _stage_name(stage: str) -> str:
 
 #: The builder's reductions, each argued where it is made; ``ScenarioOptions.symmetry=False``
 #: turns them all off, ``build(..., without=...)`` some of them (the exactness tests compare each).
-REDUCTIONS: tuple[str, ...] = ("tiles", "slicing", "ranks", "stages", "symmetry")
+REDUCTIONS: tuple[str, ...] = ("tiles", "slicing", "ranks", "stages", "symmetry", "calls")
 
 
 def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str] = frozenset()) -> Scenario:
@@ -606,7 +609,7 @@ def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str]
         scenario.notes.append(f"threads: {opts.threads_per_cta} model threads per CTA ({asked} asked), each standing "
                               f"for {share} of the kernels' {rules.KERNEL_WARPS} warps: the barrier steps select "
                               f"warps")
-    scenario.parts = stage_parts(protocols, opts, without)
+    scenario.parts = stage_parts(protocols, opts, without) or call_parts(protocols, opts, without)
     return scenario
 
 
@@ -675,15 +678,161 @@ def stage_parts(protocols: dict[str, object], opts: ScenarioOptions,
         return []
     if opts.epochs > 1 and opts.launches != "host-barrier":
         return []
-    return [_Program(protocols, opts, part=stage, without=without).build() for stage in stages(opts.scenario)]
+    parts = [_Program(protocols, opts, part=stage, without=without).build() for stage in stages(opts.scenario)]
+    for part in parts:  # each stage's calls, one by one where that is exact too (call_parts)
+        part.parts = call_parts(protocols, opts, without, stage=part.stage)
+    return parts
+
+
+class _NotSplittable(Exception):
+    """What calls before a call leave in memory is not one state (:func:`call_parts`)."""
+
+
+def call_parts(protocols: dict[str, object], opts: ScenarioOptions,
+               without: frozenset[str] = frozenset(), stage: str | None = None) -> list[Scenario]:
+    """The scenario (``stage``: that stage's program, :func:`stage_parts`) split into one program
+    per call, when that split is exact.
+
+    Program ``k`` is call ``k``'s threads, the host's reset after call ``k - 1``, and for call
+    ``k >= 1`` the *state* calls ``0 .. k-1`` leave in each location the reset does not zero,
+    written once, in launch ``k - 1``, by a *state thread* with the identity of the CTA thread
+    that set it last (its other events left out: stale and unwritten reads, and causes, are
+    judged by who wrote what a read returns); a lock also starts at that value (its initial
+    value in program ``k``, which no read can return: the state write hides it). Each call
+    program has one call's threads only, so its symmetric units are one call of each rank: the
+    non-decreasing order among them fixes the order of that call's increments, which units holding
+    every call's threads cannot (``W!`` orders per call once the first call's are fixed).
+
+    Made with launches ordered by a host barrier (every event of launch ``k - 1``, and of the
+    reset after it, happens before every event of launch ``k``), no reset racing the next launch
+    and no residency bound, and only when the state calls ``0 .. k-1`` leave is *one* state, the
+    same in every execution in which they all terminate (:func:`_call_effect`: stores or
+    exchanges of one constant, or a counter's system-scoped adds of constants, each made once on
+    every path); a CAS that can change a value, a narrower-scoped add or a value from a register
+    leaves a state that depends on the execution, and the scenario is checked whole
+    (:class:`_NotSplittable`). The argument, in two directions (P: the whole program;
+    P_k: call ``k``'s program):
+
+    * P to P_k. Let X be an execution of P in which calls ``0 .. k-1`` terminate. Each read of
+      call ``k`` reads a write of call ``k``, of the reset, or of an earlier call; the last
+      kind is hb-before the read (host barrier), and so is every later write of that location
+      of an earlier call or the reset, so by Coherence it reads the coherence-last write of the
+      last call writing it: the state's value, which P_k's state thread writes hb-before the
+      read. Mapping those reads to the state
+      writes gives an execution of P_k (PTX's axioms forbid patterns; the events of call ``k``
+      keep their order, and happens-before between them gains no path through earlier calls,
+      which receive no order from call ``k``). Races, stale and unwritten reads and hangs of
+      call ``k`` are kept with their kinds: a race needs two accesses unordered by
+      happens-before (a call-``k`` access and an earlier one are ordered), a data read's epoch
+      and the writer's value are kept, and a data location's initial value is hidden in both
+      by a write that happens before the read. Violations of calls before ``k`` are those of
+      ``P_0 .. P_{k-1}``.
+    * P_k to P. An execution of P_k, with every state write replaced by the real last writes,
+      is preceded by any execution of calls ``0 .. k-1`` that terminates (which exists exactly
+      when each of ``P_0 .. P_{k-1}`` has an execution without a hang: each call's executions
+      depend only on the state before it, which is the one state): again no new order among
+      call ``k``'s events, and the same values read.
+
+    So the verdict of P is the join of the call programs' verdicts, call ``k``'s counted only if
+    every earlier call program has an execution without a hang, which is what
+    :func:`syncverify.verdicts.check.check` does with ``parts`` (a hang does not send a call
+    split back to the whole program as it does a stage split). ``tests/test_reductions_exact.py``
+    compares the verdicts with the split and without it.
+    """
+    if opts.epochs < 2 or not opts.symmetry or "calls" in without:
+        return []
+    if opts.launches != "host-barrier" or opts.resident is not None:
+        return []
+    policies = _policies(protocols, opts)
+    if "host-racing" in policies.values():
+        return []
+    try:
+        return [_Program(protocols, opts, part=stage, without=without, call=k).build() for k in range(opts.epochs)]
+    except _NotSplittable:
+        return []
+
+
+def _policies(protocols: dict[str, object], opts: ScenarioOptions) -> dict[str, str]:
+    """Each lock stage's reset policy (``reset`` overrides the protocol under test's)."""
+    return {stage: (opts.reset if which == "protocol" else rules.reset_policy(protocols[which].reset))
+            for stage, which in stages(opts.scenario).items()}
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One write instruction of a thread's code, as :func:`_call_effect` weighs it."""
+
+    ins: object  # a Store or an Atomic
+    value: int | None  # the value it writes or adds, if a constant
+    sure: bool  # every path through the code makes it (no forward branch jumps around it)
+    looped: bool  # inside a loop: a path may make it more than once
+
+
+def _writes(code: list) -> list[_Write]:
+    """The writes of ``code`` (:class:`_Write`). Refuses code with bulk copies or mbarriers,
+    whose writes this does not follow."""
+    at = {ins.name: n for n, ins in enumerate(code) if isinstance(ins, Label)}
+    skipped: set[int] = set()
+    looped: set[int] = set()
+    for n, ins in enumerate(code):
+        if isinstance(ins, Branch) and ins.target in at:
+            (skipped if at[ins.target] > n else looped).update(range(min(n, at[ins.target]) + 1,
+                                                                    max(n, at[ins.target])))
+    out = []
+    for n, ins in enumerate(code):
+        if isinstance(ins, Store):
+            out.append(_Write(ins, ins.value if isinstance(ins.value, int) else None, n not in skipped, n in looped))
+        elif isinstance(ins, Atomic):
+            constant = all(isinstance(v, int) for v in ins.operands)
+            out.append(_Write(ins, ins.operands[-1] if constant else None, n not in skipped, n in looped))
+        elif not isinstance(ins, (Load, Fence, Barrier, Branch, Label, RegOp)):
+            raise _NotSplittable(type(ins).__name__)
+    return out
+
+
+def _leaves_value(ins: object) -> bool:
+    """Whether the atomic ``ins`` never changes its location's value: a CAS whose compare and
+    new value are one constant (a read-only poll), or an add, or, xor of the constant 0."""
+    if not isinstance(ins, Atomic) or not all(isinstance(v, int) for v in ins.operands):
+        return False
+    return (ins.op == "cas" and ins.operands[0] == ins.operands[1]) or (
+        ins.op in ("add", "sub", "or", "xor") and ins.operands[0] == 0)
+
+
+def _call_effect(writes: list[_Write], before: int) -> tuple[int, list[_Write]] | None:
+    """What one call's ``writes`` of a location leave in it, the same in every execution in which
+    the call terminates, and the writes that may stand for it (None: they leave ``before``).
+
+    * stores and exchanges of one constant ``v``, one of them on every path: ``v`` (whichever is
+      coherence-last);
+    * adds of constants at system scope, each on every path exactly once (no branch around it,
+      no loop): ``before`` plus their sum. They are morally strong with each other (strong,
+      system scope), so by Atomicity each reads the one coherence-before it: none is lost.
+
+    Anything else (a CAS that can change the value, adds at a narrower scope, a store mixed
+    with adds, a value from a register) raises :class:`_NotSplittable`."""
+    changing = [w for w in writes if not _leaves_value(w.ins)]
+    if not changing:
+        return None
+    sets = [w for w in changing if isinstance(w.ins, Store) or w.ins.op == "exch"]
+    adds = [w for w in changing if isinstance(w.ins, Atomic) and w.ins.op == "add"]
+    if len(sets) == len(changing) and len({w.value for w in sets}) == 1 and sets[0].value is not None and any(
+            w.sure for w in sets):
+        return sets[0].value, [w for w in sets if w.sure]
+    if adds and len(adds) == len(changing) and all(
+            w.value is not None and w.sure and not w.looped and w.ins.scope == "sys" for w in adds):
+        return before + sum(w.value for w in adds), adds
+    raise _NotSplittable(str(writes[0].ins.loc))
 
 
 class _Program:
     """Instantiates a scenario's roles for every epoch, tile and rank the reductions keep."""
 
     def __init__(self, protocols: dict[str, object], opts: ScenarioOptions, part: str | None = None,
-                 without: frozenset[str] = frozenset()) -> None:
+                 without: frozenset[str] = frozenset(), call: int | None = None) -> None:
         self.protocols, self.opts, self.part, self.without = protocols, opts, part, without
+        self.call = call  # call_parts: only this call's threads, and the state the calls before leave
+        self.init: dict[str, int] = {}  # call_parts: the locks' values the calls before leave
         self.roles = ROLES[opts.scenario]
         if part is not None:  # one stage's steps of each role (stage_parts)
             kept = (replace(r, steps=tuple(s for s in r.steps if s.stage == part)) for r in self.roles)
@@ -830,23 +979,88 @@ class _Program:
     def build(self) -> Scenario:
         opts = self.opts
         builder = self.builder = _Builder(self.protocols, opts, self.polled())
-        for epoch in range(opts.epochs):
+        if self.call:
+            self.add_state(self.call)
+        for epoch in range(opts.epochs) if self.call is None else [self.call]:
             builder.epoch = epoch
             for t in self.tiles:
                 checked = self.checked_rank(t)
                 for role in self.roles:
                     for r in self.ranks_of(role, t):
-                        unit = r if checked is not None and r != checked and role.runs_on != "owner" else None
                         for i in range(opts.threads_per_cta):
                             code = builder.role_code(role, r, t, i)
                             origin = ThreadOrigin(r, role.name, thread=i, tile=t, epoch=epoch)
                             phase = rules.launch_phase(epoch, r, opts.launches, role_kernel(opts.scenario, role.name))
-                            self.threads.append(Thread(f"P{len(self.threads)}", r, self.cta(r, f"{role.name}{t}", epoch),
-                                                       tuple(code), origin, phase,
-                                                       builder.step_counts(code)))
-                            if unit is not None:
-                                self.units.setdefault(unit, []).append(len(self.threads) - 1)
+                            self.add_thread(tuple(code), origin, phase, self._unit(role, r, checked),
+                                            builder.step_counts(code))
         return self.finish()
+
+    def _unit(self, role: Role, rank: int, checked: int | None) -> int | None:
+        """The symmetry unit ``rank``'s CTA of ``role`` belongs to (None: none)."""
+        return rank if checked is not None and rank != checked and role.runs_on != "owner" else None
+
+    def add_thread(self, code: tuple, origin: ThreadOrigin, phase: Phase, unit: int | None, steps=()) -> None:
+        cta = self.cta(origin.rank, f"{origin.role}{origin.tile}", origin.epoch)
+        self.threads.append(Thread(f"P{len(self.threads)}", origin.rank, cta, code, origin, phase, steps))
+        if unit is not None:
+            self.units.setdefault(unit, []).append(len(self.threads) - 1)
+
+    def add_state(self, call: int) -> None:
+        """The state of :func:`call_parts`: what calls ``0 .. call-1`` leave in each location the
+        host's reset after call ``call - 1`` does not zero (:func:`_call_effect`), written once,
+        in launch ``call - 1``, by (a thread named as) the CTA thread that set it last; a lock
+        also starts at that value (``Program.init``). Raises :class:`_NotSplittable` where that
+        is not one value."""
+        opts, builder = self.opts, self.builder
+        reset = {stage for stage, policy in _policies(self.protocols, opts).items()
+                 if policy == "host-between-barriers"}
+        value: dict[str, int] = {}  # location -> what the calls so far leave in it
+        setter: dict[str, tuple] = {}  # location -> (instruction, origin) of the write that set it last
+        writers: list[tuple[ThreadOrigin, int | None]] = []
+        for epoch in range(call):
+            builder.epoch = epoch
+            writes: dict[str, list] = {}
+            for t in self.tiles:
+                checked = self.checked_rank(t)
+                for role in self.roles:
+                    for r in self.ranks_of(role, t):
+                        for i in range(opts.threads_per_cta):
+                            origin = ThreadOrigin(r, role.name, thread=i, tile=t, epoch=epoch)
+                            unit = self._unit(role, r, checked)
+                            writers.append((origin, unit))
+                            for write in _writes(builder.role_code(role, r, t, i)):
+                                where = builder.locations.get(write.ins.loc)
+                                if isinstance(write.ins, Store) and write.ins.ghost:
+                                    where = None  # tile data: never reset
+                                if where is not None and where.stage in reset:
+                                    continue  # a lock the reset after call - 1 zeroes: this program has it
+                                writes.setdefault(write.ins.loc, []).append((write, origin, unit))
+            for loc, made in writes.items():
+                effect = _call_effect([w for w, _o, _u in made], value.get(loc, 0))
+                if effect is not None:
+                    value[loc], could = effect
+                    # A write no symmetric unit makes stands for a location several ranks write
+                    # (a counter at its owner): its state thread stays out of the units, which
+                    # then stay renamings of each other.
+                    ins, origin, _unit = min(((w.ins, o, u) for w, o, u in made if w in could),
+                                             key=lambda m: m[2] is not None)
+                    setter[loc] = (ins, origin)
+        state: dict[ThreadOrigin, list[Store]] = {}
+        for loc, (ins, origin) in setter.items():
+            if isinstance(ins, Store) and ins.ghost:
+                state.setdefault(origin, []).append(replace(ins, value=value[loc]))
+                continue
+            # A lock's state is written as a strong write of the step that set it (causes name
+            # it: "call 0's value satisfies call 1's wait"), and is also its initial value here,
+            # so that the explorer's values start from it (a counter at 8 after a call at W = 8
+            # is not grown again from 0; the initial write is coherence-before the state write,
+            # which happens before every read of this call, so no read can return it).
+            state.setdefault(origin, []).append(Store(loc, value[loc], sem="relaxed", scope="sys", label=ins.label))
+            self.init[loc] = value[loc]
+        phase = rules.launch_phase(call - 1, 0, opts.launches)
+        for origin, unit in writers:  # in build order, so that units stay aligned thread by thread
+            if origin in state:
+                self.add_thread(tuple(state[origin]), origin, phase, unit)
 
     def finish(self) -> Scenario:
         """Add the host's lock resets between epochs and the rank symmetry group; build the Scenario."""
@@ -854,9 +1068,7 @@ class _Program:
         # NVSHMEM calls: their delivery agents, appended after every thread (syncverify.delivery)
         delivering = any(isinstance(ins, (Put, Quiet, DeliveryFence)) for th in self.threads for ins in th.instructions)
         self.threads = list(lower_delivery(tuple(self.threads)))
-        policies = {stage: (opts.reset if which == "protocol"
-                            else rules.reset_policy(self.protocols[which].reset))
-                    for stage, which in self.stage_protocol.items()}
+        policies = _policies(self.protocols, opts)
         lock_locs = sorted({ins.loc for th in self.threads for ins in th.instructions
                             if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
         host_order, resets = _resets(opts.epochs, [self.builder.locations[loc] for loc in lock_locs], policies)
@@ -864,36 +1076,46 @@ class _Program:
             ranks = sorted({th.gpu for th in self.threads})
             host_order = tuple((rules.launch_phase(e, r, opts.launches), rules.launch_phase(e + 1, r, opts.launches))
                                for e in range(opts.epochs - 1) for r in ranks)
+        if self.call is not None:  # a call program (call_parts): the reset just before its call only
+            resets = [reset for reset in resets if reset[3] == self.call - 1]
         for rank, locs, phase, epoch in resets:
             code = tuple(Store(str(loc), 0, label=f"{HOST_RESET} (memset)") for loc in locs)
             self.threads.append(Thread(f"P{len(self.threads)}", rank, self.cta(rank, f"reset-{phase}", epoch), code,
                                        ThreadOrigin(rank, HOST_RESET, after_epoch=epoch), phase))
+        if self.call is not None:
+            present = {th.phase for th in self.threads}
+            host_order = tuple((a, b) for a, b in host_order if a in present and b in present)
         pdl: tuple = ()
         if opts.launches in rules.SPLIT_LAUNCHES:  # two kernels per call: the host barrier orders both
             host_order = split_kernels(host_order, opts.scenario)
             if opts.launches != "two-stream":
                 pdl = programmatic_dependent_launch(self.threads, opts)
         symmetry = ()
-        if len(self.units) > 1 and not delivering:  # a unit's delivery agents are not renamed with it  # per-rank phases and their host order rename with the ranks too
+        # Per-rank phases and their host order rename with the ranks too. Units of unequal size
+        # (a call program whose state threads differ by rank) are not renamings: no group; nor are
+        # units with delivery agents (the agents are not renamed with their unit).
+        if len(self.units) > 1 and not delivering and len({len(u) for u in self.units.values()}) == 1:
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
         protocol = self.protocols["protocol"]
-        name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{self.part}" if self.part else "")
+        part = " ".join(p for p in (self.part, None if self.call is None else f"call {self.call}") if p)
+        name = f"{protocol.name}/{opts.scenario}/W{opts.world_size}" + (f"/{part}" if part else "")
         threads, init = self.byte_addressed(tuple(self.threads))
         program = Program(name, threads, init=init,
                           host_order=host_order, symmetry=symmetry, observed_registers=frozenset(), pdl=pdl)
-        return Scenario(program, opts, protocol, _notes(opts, symmetry, self.protocols), self.protocols.get("push"), stage=self.part or "",
-                        locations=self.builder.locations, steps=self.builder.step_labels)
+        return Scenario(program, opts, protocol, _notes(opts, symmetry, self.protocols), self.protocols.get("push"),
+                        stage=part, call=self.call, locations=self.builder.locations, steps=self.builder.step_labels)
 
 
     def byte_addressed(self, threads: tuple[Thread, ...]) -> tuple[tuple[Thread, ...], dict[str, int]]:
         """The threads with every lock some step accesses by a byte range split into bytes
-        (:func:`syncverify.program.split_mixed_sizes`), and the initial memory that needs (the
-        bytes, zero); each byte is placed where its word is (pictures, causes)."""
+        (:func:`syncverify.program.split_mixed_sizes`), and the initial memory: the values the
+        calls before leave (``call_parts``), a split lock's as its bytes, little-endian; each byte
+        is placed where its word is (pictures, causes)."""
         code = [list(th.instructions) for th in threads]
         split = mixed_size_locations(code)
+        init: dict[str, int] = dict(self.init)
         if not split:
-            return threads, {}
-        init: dict[str, int] = {}
+            return threads, init
         code = split_mixed_sizes(code, init)
         locations = self.builder.locations
         for loc in split:

@@ -54,7 +54,7 @@ class Violation:
     explanation: str
     execution: Execution
     evidence: list[tuple[int, int]]
-    #: The stage program the witness is an execution of, when the scenario was checked by stage.
+    #: The stage or call program the witness is an execution of, when the scenario was checked by parts.
     part: Scenario | None = None
     _cause: object = field(default=None, repr=False, compare=False)
 
@@ -202,8 +202,8 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
           max_steps: int = DEFAULT_MAX_STEPS, without: frozenset[str] = frozenset()) -> CheckResult:
     """Explore every execution of ``scenario`` and collect one witness per violation kind.
 
-    A scenario split into stage programs (``scenario.parts``) is checked stage by stage, in stage
-    order, and the verdicts are joined (:func:`syncverify.scenarios.build.stage_parts` says why that is
+    A scenario split into stage or call programs (``scenario.parts``; :func:`syncverify.scenarios.build.call_parts`
+    for calls) is checked part by part, in order, and the verdicts are joined (:func:`syncverify.scenarios.build.stage_parts` says why that is
     exact); a later stage's violations count only if every earlier stage has an execution in
     which no thread hangs (else the later stage never runs).
 
@@ -366,8 +366,12 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
     result = CheckResult(scenario)
     start = time.monotonic()
     reachable = True
-    for part in scenario.parts:
+    for index, part in enumerate(scenario.parts):
         left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
+        if left is not None and part.call is not None:
+            # Call programs share what is left fairly: a later call's violations are as much the
+            # answer as the first call's, and one call using it all would leave them unsearched.
+            left /= len(scenario.parts) - index
         before = (result.executions, result.candidates, dict(result.stage_kinds))
 
         def report(p: Progress, before=before) -> None:  # counts so far across the stages
@@ -383,14 +387,16 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
         result.stages.append((part.stage, sub.executions, sub.seconds))
         if reachable:
             for kind, violation in sub.violations.items():
-                violation.part = part
+                violation.part = violation.part or part  # a call program inside a stage program: the call's
                 result.violations.setdefault(kind, violation)
                 result.stage_kinds[kind] = result.stage_kinds.get(kind, 0) + 1
         if sub.limit_hit and not result.limit_hit:
             result.limit_hit, result.limit_detail = sub.limit_hit, sub.limit_detail
         reachable = reachable and sub.complete > 0
-        if "hang" in sub.violations and scenario.options.epochs > 1:
+        if "hang" in sub.violations and scenario.options.epochs > 1 and part.call is None:
             # a hanging launch stops the later launches of every stage: the split cannot see that
+            # (a call split can: a call's hang only keeps the later calls from running, and they
+            # count only if an earlier call program has an execution without one)
             whole = replace(scenario, parts=[])
             left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
             result = check(whole, max_executions=max_executions, timeout=left, first=first, max_steps=max_steps,
