@@ -199,7 +199,7 @@ def shard_command(shard: dict, out: Path, stop_at: float, site: str | None) -> t
     log = out / "shards" / f"{shard['id']}.jsonl"
     log.unlink(missing_ok=True)
     path = os.pathsep.join(p for p in (str(ROOT), site, os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": path, "SYNCVERIFY_EXACT_FULL": "1",
+    env = {**os.environ, "PYTHONPATH": path, "SYNCVERIFY_EXACT_FULL": "1", "SYNCVERIFY_HYPOTHESIS_RANDOM": "1",
            "SYNCVERIFY_EXACT_EXAMPLES": str(shard["examples"]), "SYNCVERIFY_EXACT_SEED": str(shard["seed"]),
            "SYNCVERIFY_EXACT_LOG": str(log), "SYNCVERIFY_EXACT_STOP_AT": str(stop_at)}
     return [sys.executable, str(Path(__file__).resolve()), "--worker", shard["property"], "--log", str(log)], env

@@ -18,3 +18,17 @@ def _from_entry_point() -> bool:
 
 
 pytest_plugins = [] if _from_entry_point() else ["syncverify.pytest_plugin"]
+
+
+# The default suite is what CI runs, and a red run does not land: its Hypothesis properties draw the
+# same examples every run (derandomize: seeded from each test's name), so a pass or a failure is a
+# fact about the code, not about the draw. Several properties discard examples that hit a time
+# bound and fail past a budget (tests/limits.py); with random draws, an unlucky seed failed that
+# budget on a quiet machine (2026-12-02). Fresh draws are for hunting: SYNCVERIFY_HYPOTHESIS_RANDOM=1,
+# and the exhaustive runs (benchmarks/exact_full.py, each shard its own seed).
+from hypothesis import settings  # noqa: E402  (after the plugin list pytest reads first)
+
+settings.register_profile("syncverify-ci", derandomize=True)
+settings.register_profile("syncverify-random", derandomize=False)
+settings.load_profile("syncverify-random" if os.environ.get("SYNCVERIFY_HYPOTHESIS_RANDOM") == "1"
+                      else "syncverify-ci")
