@@ -46,6 +46,11 @@ def test_the_timeline_of_known_stamps():
         after_source_end=1))
 
 
+def test_stamps_of_another_program_layout_are_refused_not_misread():
+    with pytest.raises(StressConfigError, match="consumers-first"):
+        roles(KernelConfig(order="consumers-first"))
+
+
 def test_stamps_must_not_be_negative():
     with pytest.raises(StressConfigError, match="stamps=-1"):
         check_config(KernelConfig(stamps=-1))

@@ -23,6 +23,8 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
+from syncverify.kernels.errors import StressConfigError
+
 #: What a role's three per-iteration times are (slot 1, 2, 3 after the tile in slot 0).
 EVENTS: dict[str, tuple[str, str, str]] = {
     "producer": ("tile start", "GEMM done", "stored and signalled"),
@@ -40,6 +42,8 @@ def roles(config) -> list[tuple[str, int, int, int]]:
     """``(role, first program id, programs, programs per rank)`` of a virtual-rank launch of
     ``config`` (``syncverify.kernels.config.KernelConfig``, the ``producers-first`` layout of
     ``syncverify.kernels.steps.program_role``)."""
+    if config.order != "producers-first":  # the other layouts interleave roles: not read here
+        raise StressConfigError(f"stamps are read for order='producers-first' only, not {config.order!r}")
     W = config.world_size if config.virtual else 1
     g, c = config.gemm_sms, config.comm_sms
     if config.kernel == "all-gather-gemm":
