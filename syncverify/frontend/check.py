@@ -37,6 +37,7 @@ from syncverify.model.int32 import wrap_int32
 from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
 from syncverify.delivery import lower_delivery
+from syncverify.streams import STREAM_KINDS, StreamOp, stream_code
 from syncverify.program import (Branch, Label, Load, Program, Store, Thread, grid_dependency, lower_async,
                                 pdl_dependent, split_mixed_sizes)
 from syncverify.frontend.runner import Loc
@@ -155,8 +156,7 @@ def _memory(sv, launches_args: list) -> Any:
 
 
 #: The stream memory operations of a harness (syncverify.frontend.harness) and what CUDA calls them.
-STREAM_OPS = {"write_value": "cuStreamWriteValue32", "wait_value": "cuStreamWaitValue32",
-              "copy": "copy engine peer copy"}
+STREAM_OPS = STREAM_KINDS
 
 
 def _stream_op_writes(op, locs: list, memory, written: dict, transitions: dict, chain: dict, accessed: dict) -> None:
@@ -175,23 +175,22 @@ def _stream_op_writes(op, locs: list, memory, written: dict, transitions: dict, 
 
 
 def _stream_op_code(op, locs: list, sources, namer, memory, init: dict) -> tuple:
-    """A stream memory operation's thread, ordered by its stream's host order (docs/nvshmem.md,
-    "Stream memory operations"): ``cuStreamWriteValue32`` a release store at system scope,
-    ``cuStreamWaitValue32`` a spin of acquire loads at system scope until its condition holds, a
-    copy-engine copy reads of its source and writes of its destination (tile data)."""
+    """A stream memory operation's thread, ordered by its stream's host order: the meaning
+    :func:`syncverify.streams.stream_code` gives it (the litmus and protocol languages' too); a
+    copy's words and a write to tile data are ghost locations, written with the call's number."""
     text = f"{op.site} {STREAM_OPS[op.kind]}"
     if op.kind == "copy":
-        return (tuple(Load("c", n, label=text, ghost=True) for n in namer.ghost_locs(sources))
-                + tuple(Store(n, op.call + 1, label=text, ghost=True) for n in namer.ghost_locs(locs)))
+        return stream_code(StreamOp("copy", dst=tuple(namer.ghost_locs(locs)), src=tuple(namer.ghost_locs(sources)),
+                                    value=op.call + 1, ghost=True, label=text))
     loc = locs[0]
     value = to_model(op.value, memory.dtypes[(loc.buffer, loc.rank)])
     if op.kind == "write_value":
         if loc in namer.ghost:
-            return tuple(Store(n, op.call + 1, label=text, ghost=True) for n in namer.ghost_locs(locs))
-        return (Store(str(loc), value, "release", "sys", label=text),)
+            return tuple(ins for n in namer.ghost_locs(locs)
+                         for ins in stream_code(StreamOp("write_value", n, op.call + 1, ghost=True, label=text)))
+        return stream_code(StreamOp("write_value", str(loc), value, label=text))
     init.setdefault(str(loc), _init_value(memory, loc))
-    return (Label("W"), Load("w", str(loc), "acquire", "sys", label=text),
-            Branch("W", "lt" if op.cmp == "geq" else "ne", "w", value, label=text))
+    return stream_code(StreamOp("wait_value", str(loc), value, op.cmp, label=text))
 
 
 def _tensor_locs(memory, tensor) -> list:
