@@ -28,6 +28,7 @@ harness (``sv.write_value``, ``sv.wait_value``, ``sv.copy_``). Each side builds
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from syncverify.errors import UnsupportedConstruct
@@ -99,14 +100,16 @@ def stream_code(op: StreamOp) -> tuple[Instruction, ...]:
 
 
 def stream_threads(name: str, gpu: int, cta: int, ops: tuple[StreamOp, ...], role: object = "", *,
-                   after: object = None, before: object = None) -> tuple[list[Thread], list[tuple]]:
-    """A stream's operations as threads, one per operation, each in its own phase ``(name, k)``,
-    and the ``host_order`` pairs of the stream: each operation after the one before it, the first
-    after ``after`` and the last before ``before`` (phases, when given)."""
+                   after: object = None, before: object = None,
+                   phase: Callable[[int], object] | None = None) -> tuple[list[Thread], list[tuple]]:
+    """A stream's operations as threads, one per operation, each in its own phase (``phase(k)``,
+    by default ``NAME.sK``), and the ``host_order`` pairs of the stream: each operation after the
+    one before it, the first after ``after`` and the last before ``before`` (phases, when given)."""
     threads, pairs = [], []
-    phases = [f"{name}.s{k}" for k in range(len(ops))]
+    phases = [phase(k) if phase is not None else f"{name}.s{k}" for k in range(len(ops))]
     for k, op in enumerate(ops):
-        threads.append(Thread(phases[k], gpu, cta, stream_code(op), role or f"stream {name}: {op.text}", phases[k]))
+        threads.append(Thread(f"{name}.s{k}", gpu, cta, stream_code(op), role or f"stream {name}: {op.text}",
+                              phases[k]))
     pairs += list(zip(phases, phases[1:]))
     if ops and after is not None:
         pairs.append((after, phases[0]))

@@ -4,13 +4,23 @@ protocol language and the kernel front end's harness. Known answers: tests/litmu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from syncverify.litmus.parser import parse_litmus
+from syncverify import check_kernel, check_protocol
+from syncverify.errors import LitmusSyntaxError, ProtocolError, UnsupportedConstruct
+from syncverify.kernels.plan import UnsupportedStep, build_plan
+from syncverify.litmus.parser import parse_litmus, parse_litmus_file
 from syncverify.litmus.runner import run_litmus
-from syncverify.errors import LitmusSyntaxError
+from syncverify.protocols import load_protocol, protocol_from_dict
+from syncverify.scenarios.build import ScenarioOptions, build
+from syncverify.verdicts.causes import cause
+from syncverify.verdicts.check import check
 from syncverify.program import Branch, Load, Store
 from syncverify.streams import StreamOp, stream_code, stream_threads
+
+KNOWN_LITMUS = Path(__file__).parent / "litmus" / "known"
 
 TEST = """PTX t
 {{ x=0; f=0; y=0; }}
@@ -64,3 +74,97 @@ def test_bad_stream_syntax_is_one_error_naming_the_line(text, message):
     with pytest.raises(LitmusSyntaxError, match=message) as info:
         parse_litmus(text)
     assert "\n" not in str(info.value)
+
+
+# ----- the protocol language -----------------------------------------------------------------
+
+PROTOCOLS = Path(__file__).parent / "protocols"
+
+#: protocol file -> (launches -> (safe, kinds)). In one fused kernel (host-barrier) a stream step
+#: after the kernel cannot signal that kernel's own consumer, nor a wait before it see its producer:
+#: a hang; as two kernels on two streams (two-stream) the streams order them.
+KNOWN = {
+    "stream-write-value-flag": {"host-barrier": (False, ["hang"]), "two-stream": (True, [])},
+    "stream-write-value-relaxed-poll": {"two-stream": (False, ["race", "unwritten-read"])},
+    "stream-write-value-one-flag-for-all": {"two-stream": (False, ["race", "unwritten-read"])},
+    "stream-wait-value": {"host-barrier": (False, ["hang"]), "two-stream": (True, [])},
+    "stream-write-then-wait-value": {"host-barrier": (False, ["hang"]), "two-stream": (True, [])},
+}
+
+
+def _check(name: str, launches: str, **options):
+    result = check_protocol(str(PROTOCOLS / f"{name}.toml"), scenario="all-reduce", world_size=2, launches=launches,
+                            **options)
+    return result.safe, sorted(result.violations)
+
+
+@pytest.mark.parametrize("name, launches", [(n, l) for n, by in KNOWN.items() for l in by])
+def test_stream_steps_of_a_protocol_get_their_known_answer(name, launches):
+    assert _check(name, launches) == KNOWN[name][launches]
+
+
+def test_a_stream_write_after_rank_1s_kernel_waits_for_that_kernel_only():
+    """Two tiles: rank 1's kernel also consumes (tile 1), so the fused kernel deadlocks on both ranks."""
+    assert _check("stream-write-value-flag", "host-barrier", tiles=2) == (False, ["hang"])
+
+
+#: One rule, every side: the litmus test, the protocol (two streams) and the kernel front end's
+#: harness (tests/frontend_kernels/streams.py) that state it get the same answer.
+SIDES = [
+    ("a flag written on the producer's stream publishes what the stream did before",
+     "stream-copy-then-write-value", ("stream-write-value-flag", "two-stream"), "write_value_after_producer", True),
+    ("work after a wait_value of the producer's flag sees what the flag publishes",
+     "stream-wait-value-then-copy", ("stream-wait-value", "two-stream"), "copy_after_wait_value", True),
+    ("a copy with no wait may run before the producer", "stream-copy-without-wait", None, "copy_without_wait", False),
+    ("a relaxed read of the stream's flag orders nothing", "stream-write-value-relaxed-reader",
+     ("stream-write-value-relaxed-poll", "two-stream"), None, False),
+]
+
+
+@pytest.mark.parametrize("rule, litmus, protocol, harness, safe", SIDES, ids=[s[0] for s in SIDES])
+def test_every_side_gives_a_stream_rule_the_same_answer(rule, litmus, protocol, harness, safe):
+    observation = run_litmus(parse_litmus_file(KNOWN_LITMUS / f"{litmus}.litmus")).observation
+    assert (observation == "Never") is safe
+    if protocol is not None:
+        assert _check(*protocol)[0] is safe
+    if harness is not None:
+        pytest.importorskip("triton")
+        kernels = Path(__file__).parent / "frontend_kernels" / "streams.py"
+        assert check_kernel(f"{kernels}::{harness}", world_size=2, timeout=120).safe is safe
+
+
+def test_the_fused_kernels_refuse_a_stream_step_by_name():
+    with pytest.raises(UnsupportedStep, match=r"signal step 1: op='stream_write_value' has no Triton lowering"):
+        build_plan(load_protocol(PROTOCOLS / "stream-write-value-flag.toml"), world_size=2)
+
+
+def _with(name: str, section: str, steps: list) -> dict:
+    data = load_protocol(PROTOCOLS / f"{name}.toml").to_dict()
+    data[section] = steps
+    return data
+
+
+def test_a_wait_value_other_than_geq_or_eq_is_one_error_naming_the_step():
+    data = _with("stream-wait-value", "wait", [{"op": "stream_wait_value", "until": "> 0", "from": "each"}])
+    with pytest.raises(ProtocolError, match=r"wait step 1: .*until='> 0': cuStreamWaitValue32 waits for >= or =="):
+        protocol_from_dict(data)
+
+
+def test_a_stream_step_between_kernel_steps_is_refused_naming_it():
+    data = _with("stream-write-value-flag", "signal", [{"op": "stream_write_value", "value": 1, "to": "self"},
+                                                        {"op": "barrier"}])
+    with pytest.raises(UnsupportedConstruct, match=r"signal step 1 \(stream_write_value\).*not between them"):
+        build(protocol_from_dict(data), ScenarioOptions(world_size=2))
+
+
+def test_stream_steps_with_programmatic_launches_are_refused_naming_the_step():
+    with pytest.raises(UnsupportedConstruct, match=r"signal step 1 \(stream_write_value\).* --launches pdl"):
+        build(load_protocol(PROTOCOLS / "stream-write-value-flag.toml"), ScenarioOptions(world_size=2, launches="pdl"))
+
+
+@pytest.mark.parametrize("name", ["stream-write-value-flag", "stream-wait-value"])
+def test_a_fused_kernel_that_waits_for_its_own_stream_names_the_stream_order_cause(name):
+    scenario = build(load_protocol(PROTOCOLS / f"{name}.toml"), ScenarioOptions(world_size=2))
+    result = check(scenario)
+    found = cause(result.violations["hang"], scenario)
+    assert found.kind == "stream-order" and "the two wait for each other" in found.text, found.text
