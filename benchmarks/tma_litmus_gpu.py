@@ -41,6 +41,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -189,35 +190,45 @@ def compile_ptx(variant: str, *, tile: int = 64, max_polls: int = 1 << 20) -> st
     return triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
 
 
-def ptx_findings(variant: str, ptx: str) -> list[str]:
-    """What is wrong with ``variant``'s PTX: an expected instruction missing or out of order, or
-    one that must be absent present (empty: it compiles to what the table says)."""
+def ordered_findings(variant: str, ptx: str, expected: tuple[str, ...], absent: tuple[str, ...] = ()) -> list[str]:
+    """What is wrong with ``variant``'s PTX: an ``expected`` instruction (regular expressions over
+    PTX lines) missing or out of order, or an ``absent`` one present (empty: none)."""
     lines = [line.strip() for line in ptx.splitlines()]
     findings, at = [], 0
-    for pattern in EXPECTED_PTX[variant]:
+    for pattern in expected:
         hit = next((i for i in range(at, len(lines)) if re.search(pattern, lines[i])), None)
         if hit is None:
             findings.append(f"{variant}: no /{pattern}/ after line {at} of its PTX")
             break
         at = hit + 1
-    for pattern in ABSENT_PTX.get(variant, ()):
+    for pattern in absent:
         if any(re.search(pattern, line) for line in lines):
             findings.append(f"{variant}: /{pattern}/ appears in its PTX")
     return findings
 
 
+def ptx_findings(variant: str, ptx: str) -> list[str]:
+    """What is wrong with ``variant``'s PTX (empty: it compiles to what the table says)."""
+    return ordered_findings(variant, ptx, EXPECTED_PTX[variant], ABSENT_PTX.get(variant, ()))
+
+
 # ----- the model's answers -------------------------------------------------------------------
 
-def model_allows_stale(variant: str) -> bool:
-    """Whether the model allows a stale tile in ``variant`` (its litmus test's observation)."""
+def litmus_allows(path: Path) -> bool:
+    """Whether the model allows the condition of the litmus test at ``path`` (not Never)."""
     sys.path.insert(0, str(ROOT))
     from syncverify.litmus.parser import parse_litmus_file
     from syncverify.litmus.runner import run_litmus
 
-    verdict = run_litmus(parse_litmus_file(KNOWN / VARIANTS[variant][4]), timeout=60)
+    verdict = run_litmus(parse_litmus_file(path), timeout=60)
     if verdict.observation == "Unknown":
-        raise SystemExit(f"the model did not answer {VARIANTS[variant][4]} (limit: {verdict.unknown})")
+        raise SystemExit(f"the model did not answer {path.name} (limit: {verdict.unknown})")
     return verdict.observation != "Never"
+
+
+def model_allows_stale(variant: str) -> bool:
+    """Whether the model allows a stale tile in ``variant`` (its litmus test's observation)."""
+    return litmus_allows(KNOWN / VARIANTS[variant][4])
 
 
 # ----- the run -------------------------------------------------------------------------------
@@ -229,26 +240,40 @@ def run_variant(variant: str, *, pairs: int, tile: int, seconds: float, min_laun
     tiles = torch.zeros((pairs * tile, tile), dtype=torch.int32, device=device)
     flags = torch.zeros(pairs, dtype=torch.int32, device=device)
     consts = constexprs(variant, tile=tile, max_polls=max_polls, on_gpu=not INTERPRET)
-    rows = []
     it = 0
+
+    def launch(delays: torch.Tensor, out: torch.Tensor) -> None:
+        nonlocal it
+        for b in range(batch):
+            it += 1
+            tma_mp_kernel[(2 * pairs,)](tiles, flags, out[b], delays[b], it, pairs, num_warps=4, **consts)
+
+    return delay_campaign(variant, launch, pairs=pairs, ctas=2 * pairs, seconds=seconds, min_launches=min_launches,
+                          batch=batch, max_delay_ns=max_delay_ns, device=device,
+                          extra={"partial": lambda out: int(((out > 0) & (out < tile * tile)).sum())})
+
+
+def delay_campaign(variant: str, launch: Callable, *, pairs: int, ctas: int, seconds: float, min_launches: int,
+                   batch: int, max_delay_ns: int, device: str, extra: dict | None = None) -> list[dict]:
+    """``launch(delays, out)`` (one batch of launches: ``delays[b]`` per CTA, ``out[b]`` per pair: 0
+    fresh, > 0 stale, < 0 timeout) for ``seconds`` (at least ``min_launches``), half without and
+    half with random delays up to ``max_delay_ns``; each setting's counts (and ``extra``'s)."""
+    rows = []
     for delayed in (False, True):
-        counts = dict(fresh=0, stale=0, partial=0, timeout=0, launches=0)
+        counts = dict(fresh=0, stale=0, **{name: 0 for name in extra or {}}, timeout=0, launches=0)
         start = time.monotonic()
         while counts["launches"] < min_launches or time.monotonic() - start < seconds / 2:
             out = torch.zeros((batch, pairs), dtype=torch.int32, device=device)
-            if delayed:
-                delays = torch.randint(0, max_delay_ns + 1, (batch, 2 * pairs), dtype=torch.int32, device=device)
-            else:
-                delays = torch.zeros((batch, 2 * pairs), dtype=torch.int32, device=device)
-            for b in range(batch):
-                it += 1
-                tma_mp_kernel[(2 * pairs,)](tiles, flags, out[b], delays[b], it, pairs, num_warps=4, **consts)
+            delays = torch.randint(0, max_delay_ns + 1 if delayed else 1, (batch, ctas), dtype=torch.int32,
+                                   device=device)
+            launch(delays, out)
             if device == "cuda":
                 torch.cuda.synchronize()
             out = out.cpu()
             counts["fresh"] += int((out == 0).sum())
             counts["stale"] += int((out > 0).sum())
-            counts["partial"] += int(((out > 0) & (out < tile * tile)).sum())
+            for name, count in (extra or {}).items():
+                counts[name] += count(out)
             counts["timeout"] += int((out < 0).sum())
             counts["launches"] += batch
         counts["seconds"] = round(time.monotonic() - start, 2)
@@ -259,20 +284,14 @@ def run_variant(variant: str, *, pairs: int, tile: int, seconds: float, min_laun
 def main(argv: list[str] | None = None) -> int:
     """Compile and check each variant's PTX, run it, hold it against the model, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=40.0, help="per variant (default 40)")
-    parser.add_argument("--launches", type=int, default=64, help="at least this many per delay setting (default 64)")
-    parser.add_argument("--pairs", type=int, default=66, help="producer/consumer CTA pairs per launch (default 66)")
+    common_arguments(parser, VARIANTS, seconds=40.0, pairs=(66, "producer/consumer CTA pairs per launch"),
+                     max_delay_ns=2000)
     parser.add_argument("--tile", type=int, default=64, help="tile side, int32 elements (default 64)")
-    parser.add_argument("--max-delay-ns", type=int, default=2000, help="random delays up to (default 2000)")
-    parser.add_argument("--max-polls", type=int, default=1 << 20, help="a consumer's polls before timeout")
-    parser.add_argument("--variant", action="append", choices=sorted(VARIANTS), help="default: all")
     args = parser.parse_args(argv)
-    if not INTERPRET and not torch.cuda.is_available():
-        print("no CUDA GPU (run with TRITON_INTERPRET=1 for the CPU path)", file=sys.stderr)
+    where = setup()
+    if where is None:
         return 2
-    out_dir = Path(os.environ.get("OUT", "."))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    device = "cpu" if INTERPRET else "cuda"
+    out_dir, device = where
     if not INTERPRET:
         triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     variants = args.variant or list(VARIANTS)
@@ -284,41 +303,85 @@ def main(argv: list[str] | None = None) -> int:
         ptx_ok[variant] = not problems
         findings += problems
         print(f"ptx {variant}: {'as expected' if not problems else '; '.join(problems)}", flush=True)
+    rows = judged(variants, model_allows_stale, lambda variant: run_variant(
+        variant, pairs=args.pairs, tile=args.tile, seconds=args.seconds, min_launches=args.launches,
+        batch=64 if not INTERPRET else 1, max_delay_ns=args.max_delay_ns, max_polls=args.max_polls, device=device))
+    for row in rows:
+        row["ptx_ok"] = ptx_ok.get(row["variant"])
+    extra = dict(args=vars(args), ptx_findings=findings)
+    return report(rows, findings, out_dir=out_dir, name="tma_litmus_gpu", what="tiles", control=CONTROL,
+                  variants=variants, extra=extra, columns=("partial",))
+
+
+def common_arguments(parser: argparse.ArgumentParser, variants: dict, *, seconds: float, pairs: tuple[int, str],
+                     max_delay_ns: int) -> None:
+    """The options every GPU litmus script here takes, with its defaults."""
+    parser.add_argument("--seconds", type=float, default=seconds, help=f"per variant (default {seconds:g})")
+    parser.add_argument("--launches", type=int, default=64, help="at least this many per delay setting (default 64)")
+    parser.add_argument("--pairs", type=int, default=pairs[0], help=f"{pairs[1]} (default {pairs[0]})")
+    parser.add_argument("--max-delay-ns", type=int, default=max_delay_ns,
+                        help=f"random delays up to (default {max_delay_ns})")
+    parser.add_argument("--max-polls", type=int, default=1 << 20, help="a wait's polls before timeout")
+    parser.add_argument("--variant", action="append", choices=sorted(variants), help="default: all")
+
+
+def setup() -> tuple[Path, str] | None:
+    """``$OUT`` (made) and the device to run on; None, having said why, without a GPU or the interpreter."""
+    if not INTERPRET and not torch.cuda.is_available():
+        print("no CUDA GPU (run with TRITON_INTERPRET=1 for the CPU path)", file=sys.stderr)
+        return None
+    out_dir = Path(os.environ.get("OUT", "."))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir, "cpu" if INTERPRET else "cuda"
+
+
+def judged(variants: list[str], allows: Callable[[str], bool], run: Callable[[str], list[dict]]) -> list[dict]:
+    """Each variant's rows (``run``), each held against the model (``allows``: may it go stale?):
+    ``model_stale`` and ``verdict`` (MODEL UNSOUND: stale where the model says Never), printed as
+    they come so a killed run still shows them."""
     rows = []
     for variant in variants:
-        allowed = model_allows_stale(variant)
-        for row in run_variant(variant, pairs=args.pairs, tile=args.tile, seconds=args.seconds,
-                               min_launches=args.launches, batch=64 if not INTERPRET else 1,
-                               max_delay_ns=args.max_delay_ns, max_polls=args.max_polls, device=device):
+        allowed = allows(variant)
+        for row in run(variant):
             row["model_stale"] = "Sometimes" if allowed else "Never"
-            row["ptx_ok"] = ptx_ok.get(variant)
             row["verdict"] = "MODEL UNSOUND" if row["stale"] and not allowed else "ok"
             rows.append(row)
             print(f"{variant} delays={row['delays']}: {row}", flush=True)
-    control_seen = any(r["stale"] for r in rows if r["variant"] == CONTROL)
+    return rows
+
+
+def report(rows: list[dict], findings: list[str], *, out_dir: Path, name: str, what: str, control: str,
+           variants: list[str], extra: dict, columns: tuple[str, ...] = (), control_fails: bool = False) -> int:
+    """Write ``name.json`` under ``out_dir`` and print the compact table last, the PTX checks, the
+    positive control and the verdict; the exit code (1: MODEL UNSOUND, a PTX finding, or with
+    ``control_fails`` a control that showed nothing on the GPU)."""
+    control_seen = any(r["stale"] for r in rows if r["variant"] == control)
     raw = dict(date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), interpret=INTERPRET,
                device=torch.cuda.get_device_name() if not INTERPRET else "cpu (TRITON_INTERPRET=1)",
-               torch=torch.__version__, triton=triton.__version__, args=vars(args), rows=rows,
-               ptx_findings=findings, control_stale_seen=control_seen)
-    (out_dir / "tma_litmus_gpu.json").write_text(json.dumps(raw, indent=2))
+               torch=torch.__version__, triton=triton.__version__, rows=rows, control_stale_seen=control_seen,
+               **extra)
+    (out_dir / f"{name}.json").write_text(json.dumps(raw, indent=2))
     unsound = [r for r in rows if r["verdict"] != "ok"]
+    heads = ["variant", "delays", "launches", "instances", "fresh", "stale", *columns, "timeout", "model: stale",
+             "verdict"]
     print()
-    print("| variant | delays | launches | instances | fresh | stale | partial | timeout | model: stale | verdict |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| " + " | ".join(heads) + " |")
+    print("|" + " --- |" * len(heads))
     for r in rows:
-        instances = r["fresh"] + r["stale"] + r["timeout"]
-        print(f"| {r['variant']} | {r['delays']} | {r['launches']} | {instances} | {r['fresh']} | {r['stale']} | "
-              f"{r['partial']} | {r['timeout']} | {r['model_stale']} | {r['verdict']} |")
+        cells = [r["variant"], r["delays"], r["launches"], r["fresh"] + r["stale"] + r["timeout"], r["fresh"],
+                 r["stale"], *(r[c] for c in columns), r["timeout"], r["model_stale"], r["verdict"]]
+        print("| " + " | ".join(str(c) for c in cells) + " |")
     if INTERPRET:
-        print("ptx checks: not under the interpreter (tests/test_tma_litmus_gpu.py compiles them)")
+        print(f"ptx checks: not under the interpreter (tests/test_{name}.py compiles them)")
+        print(f"interpreter: programs run one after another; it can show only fresh {what}")
     else:
         print(f"ptx checks: {'all as expected' if not findings else '; '.join(findings)}")
-    if INTERPRET:
-        print("interpreter: programs run one after another; it can show only fresh tiles")
-    elif CONTROL in variants:
-        print(f"positive control ({CONTROL}): {'stale tiles seen' if control_seen else 'NO stale tile: the run shows nothing'}")
+        if control in variants:
+            print(f"positive control ({control}): "
+                  f"{f'stale {what} seen' if control_seen else f'NO stale {what[:-1]}: the run shows nothing'}")
     print("MODEL UNSOUND" if unsound else "no outcome the model forbids")
-    return 1 if unsound or findings else 0
+    control_failed = control_fails and not INTERPRET and control in variants and not control_seen
+    return 1 if unsound or findings or control_failed else 0
 
 
 if __name__ == "__main__":

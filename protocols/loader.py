@@ -71,11 +71,18 @@ RESETS: tuple[str, ...] = ("host", "consumer", "owner", "none")
 #: ``NVSHMEM_SIGNAL_SET`` / ``NVSHMEM_SIGNAL_ADD`` to the lock copies ``to`` names, ``nvshmem_fence``,
 #: ``nvshmem_quiet``. The model only: the kernels have no Triton lowering for them.
 NVSHMEM_OPS: tuple[str, ...] = ("nvshmem_signal_set", "nvshmem_signal_add", "nvshmem_fence", "nvshmem_quiet")
+#: Stream memory operations (syncverify.streams; docs/nvshmem.md): ``cuStreamWriteValue32`` of the lock
+#: copies ``to`` names, performed by the role's stream after its kernel (last in a section), and
+#: ``cuStreamWaitValue32`` on the copies ``from`` names, before its kernel (first in a section), with
+#: ``until`` ``>= N`` (``CU_STREAM_WAIT_VALUE_GEQ``) or ``== N`` (``_EQ``). The model only.
+STREAM_OPS: tuple[str, ...] = ("stream_write_value", "stream_wait_value")
+STREAM_UNTIL: dict[str, str] = {">=": "geq", "==": "eq"}
 SIGNAL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas") + NVSHMEM_OPS
 WAIT_OPS: tuple[str, ...] = ("await", "atomic_cas", "fence", "barrier")
 #: Every op, in every section: a producer may wait (for a consumer's "done") and a consumer may
 #: signal back; each section runs its steps in the order it lists them.
-ALL_OPS: tuple[str, ...] = ("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await") + NVSHMEM_OPS
+ALL_OPS: tuple[str, ...] = (("barrier", "fence", "store", "atomic_xchg", "atomic_add", "atomic_cas", "await") + NVSHMEM_OPS
+                             + STREAM_OPS)
 #: Sections in the order a tile meets them: the producer's ``before_store`` (before its tile store:
 #: may I overwrite?) and ``signal`` (after it), the consumer's ``wait`` (before its tile loads) and
 #: ``after_load`` (after them: the back-signal, "done").
@@ -83,7 +90,8 @@ SECTIONS: tuple[str, ...] = ("before_store", "signal", "wait", "after_load")
 PRODUCER_SECTIONS: tuple[str, ...] = ("before_store", "signal")
 CONSUMER_SECTIONS: tuple[str, ...] = ("wait", "after_load")
 #: Ops that write a lock copy chosen by ``to`` (a CAS on the consumer side reads ``from`` unless ``to`` is given).
-WRITE_OPS: tuple[str, ...] = ("store", "atomic_xchg", "atomic_add", "nvshmem_signal_set", "nvshmem_signal_add")
+WRITE_OPS: tuple[str, ...] = ("store", "atomic_xchg", "atomic_add", "nvshmem_signal_set", "nvshmem_signal_add",
+                              "stream_write_value")
 MAX_SLOTS = 8
 ZOO_FIELDS: tuple[str, ...] = ("scenario", "epochs", "launches", "push", "resident", "resident_order", "expected", "users_saw", "model_shows",
                                "source")
@@ -115,6 +123,8 @@ _OP_FIELDS: dict[str, tuple[str, ...]] = {
     "nvshmem_signal_add": ("value", "to", "lock"),
     "nvshmem_fence": (),
     "nvshmem_quiet": (),
+    "stream_write_value": ("value", "to", "lock"),
+    "stream_wait_value": ("until", "from", "lock"),
 }
 _AWAIT_COMMON: tuple[str, ...] = ("read", "until", "from", "lock")
 _READ_FIELDS: dict[str, tuple[str, ...]] = {
@@ -654,8 +664,27 @@ def _nvshmem(op: str) -> Any:
     return build
 
 
+def _stream_write_value(table: Mapping[str, Any], read: str | None) -> Step:
+    # a release store at system scope (syncverify.streams: CU_STREAM_WRITE_VALUE_DEFAULT's fence)
+    value = parse_expr_field(_require(table, "value", "stream_write_value"), "value")
+    to = _one_of("to", table.get("to", "self"), TARGETS)
+    return Step("stream_write_value", sem="release", scope="sys", value=value, to=to, lock=_lock(table))
+
+
+def _stream_wait_value(table: Mapping[str, Any], read: str | None) -> Step:
+    until = parse_until_field(_require(table, "until", "stream_wait_value"))
+    if until.op not in STREAM_UNTIL:
+        raise Invalid(f"until={until.source!r}: cuStreamWaitValue32 waits for {' or '.join(STREAM_UNTIL)} a value "
+                      f"(CU_STREAM_WAIT_VALUE_GEQ, _EQ)", key="until")
+    source = _one_of("from", table.get("from", "self"), SOURCES)
+    # acquire loads at system scope until the comparison holds (syncverify.streams)
+    return Step("stream_wait_value", sem="acquire", scope="sys", until=until, from_=source, lock=_lock(table))
+
+
 _STEP_BUILDERS = {
     **{op: _nvshmem(op) for op in NVSHMEM_OPS},
+    "stream_write_value": _stream_write_value,
+    "stream_wait_value": _stream_wait_value,
     "barrier": _barrier,
     "fence": _fence,
     "store": _store,
@@ -719,7 +748,8 @@ def _check_barrier_ids(protocol: Protocol, path: str, lines: _Lines) -> None:
 def _polls(step: Step) -> bool:
     """Whether a step reads a lock copy to decide something: an ``await``, a CAS repeated ``until``
     something holds, or a CAS reading ``from`` (an acquire after a poll)."""
-    return step.op == "await" or (step.op == "atomic_cas" and (step.from_ is not None or step.until is not None))
+    return step.op in ("await", "stream_wait_value") or (
+        step.op == "atomic_cas" and (step.from_ is not None or step.until is not None))
 
 
 def _writes(step: Step) -> bool:

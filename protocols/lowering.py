@@ -48,7 +48,8 @@ ONE = "one"  # thread 0 only
 class LoweredOp:
     """One PTX-level operation a step lowers to, and who executes it.
 
-    ``kind`` is ``st``, ``ld``, ``atom``, ``fence``, ``bar`` or ``nvshmem`` (an NVSHMEM call:
+    ``kind`` is ``st``, ``ld``, ``atom``, ``fence``, ``bar``, ``stream`` (a stream memory operation,
+    syncverify.streams, ``op`` ``write_value`` or ``wait_value``) or ``nvshmem`` (an NVSHMEM call:
     ``op`` is ``signal_set``, ``signal_add``, ``fence`` or ``quiet``; syncverify.delivery); ``sem``/``scope`` as in PTX
     (``weak`` stores/loads have no scope; a volatile load is ``volatile``).
     """
@@ -195,6 +196,9 @@ def lower_step(step) -> tuple[LoweredOp, ...]:
         return (LoweredOp("atom", ONE, step.sem, step.scope, "cas"),)  # one-off, result unused: no bar.sync
     if op.startswith("nvshmem_"):  # one call by thread 0, as a _block call after a CTA barrier
         return (LoweredOp("nvshmem", ONE, step.sem or "weak", step.scope, op.removeprefix("nvshmem_")),)
+    if op.startswith("stream_"):  # host-side work on the role's stream (syncverify.streams): once per launch
+        return (LoweredOp("stream", ONE, step.sem, step.scope, op.removeprefix("stream_"),
+                          poll=op == "stream_wait_value"),)
     if op == "await":
         if step.read == "load" and step.sem in ("relaxed", "acquire"):
             # ld.acquire.SCOPE / ld.relaxed.SCOPE: the kernels emit it as tl.atomic_add(p, 0, sem, scope)

@@ -107,7 +107,7 @@ class Step:
         A CAS with ``compare == value`` and an ``atomic_add`` of 0 never do (the model still
         counts them as read-modify-writes); this is what ``reset = "consumer"`` requires.
         """
-        if self.op in ("store", "atomic_xchg", "nvshmem_signal_set"):
+        if self.op in ("store", "atomic_xchg", "nvshmem_signal_set", "stream_write_value"):
             return True
         if self.op in ("atomic_add", "nvshmem_signal_add") or (self.op == "await" and self.read == "atomic_add"):
             return self.value is not None and self.value.tree != ("int", 0)

@@ -438,7 +438,8 @@ class Phase:
     """A host-side phase: kernel launch ``epoch`` (``kind="launch"``; of ``rank`` alone when only
     each rank's stream orders the launches), or the host's reset of locks after launch ``epoch``
     (``kind="reset"``: between host barriers; ``"racing"``: on another stream, unordered with the
-    next launch). Made once by the scenario builder (:func:`syncverify.protocols.rules.launch_phase`);
+    next launch), or one stream memory operation of launch ``epoch``'s stream (``kind="stream"``,
+    ``kernel`` naming it: syncverify.streams). Made once by the scenario builder (:func:`syncverify.protocols.rules.launch_phase`);
     its text (``e1``, ``e1.r0``, ``reset0``, ``racing0``) is what traces and pictures show.
 
     >>> str(Phase("launch", 1, rank=0)), Phase("reset", 0).words()
@@ -451,12 +452,14 @@ class Phase:
     kernel: str = ""  # one of several kernels a call launches (``--launches two-stream``/``pdl``): gemm, comm
 
     def __post_init__(self) -> None:
-        _check(self.kind, ("launch", "reset", "racing"), "phase kind")
+        _check(self.kind, ("launch", "reset", "racing", "stream"), "phase kind")
 
     def __str__(self) -> str:
         if self.kind == "launch":
             return (f"e{self.epoch}" + ("" if self.rank is None else f".r{self.rank}")
                     + (f".{self.kernel}" if self.kernel else ""))
+        if self.kind == "stream":  # one stream memory operation (syncverify.streams); ``kernel`` names it
+            return f"stream{self.epoch}.{self.kernel}"
         return f"{self.kind}{self.epoch}"
 
     def __lt__(self, other: object) -> bool:
@@ -475,6 +478,9 @@ class Phase:
                     + (f" ({self.kernel} kernel)" if self.kernel else ""))
         if self.kind == "reset":
             return f"host reset after epoch {self.epoch}"
+        if self.kind == "stream":
+            return f"stream operation {self.kernel} of epoch {self.epoch}" + (
+                "" if self.rank is None else f" (rank {self.rank}'s stream)")
         return str(self)
 
 

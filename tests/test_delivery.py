@@ -11,7 +11,8 @@ import pytest
 from syncverify.delivery import DeliveryFence, DeliveryOrder, Put, Quiet, lower_delivery
 from syncverify.errors import UnsupportedConstruct
 from syncverify.explore.driver import brute_force, explore
-from syncverify.litmus.parser import parse_litmus_file
+from syncverify.litmus.parser import parse_litmus, parse_litmus_file
+from syncverify.litmus.runner import run_litmus
 from syncverify.model import ptx
 from syncverify.program import Atomic, BulkCopy, BulkWait, Load, Store, Thread
 from tests.test_async import bad_litmus_message
@@ -91,3 +92,34 @@ BAD = [
 def test_bad_nvshmem_input_is_one_line_naming_file_and_line(cells, where, what):
     message = bad_litmus_message(cells)
     assert "\n" not in message and message.startswith(where) and what in message, message
+
+
+FENCE_OTHER_PE = """PTX nvshmem-fence-store-to-another-pe
+"a store to PE 2's buffer y, nvshmem_fence, a signal to PE 1: does PE 1, seeing the signal, see y?"
+{
+y=0; sig=0; P1:r0=0; P1:r1=0;
+}
+ P0@cta 0,gpu 0                    | P1@cta 0,gpu 1          ;
+ st.weak y, 1                      | ld.acquire.sys r0, sig  ;
+ nvshmem.fence                     | ld.weak r1, y           ;
+ nvshmem.signal_op.set 1, [sig], 1 |                         ;
+exists (P1:r0 == 1 /\\ P1:r1 != 1)
+"""
+
+
+def test_the_fence_orders_a_store_to_another_pe_than_its_delivery():
+    """syncverify.model.delivery c, "Differs on purpose": the specification orders a store before a
+    later delivery only when both go to the same PE ("All operations on symmetric data objects
+    issued to a particular PE prior to the call to nvshmem_fence are guaranteed to be delivered
+    before any subsequent operations on symmetric data objects to the same PE"), so if ``y`` is
+    PE 2's memory it allows PE 1 to see the signal and not ``y`` (Sometimes). The model's
+    locations have no home PE and its fence orders every earlier store: Never. Pinned, not a
+    known answer: the day locations get a home PE this becomes Sometimes."""
+    assert run_litmus(parse_litmus(FENCE_OTHER_PE)).observation == "Never"
+
+
+def test_the_fence_leaves_deliveries_to_other_pes_unordered_as_specified():
+    """The deliveries themselves are split by PE exactly (f): a put to PE 2 before the fence does
+    not delay a signal to PE 1 after it (known answer nvshmem-fence-other-pe-unordered)."""
+    program = parse_litmus_file(ROOT / "tests" / "litmus" / "known" / "nvshmem-fence-other-pe-unordered.litmus")
+    assert run_litmus(program).observation == "Sometimes"

@@ -40,3 +40,12 @@ def test_a_signal_op_after_put_nbi_needs_quiet():
     assert _check("put_nbi_then_signal").safe is False
     result = _check("put_nbi_quiet_then_signal")
     assert result.safe is True, result.text()
+
+
+def test_a_kernel_boundary_completes_deliveries_on_purpose():
+    """syncverify.model.delivery, "Differs on purpose: kernel boundaries complete deliveries": a put
+    with no quiet, then a host barrier and the next launch, is SAFE here though the specification
+    completes a put only by quiet (or host-side synchronization on the stream). Pinned so that a
+    change of that choice shows."""
+    result = syncverify.check_kernel(f"{KERNELS}::put_nbi_then_next_launch", world_size=2, timeout=120)
+    assert result.safe is True, result.text()

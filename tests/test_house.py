@@ -20,7 +20,8 @@ SOURCES = {"syncverify": ROOT / "syncverify", "syncverify.protocols": ROOT / "pr
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("syncverify", "syncverify.errors", "syncverify.exitcodes", "syncverify.validation"),
     ("syncverify.model",),
-    ("syncverify.program", "syncverify.delivery"),  # NVSHMEM calls lowered to program instructions
+    # NVSHMEM calls and stream memory operations lowered to program instructions
+    ("syncverify.program", "syncverify.delivery", "syncverify.streams"),
     ("syncverify.explore",),
     ("syncverify.protocols",),
     ("syncverify.scenarios",),

@@ -131,6 +131,13 @@ def test_every_shipped_example_compiles_in_both_forms_or_is_refused_in_one_line(
         assert ("inline_asm_elementwise" in plan.source) == (form == "ptx")
 
 
+def test_a_stream_memory_operation_is_refused_naming_the_line():
+    program = parse_litmus_file(Path(__file__).parent / "litmus" / "known" / "stream-copy-without-wait.litmus")
+    with pytest.raises(NotOnGpu, match=r"stream-copy-without-wait:\d+: stream memory operations \(stream\.\*\) are "
+                                       r"not compiled for --gpu"):
+        generate(program, "ptx")
+
+
 def test_a_barrier_id_in_a_register_is_refused_naming_the_line():
     program = parse_litmus_file(Path(__file__).parent / "litmus" / "known" / "bar-register-id-sync.litmus")
     with pytest.raises(NotOnGpu, match=r"bar-register-id-sync:\d+: a barrier id or count in a register"):
@@ -380,7 +387,8 @@ def test_every_known_and_classic_test_through_the_interpreter_is_explained_by_th
     for program in programs:
         report = check_on_device(program, TINY, iterations=3, seconds=30, interpret=True)
         if report.status != "ran":
-            assert re.search(r"needs 2 GPUs|waits forever at a CTA barrier|in a register|the async proxy|NVSHMEM calls",
+            assert re.search(r"needs 2 GPUs|waits forever at a CTA barrier|in a register|the async proxy|NVSHMEM calls|"
+                             r"stream memory operations",
                              report.reason), report.reason
             continue
         ran += 1

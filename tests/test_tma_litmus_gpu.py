@@ -20,8 +20,9 @@ pytest.importorskip("triton")
 pytest.importorskip("torch")
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("tma_litmus_gpu", SCRIPT)
+def _script(path: Path = SCRIPT):
+    """A GPU script of benchmarks/ loaded as a module (it is not a package)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -11,7 +11,10 @@ from syncverify.protocols.registry import zoo_litmus
 EXPECTED = {"vllm-2760-byte-flags": "race", "vllm-2760-uint32-flags": "safe",
             # NVSHMEM deliveries (syncverify.model.ptx, choice 13; docs/nvshmem.md)
             "nvshmem-84-cumulative-signal": "race", "nvshmem-84-per-chunk-signal": "safe",
-            "deepep-310-inflight-head-update": "race", "deepep-310-quiet-before-next-round": "safe"}
+            "deepep-310-inflight-head-update": "race", "deepep-310-quiet-before-next-round": "safe",
+            # TMA epilogues: a TMA store, wait_group.read, then a signal (syncverify.model.ptx, choice 11)
+            "triton-10415-tma-store-read-wait-release": "race", "triton-10415-tma-store-wait-group": "safe",
+            "thunderkittens-194-gemm-ar-read-wait-signal": "race", "thunderkittens-194-store-async-wait": "safe"}
 
 
 def _verdict(text: str) -> str:
@@ -30,7 +33,8 @@ def test_each_litmus_entry_cites_its_source_and_says_what_users_saw_and_the_mode
 
 def test_each_bug_races_and_its_fix_does_not():
     """vllm #2760 (byte flags / uint32 flags), nvshmem #84 (cumulative SIGNAL_ADD counter / a
-    signal per chunk), DeepEP #310 (in-flight head update / quiet before the next round)."""
+    signal per chunk), DeepEP #310 (in-flight head update / quiet before the next round), Triton
+    #10415 and ThunderKittens #194 (a TMA store's wait_group.read before the signal / wait_group)."""
     entries = zoo_litmus()
     for name, want in EXPECTED.items():
         assert _verdict(entries[name]["text"]) == want, name

@@ -57,6 +57,9 @@ _OPS = {"shr": operator.rshift, "shl": operator.lshift, "and": operator.and_, "o
 _COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
             "ge": operator.ge}
 WARP_SIZE = 32
+#: The bytes an integer PTX type names; an 8- or 16-bit ``ld``/``st`` goes through a pointer of
+#: that width and is a mixed-size access when the element is wider (frontend.runner._where).
+WIDTHS = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "b32": 4, "u32": 4, "s32": 4}
 
 
 @dataclass(frozen=True)
@@ -175,15 +178,20 @@ def read_inline_asm(asm: str, site, site_key, declared: dict[str, str] | None = 
 def _memory(statement: str, site, site_key, one: bool):
     """A memory instruction on the asm's operands, read by the litmus parser: ``$N`` operands
     become names it accepts (``[$1]`` the location ``a1``, ``$2`` the register ``r2``), the
-    state space must be ``.global`` and the width 32 bits."""
+    state space must be ``.global``, the width at most 32 bits (an atomic's 32) and that of the
+    pointer the asm is given (checked where it runs)."""
 
     head, _, rest = statement.partition(" ")
     quals = head.split(".")
     if any(q in ("shared", "local", "param", "const") for q in quals):
         raise UnsupportedConstruct(f"{site}: inline asm {statement!r}: only .global memory is modeled")
-    if any(q in ("b64", "u64", "s64", "f64", "b16", "u16", "s16", "b8", "u8", "s8", "f32", "f16") for q in quals):
-        raise UnsupportedConstruct(f"{site}: inline asm {statement!r}: only 32-bit integer accesses are modeled")
-    head = ".".join(q for q in quals if q not in ("global", "b32", "u32", "s32"))
+    if any(q in ("b64", "u64", "s64", "f64", "f32", "f16") for q in quals):
+        raise UnsupportedConstruct(f"{site}: inline asm {statement!r}: only integer accesses of at most 32 bits are "
+                                   "modeled")
+    widths = [WIDTHS[q] for q in quals if q in WIDTHS]
+    if quals[0] in ("atom", "red") and widths and widths[0] != 4:
+        raise UnsupportedConstruct(f"{site}: inline asm {statement!r}: only 32-bit atomics are modeled")
+    head = ".".join(q for q in quals if q != "global" and q not in WIDTHS)
     rest = re.sub(r"\[\s*\$(\d+)\s*\]", r"a\1", rest)
     rest = re.sub(r"\$(\d+)", r"r\1", rest)
     text = f"{head} {rest}".strip()
@@ -191,7 +199,7 @@ def _memory(statement: str, site, site_key, one: bool):
         ins = _instruction(_Source(str(site), [text]), text, "P0", 1)
     except (LitmusSyntaxError, UnsupportedConstruct) as error:
         raise UnsupportedConstruct(f"{site}: inline asm {statement!r} cannot be read: {error}") from None
-    return Item("asm-memory", site, site_key, op=ins, scalar_one=one)
+    return Item("asm-memory", site, site_key, op=ins, scalar_one=one, width=widths[0] if widths else None)
 
 
 def _one(statement: str, site, site_key, who: ModelThread):

@@ -25,19 +25,21 @@ from syncverify.explore.residency import Residency, Sweep, find_deadlock, sweep
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.devices import provided
 from syncverify.frontend.harness import DEFAULT_HEAP_BYTES, HarnessError, run_harness
-from syncverify.frontend.verdicts import MODEL_NOTE, KernelCheckResult, KernelViolation, classify
+from syncverify.frontend.verdicts import MODEL_NOTE, KernelCheckResult, KernelViolation, classify, race_causes
 from syncverify.frontend.harness import _raise_site
 import numpy as np
 from syncverify.frontend.runner import Memory
 from syncverify.frontend.runner import to_model
 import numpy
 from syncverify.frontend.runner import check_triton_version
-from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, ghost_groups, host_order
+from syncverify.frontend.lift import Lifted, ThreadEmitter, ThreadInfo, _Namer, byte_addressed, ghost_groups, host_order
+from syncverify.model.int32 import wrap_int32
 from syncverify.frontend.programs import explore_thread, max_writes, tree_nodes
 from syncverify.frontend.runner import Loc, hooks, kernel_args, patch_lang, to_model
 from syncverify.delivery import lower_delivery
+from syncverify.streams import STREAM_KINDS, StreamOp, stream_code
 from syncverify.program import (Branch, Label, Load, Program, Store, Thread, grid_dependency, lower_async,
-                                pdl_dependent)
+                                pdl_dependent, split_mixed_sizes)
 from syncverify.frontend.runner import Loc
 from syncverify.explore.driver import explore
 
@@ -154,8 +156,7 @@ def _memory(sv, launches_args: list) -> Any:
 
 
 #: The stream memory operations of a harness (syncverify.frontend.harness) and what CUDA calls them.
-STREAM_OPS = {"write_value": "cuStreamWriteValue32", "wait_value": "cuStreamWaitValue32",
-              "copy": "copy engine peer copy"}
+STREAM_OPS = STREAM_KINDS
 
 
 def _stream_op_writes(op, locs: list, memory, written: dict, transitions: dict, chain: dict, accessed: dict) -> None:
@@ -174,23 +175,22 @@ def _stream_op_writes(op, locs: list, memory, written: dict, transitions: dict, 
 
 
 def _stream_op_code(op, locs: list, sources, namer, memory, init: dict) -> tuple:
-    """A stream memory operation's thread, ordered by its stream's host order (docs/nvshmem.md,
-    "Stream memory operations"): ``cuStreamWriteValue32`` a release store at system scope,
-    ``cuStreamWaitValue32`` a spin of acquire loads at system scope until its condition holds, a
-    copy-engine copy reads of its source and writes of its destination (tile data)."""
+    """A stream memory operation's thread, ordered by its stream's host order: the meaning
+    :func:`syncverify.streams.stream_code` gives it (the litmus and protocol languages' too); a
+    copy's words and a write to tile data are ghost locations, written with the call's number."""
     text = f"{op.site} {STREAM_OPS[op.kind]}"
     if op.kind == "copy":
-        return (tuple(Load("c", n, label=text, ghost=True) for n in namer.ghost_locs(sources))
-                + tuple(Store(n, op.call + 1, label=text, ghost=True) for n in namer.ghost_locs(locs)))
+        return stream_code(StreamOp("copy", dst=tuple(namer.ghost_locs(locs)), src=tuple(namer.ghost_locs(sources)),
+                                    value=op.call + 1, ghost=True, label=text))
     loc = locs[0]
     value = to_model(op.value, memory.dtypes[(loc.buffer, loc.rank)])
     if op.kind == "write_value":
         if loc in namer.ghost:
-            return tuple(Store(n, op.call + 1, label=text, ghost=True) for n in namer.ghost_locs(locs))
-        return (Store(str(loc), value, "release", "sys", label=text),)
+            return tuple(ins for n in namer.ghost_locs(locs)
+                         for ins in stream_code(StreamOp("write_value", n, op.call + 1, ghost=True, label=text)))
+        return stream_code(StreamOp("write_value", str(loc), value, label=text))
     init.setdefault(str(loc), _init_value(memory, loc))
-    return (Label("W"), Load("w", str(loc), "acquire", "sys", label=text),
-            Branch("W", "lt" if op.cmp == "geq" else "ne", "w", value, label=text))
+    return stream_code(StreamOp("wait_value", str(loc), value, op.cmp, label=text))
 
 
 def _tensor_locs(memory, tensor) -> list:
@@ -208,16 +208,46 @@ def _tensor_locs(memory, tensor) -> list:
     return locs
 
 
-def _init_value(memory, loc) -> int:
-
-    found = None
+def _element(memory, loc) -> tuple[int, bytes]:
+    """An element's size in bytes and its contents when the harness finished."""
     for start, end, name, rank, itemsize, raw in memory.ranges:
         if name == loc.buffer and rank == loc.rank:
-            found = (itemsize, raw)
-            break
-    itemsize, raw = found  # type: ignore[misc]
+            return itemsize, raw[loc.index * itemsize:(loc.index + 1) * itemsize].tobytes()
+    raise AssertionError(f"{loc} is in no allocation")  # every Loc comes from Memory.locate
+
+
+def _init_value(memory, loc) -> int:
     dtype = memory.dtypes[(loc.buffer, loc.rank)]
-    return to_model(raw[loc.index * itemsize:(loc.index + 1) * itemsize].view(dtype)[0], dtype)
+    return to_model(np.frombuffer(_element(memory, loc)[1], dtype=dtype)[0], dtype)
+
+
+def _loc_named(locs, name: str):
+    return next(l for l in locs if str(l) == name)
+
+
+def _byte_domains(loc, memory, parts: set, transitions: set, byte_writes: dict) -> dict:
+    """The value domains of a byte-addressed element (mixed sizes): each byte holds its initial
+    byte or a byte some store writes to it (a part store's, or a whole store's); a read of
+    ``(byte, size)`` of it may combine any of them (each byte of a read reads from some write,
+    choice 12), little-endian as the model's split combines them. Keys: ``loc`` for the whole
+    element, ``(loc, byte, size)`` for each part read."""
+    size, raw = _element(memory, loc)
+    whole = [new & 0xFFFFFFFF for old, new in transitions]
+    cells = [sorted({raw[k]} | {(v >> (8 * k)) & 0xFF for v in whole} | byte_writes.get(k, set()))
+             for k in range(size)]
+
+    def combined(byte: int, width: int) -> tuple[int, ...]:
+        values = {0}
+        for k in range(width):
+            values = {v + (b << (8 * k)) for v in values for b in cells[byte + k]}
+            if len(values) > DEFAULT_MAX_DOMAIN:
+                break
+        return tuple(sorted(wrap_int32(v) for v in values))
+
+    out = {loc: combined(0, size)}
+    for byte, width in parts:
+        out[(loc, byte, width)] = combined(byte, width)
+    return out
 
 
 def _require() -> None:
@@ -374,6 +404,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
             transitions: dict = {}
             chain: dict = {}  # Loc -> the most writes of it one execution can make
             accessed: dict = {}
+            parts: dict = {}  # Loc -> {(byte, size)}: byte-addressed elements (mixed sizes)
+            byte_writes: dict = {}  # Loc -> {byte: values}
             for op in sv.ops:
                 if op.kind == "write":
                     for loc in host_writes[op.index]:
@@ -408,6 +440,11 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                             for loc, kinds in tree.accessed.items():
                                 accessed.setdefault(loc, set()).update(kinds)
                             ghost_sinks |= tree.ghost_sinks
+                            for loc, found in tree.parts.items():
+                                parts.setdefault(loc, set()).update(found)
+                            for loc, by_byte in tree.byte_writes.items():
+                                for byte, values in by_byte.items():
+                                    byte_writes.setdefault(loc, {}).setdefault(byte, set()).update(values)
                             if progress is not None and time.monotonic() - last_report > progress_interval:
                                 last_report = time.monotonic()
                                 progress(f"interpreting: round {_round + 1}, {runs} program runs")
@@ -415,9 +452,14 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                     scope.restore()
             new_written = frozenset(l for l in all_written if isinstance(l, Loc))
             sync = {l for l, kinds in accessed.items() if "sync" in kinds}
-            new_nonghost = frozenset(l for l in new_written if l in sync or l in ghost_sinks)
+            # an element accessed in part is never ghost data: its bytes are values (a ghost write of
+            # one byte and another of the next would race as if they overlapped)
+            new_nonghost = frozenset(l for l in new_written if l in sync or l in ghost_sinks or l in parts)
             new_domains = {l: _domain(_init_value(memory, l), transitions.get(l, set()), chain.get(l, 0))
-                           for l in new_nonghost}
+                           for l in new_nonghost if l not in parts}
+            for l in new_nonghost & parts.keys():
+                new_domains.update(_byte_domains(l, memory, parts[l], transitions.get(l, set()),
+                                                 byte_writes.get(l, {})))
             too_big = [l for l, d in new_domains.items() if len(d) > DEFAULT_MAX_DOMAIN]
             if too_big:
                 raise LimitHit("max-domain", f"{too_big[0]} can hold more than {DEFAULT_MAX_DOMAIN} values")
@@ -453,7 +495,8 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
     infos: list[ThreadInfo] = []
     init: dict[str, int] = {}
     for loc, dom in domains.items():
-        init[str(loc)] = _init_value(memory, loc)
+        if isinstance(loc, Loc):  # not a part of a byte-addressed element: (loc, byte, size)
+            init[str(loc)] = _init_value(memory, loc)
     oob: set = set()
     constants: dict = {}
     cta = 0
@@ -525,6 +568,20 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
                         "(a primary that never triggers does so by exiting)"
                         + ("; a dependent declared pdl_wait=True runs griddepcontrol.wait first thing"
                            if any(op.kind == "launch" and op.pdl == "wait" for op in sv.ops) else ""))
+    # mixed sizes: each element accessed in part somewhere is byte-addressed (choice 12), its accesses
+    # split into one per byte by the code the litmus and protocol languages use
+    widths = {str(l): _element(memory, l)[0] for l in parts if l in nonghost}
+    if widths:
+        threads_out = byte_addressed(threads_out, widths)
+        extent = {}  # the bytes the accesses cover, from byte 0: the split holds those
+        for th in threads_out:
+            for ins in th.instructions:
+                if isinstance(ins, (Load, Store)) and ins.loc in widths:
+                    extent[ins.loc] = max(extent.get(ins.loc, 0), ins.footprint[1] + ins.footprint[2])
+        for name, covered in extent.items():
+            init[name] = int.from_bytes(_element(memory, _loc_named(parts, name))[1][:covered], "little")
+        split = split_mixed_sizes([list(th.instructions) for th in threads_out], init)
+        threads_out = [replace(th, instructions=tuple(code)) for th, code in zip(threads_out, split)]
     # tensor descriptors: one agent thread per TMA copy; NVSHMEM calls: one per chunk and signal
     threads_all = lower_delivery(lower_async(tuple(threads_out)))
     for agent in threads_all[len(threads_out):]:
@@ -623,7 +680,8 @@ def _signature(tree, written: frozenset, nonghost: frozenset, domains: dict) -> 
     data, or a choice over which values). Runs are a function of the answers, so a tree whose
     signature is unchanged in the next round is the tree that round would build again."""
 
-    return tuple(sorted(((str(loc), loc in written, loc in nonghost, domains.get(loc))
+    return tuple(sorted(((str(loc), loc in written, loc in nonghost, domains.get(loc),
+                          tuple(domains.get((loc, *part)) for part in sorted(tree.parts.get(loc, ()))))
                          for loc in tree.accessed if isinstance(loc, Loc)), key=lambda item: item[0]))
 
 
@@ -661,6 +719,9 @@ def _explore(result: KernelCheckResult, lifted, deadline, max_executions, max_st
     def judge(x) -> bool:
         found = classify(x, lifted)
         for kind, sentence, evidence in (found[:1] if first else found):
+            if kind == "race":
+                for cause in race_causes(x, evidence):
+                    result.causes.setdefault(cause, sentence)
             current = result.violations.get(kind)
             if current is None or len(x.events) < len(current.execution.events):
                 lines = sorted({x.events[e].label.split(" (")[0] for pair in evidence for e in pair

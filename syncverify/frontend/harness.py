@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from syncverify.errors import SyncVerifyError
 from syncverify.explore.residency import Residency
+from syncverify.streams import WAIT_COMPARISONS  # the comparisons every side of stream operations reads
 import math
 import sys
 
@@ -306,7 +307,7 @@ class Harness:
         ``(rank, stream)`` after it waits until ``word`` (one 32-bit element) holds ``>= value``
         (``cmp="geq"``) or ``== value`` (``"eq"``); read with acquire at system scope."""
         self._rank_stream(rank, stream)
-        if cmp not in ("geq", "eq"):
+        if cmp not in WAIT_COMPARISONS:
             raise HarnessError(f"sv.wait_value: cmp={cmp!r} is not 'geq' or 'eq' ({_site()})")
         self._add(HostOp("wait_value", self.call, rank, stream, tensor=_word(word, "sv.wait_value"),
                          value=int(value), cmp=cmp, site=_site()))

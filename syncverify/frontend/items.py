@@ -63,3 +63,5 @@ class Item:
     count: int | None = None
     fence_kind: str = ""
     delivery: Any = None  # put: an NVSHMEM call's Delivery (syncverify.frontend.runner)
+    parts: tuple = ()  # mixed sizes: per loc, (byte, size) of the element accessed, or None for all of it
+    width: int | None = None  # asm-memory: the bytes its PTX type names (.b8: 1), None when it names none

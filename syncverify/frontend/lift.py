@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncverify.errors import UnsupportedConstruct
@@ -103,6 +103,46 @@ def ghost_groups(accesses: list[tuple[Loc, ...]], ghost: frozenset) -> tuple[dic
     return names, owners
 
 
+def _footprint(loc: str, part: tuple[int, int] | None) -> tuple[str, int, int] | None:
+    """A mixed-size access's footprint (``syncverify.program``, MIXED-SIZE): ``part`` (byte, size)
+    of the element ``loc``; None for an access of the whole element (its footprint is given in
+    :func:`byte_addressed`, once the program's byte-addressed elements are known)."""
+    return None if part is None else (loc, part[0], part[1])
+
+
+def byte_addressed(threads: list[Thread], widths: dict[str, int]) -> list[Thread]:
+    """Threads whose accesses of a byte-addressed element (one the kernels access in part
+    somewhere: ``widths``, element -> its size in bytes) all carry a footprint: a whole access
+    gets ``(loc, 0, size)`` and a store's value its low ``size`` bytes, as the model's byte split
+    (``syncverify.program.split_mixed_sizes``) reads them. Any other instruction on such an
+    element is refused naming its ``file:line`` (the model splits only loads and stores)."""
+    out = []
+    for thread in threads:
+        code = []
+        for ins in thread.instructions:
+            loc = getattr(ins, "loc", None)
+            if loc not in widths:
+                code.append(ins)
+            elif not isinstance(ins, (Load, Store)):
+                raise UnsupportedConstruct(
+                    f"{(ins.label or '?').split(' (')[0]}: {type(ins).__name__.lower()} on {loc}, which the kernels also "
+                    f"access in part (mixed sizes): only loads and stores of a byte-addressed element are modeled "
+                    f"(docs/async.md)")
+            elif ins.footprint is not None:
+                code.append(ins)
+            elif isinstance(ins, Store):
+                if not isinstance(ins.value, int):
+                    raise UnsupportedConstruct(
+                        f"{(ins.label or '?').split(' (')[0]}: a store of a register to {loc}, which the kernels also "
+                        f"access in part (mixed sizes), is not modeled")
+                code.append(replace(ins, value=ins.value & ((1 << (8 * widths[loc])) - 1),
+                                    footprint=(loc, 0, widths[loc])))
+            else:
+                code.append(replace(ins, footprint=(loc, 0, widths[loc])))
+        out.append(replace(thread, instructions=tuple(code)))
+    return out
+
+
 def _label(item: Item) -> str:
     return f"{item.site} ({item.site.kernel}) {item.site.text}".rstrip()
 
@@ -165,7 +205,8 @@ class ThreadEmitter:
         if child.kind == "goto":
             return True
         return (child.kind == "choice" and child.read.site.line == node.read.site.line
-                and child.read.op == node.read.op and child.read.locs == node.read.locs)
+                and child.read.op == node.read.op and child.read.locs == node.read.locs
+                and child.read.parts == node.read.parts)  # byte 1 after byte 0 of one word: the next poll
 
     def _node(self, node) -> None:
         entry = self.entry_class[id(node)]
@@ -253,7 +294,8 @@ class ThreadEmitter:
             if item.descriptor:
                 raise UnsupportedConstruct(f"{item.site}: a tensor-descriptor load of a synchronization location is "
                                            "not modeled by the kernel front end")
-            self.code.append(Load(reg, loc, item.sem, item.scope if item.sem != "weak" else None, line=line, label=text))
+            self.code.append(Load(reg, loc, item.sem, item.scope if item.sem != "weak" else None, line=line, label=text,
+                                  footprint=_footprint(loc, item.parts[0] if item.parts else None)))
         else:
             self.code.append(Atomic(item.fence_kind, reg, loc, item.operands, item.sem, item.scope, line=line,
                                     label=text, unsigned=item.unsigned))
@@ -326,10 +368,10 @@ class ThreadEmitter:
             ghost = set(self.namer.ghost_locs(item.locs))
             for name in ghost:
                 self.code.append(Store(name, self.call + 1, line=line, label=text, ghost=True))
-            for loc, value in zip(item.locs, item.values):
+            for loc, value, part in zip(item.locs, item.values, item.parts or (None,) * len(item.locs)):
                 if loc not in self.namer.ghost:
                     self.code.append(Store(str(loc), value, item.sem, item.scope if item.sem != "weak" else None,
-                                           line=line, label=text))
+                                           line=line, label=text, footprint=_footprint(str(loc), part)))
         elif item.kind == "fence":
             self.code.append(Fence(item.fence_kind, item.scope, line=line, label=text))
         elif item.kind in ("put", "quiet", "nvfence"):

@@ -78,6 +78,8 @@ class ThreadTree:
     transitions: dict = field(default_factory=dict)  # Loc -> {(old or None, new)}
     accessed: dict = field(default_factory=dict)  # Loc -> {"weak", "sync"}; ("oob", site) for outside accesses
     ghost_sinks: set = field(default_factory=set)  # ghost Locs whose value reached a sink
+    parts: dict = field(default_factory=dict)  # Loc -> {(byte, size)}: accesses of part of it (mixed sizes)
+    byte_writes: dict = field(default_factory=dict)  # Loc -> {byte: values} its part stores write
     used_sites: set = field(default_factory=set)  # site keys of scalar reads whose result was used
     needed_sites: set = field(default_factory=set)  # site keys of broadcasts whose value mattered
     assumptions: set = field(default_factory=set)
@@ -162,6 +164,11 @@ def _collect(tree: ThreadTree, result: RunResult) -> None:
         tree.transitions.setdefault(loc, set()).update(pairs)
     for loc, kinds in result.accessed.items():
         tree.accessed.setdefault(loc, set()).update(kinds)
+    for loc, parts in result.parts.items():
+        tree.parts.setdefault(loc, set()).update(parts)
+    for loc, by_byte in result.byte_writes.items():
+        for byte, values in by_byte.items():
+            tree.byte_writes.setdefault(loc, {}).setdefault(byte, set()).update(values)
     for taint in result.sinks:
         if isinstance(taint, tuple) and taint[0] == "ghost":
             tree.ghost_sinks.add(taint[1])
@@ -255,7 +262,7 @@ def _item_signature(item: Item) -> tuple:
     """What an item does (its choice index and state key, which only name where a run was, left out)."""
     return (item.kind, item.site, item.site_key, item.locs, item.sem, item.scope, item.op, item.operands,
             item.values, item.unsigned, item.scalar_one, item.descriptor, item.barrier_id, item.count,
-            item.fence_kind)
+            item.fence_kind, item.parts)
 
 
 @dataclass(frozen=True)

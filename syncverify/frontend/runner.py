@@ -101,6 +101,8 @@ class RunResult:
     written: dict = field(default_factory=dict)  # Loc -> values written (model ints)
     transitions: dict = field(default_factory=dict)  # Loc -> {(old or None, new)}: what each write makes of it
     accessed: dict = field(default_factory=dict)  # Loc -> set of access kinds ("weak", "sync")
+    parts: dict = field(default_factory=dict)  # Loc -> {(byte, size)}: its accesses of part of it (mixed sizes)
+    byte_writes: dict = field(default_factory=dict)  # Loc -> {byte: values}: what part stores write to each byte
     descriptor: bool = False
     assumptions: set = field(default_factory=set)
 
@@ -672,23 +674,35 @@ class ProgramRun:
         return [j * n // size == t for j in range(size)]
 
     def _where(self, address: int, site: Site, kind: str, size: int):
-        """The element an access of ``size`` bytes at ``address`` falls in. An access of part of an
-        element (narrower than it, or not at its start: a byte flag stored through an ``int8``
-        pointer into a wider word, vLLM #2760's shape) is refused: the front end does not lift
-        mixed-size accesses (the litmus and protocol languages model them, docs/async.md), and
-        reading it as an access of the whole element would change its meaning."""
+        """The element an access of ``size`` bytes at ``address`` falls in: ``(loc, raw, offset,
+        part)``, ``part`` None for an access of the whole element, else ``(byte, size)`` within it.
+
+        An access of part of an element (narrower than it, or not at its start: a byte flag stored
+        through an ``int8`` pointer into a 32-bit word, vLLM #2760's shape) is a mixed-size access
+        (syncverify.model.ptx, choice 12): the element becomes byte-addressed in the lifted program
+        (``syncverify.frontend.check``). Refused by name: part of an element wider than 4 bytes
+        (the model's values are 32-bit) and an access that crosses from one element into the next."""
         found = self.memory.locate(int(address))
         if found is None:
             self.result.accessed.setdefault(("oob", str(site)), set()).add(kind)
             return found
         itemsize = self.memory.last_itemsize
-        if itemsize is not None and (size != itemsize or found[2] % itemsize):
+        byte = found[2] % itemsize if itemsize is not None else 0
+        if itemsize is None or (size == itemsize and byte == 0):
+            return (*found, None)
+        what = "load" if kind == "ld" else "store" if kind == "st" else "atomic"
+        if itemsize > 4 or byte + size > itemsize:
             raise UnsupportedConstruct(
-                f"{site}: a {size}-byte {'load' if kind == 'ld' else 'store' if kind == 'st' else 'atomic'} at byte "
-                f"{found[2] % itemsize} of {found[0]}, an element of {itemsize} bytes: accesses of part of an element "
-                f"(mixed sizes) are not lifted by the kernel front end (docs/async.md); write and read each flag "
-                f"with one size, or check the protocol as TOML with bytes = {{ offset, size }}")
-        return found
+                f"{site}: a {size}-byte {what} at byte {byte} of {found[0]}, an element of {itemsize} bytes: accesses "
+                f"of part of an element (mixed sizes) are lifted for elements of at most 4 bytes and within one "
+                f"element (the model's values are 32-bit; docs/async.md); use a 32-bit flag word")
+        if kind == "atom":
+            raise UnsupportedConstruct(
+                f"{site}: a {size}-byte atomic at byte {byte} of {found[0]}, an element of {itemsize} bytes: atomics "
+                f"on part of an element (mixed sizes) are not modeled (docs/async.md)")
+        part = (byte, size)
+        self.result.parts.setdefault(found[0], set()).add(part)
+        return (*found, part)
 
     def _check_pointer(self, ptrs, mask) -> None:
         self.sink(taint_of(ptrs) | (taint_of(mask) if mask is not None else _EMPTY))
@@ -729,7 +743,7 @@ class ProgramRun:
                 if owned[j]:
                     self._add(Item("oob", site, site_key, op="ld"))
                 continue
-            loc, raw, offset = found
+            loc, raw, offset, part = found
             kind = "sync" if is_volatile else "weak"
             self.result.accessed.setdefault(loc, set()).add(kind)
             if loc not in self.oracle.written:
@@ -749,11 +763,13 @@ class ProgramRun:
                 out[j] = raw[offset:offset + out.itemsize].view(np_dtype)[0]
                 taint.add(("foreign", str(site)))
                 continue
-            domain = self.oracle.domains.get(loc) or (to_model(raw[offset:offset + out.itemsize].view(np_dtype)[0], np_dtype),)
+            # a part of a byte-addressed element: its own domain, the byte values combined as the model does
+            domain = (self.oracle.domains.get(loc if part is None else (loc, *part))
+                      or (to_model(raw[offset:offset + out.itemsize].view(np_dtype)[0], np_dtype),))
             index, value = self._choose(loc, domain, frames, first)
             first = False
             self._add(Item("read", site, site_key, (loc,), sem, scope, "ld", choice=index, descriptor=descriptor,
-                           key=index))
+                           key=index, parts=(part,) if part is not None else ()))
             out[j] = from_model(value, np_dtype)
             taint.add(index)
         if plain:
@@ -783,7 +799,7 @@ class ProgramRun:
             self.result.assumptions.add(DESCRIPTOR_STORE)
         value_taint = taint_of(value)
         self.used |= value_taint
-        locs, vals = [], []
+        locs, vals, parts = [], [], []
         for j in range(addrs.size):
             if not active[j]:
                 continue
@@ -792,19 +808,26 @@ class ProgramRun:
                 if owned[j]:
                     self._add(Item("oob", site, site_key, op="st"))
                 continue
-            loc = found[0]
+            loc, part = found[0], found[3]
             self.result.accessed.setdefault(loc, set()).add("weak" if strong is None else "sync")
             model_value = to_model(values[j], np_dtype)
+            if part is not None:  # its bytes, little-endian, as the model splits the store (program.split_mixed_sizes)
+                model_value &= (1 << (8 * part[1])) - 1
+                for k in range(part[1]):
+                    self.result.byte_writes.setdefault(loc, {}).setdefault(part[0] + k, set()).add(
+                        (model_value >> (8 * k)) & 0xFF)
+            else:
+                self.result.transitions.setdefault(loc, set()).add((None, model_value))
             self.result.written.setdefault(loc, set()).add(model_value)
-            self.result.transitions.setdefault(loc, set()).add((None, model_value))
             if loc in self.oracle.nonghost:
                 self.sink(value_taint)  # the value written to a synchronization location matters
             if owned[j]:
                 locs.append(loc)
                 vals.append(model_value)
+                parts.append(part)
         if locs:
             self._add(Item("st", site, site_key, tuple(locs), sem, scope, values=tuple(vals), scalar_one=scalar,
-                           descriptor=descriptor))
+                           descriptor=descriptor, parts=tuple(parts) if any(p is not None for p in parts) else ()))
 
     def atomic(self, rmw, ptr, operands, mask, sem, scope, *, everyone: bool = False):
         """An atomic; ``rmw`` a Triton op or ``("add", unsigned)``-style pair with ``sem``/``scope``
@@ -846,7 +869,7 @@ class ProgramRun:
                 if owned[j]:
                     self._add(Item("oob", site, site_key, op="atom"))
                 continue
-            loc, raw, offset = found
+            loc, raw, offset, _part = found  # _where refuses an atomic on part of an element
             self.result.accessed.setdefault(loc, set()).add("sync")
             init = to_model(raw[offset:offset + out.itemsize].view(np_dtype)[0], np_dtype)
             domain = self.oracle.domains.get(loc) or (init,)
@@ -978,6 +1001,11 @@ class ProgramRun:
             raise UnsupportedConstruct(f"{site}: inline asm memory access on a block (pack or elementwise over a "
                                        "tensor) is not modeled; use it on a scalar pointer")
         kind = type(ins).__name__
+        pointee = np.dtype(interp_dtype(address.get_element_ty())).itemsize
+        if item.width is not None and item.width != pointee:
+            raise UnsupportedConstruct(f"{site}: inline asm {kind.lower()} of {item.width} byte(s) through a pointer to "
+                                       f"{pointee}-byte elements: cast the pointer to the access's width "
+                                       f"(tl.pointer_type(tl.int8) for .b8), so the model knows which bytes it touches")
         if kind == "Store":
             value = operand(ins.value)
             if isinstance(value, int):
@@ -1002,6 +1030,13 @@ class ProgramRun:
         import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
 
         return interp.TensorHandle(np.array([value], dtype=np.int32), tl.int32)
+
+
+def interp_dtype(ty) -> np.dtype:
+    """The numpy dtype of a Triton element type, as the interpreter stores it."""
+    import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs
+
+    return interp._get_np_dtype(ty)
 
 
 class _AsmResults:
@@ -1071,6 +1106,9 @@ def run_program(launch, pid: tuple[int, int, int], memory: Memory, oracle: Oracl
     except SyncVerifyError:
         raise
     except Exception as error:  # noqa: BLE001 -- the user's kernel: its error and line, one line
+        ours = error.__cause__
+        if isinstance(ours, SyncVerifyError):  # ours, raised where Triton's JIT wraps it (inline asm)
+            raise ours from None
         raise KernelError(f"kernel {launch.kernel_name} (program {pid[0]}) cannot run in the interpreter: "
                           f"{_describe(error)}") from None
     finally:

@@ -131,9 +131,30 @@ def classify(x: Execution, lifted) -> list[tuple[str, str, list[tuple[int, int]]
         if infos[ea.thread].kind == "check" or infos[eb.thread].kind == "check" or ea.loc in lifted.oob:
             continue
         found.append(("race", f"{_who(lifted, x, a)} ({ea.describe()} at {_where(x, a)}) and {_who(lifted, x, b)} "
-                      f"({eb.describe()} at {_where(x, b)}) conflict on {ea.loc}, are not morally strong, and "
-                      "neither happens before the other", [(a, b)]))
+                      f"({eb.describe()} at {_where(x, b)}) conflict on {ea.loc}, are not morally strong"
+                      f"{_mixed_size(ea, eb)}, and neither happens before the other", [(a, b)]))
     return found
+
+
+def _bytes(e) -> str:
+    loc, byte, size = e.footprint
+    return f"{size} byte{'s' if size != 1 else ''} at byte {byte} of {loc}"
+
+
+def _mixed_size(a, b) -> str:
+    """Why two accesses of one byte are not morally strong when their accesses overlap only
+    partly (mixed sizes, choice 12; the cause ``mixed-size`` of :func:`race_causes`), else ''."""
+    if ptx.overlap_completely(a, b) or a.footprint is None or b.footprint is None:
+        return ""
+    return (f" (mixed sizes: {_bytes(a)} and {_bytes(b)} overlap only partly, and PTX's moral strength "
+            f"asks \"If both are memory operations, then they overlap completely\"; give the write and the read "
+            f"the same bytes)")
+
+
+def race_causes(x: Execution, evidence: list[tuple[int, int]]) -> set[str]:
+    """The causes of a race's evidence pairs the front end names: ``mixed-size`` (the two
+    accesses' footprints overlap only partly), as ``syncverify.verdicts.causes`` names it."""
+    return {"mixed-size" for a, b in evidence if _mixed_size(x.events[a], x.events[b])}
 
 
 @dataclass
@@ -153,6 +174,7 @@ class KernelCheckResult:
     size: dict = field(default_factory=dict)  # programs, model threads, paths, locations
     lifted: object = None
     deadlock: object = None  # with a residency: the residency deadlock found (explore.residency.Deadlock)
+    causes: dict = field(default_factory=dict)  # cause (``mixed-size``) -> the first race sentence that shows it
 
     @property
     def safe(self) -> bool | None:
@@ -181,6 +203,8 @@ class KernelCheckResult:
             lines.append(f"  bound hit: {self.limit_hit}: {self.limit_detail}")
         for kind, v in self.violations.items():
             lines.append(f"{kind}: {v.explanation}")
+            if kind == "race":
+                lines += [f"  cause: {cause}: {sentence}" for cause, sentence in sorted(self.causes.items())]
             for row in v.trace(self.lifted):
                 mark = ">>" if row["offending"] else "  "
                 lines.append(f"  {mark} {row['who']}: {row['event']}  {row['where']}")
@@ -196,6 +220,7 @@ class KernelCheckResult:
             "threads_per_cta": self.threads_per_cta,
             "violations": [{"kind": v.kind, "explanation": v.explanation, "lines": v.lines,
                             "trace": v.trace(self.lifted)} for v in self.violations.values()],
+            "causes": dict(sorted(self.causes.items())),
             "executions": self.executions, "seconds": round(self.seconds, 3), "limit": self.limit_hit,
             "limit_detail": self.limit_detail, "model": MODEL_NOTE, "assumptions": self.assumptions,
             "size": self.size,

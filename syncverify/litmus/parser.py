@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Callable, Iterator, NoReturn
 
 from syncverify.delivery import COMPARISONS, SIGNAL_OPS, DeliveryFence, Put, Quiet, lower_delivery, signal_wait
+from syncverify.streams import WAIT_COMPARISONS, StreamOp, lower_streams
 from syncverify.errors import LitmusSyntaxError, SyncVerifyError, UnsupportedConstruct
 from syncverify.inputs import read_input_file
 from syncverify.program import (
@@ -164,12 +165,14 @@ _HINTS = {
                "nvshmem.put_signal{_nbi}.{set,add} PE, [SIG], VALUE, [DST], SRC{, ...}, "
                "nvshmem.signal_op.{set,add} PE, [SIG], VALUE, nvshmem.quiet, nvshmem.fence or "
                "nvshmem.signal_wait_until.{eq,ne,ge,gt,le,lt} REG, [SIG], VALUE (SRC: [LOC] or an integer)",
+    "stream": "write stream.write_value [LOC], VALUE, stream.wait_value.{geq,eq} [LOC], VALUE or "
+              "stream.copy [DST], [SRC]{, [DST], [SRC] ...} (a thread of these only is a stream)",
     "bar": "write bar{.cta}.sync ID{, COUNT}, bar{.cta}.arrive ID, COUNT or bar{.cta}.red.OP D, ID{, COUNT}, {!}P",
     "barrier": "write barrier{.cta}.sync ID{, COUNT}, barrier{.cta}.arrive ID, COUNT or barrier{.cta}.red.OP ...",
 }
 
 _KNOWN = (
-    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier", "cp.async.bulk", "mbarrier", "nvshmem",
+    "ld", "st", "atom", "red", "fence", "membar", "bar", "barrier", "cp.async.bulk", "mbarrier", "nvshmem", "stream",
     "add", "sub", "mul", "div", "mov", "beq", "bne", "bge", "blt", "bgt", "ble", "goto",
 )  # fmt: skip
 
@@ -947,6 +950,28 @@ def _read_nvshmem(ins: _Ins, quals: list[str]) -> Instruction | tuple[Instructio
                signal_op=op, signal_value=value, line=ins.line)
 
 
+def _read_stream(ins: _Ins, quals: list[str]) -> StreamOp:
+    """Stream memory operations (syncverify.streams): ``stream.write_value [LOC], VALUE``
+    (``cuStreamWriteValue32``), ``stream.wait_value.{geq,eq} [LOC], VALUE``
+    (``cuStreamWaitValue32``), ``stream.copy [DST], [SRC] ...`` (a copy engine's copy, word for
+    word). A thread of these only is a stream: :func:`syncverify.streams.lower_streams`."""
+    hint = _HINTS["stream"]
+    name, rest = (quals[0] if quals else ""), quals[1:]
+    if name == "write_value" and not rest:
+        ins.arity(2)
+        return StreamOp("write_value", ins.location(0), ins.integer(1, "the value"), line=ins.line)
+    if name == "wait_value" and len(rest) == 1 and rest[0] in WAIT_COMPARISONS:
+        ins.arity(2)
+        return StreamOp("wait_value", ins.location(0), ins.integer(1, "the value"), rest[0], line=ins.line)
+    if name == "copy" and not rest:
+        if not ins.operands or len(ins.operands) % 2:
+            ins.fail(f"{ins.mnemonic} takes pairs [DST], [SRC]", hint)
+        pairs = range(0, len(ins.operands), 2)
+        return StreamOp("copy", dst=tuple(ins.location(k) for k in pairs),
+                        src=tuple(ins.location(k + 1) for k in pairs), line=ins.line)
+    ins.unknown(hint)
+
+
 def _split_bytes(src: _Source, code: list[list[Instruction]], memory: dict[str, int],
                  condition_locations: set[str]) -> list[list[Instruction]]:
     """Mixed-size accesses (:func:`syncverify.program.split_mixed_sizes`; syncverify.model.ptx,
@@ -976,6 +1001,7 @@ def _place_in_spaces(src: _Source, code: list[list[Instruction]]) -> list[list[I
 _READERS: dict[str, Callable[[_Ins, list[str]], Instruction | tuple[Instruction, ...]]] = {
     "cp": _read_cp,
     "nvshmem": _read_nvshmem,
+    "stream": _read_stream,
     "mbarrier": _read_mbarrier,
     "ld": _read_ld,
     "st": _read_st,
@@ -1257,12 +1283,13 @@ def parse_litmus(text: str, *, path: str = "<string>") -> Program:
     )
     _warn_partial_barriers(src, threads)
     try:
-        threads = lower_delivery(lower_async(threads))
+        threads, host_order = lower_streams(lower_delivery(lower_async(threads)))
     except UnsupportedConstruct as error:
         src.fail(str(error), getattr(error, "line", None))
     return Program(
         name=name,
         threads=threads,
+        host_order=host_order,
         init=memory,
         registers={key: value for key, (value, _) in registers.items()},
         condition=condition,
@@ -1287,8 +1314,9 @@ def _warn_single_use(src: _Source, code: list, init_locations: list[str], condit
     for instructions in code:
         for ins in instructions:
             for loc in (getattr(ins, name, None) for name in ("loc", "dst", "src", "mbarrier")):
-                if isinstance(loc, str) and _name_is_location(ins, loc):
-                    uses.setdefault(loc, []).append(getattr(ins, "line", None))
+                for one in (loc if isinstance(loc, tuple) else (loc,)):  # a stream copy's words: a tuple
+                    if isinstance(one, str) and one and _name_is_location(ins, one):
+                        uses.setdefault(one, []).append(getattr(ins, "line", None))
     for loc in condition_locations:
         uses.setdefault(loc, []).append(None)
     for loc, lines in sorted(uses.items()):

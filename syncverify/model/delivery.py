@@ -19,9 +19,22 @@ b. *Issue.* What precedes a call in base causality precedes its delivery's acces
    signal operation without either is not published by the signal [nvshmem-store-then-signal-*].
 c. *Ordering points.* ``nvshmem_quiet`` and ``nvshmem_fence`` are ``order`` events: what
    precedes one in base causality precedes the accesses of the deliveries its thread issues
-   after it (``ordered`` below, in base causality). Reading: the fence orders the thread's
-   earlier memory stores before every later delivery, whatever the PE (the model does not
-   know which PE a plain store goes to), a little more than "to the same PE".
+   after it (``ordered`` below, in base causality).
+   *Differs on purpose: stronger than the specification for memory stores and fence.* The
+   specification orders an operation "issued to a particular PE" only before later operations
+   "to the same PE": "All operations on symmetric data objects issued to a particular PE prior
+   to the call to nvshmem_fence are guaranteed to be delivered before any subsequent operations
+   on symmetric data objects to the same PE", and "nvshmem_fence only provides per-PE ordering
+   guarantees and does not guarantee completion of delivery" (NVSHMEM API, Memory Ordering,
+   ``nvshmem_fence``; its table lists "Memory Store" under Fence). A memory store goes to the PE
+   whose memory it writes, and the model's locations have no home PE (a litmus location, a
+   protocol's lock or tile are not placed on one), so the model cannot split a thread's earlier
+   stores by PE: the fence orders all of them before every later delivery. So a store to PE 2,
+   ``nvshmem_fence``, then a signal to PE 1 is judged ordered here, which the specification does
+   not promise (pinned by ``tests/test_delivery.py::test_the_fence_orders_a_store_to_another_pe_than_its_delivery``,
+   so the day locations get a home PE the test shows the change). Deliveries (puts, signals)
+   are split by PE exactly as specified (f below), and ``nvshmem_quiet``, which completes every
+   earlier operation whatever its PE, is exact.
 d. *Completion.* ``nvshmem_quiet`` is also a wait that every earlier delivery of its thread
    precedes: "All put operations issued to any processing element (PE) prior to the call to
    shmem_quiet are guaranteed to be visible to all other PEs no later than any subsequent memory
@@ -45,6 +58,26 @@ f. *Fence orders deliveries to one PE.* "All operations on symmetric data object
    [nvshmem-fence-orders-same-pe, nvshmem-fence-other-pe-unordered].
 g. ``nvshmem_signal_wait_until(sig, CMP, v)`` is a spin of acquire loads at system scope until
    the comparison holds (a bounded spin, reported as a hang when it cannot exit).
+
+*Differs on purpose: kernel boundaries complete deliveries.* The agents run in their issuer's
+launch (its host phase, choice 7), so the host order that puts a launch before the next one puts
+its deliveries there too. The specification says no such thing: it completes operations by
+``nvshmem_quiet`` ("All put operations issued to any processing element (PE) prior to the call to
+shmem_quiet are guaranteed to be visible to all other PEs no later than any subsequent memory
+load or store, remote put or get, or synchronization operations that follow the call",
+OpenSHMEM ``shmem_quiet``, the contract ``nvshmem_quiet`` states) and by host-side
+synchronization the model does not have (``nvshmemx_quiet_on_stream``,
+``nvshmemx_barrier_all_on_stream``, which complete the earlier operations before the stream's
+later work). A
+maintainer's answer on NVIDIA/nvshmem #66 relies on kernel exit ("make sure the copy happens after
+the NVSHMEM kernel exits (data operations are visible)"), while deepseek-ai/DeepEP #310 is an
+IBGDA update landing after the next round started. The model keeps the boundary complete
+because a harness or protocol states the host's synchronization between launches only as that
+boundary: dropping it would report every multi-launch NVSHMEM program that synchronizes on the
+host as racing. The cost: a protocol whose deliveries cross a launch boundary with no quiet is
+judged safe (``tests/test_frontend_nvshmem.py::test_a_kernel_boundary_completes_deliveries_on_purpose``
+pins it); the litmus zoo entry ``deepep-310-inflight-head-update`` states that bug within one
+launch instead.
 
 Deliveries are generic-proxy accesses: NVSHMEM's NVLink path performs them with the SM's own
 stores, and its specification names no proxy. The agents sit in the issuing thread's CTA.

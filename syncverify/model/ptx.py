@@ -159,6 +159,13 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
     and order nothing [async-mbarrier-complete-tx-orders-nothing]; ``try_wait.parity 1`` at the
     start names the phase before the first and returns True at once, ordering nothing
     [async-mbarrier-parity-1-passes-at-once]. One phase per mbarrier is modelled.
+15. *Stream memory operations* (:mod:`syncverify.streams`, docs/nvshmem.md): ``cuStreamWriteValue32``,
+    ``cuStreamWaitValue32`` and copy-engine copies are threads of their own, one per operation,
+    each in a host phase of its own chained in its stream's order, so choice 7's host order is
+    all they add: "Operations within a stream are executed in the order they were issued" (CUDA C
+    Programming Guide, Streams). A write is a release store at system scope (``CU_STREAM_WRITE_VALUE_DEFAULT``:
+    "the write is preceded by a system-scope memory fence"), a wait a spin of acquire loads at
+    system scope, a copy weak reads and writes [stream-*].
 """
 
 from __future__ import annotations

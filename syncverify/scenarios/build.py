@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from syncverify.delivery import DeliveryFence, Put, Quiet, lower_delivery
+from syncverify.streams import StreamOp, stream_threads
 from syncverify.errors import ScenarioError, UnsupportedConstruct
 from syncverify.explore.residency import Residency
 from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, RegOp,
@@ -50,6 +51,7 @@ from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Labe
 from syncverify.protocols import rules
 from syncverify.protocols.expressions import evaluate_at, step_place
 from syncverify.protocols.lowering import executes, lower_step, lower_tile_load, lower_tile_store
+from syncverify.protocols.loader import STREAM_UNTIL
 from syncverify.protocols.registry import load_protocol
 from syncverify.validation import one_of
 
@@ -491,6 +493,12 @@ class _Builder:
                 copies = rules.signal_targets(step.to, rank, owner, W)
             else:
                 copies = rules.wait_sources(step.from_, rank, W)
+            if first.kind == "stream":  # the role's stream, before or after its kernel (finish places it)
+                if executes(first, thread, self.opts.threads_per_cta):
+                    out += [self.stream_op(protocol, section, n, step, first,
+                                           self.place(lock_loc(step.lock, stage, q, tile, slot)), q, where, origin)
+                            for q in copies]
+                continue
             for q in copies:
                 loc = self.place(lock_loc(step.lock, stage, q, tile, slot))
                 polls = first.poll
@@ -502,6 +510,16 @@ class _Builder:
                     out.append(Barrier("sync", 0, label=self.labelled(f"{where}: broadcast",
                                                                        replace(origin, broadcast=True))))
         return out
+
+    def stream_op(self, protocol, section: str, n: int, step, first, loc: str, q: int, where: str,
+                  origin: StepOrigin) -> StreamOp:
+        """A stream step's operation on rank ``q``'s copy ``loc`` (syncverify.streams)."""
+        if first.op == "write_value":
+            text = self.labelled(f"{where} -> rank {q}", origin)
+            return StreamOp("write_value", loc, self.operand(protocol, section, n, step, "value"), label=text)
+        text = self.labelled(f"{where}: wait until {loc} {step.until}", origin)
+        return StreamOp("wait_value", loc, self.operand(protocol, section, n, step, "until"),
+                        STREAM_UNTIL[step.until.op], label=text)
 
     def barrier(self, lowered: tuple, thread: int, where: str) -> list:
         """One thread's part of a ``barrier`` step: ``bar.sync`` (or, for a warp-selected step,
@@ -601,6 +619,11 @@ def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str]
         if push is None:
             push = load_protocol(opts.push)
         protocols["push"] = push
+    if any(step.op.startswith("stream_") for p in protocols.values() for section in rules.SECTIONS
+           for step in rules.section_steps(p, section)):
+        # A stream step runs after (or before) a whole launch, so every CTA of it counts: a reduction
+        # that leaves out a rank's or a stage's roles would let that launch complete without them.
+        without = frozenset(REDUCTIONS)
     asked = opts.threads_per_cta
     opts = replace(opts, threads_per_cta=warp_threads(protocols, opts))
     scenario = _Program(protocols, opts, without=without).build()
@@ -1068,6 +1091,7 @@ class _Program:
         # NVSHMEM calls: their delivery agents, appended after every thread (syncverify.delivery)
         delivering = any(isinstance(ins, (Put, Quiet, DeliveryFence)) for th in self.threads for ins in th.instructions)
         self.threads = list(lower_delivery(tuple(self.threads)))
+        streaming = self.streams()  # stream steps: threads of their rank's stream (syncverify.streams)
         policies = _policies(self.protocols, opts)
         lock_locs = sorted({ins.loc for th in self.threads for ins in th.instructions
                             if not getattr(ins, "ghost", False) and getattr(ins, "loc", None)})
@@ -1090,11 +1114,18 @@ class _Program:
             host_order = split_kernels(host_order, opts.scenario)
             if opts.launches != "two-stream":
                 pdl = programmatic_dependent_launch(self.threads, opts)
+        if streaming:
+            if pdl:
+                raise UnsupportedConstruct(f"{streaming[0][5]}: stream steps with --launches {opts.launches} are not "
+                                           f"modelled (use host-barrier, per-rank-stream or two-stream)")
+            host_order = self.per_rank_launches(host_order)
+            host_order = _around(host_order, [(w, _rank_phase(p, r), own, a, b) for w, p, own, a, b, _label, r
+                                              in streaming])
         symmetry = ()
         # Per-rank phases and their host order rename with the ranks too. Units of unequal size
         # (a call program whose state threads differ by rank) are not renamings: no group; nor are
-        # units with delivery agents (the agents are not renamed with their unit).
-        if len(self.units) > 1 and not delivering and len({len(u) for u in self.units.values()}) == 1:
+        # units with delivery agents or stream threads (they are not renamed with their unit).
+        if len(self.units) > 1 and not delivering and not streaming and len({len(u) for u in self.units.values()}) == 1:
             symmetry = (tuple(tuple(u) for _q, u in sorted(self.units.items())),)
         protocol = self.protocols["protocol"]
         part = " ".join(p for p in (self.part, None if self.call is None else f"call {self.call}") if p)
@@ -1105,6 +1136,55 @@ class _Program:
         return Scenario(program, opts, protocol, _notes(opts, symmetry, self.protocols), self.protocols.get("push"),
                         stage=part, call=self.call, locations=self.builder.locations, steps=self.builder.step_labels)
 
+
+    def streams(self) -> list[tuple[str, tuple[tuple, ...], list[tuple]]]:
+        """Move each thread's stream steps (:class:`~syncverify.streams.StreamOp`) to threads of
+        its rank's stream: those before its first other instruction run before its launch, those
+        after its last one after it (:func:`~syncverify.streams.stream_threads`: one thread and
+        phase per operation, chained). Returns, per group, ``("before" | "after", the launch
+        phase, the stream's own pairs, its first phase, its last phase)`` for :func:`_around`. A stream step between two kernel
+        steps is refused by name: the stream runs before or after the whole kernel."""
+        groups = []
+        for index, th in enumerate(list(self.threads)):
+            code = th.instructions
+            if not any(isinstance(ins, StreamOp) for ins in code):
+                continue
+            kernel = [k for k, ins in enumerate(code) if not isinstance(ins, (StreamOp, Label))]
+            first, last = (kernel[0], kernel[-1]) if kernel else (len(code), len(code) - 1)  # no kernel step: all before
+            stray = next((ins for ins in code[first:last] if isinstance(ins, StreamOp)), None)
+            if stray is not None:
+                raise UnsupportedConstruct(f"{stray.label}: a stream step runs on the role's stream before or after "
+                                           f"its whole kernel, so it comes before the role's first kernel step "
+                                           f"(stream_wait_value in wait) or after its last (stream_write_value in "
+                                           f"signal), not between them")
+            for where, ops in (("before", code[:first]), ("after", code[last + 1:])):
+                ops = tuple(ins for ins in ops if isinstance(ins, StreamOp))
+                if not ops:
+                    continue
+                epoch = getattr(th.phase, "epoch", 0)
+                made, pairs = stream_threads(
+                    f"{th.name}.{where}", th.gpu, self.cta(th.gpu, f"stream {th.name}", epoch), ops, th.role,
+                    phase=lambda k, th=th, where=where, epoch=epoch: Phase("stream", epoch, th.gpu,
+                                                                           f"{th.name}.{where}{k}"))
+                self.threads += made
+                groups.append((where, th.phase, pairs, made[0].phase, made[-1].phase, ops[0].label, th.gpu))
+            self.threads[index] = replace(th, instructions=code[first:last + 1])
+        return groups
+
+    def per_rank_launches(self, host_order: tuple) -> tuple:
+        """Launch phases made per rank (``e0`` -> ``e0.r0``, ``e0.r1``, ...; the threads moved to
+        their rank's) with the same order: a pair of launch phases orders every rank's launch of
+        the one before every rank's of the other (a host barrier). A stream operation follows or
+        precedes its own rank's launch only (:meth:`streams`), which a phase shared by the ranks
+        cannot say."""
+        ranks = sorted({th.gpu for th in self.threads})
+
+        def each(phase) -> list:
+            shared = isinstance(phase, Phase) and phase.kind == "launch" and phase.rank is None
+            return [replace(phase, rank=r) for r in ranks] if shared else [phase]
+
+        self.threads = [replace(th, phase=_rank_phase(th.phase, th.gpu)) for th in self.threads]
+        return tuple((a2, b2) for a, b in host_order for a2 in each(a) for b2 in each(b))
 
     def byte_addressed(self, threads: tuple[Thread, ...]) -> tuple[tuple[Thread, ...], dict[str, int]]:
         """The threads with every lock some step accesses by a byte range split into bytes
@@ -1122,6 +1202,27 @@ class _Program:
             for byte in range(4):
                 locations.setdefault(byte_location(loc, byte), locations[loc])
         return tuple(replace(th, instructions=tuple(c)) for th, c in zip(threads, code)), init
+
+
+def _rank_phase(phase, rank: int):
+    """``phase`` as rank ``rank``'s own when it is a launch of every rank (:meth:`_Scenario.per_rank_launches`)."""
+    if isinstance(phase, Phase) and phase.kind == "launch" and phase.rank is None:
+        return replace(phase, rank=rank)
+    return phase
+
+
+def _around(host_order: tuple, groups: list) -> tuple:
+    """``host_order`` with each stream group of :meth:`_Scenario.streams` in place: its own chain;
+    ``after`` a launch phase: after it, and before every phase that follows it; ``before`` one:
+    before it, and after every phase it follows (the stream is the launch's stream)."""
+    pairs = list(host_order)
+    for where, launch, own, first, last in groups:
+        pairs += own
+        if where == "after":
+            pairs += [(launch, first)] + [(last, b) for a, b in host_order if a == launch]
+        else:
+            pairs += [(last, launch)] + [(a, first) for a, b in host_order if b == launch]
+    return tuple(dict.fromkeys(pairs))
 
 
 # ----- launch modes with two kernels per call: two streams, programmatic dependent launch ------

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from syncverify.model import ptx
 from syncverify.model.events import Event, Execution
 from syncverify.model.relations import plus
-from syncverify.program import Phase, ThreadOrigin
+from syncverify.program import Phase, Store, ThreadOrigin
 from syncverify.scenarios.build import StepOrigin, stages
 
 __all__ = ["Cause", "StepRef", "cause", "CAUSE_KINDS"]
@@ -60,6 +60,7 @@ CAUSE_KINDS = (
     "never-written",          # no write of the location exists in the scenario
     "residency",              # spinning CTAs hold every slot; the CTA that would release them never runs
     "mixed-size",             # the write and the read that should synchronize access different bytes
+    "stream-order",           # a stream operation runs after (or before) the kernel that waits for it (or writes it)
     "unexplained",            # every link holds on the witness: a bug of this module
 )
 
@@ -504,6 +505,32 @@ def _race_cause(names: _Names, a: Event, b: Event) -> Cause:
     return _not_strong(names, a if a.is_write else b, b if a.is_write else a, "observation")
 
 
+def _stream_order(names: _Names, t: int, loc, who: str, needed: str, until: str, seen, ref) -> Cause | None:
+    """A hang whose way out is a stream operation (syncverify.streams) the host orders after the
+    spinning thread: a stream write after the kernel the poll is in (the kernel waits for its own
+    completion), or a kernel after the stream wait that polls (the stream waits for what follows
+    it). None when the hang is not of that kind."""
+    program = names.scenario.program
+    after = program.phases_after()
+    spinner = program.threads[t]
+    for th in program.threads:
+        if th is spinner or not any(isinstance(ins, Store) and ins.loc == loc for ins in th.instructions):
+            continue
+        stream_write = isinstance(th.phase, Phase) and th.phase.kind == "stream"
+        if th.phase in after.get(spinner.phase, ()) and (stream_write or getattr(spinner.phase, "kind", "") == "stream"):
+            write = next(ins for ins in th.instructions if isinstance(ins, Store) and ins.loc == loc)
+            order = ("on its rank's stream after the whole kernel that polls, which cannot complete while it polls"
+                     if stream_write else "by a kernel its stream launches only after this wait completes")
+            text = (f"{ref.name if ref else 'the poll'} of {who} needs {loc} {needed} (until {until}) and the last "
+                    f"value it reads is {seen}: the write that brings it, {write.label or write.loc}, runs {order} "
+                    f"(a stream runs its work in the order it was issued): the two wait for each other; put the "
+                    f"consumer in a kernel of its own on another stream (--launches two-stream), or signal from "
+                    f"the kernel")
+            return Cause("stream-order", text, (ref,) if ref else (), "stream", (),
+                         {"needed": needed, "last_value": seen, "location": loc})
+    return None
+
+
 def _hang_cause(names: _Names, violation) -> Cause:
     x = names.x
     spins = [(t, reason) for t, reason in x.stuck.items() if reason[0] == "spin"]
@@ -542,6 +569,9 @@ def _hang_cause(names: _Names, violation) -> Cause:
                      tuple((sig.eid, reset.eid) for sig in this_epoch if (sig.eid, reset.eid) in co),
                      {"needed": needed, "last_value": seen, "location": loc,
                       "reset_policy": names.scenario.options.reset})
+    stream = _stream_order(names, t, loc, who, needed, until, seen, ref)
+    if stream is not None:
+        return stream
     writers = sorted({(names.rank(e), getattr(names.step(e), "name", e.label)) for e in signals})
     by = "; ".join(f"rank {q} ({name})" for q, name in writers) or "no signal at all"
     ranks = {th.rank for th in names.scenario.threads if th.role in ("producer", "comm")}
@@ -600,7 +630,7 @@ def _await_step(names: _Names, loc: str | None):
     stage = lock.stage
     protocol = names.protocol_of(stage)
     for n, step in enumerate(getattr(protocol, "wait", ()), 1):
-        if step.op == "await" and (step.lock or "ready") == lock.slotted_name:
+        if step.op in ("await", "stream_wait_value") and (step.lock or "ready") == lock.slotted_name:
             path = getattr(protocol, "path", "<string>")
             where = f"{path}:{step.line}" if step.line is not None and path and not path.startswith("<") else None
             name = f"{stage + ' stage: ' if stage else ''}wait step {n}"

@@ -76,3 +76,28 @@ def put_nbi_then_signal(sv):
 
 def put_nbi_quiet_then_signal(sv):
     _put(sv, True)
+
+
+# ----- a kernel boundary after a put with no quiet (syncverify.model.delivery: differs on purpose) --
+
+@triton.jit
+def put_only(data_ptr, N: tl.constexpr):
+    libshmem_device.putmem_nbi_block(data_ptr, data_ptr, N * 4, 1)  # no quiet before the kernel ends
+
+
+@triton.jit
+def copy_out(data_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def put_nbi_then_next_launch(sv):
+    """Rank 0's kernel puts into rank 1's copy and ends without quiet; after a host barrier rank 1's
+    next kernel reads it. The model completes deliveries at the kernel boundary (SAFE); NVSHMEM's
+    specification completes them only by quiet or a host-side quiet/barrier on the stream."""
+    data = sv.heap.zeros((4,), torch.int32)
+    out = sv.heap.zeros((4,), torch.int32)
+    sv.launch(put_only, (1,), data.on(0), N=4, rank=0)
+    sv.host_barrier()
+    sv.launch(copy_out, (1,), data.on(1), out.on(1), N=4, rank=1)
+    sv.expect_written(out.on(1))

@@ -100,6 +100,10 @@ def _check_program(program: Program) -> None:
     why = gpus_needed(program)
     if why is not None:
         raise NotOnGpu(f"{program.name}: {why}")
+    if any(t.phase for t in program.threads):  # a stream's operations (stream.*), in host phases: no SM runs them
+        first = next(ins for t in program.threads for ins in t.instructions if t.phase)
+        raise NotOnGpu(f"{_where(program, first)}: stream memory operations (stream.*) are not compiled for --gpu "
+                       f"(docs/nvshmem.md, \"Stream memory operations\")")
     for thread in program.threads:
         has_branch = any(isinstance(i, Branch) for i in thread.instructions)
         for ins in thread.instructions:
