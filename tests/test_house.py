@@ -5,6 +5,7 @@ not from Python). The layers, bottom first, are the README's layout section in d
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,13 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed file. Cached for the run (the sources do not change during it): the rules below
+    walk every module five times, and parsing them was most of this file's time (2026-12-02)."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: dict) -> list[str]:
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
@@ -68,13 +76,15 @@ def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, 
     return resolved
 
 
+@functools.cache
 def import_graph() -> nx.DiGraph:
-    """Module -> module it imports (anywhere in the file), for the project's own modules."""
+    """Module -> module it imports (anywhere in the file), for the project's own modules (one graph
+    per run, shared by the tests that read it: none changes it)."""
     known = modules()
     graph = nx.DiGraph()
     graph.add_nodes_from(known)
     for module, path in known.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for target in _imported(node, module, path.name == "__init__.py", known):
                     if target != module:
@@ -149,21 +159,22 @@ def _roots(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [] if node.level else [(node.module or "").split(".")[0]]
 
 
-def gpu_modules() -> set[str]:
+@functools.cache
+def gpu_modules() -> frozenset[str]:
     """The project modules that import torch or triton when they are imported: directly, or
     through a project module that does (module-level imports only)."""
     known = modules()
     reaches: dict[str, set[str]] = {}
     gpu: set[str] = set()
     for module, path in known.items():
-        tree = ast.parse(path.read_text(), str(path))
+        tree = _tree(path)
         reaches[module] = set()
         for node in _module_level_imports(tree):
             if set(_roots(node)) & {"torch", "triton"}:
                 gpu.add(module)
             reaches[module].update(_imported(node, module, path.name == "__init__.py", known))
     graph = nx.DiGraph([(a, b) for a, targets in reaches.items() for b in targets])
-    return gpu | {m for m in graph if m not in gpu and nx.descendants(graph, m) & gpu}
+    return frozenset(gpu | {m for m in graph if m not in gpu and nx.descendants(graph, m) & gpu})
 
 
 def _says_why(lines: list[str], index: int, words: tuple[str, ...] = LAZY_ROOTS) -> bool:
@@ -194,9 +205,8 @@ def test_imports_sit_at_the_top_of_the_file_but_the_commented_torch_triton_guard
     gpu = gpu_modules()
     bad = []
     for module, path in known.items():
-        text = path.read_text()
-        lines = text.splitlines()
-        for node in _function_imports(ast.parse(text, str(path))):
+        lines = path.read_text().splitlines()
+        for node in _function_imports(_tree(path)):
             targets = _imported(node, module, path.name == "__init__.py", known)
             guard = set(_roots(node)) & set(LAZY_ROOTS) or (targets and set(targets) <= gpu)
             deferred = module in DEFERRING and _says_why(lines, node.lineno - 1, (DEFERRING[module],))
