@@ -245,9 +245,9 @@ FRONT_DOORS = {
 @pytest.fixture(scope="module")
 def doors(tmp_path_factory):
     """Every front door started at once, each in its own fresh interpreter (what it imports is the
-    claim, so they cannot share one): they mostly wait on imports, and run side by side in about
-    the time of the slowest instead of the sum (the 6 doors: 49.3 s -> 15.5 s, 2026-12-02, loaded).
-    Output goes to files: a pipe nobody reads yet could fill and stall a door."""
+    claim, so they cannot share one): on CI's two idle cores two run at a time instead of one (on a
+    saturated machine it gains nothing: 13.3 s -> 14.3 s at load 10, 2026-12-02). Output goes to
+    files: a pipe nobody reads yet could fill and stall a door."""
     folder = tmp_path_factory.mktemp("doors")
     started = {}
     for index, (door, (code, _)) in enumerate(FRONT_DOORS.items()):
