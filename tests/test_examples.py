@@ -44,16 +44,17 @@ SCENARIO = {"one_shot_all_reduce": "all-reduce", "all_scatter": "all-scatter"}
 #: default run explores a fixed number of executions instead of as many as a wall-clock bound
 #: allows. The explorer's order is deterministic, so the answer is the same on any machine: the
 #: race and the stale read show in the first execution, the hang at execution 5,185 (the same at
-#: PYTHONHASHSEED 0 and 12345; 2026-12-02), so 6,000 leaves room for a small change of order and a
-#: larger one fails loudly (a kind missing) rather than passing on a fast machine only. The old
+#: PYTHONHASHSEED 0 and 12345; 2026-12-02), so 6,000 leaves room for a small change of order, and
+#: a larger change fails loudly (a kind missing) rather than passing on a fast machine only. The old
 #: bound, ``timeout=120``, took the full 120 s on every machine (the check never finishes) and saw
 #: 19,151 executions under load. The whole exploration, same assertion:
 #: ``SYNCVERIFY_EXAMPLES_FULL=1`` (slow; last run in docs/testing.md).
 BUDGET = {"reset_on_gemm_stream": 6_000}
 FULL = os.environ.get("SYNCVERIFY_EXAMPLES_FULL") == "1"
 VERDICT_CASES = [pytest.param(*case, id=i) for case, i in zip(CASES, IDS)]
-FULL_CASES = [pytest.param(*case, id=i, marks=[pytest.mark.slow] + ([] if FULL else [pytest.mark.skip(
-    reason="the whole exploration: set SYNCVERIFY_EXAMPLES_FULL=1")])) for case, i in zip(CASES, IDS) if case[1] in BUDGET]
+FULL_MARKS = [pytest.mark.slow] + ([] if FULL else [pytest.mark.skip(
+    reason="the whole exploration: set SYNCVERIFY_EXAMPLES_FULL=1")])
+FULL_CASES = [pytest.param(*case, id=i, marks=FULL_MARKS) for case, i in zip(CASES, IDS) if case[1] in BUDGET]
 
 
 @pytest.mark.parametrize(("folder", "name", "world_size", "calls", "safe", "kinds", "builtin"), VERDICT_CASES)
