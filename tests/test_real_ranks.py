@@ -53,7 +53,7 @@ def test_each_rank_validates_its_own_copy():
 def test_bad_input_for_real_ranks_is_one_line():
     with pytest.raises(StressInputError, match="give --iterations"):
         check_real_ranks(StressOptions(CROSS, interpret=True, seconds=1.0), gpus=None)
-    with pytest.raises(StressInputError, match=r"needs 2 GPUs \(one per rank\); this machine has 1"):
+    with pytest.raises(StressInputError, match=r"needs 2 GPUs \(one per rank\) and 1 is visible"):
         check_real_ranks(StressOptions(CROSS, iterations=1), gpus=1)
     with pytest.raises(StressInputError, match="symmetric memory"):
         check_real_ranks(StressOptions(CROSS, iterations=1), gpus=8)
