@@ -62,11 +62,10 @@ def test_bad_input_for_real_ranks_is_one_line():
 
 def test_the_command_refuses_real_ranks_without_iterations_and_for_a_protocol(capsys):
     assert main(["stress", CROSS, "--real-ranks", "--interpret"]) == 2
-    assert main(["stress", "--protocol", "epoch-flag", "--real-ranks", "--interpret"]) == 2
+    assert main(["stress", "--protocol", "epoch-flag", "--real-ranks", "--virtual-ranks", "--interpret"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert "--real-ranks runs the same number of iterations on every rank" in lines[0]
-    assert lines[-1] == ("syncverify: error: --real-ranks is for a harness; a protocol runs one process per GPU "
-                         "unless --virtual-ranks")
+    assert lines[-1] == ("syncverify: error: --real-ranks and --virtual-ranks exclude each other: choose one")
 
 
 @pytest.mark.skipif(not os.environ.get("SYNCVERIFY_REAL_RANKS_FULL"), reason="SYNCVERIFY_REAL_RANKS_FULL=1: "
