@@ -104,10 +104,10 @@ class SymmetricHeap:
 
 class SharedFileHeap:
     """This rank's copies of symmetric buffers when every rank is a process on the CPU (Triton's
-    interpreter, ``gloo``): ``shared`` is the ``(world_size, bytes)`` mapping of one file every
-    process maps (``syncverify.kernels.processes.join_ranks``). Each rank allocates the same
-    buffers in the same order, so a buffer lies at the same offset of every rank's row; ``table``
-    holds every rank's copy's address in this process, as ``buffer_ptrs`` does on GPUs."""
+    interpreter, ``gloo``): ``shared`` holds every rank's row of one file every process maps
+    (``syncverify.kernels.processes.join_ranks``). Each rank allocates the same buffers in the
+    same order, so a buffer lies at the same offset of every rank's row; ``table`` holds every
+    rank's copy's address in this process, as ``buffer_ptrs`` does on GPUs."""
 
     ALIGN = 128  # bytes: every buffer starts aligned for any element type (a uint8 row viewed as bf16, int64)
 
@@ -126,11 +126,11 @@ class SharedFileHeap:
         """This rank's zeroed ``shape`` copy; ``local`` gets a leading rank axis of 1."""
         start = -(-self.used // self.ALIGN) * self.ALIGN
         nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
-        if start + nbytes > self.shared.shape[1]:
+        if start + nbytes > self.shared[0].numel():
             raise StressConfigError(f"buffer {name!r} ({nbytes:,} bytes) does not fit the shared heap file's "
-                                    f"{self.shared.shape[1]:,} bytes per rank: lower --m/--n/--k")
+                                    f"{self.shared[0].numel():,} bytes per rank: lower --m/--n/--k")
         self.used = start + nbytes
-        copies = [self.shared[r, start:start + nbytes].view(dtype).view(shape) for r in range(self.world_size)]
+        copies = [self.shared[r][start:start + nbytes].view(dtype).view(shape) for r in range(self.world_size)]
         copies[self.rank].zero_()  # each rank its own: a peer's is zeroed by the peer, before the first barrier
         table = torch.tensor([c.data_ptr() for c in copies], dtype=torch.int64)
         buffer = Buffer(copies[self.rank].unsqueeze(0), table, 0)

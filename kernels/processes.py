@@ -38,6 +38,8 @@ MULTICAST_OFF = {
 #: Poll cap of a bounded wait in the interpreter with real ranks: a peer is another process that runs
 #: at the same time, so a wait can succeed, but only after the peer's interpreted programs (seconds).
 REAL_INTERPRET_CAP = 1 << 16
+#: Where :func:`run_ranks` puts the interpreter's heap file: memory, where the system has a tmpfs there.
+HEAP_FOLDER = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def free_port() -> int:
@@ -173,8 +175,7 @@ def run_ranks(target: Callable, args: tuple, *, world_size: int, watchdog_second
     happened. None (GPUs): ``heap_path`` is None."""
     heap_path = None
     if heap_bytes is not None:
-        folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        with tempfile.NamedTemporaryFile(prefix="syncverify-heap-", dir=folder, delete=False) as heap_file:
+        with tempfile.NamedTemporaryFile(prefix="syncverify-heap-", dir=HEAP_FOLDER, delete=False) as heap_file:
             heap_file.truncate(world_size * heap_bytes)
         heap_path = heap_file.name
     try:
@@ -187,13 +188,29 @@ def run_ranks(target: Callable, args: tuple, *, world_size: int, watchdog_second
 
 def join_ranks(rank: int, world_size: int, port: int | None, *, interpret: bool, heap_path: str | None = None,
                heap_bytes: int = 0):
-    """In a worker of :func:`run_ranks`: join the process group (:func:`backend`) and, given the
-    run's ``heap_path`` (the interpreter), map every rank's heap, ``(world_size, heap_bytes)``
-    bytes that every process sees the same (``MAP_SHARED``; sparse: pages exist where ranks write).
-    Returns ``(torch, dist, device, heap)``, ``heap`` None on GPUs."""
+    """In a worker of :func:`run_ranks`: join the process group (:func:`backend`) and, given
+    ``heap_bytes``, every rank's heap of that many bytes as this process sees it. Returns
+    ``(torch, dist, device, heap)``, ``heap`` a list of ``world_size`` uint8 tensors (rank ``r``'s
+    heap at ``heap[r]``) or None:
+
+    * the interpreter (the run's ``heap_path``): rows of the shared file, mapped ``MAP_SHARED``
+      (every process sees the same bytes; sparse: pages exist where ranks write);
+    * GPUs, ``world_size > 1``: one block of symmetric memory per rank
+      (``torch.distributed._symmetric_memory``, a collective: every rank calls it), each peer's
+      mapped into this process (``get_buffer``), as the fused kernels' symmetric heap does per buffer;
+    * otherwise (no ``heap_bytes``, or one rank on one GPU): None, the caller's own heap.
+    """
     torch, dist, device = init_rank(rank, world_size, port, backend=backend(interpret))
     heap = None
     if heap_path is not None:
-        heap = torch.from_file(heap_path, shared=True, size=world_size * heap_bytes,
-                               dtype=torch.uint8).view(world_size, heap_bytes)
+        heap = list(torch.from_file(heap_path, shared=True, size=world_size * heap_bytes,
+                                    dtype=torch.uint8).view(world_size, heap_bytes))
+    elif heap_bytes and not interpret and world_size > 1:
+        # torch: only the GPU path needs it (the model runs without torch and triton)
+        import torch.distributed._symmetric_memory as symm_mem
+
+        own = symm_mem.empty(heap_bytes, dtype=torch.uint8, device=device)
+        own.zero_()
+        handle = symm_mem.rendezvous(own, dist.group.WORLD)
+        heap = [own if r == rank else handle.get_buffer(r, (heap_bytes,), torch.uint8) for r in range(world_size)]
     return torch, dist, device, heap

@@ -21,6 +21,7 @@ from syncverify.cli import main
 from syncverify.errors import SyncVerifyError
 from syncverify.kernels.config import KernelConfig, check_config
 from syncverify.kernels.errors import StressConfigError
+from syncverify.kernels import processes
 from syncverify.kernels.processes import refuse_more_ranks_than_gpus, run_ranks
 from syncverify.stress.campaign import (
     INTERPRET_HEAP_BYTES,
@@ -52,7 +53,8 @@ def test_compare_on_real_ranks_in_the_interpreter_catches_the_bug_and_passes_its
     assert "one process per rank (gloo)" in report["note"]
 
 
-def test_a_rank_that_dies_leaves_a_stopped_result_and_the_partial_record_on_disk(tmp_path):
+def test_a_rank_that_dies_leaves_a_stopped_result_and_the_partial_record_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setattr(processes, "HEAP_FOLDER", str(tmp_path))
     output = tmp_path / "run.jsonl"
     o = campaign_options(protocol=FIX, kernel="all-reduce", world_size=2, interpret=True, real_ranks=True,
                          iterations=3, output=str(output), watchdog_seconds=120)
@@ -67,8 +69,7 @@ def test_a_rank_that_dies_leaves_a_stopped_result_and_the_partial_record_on_disk
     # rank 0's collective failed when its peer died: its result line keeps what it had, stopped, not clean
     assert records[-1]["type"] == "result" and records[-1]["iterations"] == 1 and not records[-1]["clean"]
     assert records[-1]["stopped"].startswith("RuntimeError")
-    assert not [f for f in os.listdir("/dev/shm") if f.startswith("syncverify-heap-")] if os.path.isdir("/dev/shm") \
-        else True
+    assert not list(tmp_path.glob("syncverify-heap-*"))  # the shared heap file is gone with the ranks
 
 
 def test_the_watchdog_kills_ranks_that_stop_reporting():

@@ -114,12 +114,12 @@ def test_the_whole_rehearsal_runs_every_command(tmp_path):
 
 def test_runs_whose_code_is_missing_are_listed_not_started_on_the_gpu(tmp_path):
     missing = [r for r in session.plan() if r.missing]
-    assert {r.group for r in missing} == {"user", "litmus"}  # issue 31: harnesses and litmus on two GPUs
+    assert {r.group for r in missing} == {"litmus"}  # issue 31: litmus threads on two GPUs
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "x2_session.py"), "--out", str(tmp_path),
-                           "--only", "litmus-x2,user-all_scatter-seed_fix"], capture_output=True, text=True, timeout=60)
+                           "--only", "litmus-x2"], capture_output=True, text=True, timeout=60)
     document = json.loads((tmp_path / "session.json").read_text())
     results = {x["name"]: x["result"] for x in document["runs"] if x["result"] != "not selected"}
-    assert done.returncode == 0 and results == {"litmus-x2": "not built", "user-all_scatter-seed_fix": "not built"}
+    assert done.returncode == 0 and results == {"litmus-x2": "not built"}
     assert "not built: litmus-x2: litmus --gpu places every thread on one GPU" in done.stdout
     assert not list(tmp_path.glob("*.log"))
 
@@ -130,3 +130,13 @@ def test_a_part_is_one_device_call_and_a_bad_part_is_refused(tmp_path):
     assert code == 0 and {x["name"] for x in document["runs"] if x["result"] != "not selected"} == {"litmus-x2"}
     code, out, _ = _rehearse(tmp_path, "--part", str(len(cut) + 1))
     assert code == 2 and f"the plan has parts 1..{len(cut)}" in out
+
+
+def test_the_docs_list_every_run_with_its_exact_command_and_part():
+    text = (ROOT / "docs" / "two-gpu-session.md").read_text()
+    for n, part in enumerate(session.parts(session.plan()), 1):
+        assert f"python3 benchmarks/x2_session.py --part {n} --out $OUT" in text
+        section = text[text.index(f"### Part {n} "):]
+        for r in part:
+            command = " ".join(r.gpu).replace(session.PY, "python3").replace(session.OUT, f"$OUT/NN-{r.name}")
+            assert f"| `{r.name}` | {r.issue} | {r.seconds:.0f} |" in section and f"`{command}`" in section, r.name

@@ -15,10 +15,11 @@ The heap every rank's kernels address (``heap_bases``):
   kernels' real-rank campaigns), so a peer's copy is an ordinary address and the interpreted
   kernels of two processes really run at the same time (unlike virtual ranks in the interpreter,
   which run one program after another);
-* **GPU** (``nccl``): one GPU per rank. ``--world-size 1`` runs (a real-rank run of a one-rank
-  harness: the path, the process and the watchdog as on several GPUs). More ranks than GPUs is
-  bad input (one line, exit 2), and several GPUs need a heap shared across them (symmetric
-  memory), which belongs to the multi-GPU work and is refused here with one line.
+* **GPU** (``nccl``): one GPU per rank, each rank's heap one block of symmetric memory with every
+  peer's mapped into each process (``join_ranks`` again: the same list of per-rank heaps as the
+  CPU's file rows, so the engine below does not tell them apart). ``--world-size 1`` runs without
+  symmetric memory. More ranks than GPUs is bad input (one line, exit 2). Not yet run on two
+  GPUs (``nvidia-h200-x2`` has not been lent): ``benchmarks/x2_session.py``'s ``user-*`` runs.
 
 An iteration count is fixed for every rank (``--iterations``, not ``--seconds``; no stop at the
 first failure): the ranks meet at the same barriers. Each rank validates its own expectations;
@@ -51,10 +52,6 @@ def check_real_ranks(options: StressOptions, *, gpus: int | None) -> None:
         return
     refuse_more_ranks_than_gpus(options.world_size, gpus, error=StressInputError,
                                 fix="use virtual ranks (without --real-ranks)")
-    if options.world_size > 1:
-        raise StressInputError(f"--real-ranks at --world-size {options.world_size} on GPUs needs a heap shared "
-                               "across them (symmetric memory), not built for harnesses yet: use virtual ranks "
-                               "(without --real-ranks) or --world-size 1")
 
 
 @dataclasses.dataclass
@@ -75,12 +72,14 @@ class RankEngine(Engine):
         super().__init__(options, dataclasses.replace(plan, expectations=expectations, tiles=tiles), mirror)
         self.rank, self._group_barrier = rank, barrier
         heap = self.heap
-        if shared is not None:  # the CPU: every rank's heap in the shared file
-            heap.memory = list(shared)
-            heap.bases = self.torch.tensor([m.data_ptr() for m in heap.memory], dtype=self.torch.int64)
-            heap.block = shared
         # snapshot, restore and poison (Engine.prepare, iteration, poison_snapshot) touch this rank's heap only
-        heap.block = heap.block[rank:rank + 1]
+        if shared is not None:  # every rank's heap as this process sees it (join_ranks: file rows, symmetric memory)
+            heap.memory = list(shared)
+            heap.bases = self.torch.tensor([m.data_ptr() for m in heap.memory], dtype=self.torch.int64,
+                                           device=self.device)
+            heap.block = shared[rank].unsqueeze(0)
+        else:  # one rank on one GPU: the engine's own heap
+            heap.block = heap.block[rank:rank + 1]
 
     def _barrier(self) -> None:
         if self.dry:
