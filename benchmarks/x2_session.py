@@ -221,7 +221,7 @@ def _user_runs() -> list[Run]:
         runs.append(Run(f"user-{Path(path).parent.name}-{name}", "user", 60.0,
                         _cli("stress", target, "--real-ranks", *USER_SIZES, *how, "--watchdog", "30", "--model-timeout",
                              "30", "--json"),
-                        _cli("stress", target, "--real-ranks", "--interpret", "--iterations", "1", "--no-control",
+                        _cli("stress", target, "--real-ranks", "--interpret", *how[:-1], "2", "--no-control",
                              "--watchdog", "120", "--json"),
                         ("buggy: guided, first failure" if buggy else "fixed: random delays, clean + control")
                         + "; the harnesses' symmetric-memory heap runs here for the first time",

@@ -632,8 +632,9 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
     start are paid once. ``heap_path``: the interpreter's shared heap file (None on GPUs)."""
     try:
         interpret = CampaignOptions(**campaigns[0][0]).interpret  # one launch: all or none (run_processes_batch)
+        # GPUs: no heap block (SymmetricHeap allocates each buffer in symmetric memory itself)
         torch, dist, device, shared = join_ranks(rank, world_size, port, interpret=interpret, heap_path=heap_path,
-                                                 heap_bytes=INTERPRET_HEAP_BYTES)
+                                                 heap_bytes=INTERPRET_HEAP_BYTES if interpret else 0)
         # torch/triton: syncverify.kernels.heap imports them; only the stress path needs it
         from syncverify.kernels.heap import SharedFileHeap, SymmetricHeap
         from syncverify.stress.runner import Runner
