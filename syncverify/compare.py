@@ -8,9 +8,9 @@ For each (protocol, scenario, world size) :func:`compare` runs
   (:func:`syncverify.stress.campaign.run_campaign`: virtual ranks, random delays, ``seconds`` per
   pair), one at a time: the GPU is one resource; with ``real_ranks`` one process per GPU;
 * with ``interpret``, the same campaigns in Triton's interpreter on the CPU instead
-  (:data:`INTERPRET_ITERATIONS` iterations, tiny sizes, the last rank launched late: the
-  interpreter has no delays; with ``real_ranks`` one process per rank, gloo): a check of the
-  kernels' logic across ranks, not of a GPU's memory model, and what CI runs of ``--real-ranks``.
+  (:data:`INTERPRET_ITERATIONS` iterations, tiny sizes; with ``real_ranks`` one process per rank,
+  gloo, the last rank launched late: the interpreter has no delays): a check of the kernels'
+  logic across ranks, not of a GPU's memory model, and what CI runs of ``--real-ranks``.
 
 and joins the two into an *agreement* (:func:`agreement`):
 
@@ -254,9 +254,10 @@ def cuda_available() -> bool:
 
 def _campaign_options(protocol: str, scenario: str, world_size: int, seconds: float, *,
                       real_ranks: bool = False, interpret: bool = False) -> dict:
-    if interpret:  # no delays run there: the last rank's late launch is the interpreter's perturbation
+    if interpret:  # no delays run there: on real ranks the last rank's late launch is the perturbation
+        # (virtual ranks: that order is a grid order, in which every waiting consumer times out)
         return dict(protocol=protocol, kernel=scenario, world_size=world_size, interpret=True, real_ranks=real_ranks,
-                    iterations=INTERPRET_ITERATIONS, order="last-rank-late")
+                    iterations=INTERPRET_ITERATIONS, order="last-rank-late" if real_ranks else "producers-first")
     return dict(protocol=protocol, kernel=scenario, world_size=world_size, virtual_ranks=not real_ranks,
                 seconds=seconds, delays="random")
 

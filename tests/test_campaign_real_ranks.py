@@ -120,3 +120,13 @@ def test_the_command_line_refuses_real_ranks_it_cannot_run(capsys):
                  "--jobs", "1"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("syncverify: error: ") for line in lines)
+
+
+def test_compare_in_the_interpreter_late_launches_only_real_ranks():
+    from syncverify.compare import INTERPRET_ITERATIONS, _campaign_options
+
+    real = _campaign_options(FIX, "all-reduce", 2, 3.0, real_ranks=True, interpret=True)
+    virtual = _campaign_options(FIX, "all-reduce", 2, 3.0, interpret=True)
+    assert (real["order"], real["iterations"], real["real_ranks"]) == ("last-rank-late", INTERPRET_ITERATIONS, True)
+    # with virtual ranks last-rank-late is a grid order in which every waiting consumer times out
+    assert (virtual["order"], virtual["real_ranks"]) == ("producers-first", False)

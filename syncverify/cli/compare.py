@@ -35,7 +35,7 @@ def compare_command(
     seconds: float = typer.Option(DEFAULT_SECONDS, "--seconds", help="Stress seconds per (protocol, scenario, world size) on the GPU."),
     no_gpu: bool = typer.Option(False, "--no-gpu", help="Model columns only, even where a GPU is present."),
     real_ranks: bool = typer.Option(False, "--real-ranks", help="Stress on one process per GPU (as 'syncverify stress' without --virtual-ranks: --world-size GPUs, NCCL, symmetric memory) instead of virtual ranks on GPU 0; every pair of a world size in one launch. With --interpret: one process per rank on the CPU (gloo)."),
-    interpret: bool = typer.Option(False, "--interpret", help="Stress in Triton's CPU interpreter instead of a GPU: tiny sizes, 2 iterations per pair, the last rank launched late (the interpreter runs no delays); checks the kernels' logic across ranks, not a GPU's memory model."),
+    interpret: bool = typer.Option(False, "--interpret", help="Stress in Triton's CPU interpreter instead of a GPU: tiny sizes, 2 iterations per pair (with --real-ranks the last rank launched late: the interpreter runs no delays); checks the kernels' logic across ranks, not a GPU's memory model."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Write report.md, report.json, bad-tiles.png and graphs/ to DIR (created if missing; its parent must exist).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print report.json's content instead of the table."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help="Seconds per model check before it answers unknown."),
@@ -59,8 +59,8 @@ def compare_command(
         return exitcodes.INPUT_ERROR
     if interpret:
         gpu, note = False, ("hardware columns: Triton's interpreter on the CPU"
-                            + (", one process per rank (gloo)" if real_ranks else ", virtual ranks")
-                            + ", the last rank launched late; a check of the kernels' logic, not of a GPU")
+                            + (", one process per rank (gloo), the last rank launched late" if real_ranks else ", virtual ranks")
+                            + "; a check of the kernels' logic, not of a GPU")
     elif no_gpu:
         gpu, note = False, "--no-gpu: model columns only"
     else:
