@@ -250,8 +250,39 @@ def _command(argv: tuple[str, ...], out: Path) -> list[str]:
 
 
 def _last_line(text: str) -> str:
+    """The table's last column: a stress run's JSON result in a few words (:func:`_stress_words`),
+    else the log's last line."""
+    start = text.find("\n{")
+    if start >= 0:
+        try:
+            words = _stress_words(json.loads(text[start + 1:]))
+        except ValueError:
+            words = None
+        if words:
+            return words
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:90] if lines else ""
+
+
+def _stress_words(document: dict) -> str | None:
+    """``syncverify stress --json`` (a protocol's campaign, or a harness's ``{"result": ...}``) as
+    iterations, bad iterations, validated iterations per second and why it stopped; None for
+    other JSON.
+
+    >>> _stress_words({"iterations": 51200, "bad_iterations": 0, "iterations_per_second": 5120.4, "stopped": None})
+    '51,200 it, 0 bad, 5,120 it/s'
+    >>> _stress_words({"result": {"iterations": 7, "bad_iterations": 1, "stopped": "watchdog"}})
+    '7 it, 1 bad, stopped: watchdog'
+    """
+    result = document.get("result", document) if isinstance(document, dict) else None
+    if not isinstance(result, dict) or "iterations" not in result:
+        return None
+    words = f"{result['iterations']:,} it, {result.get('bad_iterations', 0):,} bad"
+    if result.get("iterations_per_second"):
+        words += f", {result['iterations_per_second']:,.0f} it/s"
+    if result.get("stopped"):
+        words += f", stopped: {result['stopped']}"
+    return words[:90]
 
 
 #: A rehearsed run that exited 1 cleanly: a finding of the interpreter's (a positive control that

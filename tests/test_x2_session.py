@@ -140,3 +140,11 @@ def test_the_docs_list_every_run_with_its_exact_command_and_part():
         for r in part:
             command = " ".join(r.gpu).replace(session.PY, "python3").replace(session.OUT, f"$OUT/NN-{r.name}")
             assert f"| `{r.name}` | {r.issue} | {r.seconds:.0f} |" in section and f"`{command}`" in section, r.name
+
+
+def test_the_table_says_a_stress_runs_result_in_a_few_words():
+    import doctest
+
+    assert doctest.testmod(session).failed == 0
+    log = 'x\n{\n "result": {"iterations": 3, "bad_iterations": 2, "stopped": null}\n}\n'
+    assert session._last_line(log) == "3 it, 2 bad" and session._last_line("a\nlast line\n") == "last line"
