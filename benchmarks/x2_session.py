@@ -73,6 +73,8 @@ PART_SECONDS = 450.0
 #: Per-run budget in the rehearsal, whatever the GPU run's: every stand-in is a tiny interpreter or
 #: gloo run, slower than its GPU run (a harness's model check and two interpreted processes).
 REHEARSE_SECONDS = 240.0
+#: The whole rehearsal's budget: every run's stand-in, on a 2-core machine shared with other work.
+REHEARSE_SESSION_SECONDS = 3600.0
 PY = "{python}"  # replaced by sys.executable when a command runs
 OUT = "{out}"  # replaced by the run's own output folder
 
@@ -324,12 +326,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "x2-out")))
     parser.add_argument("--rehearse", action="store_true", help="the CPU stand-in of every run")
-    parser.add_argument("--budget", type=float, default=SESSION_SECONDS, help="seconds for the whole session")
+    parser.add_argument("--budget", type=float, default=None,
+                        help=f"seconds for the whole session (default: {SESSION_SECONDS:.0f}; rehearsal: "
+                             f"{REHEARSE_SESSION_SECONDS:.0f})")
     parser.add_argument("--only", default="", help="comma-separated run names (default: all)")
     parser.add_argument("--part", type=int, default=0, help="run part N of the plan only (one device call each; "
                                                             "0: every part)")
     parser.add_argument("--list", action="store_true", help="print the plan and run nothing")
     args = parser.parse_args(argv)
+    if args.budget is None:
+        args.budget = REHEARSE_SESSION_SECONDS if args.rehearse else SESSION_SECONDS
     runs = plan()
     cut = parts(runs)
     names = {r.name for r in runs}
