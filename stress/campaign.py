@@ -470,6 +470,10 @@ def run_campaigns_on_ranks(campaigns: list[dict], *, on_result=None, runner=None
     False), one launch of processes per world size (process start and NCCL paid once per size);
     with ``interpret`` in the options, on the CPU (one process per rank, gloo).
 
+    In the interpreter each campaign gets a launch of its own: a protocol that hangs there polls
+    to its cap for minutes and is stopped by the watchdog, which must not take the campaigns after
+    it along.
+
     Every campaign is checked (protocol, sizes, GPU count) before any process starts; a bad one
     raises :class:`~syncverify.errors.SyncVerifyError`. ``on_result(index, result)`` is called as
     each campaign reports (``index`` into ``campaigns``). ``runner`` replaces
@@ -483,8 +487,12 @@ def run_campaigns_on_ranks(campaigns: list[dict], *, on_result=None, runner=None
             o, config = _on_this_gpu(o, config, protocol, options)
         prepared.append((o, protocol))
     results: list[CampaignResult | None] = [None] * len(prepared)
-    for launch in dict.fromkeys((o.world_size, o.interpret) for o, _p in prepared):
-        indices = [i for i, (o, _p) in enumerate(prepared) if (o.world_size, o.interpret) == launch]
+    def launch_of(i: int) -> tuple:
+        o = prepared[i][0]
+        return o.world_size, o.interpret, i if o.interpret else None
+
+    for launch in dict.fromkeys(launch_of(i) for i in range(len(prepared))):
+        indices = [i for i in range(len(prepared)) if launch_of(i) == launch]
 
         def reported(position: int, payload, indices=indices) -> None:
             if on_result is not None:
@@ -498,6 +506,9 @@ def run_campaigns_on_ranks(campaigns: list[dict], *, on_result=None, runner=None
 
 #: ``CampaignResult.device`` of real ranks in the interpreter.
 INTERPRETER_DEVICE = "cpu (interpreter, one process per rank)"
+#: How ``CampaignResult.stopped`` begins for a campaign of a launch that ended before it began:
+#: no data about it (not a failure of its protocol).
+NOT_STARTED = "not started: "
 
 
 def _reset_policy(o: CampaignOptions, protocol) -> str:
@@ -688,6 +699,7 @@ def run_processes_batch(campaigns: list, *, progress=None, on_result=None, worke
     A campaign that never reported its result (the run was stopped first: a rank died, the
     watchdog) is stopped, never clean, and keeps what rank 0 last reported of it: the iterations
     done and the bad ones among them (its ``output`` file, written as it went, holds the bad tiles).
+    The campaigns after it never began: their ``stopped`` starts with :data:`NOT_STARTED`.
     ``worker`` replaces :func:`campaign_worker` in every process (tests: a rank that dies)."""
     world_sizes = {o.world_size for o, _p in campaigns}
     if len(world_sizes) != 1:
@@ -723,6 +735,8 @@ def run_processes_batch(campaigns: list, *, progress=None, on_result=None, worke
             result = CampaignResult(protocol.name, o.kernel, o.world_size, "processes",
                                     INTERPRETER_DEVICE if o.interpret else "cuda", options=o.to_dict())
             result.stopped = outcome["stopped"] or "the launch ended before this campaign reported"
+            if index > min(set(range(len(campaigns))) - set(payloads)):  # campaigns run in order
+                result.stopped = NOT_STARTED + result.stopped
             if index in last:  # partial: what rank 0 had reported when the launch ended
                 done, _total, seconds, bad = last[index]
                 result.iterations, result.seconds, result.bad_iterations = done, seconds, bad

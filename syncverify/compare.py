@@ -53,7 +53,8 @@ from syncverify.scenarios.build import KERNEL_SCENARIOS
 from syncverify.kernels.build import build
 from syncverify.protocols import builtin_names, load_protocol
 from syncverify.scenarios.build import ScenarioOptions
-from syncverify.stress.campaign import campaign_options, kernel_config, run_campaign, run_campaigns_on_ranks
+from syncverify.stress.campaign import NOT_STARTED, campaign_options, kernel_config, run_campaign, \
+    run_campaigns_on_ranks
 from syncverify.validation import one_of
 from syncverify.verdicts.check import check_protocol
 from syncverify.verdicts.graphs import write_graph
@@ -83,6 +84,9 @@ DEFAULT_SECONDS = 3.0  #: stress seconds per (protocol, scenario, world size)
 DEFAULT_TIMEOUT = 600.0  #: seconds per model check before it answers unknown
 #: Iterations per pair in the interpreter: a stale lock shows from the second call on.
 INTERPRET_ITERATIONS = 2
+#: Seconds without a report before a real-rank campaign in the interpreter is stopped: an iteration
+#: takes 5-20 s there (a 2-core machine under load); a protocol that hangs polls to its cap for minutes.
+INTERPRET_WATCHDOG = 90.0
 #: Bad-tile classes of a campaign (``syncverify.stress.campaign.CLASS_NAMES``, repeated here so
 #: this module does not import the stress package).
 CLASS_NAMES = ("unwritten", "stale", "missing-ranks", "corrupt", "hang")
@@ -257,7 +261,8 @@ def _campaign_options(protocol: str, scenario: str, world_size: int, seconds: fl
     if interpret:  # no delays run there: on real ranks the last rank's late launch is the perturbation
         # (virtual ranks: that order is a grid order, in which every waiting consumer times out)
         return dict(protocol=protocol, kernel=scenario, world_size=world_size, interpret=True, real_ranks=real_ranks,
-                    iterations=INTERPRET_ITERATIONS, order="last-rank-late" if real_ranks else "producers-first")
+                    iterations=INTERPRET_ITERATIONS, order="last-rank-late" if real_ranks else "producers-first",
+                    watchdog_seconds=INTERPRET_WATCHDOG)
     return dict(protocol=protocol, kernel=scenario, world_size=world_size, virtual_ranks=not real_ranks,
                 seconds=seconds, delays="random")
 
@@ -430,7 +435,9 @@ def _stress_on_ranks(pairs, rows: list[Row], *, seconds: float, report: Progress
          for argument, _n, scenario, w in pairs],
         on_result=reported)
     for row, result in zip(rows, results):
-        row.hardware = HardwareColumns.from_campaign(result)
+        # a campaign the launch never reached has no hardware data: its row shows the model alone
+        never = result.stopped is not None and result.stopped.startswith(NOT_STARTED)
+        row.hardware = None if never else HardwareColumns.from_campaign(result)
     report("hardware", len(rows), len(rows), "done")
 
 

@@ -130,3 +130,50 @@ def test_compare_in_the_interpreter_late_launches_only_real_ranks():
     assert (real["order"], real["iterations"], real["real_ranks"]) == ("last-rank-late", INTERPRET_ITERATIONS, True)
     # with virtual ranks last-rank-late is a grid order in which every waiting consumer times out
     assert (virtual["order"], virtual["real_ranks"]) == ("producers-first", False)
+
+
+def test_a_stopped_launch_tells_the_campaign_it_stopped_from_those_it_never_began(monkeypatch):
+    from syncverify.protocols import load_protocol
+    from syncverify.stress import campaign
+
+    payload = {"protocol": FIX, "kernel": "all-reduce", "world_size": 2, "mode": "processes", "device": "H200",
+               "iterations": 2, "bad_iterations": 0}
+    stopped = "watchdog: no report from any rank for 90 s; killed"
+    fake = {"messages": [(0, "result", (0, payload)), (0, "progress", (1, 1, 2, 4.0, 0))], "exitcodes": [-9, -9],
+            "stopped": stopped}
+    monkeypatch.setattr(campaign, "run_ranks", lambda *a, **k: fake)
+    o = campaign_options(protocol=FIX, world_size=2, watchdog_seconds=90)
+    done, hung, never = run_processes_batch([(o, load_protocol(FIX))] * 3)
+    assert done.iterations == 2 and (hung.stopped, hung.iterations) == (stopped, 1)  # hung keeps its one iteration
+    assert never.stopped == campaign.NOT_STARTED + stopped and never.iterations == 0
+
+
+def test_compare_shows_no_hardware_for_a_pair_its_launch_never_reached(monkeypatch):
+    import syncverify.compare as comparison
+    from syncverify.stress import campaign
+    from syncverify.stress.campaign import CampaignResult
+
+    def launcher(campaigns, *, on_result=None):
+        results = []
+        for o, protocol in campaigns:
+            result = CampaignResult(protocol.name, o.kernel, o.world_size, "processes", "fake", options=o.to_dict())
+            result.stopped = campaign.NOT_STARTED + "watchdog" if protocol.name == FIX else "watchdog"
+            results.append(result)
+        return results
+
+    monkeypatch.setattr(comparison, "cuda_available", lambda: True)
+    monkeypatch.setattr(comparison, "run_campaigns_on_ranks",
+                        lambda c, **k: campaign.run_campaigns_on_ranks(c, runner=launcher, **k))
+    rows = {r.protocol: r for r in comparison.compare([BUG, FIX], ["all-reduce"], [2], jobs=1, real_ranks=True)}
+    assert rows[FIX].hardware is None and rows[FIX].agreement is None  # not "MODEL UNSOUND": no data
+    assert rows[BUG].hardware.stopped == "watchdog" and rows[BUG].agreement == "agree"
+
+
+def test_in_the_interpreter_each_campaign_is_a_launch_of_its_own():
+    from syncverify.stress import campaign
+
+    launches = []
+    options = dict(protocol=FIX, kernel="all-reduce", world_size=2, interpret=True, iterations=2)
+    campaign.run_campaigns_on_ranks([options, options], runner=lambda c, **k: launches.append(len(c)) or
+                                    [campaign.CampaignResult(FIX, "all-reduce", 2, "processes", "x")] * len(c))
+    assert launches == [1, 1]
