@@ -231,9 +231,9 @@ def kernel_config(o: CampaignOptions) -> KernelConfig:
         lock_dtype=o.lock_dtype, num_warps=o.num_warps, num_stages=o.num_stages,
         delays=o.delays != "none", virtual=virtual, table=o.table or not virtual,
         interpret=o.interpret,
-        # real ranks: each kernel holds one rank's programs, so the last rank's lateness is the
-        # host's (late_seconds), not a grid order
-        order=o.order if virtual else "producers-first",
+        # real ranks in the interpreter: each kernel holds one rank's programs, so the last rank's
+        # lateness is the host's (late_seconds), not a grid order (on GPUs check_config refuses any order)
+        order="producers-first" if o.interpret and not virtual else o.order,
     )
 
 
