@@ -1,4 +1,4 @@
-"""The first two-GPU session (issue 30) in one call: every run, in priority order, within 25 minutes.
+"""The first two-GPU session (issues 30 and 31): every run, in priority order, in parts of one device call each.
 
 Runs, one subprocess each, in this order (:func:`plan`):
 
@@ -15,7 +15,17 @@ Runs, one subprocess each, in this order (:func:`plan`):
    pair's stress campaign in one launch of two processes);
 5. ``bench-*``: ``syncverify bench`` on real ranks against cuBLAS + NCCL: the issue-14 target
    sweep (``benchmarks/sweeps/target-2gpu.toml``, gate ``--min-speedup 1.1``), the two newer
-   kernels, and the 2-GPU collective-matmul shape (per shard M = 1024, K = 4096, N = 4096).
+   kernels, and the 2-GPU collective-matmul shape (per shard M = 1024, K = 4096, N = 4096);
+6. ``user-*`` (issue 31): every shipped example harness on real ranks (``stress FILE.py::NAME
+   --real-ranks``), buggy ones guided, fixed ones under random delays;
+7. ``litmus-x2`` (issue 31): cross-GPU litmus rates.
+
+A run whose code is not built yet (:attr:`Run.missing`: litmus threads on two GPUs) is listed with what is missing and not started on the GPU; its CPU
+stand-in still runs in the rehearsal where one exists.
+
+Issue 30's runs fit the issue's 25 minutes (:data:`SESSION_SECONDS`). A device call runs at most
+10 minutes, so the plan is cut into parts (``--part N``, :func:`parts`) whose budgets sum to at
+most :data:`PART_SECONDS` each, in priority order: one device call per part.
 
 Each run has its own time budget (the budgets sum to at most :data:`SESSION_SECONDS`); a run is
 killed at its budget (its process group, by id) and a run that would start with less session time
@@ -23,12 +33,14 @@ left than its budget is skipped and listed as such. Raw output: ``$OUT/NN-name.l
 whatever the run writes under ``$OUT/NN-name/``), ``$OUT/session.json`` rewritten after every run;
 the compact table is printed last.
 
-On ``nvidia-h200-x2`` (from the repository root)::
+On ``nvidia-h200-x2`` (from the repository root), one device call per part (N = 1, 2, ...;
+``--list`` prints the parts)::
 
-    export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 benchmarks/x2_session.py --out $OUT
+    export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 benchmarks/x2_session.py --part N --out $OUT
 
-Rehearsal on the CPU (the same plan, each run's CPU stand-in: the interpreter at tiny sizes,
-virtual ranks or gloo; seconds per run, nothing it prints is a measurement)::
+Rehearsal on the CPU (the same plan, each run's CPU stand-in: the interpreter at tiny sizes, real
+ranks as one process per rank with gloo where the run has real ranks; seconds per run, nothing it
+prints is a measurement)::
 
     python3 benchmarks/x2_session.py --rehearse --out /tmp/x2
 
@@ -56,8 +68,13 @@ from text_table import print_table  # noqa: E402  (beside this script)
 
 #: Device seconds the session may take (the issue's 25 minutes); the plan's budgets sum to at most this.
 SESSION_SECONDS = 1500.0
-#: Per-run cap in the rehearsal: every stand-in is a tiny interpreter or gloo run.
+#: Budget seconds of one part (one device call: at most 10 minutes, 8 asked for, with start-up).
+PART_SECONDS = 450.0
+#: Per-run budget in the rehearsal, whatever the GPU run's: every stand-in is a tiny interpreter or
+#: gloo run, slower than its GPU run (a harness's model check and two interpreted processes).
 REHEARSE_SECONDS = 240.0
+#: The whole rehearsal's budget: every run's stand-in, on a 2-core machine shared with other work.
+REHEARSE_SESSION_SECONDS = 3600.0
 PY = "{python}"  # replaced by sys.executable when a command runs
 OUT = "{out}"  # replaced by the run's own output folder
 
@@ -85,6 +102,8 @@ class Run:
     gpu: tuple[str, ...]
     rehearse: tuple[str, ...]
     why: str = ""
+    issue: int = 30
+    missing: str = ""  # code a GPU run needs and that is not built: the run is listed, not started on the GPU
 
 
 def _cli(*args: str) -> tuple[str, ...]:
@@ -103,8 +122,8 @@ def _zoo_runs() -> list[Run]:
                 _cli("stress", "--protocol", name, "--kernel", scenario[name], "--world-size", "2",
                      "--seconds", "10", "--delays", "random", "--json"),
                 _cli("stress", "--protocol", name, "--kernel", scenario[name], "--world-size", "2",
-                     "--interpret", "--iterations", "2", "--delays", "random", "--json"),
-                "real ranks, per-rank streams; rehearsal: interpreter, virtual ranks")
+                     "--interpret", "--real-ranks", "--order", "last-rank-late", "--iterations", "2", "--json"),
+                "real ranks, per-rank streams; rehearsal: interpreter, one process per rank, the last one late")
             for name in names]
 
 
@@ -120,7 +139,7 @@ def plan() -> list[Run]:
                         _cli("stress", "--protocol", SAFE, "--kernel", kernel, "--world-size", "2",
                              "--seconds", "10", "--json"),
                         _cli("stress", "--protocol", SAFE, "--kernel", kernel, "--world-size", "2",
-                             "--interpret", "--iterations", "2", "--json"),
+                             "--interpret", "--real-ranks", "--iterations", "2", "--json"),
                         "1024^3, W = 2, no delays, 10 s; target >= 5,000 it/s"))
     runs.append(Run("stress-table", "stress", 150.0,
                     (PY, "benchmarks/stress_bench.py", "--sections", "env,processes", "--processes-parts", "table",
@@ -146,9 +165,10 @@ def plan() -> list[Run]:
     runs.append(Run("compare", "compare", 160.0,
                     _cli("compare", "--scenario", "all", "--world-size", "2", "--seconds", "1", "--real-ranks",
                          "--out", OUT),
-                    _cli("compare", "--scenario", "all-reduce", "--world-size", "2", "--no-gpu", "--jobs", "1",
-                         "--out", OUT),
-                    "every built-in x every scenario on real ranks (one launch); rehearsal: model columns only"))
+                    _cli("compare", *REHEARSE_COMPARE, "--scenario", "all-reduce", "--world-size", "2",
+                         "--real-ranks", "--interpret", "--jobs", "1", "--out", OUT),
+                    "every built-in x every scenario on real ranks (one launch); rehearsal: a bug and its fix "
+                    "on real ranks in the interpreter"))
     runs.append(Run("bench-target", "bench", 200.0,
                     _cli("bench", "--sweep", "benchmarks/sweeps/target-2gpu.toml", "--out", OUT,
                          "--min-speedup", "1.1", "--watchdog", "150"),
@@ -165,7 +185,66 @@ def plan() -> list[Run]:
                          "--n", "4096", "--out", OUT, "--watchdog", "60"),
                     _cli("bench", "--kernel", "all-gather-gemm", "--world-size", "2", *TINY, "--out", OUT),
                     "per shard M = 1024, K = 4096, N = 4096 (Mosaic GPU: 1.44x over NCCL + cuBLAS, 2 x H100)"))
+    runs += _user_runs()
+    runs.append(Run("litmus-x2", "litmus", 120.0,
+                    _cli("litmus", "--gpu", "--seconds", "5", *LITMUS_SHAPES),
+                    (), "MP, SB, LB, IRIW, CoRR with threads on two GPUs; rates with 95% intervals", issue=31,
+                    missing="litmus --gpu places every thread on one GPU; a test with threads on two GPUs is "
+                            "refused in one line (docs/litmus-gpu.md)"))
     return runs
+
+
+#: The example harnesses (issue 31's run 1): (file, name, buggy).
+USER_HARNESSES = (("examples/one_shot_all_reduce/harness.py", "original", True),
+                  ("examples/one_shot_all_reduce/harness.py", "barrier_without_fence", True),
+                  ("examples/one_shot_all_reduce/harness.py", "seed_fix", True),
+                  ("examples/one_shot_all_reduce/harness.py", "fix_with_barrier", False),
+                  ("examples/one_shot_all_reduce/harness.py", "fix_with_barrier_one_slot", False),
+                  ("examples/all_scatter/harness.py", "original", True),
+                  ("examples/all_scatter/harness.py", "seed_fix", True),
+                  ("examples/all_scatter/harness.py", "fix_with_barriers", False),
+                  ("examples/all_scatter/harness.py", "reset_on_gemm_stream", True),
+                  ("examples/all_scatter/harness.py", "reset_between_barriers", False))
+#: The GPU sizes of the harnesses (issue 25's runs: docs/RESULTS.md).
+USER_SIZES = ("--define", "SIZE=1024", "--define", "BLOCK=128", "--define", "BLOCK_K=32", "--define", "PROGRAMS=16")
+#: Issue 31's litmus shapes (message passing, store buffering, load buffering, IRIW, coherence).
+#: The known tests with threads on two GPUs today (``*-diff-gpu``); the issue's other shapes are to be written.
+LITMUS_SHAPES = tuple(str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests/litmus/known").glob("*-diff-gpu.litmus")))
+#: The rehearsal's compare: a bug and its fix, each caught or passed across two processes.
+REHEARSE_COMPARE = ("iris-465-hardcoded-lock-value", "iris-465-call-number")
+
+
+def _user_runs() -> list[Run]:
+    """Each example harness on real ranks: buggy ones guided (their first failure), fixed ones
+    under random delays (clean, with the positive control failing)."""
+    runs = []
+    for path, name, buggy in USER_HARNESSES:
+        target = f"{path}::{name}"
+        how = ("--guided", "--iterations", "100") if buggy else ("--delays", "random", "--iterations", "20000")
+        runs.append(Run(f"user-{Path(path).parent.name}-{name}", "user", 60.0,
+                        _cli("stress", target, "--real-ranks", *USER_SIZES, *how, "--watchdog", "30", "--model-timeout",
+                             "30", "--json"),
+                        _cli("stress", target, "--real-ranks", "--interpret", *how[:-1], "2", "--no-control",
+                             "--watchdog", "120", "--json"),
+                        ("buggy: guided, first failure" if buggy else "fixed: random delays, clean + control")
+                        + "; the harnesses' symmetric-memory heap runs here for the first time",
+                        issue=31))
+    return runs
+
+
+def parts(runs: list[Run]) -> list[list[Run]]:
+    """The plan cut in order into parts whose budgets sum to at most :data:`PART_SECONDS` each
+    (runs not built count nothing: they do not start on the GPU)."""
+    cut: list[list[Run]] = [[]]
+    used = 0.0
+    for r in runs:
+        cost = 0.0 if r.missing else r.seconds
+        if cut[-1] and used + cost > PART_SECONDS:
+            cut.append([])
+            used = 0.0
+        cut[-1].append(r)
+        used += cost
+    return cut
 
 
 def _command(argv: tuple[str, ...], out: Path) -> list[str]:
@@ -173,8 +252,39 @@ def _command(argv: tuple[str, ...], out: Path) -> list[str]:
 
 
 def _last_line(text: str) -> str:
+    """The table's last column: a stress run's JSON result in a few words (:func:`_stress_words`),
+    else the log's last line."""
+    start = text.find("\n{")
+    if start >= 0:
+        try:
+            words = _stress_words(json.loads(text[start + 1:]))
+        except ValueError:
+            words = None
+        if words:
+            return words
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:90] if lines else ""
+
+
+def _stress_words(document: dict) -> str | None:
+    """``syncverify stress --json`` (a protocol's campaign, or a harness's ``{"result": ...}``) as
+    iterations, bad iterations, validated iterations per second and why it stopped; None for
+    other JSON.
+
+    >>> _stress_words({"iterations": 51200, "bad_iterations": 0, "iterations_per_second": 5120.4, "stopped": None})
+    '51,200 it, 0 bad, 5,120 it/s'
+    >>> _stress_words({"result": {"iterations": 7, "bad_iterations": 1, "stopped": "watchdog"}})
+    '7 it, 1 bad, stopped: watchdog'
+    """
+    result = document.get("result", document) if isinstance(document, dict) else None
+    if not isinstance(result, dict) or "iterations" not in result:
+        return None
+    words = f"{result['iterations']:,} it, {result.get('bad_iterations', 0):,} bad"
+    if result.get("iterations_per_second"):
+        words += f", {result['iterations_per_second']:,.0f} it/s"
+    if result.get("stopped"):
+        words += f", stopped: {result['stopped']}"
+    return words[:90]
 
 
 #: A rehearsed run that exited 1 cleanly: a finding of the interpreter's (a positive control that
@@ -216,11 +326,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "x2-out")))
     parser.add_argument("--rehearse", action="store_true", help="the CPU stand-in of every run")
-    parser.add_argument("--budget", type=float, default=SESSION_SECONDS, help="seconds for the whole session")
+    parser.add_argument("--budget", type=float, default=None,
+                        help=f"seconds for the whole session (default: {SESSION_SECONDS:.0f}; rehearsal: "
+                             f"{REHEARSE_SESSION_SECONDS:.0f})")
     parser.add_argument("--only", default="", help="comma-separated run names (default: all)")
+    parser.add_argument("--part", type=int, default=0, help="run part N of the plan only (one device call each; "
+                                                            "0: every part)")
     parser.add_argument("--list", action="store_true", help="print the plan and run nothing")
     args = parser.parse_args(argv)
+    if args.budget is None:
+        args.budget = REHEARSE_SESSION_SECONDS if args.rehearse else SESSION_SECONDS
     runs = plan()
+    cut = parts(runs)
     names = {r.name for r in runs}
     only = [n for n in args.only.split(",") if n]
     unknown = [n for n in only if n not in names]
@@ -228,10 +345,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"x2_session: error: unknown run(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}",
               file=sys.stderr)
         return 2
+    if not 0 <= args.part <= len(cut):
+        print(f"x2_session: error: --part {args.part}: the plan has parts 1..{len(cut)} (0: all)", file=sys.stderr)
+        return 2
+    part_of = {r.name: n for n, runs_of_part in enumerate(cut, 1) for r in runs_of_part}
+    if args.part:
+        only = [r.name for r in cut[args.part - 1] if not only or r.name in only]
     if args.list:
         for i, r in enumerate(runs, 1):
-            print(f"{i:02d} {r.name} [{r.group}, {r.seconds:.0f} s] {r.why}\n   gpu: {' '.join(r.gpu)}\n"
-                  f"   cpu: {' '.join(r.rehearse)}")
+            print(f"{i:02d} {r.name} [part {part_of[r.name]}, issue {r.issue}, {r.group}, {r.seconds:.0f} s] {r.why}"
+                  + (f"\n   NOT BUILT: {r.missing}" if r.missing else "")
+                  + f"\n   gpu: {' '.join(r.gpu)}\n   cpu: {' '.join(r.rehearse) or '-'}")
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
@@ -244,11 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for i, r in enumerate(runs, 1):
         tag = f"{i:02d}-{r.name}"
-        seconds = min(r.seconds, REHEARSE_SECONDS) if args.rehearse else r.seconds
+        seconds = REHEARSE_SECONDS if args.rehearse else r.seconds  # the interpreter is slower than the GPU
         left = args.budget - (time.monotonic() - began)
         record = {"name": r.name, "group": r.group, "budget": seconds, "code": None, "wall": 0.0}
         if only and r.name not in only:
             record["result"] = "not selected"
+        elif r.missing and not (args.rehearse and r.rehearse):
+            record["result"] = "not built"
+            record["missing"] = r.missing
         elif left < seconds:
             record["result"] = f"skipped: {left:.0f} s left, needs {seconds:.0f}"
         else:
@@ -268,7 +395,10 @@ def main(argv: list[str] | None = None) -> int:
                      record.get("last", "")))
     print()
     print_table(("run", "group", "budget s", "wall s", "result", "last line"), rows)
-    ran = [x for x in session["runs"] if x["result"] != "not selected"]
+    for x in session["runs"]:
+        if x["result"] == "not built":
+            print(f"not built: {x['name']}: {x['missing']}")
+    ran = [x for x in session["runs"] if x["result"] not in ("not selected", "not built")]
     return 0 if all(x["result"] in ("ok", REHEARSED_FOUND) for x in ran) else 1
 
 

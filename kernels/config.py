@@ -200,8 +200,10 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
         _check_descriptor_boxes(c)
     if c.virtual and c.table and c.interpret:
         raise StressConfigError("address tables do not run in the interpreter; drop --table")
-    if not c.virtual and c.interpret:
-        raise StressConfigError("the interpreter runs virtual ranks only; add --virtual-ranks")
+    if not c.virtual and c.interpret and not c.table:
+        # real ranks in the interpreter (one process each) reach a peer's copy through the table alone
+        raise StressConfigError("real ranks in the interpreter address each other's copies through tables: "
+                                "add --table, or run virtual ranks")
     if not c.virtual and gpus is not None and W > gpus:
         raise StressConfigError(
             f"--world-size={W} needs {W} GPUs and {gpus} are visible; use --virtual-ranks to run "

@@ -5,8 +5,15 @@ joined by an NCCL process group (:func:`init_rank`) on a port the OS picked (a f
 collides: seed 001, bug 1) with ``torch.distributed._symmetric_memory`` for the heap. A watchdog
 kills every worker and reports the run as stopped if no worker has reported for
 ``watchdog_seconds`` (the kernels' waits are bounded, so this catches a stuck collective or a
-driver hang, not a protocol hang). Stress campaigns (``syncverify.stress.campaign``) and the
-real-rank bench (``syncverify.kernels.bench.ranks``) both launch through it.
+driver hang, not a protocol hang). Stress campaigns (``syncverify.stress.campaign``), the user's
+kernels on real ranks (``syncverify.frontend.real_ranks``) and the real-rank bench
+(``syncverify.kernels.bench.ranks``) all launch through it.
+
+On the CPU (Triton's interpreter) the same launch runs with ``gloo`` and every rank's heap in one
+file in shared memory (:func:`run_ranks` with ``heap_bytes``): each process maps the whole file
+(:func:`join_ranks`), so a peer's copy is an ordinary address and two ranks' interpreted kernels
+really run at the same time, one process each. Stress campaigns of the fused kernels and the
+user's harnesses share this path.
 
 NVLink multicast stays off in every process started here (``NCCL_NVLS_ENABLE=0``,
 ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1``, ``NVSHMEM_DISABLE_NVLS=1``): PLATFORM.md.
@@ -17,9 +24,8 @@ from __future__ import annotations
 import os
 import queue as queue_module
 import socket
-import sys
+import tempfile
 import time
-import traceback
 from typing import Any, Callable
 import multiprocessing as mp
 
@@ -28,6 +34,12 @@ MULTICAST_OFF = {
     "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
     "NVSHMEM_DISABLE_NVLS": "1",
 }
+
+#: Poll cap of a bounded wait in the interpreter with real ranks: a peer is another process that runs
+#: at the same time, so a wait can succeed, but only after the peer's interpreted programs (seconds).
+REAL_INTERPRET_CAP = 1 << 16
+#: Where :func:`run_ranks` puts the interpreter's heap file: memory, where the system has a tmpfs there.
+HEAP_FOLDER = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def free_port() -> int:
@@ -69,6 +81,9 @@ def run_workers(target: Callable, args: tuple, *, world_size: int, watchdog_seco
                 on_message(rank, kind, payload)
             if kind == "error":
                 stopped = f"rank {rank} failed: {payload.splitlines()[-1] if payload else 'error'}"
+                first = _died_first(procs, finished | {rank})
+                if first is not None:  # a peer's death made this rank's collective fail: name the cause
+                    stopped = f"rank {first} exited with code {procs[first].exitcode} before reporting; then {stopped}"
                 break
             continue
         except queue_module.Empty:
@@ -89,6 +104,17 @@ def run_workers(target: Callable, args: tuple, *, world_size: int, watchdog_seco
             p.kill()
             p.join(timeout=5)
     return {"messages": messages, "exitcodes": [p.exitcode for p in procs], "stopped": stopped}
+
+
+def _died_first(procs: list, reported: set[int], *, grace: float = 1.0) -> int | None:
+    """A rank that died without reporting, looked for during ``grace`` seconds (a process that
+    just died may not be reaped yet), or None."""
+    deadline = time.monotonic() + grace
+    while True:
+        dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in reported]
+        if dead or time.monotonic() > deadline:
+            return dead[0] if dead else None
+        time.sleep(0.05)
 
 
 def scripted_worker(rank: int, world_size: int, port: int, q, script: tuple[str, ...]) -> None:
@@ -124,3 +150,67 @@ def init_rank(rank: int, world_size: int, port: int | None, backend: str = "nccl
     dist.init_process_group("nccl", rank=rank, world_size=world_size,
                             device_id=torch.device(f"cuda:{local}"))
     return torch, dist, f"cuda:{local}"
+
+
+def backend(interpret: bool) -> str:
+    """The process group's backend: ``gloo`` for the interpreter's CPU tensors, else ``nccl``."""
+    return "gloo" if interpret else "nccl"
+
+
+def refuse_more_ranks_than_gpus(world_size: int, gpus: int | None, *, error: type[Exception], fix: str) -> None:
+    """One line of bad input when a real-rank run wants more ranks than there are GPUs (one per
+    rank); ``gpus`` None: not asked (the interpreter runs)."""
+    if gpus is not None and world_size > gpus:
+        raise error(f"--world-size={world_size} on real ranks needs {world_size} GPUs (one per rank) and "
+                    f"{gpus} {'is' if gpus == 1 else 'are'} visible; {fix}")
+
+
+def run_ranks(target: Callable, args: tuple, *, world_size: int, watchdog_seconds: float,
+              on_message: Callable[[int, str, Any], None] | None = None, heap_bytes: int | None = None) -> dict:
+    """:func:`run_workers` for ``target(rank, world_size, port, queue, *args, heap_path)``.
+
+    ``heap_bytes`` (the interpreter): a sparse file in shared memory (``/dev/shm`` where there is
+    one) of ``world_size * heap_bytes`` bytes, every rank's heap, whose path each worker gets as
+    ``heap_path`` and maps with :func:`join_ranks`; removed when the workers are gone, whatever
+    happened. None (GPUs): ``heap_path`` is None."""
+    heap_path = None
+    if heap_bytes is not None:
+        with tempfile.NamedTemporaryFile(prefix="syncverify-heap-", dir=HEAP_FOLDER, delete=False) as heap_file:
+            heap_file.truncate(world_size * heap_bytes)
+        heap_path = heap_file.name
+    try:
+        return run_workers(target, (*args, heap_path), world_size=world_size, watchdog_seconds=watchdog_seconds,
+                           on_message=on_message)
+    finally:
+        if heap_path is not None:
+            os.unlink(heap_path)
+
+
+def join_ranks(rank: int, world_size: int, port: int | None, *, interpret: bool, heap_path: str | None = None,
+               heap_bytes: int = 0):
+    """In a worker of :func:`run_ranks`: join the process group (:func:`backend`) and, given
+    ``heap_bytes``, every rank's heap of that many bytes as this process sees it. Returns
+    ``(torch, dist, device, heap)``, ``heap`` a list of ``world_size`` uint8 tensors (rank ``r``'s
+    heap at ``heap[r]``) or None:
+
+    * the interpreter (the run's ``heap_path``): rows of the shared file, mapped ``MAP_SHARED``
+      (every process sees the same bytes; sparse: pages exist where ranks write);
+    * GPUs, ``world_size > 1``: one block of symmetric memory per rank
+      (``torch.distributed._symmetric_memory``, a collective: every rank calls it), each peer's
+      mapped into this process (``get_buffer``), as the fused kernels' symmetric heap does per buffer;
+    * otherwise (no ``heap_bytes``, or one rank on one GPU): None, the caller's own heap.
+    """
+    torch, dist, device = init_rank(rank, world_size, port, backend=backend(interpret))
+    heap = None
+    if heap_path is not None:
+        heap = list(torch.from_file(heap_path, shared=True, size=world_size * heap_bytes,
+                                    dtype=torch.uint8).view(world_size, heap_bytes))
+    elif heap_bytes and not interpret and world_size > 1:
+        # torch: only the GPU path needs it (the model runs without torch and triton)
+        import torch.distributed._symmetric_memory as symm_mem
+
+        own = symm_mem.empty(heap_bytes, dtype=torch.uint8, device=device)
+        own.zero_()
+        handle = symm_mem.rendezvous(own, dist.group.WORLD)
+        heap = [own if r == rank else handle.get_buffer(r, (heap_bytes,), torch.uint8) for r in range(world_size)]
+    return torch, dist, device, heap

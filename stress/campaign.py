@@ -10,6 +10,9 @@ Three ways to run the ranks: virtual ranks (``virtual_ranks=True``: every rank's
 launch on one GPU, each rank with its own heap region), the interpreter (``interpret=True``:
 virtual ranks on the CPU, tiny sizes; what CI runs), or one process per GPU
 (``syncverify.stress.launch``, NCCL and symmetric memory) when neither is set and ``world_size > 1``.
+``interpret=True, real_ranks=True`` is the last on the CPU: one process per rank, ``gloo``, every
+rank's heap in one file in shared memory (``syncverify.kernels.processes.run_ranks``, the path the
+user's harnesses take with ``--real-ranks``), the same workers, watchdog and results as on GPUs.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from syncverify.protocols import load_protocol, rules
 from syncverify.validation import one_of
 from syncverify.kernels.config import K_SLICED, ORDERS, KernelConfig
 from syncverify.kernels.errors import StressConfigError
-from syncverify.kernels.processes import init_rank, run_workers
+from syncverify.kernels.processes import REAL_INTERPRET_CAP, join_ranks, run_ranks
 from syncverify.stress.delays import (
     CONSUMER_SITES,
     MODES,
@@ -41,6 +44,15 @@ from syncverify.kernels.build import NO_SYNC, build
 RESETS: tuple[str, ...] = rules.RESET_POLICIES
 POISONS: tuple[str, ...] = ("all", "outputs", "previous")
 CLASS_NAMES: tuple[str, ...] = ("unwritten", "stale", "missing-ranks", "corrupt", "hang")
+#: Bytes of each rank's heap in the shared file of real ranks in the interpreter (sparse: only the
+#: pages the buffers use exist; the interpreter's sizes use well under a MiB).
+INTERPRET_HEAP_BYTES = 64 << 20
+#: ``--order last-rank-late`` on real ranks in the interpreter: the last rank launches its kernel this
+#: long after the barrier that starts an iteration (its producers signal after every other rank's
+#: consumers have run or begun waiting). Well under what the poll cap waits
+#: (:data:`~syncverify.kernels.processes.REAL_INTERPRET_CAP` interpreted polls), so a protocol
+#: that waits for the late rank still sees its signal.
+LATE_RANK_SECONDS = 1.0
 
 
 
@@ -53,6 +65,7 @@ class CampaignOptions:
     world_size: int = 2
     virtual_ranks: bool = False
     interpret: bool = False
+    real_ranks: bool = False  # with interpret: one process per rank (gloo); on GPUs the default without virtual_ranks
     iterations: int | None = None
     seconds: float | None = None
     delays: str = "none"
@@ -103,6 +116,12 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
     o = CampaignOptions(**options)
     if o.iterations is None and o.seconds is None:
         o = _replace(o, iterations=4 if o.interpret else 1000)
+    if o.real_ranks and o.virtual_ranks:
+        raise StressConfigError("--real-ranks and --virtual-ranks exclude each other: choose one")
+    if o.real_ranks and o.interpret and o.order == "consumers-first":
+        raise StressConfigError("--order consumers-first on real ranks makes every rank's consumers wait for "
+                                "producers that run after them (every protocol hangs): use producers-first or "
+                                "last-rank-late")
     if o.iterations is not None and o.iterations < 1:
         raise StressConfigError(f"--iterations={o.iterations} must be at least 1")
     if o.seconds is not None and o.seconds <= 0:
@@ -142,7 +161,9 @@ def campaign_options(*, sms: int = 132, **options: Any) -> CampaignOptions:
         # Real ranks launch independently: the peer's kernel can start milliseconds late (measured
         # on nvidia-h200-x2: 16,384 polls timed out in 25 of 70,656 iterations of a safe protocol,
         # 4,194,304 in none of 100,000; docs/RESULTS.md), so their bounded waits are longer.
-        max_polls=8 if tiny else (1 << 16 if (o.virtual_ranks or o.world_size == 1) else 1 << 22),
+        # In the interpreter a peer rank is another process whose programs take seconds to interpret.
+        max_polls=(REAL_INTERPRET_CAP if o.real_ranks and o.world_size > 1 else 8) if tiny
+        else (1 << 16 if (o.virtual_ranks or o.world_size == 1) else 1 << 22),
         # a block: the iterations between two host synchronizations (one CUDA graph replay)
         chunk=1 if tiny else (256 if (o.virtual_ranks or o.world_size == 1) else 64),
     )
@@ -201,7 +222,7 @@ def delay_config(o: CampaignOptions) -> DelayConfig:
 
 def kernel_config(o: CampaignOptions) -> KernelConfig:
     """The kernel configuration of a campaign."""
-    virtual = o.virtual_ranks or o.interpret or o.world_size == 1
+    virtual = o.virtual_ranks or (o.interpret and not o.real_ranks) or o.world_size == 1
     return KernelConfig(
         kernel=o.kernel, world_size=o.world_size, m=o.m, n=o.n, k=o.k, block_m=o.block_m,
         block_n=o.block_n, block_k=o.block_k, gemm_sms=o.gemm_sms, comm_sms=o.comm_sms,
@@ -209,8 +230,18 @@ def kernel_config(o: CampaignOptions) -> KernelConfig:
         dtype=o.dtype, distribution=o.distribution, production=o.production,
         lock_dtype=o.lock_dtype, num_warps=o.num_warps, num_stages=o.num_stages,
         delays=o.delays != "none", virtual=virtual, table=o.table or not virtual,
-        interpret=o.interpret, order=o.order,
+        interpret=o.interpret,
+        # real ranks in the interpreter: each kernel holds one rank's programs, so the last rank's
+        # lateness is the host's (late_seconds), not a grid order (on GPUs check_config refuses any order)
+        order="producers-first" if o.interpret and not virtual else o.order,
     )
+
+
+def late_seconds(o: CampaignOptions, rank: int) -> float:
+    """How long ``rank`` waits after an iteration's barrier before its launch: the last rank
+    :data:`LATE_RANK_SECONDS` under ``--order last-rank-late`` on real ranks in the interpreter."""
+    late = o.interpret and o.order == "last-rank-late" and rank == o.world_size - 1 and o.world_size > 1
+    return LATE_RANK_SECONDS if late else 0.0
 
 
 # ----- results ---------------------------------------------------------------------------------
@@ -395,8 +426,10 @@ def run_campaign(*, progress: Callable[[int, int | None, float], None] | None = 
         more ranks than GPUs, no GPU without ``interpret``), before anything runs.
     """
     o, config, protocol_object = _checked(options)
-    if o.interpret:
+    if o.interpret and config.virtual:
         return _run_local(o, config, protocol_object, "cpu", progress)
+    if o.interpret:
+        return run_processes(o, protocol_object, progress=progress)
     o, config = _on_this_gpu(o, config, protocol_object, options)
     if config.virtual:
         return _run_local(o, config, protocol_object, "cuda:0", progress)
@@ -434,7 +467,12 @@ def _on_this_gpu(o: CampaignOptions, config: KernelConfig, protocol, options: di
 
 def run_campaigns_on_ranks(campaigns: list[dict], *, on_result=None, runner=None) -> list[CampaignResult]:
     """Several real-rank campaigns (each a :func:`run_campaign` options dict, ``virtual_ranks``
-    False), one launch of processes per world size (process start and NCCL paid once per size).
+    False), one launch of processes per world size (process start and NCCL paid once per size);
+    with ``interpret`` in the options, on the CPU (one process per rank, gloo).
+
+    In the interpreter each campaign gets a launch of its own: a protocol that hangs there polls
+    to its cap for minutes and is stopped by the watchdog, which must not take the campaigns after
+    it along.
 
     Every campaign is checked (protocol, sizes, GPU count) before any process starts; a bad one
     raises :class:`~syncverify.errors.SyncVerifyError`. ``on_result(index, result)`` is called as
@@ -443,14 +481,18 @@ def run_campaigns_on_ranks(campaigns: list[dict], *, on_result=None, runner=None
     """
     prepared = []
     for options in campaigns:
-        options = dict(options, virtual_ranks=False, interpret=False)
+        options = dict(options, virtual_ranks=False, real_ranks=True)
         o, config, protocol = _checked(options)
-        if runner is None:
+        if runner is None and not o.interpret:
             o, config = _on_this_gpu(o, config, protocol, options)
         prepared.append((o, protocol))
     results: list[CampaignResult | None] = [None] * len(prepared)
-    for world in dict.fromkeys(o.world_size for o, _p in prepared):
-        indices = [i for i, (o, _p) in enumerate(prepared) if o.world_size == world]
+    def launch_of(i: int) -> tuple:
+        o = prepared[i][0]
+        return o.world_size, o.interpret, i if o.interpret else None
+
+    for launch in dict.fromkeys(launch_of(i) for i in range(len(prepared))):
+        indices = [i for i in range(len(prepared)) if launch_of(i) == launch]
 
         def reported(position: int, payload, indices=indices) -> None:
             if on_result is not None:
@@ -460,6 +502,13 @@ def run_campaigns_on_ranks(campaigns: list[dict], *, on_result=None, runner=None
         for i, result in zip(indices, batch):
             results[i] = result
     return results  # type: ignore[return-value]  (every index filled: each size's batch covers its own)
+
+
+#: ``CampaignResult.device`` of real ranks in the interpreter.
+INTERPRETER_DEVICE = "cpu (interpreter, one process per rank)"
+#: How ``CampaignResult.stopped`` begins for a campaign of a launch that ended before it began:
+#: no data about it (not a failure of its protocol).
+NOT_STARTED = "not started: "
 
 
 def _reset_policy(o: CampaignOptions, protocol) -> str:
@@ -561,6 +610,10 @@ def drive(runner, o: CampaignOptions, recorder: Recorder | None, progress, *,
                     tiles, bad = runner.drain()
                     _fold(recorder, progress, o, tiles, bad, when, i, start, queued)
                 break
+    except BaseException as error:  # the result line on disk (close, below) says why the run ended early
+        if recorder is not None and recorder.result.stopped is None:
+            recorder.result.stopped = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+        raise
     finally:
         if recorder is not None:
             recorder.close()
@@ -583,13 +636,18 @@ def _fold(recorder: Recorder | None, progress, o: CampaignOptions, tiles, bad, w
 
 # ----- real ranks: one process per GPU (syncverify.kernels.processes) ------------------------------
 
-def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: list[tuple[dict, object]]) -> None:
+def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: list[tuple[dict, object]],
+                    heap_path: str | None = None) -> None:
     """One rank of one or more multi-process campaigns, run one after another in this process
-    (a :func:`run_workers` target): the process group and the process start are paid once."""
+    (a :func:`~syncverify.kernels.processes.run_ranks` target): the process group and the process
+    start are paid once. ``heap_path``: the interpreter's shared heap file (None on GPUs)."""
     try:
-        torch, dist, device = init_rank(rank, world_size, port)
-        # torch/triton: syncverify.kernels.heap imports them; only the GPU path needs it
-        from syncverify.kernels.heap import SymmetricHeap
+        interpret = CampaignOptions(**campaigns[0][0]).interpret  # one launch: all or none (run_processes_batch)
+        # GPUs: no heap block (SymmetricHeap allocates each buffer in symmetric memory itself)
+        torch, dist, device, shared = join_ranks(rank, world_size, port, interpret=interpret, heap_path=heap_path,
+                                                 heap_bytes=INTERPRET_HEAP_BYTES if interpret else 0)
+        # torch/triton: syncverify.kernels.heap imports them; only the stress path needs it
+        from syncverify.kernels.heap import SharedFileHeap, SymmetricHeap
         from syncverify.stress.runner import Runner
 
         def should_stop(local: bool) -> bool:
@@ -602,13 +660,14 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
             config = kernel_config(o)
             push = load(o.push)
             built = build(protocol, config, push=push)
-            heap = SymmetricHeap(world_size, rank, device)
+            heap = SymmetricHeap(world_size, rank, device) if shared is None else SharedFileHeap(world_size, rank, shared)
             runner = Runner(built, heap, device=device, rank=rank, delays=delay_config(o),
                             reset=_reset_policy(o, protocol), poison=o.poison, max_polls=o.max_polls,
                             seed=o.seed, chunk=o.chunk, process_group=dist.group.WORLD,
-                            push_reset=push.reset)
+                            push_reset=push.reset, late_seconds=late_seconds(o, rank))
             result = CampaignResult(protocol.name, o.kernel, world_size, "processes",
-                                    torch.cuda.get_device_name(device), options=o.to_dict())
+                                    INTERPRETER_DEVICE if interpret else torch.cuda.get_device_name(device),
+                                    options=o.to_dict())
             recorder = Recorder(result, o, config.num_warps) if rank == 0 else None
 
             def progress(done, total, seconds, bad=0, index=index):
@@ -633,13 +692,21 @@ def campaign_worker(rank: int, world_size: int, port: int | None, q, campaigns: 
         raise
 
 
-def run_processes_batch(campaigns: list, *, progress=None, on_result=None) -> list:
-    """Several campaigns (``(CampaignOptions, protocol)`` pairs, one world size) in one launch
-    of ``world_size`` processes; a ``CampaignResult`` for each, in order. A campaign that never
-    reported (the run was stopped first) gets an empty result, stopped, never clean."""
+def run_processes_batch(campaigns: list, *, progress=None, on_result=None, worker: Callable = None) -> list:
+    """Several campaigns (``(CampaignOptions, protocol)`` pairs, one world size, all interpreted
+    or none) in one launch of ``world_size`` processes; a ``CampaignResult`` for each, in order.
+
+    A campaign that never reported its result (the run was stopped first: a rank died, the
+    watchdog) is stopped, never clean, and keeps what rank 0 last reported of it: the iterations
+    done and the bad ones among them (its ``output`` file, written as it went, holds the bad tiles).
+    The campaigns after it never began: their ``stopped`` starts with :data:`NOT_STARTED`.
+    ``worker`` replaces :func:`campaign_worker` in every process (tests: a rank that dies)."""
     world_sizes = {o.world_size for o, _p in campaigns}
     if len(world_sizes) != 1:
         raise ValueError(f"one launch runs one world size, got {sorted(world_sizes)}")
+    interpreted = {o.interpret for o, _p in campaigns}
+    if len(interpreted) != 1:
+        raise ValueError("one launch runs on GPUs or in the interpreter, not both")
     payloads: dict[int, dict] = {}
 
     def on_message(rank, kind, payload):
@@ -651,19 +718,28 @@ def run_processes_batch(campaigns: list, *, progress=None, on_result=None) -> li
                 on_result(*payload)
 
     watchdog = max(o.watchdog_seconds or 180.0 for o, _p in campaigns)
-    outcome = run_workers(campaign_worker, ([(o.to_dict(), p) for o, p in campaigns],),
-                          world_size=world_sizes.pop(), watchdog_seconds=watchdog, on_message=on_message)
+    outcome = run_ranks(worker or campaign_worker, ([(o.to_dict(), p) for o, p in campaigns],), world_size=world_sizes.pop(),
+                        watchdog_seconds=watchdog, on_message=on_message,
+                        heap_bytes=INTERPRET_HEAP_BYTES if interpreted.pop() else None)
+    last: dict[int, tuple] = {}  # campaign index -> (done, total, seconds, bad) last reported by rank 0
     for rank, kind, payload in outcome["messages"]:  # messages seen before on_message existed
         if kind == "result" and rank == 0:
             payloads.setdefault(payload[0], payload[1])
+        if kind == "progress" and rank == 0:
+            last[payload[0]] = payload[1:]
     fields = set(CampaignResult.__dataclass_fields__)
     results = []
     for index, (o, protocol) in enumerate(campaigns):
         payload = payloads.get(index)
         if payload is None:
-            result = CampaignResult(protocol.name, o.kernel, o.world_size, "processes", "cuda",
-                                    options=o.to_dict())
+            result = CampaignResult(protocol.name, o.kernel, o.world_size, "processes",
+                                    INTERPRETER_DEVICE if o.interpret else "cuda", options=o.to_dict())
             result.stopped = outcome["stopped"] or "the launch ended before this campaign reported"
+            if index > min(set(range(len(campaigns))) - set(payloads)):  # campaigns run in order
+                result.stopped = NOT_STARTED + result.stopped
+            if index in last:  # partial: what rank 0 had reported when the launch ended
+                done, _total, seconds, bad = last[index]
+                result.iterations, result.seconds, result.bad_iterations = done, seconds, bad
         else:
             result = CampaignResult(**{k: v for k, v in payload.items() if k in fields})
             result.stopped = outcome["stopped"] if index == max(payloads) and outcome["stopped"] else result.stopped

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 
 from syncverify.protocols import rules
 from syncverify.kernels._deps import torch
@@ -91,12 +92,14 @@ class Runner:
 
     def __init__(self, built: BuiltKernel, heap, *, device, rank: int = 0, delays: DelayConfig,
                  reset: str, poison: str, max_polls: int, seed: int, chunk: int,
-                 process_group=None, push_reset: str = "none", graphs: bool = False) -> None:
+                 process_group=None, push_reset: str = "none", graphs: bool = False,
+                 late_seconds: float = 0.0) -> None:
         c = built.config
         self.built, self.config, self.heap, self.device = built, c, heap, torch.device(device)
         self.rank, self.delays, self.reset, self.poison = rank, delays, reset, poison
         self.max_polls, self.seed, self.chunk = max_polls, seed, chunk
         self.group = process_group
+        self.late_seconds = late_seconds  # host sleep before each launch (a late rank, real ranks in the interpreter)
         self.virtual = c.virtual
         self.copies = c.world_size if c.virtual else 1
         self.first_copy = 0 if c.virtual else rank
@@ -298,6 +301,8 @@ class Runner:
             self._barrier()
         if "host-racing" in policies and self.side is not None and i > 0:
             self._racing_reset(i)
+        if self.late_seconds:
+            time.sleep(self.late_seconds)
         self._launch(i, slot, inputs)
         if "host-racing" in policies and self.side is None and i > 0:
             self._zero_locks("host-racing")  # interpreter: the clear meant before kernel i lands after it

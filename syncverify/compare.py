@@ -6,7 +6,11 @@ For each (protocol, scenario, world size) :func:`compare` runs
   (``jobs``), each bounded by ``timeout`` (a check that hits it is ``unknown``);
 * where a CUDA GPU is present, a stress campaign in the real kernel
   (:func:`syncverify.stress.campaign.run_campaign`: virtual ranks, random delays, ``seconds`` per
-  pair), one at a time: the GPU is one resource.
+  pair), one at a time: the GPU is one resource; with ``real_ranks`` one process per GPU;
+* with ``interpret``, the same campaigns in Triton's interpreter on the CPU instead
+  (:data:`INTERPRET_ITERATIONS` iterations, tiny sizes; with ``real_ranks`` one process per rank,
+  gloo, the last rank launched late: the interpreter has no delays): a check of the kernels'
+  logic across ranks, not of a GPU's memory model, and what CI runs of ``--real-ranks``.
 
 and joins the two into an *agreement* (:func:`agreement`):
 
@@ -49,7 +53,8 @@ from syncverify.scenarios.build import KERNEL_SCENARIOS
 from syncverify.kernels.build import build
 from syncverify.protocols import builtin_names, load_protocol
 from syncverify.scenarios.build import ScenarioOptions
-from syncverify.stress.campaign import campaign_options, kernel_config, run_campaign, run_campaigns_on_ranks
+from syncverify.stress.campaign import NOT_STARTED, campaign_options, kernel_config, run_campaign, \
+    run_campaigns_on_ranks
 from syncverify.validation import one_of
 from syncverify.verdicts.check import check_protocol
 from syncverify.verdicts.graphs import write_graph
@@ -77,6 +82,11 @@ __all__ = [
 
 DEFAULT_SECONDS = 3.0  #: stress seconds per (protocol, scenario, world size)
 DEFAULT_TIMEOUT = 600.0  #: seconds per model check before it answers unknown
+#: Iterations per pair in the interpreter: a stale lock shows from the second call on.
+INTERPRET_ITERATIONS = 2
+#: Seconds without a report before a real-rank campaign in the interpreter is stopped: an iteration
+#: takes 5-20 s there (a 2-core machine under load); a protocol that hangs polls to its cap for minutes.
+INTERPRET_WATCHDOG = 90.0
 #: Bad-tile classes of a campaign (``syncverify.stress.campaign.CLASS_NAMES``, repeated here so
 #: this module does not import the stress package).
 CLASS_NAMES = ("unwritten", "stale", "missing-ranks", "corrupt", "hang")
@@ -247,22 +257,29 @@ def cuda_available() -> bool:
 
 
 def _campaign_options(protocol: str, scenario: str, world_size: int, seconds: float, *,
-                      real_ranks: bool = False) -> dict:
+                      real_ranks: bool = False, interpret: bool = False) -> dict:
+    if interpret:  # no delays run there: on real ranks the last rank's late launch is the perturbation
+        # (virtual ranks: that order is a grid order, in which every waiting consumer times out)
+        return dict(protocol=protocol, kernel=scenario, world_size=world_size, interpret=True, real_ranks=real_ranks,
+                    iterations=INTERPRET_ITERATIONS, order="last-rank-late" if real_ranks else "producers-first",
+                    watchdog_seconds=INTERPRET_WATCHDOG)
     return dict(protocol=protocol, kernel=scenario, world_size=world_size, virtual_ranks=not real_ranks,
                 seconds=seconds, delays="random")
 
 
 def check_stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float,
-                      real_ranks: bool = False) -> None:
+                      real_ranks: bool = False, interpret: bool = False) -> None:
     """Refuse, before anything runs, a pair the kernels cannot run (a world size beyond 1..8, a
     step the kernels cannot express): the same checks as ``syncverify stress``, no torch needed."""
-    options = campaign_options(**_campaign_options(protocol, scenario, world_size, seconds, real_ranks=real_ranks))
+    options = campaign_options(**_campaign_options(protocol, scenario, world_size, seconds, real_ranks=real_ranks,
+                                                   interpret=interpret))
     build(load_protocol(protocol), kernel_config(options), push=load_protocol(options.push))
 
 
 def stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float,
-                progress: Callable[[int, float], None] | None = None) -> HardwareColumns:
-    """Stress one pair on the GPU for ``seconds``: virtual ranks, random delays.
+                progress: Callable[[int, float], None] | None = None, interpret: bool = False) -> HardwareColumns:
+    """Stress one pair on the GPU for ``seconds``: virtual ranks, random delays (``interpret``:
+    virtual ranks in the interpreter, :func:`_campaign_options`).
 
     ``progress(iterations, seconds)`` is called at every synchronization of the campaign.
     """
@@ -270,7 +287,8 @@ def stress_pair(protocol: str, scenario: str, world_size: int, *, seconds: float
         if progress is not None:
             progress(done, elapsed)
 
-    result = run_campaign(progress=report, **_campaign_options(protocol, scenario, world_size, seconds))
+    result = run_campaign(progress=report, **_campaign_options(protocol, scenario, world_size, seconds,
+                                                               interpret=interpret))
     return HardwareColumns.from_campaign(result)
 
 
@@ -313,7 +331,7 @@ def plan(protocols: Sequence[str], scenarios: Iterable[str], worlds: Iterable[in
 def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), worlds: Iterable[int] = (2,), *,
             seconds: float = DEFAULT_SECONDS, gpu: bool | None = None, jobs: int | None = None,
             timeout: float = DEFAULT_TIMEOUT, progress: ProgressFn | None = None,
-            real_ranks: bool = False) -> list[Row]:
+            real_ranks: bool = False, interpret: bool = False) -> list[Row]:
     """Model-check and (with a GPU) stress every (protocol, scenario, world size); one row each.
 
     Parameters
@@ -341,7 +359,11 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
     real_ranks
         Stress on one process per GPU (``world size`` GPUs, NCCL, symmetric memory) instead of
         virtual ranks on GPU 0: every pair of one world size in one launch of the processes
-        (:func:`syncverify.stress.campaign.run_campaigns_on_ranks`). Needs a GPU (``gpu`` not False).
+        (:func:`syncverify.stress.campaign.run_campaigns_on_ranks`). Needs a GPU (``gpu`` not False)
+        unless ``interpret``.
+    interpret
+        Stress in Triton's interpreter on the CPU (module docstring), whatever ``gpu`` says; with
+        ``real_ranks`` one process per rank (gloo, every rank's heap in one shared file).
 
     Returns
     -------
@@ -370,17 +392,19 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
     if gpu and not cuda_available():
         raise CompareError("no CUDA GPU is visible to torch; run without a GPU requirement (gpu=None) "
                            "or with --no-gpu")
-    if real_ranks and not use_gpu:
+    if interpret:
+        use_gpu = True  # the hardware columns come from the interpreter: "gpu" is where the kernels run
+    elif real_ranks and not use_gpu:
         raise CompareError("--real-ranks stresses on one process per GPU: no CUDA GPU is visible to torch "
                            "(or --no-gpu was given)")
     if use_gpu:
         for argument, _name, scenario, w in pairs:
-            check_stress_pair(argument, scenario, w, seconds=seconds, real_ranks=real_ranks)
+            check_stress_pair(argument, scenario, w, seconds=seconds, real_ranks=real_ranks, interpret=interpret)
     report = progress or (lambda *_: None)
     models = _run_models(pairs, jobs=jobs, timeout=timeout, progress=report)
     rows = [Row(name, scenario, w, model) for (_a, name, scenario, w), model in zip(pairs, models)]
     if use_gpu and real_ranks:
-        _stress_on_ranks(pairs, rows, seconds=seconds, report=report)
+        _stress_on_ranks(pairs, rows, seconds=seconds, report=report, interpret=interpret)
     elif use_gpu:
         for i, ((argument, name, scenario, w), row) in enumerate(zip(pairs, rows)):
             what = f"stress {name} {scenario} W={w}"
@@ -389,12 +413,12 @@ def compare(protocols: Sequence[str], scenarios: Iterable[str] = ("all",), world
             def step(done: int, elapsed: float, i=i, what=what) -> None:
                 report("hardware", i, len(rows), f"{what}: {done:,} iterations, {elapsed:.1f}/{seconds:g} s")
 
-            row.hardware = stress_pair(argument, scenario, w, seconds=seconds, progress=step)
+            row.hardware = stress_pair(argument, scenario, w, seconds=seconds, progress=step, interpret=interpret)
         report("hardware", len(rows), len(rows), "done")
     return rows
 
 
-def _stress_on_ranks(pairs, rows: list[Row], *, seconds: float, report: ProgressFn) -> None:
+def _stress_on_ranks(pairs, rows: list[Row], *, seconds: float, report: ProgressFn, interpret: bool = False) -> None:
     """Every pair on real ranks, one launch per world size; each row's hardware columns as its
     campaign reports."""
     done: list[int] = []
@@ -404,12 +428,16 @@ def _stress_on_ranks(pairs, rows: list[Row], *, seconds: float, report: Progress
         report("hardware", len(done), len(rows), f"stress {rows[i].label} on real ranks: "
                                                  f"{payload.get('iterations', 0):,} iterations")
 
-    report("hardware", 0, len(rows), f"stress {len(rows)} pairs on real ranks, {seconds:g} s each")
+    each = f"{INTERPRET_ITERATIONS} interpreted iterations" if interpret else f"{seconds:g} s"
+    report("hardware", 0, len(rows), f"stress {len(rows)} pairs on real ranks, {each} each")
     results = run_campaigns_on_ranks(
-        [_campaign_options(argument, scenario, w, seconds, real_ranks=True) for argument, _n, scenario, w in pairs],
+        [_campaign_options(argument, scenario, w, seconds, real_ranks=True, interpret=interpret)
+         for argument, _n, scenario, w in pairs],
         on_result=reported)
     for row, result in zip(rows, results):
-        row.hardware = HardwareColumns.from_campaign(result)
+        # a campaign the launch never reached has no hardware data: its row shows the model alone
+        never = result.stopped is not None and result.stopped.startswith(NOT_STARTED)
+        row.hardware = None if never else HardwareColumns.from_campaign(result)
     report("hardware", len(rows), len(rows), "done")
 
 

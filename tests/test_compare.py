@@ -37,7 +37,7 @@ def fake_gpu(monkeypatch):
     failing: set[str] = set()
     calls: list[tuple] = []
 
-    def stress_pair(protocol, scenario, world_size, *, seconds, progress=None):
+    def stress_pair(protocol, scenario, world_size, *, seconds, progress=None, interpret=False):
         calls.append((protocol, scenario, world_size, seconds))
         if progress is not None:
             progress(100, seconds / 2)

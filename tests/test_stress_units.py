@@ -176,7 +176,7 @@ def test_a_stopped_multi_process_run_is_reported_not_clean(monkeypatch):
                "device": "H200", "iterations": 128, "bad_iterations": 0, "clean": True}
     fake = {"messages": [(0, "result", (0, payload))], "exitcodes": [0, -9],
             "stopped": "watchdog: no report from any rank for 5 s; killed"}
-    monkeypatch.setattr(syncverify.stress.campaign, "run_workers", lambda *a, **k: fake)
+    monkeypatch.setattr(syncverify.stress.campaign, "run_ranks", lambda *a, **k: fake)
     o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
     result = run_processes(o, load_protocol("epoch-flag"))
     assert result.iterations == 128 and result.stopped == fake["stopped"] and not result.clean
@@ -195,7 +195,7 @@ def test_a_batch_launch_keeps_what_reported_and_marks_the_rest_stopped(monkeypat
                "device": "H200", "iterations": 64, "bad_iterations": 0, "clean": True}
     fake = {"messages": [(0, "result", (0, payload))], "exitcodes": [-9, -9],
             "stopped": "watchdog: no report from any rank for 5 s; killed"}
-    monkeypatch.setattr(syncverify.stress.campaign, "run_workers", lambda *a, **k: fake)
+    monkeypatch.setattr(syncverify.stress.campaign, "run_ranks", lambda *a, **k: fake)
     o = campaign_options(protocol="epoch-flag", world_size=2, watchdog_seconds=5)
     first, second = run_processes_batch([(o, load_protocol("epoch-flag")), (o, load_protocol("xchg-flag"))])
     assert first.iterations == 64 and first.stopped == fake["stopped"]

@@ -34,7 +34,8 @@ def compare_command(
     world_sizes: Optional[List[int]] = typer.Option(None, "--world-size", help="Ranks; repeat for several (default: 2).", show_default=False),
     seconds: float = typer.Option(DEFAULT_SECONDS, "--seconds", help="Stress seconds per (protocol, scenario, world size) on the GPU."),
     no_gpu: bool = typer.Option(False, "--no-gpu", help="Model columns only, even where a GPU is present."),
-    real_ranks: bool = typer.Option(False, "--real-ranks", help="Stress on one process per GPU (as 'syncverify stress' without --virtual-ranks: --world-size GPUs, NCCL, symmetric memory) instead of virtual ranks on GPU 0; every pair of a world size in one launch."),
+    real_ranks: bool = typer.Option(False, "--real-ranks", help="Stress on one process per GPU (as 'syncverify stress' without --virtual-ranks: --world-size GPUs, NCCL, symmetric memory) instead of virtual ranks on GPU 0; every pair of a world size in one launch. With --interpret: one process per rank on the CPU (gloo)."),
+    interpret: bool = typer.Option(False, "--interpret", help="Stress in Triton's CPU interpreter instead of a GPU: tiny sizes, 2 iterations per pair (with --real-ranks the last rank launched late: the interpreter runs no delays); checks the kernels' logic across ranks, not a GPU's memory model."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Write report.md, report.json, bad-tiles.png and graphs/ to DIR (created if missing; its parent must exist).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print report.json's content instead of the table."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help="Seconds per model check before it answers unknown."),
@@ -52,7 +53,15 @@ def compare_command(
     """
     if out_dir is not None:
         check_writable(out_dir, "--out", kind="dir")  # before the run: an unwritable path is bad input
-    if no_gpu:
+    if no_gpu and interpret:
+        err.print("syncverify: error: --no-gpu and --interpret exclude each other (--interpret stresses on the CPU)",
+                  markup=False)
+        return exitcodes.INPUT_ERROR
+    if interpret:
+        gpu, note = False, ("hardware columns: Triton's interpreter on the CPU"
+                            + (", one process per rank (gloo), the last rank launched late" if real_ranks else ", virtual ranks")
+                            + "; a check of the kernels' logic, not of a GPU")
+    elif no_gpu:
         gpu, note = False, "--no-gpu: model columns only"
     else:
         gpu = comparison.cuda_available()
@@ -61,7 +70,8 @@ def compare_command(
     every = PLAIN_PROGRESS_EVERY if progress_every is None else progress_every
     with CompareProgress(after=after, plain_every=every) as report:
         rows = comparison.compare(protocols or [], [scenario], world_sizes or [2], seconds=seconds, gpu=gpu,
-                                  jobs=jobs, timeout=timeout, progress=report.update, real_ranks=real_ranks)
+                                  jobs=jobs, timeout=timeout, progress=report.update, real_ranks=real_ranks,
+                                  interpret=interpret)
         if out_dir is not None:
             # The answer is computed: a failure while drawing is a warning, not exit 2.
             write_or_warn(lambda: comparison.write_report(rows, out_dir, note=note, jobs=jobs, progress=report.update),

@@ -112,7 +112,7 @@ def stress_command(
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="harness only: mirror each program's progress and polled values to host memory, read by the watchdog (default: on)"),
     watchdog: float = typer.Option(60.0, "--watchdog", help="harness only: seconds without progress before the worker process is killed and the hang reported from the mirror (default: 60)"),
     in_process: bool = typer.Option(False, "--in-process", help="harness only: run in this process (no worker, no watchdog)"),
-    real_ranks: bool = typer.Option(False, "--real-ranks", help="harness only: one process per rank (one GPU each; with --interpret, gloo and every rank's heap in one shared file), a process-group barrier for sv.host_barrier(), a watchdog; needs --iterations (default: virtual ranks on one GPU)"),
+    real_ranks: bool = typer.Option(False, "--real-ranks", help="one process per rank (one GPU each; with --interpret, gloo and every rank's heap in one shared file) and a watchdog. A harness: a process-group barrier for sv.host_barrier(), needs --iterations (default: virtual ranks on one GPU). A protocol: the default on GPUs without --virtual-ranks; with --interpret, --order last-rank-late launches the last rank late"),
     model_timeout: float = typer.Option(120.0, "--model-timeout", help="harness only: seconds for the model check of the harness (default: 120)"),
 ) -> None:
     """Stress a protocol inside the real fused GEMM kernel; report every bad tile and why.
@@ -125,13 +125,9 @@ def stress_command(
     if protocol is None:
         err.print("syncverify: error: name a harness FILE.py[::NAME] or give --protocol", markup=False)
         raise typer.Exit(exitcodes.INPUT_ERROR)
-    if real_ranks:
-        err.print("syncverify: error: --real-ranks is for a harness; a protocol runs one process per GPU unless "
-                  "--virtual-ranks", markup=False)
-        raise typer.Exit(exitcodes.INPUT_ERROR)
     options = dict(
         protocol=protocol, kernel=kernel, world_size=world_size, virtual_ranks=virtual_ranks,
-        interpret=interpret, iterations=iterations, seconds=seconds, delays=delays, seed=seed,
+        interpret=interpret, real_ranks=real_ranks, iterations=iterations, seconds=seconds, delays=delays, seed=seed,
         delay_pct=delay_pct, delay_max_ns=delay_max_ns, delay_sites=delay_sites, m=m, n=n, k=k,
         dtype=dtype,
         block_m=block_m, block_n=block_n, block_k=block_k, gemm_sms=gemm_sms, comm_sms=comm_sms,

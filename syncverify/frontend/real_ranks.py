@@ -11,13 +11,15 @@ so no rank restores its heap while a peer still reads it.
 The heap every rank's kernels address (``heap_bases``):
 
 * **CPU** (Triton's interpreter, ``gloo``): one file in shared memory holds every rank's heap;
-  each process maps it whole (:func:`shared_heap`), so a peer's copy is an ordinary address and
-  the interpreted kernels of two processes really run at the same time (unlike virtual ranks in
-  the interpreter, which run one program after another);
-* **GPU** (``nccl``): one GPU per rank. ``--world-size 1`` runs (a real-rank run of a one-rank
-  harness: the path, the process and the watchdog as on several GPUs). More ranks than GPUs is
-  bad input (one line, exit 2), and several GPUs need a heap shared across them (symmetric
-  memory), which belongs to the multi-GPU work and is refused here with one line.
+  each process maps it whole (``syncverify.kernels.processes.run_ranks``, shared with the fused
+  kernels' real-rank campaigns), so a peer's copy is an ordinary address and the interpreted
+  kernels of two processes really run at the same time (unlike virtual ranks in the interpreter,
+  which run one program after another);
+* **GPU** (``nccl``): one GPU per rank, each rank's heap one block of symmetric memory with every
+  peer's mapped into each process (``join_ranks`` again: the same list of per-rank heaps as the
+  CPU's file rows, so the engine below does not tell them apart). ``--world-size 1`` runs without
+  symmetric memory. More ranks than GPUs is bad input (one line, exit 2). Not yet run on two
+  GPUs (``nvidia-h200-x2`` has not been lent): ``benchmarks/x2_session.py``'s ``user-*`` runs.
 
 An iteration count is fixed for every rank (``--iterations``, not ``--seconds``; no stop at the
 first failure): the ranks meet at the same barriers. Each rank validates its own expectations;
@@ -28,9 +30,7 @@ virtual-rank features: a stopped real-rank run says which ranks finished.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -39,11 +39,7 @@ from syncverify.errors import SyncVerifyError
 from syncverify.frontend.harness import SymmetricTensor, run_harness
 from syncverify.frontend.user_stress import Engine, Failure, StressInputError, StressOptions, StressResult, \
     plan_harness, run_stress, tiles_named
-from syncverify.kernels.processes import init_rank, run_workers
-
-#: Poll cap of a bounded wait in the interpreter with real ranks: a peer is another process that runs
-#: at the same time, so a wait can succeed, but only after the peer's interpreted programs (seconds).
-REAL_INTERPRET_CAP = 1 << 16
+from syncverify.kernels.processes import REAL_INTERPRET_CAP, join_ranks, refuse_more_ranks_than_gpus, run_ranks
 
 
 def check_real_ranks(options: StressOptions, *, gpus: int | None) -> None:
@@ -54,22 +50,8 @@ def check_real_ranks(options: StressOptions, *, gpus: int | None) -> None:
                                "(not --seconds)")
     if options.interpret:
         return
-    if gpus is not None and options.world_size > gpus:
-        raise StressInputError(f"--real-ranks at --world-size {options.world_size} needs {options.world_size} GPUs "
-                               f"(one per rank); this machine has {gpus}")
-    if options.world_size > 1:
-        raise StressInputError(f"--real-ranks at --world-size {options.world_size} on GPUs needs a heap shared "
-                               "across them (symmetric memory), not built for harnesses yet: use virtual ranks "
-                               "(without --real-ranks) or --world-size 1")
-
-
-def shared_heap(path: str, world_size: int, size: int):
-    """Every rank's heap in one file mapped shared (``MAP_SHARED``): ``(world_size, size)`` bytes
-    that every process sees the same. The file is sparse: pages exist where a harness writes."""
-    # torch: only a stress run maps the heap (the model runs without it)
-    import torch
-
-    return torch.from_file(path, shared=True, size=world_size * size, dtype=torch.uint8).view(world_size, size)
+    refuse_more_ranks_than_gpus(options.world_size, gpus, error=StressInputError,
+                                fix="use virtual ranks (without --real-ranks)")
 
 
 @dataclasses.dataclass
@@ -90,12 +72,14 @@ class RankEngine(Engine):
         super().__init__(options, dataclasses.replace(plan, expectations=expectations, tiles=tiles), mirror)
         self.rank, self._group_barrier = rank, barrier
         heap = self.heap
-        if shared is not None:  # the CPU: every rank's heap in the shared file
-            heap.memory = list(shared)
-            heap.bases = self.torch.tensor([m.data_ptr() for m in heap.memory], dtype=self.torch.int64)
-            heap.block = shared
         # snapshot, restore and poison (Engine.prepare, iteration, poison_snapshot) touch this rank's heap only
-        heap.block = heap.block[rank:rank + 1]
+        if shared is not None:  # every rank's heap as this process sees it (join_ranks: file rows, symmetric memory)
+            heap.memory = list(shared)
+            heap.bases = self.torch.tensor([m.data_ptr() for m in heap.memory], dtype=self.torch.int64,
+                                           device=self.device)
+            heap.block = shared[rank].unsqueeze(0)
+        else:  # one rank on one GPU: the engine's own heap
+            heap.block = heap.block[rank:rank + 1]
 
     def _barrier(self) -> None:
         if self.dry:
@@ -214,12 +198,12 @@ def _where() -> str:
 # ----- the processes -------------------------------------------------------------------------------
 
 def rank_worker(rank: int, world_size: int, port: int, queue, options: StressOptions, heap_path: str | None) -> None:
-    """One rank (a :func:`~syncverify.kernels.processes.run_workers` target): the process group, the
+    """One rank (a :func:`~syncverify.kernels.processes.run_ranks` target): the process group, the
     heap, this rank's iterations; reports ``progress`` lines and ``done`` (the result as a dict) or
     ``error`` (a traceback, or one line of bad input)."""
     try:
-        _torch, dist, _device = init_rank(rank, world_size, port, backend="gloo" if options.interpret else "nccl")
-        shared = shared_heap(heap_path, world_size, options.heap_bytes) if heap_path else None
+        _torch, dist, _device, shared = join_ranks(rank, world_size, port, interpret=options.interpret,
+                                                   heap_path=heap_path, heap_bytes=options.heap_bytes)
 
         def engine(opts, plan, mirror=None):
             return RankEngine(opts, plan, mirror, rank=rank, barrier=dist.barrier, shared=shared)
@@ -246,23 +230,13 @@ def run_real_ranks(options: StressOptions, *, watchdog: float = 60.0,
     plan = plan_harness(options)  # bad input: one line, before a process starts
     options = dataclasses.replace(options, stop_on_failure=False, graphs=False, mirror=False, substitutes={},
                                   cap=options.cap or (REAL_INTERPRET_CAP if options.interpret else None))
-    heap_file = None
-    if options.interpret:
-        folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        heap_file = tempfile.NamedTemporaryFile(prefix="syncverify-heap-", dir=folder, delete=False)
-        heap_file.truncate(options.world_size * options.heap_bytes)
-        heap_file.close()
 
     def on_message(rank: int, kind: str, payload: Any) -> None:
         if progress is not None and kind == "progress":
             progress(f"rank {rank}: {payload}")
 
-    try:
-        run = run_workers(rank_worker, (options, heap_file.name if heap_file else None), world_size=options.world_size,
-                          watchdog_seconds=watchdog, on_message=on_message)
-    finally:
-        if heap_file is not None:
-            os.unlink(heap_file.name)
+    run = run_ranks(rank_worker, (options,), world_size=options.world_size, watchdog_seconds=watchdog,
+                    on_message=on_message, heap_bytes=options.heap_bytes if options.interpret else None)
     errors = [payload for _rank, kind, payload in run["messages"] if kind == "error"]
     inputs = [e for e in errors if e.startswith("input: ")]
     if inputs:
