@@ -37,6 +37,7 @@ from syncverify.protocols.registry import builtin_names, zoo_names  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent / "frontend_kernels"))
 from crosscheck import all_reduce_harness, threads_per_cta  # noqa: E402
+from crosscheck_scenarios import DECIDED  # noqa: E402
 
 WORLD = 2
 
@@ -113,11 +114,7 @@ def test_two_tiles_give_the_verdict_of_one(protocol):
 #: machine, and the two trtllm-14537 zoo protocols on the device run of 2026-12-02, where three tiles
 #: decided within 60 s); the others hit that bound (a counter incremented by every rank, FA3's 8
 #: model threads per CTA).
-W3 = ("add-counter-cas-reset", "add-counter-skip-self", "barrier-release-xchg-cas-acquire", "release-xchg-cas-acquire",
-      "wt-cv-flag", "xchg-flag", "done-flag", "iris-462-gpu-scope-release", "iris-462-sys-scope-release",
-      "iris-465-call-number", "iris-465-hardcoded-lock-value", "pytorch-signal-pad",
-      "pytorch-signal-pad-relaxed-wait", "ready-flag-no-done", "two-slot-early-reuse",
-      "trtllm-14537-launch-dependents-no-visibility", "trtllm-14537-griddepcontrol-wait")
+W3 = tuple(p for s, p in DECIDED[3] if s == "all-reduce")  # one list with the runner's --undecided
 
 
 @pytest.mark.parametrize("protocol", [_full(p) for p in W3])

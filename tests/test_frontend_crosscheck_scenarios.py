@@ -32,7 +32,7 @@ pytest.importorskip("triton")
 from syncverify.protocols.registry import builtin_names, zoo_names  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent / "frontend_kernels"))
-from crosscheck_scenarios import SCENARIOS, Case, both_ways, outcome, table_row  # noqa: E402
+from crosscheck_scenarios import DECIDED, SCENARIOS, Case, both_ways, outcome, table_row  # noqa: E402
 
 
 # ----- the default suite's slice -------------------------------------------------------------------
@@ -103,41 +103,9 @@ def test_every_protocol_in_our_kernels_gets_the_protocol_checks_verdict(scenario
     assert case.kernel == case.model, table_row(case)
 
 
-#: At W = 3, the (scenario, protocol) pairs whose front-end check decided within 60 s in the last
-#: measurement (the device run of 2026-12-02 06:00, 12 workers on 16 cores; docs/frontend.md): 30
-#: of the 43 measured there; the others did not finish within a minute or were not started.
-W3: tuple[tuple[str, str], ...] = (
-    ('all-gather-gemm', 'aiter-4977-grid-clamped-to-occupancy'),
-    ('all-gather-gemm', 'aiter-4977-persistent-grid-over-occupancy'),
-    ('all-gather-gemm', 'barrier-release-xchg-cas-acquire'),
-    ('all-gather-gemm', 'iris-462-gpu-scope-release'),
-    ('all-gather-gemm', 'iris-462-sys-scope-release'),
-    ('all-gather-gemm', 'iris-465-call-number'),
-    ('all-gather-gemm', 'iris-465-hardcoded-lock-value'),
-    ('all-gather-gemm', 'pytorch-signal-pad'),
-    ('all-gather-gemm', 'pytorch-signal-pad-relaxed-wait'),
-    ('all-gather-gemm', 'ready-flag-no-done'),
-    ('all-gather-gemm', 'release-xchg-cas-acquire'),
-    ('all-gather-gemm', 'trtllm-14537-griddepcontrol-wait'),
-    ('all-gather-gemm', 'trtllm-14537-launch-dependents-no-visibility'),
-    ('all-gather-gemm', 'two-slot-early-reuse'),
-    ('all-gather-gemm', 'wt-cv-flag'),
-    ('all-scatter', 'aiter-4977-grid-clamped-to-occupancy'),
-    ('all-scatter', 'aiter-4977-persistent-grid-over-occupancy'),
-    ('all-scatter', 'trtllm-14537-griddepcontrol-wait'),
-    ('all-scatter', 'trtllm-14537-launch-dependents-no-visibility'),
-    ('gemm-reduce-scatter', 'barrier-release-xchg-cas-acquire'),
-    ('gemm-reduce-scatter', 'iris-462-gpu-scope-release'),
-    ('gemm-reduce-scatter', 'iris-462-sys-scope-release'),
-    ('gemm-reduce-scatter', 'iris-465-call-number'),
-    ('gemm-reduce-scatter', 'iris-465-hardcoded-lock-value'),
-    ('gemm-reduce-scatter', 'ready-flag-no-done'),
-    ('gemm-reduce-scatter', 'release-xchg-cas-acquire'),
-    ('gemm-reduce-scatter', 'trtllm-14537-griddepcontrol-wait'),
-    ('gemm-reduce-scatter', 'trtllm-14537-launch-dependents-no-visibility'),
-    ('gemm-reduce-scatter', 'two-slot-early-reuse'),
-    ('gemm-reduce-scatter', 'wt-cv-flag'),
-)
+#: At W = 3, the pairs the last measurement decided within 60 s (one list with the runner's
+#: ``--undecided``: ``crosscheck_scenarios.DECIDED``); all-reduce's are ``tests/test_frontend_crosscheck.py``'s.
+W3: tuple[tuple[str, str], ...] = tuple(case for case in DECIDED[3] if case[0] in SCENARIOS)
 
 
 @pytest.mark.parametrize("scenario, protocol", [_full(s, p) for s, p in W3])
