@@ -230,6 +230,7 @@ class Case:
     kernel: tuple = ()
     model: tuple = ()
     limit: str = ""  # the front end's bound, when it hit one
+    model_limit: str = ""  # the protocol check's bound, when it hit one
     skipped: str = ""
     seconds: float = 0.0
     world_size: int = WORLD
@@ -262,11 +263,14 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     with unbounded_waits():
         kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles), world_size=world_size,
                                          timeout=timeout, threads_per_cta=threads, **options)
+    # the same program: the harness's tiles, laid out over its programs per role as its kernel does
+    layout = scenario_config(scenario, world_size, tiles=tiles, warps=num_warps(protocol)).model_layout()
     model = syncverify.check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout,
-                                      threads_per_cta=threads)
+                                      threads_per_cta=threads, first=options.get("first", False), **layout)
     case.kernel = (kernel.safe, sorted(kernel.violations))
     case.model = (model.safe, sorted(model.violations))
     case.limit = f"{kernel.limit_hit}: {kernel.limit_detail}" if kernel.limit_hit else ""
+    case.model_limit = f"{model.limit_hit}: {model.limit_detail}" if model.limit_hit else ""
     case.executions = kernel.executions
     case.seconds = time.monotonic() - start
     return case
@@ -282,13 +286,13 @@ def _words(side: tuple, limit: str = "") -> str:
 
 
 def outcome(case: Case) -> str:
-    """``agree``, ``differ``, ``unknown`` (the front end hit a bound before any violation: its
-    cost, not a verdict) or ``skipped`` (not built)."""
+    """``agree``, ``differ``, ``unknown`` (a side hit its bound before any violation: its cost,
+    not a verdict) or ``skipped`` (not built)."""
     if case.skipped:
         return "skipped"
     if case.agree:
         return "agree"
-    return "unknown" if case.kernel[0] is None else "differ"
+    return "unknown" if case.kernel[0] is None or case.model[0] is None else "differ"
 
 
 def table_row(case: Case) -> str:
@@ -296,7 +300,7 @@ def table_row(case: Case) -> str:
     if case.skipped:
         return f"| {case.protocol} | not built ({case.skipped}) | | skipped | | 0 |"
     verdict = {"differ": "**differ**"}.get(outcome(case), outcome(case))
-    return (f"| {case.protocol} | {_words(case.kernel, case.limit)} | {_words(case.model)} | {verdict} | "
+    return (f"| {case.protocol} | {_words(case.kernel, case.limit)} | {_words(case.model, case.model_limit)} | {verdict} | "
             f"{case.executions} | {case.seconds:.0f} |")
 
 
@@ -409,7 +413,7 @@ def main(argv: list[str]) -> int:
         if not smaller:
             return float("inf")
         last = max(smaller, key=lambda c: c.world_size)
-        return float("inf") if last.limit or outcome(last) == "unknown" else last.seconds
+        return float("inf") if last.limit or last.model_limit or outcome(last) == "unknown" else last.seconds
 
     def over_budget(job: tuple) -> bool:  # a case's bound, and a worker's start-up (importing torch)
         return args.budget is not None and time.monotonic() - start + job[3] + STARTUP_S > args.budget
