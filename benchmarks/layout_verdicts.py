@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import sys
 import time
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from syncverify.protocols.registry import builtin_names, zoo_names  # noqa: E402
 from syncverify.scenarios.build import SCENARIOS  # noqa: E402
 from syncverify.verdicts.check import check_protocol  # noqa: E402
+from tests.frontend_kernels.pool import run_pool  # noqa: E402
 
 
 def verdict(result) -> str:
@@ -91,7 +90,6 @@ def main(argv: list[str]) -> int:
     jobs = [(s, p, args.world_size, args.tiles, args.timeout) for s in scenarios for p in args.protocols or names]
     start = time.monotonic()
     rows: list[dict] = []
-    late: list[tuple] = []
 
     def record(row: dict) -> None:
         rows.append(row)
@@ -106,21 +104,8 @@ def main(argv: list[str]) -> int:
     def over_budget() -> bool:
         return args.budget is not None and time.monotonic() - start + 2 * args.timeout > args.budget
 
-    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        queue, pending = list(jobs), {}
-        while queue or pending:
-            while queue and len(pending) < args.jobs:
-                job = queue.pop(0)
-                if over_budget():
-                    late.append(job)
-                    continue
-                pending[pool.submit(one_case, job)] = job
-            if not pending:
-                break
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                pending.pop(future)
-                record(future.result())
+    late = run_pool(jobs, one_case, lambda _job, row: record(row), workers=args.jobs,
+                    over_budget=lambda _job: over_budget())
     lines = [f"W = {args.world_size}, {args.tiles} tiles, {args.timeout:.0f} s bound per check", "",
              "| scenario | protocol | one CTA per tile | one CTA per role looping | | seconds |",
              "| --- | --- | --- | --- | --- | --- |"]

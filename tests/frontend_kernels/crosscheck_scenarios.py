@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
 import time
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,6 +34,7 @@ from syncverify.kernels.registry import buffers, kernel_function
 from syncverify.kernels.steps import unbounded_waits
 from syncverify.protocols import load_protocol, rules
 from syncverify.protocols.registry import builtin_names, zoo_names
+from tests.frontend_kernels.pool import run_pool
 
 BLOCK = 16  # the smallest tile the kernel's config accepts
 WORLD = 2  # ranks of the cross-check
@@ -425,25 +424,8 @@ def main(argv: list[str]) -> int:
                 continue
             record(job, _run(job))
     else:
-        # spawn, not fork: each worker imports torch and triton afresh (the interpreter's patches
-        # are per process); one case per worker process, so memory does not pile up.
-        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 max_tasks_per_child=1) as pool:
-            pending = {}
-            queue = list(jobs)
-            while queue or pending:
-                while queue and len(pending) < args.jobs:
-                    job = min(queue, key=lambda j: (j[2], cost(j)))  # the first of the cheapest
-                    queue.remove(job)
-                    if over_budget(job):
-                        late.append(job)
-                        continue
-                    pending[pool.submit(_run, job)] = job
-                if not pending:
-                    break
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    record(pending.pop(future), future.result())
+        late += run_pool(jobs, _run, record, workers=args.jobs, over_budget=over_budget,
+                         pick=lambda queue: min(queue, key=lambda j: (j[2], cost(j))))  # the first of the cheapest
     lines = []
     for world, seconds in args.runs:
         for scenario in args.scenarios:
