@@ -59,6 +59,9 @@ SIZES = {
 #: ``tests/test_frontend_crosscheck_scenarios.py``, 30 of the 43 measured there; all-reduce's one
 #: tile on the shared machine and, for the two trtllm-14537 protocols, on that device run;
 #: docs/frontend.md). The W = 3 tests run these; ``--undecided`` leaves them out of a run.
+#: gemm-reduce-scatter's 11 were left out when the protocol check started laying its W tiles out
+#: in one CTA's loop as the kernel does (the front end's program did not change, the model's did):
+#: to be measured again.
 DECIDED: dict[int, tuple[tuple[str, str], ...]] = {3: (
     ('all-reduce', 'add-counter-cas-reset'),
     ('all-reduce', 'add-counter-skip-self'),
@@ -96,17 +99,6 @@ DECIDED: dict[int, tuple[tuple[str, str], ...]] = {3: (
     ('all-scatter', 'aiter-4977-persistent-grid-over-occupancy'),
     ('all-scatter', 'trtllm-14537-griddepcontrol-wait'),
     ('all-scatter', 'trtllm-14537-launch-dependents-no-visibility'),
-    ('gemm-reduce-scatter', 'barrier-release-xchg-cas-acquire'),
-    ('gemm-reduce-scatter', 'iris-462-gpu-scope-release'),
-    ('gemm-reduce-scatter', 'iris-462-sys-scope-release'),
-    ('gemm-reduce-scatter', 'iris-465-call-number'),
-    ('gemm-reduce-scatter', 'iris-465-hardcoded-lock-value'),
-    ('gemm-reduce-scatter', 'ready-flag-no-done'),
-    ('gemm-reduce-scatter', 'release-xchg-cas-acquire'),
-    ('gemm-reduce-scatter', 'trtllm-14537-griddepcontrol-wait'),
-    ('gemm-reduce-scatter', 'trtllm-14537-launch-dependents-no-visibility'),
-    ('gemm-reduce-scatter', 'two-slot-early-reuse'),
-    ('gemm-reduce-scatter', 'wt-cv-flag'),
 )}
 
 
