@@ -41,13 +41,14 @@ def verdict(result) -> str:
 
 
 def compare(apart, looped) -> str:
-    """``same``, ``CHANGED``, or ``unknown``: a bound hit leaves it open, unless the other side is
-    a decided SAFE and this one found a violation all the same (a change, whatever else it hides)."""
+    """``same``, ``CHANGED``, or ``unknown``: a bound hit leaves it open, unless the bounded side
+    found a kind of violation the other side's decided verdict lacks (a change, whatever else the
+    bound hides)."""
     if not apart.limit_hit and not looped.limit_hit:
         same = (apart.safe, sorted(apart.violations)) == (looped.safe, sorted(looped.violations))
         return "same" if same else "CHANGED"
     for decided, bounded in ((apart, looped), (looped, apart)):
-        if decided.safe is True and not decided.limit_hit and bounded.violations:
+        if not decided.limit_hit and set(bounded.violations) - set(decided.violations):
             return "CHANGED"
     return "unknown"
 
