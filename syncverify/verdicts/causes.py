@@ -529,9 +529,9 @@ def _rearrival_cause(names: _Names) -> Cause | None:
                 f"phase it joins needs {need} arrivals and gets {arrived}. Other threads of its CTA "
                 f"({', '.join(f'thread {names.scenario.threads[u].thread}' for u in ahead)}) arrive at barrier "
                 f"{barrier_id} more often, without waiting (bar.arrive){loop}, and their arrivals for a later "
-                f"round completed an earlier phase without this thread; what it would do after the barrier (its "
-                f"signal) never "
-                f"runs, so whoever waits for that signal waits forever too. Make every participant wait "
+                f"round completed an earlier phase without this thread; nothing after the barrier in this thread "
+                f"runs (a signal it would make, a tile it would store), and its launch never ends. Make every "
+                f"participant wait "
                 f"(bar.sync) once per round, or separate the rounds (a bar.sync of the whole CTA before the next "
                 f"tile, or a barrier id per tile in flight)")
         return Cause("barrier-hang", text, _refs(names, *bars[:1]), "", (),
