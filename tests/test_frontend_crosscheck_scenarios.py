@@ -64,6 +64,9 @@ def test_a_front_end_bound_is_unknown_in_the_table_never_agree_or_differ():
     assert [outcome(c) for c in (timed_out, unsafe_at_bound, wrong, model_bound)] == ["unknown", "agree", "differ",
                                                                                       "unknown"]
     assert "UNKNOWN (timeout: while combining thread paths)" in table_row(model_bound)
+    both_bound = Case("all-gather-gemm", "epoch-flag", kernel=(None, []), model=(None, []), limit="timeout: 60 s",
+                      model_limit="timeout: 60 s")
+    assert outcome(both_bound) == "unknown" and not both_bound.agree, "two UNKNOWNs are not an agreement"
     assert "UNKNOWN (timeout: 300 s)" in table_row(timed_out)
     assert "UNSAFE race (bound hit: timeout: 300 s)" in table_row(unsafe_at_bound)
     assert "**differ**" in table_row(wrong)

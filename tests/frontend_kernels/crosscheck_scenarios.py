@@ -59,9 +59,9 @@ SIZES = {
 #: ``tests/test_frontend_crosscheck_scenarios.py``, 30 of the 43 measured there; all-reduce's one
 #: tile on the shared machine and, for the two trtllm-14537 protocols, on that device run;
 #: docs/frontend.md). The W = 3 tests run these; ``--undecided`` leaves them out of a run.
-#: gemm-reduce-scatter's 11 were left out when the protocol check started laying its W tiles out
-#: in one CTA's loop as the kernel does (the front end's program did not change, the model's did):
-#: to be measured again.
+#: gemm-reduce-scatter's 11 of before were left out when the protocol check started laying its W
+#: tiles out in one CTA's loop as the kernel does (the model's program changed), and measured again
+#: in the device run of 2026-12-02 08:20 with the rest: 17 more decided (after the comment below).
 DECIDED: dict[int, tuple[tuple[str, str], ...]] = {3: (
     ('all-reduce', 'add-counter-cas-reset'),
     ('all-reduce', 'add-counter-skip-self'),
@@ -99,6 +99,24 @@ DECIDED: dict[int, tuple[tuple[str, str], ...]] = {3: (
     ('all-scatter', 'aiter-4977-persistent-grid-over-occupancy'),
     ('all-scatter', 'trtllm-14537-griddepcontrol-wait'),
     ('all-scatter', 'trtllm-14537-launch-dependents-no-visibility'),
+    # the device run of 2026-12-02 08:20 (call 1): the W = 3 cases no run had decided, 60 s bound
+    ('all-reduce', 'aiter-4977-grid-clamped-to-occupancy'),
+    ('all-reduce', 'aiter-4977-persistent-grid-over-occupancy'),
+    ('all-reduce', 'epoch-flag'),
+    ('all-reduce', 'tokenspeed-351-counter-per-replay'),
+    ('all-reduce', 'tokenspeed-351-graph-replay-shared-counter'),
+    ('gemm-reduce-scatter', 'barrier-release-xchg-cas-acquire'),
+    ('gemm-reduce-scatter', 'iris-462-gpu-scope-release'),
+    ('gemm-reduce-scatter', 'iris-462-sys-scope-release'),
+    ('gemm-reduce-scatter', 'iris-465-call-number'),
+    ('gemm-reduce-scatter', 'iris-465-hardcoded-lock-value'),
+    ('gemm-reduce-scatter', 'pytorch-signal-pad'),
+    ('gemm-reduce-scatter', 'ready-flag-no-done'),
+    ('gemm-reduce-scatter', 'release-xchg-cas-acquire'),
+    ('gemm-reduce-scatter', 'trtllm-14537-griddepcontrol-wait'),
+    ('gemm-reduce-scatter', 'trtllm-14537-launch-dependents-no-visibility'),
+    ('gemm-reduce-scatter', 'two-slot-early-reuse'),
+    ('gemm-reduce-scatter', 'wt-cv-flag'),
 )}
 
 
@@ -230,7 +248,9 @@ class Case:
 
     @property
     def agree(self) -> bool:
-        return not self.skipped and self.kernel == self.model
+        """Both sides with a verdict (an UNSAFE found before a bound counts), the same one: two
+        UNKNOWNs are not an agreement."""
+        return not self.skipped and None not in (self.kernel[0], self.model[0]) and self.kernel == self.model
 
 
 def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_per_cta: int | None = None,
@@ -281,9 +301,9 @@ def outcome(case: Case) -> str:
     not a verdict) or ``skipped`` (not built)."""
     if case.skipped:
         return "skipped"
-    if case.agree:
-        return "agree"
-    return "unknown" if case.kernel[0] is None or case.model[0] is None else "differ"
+    if case.kernel[0] is None or case.model[0] is None:
+        return "unknown"
+    return "agree" if case.agree else "differ"
 
 
 def table_row(case: Case) -> str:
@@ -406,8 +426,8 @@ def main(argv: list[str]) -> int:
         last = max(smaller, key=lambda c: c.world_size)
         return float("inf") if last.limit or last.model_limit or outcome(last) == "unknown" else last.seconds
 
-    def over_budget(job: tuple) -> bool:  # a case's bound, and a worker's start-up (importing torch)
-        return args.budget is not None and time.monotonic() - start + job[3] + STARTUP_S > args.budget
+    def over_budget(job: tuple) -> bool:  # both sides' bounds, one after the other, and a worker's start-up
+        return args.budget is not None and time.monotonic() - start + 2 * job[3] + STARTUP_S > args.budget
 
     if args.jobs == 1:
         for job in jobs:
