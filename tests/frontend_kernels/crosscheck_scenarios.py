@@ -254,12 +254,12 @@ class Case:
 
 
 def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_per_cta: int | None = None,
-              timeout: float = 600, **options) -> Case:
+              timeout: float = 600, model_first: bool = False, **options) -> Case:
     """``protocol`` compiled into ``scenario``'s kernel through the front end, and checked by
     :func:`syncverify.check_protocol`, both with ``threads_per_cta`` model threads per CTA (None:
     the protocol check's rule, :func:`threads_per_cta`: 2, one per warp for FA3's warp-selected
     barriers, whose kernels run 8 warps). ``options``: more of :func:`syncverify.check_kernel`'s
-    (``first``, ...)."""
+    (``first``, ...); ``model_first``: the protocol check too stops at its first violation."""
     threads = _threads_rule(protocol) if threads_per_cta is None else threads_per_cta
     case = Case(scenario, protocol, world_size=world_size, timeout=timeout)
     start = time.monotonic()
@@ -277,7 +277,7 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     # the same program: the harness's tiles, laid out over its programs per role as its kernel does
     layout = scenario_config(scenario, world_size, tiles=tiles, warps=num_warps(protocol)).model_layout()
     model = syncverify.check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout,
-                                      threads_per_cta=threads, first=options.get("first", False), **layout)
+                                      threads_per_cta=threads, first=model_first, **layout)
     case.kernel = (kernel.safe, sorted(kernel.violations))
     case.model = (model.safe, sorted(model.violations))
     case.limit = f"{kernel.limit_hit}: {kernel.limit_detail}" if kernel.limit_hit else ""
