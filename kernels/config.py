@@ -102,6 +102,20 @@ class KernelConfig:
             return self.m_per_rank // self.block_m
         return (self.m // self.block_m) * (self.n_per_rank // self.block_n)
 
+    def model_layout(self) -> dict:
+        """The protocol check's tile layout of this configuration, as
+        :class:`syncverify.scenarios.build.ScenarioOptions` fields: its ``tiles``, its
+        ``distribution``, and ``ctas``, the programs of each role per rank, among which the roles'
+        persistent loops share the tiles (:func:`syncverify.scenarios.build.cta_tiles`;
+        ``tests/test_drift.py`` traces it). The model takes one number for every role: a
+        configuration whose roles have different numbers of programs is refused."""
+        programs = {self.gemm_sms, self.comm_sms} | ({self.recv_sms} if self.kernel == "all-scatter" else set())
+        if len(programs) != 1:
+            raise StressConfigError(f"--gemm-sms {self.gemm_sms}, --comm-sms {self.comm_sms}"
+                                    + (f", --recv-sms {self.recv_sms}" if self.kernel == "all-scatter" else "")
+                                    + ": the protocol check lays tiles out over one number of programs per role")
+        return dict(tiles=self.tiles, ctas=programs.pop(), distribution=self.distribution, production=self.production)
+
     @property
     def programs_per_rank(self) -> int:
         if self.gemm_only:

@@ -357,6 +357,25 @@ def kernel_ops(log, side: KernelSide, *, world: int, epoch: int, per_program: bo
     return {key: collapse_polls(merge_tile_chunks(ops)) for key, ops in out.items()}
 
 
+def program_tiles(log, side: KernelSide, *, world: int) -> dict[tuple[str, int], list[tuple[int, ...]]]:
+    """``(role, rank) -> [the tiles each program visits, in order]`` (programs in program-id order)
+    of one launch's log: the tiles its lock and data accesses name, a tile counted again only
+    when the program comes back to it after another. The kernels' side of the tile layout the
+    model builds (:func:`syncverify.scenarios.build.cta_tiles`)."""
+    visits: dict[int, list[int]] = {}
+    for a in log:
+        if a.kind in ("bar", "fence") or not (a.buffer in side.locks or a.buffer in side.data):
+            continue
+        for where in side.wheres(a.buffer, a.copy, a.index):
+            seen = visits.setdefault(a.pid, [])
+            if not seen or seen[-1] != where.tile:
+                seen.append(where.tile)
+    out: dict[tuple[str, int], list[tuple[int, ...]]] = {}
+    for pid in sorted(visits):
+        out.setdefault(side.role_of(pid, world), []).append(tuple(visits[pid]))
+    return out
+
+
 # ----- comparing -----------------------------------------------------------------------------
 
 def _name(key: Key) -> str:
@@ -449,14 +468,15 @@ def small_config(kernel: str, world_size: int):
 
 
 def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max_polls: int = 64,
-                 config=None, per_program: bool = False,
-                 tma: list | None = None) -> tuple[dict[Key, list[Op]], set[Key]]:
+                 config=None, per_program: bool = False, tma: list | None = None,
+                 layout: dict | None = None) -> tuple[dict[Key, list[Op]], set[Key]]:
     """Run ``kernel`` with ``protocol`` in the interpreter for ``epochs`` launches and return its
     normalized ops and the role instances whose wait timed out (``max_polls`` polls).
 
     ``tma``, when given, receives ``(buffer, kind)`` of every tensor-descriptor access the kernel
     made (``buffer`` None for unwatched memory: the inputs A and B). A descriptor access of a
     watched buffer is also an op of its own (``tma-ld``/``tma-st``), which no model op matches.
+    ``layout``, when given, receives the first launch's :func:`program_tiles`.
 
     Between launches the locks are zeroed when the protocol's own reset policy resets them
     (``host-between-barriers``/``host-racing``, done before the next launch), and left as they
@@ -509,4 +529,6 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
         ops.update(kernel_ops(recorder.log, side, world=W, epoch=epoch, per_program=per_program))
         if tma is not None:
             tma.extend((a.buffer, a.kind) for a in recorder.log if a.proxy == "async")
+        if layout is not None and not epoch:
+            layout.update(program_tiles(recorder.log, side, world=W))
     return ops, timed_out

@@ -301,6 +301,23 @@ def owned_tiles(rank: int, tiles: int, world_size: int, distribution: str) -> li
     return [t for t in range(tiles) if tile_owner(t, tiles, world_size, distribution) == rank]
 
 
+def loop_tiles(sequence: list[int], ctas: int | None) -> list[tuple[int, ...]]:
+    """The tiles each program of a role handles, in its loop's order: the fused kernels' roles are
+    persistent (``syncverify.kernels.roles``: ``for i in range(first, n, SMS)``), program ``c``
+    taking the positions ``c, c + ctas, c + 2 * ctas, ...`` of the role's tile ``sequence`` one
+    after another, on the same CTA-scoped resources (named barriers, shared memory). A position
+    whose entry is None is a tile the program visits and skips (an ``owner-only`` producer's tile
+    of another rank). ``ctas`` None: one program per tile. Programs with no tile are left out.
+
+    >>> loop_tiles([0, 1, 2], 2), loop_tiles([0, None, 2, None], 1), loop_tiles([0, 1], None)
+    ([(0, 2), (1,)], [(0, 2)], [(0,), (1,)])
+    """
+    if ctas is None:
+        return [(t,) for t in sequence if t is not None]
+    loops = (tuple(t for t in sequence[c::ctas] if t is not None) for c in range(ctas))
+    return [loop for loop in loops if loop]
+
+
 def ownership_table(tiles: int, world_size: int, distribution: str) -> list[int]:
     """Who owns what, as the one int32 array the kernels read instead of computing it again:
     ``[owner of each tile (T) | tiles each rank owns (W) | each rank's tiles, ceil(T / W) a row,

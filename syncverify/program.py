@@ -507,15 +507,23 @@ class ThreadOrigin:
     tile: int | None = None
     epoch: int | None = None  # the launch; None for a host reset
     after_epoch: int | None = None  # a host reset: the launch it follows
+    #: A CTA that handles several tiles in its loop (``ScenarioOptions.ctas``): them, in the
+    #: order it visits them (``tile`` is the first); empty for a CTA of one tile.
+    tiles: tuple[int, ...] = ()
 
     @property
     def is_host_reset(self) -> bool:
         return self.role == HOST_RESET
 
     @property
+    def tile_words(self) -> str:
+        """``tile 0``, or ``tiles 0, 1`` for a CTA that loops over several."""
+        return f"tiles {', '.join(map(str, self.tiles))}" if self.tiles else f"tile {self.tile}"
+
+    @property
     def cta(self) -> str:
-        """The CTA's part: ``producer of tile 0``, or ``host reset``."""
-        return self.role if self.is_host_reset else f"{self.role} of tile {self.tile}"
+        """The CTA's part: ``producer of tile 0``, ``producer of tiles 0, 1``, or ``host reset``."""
+        return self.role if self.is_host_reset else f"{self.role} of {self.tile_words}"
 
     @property
     def trace_name(self) -> str:
@@ -525,7 +533,7 @@ class ThreadOrigin:
     def __str__(self) -> str:
         if self.is_host_reset:
             return f"{HOST_RESET} of rank {self.rank}'s locks after epoch {self.after_epoch}"
-        return f"rank {self.rank} {self.role} tile {self.tile} epoch {self.epoch} thread {self.thread}"
+        return f"rank {self.rank} {self.role} {self.tile_words} epoch {self.epoch} thread {self.thread}"
 
 
 @dataclass(frozen=True)

@@ -245,3 +245,48 @@ def test_a_tile_read_through_a_descriptor_is_a_drift(monkeypatch):
     ops, timed_out = drift.trace_kernel(load_protocol("epoch-flag"), "all-reduce", 2)
     found = drift.compare(model("epoch-flag", "all-reduce", 2, None), ops, timed_out=timed_out)
     assert found and any("tma-ld" in f for f in found)
+
+
+def _looping_config(scenario: str, world_size: int, tiles: int, programs: int, distribution: str):
+    """``tiles`` 16 x 16 tiles per rank (one column of them: the grouped order is the tiles'
+    order), ``programs`` programs per role and rank: fewer than tiles, so each loops."""
+    import dataclasses
+
+    small = drift.small_config(scenario, world_size)
+    rows = 16 * tiles * (world_size if scenario == "all-gather-gemm" else 1)
+    return dataclasses.replace(small, m=rows, gemm_sms=programs, comm_sms=programs, recv_sms=programs,
+                               distribution=distribution)
+
+
+@pytest.mark.parametrize("programs, distribution", [(1, "block"), (2, "striding")])
+@pytest.mark.parametrize("scenario", KERNEL_SCENARIOS)
+def test_the_model_lays_tiles_out_over_a_roles_programs_as_the_kernels_loops_do(scenario, programs, distribution):
+    """The tile layout is a fact both sides share (``KernelConfig.model_layout`` -> ``cta_tiles``):
+    with fewer programs per role than tiles, each program of the kernel visits, in order, the
+    tiles the model gives its CTA (a consumer on the owner its rank's owned tiles, every other
+    role every tile, ``programs`` apart), and the model builds one CTA per program, its tiles
+    in its code one after another."""
+    from syncverify.scenarios.build import ROLES, cta_tiles, looped
+
+    W, T = 2, 4
+    config = _looping_config(scenario, W, T, programs, distribution)
+    layout: dict = {}
+    drift.trace_kernel(load_protocol("epoch-flag"), scenario, W, config=config, layout=layout)
+    opts = ScenarioOptions(scenario=scenario, world_size=W, symmetry=False, **config.model_layout())
+    assert opts.tiles == T and looped(opts)
+    model = {(role.name, r): cta_tiles(role, r, opts) for role in ROLES[scenario] for r in range(W)}
+    assert layout == {key: ctas for key, ctas in model.items() if ctas}, (layout, model)
+    built = build(load_protocol("epoch-flag"), opts)
+    ctas = {(th.role.role, th.role.rank, th.role.tiles or (th.role.tile,)) for th in built.program.threads
+            if not th.role.is_host_reset}
+    assert ctas == {(role, r, tiles) for (role, r), loops in layout.items() for tiles in loops}
+
+
+def test_a_kernel_layout_with_different_programs_per_role_is_refused_by_the_model():
+    import dataclasses
+
+    from syncverify.kernels.errors import StressConfigError
+
+    config = dataclasses.replace(drift.small_config("all-reduce", 2), comm_sms=2)
+    with pytest.raises(StressConfigError, match="one number of programs per role"):
+        config.model_layout()

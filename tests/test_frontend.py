@@ -283,6 +283,23 @@ def test_suggest_pairs_a_release_with_its_acquire_when_no_single_change_is_enoug
                    '`sem="relaxed"` → `sem="release"`; re-checked together: SAFE'], out
 
 
+def test_the_suggest_search_shows_progress_and_answers_unknown_at_its_time_bound():
+    """Each re-check reports a line; a spent budget stops the search, which then says unknown
+    rather than "no fix" (the pair search re-checks up to MAX_PAIRS mutated sources)."""
+    from syncverify.frontend.suggest import search_fixes
+
+    result = check("missing_barrier")
+    lines: list[str] = []
+    found = search_fixes(f"{KNOWN}::missing_barrier", result, world_size=1, calls=1, threads_per_cta=2,
+                         budget=600, progress=lines.append)
+    assert found.fixes and not found.bound and found.rechecked == len(lines) >= 1
+    assert lines[0].startswith(f"suggest: 1 re-checked (single change 1 of {found.singles}), ")
+    spent = search_fixes(f"{KNOWN}::relaxed_both_harness", check("relaxed_both_harness"), world_size=1, calls=1,
+                         threads_per_cta=2, budget=0)
+    assert spent.fixes == [] and spent.bound == "0 s" and spent.rechecked == 0
+    assert spent.summary().endswith("): unknown"), spent.summary()
+
+
 def test_options_of_the_other_kind_of_check_are_refused_not_ignored(capsys):
     assert main(["check", f"{KNOWN}", "--scenario", "all-scatter"]) == 2
     assert "--scenario applies to protocols, not to a harness" in capsys.readouterr().err

@@ -37,6 +37,7 @@ from syncverify.protocols.registry import builtin_names, zoo_names  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent / "frontend_kernels"))
 from crosscheck import all_reduce_harness, threads_per_cta  # noqa: E402
+from crosscheck_scenarios import DECIDED, num_warps, scenario_config  # noqa: E402
 
 WORLD = 2
 
@@ -47,7 +48,9 @@ def both_ways(protocol: str, timeout: float, *, world_size: int = WORLD, tiles: 
     with unbounded_waits():
         kernel = syncverify.check_kernel(all_reduce_harness(protocol, tiles=tiles), world_size=world_size,
                                          timeout=timeout, **options)
-    model = syncverify.check_protocol(protocol, scenario="all-reduce", world_size=world_size)
+    # the harness's tiles laid out over its one program per role, as its kernel loops over them
+    layout = scenario_config("all-reduce", world_size, tiles=tiles, warps=num_warps(protocol)).model_layout()
+    model = syncverify.check_protocol(protocol, scenario="all-reduce", world_size=world_size, **layout)
     assert kernel.limit_hit is None, f"{protocol}: the front end hit {kernel.limit_hit}: {kernel.limit_detail}"
     return (kernel.safe, sorted(kernel.violations)), (model.safe, sorted(model.violations))
 
@@ -102,8 +105,9 @@ def test_every_protocol_in_our_all_reduce_kernel_gets_the_protocol_checks_verdic
 
 @pytest.mark.parametrize("protocol", [_full(p) for p in ("fenced-release-acquire", "barrier-fenced-release-acquire")])
 def test_two_tiles_give_the_verdict_of_one(protocol):
-    """The harness checks one tile, as the protocol check does (every other tile is a renaming of
-    it with disjoint locks and data); two tiles, 24 x 24 executions where one tile has 24, agree."""
+    """Two tiles in the harness's one CTA per role (the kernel's loop; the protocol check lays
+    them out the same way, ``KernelConfig.model_layout``) give the verdict of one tile for these
+    protocols, which reuse no CTA barrier across tiles (24 x 24 executions where one tile has 24)."""
     one, _ = both_ways(protocol, timeout=600)
     two, _ = both_ways(protocol, timeout=600, tiles=2)
     assert one == two
@@ -113,11 +117,7 @@ def test_two_tiles_give_the_verdict_of_one(protocol):
 #: machine, and the two trtllm-14537 zoo protocols on the device run of 2026-12-02, where three tiles
 #: decided within 60 s); the others hit that bound (a counter incremented by every rank, FA3's 8
 #: model threads per CTA).
-W3 = ("add-counter-cas-reset", "add-counter-skip-self", "barrier-release-xchg-cas-acquire", "release-xchg-cas-acquire",
-      "wt-cv-flag", "xchg-flag", "done-flag", "iris-462-gpu-scope-release", "iris-462-sys-scope-release",
-      "iris-465-call-number", "iris-465-hardcoded-lock-value", "pytorch-signal-pad",
-      "pytorch-signal-pad-relaxed-wait", "ready-flag-no-done", "two-slot-early-reuse",
-      "trtllm-14537-launch-dependents-no-visibility", "trtllm-14537-griddepcontrol-wait")
+W3 = tuple(p for s, p in DECIDED[3] if s == "all-reduce")  # one list with the runner's --undecided
 
 
 @pytest.mark.parametrize("protocol", [_full(p) for p in W3])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, reject, seed, settings
@@ -117,12 +118,12 @@ def configs_for(reduction: str = "", max_calls: int = 3) -> list[tuple]:
             and (reduction != "calls" or (c[1] == "host-barrier" and c[2] > 1))]  # where the call split is made
 
 
-def options(config: tuple, tiles: int = 1) -> ScenarioOptions:
+def options(config: tuple, tiles: int = 1, ctas: int | None = None) -> ScenarioOptions:
     scenario, launches, calls, world = config
     # Without a host barrier the host cannot reset locks between calls: nothing is reset.
     reset = "none" if launches == "per-rank-stream" and calls > 1 else None
     return ScenarioOptions(scenario=scenario, world_size=world, epochs=calls, launches=launches, reset=reset,
-                           tiles=tiles)
+                           tiles=tiles, ctas=ctas)
 
 
 def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings=frozenset(),
@@ -140,12 +141,13 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
     return frozenset(result.violations)
 
 
-def assert_same(data: dict, config: tuple, *, tiles: int = 1, push: dict | None = None, **off) -> None:
+def assert_same(data: dict, config: tuple, *, tiles: int = 1, ctas: int | None = None, push: dict | None = None,
+                **off) -> None:
     if time.time() > STOP_AT:
         event("stopped at the run's wall-clock bound")
         reject()
-    note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, push {push}\noff: {off}")
-    opts = options(config, tiles)
+    note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, ctas {ctas}, push {push}\noff: {off}")
+    opts = options(config, tiles, ctas)
     timeout = TIMEOUT_S * tiles  # each tile a copy of the program: the whole one takes that much longer
     with_it = kinds(data, opts, push=push, timeout=timeout)
     without_it = kinds(data, opts, push=push, timeout=timeout, **off)
@@ -177,14 +179,43 @@ def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
     assert_same(data, config, push=push if config[0] == "all-scatter" else None, reductions={reduction})
 
 
-@slow_if_full
-@budget.guard
-@seeded
-@SETTINGS
-@given(data=exact_protocols(), config=st.sampled_from(configs_for(max_calls=2 if FULL else 1)))
+def two_tile_property(test):
+    """A property over generated protocols in two-tile configurations, as the others are run
+    (slow in the full run, its discards budgeted, seeded per shard)."""
+    drawn = given(data=exact_protocols(), config=st.sampled_from(configs_for(max_calls=2 if FULL else 1)))
+    return slow_if_full(budget.guard(seeded(SETTINGS(drawn(test)))))
+
+
+@two_tile_property
 def test_checking_tile_0_of_two_tiles_keeps_the_verdict(data, config):
     """Tiles use disjoint locks and data: tile 0 alone has the verdict of both."""
     assert_same(data, config, tiles=2, reductions={"tiles"})
+
+
+@two_tile_property
+def test_tiles_in_one_ctas_loop_keep_the_verdict_of_the_program_built_whole(data, config):
+    """Two tiles in one CTA's loop (``ctas=1``, as the kernels run more tiles than programs) are not
+    renamings of tile 0 (they share the CTA's barriers): the tiles reduction is not made there,
+    and the reductions that are still made (slicing, ranks left out, symmetry) keep the verdict
+    of the program built whole."""
+    assert_same(data, config, tiles=2, ctas=1, reductions=set(REDUCTIONS))
+
+
+def test_tile_0_alone_would_hide_the_hang_of_fa3s_named_barrier_reused_across_a_ctas_tile_loop():
+    """Known answer (issue 22's FA3 two-tile disagreement): FA3's epilogue handoff is SAFE with
+    one CTA per tile, and hangs when one CTA handles both tiles in its loop: warps 1-7 only
+    ``bar.arrive``, so their arrivals for tile 1 can complete tile 0's phase without warp 0,
+    whose ``bar.sync`` then waits in a phase that too few arrivals reach; the cause says so."""
+    protocol = load_protocol("fa3-epilogue-named-barrier")
+    apart = ScenarioOptions(scenario="gemm-reduce-scatter", tiles=2)
+    assert check(build(protocol, apart), timeout=120).safe is True
+    scenario = build(protocol, replace(apart, ctas=1))
+    assert any("loop over the 2 tiles" in note for note in scenario.notes)
+    result = check(scenario, timeout=300, first=True)
+    assert result.safe is False and "hang" in result.violations
+    cause = result.violations["hang"].cause(scenario)
+    assert cause.kind == "barrier-hang" and "waits forever at barrier 1" in cause.text, cause.text
+    assert "more often, without waiting (bar.arrive) (once per tile of its loop: tiles 0, 1)" in cause.text
 
 
 # ----- the explorer's prunings -------------------------------------------------------------------

@@ -46,6 +46,7 @@ def check_command(
     scenario: str = typer.Option("all-reduce", "--scenario", help="all-reduce | all-scatter | all-gather-gemm | gemm-reduce-scatter."),
     world_size: int = typer.Option(2, "--world-size", help="Ranks, 1..64."),
     tiles: int = typer.Option(1, "--tiles", help="Tiles, at least 1."),
+    ctas: Optional[int] = typer.Option(None, "--ctas", help="Programs per role and rank, as the kernels are launched (--gemm-sms/--comm-sms/--recv-sms): with fewer than --tiles, a CTA handles several tiles one after another in its loop, on the same named barriers, as the kernels do (default: one CTA per tile).", show_default=False),
     epochs: int = typer.Option(1, "--epochs", help="Calls of the kernel on the same locks (state persists between them), at least 1; counted from 0 in traces."),
     threads_per_cta: int = typer.Option(2, "--threads-per-cta", help="Threads modeled per CTA, 1..8 (2 shows missing CTA barriers)."),
     production: str = typer.Option("every-rank", "--production", help="every-rank | owner-only (all-reduce)."),
@@ -89,7 +90,7 @@ def check_command(
     shows its progress on stderr.
     """
 
-    protocol_only = {"--scenario": scenario != "all-reduce", "--tiles": tiles != 1, "--epochs": epochs != 1,
+    protocol_only = {"--scenario": scenario != "all-reduce", "--tiles": tiles != 1, "--ctas": ctas is not None, "--epochs": epochs != 1,
                      "--production": production != "every-rank", "--distribution": distribution != "striding",
                      "--push": push is not None, "--reset": reset is not None,
                      "--launches": launches != "host-barrier", "--no-symmetry": no_symmetry,
@@ -130,7 +131,7 @@ def check_command(
     accepted_findings = read_baseline(baseline) if baseline is not None else set()
     proto = load_protocol(protocol)
     push = push_option(scenario, push)
-    built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, epochs=epochs,
+    built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, ctas=ctas, epochs=epochs,
                                          threads_per_cta=threads_per_cta, production=production,
                                          distribution=distribution, reset=reset,
                                          push=push, launches=launches,

@@ -16,9 +16,11 @@ from syncverify.errors import SyncVerifyError
 from syncverify.frontend.check import check_kernel, residency_sweep
 from syncverify.cli.residency import sweep_exit, sweep_json, sweep_lines
 from syncverify.explore.residency import Residency, Sweep
-from syncverify.frontend.suggest import suggest_fixes
+from syncverify.frontend.suggest import search_fixes
 from syncverify.cli.output_files import write_or_warn
 from syncverify.verdicts.graphs import write_graph
+
+SUGGEST_PROGRESS_EVERY = 5.0  # seconds between two progress lines of --suggest's search
 
 
 def is_harness_argument(argument: str) -> bool:
@@ -82,17 +84,26 @@ def check_harness(argument: str, *, world_size: int, calls: int, threads_per_cta
     fixes = None
     if suggest and result.violations:
 
-        fixes = suggest_fixes(argument, result, world_size=world_size, calls=calls,
-                              threads_per_cta=threads_per_cta, timeout=timeout)
+        shown = [0.0]
+
+        def progress(line: str) -> None:  # a plain line every few seconds: the search re-checks for minutes
+            if time.monotonic() - shown[0] >= SUGGEST_PROGRESS_EVERY:
+                shown[0] = time.monotonic()
+                err.print(line, markup=False)
+
+        search = search_fixes(argument, result, world_size=world_size, calls=calls,
+                              threads_per_cta=threads_per_cta, timeout=timeout, budget=timeout, progress=progress)
+        fixes = search.fixes
     if as_json:
         doc = result.to_json()
         if fixes is not None:
             doc["suggestions"] = [f.to_json() for f in fixes]
+            doc["suggest_bound"] = search.bound or None
         out.print(json.dumps(doc, indent=2), markup=False)
     else:
         out.print(result.text(), markup=False)
         if fixes is not None:
-            out.print("suggested fixes (each re-checked):" if fixes else "no single-line fix found", markup=False)
+            out.print("suggested fixes (each re-checked):" if fixes else search.summary(), markup=False)
             for fix in fixes:
                 out.print(f"  {fix.text()}", markup=False)
     if graph is not None and result.violations:

@@ -180,23 +180,31 @@ def settle_barriers(program: Program, combo: tuple[Path | None, ...],
                                    | {t for t in threads if any(e.barrier_id == b for _i, e in arrivals[t])}))
                            for b in ids)
         signatures = tuple(tuple(_signature(e) for _i, e in arrivals[t]) for t in threads)
-        grown = []
+        # This CTA's resolutions alone first, told apart by what they do to this CTA's threads
+        # (lengths, stuck threads, and synchronization or order among its events): no barrier
+        # edge and no program order leaves a CTA, so two resolutions alike there are alike in
+        # every combination with the other CTAs' (the keys of _distinct and _same_order
+        # restricted to one CTA), and only distinct ones enter the product.
+        mine_combo = tuple(p if t in threads else None for t, p in enumerate(combo))
+        mine = []
         for blocked, done in _resolutions(signatures, users_here):
             # Back from thread slots and arrival numbers to threads and local event indices.
             phases = tuple(sorted(tuple(sorted((threads[k], arrivals[threads[k]][n][0]) for k, n in phase))
                                   for phase in done))
-            for base in outcomes:
-                cut = list(base.lengths)
-                stuck = dict(base.stuck)
-                for k, (made, need, arrived) in blocked:
-                    t = threads[k]
-                    i, ev = arrivals[t][made - 1]
-                    cut[t] = i  # blocked here: the arrival and nothing after it happens
-                    stuck[t] = ("barrier", i, ev.barrier_id, need, arrived)
-                grown.append(Outcome(tuple(cut), stuck, base.instances + phases))
-        outcomes = _distinct(grown, combo)
-    if by_order and len(outcomes) > 1:
-        outcomes = _same_order(outcomes, combo)
+            cut = [lengths[t] if t in threads else 0 for t in range(len(lengths))]
+            stuck = {}
+            for k, (made, need, arrived) in blocked:
+                t = threads[k]
+                i, ev = arrivals[t][made - 1]
+                cut[t] = i  # blocked here: the arrival and nothing after it happens
+                stuck[t] = ("barrier", i, ev.barrier_id, need, arrived)
+            mine.append(Outcome(tuple(cut), stuck, phases))
+        mine = _distinct(mine, mine_combo)
+        if by_order and len(mine) > 1:
+            mine = _same_order(mine, mine_combo)
+        outcomes = [Outcome(tuple(o.lengths[t] if t in threads else base.lengths[t] for t in range(len(lengths))),
+                            {**base.stuck, **o.stuck}, base.instances + o.instances)
+                    for base in outcomes for o in mine]
     return outcomes
 
 

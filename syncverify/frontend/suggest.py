@@ -8,7 +8,10 @@ program's instructions carry each one's ``file:line`` and source text):
 * ``tl.debug_barrier()`` inserted before a line that signals (an atomic or a store of a flag): the
   CTA barrier that makes the other threads' stores part of the release;
 * ``tl.atomic_xchg`` replaced by ``tl.atomic_add`` (an exchange overwrites another signal);
-* when no single change is enough, pairs of them (a release needs its acquire).
+* when no single change is enough, pairs of them (a release needs its acquire), the weakest
+  pairs first (:func:`strength`: the sum of what each change adds), bounded: at most
+  :data:`MAX_PAIRS` pairs and, over the whole search, a time bound after which it answers
+  unknown (:class:`FixSearch`), with a progress line after each re-check.
 
 Each candidate is applied to a copy of the file in a temporary folder, the check is run again on
 the mutated source (same harness, same bounds), and only the candidates that make it SAFE are
@@ -22,7 +25,9 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from itertools import combinations
 from syncverify.errors import SyncVerifyError
@@ -100,42 +105,111 @@ def _file_of(lifted, label: str) -> str:
     return ""
 
 
+#: What each kind of change adds, weakest first: a pair's strength is the sum of its two.
+_STRENGTH = {"release": 1, "acquire": 1, "acq_rel": 2, "gpu": 1, "sys": 2, "insert": 1, "`tl.atomic_xchg`": 1}
+
+
+def strength(fix: "Fix") -> int:
+    """How much ``fix`` strengthens (1: a release, an acquire, one scope step, a barrier, an
+    exchange made an add; 2: ``acq_rel``, or a scope widened to ``sys``), for weakest-first order.
+
+    >>> strength(Fix("k.py", 3, '`sem="relaxed"` → `sem="acq_rel"`', "")), strength(Fix("k.py", 3, "insert `tl.debug_barrier()` before", ""))
+    (2, 1)
+    """
+    new = fix.change.split("→")[-1]
+    for word, rank in _STRENGTH.items():
+        if f'"{word}"' in new or fix.change.startswith(word):
+            return rank
+    return 1
+
+
+@dataclass
+class FixSearch:
+    """What :func:`search_fixes` found: the fixes (each a :class:`Fix` or a :class:`Pair`, each
+    re-checked SAFE), how many re-checks it made of how many candidates, and ``bound``: why it
+    stopped before trying them all ("" : it did not), which makes "no fix found" unknown."""
+
+    fixes: list = field(default_factory=list)
+    singles: int = 0
+    pairs: int = 0
+    rechecked: int = 0
+    bound: str = ""
+
+    def summary(self) -> str:
+        """One line for an empty result: no fix of one or two changes, or unknown (the bound)."""
+        if self.bound:
+            return (f"no fix found before the search's bound ({self.bound}; {self.rechecked} re-checks of "
+                    f"{self.singles} single changes and up to {self.pairs} pairs): unknown")
+        return f"no fix of one or two changes found ({self.singles} single changes and {self.pairs} pairs re-checked)"
+
+
 def suggest_fixes(argument, result, *, world_size: int, calls: int, threads_per_cta: int,
                   timeout: float | None = 60.0) -> list:
-    """The candidates (single changes, then pairs when no single one works) that make the
-    harness SAFE, each re-checked on the mutated source. A pair is a tuple of two :class:`Fix`."""
+    """:func:`search_fixes`' fixes (single changes, then pairs when no single one works)."""
+    return search_fixes(argument, result, world_size=world_size, calls=calls, threads_per_cta=threads_per_cta,
+                        timeout=timeout).fixes
 
+
+def search_fixes(argument, result, *, world_size: int, calls: int, threads_per_cta: int,
+                 timeout: float | None = 60.0, budget: float | None = None,
+                 progress: Callable[[str], None] | None = None) -> FixSearch:
+    """The candidates that make the harness SAFE, each re-checked on the mutated source: single
+    changes, then, when none works, pairs weakest first (a pair is a :class:`Pair`). ``timeout``
+    bounds each re-check; ``budget`` the whole search (seconds; None: no bound), after which it
+    stops and says so (``FixSearch.bound``). ``progress`` gets a line after each re-check."""
+    search = FixSearch()
     if result.lifted is None or not isinstance(argument, str):
-        return []
+        return search
+    start = time.monotonic()
     singles = candidates(result.lifted)
-    found: list = []
+    search.singles = len(singles)
+    pairs = sorted(((a, b) for a, b in combinations(singles, 2) if (a.file, a.line) != (b.file, b.line)),
+                   key=lambda pair: strength(pair[0]) + strength(pair[1]))[:MAX_PAIRS]
+
+    def safe_with(fixes: list, what: str) -> bool | None:
+        """The re-check, or None when the budget is spent (the search then stops)."""
+        left = None if budget is None else budget - (time.monotonic() - start)
+        if left is not None and left <= 0:
+            search.bound = f"{budget:.0f} s"
+            return None
+        bound = timeout if left is None else left if timeout is None else min(timeout, left)
+        safe = _safe_with(argument, fixes, world_size, calls, threads_per_cta, bound)
+        search.rechecked += 1
+        if progress is not None:
+            progress(f"suggest: {search.rechecked} re-checked ({what}), {len(search.fixes)} fixes, "
+                     f"{time.monotonic() - start:.0f} s")
+        return safe
+
     fixed: set = set()  # (file, line, what) already fixed by a weaker change: stronger ones are not suggested
-    for fix in singles:
+    for n, fix in enumerate(singles, 1):
         kind = (fix.file, fix.line, fix.change.split("=")[0])
         if kind in fixed:
             continue
-        if _safe_with(argument, [fix], world_size, calls, threads_per_cta, timeout):
-            found.append(fix)
+        safe = safe_with([fix], f"single change {n} of {len(singles)}")
+        if safe is None:
+            return search
+        if safe:
+            search.fixes.append(fix)
             fixed.add(kind)
-            if len(found) >= MAX_FIXES:
-                return found
-    if found:
-        return found
-    tried = 0
+            if len(search.fixes) >= MAX_FIXES:
+                return search
+    if search.fixes:
+        return search
+    search.pairs = len(pairs)
     paired: set = set()  # line pairs already fixed by weaker changes
-    for a, b in combinations(singles, 2):
+    for n, (a, b) in enumerate(pairs, 1):
         lines = ((a.file, a.line), (b.file, b.line))
-        if a.line == b.line and a.file == b.file or lines in paired:
+        if lines in paired:
             continue
-        tried += 1
-        if tried > MAX_PAIRS:
-            break
-        if _safe_with(argument, [a, b], world_size, calls, threads_per_cta, timeout):
-            found.append(Pair(a, b))
+        safe = safe_with([a, b], f"pair {n} of {len(pairs)}")
+        if safe is None:
+            return search
+        if safe:
+            search.fixes.append(Pair(a, b))
             paired.add(lines)
-            if len(found) >= MAX_FIXES:
+            if len(search.fixes) >= MAX_FIXES:
                 break
-    return found
+    return search
 
 
 @dataclass(frozen=True)

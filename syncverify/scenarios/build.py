@@ -208,6 +208,10 @@ class ScenarioOptions:
     resident_order: str = "any"  # explore.residency.ORDERS: the order CTAs become resident in
     resident_sms: int = 0  # per-SM placement: the resident CTAs spread over this many SMs (0: one pool)
     resident_occupancy: tuple[tuple[str, int], ...] = ()  # per SM: CTAs of each kernel named alone per SM
+    #: Programs per role and rank, as the kernels are launched with (``--gemm-sms``/``--comm-sms``/
+    #: ``--recv-sms``, one number for every role): a CTA handles several tiles in its loop when there
+    #: are fewer than tiles (:func:`cta_tiles`). None: one CTA per tile.
+    ctas: int | None = None
 
     def validated(self, protocol) -> "ScenarioOptions":
         """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
@@ -218,6 +222,8 @@ class ScenarioOptions:
             raise ScenarioError(f"--world-size={self.world_size} must be in 1..{MAX_WORLD_SIZE}")
         if self.tiles < 1:
             raise ScenarioError(f"--tiles={self.tiles} must be at least 1")
+        if self.ctas is not None and self.ctas < 1:
+            raise ScenarioError(f"--ctas={self.ctas} must be at least 1 (programs per role and rank)")
         if self.epochs < 1:
             raise ScenarioError(f"--epochs={self.epochs} must be at least 1 (one call of the kernel)")
         if not 1 <= self.threads_per_cta <= 8:
@@ -354,6 +360,46 @@ def signal_owner(rank: int, tile: int, opts: ScenarioOptions) -> int:
     owner; in all-scatter (and all-gather-gemm) the signalling rank itself, whose column block the
     tile is (its own comm CTA, its own GEMM, consumes it)."""
     return owner(tile, opts) if opts.scenario in ("all-reduce", "gemm-reduce-scatter") else rank
+
+
+def handles(role: Role, rank: int, tile: int, opts: ScenarioOptions) -> bool:
+    """Whether ``rank``'s CTAs of ``role`` handle ``tile``: the tile's owner only for a consumer on the
+    owner (and for producers with ``owner-only`` production), every rank otherwise."""
+    if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
+        return rank == owner(tile, opts)
+    return True
+
+
+def cta_tiles(role: Role, rank: int, opts: ScenarioOptions) -> list[tuple[int, ...]]:
+    """The tiles each CTA of ``role`` on ``rank`` handles, in the order its loop visits them, as the
+    kernels lay them out (:func:`syncverify.protocols.rules.loop_tiles` over ``opts.ctas``
+    programs): a consumer on the owner (``OWNED``) loops over the positions of the tiles its rank
+    owns, in order (``ownership_table``'s row); every other role over every tile, skipping those
+    it does not handle (an ``owner-only`` producer). ``tests/test_drift.py`` traces which tiles each
+    program of the kernels visits and compares. With one column of tiles (or ``group_m`` 1) the
+    kernels' grouped order (``tile_of``) is the tiles' order; all-gather-gemm's GEMM programs do
+    this with whole tiles (``UNITS`` 1: ``after_load`` steps, or one column tile of C).
+
+    >>> opts = ScenarioOptions(scenario="gemm-reduce-scatter", tiles=4, ctas=1)
+    >>> [cta_tiles(role, 1, opts) for role in ROLES["gemm-reduce-scatter"]]
+    [[(0, 1, 2, 3)], [(1, 3)]]
+    """
+    if role.runs_on == "owner":
+        return rules.loop_tiles(rules.owned_tiles(rank, opts.tiles, opts.world_size, opts.distribution), opts.ctas)
+    return rules.loop_tiles([t if handles(role, rank, t, opts) else None for t in range(opts.tiles)], opts.ctas)
+
+
+def looped(opts: ScenarioOptions) -> bool:
+    """Whether a CTA handles several tiles in its loop (fewer programs per role than tiles).
+
+    Then the *tiles* reduction is not made: tile 1 is not a renaming of tile 0 when both run
+    in one CTA, one after the other, on the same named barriers (FA3's epilogue: warps that only
+    ``bar.arrive`` can arrive for tile 1 before warp 0's ``bar.sync`` of tile 0, complete its phase
+    without warp 0 and leave warp 0 waiting forever, ``tests/litmus/known/bar-arrive-twice-before-sync-can-hang.litmus``);
+    nor the *stages* and *calls* splits, whose arguments assume one CTA per tile (the comm CTA's
+    ``push`` part of tile 0 is program-ordered before its ``pub`` part of tile 1).
+    """
+    return opts.ctas is not None and opts.ctas < opts.tiles
 
 
 def lock_loc(lock: str | None, stage: str, rank: int, tile: int, slot: int | None = None) -> Location:
@@ -697,7 +743,7 @@ def stage_parts(protocols: dict[str, object], opts: ScenarioOptions,
     another rank (rank 1's push signal, rank 0's receiver, rank 0's next launch), which the
     split loses: the scenario is then checked whole.
     """
-    if len(set(stages(opts.scenario))) < 2 or not opts.symmetry or "stages" in without:
+    if len(set(stages(opts.scenario))) < 2 or not opts.symmetry or "stages" in without or looped(opts):
         return []
     if opts.epochs > 1 and opts.launches != "host-barrier":
         return []
@@ -762,7 +808,7 @@ def call_parts(protocols: dict[str, object], opts: ScenarioOptions,
     split back to the whole program as it does a stage split). ``tests/test_reductions_exact.py``
     compares the verdicts with the split and without it.
     """
-    if opts.epochs < 2 or not opts.symmetry or "calls" in without:
+    if opts.epochs < 2 or not opts.symmetry or "calls" in without or looped(opts):
         return []
     if opts.launches != "host-barrier" or opts.resident is not None:
         return []
@@ -861,7 +907,7 @@ class _Program:
             kept = (replace(r, steps=tuple(s for s in r.steps if s.stage == part)) for r in self.roles)
             self.roles = tuple(r for r in kept if r.steps)
         self.stage_protocol = stages(opts.scenario)
-        self.tiles = [0] if self.reduces("tiles") else list(range(opts.tiles))
+        self.tiles = [0] if self.reduces("tiles") and not looped(opts) else list(range(opts.tiles))
         self.threads: list[Thread] = []
         self.units: dict[int, list[int]] = {}
         self.ctas: dict[tuple[int, str], int] = {}
@@ -963,6 +1009,18 @@ class _Program:
         return (all((s.from_ or "self") == "self" for s in protocol.wait)
                 and not protocol.before_store and not rules.section_steps(protocol, "after_load"))
 
+    def ctas_of(self) -> list[tuple[Role, int, tuple[int, ...]]]:
+        """Every CTA of the built program, in build order: ``(role, rank, its tiles in loop order)``.
+        One CTA per tile (tile by tile, then role, then rank), or with :func:`looped` the kernels'
+        layout (:func:`cta_tiles`), role by role, rank by rank."""
+        if not looped(self.opts):
+            return [(role, r, (t,)) for t in self.tiles for role in self.roles for r in self.ranks_of(role, t)]
+        out = []
+        for role in self.roles:
+            ranks = sorted({r for t in self.tiles for r in self.ranks_of(role, t)})
+            out += [(role, r, tiles) for r in ranks for tiles in cta_tiles(role, r, self.opts)]
+        return out
+
     def checked_rank(self, tile: int) -> int | None:
         """The rank whose reads the other ranks are symmetric around (None: no symmetry group)."""
         if not self.reduces("symmetry") or len(self.tiles) != 1:
@@ -1006,16 +1064,16 @@ class _Program:
             self.add_state(self.call)
         for epoch in range(opts.epochs) if self.call is None else [self.call]:
             builder.epoch = epoch
-            for t in self.tiles:
-                checked = self.checked_rank(t)
-                for role in self.roles:
-                    for r in self.ranks_of(role, t):
-                        for i in range(opts.threads_per_cta):
-                            code = builder.role_code(role, r, t, i)
-                            origin = ThreadOrigin(r, role.name, thread=i, tile=t, epoch=epoch)
-                            phase = rules.launch_phase(epoch, r, opts.launches, role_kernel(opts.scenario, role.name))
-                            self.add_thread(tuple(code), origin, phase, self._unit(role, r, checked),
-                                            builder.step_counts(code))
+            for role, r, tiles in self.ctas_of():
+                checked = self.checked_rank(tiles[0])
+                for i in range(opts.threads_per_cta):
+                    # a CTA's tiles one after another, in its loop (looped): the same CTA's barriers
+                    code = [ins for t in tiles for ins in builder.role_code(role, r, t, i)]
+                    origin = ThreadOrigin(r, role.name, thread=i, tile=tiles[0], epoch=epoch,
+                                          tiles=tiles if len(tiles) > 1 else ())
+                    phase = rules.launch_phase(epoch, r, opts.launches, role_kernel(opts.scenario, role.name))
+                    self.add_thread(tuple(code), origin, phase, self._unit(role, r, checked),
+                                    builder.step_counts(code))
         return self.finish()
 
     def _unit(self, role: Role, rank: int, checked: int | None) -> int | None:
@@ -1023,7 +1081,7 @@ class _Program:
         return rank if checked is not None and rank != checked and role.runs_on != "owner" else None
 
     def add_thread(self, code: tuple, origin: ThreadOrigin, phase: Phase, unit: int | None, steps=()) -> None:
-        cta = self.cta(origin.rank, f"{origin.role}{origin.tile}", origin.epoch)
+        cta = self.cta(origin.rank, f"{origin.role} of {origin.tile_words}", origin.epoch)
         self.threads.append(Thread(f"P{len(self.threads)}", origin.rank, cta, code, origin, phase, steps))
         if unit is not None:
             self.units.setdefault(unit, []).append(len(self.threads) - 1)
@@ -1322,9 +1380,12 @@ def _notes(opts: ScenarioOptions, symmetry: tuple, protocols: dict[str, object])
     if "push" in protocols:
         notes.append(f"push stage: protocol {protocols['push'].name} (each rank's comm CTA pushes to every rank's "
                      f"receiver); --push chooses another")
-    if opts.symmetry and opts.tiles > 1:
+    if looped(opts):
+        notes.append(f"tiles: {opts.ctas} CTA(s) per role and rank loop over the {opts.tiles} tiles as the kernels do "
+                     f"(the same CTA's barriers for each of its tiles): every tile is checked")
+    elif opts.symmetry and opts.tiles > 1:
         notes.append(f"tiles: {opts.tiles} tiles are renamings of tile 0 (disjoint locks and data); tile 0 is checked")
-    if opts.symmetry and opts.tiles > 1 and opts.production == "owner-only":
+    if opts.symmetry and opts.tiles > 1 and opts.production == "owner-only" and not looped(opts):
         notes.append(f"distribution={opts.distribution} changes which rank owns a tile, not what happens to it")
     if symmetry:
         notes.append(f"ranks: {len(symmetry[0])} interchangeable ranks explored as one symmetry group")

@@ -531,8 +531,46 @@ def _stream_order(names: _Names, t: int, loc, who: str, needed: str, until: str,
     return None
 
 
+def _rearrival_cause(names: _Names) -> Cause | None:
+    """A thread blocked at a named barrier because the other threads of its CTA arrived there more
+    often than it syncs: warps that only ``bar.arrive``, once per tile of the CTA's loop, complete
+    an earlier phase without it (FA3's epilogue in a persistent loop;
+    ``tests/litmus/known/bar-arrive-twice-before-sync-can-hang.litmus``). None: no such thread."""
+    x = names.x
+    for t, reason in sorted(x.stuck.items()):
+        if reason[0] != "barrier":
+            continue
+        _kind, _i, barrier_id, need, arrived = reason
+        program = names.scenario.program.threads
+        cta = (program[t].gpu, program[t].cta)
+        made = 1 + sum(1 for e in x.events if e.thread == t and e.is_barrier and e.barrier_id == barrier_id)
+        others = {u: sum(1 for e in x.events if e.thread == u and e.is_barrier and e.barrier_id == barrier_id)
+                  for u in range(len(program)) if u != t and (program[u].gpu, program[u].cta) == cta}
+        ahead = sorted(u for u, n in others.items() if n > made)  # arrived more often than it syncs
+        if not ahead:
+            continue
+        origin = names.scenario.threads[t]
+        loop = f" (once per tile of its loop: {origin.tile_words})" if origin.tiles else ""
+        bars = [e for e in x.events if e.thread in ahead and e.is_barrier and e.barrier_id == barrier_id]
+        text = (f"{_who(origin)} waits forever at barrier {barrier_id} (its bar.sync number {made} there): the "
+                f"phase it joins needs {need} arrivals and gets {arrived}. Other threads of its CTA "
+                f"({', '.join(f'thread {names.scenario.threads[u].thread}' for u in ahead)}) arrive at barrier "
+                f"{barrier_id} more often, without waiting (bar.arrive){loop}, and their arrivals for a later "
+                f"round completed an earlier phase without this thread; nothing after the barrier in this thread "
+                f"runs (a signal it would make, a tile it would store), and its launch never ends. Make every "
+                f"participant wait "
+                f"(bar.sync) once per round, or separate the rounds (a bar.sync of the whole CTA before the next "
+                f"tile, or a barrier id per tile in flight)")
+        return Cause("barrier-hang", text, _refs(names, *bars[:1]), "", (),
+                     {"thread": t, "barrier": barrier_id, "needed": need, "arrived": arrived, "ahead": ahead})
+    return None
+
+
 def _hang_cause(names: _Names, violation) -> Cause:
     x = names.x
+    rearrival = _rearrival_cause(names)
+    if rearrival is not None:
+        return rearrival
     spins = [(t, reason) for t, reason in x.stuck.items() if reason[0] == "spin"]
     if not spins:
         t, reason = next(iter(x.stuck.items()))

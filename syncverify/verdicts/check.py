@@ -289,8 +289,9 @@ def with_residency(result: CheckResult, scenario: Scenario, *, timeout: float | 
 
 
 def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 2, timeout: float | None = 600.0,
-                   max_executions: int = DEFAULT_MAX_EXECUTIONS, **options) -> CheckResult:
-    """Check ``protocol`` (a built-in name, a ``.toml`` path or a ``Protocol``) in a scenario.
+                   max_executions: int = DEFAULT_MAX_EXECUTIONS, first: bool = False, **options) -> CheckResult:
+    """Check ``protocol`` (a built-in name, a ``.toml`` path or a ``Protocol``) in a scenario
+    (``first``: stop at the first violation, as :func:`check`'s).
 
     ``options`` are the other :class:`~syncverify.scenarios.build.ScenarioOptions` fields (``epochs``,
     ``tiles``, ``reset``, ``push``, ...). ``result.safe`` is True, False, or None (unknown: a
@@ -303,13 +304,13 @@ def check_protocol(protocol, *, scenario: str = "all-reduce", world_size: int = 
     for name in options:  # one line with the closest name, not a TypeError from ScenarioOptions
         if name not in fields:
             raise ScenarioError(f"unknown keyword {name}={options[name]!r}{did_you_mean(name, sorted(fields))}; "
-                                f"known: scenario, world_size, timeout, max_executions, {', '.join(sorted(fields))}")
+                                f"known: scenario, world_size, timeout, max_executions, first, {', '.join(sorted(fields))}")
     if options.get("push", DEFAULT_PUSH) != DEFAULT_PUSH:  # another push protocol: refused where it
         push_option(scenario, options["push"])  # changes nothing, and loaded, as on the command line
     if not hasattr(protocol, "signal"):
         protocol = load_protocol(protocol)
     built = build(protocol, ScenarioOptions(scenario=scenario, world_size=world_size, **options))
-    return check(built, max_executions=max_executions, timeout=timeout)
+    return check(built, max_executions=max_executions, timeout=timeout, first=first)
 
 
 #: Calls a stress campaign makes on the same locks and buffers that the model checks: each

@@ -133,7 +133,7 @@ def column_label(name: str, role: ThreadOrigin | str, e) -> str:
     """A thread's header: ``P2: rank 1 producer (GPU 1, CTA 1) epoch 0, tile 0, thread 0``."""
     where = f"GPU {e.gpu}, CTA {e.cta}"
     if isinstance(role, ThreadOrigin) and not role.is_host_reset:
-        return (f"{name}: rank {role.rank} {role.role} ({where}) epoch {role.epoch}, tile {role.tile}, "
+        return (f"{name}: rank {role.rank} {role.role} ({where}) epoch {role.epoch}, {role.tile_words}, "
                 f"thread {role.thread}")
     if role:
         return f"{name}: {role} ({where})"

@@ -7,9 +7,10 @@ end's symmetric heap, ``tiles`` tiles of one block (tile t is rank t % W's), one
 consumer program per rank; the checker runs it under
 :func:`syncverify.kernels.steps.unbounded_waits`. Every rank's C must be written by the call.
 
-One tile by default: the program the protocol check builds (``syncverify.scenarios.build``
-checks tile 0 only, every other tile being a renaming of it with disjoint locks and data). More
-tiles are the same check as a product: two tiles explore 24 x 24 executions where one explores 24.
+One tile by default. With more, the one producer and one consumer program per rank loop over
+them, and the protocol check is given the same layout (``KernelConfig.model_layout``: no tiles
+reduction where tiles share a CTA, whose barriers they reuse); two tiles explore 24 x 24
+executions where one explores 24.
 """
 
 from crosscheck_scenarios import THREADS_PER_CTA, num_warps, scenario_harness, threads_per_cta
