@@ -122,7 +122,7 @@ def cas_reset_protocols(draw) -> dict:
            "sem": draw(st.sampled_from(("release", "release", "relaxed"))),
            "scope": draw(st.sampled_from(("sys", "sys", "gpu"))), "to": draw(st.sampled_from(("others", "all")))}
     poll = {"op": "await", "lock": "ready", "read": "atomic_cas", "compare": target,
-            "value": draw(st.sampled_from((0, 0, 1))), "sem": draw(st.sampled_from(("acquire", "acquire", "relaxed"))),
+            "value": 0 if target == "1" else draw(st.sampled_from((0, 0, 1))), "sem": draw(st.sampled_from(("acquire", "acquire", "relaxed"))),
             "scope": draw(st.sampled_from(("sys", "sys", "gpu"))), "until": until}
     data = {"name": "cas-reset", "summary": "s", "origin": "generated", "reset": "consumer",
             "tile_store": {"cache": ".wt"}, "tile_load": {"volatile": False},
