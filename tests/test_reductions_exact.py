@@ -135,7 +135,8 @@ def cas_reset_protocols(draw) -> dict:
 
 
 #: The scenarios where each builder reduction is made (elsewhere it changes nothing to compare).
-APPLIES = {"ranks": ("all-scatter", "all-gather-gemm"), "stages": ("all-scatter",)}
+APPLIES = {"ranks": ("all-scatter", "all-gather-gemm"), "read-only-polls": ("all-scatter", "all-gather-gemm"),
+           "stages": ("all-scatter",)}
 
 
 def configs_for(reduction: str = "", max_calls: int = 3) -> list[tuple]:
@@ -457,3 +458,42 @@ def test_a_call_whose_poll_can_never_leave_ends_the_state_and_later_calls_are_st
                       without=frozenset({"cas-reset"}))[0].parts
     result = check(split, timeout=60)
     assert result.limit_hit is None and set(result.violations) == {"hang", "race"}
+
+
+# ----- read-only polls: the ranks reduction across a CAS(0 -> 0) poll (``read-only-polls``) ------
+
+def _gemm_ranks(scenario) -> set[int]:
+    parts = scenario.parts or [scenario]
+    return {th.gpu for part in parts for th in part.program.threads if th.role.role == "gemm"}
+
+
+def test_a_gemm_whose_poll_only_rewrites_zero_is_left_out_on_other_ranks_with_the_same_verdict():
+    # Issue 24: all-gather-gemm at W >= 4 built every rank's GEMM, because its CAS(0 -> 0) poll
+    # writes the counter the senders' adds read; one call at W = 4 found no execution in 60 s.
+    # The poll writes only after reading 0, which only the initial write or a host reset holds
+    # (the adds are positive): its writes order nothing kept.
+    for name, world, calls in [("fenced-release-acquire", 2, 2), ("barrier-fenced-release-acquire", 2, 2),
+                               ("add-counter", 2, 1)]:
+        opts = ScenarioOptions(scenario="all-gather-gemm", world_size=world, epochs=calls)
+        protocol = load_protocol(name)
+        reduced = build(protocol, opts)
+        whole = build(protocol, opts, without=frozenset({"read-only-polls"}))
+        assert _gemm_ranks(reduced) == {0} and _gemm_ranks(whole) == set(range(world)), name
+        a, b = check(reduced, timeout=60), check(whole, timeout=60)
+        assert a.limit_hit is None and b.limit_hit is None, name
+        assert set(a.violations) == set(b.violations), name
+    result = check(build(load_protocol("fenced-release-acquire"),
+                         ScenarioOptions(scenario="all-gather-gemm", world_size=4, epochs=3)), timeout=60)
+    assert result.limit_hit is None and set(result.violations) == {"race", "stale-read", "unwritten-read"}
+
+
+def test_a_poll_that_resets_or_a_lock_something_else_writes_keeps_every_gemm():
+    # A CAS that writes 0 over a count (the consumer's reset) carries order; so does a poll of a
+    # lock that an exchange can set back to the compared value.
+    for name in ("add-counter-cas-reset", "xchg-flag", "release-xchg-cas-acquire"):
+        scenario = build(load_protocol(name), ScenarioOptions(scenario="all-gather-gemm", world_size=2, epochs=2))
+        assert _gemm_ranks(scenario) == {0, 1}, name
+    data = load_protocol("add-counter").to_dict()
+    data["wait"] = [{"op": "fence", "sem": "acq_rel", "scope": "sys"}] + data["wait"]  # not its first step
+    scenario = build(protocol_from_dict(data), ScenarioOptions(scenario="all-gather-gemm", world_size=2, epochs=1))
+    assert _gemm_ranks(scenario) == {0, 1}

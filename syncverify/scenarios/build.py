@@ -584,7 +584,8 @@ def _stage_name(stage: str) -> str:
 
 #: The builder's reductions, each argued where it is made; ``ScenarioOptions.symmetry=False``
 #: turns them all off, ``build(..., without=...)`` some of them (the exactness tests compare each).
-REDUCTIONS: tuple[str, ...] = ("tiles", "slicing", "ranks", "stages", "symmetry", "calls", "cas-reset")
+REDUCTIONS: tuple[str, ...] = ("tiles", "slicing", "ranks", "read-only-polls", "stages", "symmetry", "calls",
+                                "cas-reset")
 
 
 def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str] = frozenset()) -> Scenario:
@@ -819,6 +820,11 @@ def _repeat(code: list, n: int) -> tuple[str, int] | None:
     return branch.cond, branch.rhs
 
 
+def _is_int(expr, value: int) -> bool:
+    """Whether the protocol expression ``expr`` is the constant ``value`` as written."""
+    return expr is not None and expr.tree == ("int", value)
+
+
 def _leaves_value(ins: object) -> bool:
     """Whether the atomic ``ins`` never changes its location's value: a CAS whose compare and
     new value are one constant (a read-only poll), or an add, or, xor of the constant 0."""
@@ -1017,7 +1023,8 @@ class _Program:
                         if s.op not in ("barrier", "fence"):
                             yield step.stage, s
         # As the kernels run it: an acquire or relaxed atomic_add(0) poll is a load (lower_step).
-        written = {(stage, s.lock) for stage, s in steps(role) if any(op.kind in ("st", "atom") for op in lower_step(s))}
+        written = {(stage, s.lock) for stage, s in steps(role) if any(op.kind in ("st", "atom") for op in lower_step(s))
+                   and not self._poll_carries_no_order(role, stage, s)}
         for other in self.roles:
             for stage, s in steps(other):
                 if (stage, s.lock) not in written:
@@ -1025,6 +1032,57 @@ class _Program:
                 if other.name != role.name or (s.to is None and (s.from_ or "self") != "self") or (
                         s.to is not None and s.to != "self"):
                     return False
+        return True
+
+    def _poll_carries_no_order(self, role: Role, stage: str, step) -> bool:
+        """Whether ``step`` of ``role`` is a read-only CAS poll whose writes order nothing kept
+        (switch ``read-only-polls``): then the role's CTAs on other ranks may be left out although
+        the other roles' adds read what their polls write (all-gather-gemm's GEMM CTAs, whose
+        ``CAS(0 -> 0)`` poll of their own counter every sender increments: each rank's GEMM was
+        built, and one call at W = 4 found no execution in 60 s).
+
+        Made where the poll is the role's first step, reads its own rank's copy, compares with 0
+        and writes 0 (as written), the lock's reset (if any) is ordered by host barriers, and every
+        other write of the lock, by any role, is an add of a positive constant (or such a poll).
+        The argument: a CAS "stores ... only if the comparison succeeds" (PTX ISA, ``atom``), i.e.
+        only when it read 0. Positive adds only raise the count, so 0 is read only from the
+        initial write or a host reset, both ordered before every event of the launch (host
+        barrier). The left-out CTA's events up to its last write are its earlier polls, which
+        also read 0 from those writes: no kept event of the launch happens before any of them
+        (the poll is the CTA's first step: no fence or barrier before it). So a path of
+        happens-before through the left-out CTA (a kept add reading its write: observation)
+        starts at a write already ordered before the whole launch, and adds no order between
+        kept events; a kept read of its write (of 0) can read that write's source instead (same
+        value; atomicity puts the CAS just after its source in coherence). With the writes
+        removed, the other ranks' copies of the lock are polled by nothing kept and sliced, and
+        the rest of :meth:`_other_ranks_removable`'s argument holds unchanged.
+        ``tests/test_reductions_exact.py`` compares the verdicts with and without this switch."""
+        if not self.reduces("read-only-polls"):
+            return False
+        first = next((st for st in role.steps if isinstance(st, Stage)), None)
+        if first is None or first.stage != stage or role.steps[0] is not first:
+            return False
+        section = rules.section_steps(self.protocols[first.protocol], first.kind)
+        if not section or section[0] is not step:
+            return False
+        if not (step.op == "await" and step.read == "atomic_cas" and (step.from_ or "self") == "self"
+                and _is_int(step.compare, 0) and _is_int(step.value, 0)):
+            return False
+        if _policies(self.protocols, self.opts).get(stage) not in ("host-between-barriers", "none"):
+            return False
+        for other in self.roles:
+            for st in other.steps:
+                if not isinstance(st, Stage) or st.stage != stage:
+                    continue
+                for s in rules.section_steps(self.protocols[st.protocol], st.kind):
+                    if s.lock != step.lock or s is step or s.op in ("barrier", "fence"):
+                        continue
+                    if not any(op.kind in ("st", "atom") for op in lower_step(s)):
+                        continue  # a load
+                    positive_add = s.op == "atomic_add" and s.value is not None and s.value.tree[0] == "int" \
+                        and s.value.tree[1] > 0
+                    if not positive_add:
+                        return False
         return True
 
     def _writes_own_copies_only(self, role: Role, tile: int) -> bool:
