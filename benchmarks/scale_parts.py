@@ -32,8 +32,9 @@ CASES = [
     ("add-counter", dict(scenario="all-reduce", world_size=3)),
     ("epoch-flag", dict(scenario="all-scatter", world_size=2, **PRS)),
     ("epoch-flag", dict(scenario="all-gather-gemm", world_size=2, **PRS)),
-    ("trtllm-14537-pdl-no-wait", dict(scenario="all-scatter", world_size=2, epochs=3,
-                                      launches="per-rank-stream")),
+    ("trtllm-14537-launch-dependents-no-visibility", dict(scenario="all-scatter", world_size=2, **PRS)),
+    ("add-counter-cas-reset", dict(scenario="all-scatter", world_size=2, **PRS)),
+    ("release-xchg-cas-acquire", dict(scenario="all-gather-gemm", world_size=4, epochs=3)),
 ]
 
 

@@ -497,3 +497,16 @@ def test_a_poll_that_resets_or_a_lock_something_else_writes_keeps_every_gemm():
     data["wait"] = [{"op": "fence", "sem": "acq_rel", "scope": "sys"}] + data["wait"]  # not its first step
     scenario = build(protocol_from_dict(data), ScenarioOptions(scenario="all-gather-gemm", world_size=2, epochs=1))
     assert _gemm_ranks(scenario) == {0, 1}
+
+
+def test_an_all_scatter_stage_that_can_hang_sends_the_check_to_the_whole_program_call_by_call():
+    # A stage that can hang across calls keeps the next launch of both stages from starting, so
+    # the check falls back to the whole program; that program is now checked call by call where
+    # the call split is exact (add-counter-skip-self at W = 8, two calls, was unknown at 60 s).
+    split, whole = _split("add-counter-skip-self", scenario="all-scatter", world_size=2, epochs=2)
+    assert [part.stage for part in split.parts] == ["pub", "push"]
+    assert [part.call for part in split.whole_parts] == [0, 1] and not whole.whole_parts
+    reduced, full = check(split, timeout=60), check(whole, timeout=60)
+    assert reduced.limit_hit is None and full.limit_hit is None
+    assert [stage for stage, _n, _s in reduced.stages][-3:-1] == ["call 0", "call 1"]
+    assert set(reduced.violations) == set(full.violations) == {"hang", "race"}

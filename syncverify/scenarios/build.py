@@ -332,6 +332,10 @@ class Scenario:
     locations: dict[str, Location] = field(default_factory=dict)
     #: Each protocol step's instruction label (as events carry it) -> the step.
     steps: dict[str, StepOrigin] = field(default_factory=dict)
+    #: With ``parts`` a stage split: the whole program's call programs (:func:`call_parts`), which
+    #: the check uses instead of the whole program where a stage can hang across calls; empty:
+    #: the whole ``program``.
+    whole_parts: list["Scenario"] = field(default_factory=list)
 
     @property
     def threads(self) -> tuple[ThreadOrigin, ...]:
@@ -611,7 +615,12 @@ def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str]
         scenario.notes.append(f"threads: {opts.threads_per_cta} model threads per CTA ({asked} asked), each standing "
                               f"for {share} of the kernels' {rules.KERNEL_WARPS} warps: the barrier steps select "
                               f"warps")
-    scenario.parts = stage_parts(protocols, opts, without) or call_parts(protocols, opts, without)
+    scenario.parts = stage_parts(protocols, opts, without)
+    calls = call_parts(protocols, opts, without)
+    if scenario.parts:
+        scenario.whole_parts = calls  # where a stage can hang across calls (verdicts.check)
+    else:
+        scenario.parts = calls
     return scenario
 
 
