@@ -732,8 +732,8 @@ def call_parts(protocols: dict[str, object], opts: ScenarioOptions,
     every path, maybe beside a consumer's CAS poll that resets the full count,
     :func:`_cas_reset_effect`, switch ``cas-reset``); any other CAS that can change a value, a
     narrower-scoped add or a value from a register leaves a state that depends on the
-    execution, and the scenario is checked whole (:class:`_NotSplittable`). The argument, in two directions (P: the whole program;
-    P_k: call ``k``'s program):
+    execution, and the scenario is checked whole (:class:`_NotSplittable`). The argument, in two
+    directions (P: the whole program; P_k: call ``k``'s program):
 
     * P to P_k. Let X be an execution of P in which calls ``0 .. k-1`` terminate. Each read of
       call ``k`` reads a write of call ``k``, of the reset, or of an earlier call; the last
