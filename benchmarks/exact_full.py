@@ -306,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                              "measured cost, costliest shards first (default: off)")
     parser.add_argument("--bound", type=float, default=480.0, help="wall-clock seconds (default 480)")
     parser.add_argument("--check-s", type=float, default=CHECK_S,
-                        help="bound on one check in seconds; an example whose check reaches it is discarded (default 20)")
+                        help="bound on one check in seconds; an example whose check reaches it is discarded "
+                             "(default 20)")
     parser.add_argument("--only", help="comma-separated properties (default: every one)")
     parser.add_argument("--seed", type=int, default=0,
                         help="added to every shard's seed: another run draws other examples (default 0)")

@@ -122,7 +122,8 @@ def cas_reset_protocols(draw) -> dict:
            "sem": draw(st.sampled_from(("release", "release", "relaxed"))),
            "scope": draw(st.sampled_from(("sys", "sys", "gpu"))), "to": draw(st.sampled_from(("others", "all")))}
     poll = {"op": "await", "lock": "ready", "read": "atomic_cas", "compare": target,
-            "value": 0 if target == "1" else draw(st.sampled_from((0, 0, 1))), "sem": draw(st.sampled_from(("acquire", "acquire", "relaxed"))),
+            "value": 0 if target == "1" else draw(st.sampled_from((0, 0, 1))),
+            "sem": draw(st.sampled_from(("acquire", "acquire", "relaxed"))),
             "scope": draw(st.sampled_from(("sys", "sys", "gpu"))), "until": until}
     data = {"name": "cas-reset", "summary": "s", "origin": "generated", "reset": "consumer",
             "tile_store": {"cache": ".wt"}, "tile_load": {"volatile": False},
@@ -440,7 +441,8 @@ def test_a_cas_that_never_matches_leaves_the_count_and_the_next_call_sees_it(mon
     assert reduced.limit_hit is None and full.limit_hit is None
     assert "stale-read" in full.violations
     assert set(reduced.violations) == set(full.violations)
-    monkeypatch.setattr(build_module, "_cas_reset_effect", lambda adds, polls, before: (polls[0].ins.operands[1], polls))
+    monkeypatch.setattr(build_module, "_cas_reset_effect",
+                        lambda adds, polls, before: (polls[0].ins.operands[1], polls))
     naive = build(protocol_from_dict(data), ScenarioOptions(**options))
     assert set(_state(naive).values()) == {0}
     assert check(naive, timeout=60).safe  # what the naive state would have answered
