@@ -1,17 +1,17 @@
 """The exhaustive exactness run (``tests/test_reductions_exact.py`` at its full example count), in parallel.
 
-    python3 benchmarks/exact_full.py [--jobs N] [--examples 40] [--shard-examples 4] [--bound 480]
-                                     [--only NAME,...] [--seed 0] [--out DIR] [--wheels DIR]
+    python3 benchmarks/exact_full.py [--jobs N] [--examples 40] [--shard-examples 4 | --shard-s S] [--bound 480]
+                                     [--check-s 20] [--only NAME,...] [--seed 0] [--out DIR] [--wheels DIR]
 
 Every property of ``tests/test_reductions_exact.py`` (each builder reduction, the tiles one, each
 explorer pruning: :func:`properties`) is run with ``SYNCVERIFY_EXACT_FULL=1`` (every scenario,
-both launch orders, 1-3 calls, W = 2 and 3, a 20 s bound per check) until ``--examples``
+both launch orders, 1-3 calls, W = 2 and 3, a ``--check-s`` bound per check, default 20 s) until ``--examples``
 comparisons of it were made. The examples of one property are split into shards of
 ``--shard-examples``, each a process of its own with its own Hypothesis seed (no example database,
 no shrinking: a difference is reported as drawn), ``--jobs`` processes at a time, the properties
 interleaved so that each advances from the start.
 
-Time: no comparison starts after ``--bound`` minus 45 s (a check takes at most 2 x 20 s), and a
+Time: no comparison starts after ``--bound`` minus one comparison (2 x ``--check-s`` + 5 s), and a
 shard still running at ``--bound`` is killed; what it compared is kept (each shard writes a JSON
 line per example). A plain progress line is printed every 10 s, the summary table last (property,
 examples compared of the target, discards, differences, shards, CPU seconds of its shards). Raw
@@ -47,7 +47,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NEEDED = ("hypothesis", "sortedcontainers", "pytest", "iniconfig", "pluggy", "packaging", "pygments", "networkx")
 PROGRESS_EVERY_S = 10.0
-CHECK_S = 2 * 20.0 + 5  # one comparison: two checks under the full run's 20 s bound, and some slack
+CHECK_S = 20.0  # the full run's bound on one check (tests/test_reductions_exact.py's TIMEOUT_S); --check-s
+
+
+def comparison_s(check_s: float) -> float:
+    """The longest one comparison takes: two checks under the bound, and some slack."""
+    return 2 * check_s + 5
 
 
 # ----- the properties ----------------------------------------------------------------------------
@@ -146,17 +151,35 @@ def ensure_modules(wheels: Path | None, out: Path) -> str | None:
 
 # ----- the parallel run --------------------------------------------------------------------------
 
-def plan(names: list[str], examples: int, per_shard: int, seed: int = 0) -> list[dict]:
-    """The shards, interleaved across properties (shard 0 of each, then shard 1 of each, ...);
-    shard ``k`` of property ``n`` draws with seed ``seed + 1000 n + k``."""
+#: Seconds one comparison of each property took on the device machine's CPUs, discards and the
+#: shard's start included (2026-12-02, commit 02cf2e5, 20 s per check, 13 jobs: each property's
+#: shard seconds over its comparisons; docs/reductions.md). Properties not in that run:
+#: DEFAULT_COST_S. Only the shards' sizes and order depend on these.
+COST_S = {"builder:slicing": 16.8, "builder:ranks": 18.1, "builder:stages": 51.5, "builder:symmetry": 19.7,
+          "tiles": 116.7, "pruning:value-classes": 14.1, "pruning:ceilings": 12.9,
+          "pruning:combination-search": 24.5, "pruning:barrier-orders": 8.7, "pruning:partial-causality": 26.9,
+          "pruning:alike": 14.0}
+DEFAULT_COST_S = 20.0
+
+
+def plan(names: list[str], examples: int, per_shard: int, seed: int = 0, shard_s: float = 0.0) -> list[dict]:
+    """The shards: ``per_shard`` comparisons each, or, with ``shard_s``, about ``shard_s`` seconds of
+    each property's comparisons at its measured cost (:data:`COST_S`; at least one). Interleaved
+    across properties (shard 0 of each, then shard 1 of each, ...), and with ``shard_s`` the
+    costliest shards first (the longest-first order leaves the fewest cores idle at the end).
+    Shard ``k`` of property ``n`` draws with seed ``seed + 1000 n + k``."""
     per_property = []
     for n, name in enumerate(names):
-        count = math.ceil(examples / per_shard)
-        sizes = [per_shard] * (count - 1) + [examples - per_shard * (count - 1)]
-        per_property.append([dict(property=name, shard=k, examples=size, seed=seed + 1000 * n + k,
-                                  id=f"{name.replace(':', '-')}-{k}") for k, size in enumerate(sizes)])
+        cost = COST_S.get(name, DEFAULT_COST_S)
+        size = max(1, min(examples, int(shard_s // cost))) if shard_s else per_shard
+        count = math.ceil(examples / size)
+        sizes = [size] * (count - 1) + [examples - size * (count - 1)]
+        per_property.append([dict(property=name, shard=k, examples=n_examples, seed=seed + 1000 * n + k,
+                                  id=f"{name.replace(':', '-')}-{k}", cost=n_examples * cost)
+                             for k, n_examples in enumerate(sizes)])
     longest = max(len(shards) for shards in per_property)
-    return [shards[k] for k in range(longest) for shards in per_property if k < len(shards)]
+    shards = [shards[k] for k in range(longest) for shards in per_property if k < len(shards)]
+    return sorted(shards, key=lambda shard: -shard["cost"]) if shard_s else shards
 
 
 def read_log(path: Path) -> list[dict]:
@@ -195,33 +218,36 @@ def tally(shards: list[dict], out: Path) -> dict[str, dict]:
     return table
 
 
-def shard_command(shard: dict, out: Path, stop_at: float, site: str | None) -> tuple[list[str], dict]:
+def shard_command(shard: dict, out: Path, stop_at: float, site: str | None,
+                  check_s: float = CHECK_S) -> tuple[list[str], dict]:
     log = out / "shards" / f"{shard['id']}.jsonl"
     log.unlink(missing_ok=True)
     path = os.pathsep.join(p for p in (str(ROOT), site, os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "PYTHONPATH": path, "SYNCVERIFY_EXACT_FULL": "1", "SYNCVERIFY_HYPOTHESIS_RANDOM": "1",
            "SYNCVERIFY_EXACT_EXAMPLES": str(shard["examples"]), "SYNCVERIFY_EXACT_SEED": str(shard["seed"]),
-           "SYNCVERIFY_EXACT_LOG": str(log), "SYNCVERIFY_EXACT_STOP_AT": str(stop_at)}
+           "SYNCVERIFY_EXACT_LOG": str(log), "SYNCVERIFY_EXACT_STOP_AT": str(stop_at),
+           "SYNCVERIFY_EXACT_CHECK_S": str(check_s)}
     return [sys.executable, str(Path(__file__).resolve()), "--worker", shard["property"], "--log", str(log)], env
 
 
-def run(shards: list[dict], jobs: int, bound: float, out: Path, site: str | None) -> float:
+def run(shards: list[dict], jobs: int, bound: float, out: Path, site: str | None, check_s: float = CHECK_S) -> float:
     """Run the shards ``jobs`` at a time under the wall-clock ``bound``; the seconds taken."""
     (out / "shards").mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    stop_at = time.time() + bound - CHECK_S
+    last = comparison_s(check_s)
+    stop_at = time.time() + bound - last
     pending, running = list(shards), []
     last_progress = start
     while pending or running:
         now = time.monotonic()
-        while pending and len(running) < jobs and now - start < bound - CHECK_S:
+        while pending and len(running) < jobs and now - start < bound - last:
             shard = pending.pop(0)
-            command, env = shard_command(shard, out, stop_at, site)
+            command, env = shard_command(shard, out, stop_at, site, check_s)
             err = open(out / "shards" / f"{shard['id']}.err", "w", encoding="utf-8")
             shard["process"], shard["began"], shard["err"] = (
                 subprocess.Popen(command, cwd=ROOT, env=env, stdout=err, stderr=subprocess.STDOUT), now, err)
             running.append(shard)
-        if now - start >= bound - CHECK_S:
+        if now - start >= bound - last:
             pending.clear()  # too late to start one: its comparisons would be stopped anyway
         for shard in list(running):
             code = shard["process"].poll()
@@ -275,7 +301,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--examples", type=int, default=40, help="comparisons per property (default 40)")
     parser.add_argument("--shard-examples", type=int, default=4, help="comparisons per shard (default 4)")
+    parser.add_argument("--shard-s", type=float, default=0.0,
+                        help="instead: about this many seconds of a property's comparisons per shard, at its "
+                             "measured cost, costliest shards first (default: off)")
     parser.add_argument("--bound", type=float, default=480.0, help="wall-clock seconds (default 480)")
+    parser.add_argument("--check-s", type=float, default=CHECK_S,
+                        help="bound on one check in seconds; an example whose check reaches it is discarded "
+                             "(default 20)")
     parser.add_argument("--only", help="comma-separated properties (default: every one)")
     parser.add_argument("--seed", type=int, default=0,
                         help="added to every shard's seed: another run draws other examples (default 0)")
@@ -286,9 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, args.log)
-    if args.jobs < 1 or args.examples < 1 or args.shard_examples < 1 or args.bound <= CHECK_S:
-        print(f"exact_full: --jobs, --examples and --shard-examples must be at least 1 and --bound more than "
-              f"{CHECK_S:.0f} s", file=sys.stderr)
+    if args.jobs < 1 or args.examples < 1 or args.shard_examples < 1 or args.check_s <= 0 or args.shard_s < 0 or \
+            args.bound <= comparison_s(args.check_s):
+        print(f"exact_full: --jobs, --examples and --shard-examples must be at least 1, --check-s positive and "
+              f"--bound more than 2 x --check-s + 5 s", file=sys.stderr)
         return 2
     out = Path(args.out)
     site = ensure_modules(Path(args.wheels) if args.wheels else None, out)
@@ -299,10 +332,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"exact_full: unknown property {unknown[0]!r}; choose from {', '.join(names)}", file=sys.stderr)
             return 2
         names = [n for n in names if n in args.only.split(",")]
-    shards = plan(names, args.examples, args.shard_examples, args.seed)
+    shards = plan(names, args.examples, args.shard_examples, args.seed, args.shard_s)
+    expected = sum(shard["cost"] for shard in shards)
+    print(f"exact_full: about {expected:.0f} s of comparisons at the costs measured with 20 s per check "
+          f"({expected / args.jobs:.0f} s wall on {args.jobs} jobs; less with a smaller --check-s)", flush=True)
     print(f"exact_full: {len(names)} properties x {args.examples} comparisons in {len(shards)} shards, "
-          f"{args.jobs} at a time, bound {args.bound:.0f} s; raw results in {out}", flush=True)
-    seconds = run(shards, args.jobs, args.bound, out, site)
+          f"{args.jobs} at a time, bound {args.bound:.0f} s, {args.check_s:.0f} s per check; raw results in {out}",
+          flush=True)
+    seconds = run(shards, args.jobs, args.bound, out, site, args.check_s)
     table = tally(shards, out)
     (out / "summary.json").write_text(json.dumps(dict(seconds=seconds, properties=table), indent=1),
                                       encoding="utf-8")

@@ -35,6 +35,7 @@ from syncverify.explore.symmetry import affordable
 from syncverify.protocols import load_protocol, protocol_from_dict
 from syncverify.protocols.registry import zoo_protocols
 from syncverify.protocols.rules import LAUNCH_ORDERS
+from syncverify.scenarios import build as build_module
 from syncverify.scenarios.build import REDUCTIONS, SCENARIOS, ScenarioOptions, build
 from syncverify.verdicts.check import check
 
@@ -47,7 +48,8 @@ CONFIGS = [(scenario, launches, calls, world) for scenario in SCENARIOS for laun
            if not (launches == "per-rank-stream" and calls == 1)]  # one call: no launch order at all
 SLICE = [c for c in CONFIGS if c[2] <= 2 and c[3] == 2]
 EXAMPLES = int(os.environ.get("SYNCVERIFY_EXACT_EXAMPLES", 40)) if FULL else 3
-TIMEOUT_S = 20.0 if FULL else 4.0
+# The full run's bound per check (benchmarks/exact_full.py --check-s sets it for a faster machine).
+TIMEOUT_S = float(os.environ.get("SYNCVERIFY_EXACT_CHECK_S", 20.0)) if FULL else 4.0
 MAX_EXECUTIONS = 20_000
 
 # Invalid examples (a bound hit) do not count towards max_examples, so Hypothesis draws more: the
@@ -107,15 +109,43 @@ def exact_protocols(near_safe: bool = False) -> st.SearchStrategy[dict]:
     return base.flatmap(with_done_and_slots)
 
 
+@st.composite
+def cas_reset_protocols(draw) -> dict:
+    """A counter that producers increment and the consumer's CAS poll resets (``reset =
+    "consumer"``, as ``add-counter-cas-reset``), with its compare, exit, new value, increment,
+    targets, scopes and sems drawn, the local ``.wt`` flag path kept or left out (it races on its
+    own and would hide what the counter's state does): the protocols the ``cas-reset`` split is
+    made for, and those just outside it."""
+    target = draw(st.sampled_from(("world_size - 1", "world_size", "world_size - 2", "1", "world_size + 3")))
+    until = draw(st.sampled_from((f">= {target}", f"== {target}", ">= 1", "> 0", ">= world_size - 1",
+                                  ">= world_size")))
+    add = {"op": "atomic_add", "lock": "ready", "value": draw(st.sampled_from((1, 1, 2))),
+           "sem": draw(st.sampled_from(("release", "release", "relaxed"))),
+           "scope": draw(st.sampled_from(("sys", "sys", "gpu"))), "to": draw(st.sampled_from(("others", "all")))}
+    poll = {"op": "await", "lock": "ready", "read": "atomic_cas", "compare": target,
+            "value": 0 if target == "1" else draw(st.sampled_from((0, 0, 1))),
+            "sem": draw(st.sampled_from(("acquire", "acquire", "relaxed"))),
+            "scope": draw(st.sampled_from(("sys", "sys", "gpu"))), "until": until}
+    data = {"name": "cas-reset", "summary": "s", "origin": "generated", "reset": "consumer",
+            "tile_store": {"cache": ".wt"}, "tile_load": {"volatile": False},
+            "signal": [{"op": "barrier"}, add], "wait": [poll]}
+    if draw(st.booleans()):  # add-counter-cas-reset's local path
+        data["signal"].insert(1, {"op": "store", "lock": "local", "value": 1, "cache": ".wt", "to": "self"})
+        data["wait"].insert(0, {"op": "await", "lock": "local", "read": "volatile_load", "cache": ".cv",
+                                "until": "== 1"})
+    return draw(with_done_and_slots(data))
+
+
 #: The scenarios where each builder reduction is made (elsewhere it changes nothing to compare).
-APPLIES = {"ranks": ("all-scatter", "all-gather-gemm"), "stages": ("all-scatter",)}
+APPLIES = {"ranks": ("all-scatter", "all-gather-gemm"), "read-only-polls": ("all-scatter", "all-gather-gemm"),
+           "stages": ("all-scatter",)}
 
 
 def configs_for(reduction: str = "", max_calls: int = 3) -> list[tuple]:
     """The configurations a test of ``reduction`` draws from: all of them in the full run, the slice by default."""
     where = APPLIES.get(reduction, SCENARIOS)
     return [c for c in (CONFIGS if FULL else SLICE) if c[0] in where and c[2] <= max_calls
-            and (reduction != "calls" or (c[1] == "host-barrier" and c[2] > 1))]  # where the call split is made
+            and (reduction not in ("calls", "cas-reset") or (c[1] == "host-barrier" and c[2] > 1))]  # the call split
 
 
 def options(config: tuple, tiles: int = 1, ctas: int | None = None) -> ScenarioOptions:
@@ -132,11 +162,12 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
     discards the example on a bound (or when the protocol does not fit the scenario)."""
     protocol = protocol_from_dict(data)
     push_protocol = protocol_from_dict({**push, "name": "push"}) if push is not None else None
+    start = time.process_time()
     scenario = build(protocol, opts, push=push_protocol, without=frozenset(reductions))
     result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=timeout, without=frozenset(prunings))
     assert result.limit_hit != "no-executions", f"no execution at all: {data}"
     if result.limit_hit is not None:
-        log(outcome="discard", limit=result.limit_hit)
+        log(outcome="discard", limit=result.limit_hit, cpu=round(time.process_time() - start, 2))
     budget.discard_if_hit(result.limit_hit)
     return frozenset(result.violations)
 
@@ -149,11 +180,13 @@ def assert_same(data: dict, config: tuple, *, tiles: int = 1, ctas: int | None =
     note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, ctas {ctas}, push {push}\noff: {off}")
     opts = options(config, tiles, ctas)
     timeout = TIMEOUT_S * tiles  # each tile a copy of the program: the whole one takes that much longer
+    start = time.process_time()
     with_it = kinds(data, opts, push=push, timeout=timeout)
     without_it = kinds(data, opts, push=push, timeout=timeout, **off)
     event(f"kinds: {sorted(with_it)}")
     same = with_it == without_it
     log(outcome="same" if same else "difference", config=list(config), tiles=tiles,
+        cpu=round(time.process_time() - start, 2),
         with_it=sorted(with_it), without_it=sorted(without_it), **({} if same else {"protocol": data, "push": push}))
     assert same, f"with the reduction {sorted(with_it)}, without it {sorted(without_it)}"
 
@@ -174,7 +207,11 @@ seeded = seed(int(SEED)) if SEED else (lambda f: f)
 @SETTINGS
 @given(data=exact_protocols(near_safe=True), push=st.one_of(st.none(), exact_protocols()), draw=st.data())
 def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
-    """Slicing, ranks left out, the stage split and the symmetry group, each turned off alone."""
+    """Slicing, ranks left out, the stage split, the symmetry group, the call split and the call
+    split across a consumer's CAS reset, each turned off alone (the last over counters with a
+    consumer's CAS reset, which no other protocol has)."""
+    if reduction == "cas-reset":
+        data = draw.draw(cas_reset_protocols(), label="counter with a CAS reset")
     config = draw.draw(st.sampled_from(configs_for(reduction)), label="config")
     assert_same(data, config, push=push if config[0] == "all-scatter" else None, reductions={reduction})
 
@@ -302,10 +339,10 @@ def test_a_symmetry_group_whose_units_have_too_many_path_tuples_is_dropped_and_t
 
 # ----- the call split (calls checked one by one from the state the calls before leave) -----------
 
-def _split(name_or_data, **options):
+def _split(name_or_data, without=frozenset(), **options):
     protocol = load_protocol(name_or_data) if isinstance(name_or_data, str) else protocol_from_dict(name_or_data)
     opts = ScenarioOptions(**options)
-    return build(protocol, opts), build(protocol, opts, without=frozenset({"calls"}))
+    return build(protocol, opts, without=without), build(protocol, opts, without=frozenset({"calls"}))
 
 
 def test_two_calls_at_w8_are_checked_call_by_call_from_the_state_the_first_leaves():
@@ -346,10 +383,14 @@ def test_a_call_that_always_hangs_keeps_the_later_calls_from_counting():
 
 
 def test_no_call_split_where_a_call_can_leave_two_states():
-    # A consumer's CAS reset leaves 0 or the count (whether it succeeded depends on the
-    # execution); adds at gpu scope across ranks are not morally strong (an increment can be
-    # lost); per-rank streams order no call after every rank's previous one.
-    assert not _split("add-counter-cas-reset", scenario="all-reduce", world_size=2, epochs=2)[0].parts
+    # A consumer's CAS reset that can leave the loop before the last increment leaves 0 or the
+    # count (whether it succeeded depends on the execution); adds at gpu scope across ranks are
+    # not morally strong (an increment can be lost); per-rank streams order no call after every
+    # rank's previous one.
+    assert not _split(_counter(compare="world_size - 1", until=">= 1"), scenario="all-reduce", world_size=3,
+                      epochs=2)[0].parts
+    assert not _split("add-counter-cas-reset", scenario="all-reduce", world_size=2, epochs=2,
+                      without=frozenset({"cas-reset"}))[0].parts
     data = load_protocol("epoch-flag").to_dict()
     data["signal"] = [{**step, "scope": "gpu"} if step["op"] == "atomic_add" else step for step in data["signal"]]
     assert not _split(data, scenario="all-reduce", world_size=2, epochs=2)[0].parts
@@ -369,3 +410,136 @@ def test_a_cas_reset_beside_an_exchange_leaves_no_one_state_and_is_not_split():
     split, _whole = _split(data, scenario="all-reduce", world_size=1, threads_per_cta=1, epochs=2)
     assert not split.parts
     assert check(split, timeout=60).safe is True
+
+
+# ----- the call split across a consumer's CAS reset (``cas-reset``) ----------------------------
+
+def _counter(compare: str, until: str, to: str = "others", value: int = 0) -> dict:
+    """A counter every other rank increments (release, sys) and the consumer polls with
+    ``CAS(compare -> value)`` until ``until`` (acquire, sys), reset by that CAS only."""
+    return {"name": "counter-cas", "summary": "s", "origin": "test", "reset": "consumer",
+            "tile_store": {"cache": ".wt"}, "tile_load": {"volatile": False},
+            "signal": [{"op": "barrier"},
+                       {"op": "atomic_add", "lock": "ready", "value": 1, "sem": "release", "scope": "sys", "to": to}],
+            "wait": [{"op": "await", "lock": "ready", "read": "atomic_cas", "compare": compare, "value": value,
+                      "sem": "acquire", "scope": "sys", "until": until}]}
+
+
+def _state(scenario, call: int = 1) -> dict[str, int]:
+    return {loc: v for loc, v in scenario.parts[call].program.init.items() if loc.startswith("ready")}
+
+
+def test_a_consumer_cas_reset_of_the_full_count_is_checked_call_by_call_at_w8():
+    # Issue 24: the 20 CAS-reset rows of the performance table were checked whole (W! orders of
+    # each later call's increments). The poll leaves only on reading world_size - 1, every
+    # increment made, and that CAS wrote 0: call 1 starts from 0.
+    split, _whole = _split("add-counter-cas-reset", scenario="all-reduce", world_size=8, epochs=2)
+    assert [part.stage for part in split.parts] == ["call 0", "call 1"]
+    assert set(_state(split).values()) == {0}
+    result = check(split, timeout=60)
+    assert result.limit_hit is None
+    assert set(result.violations) == {"race", "stale-read", "unwritten-read"}  # the local .wt flag path
+
+
+def test_a_cas_reset_split_gives_the_whole_programs_verdicts_where_both_decide():
+    safe = _counter(compare="world_size", until=">= world_size", to="all")
+    for data, options, expected in [
+            (safe, dict(scenario="all-reduce", world_size=3, epochs=2), set()),
+            (safe, dict(scenario="gemm-reduce-scatter", world_size=2, epochs=3), set()),
+            (_counter(compare="world_size", until="== world_size", to="all"),
+             dict(scenario="all-reduce", world_size=2, epochs=3), set()),
+            ("add-counter-cas-reset", dict(scenario="all-reduce", world_size=3, epochs=2), None),
+            # the poll needs one increment more than the producers make: call 0 always hangs
+            ("add-counter-skip-self", dict(scenario="all-reduce", world_size=2, epochs=3), {"hang", "race"})]:
+        split, whole = _split(data, **options)
+        assert split.parts and split.parts[0].call == 0, data
+        reduced, full = check(split, timeout=60), check(whole, timeout=60)
+        assert reduced.limit_hit is None and full.limit_hit is None, data
+        assert set(reduced.violations) == set(full.violations), data
+        assert expected is None or set(reduced.violations) == expected, data
+
+
+def test_a_cas_that_never_matches_leaves_the_count_and_the_next_call_sees_it(monkeypatch):
+    # The seeded case where the naive reading (a CAS poll resets to its new value) is wrong: the
+    # compare (world_size + 3) is never reached, so call 0 leaves world_size in the counter, and
+    # call 1's poll (>= world_size) leaves at once, before call 1's producers: its tile loads
+    # read call 0's tiles. The split keeps that count (SAFE would be wrong).
+    data = _counter(compare="world_size + 3", until=">= world_size", to="all")
+    options = dict(scenario="all-reduce", world_size=2, epochs=2)
+    split, whole = _split(data, **options)
+    assert set(_state(split).values()) == {2}
+    reduced, full = check(split, timeout=60), check(whole, timeout=60)
+    assert reduced.limit_hit is None and full.limit_hit is None
+    assert "stale-read" in full.violations
+    assert set(reduced.violations) == set(full.violations)
+    monkeypatch.setattr(build_module, "_cas_reset_effect",
+                        lambda adds, polls, before: (polls[0].ins.operands[1], polls))
+    naive = build(protocol_from_dict(data), ScenarioOptions(**options))
+    assert set(_state(naive).values()) == {0}
+    assert check(naive, timeout=60).safe  # what the naive state would have answered
+
+
+def test_a_call_whose_poll_can_never_leave_ends_the_state_and_later_calls_are_still_split():
+    # add-counter-skip-self at W = 4: call 0 leaves 3 in the counter and its poll (>= 4) can
+    # never leave, so calls 1 and 2 never run. Folding call 1 into call 2's state (from 3, 3
+    # more increments pass the compare 4 on their way) is not one state, but it is never used:
+    # the split is made (W = 4, three calls: unknown at 60 s whole) and the verdict is call 0's.
+    split, _whole = _split("add-counter-skip-self", scenario="all-reduce", world_size=4, epochs=3)
+    assert [part.call for part in split.parts] == [0, 1, 2]
+    assert set(_state(split, 2).values()) == {3}
+    assert not _split("add-counter-skip-self", scenario="all-reduce", world_size=4, epochs=3,
+                      without=frozenset({"cas-reset"}))[0].parts
+    result = check(split, timeout=60)
+    assert result.limit_hit is None and set(result.violations) == {"hang", "race"}
+
+
+# ----- read-only polls: the ranks reduction across a CAS(0 -> 0) poll (``read-only-polls``) ------
+
+def _gemm_ranks(scenario) -> set[int]:
+    parts = scenario.parts or [scenario]
+    return {th.gpu for part in parts for th in part.program.threads if th.role.role == "gemm"}
+
+
+def test_a_gemm_whose_poll_only_rewrites_zero_is_left_out_on_other_ranks_with_the_same_verdict():
+    # Issue 24: all-gather-gemm at W >= 4 built every rank's GEMM, because its CAS(0 -> 0) poll
+    # writes the counter the senders' adds read; one call at W = 4 found no execution in 60 s.
+    # The poll writes only after reading 0, which only the initial write or a host reset holds
+    # (the adds are positive): its writes order nothing kept.
+    for name, world, calls in [("fenced-release-acquire", 2, 2), ("barrier-fenced-release-acquire", 2, 2),
+                               ("add-counter", 2, 1)]:
+        opts = ScenarioOptions(scenario="all-gather-gemm", world_size=world, epochs=calls)
+        protocol = load_protocol(name)
+        reduced = build(protocol, opts)
+        whole = build(protocol, opts, without=frozenset({"read-only-polls"}))
+        assert _gemm_ranks(reduced) == {0} and _gemm_ranks(whole) == set(range(world)), name
+        a, b = check(reduced, timeout=60), check(whole, timeout=60)
+        assert a.limit_hit is None and b.limit_hit is None, name
+        assert set(a.violations) == set(b.violations), name
+    result = check(build(load_protocol("fenced-release-acquire"),
+                         ScenarioOptions(scenario="all-gather-gemm", world_size=4, epochs=3)), timeout=60)
+    assert result.limit_hit is None and set(result.violations) == {"race", "stale-read", "unwritten-read"}
+
+
+def test_a_poll_that_resets_or_a_lock_something_else_writes_keeps_every_gemm():
+    # A CAS that writes 0 over a count (the consumer's reset) carries order; so does a poll of a
+    # lock that an exchange can set back to the compared value.
+    for name in ("add-counter-cas-reset", "xchg-flag", "release-xchg-cas-acquire"):
+        scenario = build(load_protocol(name), ScenarioOptions(scenario="all-gather-gemm", world_size=2, epochs=2))
+        assert _gemm_ranks(scenario) == {0, 1}, name
+    data = load_protocol("add-counter").to_dict()
+    data["wait"] = [{"op": "fence", "sem": "acq_rel", "scope": "sys"}] + data["wait"]  # not its first step
+    scenario = build(protocol_from_dict(data), ScenarioOptions(scenario="all-gather-gemm", world_size=2, epochs=1))
+    assert _gemm_ranks(scenario) == {0, 1}
+
+
+def test_an_all_scatter_stage_that_can_hang_sends_the_check_to_the_whole_program_call_by_call():
+    # A stage that can hang across calls keeps the next launch of both stages from starting, so
+    # the check falls back to the whole program; that program is now checked call by call where
+    # the call split is exact (add-counter-skip-self at W = 8, two calls, was unknown at 60 s).
+    split, whole = _split("add-counter-skip-self", scenario="all-scatter", world_size=2, epochs=2)
+    assert [part.stage for part in split.parts] == ["pub", "push"]
+    assert [part.call for part in split.whole_parts] == [0, 1] and not whole.whole_parts
+    reduced, full = check(split, timeout=60), check(whole, timeout=60)
+    assert reduced.limit_hit is None and full.limit_hit is None
+    assert [stage for stage, _n, _s in reduced.stages][-3:-1] == ["call 0", "call 1"]
+    assert set(reduced.violations) == set(full.violations) == {"hang", "race"}

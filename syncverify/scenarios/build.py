@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from syncverify.delivery import DeliveryFence, Put, Quiet, lower_delivery
 from syncverify.streams import StreamOp, stream_threads
 from syncverify.errors import ScenarioError, UnsupportedConstruct
+from syncverify.explore.instructions import BRANCHES
 from syncverify.explore.residency import Residency
 from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Label, Load, Phase, Program, RegOp,
                                 Store, Thread, ThreadOrigin, byte_location, mixed_size_locations, pdl_dependent,
@@ -339,6 +340,10 @@ class Scenario:
     locations: dict[str, Location] = field(default_factory=dict)
     #: Each protocol step's instruction label (as events carry it) -> the step.
     steps: dict[str, StepOrigin] = field(default_factory=dict)
+    #: With ``parts`` a stage split: the whole program's call programs (:func:`call_parts`), which
+    #: the check uses instead of the whole program where a stage can hang across calls; empty:
+    #: the whole ``program``.
+    whole_parts: list["Scenario"] = field(default_factory=list)
 
     @property
     def threads(self) -> tuple[ThreadOrigin, ...]:
@@ -647,7 +652,8 @@ def _stage_name(stage: str) -> str:
 
 #: The builder's reductions, each argued where it is made; ``ScenarioOptions.symmetry=False``
 #: turns them all off, ``build(..., without=...)`` some of them (the exactness tests compare each).
-REDUCTIONS: tuple[str, ...] = ("tiles", "slicing", "ranks", "stages", "symmetry", "calls")
+REDUCTIONS: tuple[str, ...] = ("tiles", "slicing", "ranks", "read-only-polls", "stages", "symmetry", "calls",
+                                "cas-reset")
 
 
 def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str] = frozenset()) -> Scenario:
@@ -678,7 +684,12 @@ def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str]
         scenario.notes.append(f"threads: {opts.threads_per_cta} model threads per CTA ({asked} asked), each standing "
                               f"for {share} of the kernels' {rules.KERNEL_WARPS} warps: the barrier steps select "
                               f"warps")
-    scenario.parts = stage_parts(protocols, opts, without) or call_parts(protocols, opts, without)
+    scenario.parts = stage_parts(protocols, opts, without)
+    calls = call_parts(protocols, opts, without)
+    if scenario.parts:
+        scenario.whole_parts = calls  # where a stage can hang across calls (verdicts.check)
+    else:
+        scenario.parts = calls
     return scenario
 
 
@@ -757,6 +768,16 @@ class _NotSplittable(Exception):
     """What calls before a call leave in memory is not one state (:func:`call_parts`)."""
 
 
+class _CallAlwaysHangs(Exception):
+    """A call hangs in every execution (:func:`_cas_reset_effect`): no later call runs, so the
+    state it would start from is never used (``call_parts``: a later call's violations count only
+    if every earlier call program has an execution without a hang, which the check decides)."""
+
+    def __init__(self, effect: tuple[int, list]) -> None:
+        super().__init__(effect)
+        self.effect = effect  # the state it leaves in the location if it did stop
+
+
 def call_parts(protocols: dict[str, object], opts: ScenarioOptions,
                without: frozenset[str] = frozenset(), stage: str | None = None) -> list[Scenario]:
     """The scenario (``stage``: that stage's program, :func:`stage_parts`) split into one program
@@ -777,10 +798,11 @@ def call_parts(protocols: dict[str, object], opts: ScenarioOptions,
     and no residency bound, and only when the state calls ``0 .. k-1`` leave is *one* state, the
     same in every execution in which they all terminate (:func:`_call_effect`: stores or
     exchanges of one constant, or a counter's system-scoped adds of constants, each made once on
-    every path); a CAS that can change a value, a narrower-scoped add or a value from a register
-    leaves a state that depends on the execution, and the scenario is checked whole
-    (:class:`_NotSplittable`). The argument, in two directions (P: the whole program;
-    P_k: call ``k``'s program):
+    every path, maybe beside a consumer's CAS poll that resets the full count,
+    :func:`_cas_reset_effect`, switch ``cas-reset``); any other CAS that can change a value, a
+    narrower-scoped add or a value from a register leaves a state that depends on the
+    execution, and the scenario is checked whole (:class:`_NotSplittable`). The argument, in two
+    directions (P: the whole program; P_k: call ``k``'s program):
 
     * P to P_k. Let X be an execution of P in which calls ``0 .. k-1`` terminate. Each read of
       call ``k`` reads a write of call ``k``, of the reset, or of an earlier call; the last
@@ -835,6 +857,9 @@ class _Write:
     value: int | None  # the value it writes or adds, if a constant
     sure: bool  # every path through the code makes it (no forward branch jumps around it)
     looped: bool  # inside a loop: a path may make it more than once
+    # A CAS that is the only instruction of its loop (``L: cas r, [x], c, n; b<cond> r, k, L``,
+    # an ``await`` read with ``atomic_cas``): the branch's ``(cond, k)``, which repeats it while true.
+    repeat: tuple[str, int] | None = None
 
 
 def _writes(code: list) -> list[_Write]:
@@ -853,10 +878,29 @@ def _writes(code: list) -> list[_Write]:
             out.append(_Write(ins, ins.value if isinstance(ins.value, int) else None, n not in skipped, n in looped))
         elif isinstance(ins, Atomic):
             constant = all(isinstance(v, int) for v in ins.operands)
-            out.append(_Write(ins, ins.operands[-1] if constant else None, n not in skipped, n in looped))
+            out.append(_Write(ins, ins.operands[-1] if constant else None, n not in skipped, n in looped,
+                              _repeat(code, n)))
         elif not isinstance(ins, (Load, Fence, Barrier, Branch, Label, RegOp)):
             raise _NotSplittable(type(ins).__name__)
     return out
+
+
+def _repeat(code: list, n: int) -> tuple[str, int] | None:
+    """For a CAS at ``code[n]`` that is the whole body of its loop (``L: cas r, ...; b<cond> r, k, L``),
+    the branch's ``(cond, k)``; None otherwise."""
+    ins = code[n]
+    if ins.op != "cas" or ins.dst is None or not 0 < n < len(code) - 1:
+        return None
+    label, branch = code[n - 1], code[n + 1]
+    if not (isinstance(label, Label) and isinstance(branch, Branch) and branch.target == label.name
+            and branch.cond is not None and branch.lhs == ins.dst and isinstance(branch.rhs, int)):
+        return None
+    return branch.cond, branch.rhs
+
+
+def _is_int(expr, value: int) -> bool:
+    """Whether the protocol expression ``expr`` is the constant ``value`` as written."""
+    return expr is not None and expr.tree == ("int", value)
 
 
 def _leaves_value(ins: object) -> bool:
@@ -868,7 +912,7 @@ def _leaves_value(ins: object) -> bool:
         ins.op in ("add", "sub", "or", "xor") and ins.operands[0] == 0)
 
 
-def _call_effect(writes: list[_Write], before: int) -> tuple[int, list[_Write]] | None:
+def _call_effect(writes: list[_Write], before: int, cas_reset: bool = True) -> tuple[int, list[_Write]] | None:
     """What one call's ``writes`` of a location leave in it, the same in every execution in which
     the call terminates, and the writes that may stand for it (None: they leave ``before``).
 
@@ -878,8 +922,11 @@ def _call_effect(writes: list[_Write], before: int) -> tuple[int, list[_Write]] 
       no loop): ``before`` plus their sum. They are morally strong with each other (strong,
       system scope), so by Atomicity each reads the one coherence-before it: none is lost.
 
-    Anything else (a CAS that can change the value, adds at a narrower scope, a store mixed
-    with adds, a value from a register) raises :class:`_NotSplittable`."""
+    * with ``cas_reset``, adds as above beside a consumer's CAS poll loop
+      (:func:`_cas_reset_effect`): the CAS's new value, or the sum where no CAS can succeed.
+
+    Anything else (a CAS that can change the value outside those, adds at a narrower scope, a
+    store mixed with adds, a value from a register) raises :class:`_NotSplittable`."""
     changing = [w for w in writes if not _leaves_value(w.ins)]
     if not changing:
         return None
@@ -891,7 +938,85 @@ def _call_effect(writes: list[_Write], before: int) -> tuple[int, list[_Write]] 
     if adds and len(adds) == len(changing) and all(
             w.value is not None and w.sure and not w.looped and w.ins.scope == "sys" for w in adds):
         return before + sum(w.value for w in adds), adds
+    polls = [w for w in changing if isinstance(w.ins, Atomic) and w.ins.op == "cas"]
+    if cas_reset and polls and len(adds) + len(polls) == len(changing):
+        return _cas_reset_effect(adds, polls, before)
     raise _NotSplittable(str(writes[0].ins.loc))
+
+
+#: At most this many distinct partial sums of a call's adds are weighed (_cas_reset_effect).
+MAX_PARTIAL_SUMS = 4096
+
+
+def _cas_reset_effect(adds: list[_Write], polls: list[_Write], before: int) -> tuple[int, list[_Write]] | None:
+    """What one call leaves in a counter that producers increment (``adds``) and a consumer polls
+    with a CAS that resets it (``polls``: ``L: cas r, [x], c, n; b<cond> r, k, L``, the ``await``
+    of ``add-counter-cas-reset``), when that is one value in every execution in which the call
+    terminates; None where the location keeps ``before``. Raises :class:`_NotSplittable` otherwise.
+
+    Made only where every write of the location in the call is an add of a positive constant
+    made once on every path, or a CAS poll loop on every path, each at system scope. The
+    argument rests on three sentences of the PTX ISA's memory consistency model:
+
+    * "Two operations are said to be morally strong relative to each other if ... each
+      operation is strong and specifies a scope that includes the thread executing the other
+      operation" ("Morally strong operations"): ``.sys`` atomics are, pairwise, so
+    * "Two overlapping write operations are related in coherence order if they are morally
+      strong or if they are related in causality order" ("Coherence"): the call's writes of
+      the location form one sequence in coherence order, after every write of the calls before
+      (the host barrier orders those before, in causality order), the last of which leaves
+      ``before``;
+    * "When an atomic operation A and a write W overlap and are morally strong, then the
+      following two communications cannot both exist in the same execution: A reads any byte
+      from a write W' that precedes W in coherence order; A follows W in coherence order"
+      ("Atomicity"): each add, and each CAS that writes, reads the write just before it in that
+      sequence, so the value after each write is determined by the sequence: ``before`` plus
+      the adds so far, reset to ``n`` by a CAS that read ``c`` (a CAS whose compare fails
+      writes nothing: "atom.cas ... stores ... only if the comparison succeeds").
+
+    So, with ``R`` the values ``before`` plus a sum of some of the adds (every value the
+    location holds before a CAS writes; positive adds make ``before + total`` the largest, held
+    only once every add is in), exactly:
+
+    1. no compare in ``R``: no CAS ever writes, the location holds values of ``R`` only, and
+       once the call terminates every add is in: ``before + total``. A poll that leaves on no
+       value of ``R`` hangs in every execution (:class:`_CallAlwaysHangs`: the state of later
+       calls is then never used, and their programs are built from whatever it is).
+    2. one poll loop, compare ``c == before + total``, leaving the loop when it reads ``c``
+       and for no other value of ``R`` nor for ``n``: the loop leaves only at a CAS that read
+       ``c``, i.e. after every add (a read of ``n`` or of another value of ``R`` repeats the
+       poll), and that CAS wrote ``n``, after which no add is left to come: ``n``. The CAS
+       stands for it (its thread names the state).
+
+    Anything else (a compare the count passes on its way, two poll loops that could both
+    reset, an exit on a value short of the total, a narrower scope) can leave two values and
+    is checked whole. ``tests/test_reductions_exact.py`` compares the verdicts with and without
+    this (the ``cas-reset`` switch) and has the known answer where the exit condition matters.
+    """
+    if not all(w.value is not None and w.value > 0 and w.sure and not w.looped and w.ins.scope == "sys"
+               for w in adds) or not all(p.repeat is not None and p.sure and p.ins.scope == "sys" for p in polls):
+        raise _NotSplittable(str(polls[0].ins.loc))
+    sums = {0}
+    for w in adds:
+        sums |= {x + w.value for x in sums}
+        if len(sums) > MAX_PARTIAL_SUMS:
+            raise _NotSplittable(str(polls[0].ins.loc))
+    held = {before + x for x in sums}
+    total = before + sum(w.value for w in adds)
+    if max(held) >= 2 ** 31 or min(held) < -(2 ** 31):  # int32 wrap: the values are not the sums
+        raise _NotSplittable(str(polls[0].ins.loc))
+    if not {p.ins.operands[0] for p in polls} & held:  # 1: no CAS ever writes
+        if not any(not BRANCHES[cond](v, bound) for p in polls for cond, bound in [p.repeat] for v in held):
+            raise _CallAlwaysHangs((total, adds or polls))  # no value it can read lets a poll out
+        return (total, adds) if adds else None
+    if len(polls) == 1:  # 2: one poll loop, which leaves only after resetting the full count
+        (poll,) = polls
+        compare, new = poll.ins.operands
+        cond, bound = poll.repeat
+        leaves = {v for v in held | {new} if not BRANCHES[cond](v, bound)}
+        if compare == total and leaves == {compare}:
+            return new, polls
+    raise _NotSplittable(str(polls[0].ins.loc))
 
 
 class _Program:
@@ -976,7 +1101,8 @@ class _Program:
                         if s.op not in ("barrier", "fence"):
                             yield step.stage, s
         # As the kernels run it: an acquire or relaxed atomic_add(0) poll is a load (lower_step).
-        written = {(stage, s.lock) for stage, s in steps(role) if any(op.kind in ("st", "atom") for op in lower_step(s))}
+        written = {(stage, s.lock) for stage, s in steps(role) if any(op.kind in ("st", "atom") for op in lower_step(s))
+                   and not self._poll_carries_no_order(role, stage, s)}
         for other in self.roles:
             for stage, s in steps(other):
                 if (stage, s.lock) not in written:
@@ -984,6 +1110,57 @@ class _Program:
                 if other.name != role.name or (s.to is None and (s.from_ or "self") != "self") or (
                         s.to is not None and s.to != "self"):
                     return False
+        return True
+
+    def _poll_carries_no_order(self, role: Role, stage: str, step) -> bool:
+        """Whether ``step`` of ``role`` is a read-only CAS poll whose writes order nothing kept
+        (switch ``read-only-polls``): then the role's CTAs on other ranks may be left out although
+        the other roles' adds read what their polls write (all-gather-gemm's GEMM CTAs, whose
+        ``CAS(0 -> 0)`` poll of their own counter every sender increments: each rank's GEMM was
+        built, and one call at W = 4 found no execution in 60 s).
+
+        Made where the poll is the role's first step, reads its own rank's copy, compares with 0
+        and writes 0 (as written), the lock's reset (if any) is ordered by host barriers, and every
+        other write of the lock, by any role, is an add of a positive constant (or such a poll).
+        The argument: a CAS "stores ... only if the comparison succeeds" (PTX ISA, ``atom``), i.e.
+        only when it read 0. Positive adds only raise the count, so 0 is read only from the
+        initial write or a host reset, both ordered before every event of the launch (host
+        barrier). The left-out CTA's events up to its last write are its earlier polls, which
+        also read 0 from those writes: no kept event of the launch happens before any of them
+        (the poll is the CTA's first step: no fence or barrier before it). So a path of
+        happens-before through the left-out CTA (a kept add reading its write: observation)
+        starts at a write already ordered before the whole launch, and adds no order between
+        kept events; a kept read of its write (of 0) can read that write's source instead (same
+        value; atomicity puts the CAS just after its source in coherence). With the writes
+        removed, the other ranks' copies of the lock are polled by nothing kept and sliced, and
+        the rest of :meth:`_other_ranks_removable`'s argument holds unchanged.
+        ``tests/test_reductions_exact.py`` compares the verdicts with and without this switch."""
+        if not self.reduces("read-only-polls"):
+            return False
+        first = next((st for st in role.steps if isinstance(st, Stage)), None)
+        if first is None or first.stage != stage or role.steps[0] is not first:
+            return False
+        section = rules.section_steps(self.protocols[first.protocol], first.kind)
+        if not section or section[0] is not step:
+            return False
+        if not (step.op == "await" and step.read == "atomic_cas" and (step.from_ or "self") == "self"
+                and _is_int(step.compare, 0) and _is_int(step.value, 0)):
+            return False
+        if _policies(self.protocols, self.opts).get(stage) not in ("host-between-barriers", "none"):
+            return False
+        for other in self.roles:
+            for st in other.steps:
+                if not isinstance(st, Stage) or st.stage != stage:
+                    continue
+                for s in rules.section_steps(self.protocols[st.protocol], st.kind):
+                    if s.lock != step.lock or s is step or s.op in ("barrier", "fence"):
+                        continue
+                    if not any(op.kind in ("st", "atom") for op in lower_step(s)):
+                        continue  # a load
+                    positive_add = s.op == "atomic_add" and s.value is not None and s.value.tree[0] == "int" \
+                        and s.value.tree[1] > 0
+                    if not positive_add:
+                        return False
         return True
 
     def _writes_own_copies_only(self, role: Role, tile: int) -> bool:
@@ -1116,8 +1293,12 @@ class _Program:
                                 if where is not None and where.stage in reset:
                                     continue  # a lock the reset after call - 1 zeroes: this program has it
                                 writes.setdefault(write.ins.loc, []).append((write, origin, unit))
+            hangs = False
             for loc, made in writes.items():
-                effect = _call_effect([w for w, _o, _u in made], value.get(loc, 0))
+                try:
+                    effect = _call_effect([w for w, _o, _u in made], value.get(loc, 0), self.reduces("cas-reset"))
+                except _CallAlwaysHangs as hang:
+                    effect, hangs = hang.effect, True
                 if effect is not None:
                     value[loc], could = effect
                     # A write no symmetric unit makes stands for a location several ranks write
@@ -1126,6 +1307,8 @@ class _Program:
                     ins, origin, _unit = min(((w.ins, o, u) for w, o, u in made if w in could),
                                              key=lambda m: m[2] is not None)
                     setter[loc] = (ins, origin)
+            if hangs:  # calls epoch + 1 .. call never run: what they would add is never read
+                break
         state: dict[ThreadOrigin, list[Store]] = {}
         for loc, (ins, origin) in setter.items():
             if isinstance(ins, Store) and ins.ghost:

@@ -397,8 +397,9 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
         if "hang" in sub.violations and scenario.options.epochs > 1 and part.call is None:
             # a hanging launch stops the later launches of every stage: the split cannot see that
             # (a call split can: a call's hang only keeps the later calls from running, and they
-            # count only if an earlier call program has an execution without one)
-            whole = replace(scenario, parts=[])
+            # count only if an earlier call program has an execution without one): the whole
+            # program, call by call where that split is exact (build.call_parts)
+            whole = replace(scenario, parts=scenario.whole_parts, whole_parts=[])
             left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
             result = check(whole, max_executions=max_executions, timeout=left, first=first, max_steps=max_steps,
                            progress=progress, progress_interval=progress_interval, without=without)
