@@ -1,0 +1,87 @@
+"""Issue 25's remaining parts on the CPU: the timing split of an iteration (the user's kernels apart from
+the harness), the planned L2 congestion (launched by the engine, compiled for sm_90) and the time
+bound of an iterations run. The GPU figures: ``benchmarks/user_stress_fast_gpu.py``, docs/RESULTS.md."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from syncverify.frontend import schedule as sch
+from syncverify.frontend.schedule import GuidedEntry
+from syncverify.frontend.stress_timing import describe, split_timing
+from syncverify.frontend.user_stress import StressOptions, run_stress, start_engine
+
+ROOT = Path(__file__).resolve().parents[1]
+CLEAN = str(ROOT / "tests" / "user_kernels" / "harness.py") + "::clean"
+CONGEST = GuidedEntry("", 0, "congest", 0, -1, 0, *sch.CONGEST_NS, "a test")
+
+
+def test_the_split_separates_the_users_kernels_from_the_harness():
+    split = split_timing(StressOptions(CLEAN, world_size=2, interpret=True), iterations=1)
+    us = split["us"]
+    assert set(us) == {"iteration", "launches", "restore", "as_written"}
+    assert us["as_written"] is None  # the interpreter does not run the kernels as written
+    assert us["iteration"] > 0 and us["launches"] > 0 and us["restore"] >= 0
+    # kernels = launches - restore; harness = iteration - kernels; the rate the harness alone allows
+    assert split["kernels_us"] == pytest.approx(max(us["launches"] - us["restore"], 0), abs=0.02)
+    assert split["harness_us"] == pytest.approx(max(us["iteration"] - split["kernels_us"], 0), abs=0.02)
+    assert split["harness_rate"] == round(1e6 / split["harness_us"])
+    assert "the harness alone would allow" in describe(split) and "host (the interpreter)" in describe(split)
+
+
+def test_a_split_iteration_leaves_out_what_it_does_not_time():
+    _plan, engine, _block = start_engine(StressOptions(CLEAN, world_size=2, interpret=True, iterations=1))
+    engine.use_ring(0)
+    engine.reset_ring()
+    engine.iteration(0)
+    done = int(engine.ctl[engine.ud.CTL_INDEX["iteration"]])
+    engine.ring.zero_()
+    engine.parts = frozenset({"restore", "launches"})
+    engine.iteration(0)
+    # no validation (its ring row untouched) and no epilogue (the iteration counter did not move)
+    assert not engine.ring.any()
+    assert int(engine.ctl[engine.ud.CTL_INDEX["iteration"]]) == done
+
+
+def test_a_congest_entry_launches_the_congesting_kernel_each_iteration():
+    from syncverify.kernels import congest
+
+    options = StressOptions(CLEAN, world_size=2, interpret=True, iterations=1, delays="guided", guided=(CONGEST,))
+    _plan, engine, _block = start_engine(options)
+    assert engine.congest_ns == sch.CONGEST_NS[1]
+    engine.use_ring(0)
+    engine.reset_ring()
+    engine.iteration(0)
+    # one CTA in the interpreter, INTERPRET_ROUNDS lines of BLOCK relaxed adds of 1
+    assert int(engine.congest_buf.sum()) == congest.INTERPRET_ROUNDS * congest.BLOCK
+    # the rest of the iteration is the plain one: clean
+    assert run_stress(options).clean
+    # random delays (or no congest entry) launch none
+    plain = start_engine(StressOptions(CLEAN, world_size=2, interpret=True, iterations=1))[1]
+    assert plain.congest_ns == 0 and plain.congest_buf is None
+
+
+def test_a_time_bound_stops_an_iterations_run_and_says_so():
+    result = run_stress(StressOptions(CLEAN, world_size=2, interpret=True, iterations=1000, bound_seconds=0.0))
+    assert result.iterations < 1000 and not result.clean
+    assert result.stopped.startswith("the time bound of 0 s")
+
+
+def test_the_congesting_kernel_compiles_to_a_clock_bounded_loop_of_relaxed_atomics():
+    """sm_90 PTX without a GPU, in its own process (a compile needs TRITON_INTERPRET unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = ("import torch; from syncverify.kernels.compile import compile_like_launch; "
+            "from syncverify.kernels import congest as c; b = torch.zeros(4096, dtype=torch.int32); "
+            "k = compile_like_launch(c.sv_congest, b, 4096, 500000, BLOCK=c.BLOCK, ROUNDS=2, INTERPRET=False); "
+            "print(k.asm['ptx'])")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = done.stdout
+    assert ptx.count("%globaltimer") >= 2  # the start and the loop's test
+    assert "atom.global.gpu.relaxed.add" in ptx
+    assert "fence" not in ptx and "bar.sync" not in ptx  # it orders nothing and waits for nobody
