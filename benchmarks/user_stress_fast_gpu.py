@@ -8,12 +8,12 @@ Sections (``--sections``, in this order; each row is printed as it finishes, com
   harness's own cost per iteration, device clock) and the validated rate of a stress run (CUDA-graph
   blocks, no delays, read back every block, device clock). The issue's target: 10,000 validated
   iterations per second;
-* ``reach``: at the sizes ``--reach-defines``: every buggy example under its guided schedule
-  (<= 100 iterations, stop at the first failure) and every fixed example's positive control under
-  random delays (must fail): do the bugs stay reachable at those sizes;
 * ``congest``: the three latent buggy examples under their guided schedules, which now hold the
   planner's L2-congesting kernel (``syncverify.kernels.congest``), ``--congest-iterations`` each,
   every iteration run (k/N bad), then the same delays without the congestion;
+* ``reach``: at the sizes ``--reach-defines``: every buggy example under its guided schedule
+  (<= 100 iterations, stop at the first failure) and every fixed example's positive control under
+  random delays (must fail): do the bugs stay reachable at those sizes;
 * ``long``: ``all_scatter::reset_between_barriers`` (two calls) for ``--long-iterations`` (10^5)
   iterations under random delays (50 % of keys, up to 50 us), bounded by ``--long-seconds``.
 
@@ -65,9 +65,11 @@ def defines_of(text: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="sizes,reach,congest,long", help="comma-separated: sizes, reach, congest, long")
+    parser.add_argument("--sections", default="sizes,congest,reach,long", help="comma-separated: sizes, congest, "
+                        "reach, long (run in this order)")
     parser.add_argument("--budget", type=float, default=128.0, help="seconds; rows after it are skipped")
-    parser.add_argument("--rate-iterations", type=int, default=8192)
+    parser.add_argument("--rate-iterations", type=int, default=4096)
+    parser.add_argument("--sizes-budget", type=float, default=60.0, help="seconds: no sizes row starts after it")
     parser.add_argument("--only-sizes", default="", help="comma-separated example:B/BK/P rows of the sweep "
                         "(default: every row of SIZES)")
     parser.add_argument("--reach-defines", default="auto", help="B/BK/P of the reach and congest sections, or "
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-iterations", type=int, default=100_000)
     parser.add_argument("--long-seconds", type=float, default=115.0, help="the long row's bound (host clock)")
     parser.add_argument("--congest-iterations", type=int, default=100)
+    parser.add_argument("--congest-defines", default="128/32/16", help="B/BK/P of the congest section (the shipped "
+                        "stress sizes: 64 CTAs beside the congesting kernel's 64 on 132 SMs), or auto")
     parser.add_argument("--max-ns", type=int, default=50_000)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     parser.add_argument("--interpret", action="store_true", help="CPU: the interpreter, the model's sizes, a few "
@@ -149,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 if args.interpret and sizes != SIZES[example][0]:
                     continue
+                if time.monotonic() - started > args.sizes_budget:
+                    print(f"sizes | {example} {sizes} | skipped (past --sizes-budget {args.sizes_budget:g} s)", flush=True)
+                    continue
 
                 def measure(target=target, sizes=sizes):
                     # the stress run first: its waits are bounded; the split then runs the kernels as
@@ -174,6 +181,24 @@ def main(argv: list[str] | None = None) -> int:
                                             "yes" if r["rate"] >= 10_000 else "no"))
                 elif out:
                     tables["sizes"].append((example, sizes, "ERROR " + out["error"][:80], *["-"] * 7))
+    if "congest" in sections:
+        for target in LATENT:
+            plan = plans.get(target, {})
+            guided = entries(plan)
+            if not guided:
+                tables["congest"].append((short(target), "-", "-", "no schedule in the plan", "-", "-"))
+                continue
+            at = sizes_for(target, args.congest_defines)
+            n = 2 if args.interpret else args.congest_iterations
+            plain = tuple(e for e in guided if e.where != "congest")
+            for label, schedule in (("with congestion", guided), ("without (the same delays)", plain)):
+                if not schedule:
+                    continue
+                out = row("congest", f"{short(target)} {label} {at}", lambda t=target, g=schedule, at=at: run_summary(
+                    run_stress(options(t, at, delays="guided", guided=g, iterations=n, graphs=False, cap=1 << 16))))
+                if out:
+                    tables["congest"].append((short(target), at, label, ", ".join(sorted({e.where for e in schedule})),
+                                              _cell(out), f"{out.get('bad', '-')}/{out.get('iterations', '-')}"))
     if "reach" in sections:
         for target, world, calls, safe in harnesses():
             plan = plans.get(target, {})
@@ -192,24 +217,6 @@ def main(argv: list[str] | None = None) -> int:
             if out:
                 want = "fails" if not safe or plan.get("control") else "clean"
                 tables["reach"].append((short(target), at, "guided" if not safe else "control", _cell(out), want))
-    if "congest" in sections:
-        for target in LATENT:
-            plan = plans.get(target, {})
-            guided = entries(plan)
-            if not guided:
-                tables["congest"].append((short(target), "-", "-", "no schedule in the plan", "-", "-"))
-                continue
-            at = sizes_for(target, args.reach_defines)
-            n = 2 if args.interpret else args.congest_iterations
-            plain = tuple(e for e in guided if e.where != "congest")
-            for label, schedule in (("with congestion", guided), ("without (the same delays)", plain)):
-                if not schedule:
-                    continue
-                out = row("congest", f"{short(target)} {label} {at}", lambda t=target, g=schedule, at=at: run_summary(
-                    run_stress(options(t, at, delays="guided", guided=g, iterations=n, graphs=False, cap=1 << 16))))
-                if out:
-                    tables["congest"].append((short(target), at, label, ", ".join(sorted({e.where for e in schedule})),
-                                              _cell(out), f"{out.get('bad', '-')}/{out.get('iterations', '-')}"))
     if "long" in sections:
         left = max(args.budget - (time.monotonic() - started), 5.0)
         seconds = min(args.long_seconds, left)

@@ -85,3 +85,21 @@ def test_the_congesting_kernel_compiles_to_a_clock_bounded_loop_of_relaxed_atomi
     assert ptx.count("%globaltimer") >= 2  # the start and the loop's test
     assert "atom.global.gpu.relaxed.add" in ptx
     assert "fence" not in ptx and "bar.sync" not in ptx  # it orders nothing and waits for nobody
+
+
+def test_the_gpu_scripts_cpu_path_splits_the_time_and_runs_the_congested_schedules(tmp_path, capsys):
+    """benchmarks/user_stress_fast_gpu.py through the interpreter (the model's sizes, two iterations a row):
+    the sizes row carries the split, the latent examples run with and without their congestion."""
+    from benchmarks import user_stress_fast_gpu as script
+
+    assert script.main(["--interpret", "--sections", "sizes,congest", "--only-sizes", "all_scatter:128/32/16",
+                        "--out", str(tmp_path)]) == 0
+    raw = __import__("json").loads((tmp_path / "user_stress_fast.json").read_text())
+    (sizes,) = [r for r in raw["rows"] if r["section"] == "sizes"]
+    assert sizes["split"]["clock"] == "host (the interpreter)" and sizes["run"]["bad"] == 0
+    congest = [r for r in raw["rows"] if r["section"] == "congest"]
+    # each latent example: its schedule with the congestion, then the same delays without it
+    assert len(congest) == 6 and all("error" not in r and r["bad"] == 0 for r in congest)
+    assert sum("with congestion" in r["label"] for r in congest) == 3
+    out = capsys.readouterr().out
+    assert "| all_scatter::original | 128/32/16 | with congestion | congest, start, touch | clean 2 | 0/2 |" in out
