@@ -103,3 +103,13 @@ def test_the_gpu_scripts_cpu_path_splits_the_time_and_runs_the_congested_schedul
     assert sum("with congestion" in r["label"] for r in congest) == 3
     out = capsys.readouterr().out
     assert "| all_scatter::original | 128/32/16 | with congestion | congest, start, touch | clean 2 | 0/2 |" in out
+
+
+def test_the_command_prints_the_split_after_a_clean_run_and_refuses_it_with_real_ranks(capsys):
+    from syncverify.cli import main
+
+    code = main(["stress", CLEAN, "--interpret", "--iterations", "1", "--in-process", "--json", "--timing-split"])
+    report = __import__("json").loads(capsys.readouterr().out)
+    assert code == 0 and set(report["timing"]["us"]) == {"iteration", "launches", "restore", "as_written"}
+    assert main(["stress", CLEAN, "--interpret", "--iterations", "1", "--real-ranks", "--timing-split"]) == 2
+    assert "--timing-split times virtual ranks" in capsys.readouterr().err
