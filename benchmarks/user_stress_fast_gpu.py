@@ -3,7 +3,7 @@
 Sections (``--sections``, in this order; each row is printed as it finishes, compact tables last):
 
 * ``sizes``: the two fixed 1024^3, two-virtual-rank examples at several stress sizes (``BLOCK``,
-  ``BLOCK_K``, ``PROGRAMS``; ``SIZE`` stays 1024): the timing split
+  ``BLOCK_K``, ``PROGRAMS``, B's layout; ``SIZE`` stays 1024): the timing split
   (``syncverify.frontend.stress_timing``: the user's kernels as written, the rewrite's additions, the
   harness's own cost per iteration, device clock) and the validated rate of a stress run (CUDA-graph
   blocks, no delays, read back every block, device clock). The issue's target: 10,000 validated
@@ -48,9 +48,10 @@ from syncverify.frontend.user_stress import StressOptions, run_stress  # noqa: E
 
 FIXED = {"all_scatter": "examples/all_scatter/harness.py::fix_with_barriers",
          "one_shot": "examples/one_shot_all_reduce/harness.py::fix_with_barrier"}
-#: The sizes swept (SIZE=1024 always): BLOCK/BLOCK_K/PROGRAMS. The first is the stress size of runs 4 and 5.
-SIZES = {"all_scatter": ("128/32/16", "128/32/32", "128/64/32", "64/64/64", "64/32/128"),
-         "one_shot": ("128/32/16", "128/64/32", "128/64/64", "64/64/64")}
+#: The sizes swept (SIZE=1024 always): BLOCK/BLOCK_K/PROGRAMS, a trailing "k": B laid out K-major
+#: (``B_K_MAJOR=1``, the harness's input layout; the kernel is the same). The first is runs 4 and 5's.
+SIZES = {"all_scatter": ("128/32/16", "128/32/16k", "128/32/32k", "64/64/64k", "128/64/32k", "64/32/128k"),
+         "one_shot": ("128/32/16", "128/32/16k", "128/64/32k", "128/64/64k")}
 LATENT = ("examples/one_shot_all_reduce/harness.py::original",
           "examples/one_shot_all_reduce/harness.py::barrier_without_fence",
           "examples/all_scatter/harness.py::original")
@@ -58,9 +59,9 @@ LONG = "examples/all_scatter/harness.py::reset_between_barriers"
 
 
 def defines_of(text: str) -> dict:
-    """``"128/32/16"`` as the harness's defines at 1024^3."""
-    block, block_k, programs = (int(v) for v in text.split("/"))
-    return {"SIZE": 1024, "BLOCK": block, "BLOCK_K": block_k, "PROGRAMS": programs}
+    """``"128/32/16"`` (``"128/32/16k"``: B K-major) as the harness's defines at 1024^3."""
+    block, block_k, programs = (int(v) for v in text.rstrip("k").split("/"))
+    return {"SIZE": 1024, "BLOCK": block, "BLOCK_K": block_k, "PROGRAMS": programs, "B_K_MAJOR": int(text.endswith("k"))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                         "reach, long (run in this order)")
     parser.add_argument("--budget", type=float, default=128.0, help="seconds; rows after it are skipped")
     parser.add_argument("--rate-iterations", type=int, default=4096)
-    parser.add_argument("--sizes-budget", type=float, default=60.0, help="seconds: no sizes row starts after it")
+    parser.add_argument("--sizes-budget", type=float, default=75.0, help="seconds: no sizes row starts after it")
     parser.add_argument("--only-sizes", default="", help="comma-separated example:B/BK/P rows of the sweep "
                         "(default: every row of SIZES)")
     parser.add_argument("--reach-defines", default="auto", help="B/BK/P of the reach and congest sections, or "
@@ -147,40 +148,43 @@ def main(argv: list[str] | None = None) -> int:
 
     if "sizes" in sections:
         only = [s for s in args.only_sizes.split(",") if s]
-        for example, target in FIXED.items():
-            for sizes in SIZES[example]:
-                if only and f"{example}:{sizes}" not in only:
-                    continue
-                if args.interpret and sizes != SIZES[example][0]:
-                    continue
-                if time.monotonic() - started > args.sizes_budget:
-                    print(f"sizes | {example} {sizes} | skipped (past --sizes-budget {args.sizes_budget:g} s)", flush=True)
-                    continue
+        # the two examples alternate, so that a budget cut leaves rows of both
+        order = [(example, sizes) for i in range(max(map(len, SIZES.values())))
+                 for example, sizes in ((e, SIZES[e][i]) for e in FIXED if i < len(SIZES[e]))]
+        for example, sizes in order:
+            target = FIXED[example]
+            if only and f"{example}:{sizes}" not in only:
+                continue
+            if args.interpret and sizes != SIZES[example][0]:
+                continue
+            if time.monotonic() - started > args.sizes_budget:
+                print(f"sizes | {example} {sizes} | skipped (past --sizes-budget {args.sizes_budget:g} s)", flush=True)
+                continue
 
-                def measure(target=target, sizes=sizes):
-                    # the stress run first: its waits are bounded; the split then runs the kernels as
-                    # written (unbounded waits) only where that run saw no capped wait
-                    result = run_stress(options(target, sizes, delays="none",
-                                                iterations=2 if args.interpret else args.rate_iterations))
-                    if result.bad_iterations:
-                        return {"run": run_summary(result), "split": None}
-                    split = split_timing(options(target, sizes), iterations=1 if args.interpret else 128)
-                    return {"split": split, "run": run_summary(result)}
+            def measure(target=target, sizes=sizes):
+                # the stress run first: its waits are bounded; the split then runs the kernels as
+                # written (unbounded waits) only where that run saw no capped wait
+                result = run_stress(options(target, sizes, delays="none",
+                                            iterations=2 if args.interpret else args.rate_iterations))
+                if result.bad_iterations:
+                    return {"run": run_summary(result), "split": None}
+                split = split_timing(options(target, sizes), iterations=1 if args.interpret else 128)
+                return {"split": split, "run": run_summary(result)}
 
-                out = row("sizes", f"{example} {sizes}", measure)
-                if out and "error" not in out and out["split"] is None:
-                    tables["sizes"].append((example, sizes, "not split: the stress run had bad iterations", *["-"] * 4,
-                                            f"{out['run']['rate']:,}", str(out["run"]["bad"]), "-"))
-                elif out and "error" not in out:
-                    s, r = out["split"], out["run"]
-                    if r["bad"] == 0 and r["rate"] > fastest.get(example, (0, ""))[0]:
-                        fastest[example] = (r["rate"], sizes)
-                    tables["sizes"].append((example, sizes, f"{s['us']['iteration']:.1f}", f"{s['kernels_us']:.1f}",
-                                            f"{s['rewritten_us']:.1f}", f"{s['harness_us']:.1f}",
-                                            f"{s['harness_rate'] or 0:,}", f"{r['rate']:,}", str(r["bad"]),
-                                            "yes" if r["rate"] >= 10_000 else "no"))
-                elif out:
-                    tables["sizes"].append((example, sizes, "ERROR " + out["error"][:80], *["-"] * 7))
+            out = row("sizes", f"{example} {sizes}", measure)
+            if out and "error" not in out and out["split"] is None:
+                tables["sizes"].append((example, sizes, "not split: the stress run had bad iterations", *["-"] * 4,
+                                        f"{out['run']['rate']:,}", str(out["run"]["bad"]), "-"))
+            elif out and "error" not in out:
+                s, r = out["split"], out["run"]
+                if r["bad"] == 0 and r["rate"] > fastest.get(example, (0, ""))[0]:
+                    fastest[example] = (r["rate"], sizes)
+                tables["sizes"].append((example, sizes, f"{s['us']['iteration']:.1f}", f"{s['kernels_us']:.1f}",
+                                        f"{s['rewritten_us']:.1f}", f"{s['harness_us']:.1f}",
+                                        f"{s['harness_rate'] or 0:,}", f"{r['rate']:,}", str(r["bad"]),
+                                        "yes" if r["rate"] >= 10_000 else "no"))
+            elif out:
+                tables["sizes"].append((example, sizes, "ERROR " + out["error"][:80], *["-"] * 7))
     if "congest" in sections:
         for target in LATENT:
             plan = plans.get(target, {})

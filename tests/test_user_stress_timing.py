@@ -113,3 +113,35 @@ def test_the_command_prints_the_split_after_a_clean_run_and_refuses_it_with_real
     assert code == 0 and set(report["timing"]["us"]) == {"iteration", "launches", "restore", "as_written"}
     assert main(["stress", CLEAN, "--interpret", "--iterations", "1", "--real-ranks", "--timing-split"]) == 2
     assert "--timing-split times virtual ranks" in capsys.readouterr().err
+
+
+def test_a_k_major_b_is_copied_with_16_byte_copies_only():
+    """The examples' ``B_K_MAJOR`` stress define (the harness's input layout, the kernel the same): in sm_90
+    PTX the all-scatter GEMM copies an N-major B into shared memory with 4-byte ``cp.async.ca`` copies (tf32
+    wgmma takes B K-major), a K-major one with 16-byte ``cp.async.cg`` copies only."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = "import sys; sys.path.insert(0, 'tests'); import test_user_stress_timing as t; t.copies_by_layout()"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    n_major, k_major = (dict(eval(line.split(" ", 1)[1])) for line in done.stdout.splitlines() if line.startswith("B"))
+    assert n_major.get("cp.async.ca.shared.global", 0) > 0
+    assert k_major.get("cp.async.ca.shared.global", 0) == 0 and k_major["cp.async.cg.shared.global"] > 0
+
+
+def copies_by_layout() -> None:
+    """The body of the test above: the example's first launch at 1024^3 (128 x 128 tiles, K step 32)."""
+    import collections
+    import re
+
+    from syncverify.frontend.check import load_harness
+    from syncverify.frontend.harness import run_harness
+    from syncverify.frontend.user_stress import _define
+    from syncverify.kernels.compile import compile_like_launch
+
+    for k_major in (0, 1):
+        fn, _name = load_harness(str(ROOT / "examples" / "all_scatter" / "harness.py") + "::fix_with_barriers")
+        _define(fn, {"SIZE": 1024, "BLOCK": 128, "BLOCK_K": 32, "PROGRAMS": 16, "B_K_MAJOR": k_major})
+        op = next(op for op in run_harness(fn, 2, 1, heap_bytes=1 << 26).ops if op.kind == "launch")
+        ptx = compile_like_launch(op.kernel, *op.args, **op.kwargs).asm["ptx"]
+        copies = collections.Counter(re.findall(r"\bcp\.async\.c[ag]\.shared\.global", ptx))
+        print(f"B{'K' if k_major else 'N'} {sorted(copies.items())!r}")
