@@ -66,8 +66,8 @@ def defines_of(text: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="sizes,congest,reach,long", help="comma-separated: sizes, congest, "
-                        "reach, long (run in this order)")
+    parser.add_argument("--sections", default="sizes,congest,reach,long", help="comma-separated, run in the order given: sizes, congest, "
+                        "reach, long")
     parser.add_argument("--budget", type=float, default=128.0, help="seconds; rows after it are skipped")
     parser.add_argument("--rate-iterations", type=int, default=4096)
     parser.add_argument("--sizes-budget", type=float, default=75.0, help="seconds: no sizes row starts after it")
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                 "steady_iterations": result.steady_iterations, "steady_device_s": round(result.steady_device_seconds, 4),
                 "tile_classes": result.tile_classes, "stopped": result.stopped, "notes": result.notes[:3]}
 
-    if "sizes" in sections:
+    def section_sizes() -> None:
         only = [s for s in args.only_sizes.split(",") if s]
         # the two examples alternate, so that a budget cut leaves rows of both
         order = [(example, sizes) for i in range(max(map(len, SIZES.values())))
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                                         "yes" if r["rate"] >= 10_000 else "no"))
             elif out:
                 tables["sizes"].append((example, sizes, "ERROR " + out["error"][:80], *["-"] * 7))
-    if "congest" in sections:
+    def section_congest() -> None:
         for target in LATENT:
             plan = plans.get(target, {})
             guided = entries(plan)
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                 if out:
                     tables["congest"].append((short(target), at, label, ", ".join(sorted({e.where for e in schedule})),
                                               _cell(out), f"{out.get('bad', '-')}/{out.get('iterations', '-')}"))
-    if "reach" in sections:
+    def section_reach() -> None:
         for target, world, calls, safe in harnesses():
             plan = plans.get(target, {})
             at = sizes_for(target, args.reach_defines)
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             if out:
                 want = "fails" if not safe or plan.get("control") else "clean"
                 tables["reach"].append((short(target), at, "guided" if not safe else "control", _cell(out), want))
-    if "long" in sections:
+    def section_long() -> None:
         left = max(args.budget - (time.monotonic() - started), 5.0)
         seconds = min(args.long_seconds, left)
         at = sizes_for(LONG, args.long_defines)
@@ -231,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         if out:
             tables["long"].append((short(LONG), at, _cell(out), f"{out.get('rate', 0):,}",
                                    f"{seconds:.0f}"))
+    for section in sections:  # in the order given
+        {"sizes": section_sizes, "congest": section_congest, "reach": section_reach, "long": section_long}[section]()
+
     print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, W = 2 virtual ranks, SIZE=1024, "
           f"{time.monotonic() - started:.0f} s; raw: {args.out / 'user_stress_fast.json'}")
     heads = {"sizes": ("example", "B/BK/P", "iteration us", "kernels as written us", "kernels rewritten us",
