@@ -61,13 +61,14 @@ LONG = "examples/all_scatter/harness.py::reset_between_barriers"
 def defines_of(text: str) -> dict:
     """``"128/32/16"`` (``"128/32/16k"``: B K-major) as the harness's defines at 1024^3."""
     block, block_k, programs = (int(v) for v in text.rstrip("k").split("/"))
-    return {"SIZE": 1024, "BLOCK": block, "BLOCK_K": block_k, "PROGRAMS": programs, "B_K_MAJOR": int(text.endswith("k"))}
+    return {"SIZE": 1024, "BLOCK": block, "BLOCK_K": block_k, "PROGRAMS": programs,
+            "B_K_MAJOR": int(text.endswith("k"))}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="sizes,congest,reach,long", help="comma-separated, run in the order given: sizes, congest, "
-                        "reach, long")
+    parser.add_argument("--sections", default="sizes,congest,reach,long", help="comma-separated, run in the "
+                        "order given: sizes, congest, reach, long")
     parser.add_argument("--budget", type=float, default=128.0, help="seconds; rows after it are skipped")
     parser.add_argument("--rate-iterations", type=int, default=4096)
     parser.add_argument("--sizes-budget", type=float, default=75.0, help="seconds: no sizes row starts after it")
@@ -133,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             out = {"error": f"{type(error).__name__}: {error}"[:400], "trace": traceback.format_exc()[-1200:]}
         out = {"section": section, "label": label, "s": round(time.monotonic() - t, 1), **out}
         raw["rows"].append(out)
-        print(f"{section} | {label} | {json.dumps({k: v for k, v in out.items() if k not in ('trace',)}, default=str)[:700]}",
-              flush=True)
+        shown = json.dumps({k: v for k, v in out.items() if k != "trace"}, default=str)
+        print(f"{section} | {label} | {shown[:700]}", flush=True)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "user_stress_fast.json").write_text(json.dumps(raw, indent=1, default=str))
         return out
@@ -143,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         f = result.first_failure
         return {"iterations": result.iterations, "bad": result.bad_iterations, "first": result.first_failure_iteration,
                 "kind": f.kind if f else None, "rate": round(result.rate), "graphs": result.graphs,
-                "steady_iterations": result.steady_iterations, "steady_device_s": round(result.steady_device_seconds, 4),
+                "steady_iterations": result.steady_iterations,
+                "steady_device_s": round(result.steady_device_seconds, 4),
                 "tile_classes": result.tile_classes, "stopped": result.stopped, "notes": result.notes[:3]}
 
     def section_sizes() -> None:
