@@ -82,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-iterations", type=int, default=100_000)
     parser.add_argument("--long-seconds", type=float, default=115.0, help="the long row's bound (host clock)")
     parser.add_argument("--congest-iterations", type=int, default=100)
+    parser.add_argument("--congest-graphs", action="store_true", help="the congest rows in CUDA-graph blocks (more "
+                        "iterations in the same time; default: eager, as a guided run of the CLI)")
+    parser.add_argument("--reach-only", default="", help="comma-separated: the reach rows of harnesses whose "
+                        "folder::name contains one of these (default: all)")
     parser.add_argument("--congest-defines", default="128/32/16", help="B/BK/P of the congest section (the shipped "
                         "stress sizes: 64 CTAs beside the congesting kernel's 64 on 132 SMs), or auto")
     parser.add_argument("--max-ns", type=int, default=50_000)
@@ -106,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
            "triton": __import__("triton").__version__, "argv": sys.argv[1:], "rows": []}
     tables: dict[str, list] = {s: [] for s in sections}
     fastest: dict[str, tuple[int, str]] = {}  # example -> (validated it/s, sizes) of the sizes section
+
+    def wanted(target: str) -> bool:
+        names = [n for n in args.reach_only.split(",") if n]
+        return not names or any(n in short(target) for n in names)
 
     def sizes_for(target: str, text: str) -> str:
         """The sizes a reach/congest row of ``target`` runs at (``--reach-defines``)."""
@@ -201,12 +209,13 @@ def main(argv: list[str] | None = None) -> int:
                 if not schedule:
                     continue
                 out = row("congest", f"{short(target)} {label} {at}", lambda t=target, g=schedule, at=at: run_summary(
-                    run_stress(options(t, at, delays="guided", guided=g, iterations=n, graphs=False, cap=1 << 16))))
+                    run_stress(options(t, at, delays="guided", guided=g, iterations=n, graphs=args.congest_graphs,
+                                       cap=1 << 16))))
                 if out:
                     tables["congest"].append((short(target), at, label, ", ".join(sorted({e.where for e in schedule})),
                                               _cell(out), f"{out.get('bad', '-')}/{out.get('iterations', '-')}"))
     def section_reach() -> None:
-        for target, world, calls, safe in harnesses():
+        for target, world, calls, safe in [h for h in harnesses() if wanted(h[0])]:
             plan = plans.get(target, {})
             at = sizes_for(target, args.reach_defines)
             if not safe and entries(plan) and target not in LATENT:
