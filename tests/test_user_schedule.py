@@ -31,7 +31,7 @@ ONE_SHOT = "examples/one_shot_all_reduce/harness.py"
 PLANS = ROOT / "benchmarks" / "user_stress_plans.json"
 #: each guided action and the duration the planner gives it
 DURATIONS = {"hold": sch.WARPS_LATE_NS, "start": sch.CTA_LATE_NS, "host": sch.HOST_LATE_NS,
-             "before": sch.POLLER_LATE_NS, "touch": sch.TOUCH_NS}
+             "before": sch.POLLER_LATE_NS, "touch": sch.TOUCH_NS, "congest": sch.CONGEST_NS}
 
 
 def test_user_kernel_holds_are_the_durations_measured_on_the_h200():
@@ -65,7 +65,8 @@ def test_a_weak_poll_after_a_barriered_store_gets_a_touch_and_a_late_producer():
     model = check_kernel(str(ROOT / f"{SCATTER}::original"), world_size=2)
     schedule = next(s for s in guided_schedules(model, num_warps=4) if s.kind == "unwritten-read")
     assert schedule.realizable and "touches c_global" in schedule.note
-    start, touch = schedule.entries
+    start, touch, congest = schedule.entries
+    assert (congest.where, congest.rank, congest.ns_lo) == ("congest", 0, sch.CONGEST_NS[0])
     assert (start.where, start.program, start.ns_lo) == ("start", 0, sch.CTA_LATE_NS[0])
     # the touch is at the consumer's wait (the .cv poll), in the consumer's program
     assert (touch.where, touch.line, touch.program, touch.file) == ("touch", 84, 1, "gemm_all_scatter_wg_specialization.py")
@@ -73,11 +74,19 @@ def test_a_weak_poll_after_a_barriered_store_gets_a_touch_and_a_late_producer():
 
 
 @pytest.mark.parametrize("name", ["original", "barrier_without_fence"])
-def test_a_reader_that_acquires_after_its_poll_gets_no_touch(name):
+def test_a_reader_that_acquires_after_its_poll_gets_no_touch_but_l2_congestion(name):
     model = check_kernel(str(ROOT / f"{ONE_SHOT}::{name}"), world_size=2)
     schedule = next(s for s in guided_schedules(model, num_warps=4) if s.kind == "unwritten-read")
-    assert not schedule.realizable and not schedule.entries
     assert "acquires after its poll (at iris.py:" in schedule.note and "invalidates its SM's L1" in schedule.note
+    # no touch (an acquire invalidates L1): the producer starts late and L2 is congested beside the launches
+    assert schedule.realizable and [e.where for e in schedule.entries] == ["start", "congest"]
+    late, congest = schedule.entries
+    assert (late.kernel, late.ns_lo) == ("persistent_gemm", sch.CTA_LATE_NS[0])
+    assert (congest.kernel, congest.program, congest.ns_lo, congest.ns_hi) == ("", -1, *sch.CONGEST_NS)
+    # its reason is printed with the schedule: why no delay can do it, and what was measured
+    text = "\n".join(schedule.describe())
+    assert "congest L2 beside rank 0's launches" in text and "only the memory system can" in text
+    assert "5 of 9,600 tiles stale with a congesting kernel, 0 without" in text
 
 
 def _kernel_of(target: str, name: str):

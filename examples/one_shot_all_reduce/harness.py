@@ -51,6 +51,11 @@ BLOCK = 4  # tile and K-slice size: the model's cost grows with programs and ste
 SIZE = None  # None: W tiles of BLOCK; else C is SIZE x SIZE and each rank a K-slice of SIZE / W
 BLOCK_K = None  # the K step (None: BLOCK)
 PROGRAMS = 1  # producer programs, and as many consumer programs, per rank
+# Stress only (``--define B_K_MAJOR=1``): each B laid out K-major (its transpose contiguous), the same values.
+# Triton's tf32 wgmma takes B K-major; an N-major B is copied into shared memory with 4-byte copies,
+# a K-major one with 16-byte copies (sm_90 PTX, docs/stress.md). The kernel is the same; only the
+# harness's input layout changes. The model check keeps 0 (one tile: layout is not what it checks).
+B_K_MAJOR = 0
 
 
 def one_shot(sv, version: str):
@@ -63,6 +68,8 @@ def one_shot(sv, version: str):
     g = torch.Generator().manual_seed(0)
     A = [torch.randint(-2, 3, (M, K), generator=g).float() for _ in range(W)]
     B = [torch.randint(-2, 3, (K, N), generator=g).float() for _ in range(W)]
+    if B_K_MAJOR:
+        B = [b.t().contiguous().t() for b in B]  # strides (1, K): the same matrix, K-major
     reference = sum(A[r] @ B[r] for r in range(W))
 
     local_C = sv.heap.zeros((M, N), torch.float32)

@@ -113,6 +113,7 @@ def stress_command(
     watchdog: float = typer.Option(60.0, "--watchdog", help="harness only: seconds without progress before the worker process is killed and the hang reported from the mirror (default: 60)"),
     in_process: bool = typer.Option(False, "--in-process", help="harness only: run in this process (no worker, no watchdog)"),
     real_ranks: bool = typer.Option(False, "--real-ranks", help="one process per rank (one GPU each; with --interpret, gloo and every rank's heap in one shared file) and a watchdog. A harness: a process-group barrier for sv.host_barrier(), needs --iterations (default: virtual ranks on one GPU). A protocol: the default on GPUs without --virtual-ranks; with --interpret, --order last-rank-late launches the last rank late"),
+    timing_split: bool = typer.Option(False, "--timing-split", help="harness only: after a clean run, time an iteration's parts on the device (the user's kernels as written, the rewrite's additions, the harness's restore, validation and epilogue) and print what the harness costs per iteration apart from the kernels (syncverify.frontend.stress_timing)"),
     model_timeout: float = typer.Option(120.0, "--model-timeout", help="harness only: seconds for the model check of the harness (default: 120)"),
 ) -> None:
     """Stress a protocol inside the real fused GEMM kernel; report every bad tile and why.
@@ -184,7 +185,8 @@ def _harness(target: str, given: dict, err) -> int:
         return stress_harness(target, options=options, model_timeout=given["model_timeout"], control=given["control"],
                               replay_times=given["replay_times"] if given["replay_iteration"] is None else 0,
                               watchdog=given["watchdog"], in_process=given["in_process"], real_ranks=given["real_ranks"],
-                              as_json=given["json_output"], output=given["output"], schedule=given["schedule"])
+                              as_json=given["json_output"], output=given["output"], schedule=given["schedule"],
+                              timing_split=given["timing_split"])
     except SyncVerifyError as error:
         err.print(f"syncverify: error: {error}", markup=False)
         return exitcodes.INPUT_ERROR

@@ -25,6 +25,7 @@ from syncverify.frontend.check import check_kernel
 from syncverify.frontend.mutants import positive_control
 from syncverify.frontend.real_ranks import check_real_ranks, run_real_ranks
 from syncverify.frontend.schedule import guided_schedules
+from syncverify.frontend.stress_timing import describe, split_timing
 from syncverify.frontend.user_stress import (StressInputError, StressOptions, plan_harness, replay_first,
                                              run_in_worker, run_stress)
 
@@ -46,9 +47,12 @@ def parse_defines(texts: list[str]) -> dict:
 
 def stress_harness(target: str, *, options: StressOptions, model_timeout: float, control: bool | None,
                    replay_times: int, watchdog: float, in_process: bool, as_json: bool,
-                   output: Path | None, schedule: Path | None, real_ranks: bool = False) -> int:
+                   output: Path | None, schedule: Path | None, real_ranks: bool = False,
+                   timing_split: bool = False) -> int:
     """Stress a harness (module docstring); returns the exit code. ``real_ranks``: one process per
-    rank (``syncverify.frontend.real_ranks``) instead of virtual ranks in one."""
+    rank (``syncverify.frontend.real_ranks``) instead of virtual ranks in one. ``timing_split``: after
+    a clean run, the iteration's time split into the user's kernels and the harness
+    (``syncverify.frontend.stress_timing``)."""
     say = (lambda line: None) if as_json else (lambda line: out.print(line, markup=False))
     note = lambda line: err.print(f"  {line}", markup=False)  # noqa: E731
     plan_harness(options)  # bad input before the model or the GPU
@@ -58,6 +62,8 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
             raise StressInputError("--real-ranks runs one process per rank: --in-process and --output are "
                                    "virtual-rank options")
         replay_times = 0  # replays run virtual ranks: not the same run
+        if timing_split:
+            raise StressInputError("--timing-split times virtual ranks in one process: not with --real-ranks")
     if not options.interpret:
         from syncverify.kernels._deps import require_cuda  # torch/triton: loaded only where a kernel runs
 
@@ -89,6 +95,13 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
     report["result"] = result.to_dict()
     _print_result(result, say)
     code = exitcodes.OK if result.clean else exitcodes.FOUND
+    if timing_split and result.clean:
+        # after a clean run only: the split runs the kernels as written once, whose waits are not bounded
+        split = split_timing(options)
+        report["timing"] = split
+        say(describe(split))
+    elif timing_split:
+        say("no timing split: the run was not clean (the split runs the kernels as written, unbounded)")
     if result.first_failure is not None and replay_times > 0 and result.stopped is None:
         replay = replay_first(options, result.first_failure, times=replay_times)
         report["replay"] = replay

@@ -56,6 +56,11 @@ HOST_LATE_NS = (USER_NS_SCALE * 50_000, USER_NS_SCALE * 50_000)
 #: A touch is on or off, not long: any positive draw turns it on (``sv_touching``).
 TOUCH_NS = (1, 1)
 POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
+#: How long the L2-congesting kernel (``syncverify.kernels.congest``) runs beside each iteration's
+#: launches (ns, from its start): longer than the shipped examples' iterations at their stress sizes
+#: (155 and 295 us, docs/RESULTS.md run 4), so the consumers' reads fall inside it; the probe that
+#: showed the witness under congestion ran it 300 us beside each launch.
+CONGEST_NS = (500_000, 500_000)
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,10 @@ class GuidedEntry:
         who = f"program {self.program}" if self.program >= 0 else "every program"
         warps = f", warps {self.warps:#b}" if self.warps else ""
         where = f"{os.path.basename(self.file)}:{self.line}" if self.file else f"line {self.line}"
+        if self.where == "congest":
+            return (f"congest L2 beside rank {self.rank}'s launches: a kernel of relaxed atomics over a buffer larger "
+                    f"than L2 on its own stream, {self.ns_lo}-{self.ns_hi} ns from each iteration's start, "
+                    f"{self.pct} % of iterations: {self.reason}")
         what = "host write" if self.where == "host" else f"{self.kernel} {self.where}"
         return (f"delay rank {self.rank} {what} at {where}, {who}{warps}: {self.ns_lo}-{self.ns_hi} ns, "
                 f"{self.pct} % of iterations: {self.reason}")
@@ -253,19 +262,23 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
     mine = w.thread_events(read.thread)
     polls = [e for e in mine if e.is_read and e.index < read.index and signal is not None and e.loc == signal.loc]
     if not polls:
-        return GuidedSchedule(kind, explanation, tuple(entries), bool(entries),
+        return GuidedSchedule(kind, explanation, (*entries, _congest(reader, read, "it reads with no poll")), True,
                               f"{barred}; {reader} reads it with no poll of the signal before: only the memory "
-                              "system can make the store visible late (latent unless the hardware does)")
+                              "system can make the store visible late; aimed: L2 congestion beside the launches")
     poll = polls[-1]
     acquires = [e for e in mine if poll.index <= e.index < read.index
                 and (e.is_fence or e.is_read and e.sem == "acquire")]
     if acquires:
         where = _line_of(acquires[0].label)
         at = f"{where[0]}:{where[1]}" if where else "?"
-        return GuidedSchedule(kind, explanation, tuple(entries), bool(entries),
+        late = GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
+                           f"{writer}'s program starts late, so {reader} waits and reads while the congestion runs",
+                           file="")
+        return GuidedSchedule(kind, explanation,
+                              (*entries, late, _congest(reader, read, f"it acquires after its poll (at {at})")), True,
                               f"{barred}; {reader} acquires after its poll (at {at}), which "
                               "invalidates its SM's L1, so no stale line can serve the read either: only the memory "
-                              "system can make the store visible late (latent unless the hardware does)")
+                              "system can make the store visible late; aimed: L2 congestion beside the launches")
     where = _line_of(poll.label)
     entries = [*entries,
                GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
@@ -275,10 +288,22 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
                            *TOUCH_NS, f"{reader} reads {read.loc} before its wait (a touch, the value unused), so its "
                            "SM's L1 holds the value before the store; its poll at this line has no acquire, which "
                            "would invalidate that line, so the read after the wait may be served it",
-                           file=where[0] if where else "")]
+                           file=where[0] if where else ""),
+               _congest(reader, read, "the touched line may be evicted before the read (in the shipped all-scatter "
+                        "at 1024^3 the touch alone stayed clean)")]
     return GuidedSchedule(kind, explanation, tuple(entries), True,
                           f"{barred}; aimed instead: {reader} touches {read.loc}, then {writer} stores it, barriers "
-                          "and signals; the poll sees the signal and the read is served the touched (old) line")
+                          "and signals; the poll sees the signal and the read is served the touched (old) line; L2 "
+                          "congestion beside the launches makes the store's way longer")
+
+
+def _congest(reader: _Actor, read, why: str) -> GuidedEntry:
+    """The planned action for a witness no delay can force (``syncverify.kernels.congest``)."""
+    return GuidedEntry("", 0, "congest", reader.rank, -1, 0, *CONGEST_NS,
+                       f"{reader} must read {read.loc} before the store reaches it, and {why}: no delay of a "
+                       "program orders that, only the memory system can; under L2 congestion it did on one H200 "
+                       "(a store, a CTA barrier, a weak flag, an acquire CAS: 5 of 9,600 tiles stale with a congesting "
+                       "kernel, 0 without; docs/RESULTS.md)")
 
 
 def _host_entries(w: _Witness, poller_thread: int | None) -> list[GuidedEntry]:

@@ -73,6 +73,9 @@ INTERPRET_CAP = 32
 MODES = ("none", "random", "guided")
 POISONS = ("all", "previous")
 MIRROR_HEADER = 8  # int32 words before the program slots: [iterations done, -, set up, ...]
+#: What one iteration does (:meth:`Engine.iteration`); a stress run does all of it, the timing split
+#: (``syncverify.frontend.stress_timing``) leaves parts out to time the rest.
+PARTS = frozenset({"restore", "launches", "validate", "epilogue"})
 #: Seconds a worker may take to import torch and triton, rewrite and set up before the watchdog counts.
 STARTUP_SECONDS = 300.0
 
@@ -106,6 +109,7 @@ class StressOptions:
     max_failures: int = 64
     mutant: str | None = None  # a positive control: the change (syncverify.frontend.mutants) made to a kernel
     substitutes: dict = field(default_factory=dict)  # id(kernel) -> its mutant (filled from ``mutant``)
+    bound_seconds: float | None = None  # an iterations run stops here (host clock) and says so in ``stopped``
 
     def resolved_iterations(self) -> int | None:
         if self.seconds is not None:
@@ -343,6 +347,12 @@ class Engine:
         self.tags: dict = {}  # (data_ptr, numel, dtype) of each expected output -> its poison tag
         self.tile_offsets = list(itertools.accumulate(plan.tiles, initial=0))[:-1]
         self.restore: list | None = None  # (rank or None for every rank, start, end) byte ranges (plan_restore)
+        self.parts = PARTS  # what an iteration does (the timing split leaves parts out)
+        # the planned L2 congestion (a guided entry where="congest"): its ns, and its buffer once allocated
+        self.congest_ns = max((e.ns_hi for e in options.guided if e.where == "congest"), default=0) \
+            if options.delays == "guided" else 0
+        self.congest_buf = None
+        self.as_written = False  # launch the user's kernels as written, not rewritten (the timing split)
 
     # ----- the harness API ------------------------------------------------------------------------
     def resident(self, capacity: int, **options) -> None:
@@ -368,6 +378,11 @@ class Engine:
             if not self.interpret:
                 kwargs["launch_pdl"] = True
         kernel = self.options.substitutes.get(id(kernel), kernel)
+        if "launches" not in self.parts:
+            return
+        if self.as_written:  # the timing split: the kernel the user wrote, no delays, bounds or mirror
+            self._launch_as_written(kernel, grid, args, kwargs, rank, stream)
+            return
         rewritten = self._rewritten(kernel)
         grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
         programs = 1
@@ -396,6 +411,15 @@ class Engine:
             except Exception as error:  # noqa: BLE001 -- the user's kernel: one line, exit 2
                 raise RewriteError(f"kernel {rewritten.name} does not compile or run as launched at "
                                    f"{self.launches[-1].site}: {type(error).__name__}: {_first_line(error)}") from None
+
+    def _launch_as_written(self, kernel, grid, args, kwargs, rank: int, stream: str) -> None:
+        """The user's kernel itself on the harness's stream (only the timing split does this: an
+        unbounded wait could hang here, so it runs only what a clean stress run has just run)."""
+        grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
+        args = [self._device(a) for a in args]
+        kwargs = {k: self._device(v) for k, v in kwargs.items()}
+        with self._on(rank, stream):
+            kernel[grid](*args, **kwargs)
 
     def zero_(self, tensor, *, rank: int, stream: str = "main") -> None:
         self._write(tensor, 0, rank, stream, _site())
@@ -453,6 +477,8 @@ class Engine:
             return
         site = _site(3)
         self._join(list(self.forked))
+        if "validate" not in self.parts:  # the timing split: the launches without their validation
+            return
         views = ([(tensor.name, r, tensor.on(r)) for r in range(self.world_size)] if isinstance(tensor, SymmetricTensor)
                  else [(_name(self.heap, tensor), None, tensor)])
         for name, rank, view in views:
@@ -618,7 +644,7 @@ class Engine:
         self.table_device = table.to(self.device)
 
     def _sites_of(self, entry: GuidedEntry) -> list[Site]:
-        if entry.where == "host":
+        if entry.where in ("host", "congest"):  # not a kernel site: the host delays a write / launches a kernel
             return []
         kernel = [s for s in self.sites if s.kernel == entry.kernel]
         if entry.where == "start":
@@ -639,7 +665,9 @@ class Engine:
         self.expect_index = 0
         self.launch_slot = 0
         self.writes = 0
-        if self.restore is not None:
+        if "restore" not in self.parts:  # the timing split: the rest of an iteration without its restore
+            pass
+        elif self.restore is not None:
             for rank, start, end in self.restore:
                 rows = slice(None) if rank is None else rank
                 self.heap.block[rows, start:end].copy_(self.snapshot[rows, start:end])
@@ -647,12 +675,30 @@ class Engine:
             self.heap.block[:, :self.top].copy_(self.snapshot)
         else:
             self._restore_inputs()
+        if self.congest_ns and "launches" in self.parts:
+            self._congest()
         for k in range(self.options.calls):
             self.call = k
             self.call_fn(k)
         self._join(list(self.forked))
-        epilogue_kernel.launcher((1,), interpret=self.interpret)(
-            self.ctl, self.hang_ring[j], HANGS=ud.HANGS.value, FIELDS=4, ITERATION=ud.ITERATION.value)
+        if "epilogue" in self.parts:
+            epilogue_kernel.launcher((1,), interpret=self.interpret)(
+                self.ctl, self.hang_ring[j], HANGS=ud.HANGS.value, FIELDS=4, ITERATION=ud.ITERATION.value)
+
+    def _congest(self) -> None:
+        """The guided schedule's L2 congestion (``syncverify.kernels.congest``): a bounded kernel on
+        its own stream, issued before the harness's launches so that it runs beside them; the
+        harness's next join (its host barrier) waits for it."""
+        from syncverify.kernels import congest  # triton: a kernel
+
+        if self.congest_buf is None:
+            n = congest.INTERPRET_ELEMENTS if self.interpret else congest.GPU_ELEMENTS
+            self.congest_buf = self.torch.zeros(n, dtype=self.torch.int32, device=self.device)
+        ctas = 1 if self.interpret else congest.CTAS
+        with self._on(0, "sv-congest"):
+            congest.sv_congest.launcher((ctas,), interpret=self.interpret)(
+                self.congest_buf, self.congest_buf.numel(), self.congest_ns, BLOCK=congest.BLOCK,
+                ROUNDS=congest.INTERPRET_ROUNDS, INTERPRET=self.interpret)
 
     def plan_restore(self) -> None:
         """``poison="all"``, once the first iteration has shown the expectations: the ranges the
@@ -788,6 +834,10 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
         if options.seconds is not None and time.monotonic() - started >= options.seconds:
             break
         if options.stop_on_failure and result.bad_iterations:
+            break
+        if options.bound_seconds is not None and time.monotonic() - started >= options.bound_seconds:
+            result.stopped = (f"the time bound of {options.bound_seconds:g} s, after {blocks.issued} of {total} "
+                              "iterations issued")
             break
         if blocks.graphs is None and blocks.issued >= 1 and options.graphs and not options.interpret and block > 1 \
                 and not engine.one_call and (total is None or total - blocks.issued >= block):
