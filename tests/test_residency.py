@@ -175,6 +175,23 @@ def test_in_the_interpreter_a_grid_barrier_completes_only_for_one_program():
         assert bool(timed_out.sum()) == deadlocks("grid_barrier", grid, 1)
 
 
+def test_in_the_interpreter_the_stamped_kernels_read_their_values_and_record_placeholder_stamps():
+    """The CPU path of ``benchmarks/residency_first_launch.py``'s kernels: producers first (the
+    interpreter's order makes them safe), every consumer reads its value; no inline PTX, so the
+    start times and SMs are 0, and the sleep measured in ns does not spin."""
+    with example_module("residency", "spin_grid") as spin_grid:
+        stamped, spin_for = spin_grid.stamped_consumers_kernel, spin_grid.spin_for_kernel
+    n = 2
+    flags, data, out, timed_out = (torch.zeros(n, dtype=torch.int32) for _ in range(4))
+    sm, start = torch.full((2 * n,), -1, dtype=torch.int32), torch.full((2 * n,), -1, dtype=torch.int64)
+    _run(stamped, (2 * n,), flags, data, out, timed_out, sm, start, n, n, MAX_SPINS=20, TIMEOUT_NS=0, USE_TIMER=False)
+    assert out.tolist() == [1, 2] and timed_out.tolist() == [0, 0]
+    assert sm.tolist() == [0] * (2 * n) and start.tolist() == [0] * (2 * n)
+    stamps = torch.full((3,), -1, dtype=torch.int64)
+    _run(spin_for, (1,), stamps, 10**9, USE_TIMER=False)
+    assert stamps.tolist() == [0, 0, 0]
+
+
 # ----- the command line ---------------------------------------------------------------------------
 
 def test_check_resident_answers_hang_with_the_resident_ctas_and_exit_1(capsys):
