@@ -29,7 +29,8 @@ The hypotheses this script separates, each by several repetitions of its own:
 Per trial the script records whether the producers' launch used a ``CompiledKernel`` object new
 to that launch (``fresh``), whether its module was loaded before the trial (``loaded``), and
 whether that object had been launched before (``launched``): the model columns read
-``deadlock`` iff the producers' binary is launched for the first time (the rule
+``deadlock`` iff the producers' binary is launched for the first time after the consumers were
+issued (the rule
 ``syncverify.explore.residency`` takes under ``lazy_loading``, by binary), and iff its module was
 not loaded before (the alternative).
 
@@ -113,19 +114,34 @@ class Buffers:
 
 
 def trial(n: int, producers, options: dict, *, before: str, sleep: int, streams, consumers, b: dict,
-          dog: Watchdog, launched: set, load: object = None) -> dict:
+          dog: Watchdog, launched: set, load: object = None, order: str = "consumers") -> dict:
     """``n`` consumers of ``consumers`` on ``streams[0]``; on ``streams[1]`` ``before`` (``torch``:
     ``torch.cuda._sleep(sleep)`` cycles, ``spin``: ``spin_for_kernel`` for ``sleep`` ns, ``none``),
     then ``n`` producers of ``producers`` launched with ``options``. ``load``: a ``CompiledKernel``
-    whose module is loaded (timed) while the consumers spin, before the producers' launch."""
+    whose module is loaded (timed) while the consumers spin, before the producers' launch.
+    ``order``: ``consumers`` (issued first, as in runs 1-4), ``gap`` (the same, the host waiting
+    5 ms before the producers' stream: every consumer resident first), ``producers`` (the
+    producers' stream issued first)."""
     bufs = Buffers(n)
     comm, gemm = streams
     known = {id(k): k.module is not None for k in binaries(producers).values()}
     host: dict = {}
 
     def run():
+        if order != "producers":
+            issue_consumers()
+        if order == "gap":
+            time.sleep(0.005)
+        kernel = issue_producers()
+        if order == "producers":
+            issue_consumers()
+        return kernel
+
+    def issue_consumers() -> None:
         with torch.cuda.stream(comm):
             bufs.launch(consumers, n, 0, {}, b)
+
+    def issue_producers():
         with torch.cuda.stream(gemm):
             if before == "torch":
                 torch.cuda._sleep(sleep)
@@ -180,6 +196,16 @@ def spin_row(bufs: Buffers, before: str) -> dict:
     return dict(spin_us=round((s1 - s0) / 1e3, 1), spin_sm=sm, spin_after_us=round((s0 - first) / 1e3, 1))
 
 
+def sleep_ms(cycles: int) -> float:
+    """How long ``torch.cuda._sleep(cycles)`` runs alone (CUDA events, ms): its clock."""
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    torch.cuda.synchronize()
+    return begin.elapsed_time(end)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = bounds(argv, __doc__, 100.0, 20.0, 80.0)
     if args is None:
@@ -193,12 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     compiled = one.warm(consumers, {}, b, "launched")
     dog.run("sleep, first use", lambda: torch.cuda._sleep(1000))
     dog.run("spin, first use", lambda: spin_for_kernel[(1,)](one.spin, 1000, USE_TIMER=True, num_warps=1))
+    clock_mhz = [round(SLEEP_CYCLES / sleep_ms(SLEEP_CYCLES) / 1e3) for _ in range(3)]
     fp = footprint(compiled)
     per_sm = occupancy(fp, MACHINE)
     n = sms * per_sm - 1  # one slot free
     print(f"{props.name}: {sms} SMs; stamped_consumers_kernel {fp}: {per_sm} per SM; {n} consumers; "
           f"CUDA_MODULE_LOADING={os.environ.get('CUDA_MODULE_LOADING', '(unset: LAZY)')}; "
-          f"torch {torch.__version__}, triton {triton.__version__}", flush=True)
+          f"torch {torch.__version__}, triton {triton.__version__}; torch's sleep of {SLEEP_CYCLES:,} cycles on an "
+          f"idle GPU ran at {clock_mhz} MHz", flush=True)
     launched = {id(compiled)}
     fresh_streams = lambda: (torch.cuda.Stream(), torch.cuda.Stream())  # noqa: E731
     fixed = fresh_streams()
@@ -211,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.synchronize()
     launched.update(id(k) for fn in (run4_like, warm_fn) for k in binaries(fn).values())
 
-    # (row, what, reps, producers, options, before, sleep, streams); producers "fresh:HOW": a new
+    # (row, what, reps, producers, options, before, sleep, streams: a fixed pair, None: fresh ones,
+    # or an issue order of trial()'s, with fresh ones); producers "fresh:HOW": a new
     # function each repetition, its binary for ``options`` prepared HOW (Buffers.warm; load-during:
     # compiled, its module loaded inside the trial)
     rows = (
@@ -229,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         *((f"H{ns // 1000}us", f"warm binary, own sleep {ns // 1000} us of %globaltimer", 2, warm_fn, four, "spin", ns,
            None) for ns in (100_000, 1_000_000, 10_000_000)),
         ("I", "warm binary, one fixed pair of streams", 4, warm_fn, four, "torch", SLEEP_CYCLES, fixed),
+        ("K", "fresh function each rep, compiled only, host waits 5 ms before the producers' stream", 2,
+         "fresh:compiled", four, "torch", SLEEP_CYCLES, "gap"),
+        ("L", "fresh function each rep, compiled only, the producers' stream issued first", 2, "fresh:compiled", four,
+         "torch", SLEEP_CYCLES, "producers"),
         ("J", "the consumers' own kernel as the producers", 2, consumers, {}, "torch", SLEEP_CYCLES, None),
     )
     results = []
@@ -245,12 +278,15 @@ def main(argv: list[str] | None = None) -> int:
                 load = kernel if how == "load-during" else None
             else:
                 fn = producers
-            r = trial(n, fn, options, before=before, sleep=sleep, streams=streams or fresh_streams(),
-                      consumers=consumers, b=b, dog=dog, launched=launched, load=load)
+            order = streams if isinstance(streams, str) else "consumers"
+            pair = streams if isinstance(streams, tuple) else fresh_streams()
+            r = trial(n, fn, options, before=before, sleep=sleep, streams=pair, consumers=consumers, b=b, dog=dog,
+                      launched=launched, load=load, order=order)
             r.update(row=row, what=what, rep=rep, gpu="deadlock" if r["timed_out"] else "completed",
-                     by_binary="deadlock" if r["first_launch"] else "safe",
-                     by_module="deadlock" if not r["loaded"] else "safe")
+                     by_binary="deadlock" if r["first_launch"] and order != "producers" else "safe",
+                     by_module="deadlock" if not r["loaded"] and order != "producers" else "safe")
             r["agree"] = (r["by_binary"] == r["gpu"]) and r["values_ok"]
+            r["agree_by_module"] = (r["by_module"] == r["gpu"]) and r["values_ok"]
             results.append(r)
             print(f"  {row} rep {rep}: GPU {r['gpu']} ({r['timed_out']} timed out); fresh {r['fresh']}, loaded "
                   f"{r['loaded']}, first launch {r['first_launch']}; producers after {r.get('producer_after_us')} us "
@@ -262,12 +298,12 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(os.environ.get("OUT", "."))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "residency_first_launch.json").write_text(json.dumps(dict(
-        device=props.name, sms=sms, consumers=n, footprint=vars(fp), timeout_ms=args.timeout_ms,
+        device=props.name, sms=sms, consumers=n, footprint=vars(fp), timeout_ms=args.timeout_ms, sleep_clock_mhz=clock_mhz,
         seconds=seconds, trials=results), indent=2))
     print()
     print("| row | what | trials | GPU deadlocked | first launch of the binary | module not loaded before | "
-          "producers after the last consumer (us, median) | host launch (ms, max) | agree (by binary) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "producers after the last consumer (us, median) | host launch (ms, max) | agree: by binary | by module |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for row, what, *_ in rows:
         mine = [r for r in results if r["row"] == row]
         if not mine:
@@ -277,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {row} | {what} | {len(mine)} | {pattern('timed_out')} | {pattern('first_launch')} | "
               f"{''.join('.' if r['loaded'] else 'x' for r in mine)} | "
               f"{statistics.median(after) if after else '-'} | {max(r.get('launch_ms', 0) for r in mine)} | "
-              f"{sum(r['agree'] for r in mine)}/{len(mine)} |")
+              f"{sum(r['agree'] for r in mine)}/{len(mine)} | {sum(r['agree_by_module'] for r in mine)}/{len(mine)} |")
     print(f"x: yes, per repetition in order. {sms} SMs; {n} consumers; timeout {args.timeout_ms} ms; {seconds} s")
     return 0 if all(r["agree"] for r in results) else 1
 
