@@ -79,6 +79,7 @@ class CampaignOptions:
     lock_dtype: str = "int32"
     max_polls: int | None = None
     order: str = "producers-first"
+    launches: str = "fused"  # fused | two-stream | pdl | pdl-no-wait (syncverify.kernels.config.LAUNCHES)
     table: bool = False
     num_warps: int | None = None
     num_stages: int = 3
@@ -209,7 +210,7 @@ def kernel_config(o: CampaignOptions) -> KernelConfig:
         dtype=o.dtype, distribution=o.distribution, production=o.production,
         lock_dtype=o.lock_dtype, num_warps=o.num_warps, num_stages=o.num_stages,
         delays=o.delays != "none", virtual=virtual, table=o.table or not virtual,
-        interpret=o.interpret, order=o.order,
+        interpret=o.interpret, order=o.order, launches=o.launches,
     )
 
 

@@ -129,6 +129,8 @@ def test_each_residency_example_gets_its_per_sm_verdict(name, safe):
         assert "no CTA still waiting can become resident" in words and "placed: GPU 0 SM 0" in words
     if name == "other_kernel_first":
         assert "marker_kernel: its first launch loads its module" in words
+    if name == "warmed_up_other_options":  # the binary launched with num_warps=4 is the second
+        assert "producers_elsewhere_kernel@2: its first launch loads its module" in words
 
 
 def test_the_examples_rule_is_the_models_answer():
@@ -190,6 +192,21 @@ def test_in_the_interpreter_the_stamped_kernels_read_their_values_and_record_pla
     stamps = torch.full((3,), -1, dtype=torch.int64)
     _run(spin_for, (1,), stamps, 10**9, USE_TIMER=False)
     assert stamps.tolist() == [0, 0, 0]
+
+
+def test_a_binary_is_keyed_as_triton_keys_it_launch_options_as_passed_and_int_specialization():
+    """``binary_key``: ``num_warps=4`` spelled out is another binary than the default (GPU run 5);
+    an int argument equal to 1 is specialized unless ``do_not_specialize`` names it."""
+    from syncverify.frontend.check import binary_key
+    with example_module("residency", "spin_grid") as spin_grid:
+        kernel, barrier = spin_grid.consumers_first_kernel, spin_grid.grid_barrier_kernel
+    bufs = tuple(torch.zeros(4, dtype=torch.int32) for _ in range(4))
+    plain = binary_key(kernel, bufs + (1, 0), dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False))
+    assert plain == binary_key(kernel, bufs + (2111, 2111), dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False))
+    assert plain != binary_key(kernel, bufs + (1, 0), dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False, num_warps=4))
+    assert plain != binary_key(kernel, bufs + (1, 0), dict(MAX_SPINS=5, TIMEOUT_NS=0, USE_TIMER=False))
+    grid = lambda n: binary_key(barrier, bufs[:2] + (n,), dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False))  # noqa: E731
+    assert grid(1) != grid(2) == grid(3) != grid(32)  # GRID is specialized: 1, and divisible by 16
 
 
 # ----- the command line ---------------------------------------------------------------------------
