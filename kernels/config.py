@@ -23,6 +23,16 @@ LOADS: tuple[str, ...] = ("descriptor", "pointer")  # syncverify.kernels.tile.op
 #: (``syncverify.protocols.rules.SPLIT_LAUNCHES``): the producers' part and the others' as two
 #: launches of the kernel (``syncverify.kernels.launch.split_launches``).
 LAUNCHES: tuple[str, ...] = ("fused",) + rules.SPLIT_LAUNCHES
+
+
+def model_launches(launches: str) -> str:
+    """The model's ``--launches`` for a kernel's: ``fused`` is one kernel per call with a host
+    barrier between calls (``host-barrier``); the split modes have the same names.
+
+    >>> model_launches("fused"), model_launches("pdl")
+    ('host-barrier', 'pdl')
+    """
+    return "host-barrier" if launches == "fused" else launches
 TMA_BOX_MAX = 256  # elements per dimension of a tensor-descriptor box (sm_90)
 MAX_WORLD = rules.KERNEL_MAX_WORLD
 

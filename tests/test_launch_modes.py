@@ -94,6 +94,26 @@ def test_in_the_interpreter_consumers_issued_first_on_their_own_stream_time_out(
     assert result.counts["hang"] == 8 and result.bad_iterations == 1  # 2 ranks x 4 tiles
 
 
+def test_stress_checks_the_model_in_the_launch_mode_it_runs(monkeypatch):
+    """The verdict ``syncverify stress`` prints beside a campaign is the model's for the same
+    launch mode (``fused``: ``host-barrier``)."""
+    from syncverify.stress import report
+
+    seen = []
+    monkeypatch.setattr(report, "check_calls", lambda protocol, **kw: seen.append(kw["launches"]))
+    for launches in ("fused", "two-stream", "pdl", "pdl-no-wait"):
+        report.campaign_verdict(dict(protocol=SAFE, kernel="all-reduce", world_size=2, launches=launches))
+    assert seen == ["host-barrier", "two-stream", "pdl", "pdl-no-wait"]
+
+
+def test_stress_with_an_unknown_launch_mode_is_one_line_and_exit_2(capsys):
+    from syncverify.cli import main
+
+    assert main(["stress", "--protocol", SAFE, "--interpret", "--launches", "pdls"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--launches='pdls' is not one of" in err and "did you mean 'pdl'" in err and "\n" not in err
+
+
 # ----- the same definition, checked by the model ----------------------------------------------------
 
 @pytest.mark.parametrize(("launches", "resident", "safe"), [

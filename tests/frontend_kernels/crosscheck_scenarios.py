@@ -28,7 +28,7 @@ import torch
 
 import syncverify
 from syncverify.kernels.build import build
-from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.config import KernelConfig, model_launches
 from syncverify.kernels.errors import StressConfigError, UnsupportedStep
 from syncverify.kernels.heap import Buffer
 from syncverify.kernels.launch import launch_arguments, split_launches
@@ -224,7 +224,7 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
                                          world_size=world_size, timeout=timeout, threads_per_cta=threads, **options)
     model = syncverify.check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout,
                                       threads_per_cta=threads,
-                                      launches="host-barrier" if launches == "fused" else launches)
+                                      launches=model_launches(launches))
     case.kernel = (kernel.safe, sorted(kernel.violations))
     case.model = (model.safe, sorted(model.violations))
     case.limit = f"{kernel.limit_hit}: {kernel.limit_detail}" if kernel.limit_hit else ""
