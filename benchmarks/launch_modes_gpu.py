@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             row = residency_run(total // W, args.polls)
             row.update(consumer_programs=total, model=model, gpu="deadlock" if row["hang"] else "completed")
-            row["agree"] = row["gpu"] == model
+            row["agree"] = (row["gpu"] == "deadlock") == (model == "deadlock")
             ok &= row["agree"]
             out["residency"].append(row)
             print(f"  residency: {total} consumer programs, {row['tiles']} tiles: model {model}, GPU {row['gpu']} "

@@ -209,6 +209,20 @@ def test_a_binary_is_keyed_as_triton_keys_it_launch_options_as_passed_and_int_sp
     assert grid(1) != grid(2) == grid(3) != grid(32)  # GRID is specialized: 1, and divisible by 16
 
 
+def test_a_module_load_blocks_the_host_so_a_loaded_kernel_issued_after_it_waits_too():
+    """GPU run 5: the load call itself returned only once the spinning consumers gave up. A
+    consumer (kernel K1), then the first launch of K2 (its module not loaded), then the producer
+    (K1, loaded) on a third stream: the producer is issued by a host blocked in K2's load, so it
+    too waits for the consumer: a hang, though three slots leave room for all. K2 loaded before:
+    SAFE."""
+    threads = (Thread("P0", 0, 0, _poll("f0"), phase="a"), Thread("P1", 0, 1, (Store("g", 1),), phase="b"),
+               Thread("P2", 0, 2, (Store("f0", 1, sem="release", scope="gpu"),), phase="c"))
+    program = Program("load", threads, observed_registers=frozenset(), kernels=(("a", "K1"), ("b", "K2"), ("c", "K1")))
+    assert find_deadlock(program, Residency(3)) is None
+    assert find_deadlock(program, Residency(3, lazy_loading=True)) is not None
+    assert find_deadlock(program, Residency(3, lazy_loading=True, loaded=("K2",))) is None
+
+
 # ----- the command line ---------------------------------------------------------------------------
 
 def test_check_resident_answers_hang_with_the_resident_ctas_and_exit_1(capsys):

@@ -81,7 +81,7 @@ class Residency:
     sms: int = 0
     occupancy: tuple[tuple[str, int], ...] = ()
     lazy_loading: bool = False  # a binary's first launch waits for the launches issued before it
-    loaded: tuple[str, ...] = ()  # under lazy loading: kernels (every binary) or binaries launched once before
+    loaded: tuple[str, ...] = ()  # under lazy loading: kernels (every binary) or binaries whose modules are loaded
 
     def __post_init__(self) -> None:
         if not isinstance(self.capacity, int) or self.capacity < 1:
@@ -185,23 +185,30 @@ def binary_of(program: Program, phase) -> str:
 def first_launches(program: Program, units: list[Cta], loaded: tuple[str, ...] = ()) -> dict[str, frozenset[str]]:
     """Under lazy loading, each launch that is its binary's first on its GPU (in issue order,
     ``program.kernels``; binaries by ``program.binaries``; not of a kernel or binary in
-    ``loaded``) -> the launches issued before it on that GPU, whose CTAs must all exit before it
-    starts. A binary, not a kernel: GPU run 5 saw a kernel warmed up without ``num_warps``
-    deadlock when launched with ``num_warps=4`` spelled out (another Triton cache key, another
-    module), and not once that binary had run."""
+    ``loaded``: modules loaded before) -> the launches issued before it on that GPU, whose CTAs
+    must all exit before it starts; and each launch issued after such a load -> the same (the
+    host thread is blocked in the load until then: GPU run 5 saw the load call itself return
+    only when the spinning consumers gave up). A binary, not a kernel: run 5 saw a kernel warmed
+    up without ``num_warps`` deadlock when launched with ``num_warps=4`` spelled out (another
+    Triton cache key, another module), and not once that binary's module was loaded; a module
+    loaded but never launched did not stall (the load is the step, not the first launch)."""
     gpu_of = {str(c.phase): c.gpu for c in units}
     seen: dict[int, list[str]] = {}
     loaded_on: dict[int, set[str]] = {}
+    held: dict[int, frozenset[str]] = {}  # launches a load before waited for: the host, blocked in it, issues later
     out: dict[str, frozenset[str]] = {}
     for phase, kernel in program.kernels:
         gpu = gpu_of.get(str(phase))
         if gpu is None:
             continue
         binary = binary_of(program, phase)
+        waits = held.get(gpu, frozenset())
         if kernel not in loaded and binary not in loaded and binary not in loaded_on.setdefault(gpu, set()):
             loaded_on[gpu].add(binary)
-            if seen.get(gpu):
-                out[str(phase)] = frozenset(seen[gpu])
+            waits |= frozenset(seen.get(gpu, ()))
+            held[gpu] = waits
+        if waits:
+            out[str(phase)] = waits
         seen.setdefault(gpu, []).append(str(phase))
     return out
 

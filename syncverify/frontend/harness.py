@@ -218,9 +218,11 @@ class Harness:
         binary's first launch waits for the work issued before it on its GPU, as CUDA lazy loading
         may (docs/residency.md). A kernel launched with other meta-parameters, argument
         specializations or launch options (``num_warps=4`` spelled out or not) is another binary,
-        as Triton keys it (GPU run 5). ``loaded``: kernels every binary of which was launched
-        before the harness (a warm-up outside it); a warm-up launch inside the harness is tracked
-        binary by binary. ``syncverify check --resident R`` overrides it."""
+        as Triton keys it (GPU run 5). ``loaded``: kernels every binary of which had its module
+        loaded before the harness (a warm-up launch, or Triton's ``CompiledKernel._init_handles()``:
+        a module loaded but never launched did not stall in run 5); a warm-up launch inside the
+        harness is tracked binary by binary. The host is blocked in a load, so later launches
+        wait with it. ``syncverify check --resident R`` overrides it."""
         name = lambda k: getattr(getattr(k, "fn", k), "__name__", k)  # noqa: E731
         named = tuple(sorted((name(k), n) for k, n in (occupancy or {}).items()))
         try:
