@@ -186,15 +186,24 @@ def per_sm_answers(n: int, waiting: list[str], costs: Costs, histogram: list[int
     return anywhere, (None if histogram is None else deadlocks_per_sm(n, waiting, costs, histogram))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timeout-ms", type=float, default=200.0, help="each wait's budget (default 200)")
-    parser.add_argument("--watchdog", type=float, default=30.0, help="seconds per launch (default 30)")
-    parser.add_argument("--budget", type=float, default=28.0,
-                        help="seconds after which the remaining rows are skipped and the table printed (default 28)")
+def bounds(argv: list[str] | None, doc: str, timeout_ms: float, watchdog: float, budget_s: float):
+    """The residency scripts' command line (every wait's budget, the watchdog, the time budget for
+    rows) with these defaults; None (after saying so) when no CUDA GPU is visible."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--timeout-ms", type=float, default=timeout_ms, help=f"each wait's budget (default {timeout_ms})")
+    parser.add_argument("--watchdog", type=float, default=watchdog, help=f"seconds per launch (default {watchdog})")
+    parser.add_argument("--budget", type=float, default=budget_s,
+                        help=f"seconds after which the remaining rows are skipped and the table printed (default {budget_s})")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA GPU (none visible)")
+        return None
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = bounds(argv, __doc__, 200.0, 30.0, 28.0)
+    if args is None:
         return 2
     start = time.monotonic()
     dog = Watchdog(args.watchdog)

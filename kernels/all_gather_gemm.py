@@ -113,6 +113,8 @@ def all_gather_gemm_kernel(
     GEMM_ONLY: tl.constexpr = False,
     # timestamps (benchmarks/profile_tail.py): int64 [grid, 2 + 4 * STAMPS] (syncverify.kernels.delays.stamp)
     stamps=None, STAMPS: tl.constexpr = 0,
+    # a split launch mode: which roles this launch holds, its PDL prologue (kernels/steps.py PARTS, PDL_MODES)
+    PART: tl.constexpr = 0, PDL: tl.constexpr = 0,
 ):
     # ----- role and rank: senders, then GEMM programs; the delays' iteration is the epoch (vals[0])
     delay = (delay_seed, delay_pct, delay_max_ns, delay_sites, tl.load(vals), delay_table)
@@ -120,7 +122,8 @@ def all_gather_gemm_kernel(
         is_sender = tl.program_id(0) < 0
         index = tl.program_id(0)
     else:
-        is_sender, index = program_role(tl.program_id(0), ORDER, GEMM_SMS, COMM_SMS, WORLD if VIRTUAL else 1)
+        is_sender, index = program_role(tl.program_id(0), ORDER, GEMM_SMS, COMM_SMS, WORLD if VIRTUAL else 1,
+                                        PART, PDL, INTERPRET)
     MR = M // WORLD  # rows of one shard; its BLOCK_M-row tiles are the lock tiles
     lock = (locks, locks_table, locks_rank_stride)
     if is_sender:

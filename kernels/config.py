@@ -19,6 +19,20 @@ DISTRIBUTIONS: tuple[str, ...] = rules.DISTRIBUTIONS
 PRODUCTIONS: tuple[str, ...] = ("every-rank", "owner-only")
 ORDERS: tuple[str, ...] = ("producers-first", "consumers-first", "last-rank-late")
 LOADS: tuple[str, ...] = ("descriptor", "pointer")  # syncverify.kernels.tile.operand_descriptors
+#: How a call is launched: one ``fused`` kernel, or the model's split modes
+#: (``syncverify.protocols.rules.SPLIT_LAUNCHES``): the producers' part and the others' as two
+#: launches of the kernel (``syncverify.kernels.launch.split_launches``).
+LAUNCHES: tuple[str, ...] = ("fused",) + rules.SPLIT_LAUNCHES
+
+
+def model_launches(launches: str) -> str:
+    """The model's ``--launches`` for a kernel's: ``fused`` is one kernel per call with a host
+    barrier between calls (``host-barrier``); the split modes have the same names.
+
+    >>> model_launches("fused"), model_launches("pdl")
+    ('host-barrier', 'pdl')
+    """
+    return "host-barrier" if launches == "fused" else launches
 TMA_BOX_MAX = 256  # elements per dimension of a tensor-descriptor box (sm_90)
 MAX_WORLD = rules.KERNEL_MAX_WORLD
 
@@ -49,6 +63,14 @@ class KernelConfig:
     alone (the grid has no consumer programs: the GEMM part of the kernel, timed by ``bench``);
     ``stamps``: iterations per program whose timestamps the launch records (0: none, the shipped
     kernels; ``benchmarks/profile_tail.py`` profiles with it, ``syncverify.kernels.delays.stamp``).
+
+    ``launches``: ``fused`` (one launch of the whole grid), or, as the model's ``--launches`` of
+    the same names, the first role's programs (producers; all-gather-gemm's senders) and the
+    others as two launches: ``two-stream`` (two streams, concurrent; ``order`` is then the order
+    the host issues them: ``consumers-first`` issues the others' launch first, on the GPU too),
+    ``pdl`` (one stream, the others a programmatic dependent launch: the producers trigger
+    ``griddepcontrol.launch_dependents`` first thing, the others run ``griddepcontrol.wait``
+    first thing) and ``pdl-no-wait`` (the same without the wait).
     """
 
     kernel: str = "all-reduce"
@@ -77,6 +99,7 @@ class KernelConfig:
     group_m: int = 1
     gemm_only: bool = False
     stamps: int = 0
+    launches: str = "fused"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -126,6 +149,15 @@ class KernelConfig:
     def grid(self) -> int:
         return self.programs_per_rank * (self.world_size if self.virtual else 1)
 
+    @property
+    def grids(self) -> tuple[int, ...]:
+        """The grid of each launch of a call: ``(grid,)`` fused; split, the first role's programs
+        and the others'."""
+        if self.launches == "fused":
+            return (self.grid,)
+        first = self.gemm_sms * (self.world_size if self.virtual else 1)
+        return first, self.grid - first
+
 
 def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> None:
     one_of(f"--{name}", value, allowed, error=StressConfigError)
@@ -161,11 +193,20 @@ def check_config(config: KernelConfig, *, sms: int | None = None, gpus: int | No
     _one_of("lock-dtype", c.lock_dtype, ("int32", "int8"))
     _one_of("order", c.order, ORDERS)
     _one_of("loads", c.loads, LOADS)
+    _one_of("launches", c.launches, LAUNCHES)
+    if c.launches != "fused":
+        if c.gemm_only:
+            raise StressConfigError(f"--launches={c.launches} splits producers from consumers; --gemm-only has none")
+        if c.order not in ("producers-first", "consumers-first") or (c.launches != "two-stream"
+                                                                     and c.order != "producers-first"):
+            raise StressConfigError(f"--order={c.order} with --launches={c.launches}: the order is which launch the "
+                                    "host issues first (producers-first; consumers-first with two-stream only: a "
+                                    "PDL dependent comes after its primary)")
     if c.stamps < 0:
         raise StressConfigError(f"stamps={c.stamps} must be 0 (off) or the iterations to record per program")
     if c.group_m < 1:
         raise StressConfigError(f"--group-m={c.group_m} must be at least 1")
-    if c.order != "producers-first" and not c.interpret:
+    if c.order != "producers-first" and not c.interpret and c.launches == "fused":
         raise StressConfigError(
             f"--order={c.order} is an interpreter schedule (the GPU runs programs concurrently); "
             "add --interpret"

@@ -60,12 +60,14 @@ def gemm_all_scatter_kernel(
     HAS_AFTER: tl.constexpr = False,
     # timestamps (benchmarks/profile_tail.py): int64 [grid, 2 + 4 * STAMPS] (syncverify.kernels.delays.stamp)
     stamps=None, STAMPS: tl.constexpr = 0,
+    # a split launch mode: which roles this launch holds, its PDL prologue (kernels/steps.py PARTS, PDL_MODES)
+    PART: tl.constexpr = 0, PDL: tl.constexpr = 0,
 ):
     # ----- role and rank: producers, then comm programs, then receivers; the delays' iteration is
     # the launch's epoch (vals[0]), so a captured CUDA graph replays launches whose iteration advances
     delay = (delay_seed, delay_pct, delay_max_ns, delay_sites, tl.load(vals), delay_table)
     RANKS: tl.constexpr = WORLD if VIRTUAL else 1
-    is_producer, index = program_role(tl.program_id(0), ORDER, GEMM_SMS, COMM_SMS + RECV_SMS, RANKS)
+    is_producer, index = program_role(tl.program_id(0), ORDER, GEMM_SMS, COMM_SMS + RECV_SMS, RANKS, PART, PDL, INTERPRET)
     lock = (locks, locks_table, locks_rank_stride)
     push = (push_locks, push_locks_table, push_locks_rank_stride)
     if is_producer:

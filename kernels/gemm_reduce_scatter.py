@@ -59,10 +59,13 @@ def gemm_reduce_scatter_kernel(
     HAS_AFTER: tl.constexpr = False, SLOTS: tl.constexpr = 1, NLOCKS: tl.constexpr = 1,
     # timestamps (benchmarks/profile_tail.py): int64 [grid, 2 + 4 * STAMPS] (syncverify.kernels.delays.stamp)
     stamps=None, STAMPS: tl.constexpr = 0,
+    # a split launch mode: which roles this launch holds, its PDL prologue (kernels/steps.py PARTS, PDL_MODES)
+    PART: tl.constexpr = 0, PDL: tl.constexpr = 0,
 ):
     # ----- role and rank; the delays' iteration is the launch's epoch (vals[0]) ------------------
     delay = (delay_seed, delay_pct, delay_max_ns, delay_sites, tl.load(vals), delay_table)
-    is_producer, index = program_role(tl.program_id(0), ORDER, GEMM_SMS, COMM_SMS, WORLD if VIRTUAL else 1)
+    is_producer, index = program_role(tl.program_id(0), ORDER, GEMM_SMS, COMM_SMS, WORLD if VIRTUAL else 1,
+                                      PART, PDL, INTERPRET)
     lock = (locks, locks_table, locks_rank_stride)
     if is_producer:
         # ----- producer: partial tiles of this rank's K-slice, into each tile's owner's inbox ------

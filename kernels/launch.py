@@ -20,7 +20,8 @@ from syncverify.kernels.build import (
     once_per_build,
     ownership_tensor,
 )
-from syncverify.kernels.steps import wrap_plan
+from syncverify.kernels._deps import torch
+from syncverify.kernels.steps import PARTS, PDL_MODES, wrap_plan
 from syncverify.kernels.tile import use_scratch_allocator
 
 #: Every meta-parameter of the fused kernels: name -> its value for (config, plan).
@@ -37,7 +38,8 @@ META: dict[str, Callable[[Any, Any], Any]] = {
     "BEFORE_STORE": lambda c, p: wrap_plan(p.before_store), "AFTER_LOAD": lambda c, p: wrap_plan(p.after_load),
     "HAS_BEFORE": lambda c, p: bool(p.before_store), "HAS_AFTER": lambda c, p: bool(p.after_load),
     "SLOTS": lambda c, p: p.slots, "NLOCKS": lambda c, p: len(p.locks), "GEMM_ONLY": lambda c, p: c.gemm_only,
-    "STAMPS": lambda c, p: c.stamps,
+    "STAMPS": lambda c, p: c.stamps, "PDL": lambda c, p: PDL_MODES.get(c.launches, 0),
+    "PART": lambda c, p: PARTS["fused"],  # a split launch passes its own (split_launches)
 }
 
 
@@ -120,6 +122,58 @@ def launch_arguments(fn, meta: Callable[[BuiltKernel], dict], built: BuiltKernel
                  **({} if stamps is None else {"stamps": stamps})))
 
 
+def split_launches(config) -> list[tuple[int, int, str, bool]]:
+    """The launches of one call, in the order the host issues them: ``(grid, PART, stream,
+    pdl)``. ``fused``: the whole grid (``PART`` 0) on the current stream. The split modes (the
+    model's ``--launches``, ``syncverify.scenarios.build.role_kernel``): the first role's
+    programs (``PART`` 1) and the others' (``PART`` 2); ``two-stream`` on streams ``first`` and
+    ``rest`` (``consumers-first``: the others issued first), ``pdl``/``pdl-no-wait`` on the
+    current stream, the others launched as the programmatic dependent of the first.
+
+    >>> from syncverify.kernels.config import KernelConfig
+    >>> split_launches(KernelConfig(gemm_sms=2, comm_sms=1, world_size=2, launches="two-stream", order="consumers-first"))
+    [(2, 2, 'rest', False), (4, 1, 'first', False)]
+    >>> split_launches(KernelConfig(gemm_sms=2, comm_sms=1, world_size=2, launches="pdl"))
+    [(4, 1, 'current', False), (2, 2, 'current', True)]
+    """
+    if config.launches == "fused":
+        return [(config.grid, PARTS["fused"], "current", False)]
+    first, rest = config.grids
+    if config.launches == "two-stream":
+        out = [(first, PARTS["first"], "first", False), (rest, PARTS["rest"], "rest", False)]
+        return out[::-1] if config.order == "consumers-first" else out
+    return [(first, PARTS["first"], "current", False), (rest, PARTS["rest"], "current", True)]
+
+
+#: The two streams of ``two-stream`` per device (created once: a new stream per launch would cost
+#: the stress loop host time); the caller's current stream waits for both after a call.
+_STREAMS: dict = {}
+
+
+def _launch_split(fn, config, args: list, kwargs: dict, compile_only: bool):
+    """Issue :func:`split_launches`' launches of ``fn`` (interpreter: one after another, in that
+    order). Returns the last launch's result (the compiled kernel on the GPU)."""
+    out = None
+    current = None if config.interpret or compile_only else torch.cuda.current_stream()
+    streams = {}
+    if current is not None and config.launches == "two-stream":
+        pair = _STREAMS.setdefault(current.device, (torch.cuda.Stream(current.device), torch.cuda.Stream(current.device)))
+        streams = {"first": pair[0], "rest": pair[1]}
+        for s in pair:
+            s.wait_stream(current)  # what the caller issued before (resets, inputs) comes first
+    for grid, part, stream, pdl in split_launches(config):
+        meta = kwargs | {"PART": part} | ({"launch_pdl": True} if pdl and not config.interpret else {})
+        run = fn.launcher((grid,), interpret=config.interpret, compile_only=compile_only)
+        if stream in streams:
+            with torch.cuda.stream(streams[stream]):
+                out = run(*args, **meta)
+        else:
+            out = run(*args, **meta)
+    for s in streams.values():
+        current.wait_stream(s)  # the call ends when both have: the caller synchronizes on its own stream
+    return out
+
+
 def launcher(fn, meta: Callable[[BuiltKernel], dict], doc: str):
     """A kernel module's launch function for kernel ``fn`` (``doc``: what its heap holds)."""
     fields = heap_fields(fn)  # once per kernel: the launch path is the stress loop's host cost
@@ -129,6 +183,8 @@ def launcher(fn, meta: Callable[[BuiltKernel], dict], doc: str):
         if not c.interpret:
             use_scratch_allocator()
         args, kwargs = launch_arguments(fn, meta, built, heap, A, B, status, fields=fields, **run)
+        if c.launches != "fused":
+            return _launch_split(fn, c, args, kwargs, compile_only)
         return fn.launcher((c.grid,), interpret=c.interpret, compile_only=compile_only)(*args, **kwargs)
 
     launch.__doc__ = doc + """

@@ -53,6 +53,26 @@ def fence(SEM: tl.constexpr, SCOPE: tl.constexpr, INTERPRET: tl.constexpr):
 
 
 @jit
+def launch_dependents(INTERPRET: tl.constexpr):
+    """``griddepcontrol.launch_dependents`` (PTX ISA): the dependent grid may be scheduled once every
+    program of this one ran it or exited; scheduling only, no memory order. As
+    ``tl.extra.cuda.gdc_launch_dependents`` writes it (the kernel front end reads it); nothing in
+    the interpreter, which runs each launch to its end before the next."""
+    if not INTERPRET:
+        tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [], dtype=tl.int32,
+                                  is_pure=False, pack=1)
+
+
+@jit
+def wait_for_primary(INTERPRET: tl.constexpr):
+    """``griddepcontrol.wait`` (PTX ISA): until the primary grid has completed and its writes are
+    visible to this one. As ``tl.extra.cuda.gdc_wait`` writes it; nothing in the interpreter."""
+    if not INTERPRET:
+        tl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+
+
+@jit
 def store_flag(ptr, value, SEM: tl.constexpr, SCOPE: tl.constexpr, CACHE: tl.constexpr,
                INTERPRET: tl.constexpr):
     """Store ``value`` to a flag: weak ``tl.store`` (with ``CACHE``) or ``st.SEM.SCOPE`` (PTX).

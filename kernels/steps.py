@@ -25,9 +25,11 @@ from syncverify.kernels.primitives import (
     atomic_cas_flag,
     atomic_xchg_flag,
     fence,
+    launch_dependents,
     named_barrier,
     read_flag,
     store_flag,
+    wait_for_primary,
     until_holds,
 )
 
@@ -123,11 +125,25 @@ def operand(X: tl.constexpr, vals):
         return tl.load(vals + X[1])
 
 
+#: ``PART`` of a launch (:func:`program_role`): the whole grid (one fused launch), or one of the two
+#: kernels of a split launch mode (``syncverify.protocols.rules.SPLIT_LAUNCHES``): the first role's
+#: programs (producers; all-gather-gemm's senders: the roles that signal first, the PDL primary),
+#: or every other role's (the dependent).
+PARTS: dict[str, int] = {"fused": 0, "first": 1, "rest": 2}
+#: ``PDL`` (:func:`program_role`): none; the primary triggers ``griddepcontrol.launch_dependents``
+#: first thing and the dependent runs ``griddepcontrol.wait`` first thing (``pdl``); the trigger
+#: alone (``pdl-no-wait``): the model's ``--launches`` modes of the same names.
+PDL_MODES: dict[str, int] = {"pdl": 1, "pdl-no-wait": 2}
+
+
 @jit
 def program_role(pid, ORDER: tl.constexpr, GEMM_SMS: tl.constexpr, COMM_SMS: tl.constexpr,
-                 RANKS: tl.constexpr):
-    """``(is_producer, index among its role's programs)`` for program ``pid``.
+                 RANKS: tl.constexpr, PART: tl.constexpr, PDL: tl.constexpr, INTERPRET: tl.constexpr):
+    """``(is_producer, index among its role's programs)`` for program ``pid`` of a launch holding
+    ``PART`` of the roles (:data:`PARTS`), after the launch's PDL prologue (:data:`PDL_MODES`).
 
+    ``PART = 1`` holds the ``GEMM_SMS * RANKS`` producer programs alone, ``PART = 2`` the
+    ``COMM_SMS * RANKS`` others alone, each numbered from 0. ``PART = 0`` (one fused launch):
     ``ORDER`` lays out the grid's program ids (all ranks' programs, rank-major within a role):
     ``producers-first`` (the GPU default; in the interpreter, which runs programs one after
     another by id, every producer finishes before any consumer starts), ``consumers-first``
@@ -135,9 +151,20 @@ def program_role(pid, ORDER: tl.constexpr, GEMM_SMS: tl.constexpr, COMM_SMS: tl.
     ``last-rank-late`` (the last rank's producers run after every consumer: a consumer sees
     every rank's signal but the last one's, e.g. one ``atomic_xchg`` overwriting another).
     """
+    if PDL != 0:
+        if PART == 1:
+            launch_dependents(INTERPRET)
+        elif PDL == 1:
+            wait_for_primary(INTERPRET)
     n_producers = GEMM_SMS * RANKS
     n_consumers = COMM_SMS * RANKS
-    if ORDER == "consumers-first":
+    if PART == 1:
+        is_producer = pid >= 0
+        index = pid
+    elif PART == 2:
+        is_producer = pid < 0
+        index = pid
+    elif ORDER == "consumers-first":
         is_producer = pid >= n_consumers
         index = tl.where(is_producer, pid - n_consumers, pid)
     elif ORDER == "last-rank-late":

@@ -92,6 +92,7 @@ class CampaignOptions:
     lock_dtype: str = "int32"
     max_polls: int | None = None
     order: str = "producers-first"
+    launches: str = "fused"  # fused | two-stream | pdl | pdl-no-wait (syncverify.kernels.config.LAUNCHES)
     table: bool = False
     num_warps: int | None = None
     num_stages: int = 3
@@ -233,7 +234,7 @@ def kernel_config(o: CampaignOptions) -> KernelConfig:
         interpret=o.interpret,
         # real ranks in the interpreter: each kernel holds one rank's programs, so the last rank's
         # lateness is the host's (late_seconds), not a grid order (on GPUs check_config refuses any order)
-        order="producers-first" if o.interpret and not virtual else o.order,
+        order="producers-first" if o.interpret and not virtual else o.order, launches=o.launches,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from syncverify.kernels.config import model_launches
 from syncverify.stress.campaign import CLASS_NAMES, CampaignResult
 from syncverify.verdicts.check import check_calls
 
@@ -68,13 +69,14 @@ def first_failure_lines(result: CampaignResult, *, replay: str | None = None) ->
 
 def campaign_verdict(options: dict):
     """The model's verdict beside a campaign (a ``CheckResult``): its protocol in its kernel's
-    scenario at its world size, with its reset, push, production and distribution, over the calls
+    scenario at its world size, with its reset, push, production, distribution and launch mode, over the calls
     the campaign makes (:func:`~syncverify.verdicts.check.check_calls`: every iteration is a new
     call on the same locks, so one call is not what runs). ``options``: the campaign's options."""
     return check_calls(options["protocol"], scenario=options["kernel"], world_size=options["world_size"],
                        timeout=120.0, push=options.get("push") or "epoch-flag", reset=options.get("reset"),
                        production=options.get("production") or "every-rank",
-                       distribution=options.get("distribution") or "striding")
+                       distribution=options.get("distribution") or "striding",
+                       launches=model_launches(options.get("launches") or "fused"))
 
 
 def interpreter_lines(result: CampaignResult, model) -> list[str]:

@@ -1040,6 +1040,11 @@ class Program:
     # one kernel share an SM's room; explore.placement). A phase not named runs its Phase.kernel,
     # or "kernel" (one kernel for every launch, as one fused kernel per call is).
     kernels: tuple[tuple[Phase | str, str], ...] = ()
+    # (launch phase, binary): the compiled binary (module) each launch loads, for lazy loading
+    # (explore.residency.first_launches). One kernel compiled for other meta-parameters, argument
+    # specializations or launch options is another binary with a first launch of its own (GPU
+    # residency run 5); a phase not named loads its kernel's one binary.
+    binaries: tuple[tuple[Phase | str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Memory and registers are 32-bit (syncverify.model.int32): an initial value is held wrapped.

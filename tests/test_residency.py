@@ -129,6 +129,8 @@ def test_each_residency_example_gets_its_per_sm_verdict(name, safe):
         assert "no CTA still waiting can become resident" in words and "placed: GPU 0 SM 0" in words
     if name == "other_kernel_first":
         assert "marker_kernel: its first launch loads its module" in words
+    if name == "warmed_up_other_options":  # the binary launched with num_warps=4 is the second
+        assert "producers_elsewhere_kernel@2: its first launch loads its module" in words
 
 
 def test_the_examples_rule_is_the_models_answer():
@@ -173,6 +175,52 @@ def test_in_the_interpreter_a_grid_barrier_completes_only_for_one_program():
         count, timed_out = torch.zeros(1, dtype=torch.int32), torch.zeros(grid, dtype=torch.int32)
         _run(kernel, (grid,), count, timed_out, grid, MAX_SPINS=20, TIMEOUT_NS=0, USE_TIMER=False)
         assert bool(timed_out.sum()) == deadlocks("grid_barrier", grid, 1)
+
+
+def test_in_the_interpreter_the_stamped_kernels_read_their_values_and_record_placeholder_stamps():
+    """The CPU path of ``benchmarks/residency_first_launch.py``'s kernels: producers first (the
+    interpreter's order makes them safe), every consumer reads its value; no inline PTX, so the
+    start times and SMs are 0, and the sleep measured in ns does not spin."""
+    with example_module("residency", "spin_grid") as spin_grid:
+        stamped, spin_for = spin_grid.stamped_consumers_kernel, spin_grid.spin_for_kernel
+    n = 2
+    flags, data, out, timed_out = (torch.zeros(n, dtype=torch.int32) for _ in range(4))
+    sm, start = torch.full((2 * n,), -1, dtype=torch.int32), torch.full((2 * n,), -1, dtype=torch.int64)
+    _run(stamped, (2 * n,), flags, data, out, timed_out, sm, start, n, n, MAX_SPINS=20, TIMEOUT_NS=0, USE_TIMER=False)
+    assert out.tolist() == [1, 2] and timed_out.tolist() == [0, 0]
+    assert sm.tolist() == [0] * (2 * n) and start.tolist() == [0] * (2 * n)
+    stamps = torch.full((3,), -1, dtype=torch.int64)
+    _run(spin_for, (1,), stamps, 10**9, USE_TIMER=False)
+    assert stamps.tolist() == [0, 0, 0]
+
+
+def test_a_binary_is_keyed_as_triton_keys_it_launch_options_as_passed_and_int_specialization():
+    """``binary_key``: ``num_warps=4`` spelled out is another binary than the default (GPU run 5);
+    an int argument equal to 1 is specialized unless ``do_not_specialize`` names it."""
+    from syncverify.frontend.check import binary_key
+    with example_module("residency", "spin_grid") as spin_grid:
+        kernel, barrier = spin_grid.consumers_first_kernel, spin_grid.grid_barrier_kernel
+    bufs = tuple(torch.zeros(4, dtype=torch.int32) for _ in range(4))
+    plain = binary_key(kernel, bufs + (1, 0), dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False))
+    assert plain == binary_key(kernel, bufs + (2111, 2111), dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False))
+    assert plain != binary_key(kernel, bufs + (1, 0), dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False, num_warps=4))
+    assert plain != binary_key(kernel, bufs + (1, 0), dict(MAX_SPINS=5, TIMEOUT_NS=0, USE_TIMER=False))
+    grid = lambda n: binary_key(barrier, bufs[:2] + (n,), dict(MAX_SPINS=0, TIMEOUT_NS=0, USE_TIMER=False))  # noqa: E731
+    assert grid(1) != grid(2) == grid(3) != grid(32)  # GRID is specialized: 1, and divisible by 16
+
+
+def test_a_module_load_blocks_the_host_so_a_loaded_kernel_issued_after_it_waits_too():
+    """GPU run 5: the load call itself returned only once the spinning consumers gave up. A
+    consumer (kernel K1), then the first launch of K2 (its module not loaded), then the producer
+    (K1, loaded) on a third stream: the producer is issued by a host blocked in K2's load, so it
+    too waits for the consumer: a hang, though three slots leave room for all. K2 loaded before:
+    SAFE."""
+    threads = (Thread("P0", 0, 0, _poll("f0"), phase="a"), Thread("P1", 0, 1, (Store("g", 1),), phase="b"),
+               Thread("P2", 0, 2, (Store("f0", 1, sem="release", scope="gpu"),), phase="c"))
+    program = Program("load", threads, observed_registers=frozenset(), kernels=(("a", "K1"), ("b", "K2"), ("c", "K1")))
+    assert find_deadlock(program, Residency(3)) is None
+    assert find_deadlock(program, Residency(3, lazy_loading=True)) is not None
+    assert find_deadlock(program, Residency(3, lazy_loading=True, loaded=("K2",))) is None
 
 
 # ----- the command line ---------------------------------------------------------------------------

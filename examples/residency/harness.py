@@ -25,6 +25,12 @@ waits forever. ``EXPECTED`` is the table the tests and ``docs/residency.md`` use
 * ``wide_producers`` (2 SMs of 2 consumer slots; a producer CTA takes a whole SM,
   ``occupancy={producers_elsewhere_kernel: 1}``): 2 consumers, one per SM, leave 2 slots free and
   no SM with room for a producer: **hang** per SM, SAFE with one pool of 4 slots.
+* ``warmed_up_other_options`` / ``warmed_up_same_options`` (GPU run 4's unexplained row, small;
+  run 5 isolated it): ``producers_elsewhere_kernel`` warmed up by a launch, then one consumer on
+  ``comm`` and one producer of it on ``gemm`` (one SM of 2 slots, lazy loading). Warmed up without
+  ``num_warps`` and launched with ``num_warps=4``: two binaries to Triton (its cache key holds
+  the launch options as passed), so the producer's is a first launch behind the spinning
+  consumer: **hang**. Warmed up with ``num_warps=4`` too: SAFE.
 * ``graph_shared_counter`` / ``graph_counter_reset`` (lightseekorg/tokenspeed #351's shape): a
   graph captured with ``sv.graph()`` holds the producers (``count_when_done_kernel``, a PDL
   primary that triggers first) and the consumer (``wait_count_kernel``, launched with
@@ -79,6 +85,8 @@ EXPECTED_PER_SM = {
     "other_kernel_loaded": True,
     "producers_elsewhere": True,
     "wide_producers": False,
+    "warmed_up_other_options": False,
+    "warmed_up_same_options": True,
 }
 #: harness -> the violation kinds of its UNSAFE rows (else a hang).
 KINDS = {"pdl_copy_no_wait": ("race", "unwritten-read")}
@@ -245,6 +253,41 @@ def wide_producers(sv):
         sv.synchronize(rank=0)
         sv.expect_written(out.on(0))
     return call
+
+
+def _warmed_up_then_launched(sv, warm_up: dict, launch: dict):
+    """GPU run 4's row 9 and run 5, small: ``producers_elsewhere_kernel`` warmed up by a launch
+    with the options ``warm_up`` (its own buffers, the host waiting for it), then one consumer on
+    ``comm`` and one producer of that kernel on ``gemm`` launched with ``launch``; one SM of two
+    slots, lazy loading. Options that differ make another binary (Triton keys its cache by the
+    options as passed), whose first launch waits for the spinning consumer."""
+    flags, data, out, timed_out = (sv.heap.zeros((1,), torch.int32) for _ in range(4))
+    spare = [sv.heap.zeros((1,), torch.int32) for _ in range(4)]
+    sv.resident(2, sms=1, lazy_loading=True)
+
+    def call(k):
+        sv.launch(producers_elsewhere_kernel, (1,), *(b.on(0) for b in spare), 1, 1, rank=0, stream="gemm",
+                  **warm_up, **UNBOUNDED)
+        sv.synchronize(rank=0)
+        sv.launch(consumers_first_kernel, (1,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  1, 0, rank=0, stream="comm", **UNBOUNDED)
+        sv.launch(producers_elsewhere_kernel, (1,), flags.on(0), data.on(0), out.on(0), timed_out.on(0),
+                  1, 1, rank=0, stream="gemm", **launch, **UNBOUNDED)
+        sv.synchronize(rank=0)
+        sv.expect_written(out.on(0))
+    return call
+
+
+@syncverify.harness
+def warmed_up_other_options(sv):
+    """Run 4's row: the warm-up without ``num_warps``, the producers with ``num_warps=4``."""
+    return _warmed_up_then_launched(sv, {}, {"num_warps": 4})
+
+
+@syncverify.harness
+def warmed_up_same_options(sv):
+    """The fix: warm up with the options the producers are launched with."""
+    return _warmed_up_then_launched(sv, {"num_warps": 4}, {"num_warps": 4})
 
 
 def _graph_counter(sv, reset: bool):

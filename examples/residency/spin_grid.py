@@ -118,6 +118,42 @@ def placed_consumers_kernel(
     tl.store(sm_ptr + role, sm_id(USE_TIMER))
 
 
+@triton.jit(do_not_specialize=["N_CONSUMERS", "PID_OFFSET"])
+def stamped_consumers_kernel(
+    # pointers
+    flags_ptr, data_ptr, out_ptr, timed_out_ptr, sm_ptr, start_ptr,
+    # sizes
+    N_CONSUMERS, PID_OFFSET,
+    # meta-parameters: the wait's budget
+    MAX_SPINS: tl.constexpr, TIMEOUT_NS: tl.constexpr, USE_TIMER: tl.constexpr,
+):
+    """:func:`placed_consumers_kernel`, each program also writing when it started
+    (``%globaltimer``, int64 ns; 0 in the interpreter) to ``start_ptr[role]``: whether the
+    producers ran while the consumers spun, or only after they gave up
+    (``benchmarks/residency_first_launch.py``)."""
+    start = now_ns(USE_TIMER)
+    role = consume_or_produce(flags_ptr, data_ptr, out_ptr, timed_out_ptr, N_CONSUMERS, PID_OFFSET,
+                              MAX_SPINS, TIMEOUT_NS, USE_TIMER)
+    tl.store(sm_ptr + role, sm_id(USE_TIMER))
+    tl.store(start_ptr + role, start)
+
+
+@triton.jit(do_not_specialize=["DURATION_NS"])
+def spin_for_kernel(stamps_ptr, DURATION_NS, USE_TIMER: tl.constexpr):
+    """A sleep measured in ns of ``%globaltimer``, not in clock cycles (``torch.cuda._sleep``'s
+    length depends on the SM clock): one program spins ``DURATION_NS``, then writes its start,
+    end and SM to ``stamps_ptr[0..2]`` (int64). Launch it with ``num_warps=1``. In the
+    interpreter (no inline PTX) it does not spin and writes zeros."""
+    start = now_ns(USE_TIMER)
+    now = start
+    if USE_TIMER:
+        while now - start < DURATION_NS:
+            now = now_ns(USE_TIMER)
+    tl.store(stamps_ptr, start)
+    tl.store(stamps_ptr + 1, now)
+    tl.store(stamps_ptr + 2, sm_id(USE_TIMER).to(tl.int64))
+
+
 @triton.jit
 def marker_kernel(started_ptr, sm_ptr, USE_TIMER: tl.constexpr):
     """A kernel unlike the others (launch it with ``num_warps=1``: one warp, no shared memory, like

@@ -94,7 +94,8 @@ def stress_command(
     poison: str = typer.Option("all", "--poison", help="all | outputs | previous: poison C (NaN) and the workspaces (0) each iteration, only C, or nothing (the previous iteration's values stay: reading them is 'stale') (default: all)"),
     lock_dtype: str = typer.Option("int32", "--lock-dtype", help="int32 | int8 (default: int32)"),
     max_polls: Optional[int] = typer.Option(None, "--max-polls", help="poll budget of each consumer program (default: 65536 with virtual ranks, 4194304 with one process per GPU, 8 interpreted)"),
-    order: str = typer.Option("producers-first", "--order", help="interpreter schedule: producers-first | consumers-first | last-rank-late"),
+    order: str = typer.Option("producers-first", "--order", help="interpreter schedule: producers-first | consumers-first | last-rank-late (with --launches two-stream: which launch the host issues first, on a GPU too)"),
+    launches: str = typer.Option("fused", "--launches", help="fused (one kernel per call) | two-stream | pdl | pdl-no-wait: the producers and the others as two launches, as 'syncverify check --launches' of the same name (docs/residency.md)"),
     output: Optional[Path] = typer.Option(None, "--output", help="append JSON lines (progress, bad tiles, result) to this file (its directory must exist)"),
     json_output: bool = typer.Option(False, "--json", help="print the result as one JSON object"),
     guided: bool = typer.Option(False, "--guided", help="delay schedules built from the model's counterexamples, each run until its first failure or --seconds (default 10), next to random delays under the same budget; the schedule is printed and saved (--schedule)"),
@@ -134,7 +135,7 @@ def stress_command(
         block_m=block_m, block_n=block_n, block_k=block_k, gemm_sms=gemm_sms, comm_sms=comm_sms,
         recv_sms=recv_sms, push=push,
         distribution=distribution, production=production, reset=reset, poison=poison,
-        lock_dtype=lock_dtype, max_polls=max_polls, order=order,
+        lock_dtype=lock_dtype, max_polls=max_polls, order=order, launches=launches,
         output=str(output) if output is not None else None,
     )
     if iterations is not None and seconds is not None:

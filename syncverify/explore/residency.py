@@ -19,8 +19,10 @@ The explorer alone assumes every CTA of every launch runs, fairly. A GPU promise
   becomes resident on an SM with room for its footprint, beside CTAs of any kernel; which SM is
   unspecified and every choice is explored. A deadlock there is a placement of the CTAs that wait
   forever such that no SM has room for any CTA still waiting for a slot.
-* **Lazy loading** (``Residency(lazy_loading=True)``): a kernel's first launch on a GPU (in issue
-  order, ``Program.kernels``; kernels in ``loaded`` excepted) loads its module, which may need
+* **Lazy loading** (``Residency(lazy_loading=True)``): a binary's first launch on a GPU (in issue
+  order, ``Program.kernels``; a kernel compiled for other meta-parameters, specializations or
+  launch options is another binary, ``Program.binaries``; those in ``loaded`` excepted) loads its
+  module, which may need
   the GPU idle (CUDA C++ Programming Guide, *Lazy Loading*: "loading kernels might require
   context synchronization ... if program assumes that two kernels will be able to execute
   concurrently, and one of the kernels will not return without the other kernel executing, there
@@ -78,8 +80,8 @@ class Residency:
     order: str = "any"
     sms: int = 0
     occupancy: tuple[tuple[str, int], ...] = ()
-    lazy_loading: bool = False  # a kernel's first launch waits for the launches issued before it
-    loaded: tuple[str, ...] = ()  # under lazy loading: kernels launched once before (warmed up by a launch)
+    lazy_loading: bool = False  # a binary's first launch waits for the launches issued before it
+    loaded: tuple[str, ...] = ()  # under lazy loading: kernels (every binary) or binaries whose modules are loaded
 
     def __post_init__(self) -> None:
         if not isinstance(self.capacity, int) or self.capacity < 1:
@@ -119,7 +121,7 @@ class Residency:
                      "a CTA needs an SM with room for its footprint)")
         lazy = ""
         if self.lazy_loading:
-            lazy = ("; a kernel's first launch waits for the GPU to be idle (lazy loading"
+            lazy = ("; a binary's first launch waits for the GPU to be idle (lazy loading"
                     + (f"; loaded: {', '.join(self.loaded)})" if self.loaded else ")"))
         return (f"{self.capacity} CTA{'' if self.capacity == 1 else 's'} resident per GPU{where}, "
                 + ("admitted in any order" if self.order == "any" else "admitted in blockIdx order per launch") + lazy)
@@ -173,22 +175,40 @@ def kernel_of(program: Program, phase: object) -> str:
     return named.get(str(phase)) or getattr(phase, "kernel", "") or "kernel"
 
 
+def binary_of(program: Program, phase) -> str:
+    """The compiled binary a launch ``phase`` loads: ``program.binaries`` names it, else its
+    kernel's one binary (:func:`kernel_of`)."""
+    named = {str(ph): b for ph, b in program.binaries}
+    return named.get(str(phase)) or kernel_of(program, phase)
+
+
 def first_launches(program: Program, units: list[Cta], loaded: tuple[str, ...] = ()) -> dict[str, frozenset[str]]:
-    """Under lazy loading, each launch that is its kernel's first on its GPU (in issue order,
-    ``program.kernels``; not one of ``loaded``) -> the launches issued before it on that GPU,
-    whose CTAs must all exit before it starts."""
+    """Under lazy loading, each launch that is its binary's first on its GPU (in issue order,
+    ``program.kernels``; binaries by ``program.binaries``; not of a kernel or binary in
+    ``loaded``: modules loaded before) -> the launches issued before it on that GPU, whose CTAs
+    must all exit before it starts; and each launch issued after such a load -> the same (the
+    host thread is blocked in the load until then: GPU run 5 saw the load call itself return
+    only when the spinning consumers gave up). A binary, not a kernel: run 5 saw a kernel warmed
+    up without ``num_warps`` deadlock when launched with ``num_warps=4`` spelled out (another
+    Triton cache key, another module), and not once that binary's module was loaded; a module
+    loaded but never launched did not stall (the load is the step, not the first launch)."""
     gpu_of = {str(c.phase): c.gpu for c in units}
     seen: dict[int, list[str]] = {}
     loaded_on: dict[int, set[str]] = {}
+    held: dict[int, frozenset[str]] = {}  # launches a load before waited for: the host, blocked in it, issues later
     out: dict[str, frozenset[str]] = {}
     for phase, kernel in program.kernels:
         gpu = gpu_of.get(str(phase))
         if gpu is None:
             continue
-        if kernel not in loaded and kernel not in loaded_on.setdefault(gpu, set()):
-            loaded_on[gpu].add(kernel)
-            if seen.get(gpu):
-                out[str(phase)] = frozenset(seen[gpu])
+        binary = binary_of(program, phase)
+        waits = held.get(gpu, frozenset())
+        if kernel not in loaded and binary not in loaded and binary not in loaded_on.setdefault(gpu, set()):
+            loaded_on[gpu].add(binary)
+            waits |= frozenset(seen.get(gpu, ()))
+            held[gpu] = waits
+        if waits:
+            out[str(phase)] = waits
         seen.setdefault(gpu, []).append(str(phase))
     return out
 
@@ -272,7 +292,7 @@ class Deadlock:
     program: Program  # the restricted program (only the CTAs that became resident, and host work)
     kept: list[int]  # the restricted program's thread i is the whole program's thread kept[i]
     layout: tuple = ()  # per SM: ((gpu, ((CTA names on SM 0), (on SM 1), ...)), ...): where the waiting CTAs sit
-    loading: tuple[str, ...] = ()  # kernels whose first launch waits for its module load (lazy loading)
+    loading: tuple[str, ...] = ()  # binaries whose first launch waits for its module load (lazy loading)
 
     def words(self) -> str:
         """One paragraph: the verdict a user reads."""
@@ -492,7 +512,7 @@ def find_deadlock(program: Program, residency: Residency, *, clock: Clock | None
                 return False
             found.append(describe(program, sub, x, kept, sorted(hung, key=lambda c: (c.gpu, c.cta)), waiting,
                                   residency, layout[0] if layout else (), absent,
-                                  sorted({c.kernel for c in waiting if str(c.phase) in loading})))
+                                  sorted({binary_of(program, c.phase) for c in waiting if str(c.phase) in loading})))
             return True
 
         options = dict(explore_options or {})

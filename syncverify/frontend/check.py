@@ -588,9 +588,10 @@ def _build(sv, threads: int, declared: dict, max_items: int, deadline, progress,
         issuer = infos[next(i for i, t in enumerate(threads_out) if agent.name.startswith(t.name + "."))]
         what = "its TMA copy (async proxy)" if ".copy" in agent.name else "its NVSHMEM delivery"
         infos.append(ThreadInfo(issuer.kind, f"{issuer.role}: {what}", issuer.call, issuer.rank))
+    kernels = kernel_identities(sv.ops, phase_of)
     program = Program("harness", threads_all, init=init, host_order=tuple(pairs),
-                      observed_registers=frozenset(), pdl=pdl,
-                      kernels=kernel_identities(sv.ops, phase_of))
+                      observed_registers=frozenset(), pdl=pdl, kernels=kernels,
+                      binaries=binary_identities(sv.ops, phase_of, kernels))
     if any(op.kind == "expect" and op.value == 1.0 for op in sv.ops):
         assumptions.add("expect_equal is checked as expect_written: the model tracks which write each element "
                         "holds, not data values")
@@ -615,6 +616,57 @@ def kernel_identities(ops, phase_of: dict[int, str]) -> tuple[tuple[str, str], .
             taken[base] = taken.get(base, 0) + 1
             names[id(op.kernel)] = base if taken[base] == 1 else f"{base}#{taken[base]}"
         out.append((phase_of[op.index], names[id(op.kernel)]))
+    return tuple(out)
+
+
+def binary_key(kernel, args: tuple, kwargs: dict) -> tuple:
+    """What Triton keys a kernel's compiled binaries by (``JITFunction.run``: its cache key is the
+    arguments' specialization and ``str`` of the launch options exactly as passed): each
+    ``tl.constexpr`` value passed, each other argument's specialization as Triton computes it
+    (an int equal to 1 or divisible by 16, a pointer's alignment, unless ``do_not_specialize``
+    names it), and the launch options (``num_warps``, ...) in the order passed. ``num_warps=4``
+    spelled out is another key than the default 4: the same code, another module (GPU
+    residency run 5). Defaults not passed are the same for every launch and left out."""
+    from triton.backends.compiler import BaseBackend  # torch/triton: loaded only where a kernel runs
+    from triton.runtime.jit import native_specialize_impl  # torch/triton: loaded only where a kernel runs
+
+    params = list(getattr(kernel, "params", ()))
+    names = {p.name for p in params}
+    bound = dict(zip((p.name for p in params), args)) | {k: v for k, v in kwargs.items() if k in names}
+    spec = []
+    for p in params:
+        if p.name not in bound:
+            continue
+        value = bound[p.name]
+        if p.is_constexpr:
+            spec.append((p.name, repr(value)))
+            continue
+        try:
+            spec.append((p.name, native_specialize_impl(BaseBackend, value, False, not p.do_not_specialize,
+                                                        not p.do_not_specialize_on_alignment)))
+        except (TypeError, ValueError):  # a value Triton's binder would refuse: its type is the key
+            spec.append((p.name, type(value).__name__))
+    return tuple(spec), str({k: v for k, v in kwargs.items() if k not in names})
+
+
+def binary_identities(ops, phase_of: dict[int, str], kernels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """(launch phase, binary) for lazy loading (``Program.binaries``): a kernel (``kernels``,
+    :func:`kernel_identities`) launched with one :func:`binary_key` keeps its name; with several,
+    the binaries after its first in issue order are ``name@2``, ``name@3``."""
+    kernel_of = dict(kernels)
+    keys: dict[str, list] = {}
+    out = []
+    for op in ops:
+        if op.kind != "launch":
+            continue
+        phase = phase_of[op.index]
+        name = kernel_of[phase]
+        seen = keys.setdefault(name, [])
+        key = binary_key(op.kernel, op.args, op.kwargs)
+        if key not in seen:
+            seen.append(key)
+        number = seen.index(key) + 1
+        out.append((phase, name if number == 1 else f"{name}@{number}"))
     return tuple(out)
 
 

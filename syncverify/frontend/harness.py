@@ -215,11 +215,15 @@ class Harness:
         what CUDA guarantees; ``index``: blockIdx order per launch, what the hardware does in
         practice). ``sms``: spread over that many SMs, ``capacity // sms`` CTAs of one kernel per
         SM, or ``occupancy[kernel]`` (keys: @triton.jit functions or their names) for the kernels
-        named; a CTA needs an SM with room for its footprint. ``lazy_loading``: each kernel's
-        first launch (not those ``loaded``: launched once before, a warm-up launch; a module
-        loaded but never launched still stalls, GPU run 4) waits for the work issued before it on
-        its GPU, as CUDA lazy loading may (docs/residency.md). ``syncverify check --resident R``
-        overrides it."""
+        named; a CTA needs an SM with room for its footprint. ``lazy_loading``: each compiled
+        binary's first launch waits for the work issued before it on its GPU, as CUDA lazy loading
+        may (docs/residency.md). A kernel launched with other meta-parameters, argument
+        specializations or launch options (``num_warps=4`` spelled out or not) is another binary,
+        as Triton keys it (GPU run 5). ``loaded``: kernels every binary of which had its module
+        loaded before the harness (a warm-up launch, or Triton's ``CompiledKernel._init_handles()``:
+        a module loaded but never launched did not stall in run 5); a warm-up launch inside the
+        harness is tracked binary by binary. The host is blocked in a load, so later launches
+        wait with it. ``syncverify check --resident R`` overrides it."""
         name = lambda k: getattr(getattr(k, "fn", k), "__name__", k)  # noqa: E731
         named = tuple(sorted((name(k), n) for k, n in (occupancy or {}).items()))
         try:

@@ -26,12 +26,12 @@ import torch
 
 import syncverify
 from syncverify.kernels.build import build
-from syncverify.kernels.config import KernelConfig
+from syncverify.kernels.config import KernelConfig, model_launches
 from syncverify.kernels.errors import StressConfigError, UnsupportedStep
 from syncverify.kernels.heap import Buffer
-from syncverify.kernels.launch import launch_arguments
+from syncverify.kernels.launch import launch_arguments, split_launches
 from syncverify.kernels.registry import buffers, kernel_function
-from syncverify.kernels.steps import unbounded_waits
+from syncverify.kernels.steps import PARTS, unbounded_waits
 from syncverify.protocols import load_protocol, rules
 from syncverify.protocols.registry import builtin_names, zoo_names
 from tests.frontend_kernels.pool import run_pool
@@ -144,9 +144,11 @@ def num_warps(protocol: str) -> int:
     return rules.KERNEL_WARPS if _warp_selections(protocol) else 4
 
 
-def scenario_config(scenario: str, world_size: int, *, tiles: int | None = None, warps: int = 4) -> KernelConfig:
+def scenario_config(scenario: str, world_size: int, *, tiles: int | None = None, warps: int = 4,
+                    launches: str = "fused") -> KernelConfig:
     """The kernel configuration of ``scenario``'s harness at ``world_size`` ranks; ``tiles``: all-reduce's
-    tiles of C (default one per rank; one is the program the protocol check builds, tile 0)."""
+    tiles of C (default one per rank; one is the program the protocol check builds, tile 0);
+    ``launches``: the kernel's launch mode (``syncverify.kernels.config.LAUNCHES``)."""
     m, n, k = (BLOCK * blocks for blocks in SIZES[scenario](world_size))
     if tiles is not None:
         if scenario != "all-reduce":
@@ -154,7 +156,8 @@ def scenario_config(scenario: str, world_size: int, *, tiles: int | None = None,
         m = tiles * BLOCK
     return KernelConfig(kernel=scenario, world_size=world_size, m=m, n=n, k=k, block_m=BLOCK, block_n=BLOCK,
                         block_k=BLOCK, gemm_sms=1, comm_sms=1, recv_sms=1, dtype="fp32", virtual=False,
-                        table=True, interpret=False, loads="pointer", num_warps=warps, num_stages=1)
+                        table=True, interpret=False, loads="pointer", num_warps=warps, num_stages=1,
+                        launches=launches)
 
 
 def heap_buffers(built) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -193,14 +196,20 @@ def grid(config: KernelConfig, rank: int) -> int:
     return config.grid
 
 
-def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None):
+#: The stream of each of :func:`syncverify.kernels.launch.split_launches`' streams in a harness.
+HARNESS_STREAMS = {"current": "main", "first": "first", "rest": "rest"}
+
+
+def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, launches: str = "fused"):
     """A harness (``sv`` -> None, one call) for ``scenario``'s kernel with ``protocol`` compiled in
-    (8 warps when a barrier step selects warps, :func:`num_warps`)."""
+    (8 warps when a barrier step selects warps, :func:`num_warps`), launched as ``launches`` says
+    (``syncverify.kernels.launch.split_launches``: the launches, streams and PDL the stress runner
+    issues on the GPU, from the same table)."""
     module, kernel = kernel_function(scenario)
 
     def harness(sv):
         W = sv.world_size
-        config = scenario_config(scenario, W, tiles=tiles, warps=num_warps(protocol))
+        config = scenario_config(scenario, W, tiles=tiles, warps=num_warps(protocol), launches=launches)
         built = build(load_protocol(protocol), config)
         torch_dtype = {"data": torch.float32, "lock": torch.int32}
         heap = {name: sv.heap.zeros(shape, torch_dtype[kind], name=name)
@@ -214,12 +223,17 @@ def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None):
             status = torch.zeros((W, 2 * config.tiles, 4), dtype=torch.int32)
             views = {name: Buffer(b.on(r), tables[name], 0) for name, b in heap.items()}
             args, meta = launch_arguments(kernel, module.meta_parameters, built, views, A, B, status, rank=r)
-            sv.launch(kernel, (grid(config, r),), *args, rank=r, stream="main", **meta)
+            for size, part, stream, pdl in split_launches(config):
+                if part != PARTS["first"]:  # all-scatter's receivers: rank 0's only
+                    size -= config.grid - grid(config, r)
+                sv.launch(kernel, (size,), *args, rank=r, stream=HARNESS_STREAMS[stream], pdl=pdl,
+                          **(meta | {"PART": part}))
         sv.host_barrier()
         for expected in expectations(built, heap, W):
             sv.expect_written(expected)
 
-    harness.__name__ = f"{scenario}[{protocol}]" if tiles is None else f"{scenario}[{protocol}, {tiles} tiles]"
+    harness.__name__ = (f"{scenario}[{protocol}]" if tiles is None else f"{scenario}[{protocol}, {tiles} tiles]") + (
+        "" if launches == "fused" else f"[{launches}]")
     return harness
 
 
@@ -254,17 +268,20 @@ class Case:
 
 
 def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_per_cta: int | None = None,
-              timeout: float = 600, model_first: bool = False, **options) -> Case:
+              timeout: float = 600, model_first: bool = False, launches: str = "fused", **options) -> Case:
     """``protocol`` compiled into ``scenario``'s kernel through the front end, and checked by
     :func:`syncverify.check_protocol`, both with ``threads_per_cta`` model threads per CTA (None:
     the protocol check's rule, :func:`threads_per_cta`: 2, one per warp for FA3's warp-selected
     barriers, whose kernels run 8 warps). ``options``: more of :func:`syncverify.check_kernel`'s
-    (``first``, ...); ``model_first``: the protocol check too stops at its first violation."""
+    (``first``, ...); ``model_first``: the protocol check too stops at its first violation.
+    ``launches``: the kernel's launch mode, checked against the model's of the same name (``fused``:
+    the model's ``host-barrier``, one fused kernel per call)."""
     threads = _threads_rule(protocol) if threads_per_cta is None else threads_per_cta
     case = Case(scenario, protocol, world_size=world_size, timeout=timeout)
     start = time.monotonic()
     try:
-        build(load_protocol(protocol), scenario_config(scenario, world_size, warps=num_warps(protocol)))
+        build(load_protocol(protocol), scenario_config(scenario, world_size, warps=num_warps(protocol),
+                                                       launches=launches))
     except (StressConfigError, UnsupportedStep) as error:  # the kernels do not run every protocol
         case.skipped = str(error)
         return case
@@ -272,12 +289,13 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     # protocol check builds); W tiles in one CTA per role make FA3's epilogues hang (docs/frontend.md).
     tiles = 1 if scenario == "all-reduce" else None
     with unbounded_waits():
-        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles), world_size=world_size,
-                                         timeout=timeout, threads_per_cta=threads, **options)
+        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles, launches=launches),
+                                         world_size=world_size, timeout=timeout, threads_per_cta=threads, **options)
     # the same program: the harness's tiles, laid out over its programs per role as its kernel does
     layout = scenario_config(scenario, world_size, tiles=tiles, warps=num_warps(protocol)).model_layout()
     model = syncverify.check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout,
-                                      threads_per_cta=threads, first=model_first, **layout)
+                                      threads_per_cta=threads, first=model_first,
+                                      launches=model_launches(launches), **layout)
     case.kernel = (kernel.safe, sorted(kernel.violations))
     case.model = (model.safe, sorted(model.violations))
     case.limit = f"{kernel.limit_hit}: {kernel.limit_detail}" if kernel.limit_hit else ""
