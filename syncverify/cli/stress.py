@@ -30,7 +30,6 @@ from syncverify.errors import SyncVerifyError
 from syncverify.cli.app import app
 from syncverify.protocols.rules import RESET_HELP
 from syncverify.scenarios.build import push_option
-from syncverify.stress.report import INTERPRETER_NOTE
 from syncverify.stress.report import INTERPRETER_NOTE, interpreter_lines, render_text
 from syncverify.cli.progress import StderrProgress
 from syncverify.cli.kernel import is_harness_argument
@@ -42,7 +41,7 @@ from syncverify.stress.guided import guided_plan, render_rows, run_guided
 from syncverify.stress.replay import replay
 from syncverify.verdicts.check import check_protocol
 from syncverify.kernels.config import check_config
-from syncverify.stress.campaign import campaign_options, kernel_config
+from syncverify.stress.campaign import kernel_config
 from syncverify.stress.report import campaign_verdict
 from syncverify.verdicts.check import calls_words
 
