@@ -8,9 +8,7 @@ the GPU script replays (``benchmarks/user_stress_plans.json``) must carry the sa
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from syncverify.frontend.schedule import guided_schedules
 from syncverify.frontend.user_stress import StressOptions, run_stress
 from syncverify.kernels.compile import compile_like_launch
 from syncverify.stress import guided as fused
+from tests.compiled import run_compiled
 
 ROOT = Path(__file__).resolve().parents[1]
 SCATTER = "examples/all_scatter/harness.py"
@@ -111,11 +110,7 @@ def test_a_touch_compiles_to_one_more_plain_load_of_the_data_before_the_poll():
     """sm_90 PTX without a GPU (in its own process, as tests/test_user_stress.py's PTX test): with
     delays on, the rewrite of a poll-then-read kernel loads the data once before the volatile poll
     (the touch, behind its guided test) and once after it; with them off, once."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = "import sys; sys.path.insert(0, 'tests'); import test_user_schedule as t; t.touch_ptx_loads()"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_compiled("import test_user_schedule as t; t.touch_ptx_loads()", timeout=300)
 
 
 def touch_ptx_loads() -> None:

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +27,7 @@ from syncverify.kernels import user_delays
 from syncverify.kernels._jit import jit
 from syncverify.kernels.compile import compile_like_launch
 from syncverify.testing import stress_kernel
+from tests.compiled import run_compiled
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent / "user_kernels" / "harness.py"
@@ -94,11 +92,7 @@ def test_the_delay_free_rewrite_compiles_to_the_same_ptx():
     """sm_90 PTX without a GPU: equal but for the added parameters' declarations and debug lines.
     In a fresh process: an earlier test of the suite may have imported the examples' kernels under
     ``TRITON_INTERPRET=1``, which makes them interpreter functions that cannot be compiled."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = "import sys; sys.path.insert(0, 'tests'); import test_user_stress as t; t.delay_free_rewrite_ptx_is_equal()"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=500)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_compiled("import test_user_stress as t; t.delay_free_rewrite_ptx_is_equal()", timeout=500)
 
 
 def delay_free_rewrite_ptx_is_equal() -> None:

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,6 +18,7 @@ import pytest
 from syncverify.cli import main
 from syncverify.frontend.user_stress import (Expectation, StressOptions, _complement, _failures, replay_first,
                                              run_stress)
+from tests.compiled import run_compiled
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent / "user_kernels" / "harness.py"
@@ -135,10 +133,7 @@ def test_the_validation_kernel_compiles_for_sm_90_for_each_poison_and_tiling():
     """sm_90 without a GPU, in a fresh process (kernels imported under ``TRITON_INTERPRET=1`` by an
     earlier test cannot be compiled): tagged float32/bfloat16/int32 poisons and an untagged int8,
     with and without tiles, no local-memory spill."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = "import sys; sys.path.insert(0, 'tests'); import test_user_stress_run as t; t.compile_validation()"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_compiled("import test_user_stress_run as t; t.compile_validation()", timeout=300)
 
 
 def compile_validation() -> None:

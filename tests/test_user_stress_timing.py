@@ -4,9 +4,6 @@ bound of an iterations run. The GPU figures: ``benchmarks/user_stress_fast_gpu.p
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ from syncverify.frontend import schedule as sch
 from syncverify.frontend.schedule import GuidedEntry
 from syncverify.frontend.stress_timing import describe, split_timing
 from syncverify.frontend.user_stress import StressOptions, run_stress, start_engine
+from tests.compiled import run_compiled
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN = str(ROOT / "tests" / "user_kernels" / "harness.py") + "::clean"
@@ -74,14 +72,11 @@ def test_a_time_bound_stops_an_iterations_run_and_says_so():
 
 def test_the_congesting_kernel_compiles_to_a_clock_bounded_loop_of_relaxed_atomics():
     """sm_90 PTX without a GPU, in its own process (a compile needs TRITON_INTERPRET unset)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     code = ("import torch; from syncverify.kernels.compile import compile_like_launch; "
             "from syncverify.kernels import congest as c; b = torch.zeros(4096, dtype=torch.int32); "
             "k = compile_like_launch(c.sv_congest, b, 4096, 500000, BLOCK=c.BLOCK, ROUNDS=2, INTERPRET=False); "
             "print(k.asm['ptx'])")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ptx = done.stdout
+    ptx = run_compiled(code, timeout=300).stdout
     assert ptx.count("%globaltimer") >= 2  # the start and the loop's test
     assert "atom.global.gpu.relaxed.add" in ptx
     assert "fence" not in ptx and "bar.sync" not in ptx  # it orders nothing and waits for nobody
@@ -119,10 +114,7 @@ def test_a_k_major_b_is_copied_with_16_byte_copies_only():
     """The examples' ``B_K_MAJOR`` stress define (the harness's input layout, the kernel the same): in sm_90
     PTX the all-scatter GEMM copies an N-major B into shared memory with 4-byte ``cp.async.ca`` copies (tf32
     wgmma takes B K-major), a K-major one with 16-byte ``cp.async.cg`` copies only."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = "import sys; sys.path.insert(0, 'tests'); import test_user_stress_timing as t; t.copies_by_layout()"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    done = run_compiled("import test_user_stress_timing as t; t.copies_by_layout()", timeout=300)
     n_major, k_major = (dict(eval(line.split(" ", 1)[1])) for line in done.stdout.splitlines() if line.startswith("B"))
     assert n_major.get("cp.async.ca.shared.global", 0) > 0
     assert k_major.get("cp.async.ca.shared.global", 0) == 0 and k_major["cp.async.cg.shared.global"] > 0
