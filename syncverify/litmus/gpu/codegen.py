@@ -66,6 +66,7 @@ class KernelPlan:
     outputs: tuple[tuple[int, str], ...]  # (thread index, register) written to ``out`` per instance
     single_lane: bool  # bar.red reduces over every lane of a warp: one instance per program
     loops: tuple[bool, ...] = field(default=())  # per thread: runs as a bounded pc loop
+    cta_gpus: tuple[int, ...] = field(default=())  # per test CTA, the GPU the test places it on
 
 
 def _where(program: Program, ins) -> str:
@@ -96,8 +97,8 @@ def gpus_needed(program: Program) -> str | None:
     return None
 
 
-def _check_program(program: Program) -> None:
-    why = gpus_needed(program)
+def _check_program(program: Program, *, cross_gpu: bool = False) -> None:
+    why = None if cross_gpu else gpus_needed(program)
     if why is not None:
         raise NotOnGpu(f"{program.name}: {why}")
     if any(t.phase for t in program.threads):  # a stream's operations (stream.*), in host phases: no SM runs them
@@ -362,13 +363,18 @@ def _loop_thread(k: _Kernel, t: int, thread: Thread, act: str) -> None:
     emit(f"D{t} = tl.where(PC{t} == {len(code)}, 1, 2)")
 
 
-def generate(program: Program, form: str) -> KernelPlan:
-    """The kernel source for ``program`` in ``form`` (``"ptx"`` or ``"interpret"``); see the module doc."""
+def generate(program: Program, form: str, *, cross_gpu: bool = False) -> KernelPlan:
+    """The kernel source for ``program`` in ``form`` (``"ptx"`` or ``"interpret"``); see the module doc.
+
+    ``cross_gpu``: the test's threads may lie on several GPUs. The one kernel holds every test
+    CTA (a CTA is a ``(gpu, cta)`` pair); each GPU's process launches it with tables that place
+    only that GPU's CTAs (:mod:`syncverify.litmus.gpu.ranks`), and the aligned start meets at
+    sys scope."""
     if form not in FORMS:
         raise SyncVerifyError(f"kernel form {form!r} is not one of {', '.join(FORMS)}")
-    _check_program(program)
-    cta_ids = sorted({t.cta for t in program.threads})
-    ctas = [[i for i, th in enumerate(program.threads) if th.cta == c] for c in cta_ids]
+    _check_program(program, cross_gpu=cross_gpu)
+    cta_ids = sorted({(t.gpu, t.cta) for t in program.threads})
+    ctas = [[i for i, th in enumerate(program.threads) if (th.gpu, th.cta) == c] for c in cta_ids]
     biggest = max(len(m) for m in ctas)
     if biggest > 32:
         raise NotOnGpu(f"{program.name}: a CTA of {biggest} threads; --gpu places one thread per warp, 32 at most")
@@ -389,13 +395,15 @@ def generate(program: Program, form: str) -> KernelPlan:
     emit("")
     emit("")
     emit("@jit(do_not_specialize=['NTEST', 'STRESS_ITERS', 'STRESS_PATTERN', 'PRE_STRESS_ITERS', 'ALIGNED', "
-         "'BARRIER_SPINS', 'MAX_ITERS'])")
+         "'BARRIER_SPINS', 'MAX_ITERS', 'NALIGN'])")
     emit("def litmus_kernel(")
     emit("    # pointers: test memory, its address table, placement tables, results, stress scratch")
     emit("    mem_ptr, addr_ptr, cta_ptr, role_ptr, inst_ptr, out_ptr, status_ptr,")
     emit("    scratch_ptr, line_ptr, sync_ptr, delay_ptr,")
     emit("    # stress parameters: runtime values, so a parameter search compiles each test once")
     emit("    NTEST, STRESS_ITERS, STRESS_PATTERN, PRE_STRESS_ITERS, ALIGNED, BARRIER_SPINS, MAX_ITERS,")
+    emit("    # test programs the aligned start waits for: NTEST on one GPU, every GPU's across GPUs")
+    emit("    NALIGN,")
     emit("    # meta-parameters")
     emit("    BLOCK: tl.constexpr, NLOC: tl.constexpr, NOUT: tl.constexpr, NTHREADS: tl.constexpr,")
     emit("    LINE_WORDS: tl.constexpr,")
@@ -436,7 +444,8 @@ def generate(program: Program, form: str) -> KernelPlan:
     emit("# ----- pre-stress, then the aligned start")
     emit("stress_line(line, tid, PRE_STRESS_ITERS, STRESS_PATTERN, LINE_WORDS)")
     emit("if ALIGNED != 0:")
-    emit("    global_barrier(sync_ptr, NTEST, BARRIER_SPINS)")
+    # Across GPUs the start counter lies on one GPU and programs of every GPU poll it: sys scope.
+    emit(f"    global_barrier(sync_ptr, NALIGN, BARRIER_SPINS, {'sys' if cross_gpu else 'gpu'!r})")
     emit("delay = tl.load(delay_ptr + pid * BLOCK + tid)  # one value per warp: no divergence")
     if k.ptx:
         k.asm("{ .reg .pred %p; setp.ne.s32 %p, $1, 0; @%p nanosleep.u32 $1; mov.u32 $0, 0; }", "=r,r", ["delay"])
@@ -475,4 +484,4 @@ def generate(program: Program, form: str) -> KernelPlan:
     source = "\n".join(k.emit.lines) + "\n"
     return KernelPlan(name=program.name, form=form, source=source, ctas=tuple(tuple(m) for m in ctas),
                       num_warps=num_warps, locations=tuple(k.locs), outputs=outputs, single_lane=single_lane,
-                      loops=loops)
+                      loops=loops, cta_gpus=tuple(gpu for gpu, _ in cta_ids))

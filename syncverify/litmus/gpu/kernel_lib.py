@@ -40,19 +40,20 @@ def stress_line(line, tid, ITERS, PATTERN, LINE_WORDS: tl.constexpr):
 
 
 @jit
-def global_barrier(sync_ptr, NPROGS, SPINS):
+def global_barrier(sync_ptr, NPROGS, SPINS, SCOPE: tl.constexpr):
     """All test programs meet here before the test; a program that polls ``SPINS`` times
     without seeing them all counts itself in ``sync_ptr[1]`` (a misaligned start) and goes on.
 
-    Ordering argument: a release arrival and acquire polls at gpu scope; the barrier only aligns
-    start times, the test's own memory is untouched. Triton predicates these scalar atomics to
+    Ordering argument: a release arrival and acquire polls at ``SCOPE`` (``"gpu"``; ``"sys"``
+    when the programs are on several GPUs and the counter on one of them); the barrier only
+    aligns start times, the test's own memory is untouched. Triton predicates these scalar atomics to
     one thread and broadcasts with ``bar.sync`` (before the test, so no test ordering is added).
     """
-    tl.atomic_add(sync_ptr, 1, sem="release", scope="gpu")
-    seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+    tl.atomic_add(sync_ptr, 1, sem="release", scope=SCOPE)
+    seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope=SCOPE)
     spins = 0
     while (seen < NPROGS) & (spins < SPINS):
-        seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+        seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope=SCOPE)
         spins += 1
     if seen < NPROGS:
-        tl.atomic_add(sync_ptr + 1, 1, sem="relaxed", scope="gpu")
+        tl.atomic_add(sync_ptr + 1, 1, sem="relaxed", scope=SCOPE)

@@ -79,13 +79,16 @@ class DeviceRun:
 
 
 #: The kernel's runtime stress arguments, in order (see :func:`runtime_args`).
-RUNTIME_ARGS = ("NTEST", "STRESS_ITERS", "STRESS_PATTERN", "PRE_STRESS_ITERS", "ALIGNED", "BARRIER_SPINS", "MAX_ITERS")
+RUNTIME_ARGS = ("NTEST", "STRESS_ITERS", "STRESS_PATTERN", "PRE_STRESS_ITERS", "ALIGNED", "BARRIER_SPINS", "MAX_ITERS",
+                "NALIGN")
 
 
-def runtime_args(params: StressParams, test_programs: int) -> tuple[int, ...]:
-    """The values of :data:`RUNTIME_ARGS` for one launch."""
+def runtime_args(params: StressParams, test_programs: int, align: int | None = None) -> tuple[int, ...]:
+    """The values of :data:`RUNTIME_ARGS` for one launch; ``align``: the test programs the
+    aligned start waits for (default ``test_programs``; across GPUs, every GPU's)."""
     return (test_programs, params.stress_iterations, params.stress_pattern, params.pre_stress_iterations,
-            int(params.aligned_start), params.barrier_spins, params.max_iterations)
+            int(params.aligned_start), params.barrier_spins, params.max_iterations,
+            test_programs if align is None else align)
 
 
 def plan_for(program: Program, *, interpret: bool | None = None) -> KernelPlan:
@@ -126,7 +129,7 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
     items = observed_items(program)
     n_loc, n_out, n_threads = len(plan.locations), max(1, len(plan.outputs)), len(program.threads)
     init = np.array([program.init.get(loc, 0) for loc in plan.locations], dtype=np.int32)
-    columns = _columns(items, plan, program)
+    columns = columns_of(items, plan, program)
     rng = np.random.default_rng(seed)
     pool = [_upload(make_layout(plan.ctas, plan.num_warps, n_loc, params, rng, single_lane=plan.single_lane),
                     init, n_loc, torch, device)
@@ -164,7 +167,7 @@ def run_on_device(program: Program, params: StressParams, *, iterations: int, se
             end.synchronize()
             run.kernel_seconds += begin.elapsed_time(end) / 1000
         for values, finished, timeouts, misaligned in results:
-            _tally(run, values.cpu().numpy(), finished.cpu().numpy(), int(timeouts), int(misaligned))
+            tally(run, values.cpu().numpy(), finished.cpu().numpy(), int(timeouts), int(misaligned))
         run.launches += len(round_)
         now = time.perf_counter()
         run.seconds = now - start
@@ -205,7 +208,7 @@ def _observe(up: dict, mem, out, status, sync, columns: list[tuple[str, int]], n
     return values, finished, (status == 2).any(dim=1).sum(), sync[1]
 
 
-def _columns(items: tuple[Item, ...], plan: KernelPlan, program: Program) -> list[tuple[str, int]]:
+def columns_of(items: tuple[Item, ...], plan: KernelPlan, program: Program) -> list[tuple[str, int]]:
     """Where each observed item's value comes from: ("out", column) or ("loc", location index)."""
     names = {th.name: i for i, th in enumerate(program.threads)}
     cols = []
@@ -219,7 +222,7 @@ def _columns(items: tuple[Item, ...], plan: KernelPlan, program: Program) -> lis
     return cols
 
 
-def _tally(run: DeviceRun, values: np.ndarray, finished: np.ndarray, timeouts: int, misaligned: int) -> None:
+def tally(run: DeviceRun, values: np.ndarray, finished: np.ndarray, timeouts: int, misaligned: int) -> None:
     """Count one launch's finished instances by outcome (instances with a timed-out thread are timeouts)."""
     run.timeouts += timeouts
     run.misaligned += misaligned

@@ -5,6 +5,9 @@ fills them for each *flavour* and scope and places the threads in one CTA or in 
 of one GPU. The text goes through the one litmus parser (:func:`syncverify.litmus.parser.parse_litmus`),
 so the model and the kernel see exactly what a user's file would give them.
 
+:func:`cross_gpu_tests` deals the same shapes' threads over two GPUs (``+diff-gpu``), for
+``syncverify litmus --gpu`` on one process per GPU (:mod:`syncverify.litmus.gpu.ranks`).
+
 Flavours: ``weak`` (plain ``.weak`` accesses), ``relaxed`` (``.relaxed.SCOPE``), ``relacq``
 (release on the publishing store, acquire on the observing load, relaxed elsewhere) and ``fence``
 (relaxed accesses with ``fence.sc.SCOPE`` between each thread's two accesses). Plus two barrier
@@ -36,7 +39,21 @@ SHAPES: dict[str, tuple[list[list[str]], str, str]] = {
              "exists (P1:r1 == 1 /\\ P1:r2 == 0)", "coherence of two reads: the second reads an older value"),
     "2+2W": ([["st{REL} x, 1", "{F}", "st{REL} y, 2"], ["st{REL} y, 1", "{F}", "st{REL} x, 2"]],
              "exists (x == 1 /\\ y == 1)", "two stores each: both first stores end last"),
+    "CoWW": ([["st{REL} x, 1", "{F}", "st{REL} x, 2"], ["ld{ACQ} r1, x"]],
+             "exists (x == 1)", "coherence of two writes: the first store ends last"),
+    "CoRR2": ([["st{REL} x, 1"], ["st{REL} x, 2"], ["ld{ACQ} r1, x", "{F}", "ld{ACQ} r2, x"],
+               ["ld{ACQ} r3, x", "{F}", "ld{ACQ} r4, x"]],
+              "exists (P2:r1 == 1 /\\ P2:r2 == 2 /\\ P3:r3 == 2 /\\ P3:r4 == 1)",
+              "coherence of two writers: two readers see them in opposite orders"),
 }
+
+#: The shapes of :func:`classic_tests` (one GPU).
+CLASSIC_SHAPES = ("MP", "SB", "LB", "IRIW", "CoRR", "2+2W")
+#: The shapes placed on two GPUs by :func:`cross_gpu_tests` (the classic ones and two coherence shapes).
+CROSS_SHAPES = ("MP", "SB", "LB", "IRIW", "CoRR", "CoRR2", "2+2W", "CoWW")
+#: The flavours of a cross-GPU test: weak, relaxed and release-acquire, each strong one at gpu
+#: scope (too narrow across GPUs: the model allows what sys forbids) and at sys scope.
+CROSS_FLAVOURS = ("weak", "relaxed", "relacq")
 
 
 @dataclass(frozen=True)
@@ -56,18 +73,21 @@ def _fill(line: str, flavour: str, scope: str) -> str:
     return line.format(**holes)
 
 
-def shape_test(shape: str, flavour: str, scope: str, *, same_cta: bool) -> ShapeTest:
-    """The litmus test of ``shape`` in ``flavour`` at ``scope``, threads in one CTA or one CTA each."""
+def shape_test(shape: str, flavour: str, scope: str, *, same_cta: bool, gpus: int = 1) -> ShapeTest:
+    """The litmus test of ``shape`` in ``flavour`` at ``scope``, threads in one CTA or one CTA each;
+    with ``gpus`` > 1, thread ``i`` on GPU ``i % gpus`` (one CTA each: ``same_cta`` must be False)."""
     threads, condition, what = SHAPES[shape]
     code = [[_fill(line, flavour, scope) for line in thread] for thread in threads]
     code = [[line for line in thread if line] for thread in code]
-    place = "same-cta" if same_cta else "diff-cta"
+    place = "same-cta" if same_cta else ("diff-cta" if gpus == 1 else "diff-gpu")
     name = f"{shape}+{flavour}" + ("" if flavour == "weak" else f"-{scope}") + f"+{place}"
-    return ShapeTest(name, _table(name, what, code, condition, same_cta=same_cta))
+    return ShapeTest(name, _table(name, what, code, condition, same_cta=same_cta, gpus=gpus))
 
 
-def _table(name: str, what: str, code: list[list[str]], condition: str, *, same_cta: bool) -> str:
-    heads = [f"P{i}@cta {0 if same_cta else i},gpu 0" for i in range(len(code))]
+def _table(name: str, what: str, code: list[list[str]], condition: str, *, same_cta: bool, gpus: int = 1) -> str:
+    if same_cta and gpus > 1:
+        raise ValueError(f"{name}: threads on {gpus} GPUs cannot share a CTA")
+    heads = [f"P{i}@cta {0 if same_cta else i // gpus},gpu {i % gpus}" for i in range(len(code))]
     width = max(len(c) for c in heads + [line for thread in code for line in thread]) + 1
     rows = [" | ".join(h.ljust(width) for h in heads) + " ;"]
     for k in range(max(len(t) for t in code)):
@@ -79,7 +99,7 @@ def classic_tests() -> list[ShapeTest]:
     """Every shape: ``weak`` in one CTA and across CTAs; each other flavour at cta scope in one CTA,
     and at cta, gpu and sys scope across CTAs (cta scope across CTAs is too narrow on purpose)."""
     tests = []
-    for shape in SHAPES:
+    for shape in CLASSIC_SHAPES:
         tests.append(shape_test(shape, "weak", "gpu", same_cta=True))
         tests.append(shape_test(shape, "weak", "gpu", same_cta=False))
         for flavour in FLAVOURS[1:]:
@@ -87,6 +107,19 @@ def classic_tests() -> list[ShapeTest]:
             for scope in SCOPE_NAMES:
                 tests.append(shape_test(shape, flavour, scope, same_cta=False))
     return tests + barrier_tests()
+
+
+def cross_gpu_tests(*, gpus: int = 2) -> list[ShapeTest]:
+    """Every shape of :data:`CROSS_SHAPES` with its threads dealt over ``gpus`` GPUs (thread ``i``
+    on GPU ``i % gpus``, so each pair of threads that communicate is on two GPUs): ``weak``, and
+    ``relaxed`` and ``relacq`` at gpu and sys scope."""
+    tests = []
+    for shape in CROSS_SHAPES:
+        tests.append(shape_test(shape, "weak", "gpu", same_cta=False, gpus=gpus))
+        for flavour in CROSS_FLAVOURS[1:]:
+            for scope in ("gpu", "sys"):
+                tests.append(shape_test(shape, flavour, scope, same_cta=False, gpus=gpus))
+    return tests
 
 
 def barrier_tests() -> list[ShapeTest]:
