@@ -13,10 +13,11 @@ from pathlib import Path
 
 from syncverify import exitcodes
 from syncverify.errors import SyncVerifyError
-from syncverify.litmus.gpu.stress import StressParams, load_tuned, machine_kind
+from syncverify.litmus.gpu.stress import StressParams, load_tuned, machine_kind, tuned_kinds
 from syncverify.litmus.gpu.launch import interpreting
 from syncverify.litmus.gpu.report import refused, text
-from syncverify.litmus.gpu.suite import check_on_device
+from syncverify.litmus.gpu.codegen import gpus_needed
+from syncverify.litmus.gpu.suite import check_across_gpus, check_on_device
 from syncverify.litmus.parser import parse_litmus_file
 from syncverify.cli.output_files import check_writable
 from syncverify.cli.output_files import write_or_warn
@@ -37,6 +38,15 @@ def load_params(path: Path | None):
     return StressParams.from_json(data.get("params", data), where=f"--stress {path}")
 
 
+def load_cross_params(path: Path | None, params: StressParams) -> StressParams:
+    """The stress parameters of tests across GPUs: ``--stress`` when given, else the tuned entry
+    of this machine's two-GPU kind (``KIND-x2`` in ``tuned.json``) when one is stored, else ``params``."""
+    if path is not None or interpreting():
+        return params
+    kind = f"{machine_kind()}-x2"
+    return load_tuned(kind) if kind in tuned_kinds() else params
+
+
 def run_gpu_command(files: list[Path], *, as_json: bool, iterations: int, seconds: float, seed: int,
                     stress: Path | None, plot: Path | None, out, err, model_timeout: float | None = None) -> int:
     """Run every file on the device and print the reports; returns the exit code.
@@ -48,7 +58,18 @@ def run_gpu_command(files: list[Path], *, as_json: bool, iterations: int, second
 
         check_writable(plot, "--plot")
     params = load_params(stress)
-    reports = []
+    timeout = 60.0 if model_timeout is None else model_timeout
+    reports: list = [None] * len(files)
+    across: list[tuple[int, object]] = []  # tests with threads on several GPUs: one start of the ranks for all
+
+    def show(report, path) -> None:
+        if report.status != "ran":
+            err.print(f"error: {path}: {report.reason}", markup=False)
+        elif not as_json:
+            for line in text(report):
+                out.print(line, markup=False)
+            out.print("", markup=False)
+
     for n, path in enumerate(files):
         err.print(f"[{n + 1}/{len(files)}] {path} ...", markup=False)
 
@@ -58,18 +79,25 @@ def run_gpu_command(files: list[Path], *, as_json: bool, iterations: int, second
 
         try:
             program = parse_litmus_file(path)
+            if gpus_needed(program) is not None:
+                across.append((n, program))
+                err.print(f"  {path}: threads on several GPUs: runs with the other such tests, one process per GPU",
+                          markup=False)
+                continue
             report = check_on_device(program, params, iterations=iterations, seconds=seconds, seed=seed + n,
-                                     file=str(path), progress=progress,
-                                     model_timeout=60.0 if model_timeout is None else model_timeout)
+                                     file=str(path), progress=progress, model_timeout=timeout)
         except SyncVerifyError as error:
             report = refused(Path(path).stem, str(error), file=str(path))
-        reports.append(report)
-        if report.status != "ran":
-            err.print(f"error: {path}: {report.reason}", markup=False)
-        elif not as_json:
-            for line in text(report):
-                out.print(line, markup=False)
-            out.print("", markup=False)
+        reports[n] = report
+        show(report, path)
+    if across:
+        err.print(f"{len(across)} test(s) across GPUs ...", markup=False)
+        done = check_across_gpus([p for _, p in across], load_cross_params(stress, params), iterations=iterations,
+                                 seconds=seconds, seed=seed, files=[str(files[n]) for n, _ in across],
+                                 progress=lambda line: err.print(f"  {line}", markup=False), model_timeout=timeout)
+        for (n, _), report in zip(across, done):
+            reports[n] = report
+            show(report, files[n])
     if as_json:
         out.print(json.dumps([r.to_json() for r in reports], indent=2), markup=False)
     if plot is not None:

@@ -70,8 +70,8 @@ class TestReport:
 
     name: str
     file: str = ""
-    status: str = "ran"  # ran | refused
-    reason: str = ""  # why refused
+    status: str = "ran"  # ran | refused | stopped (a run across GPUs that the watchdog or a rank stopped)
+    reason: str = ""  # why refused or stopped
     form: str = ""  # ptx | interpret
     items: tuple[Item, ...] = ()
     rows: list[OutcomeRow] = field(default_factory=list)
@@ -86,6 +86,7 @@ class TestReport:
     seconds: float = 0.0
     kernel_seconds: float = 0.0
     params: dict = field(default_factory=dict)
+    gpus: int = 1  # GPUs the test's threads ran on (one process each when more than one)
 
     @property
     def unsound(self) -> list[OutcomeRow]:
@@ -109,6 +110,8 @@ class TestReport:
 
     @property
     def exit_code(self) -> int:
+        if self.status == "stopped":  # a bound (the watchdog) cut the run: no answer
+            return exitcodes.UNKNOWN
         if self.status != "ran":
             return exitcodes.INPUT_ERROR
         if self.unsound:
@@ -136,7 +139,7 @@ class TestReport:
             "instances": self.instances, "timeouts": self.timeouts, "launches": self.launches,
             "misaligned_starts": self.misaligned, "seconds": round(self.seconds, 4),
             "kernel_seconds": round(self.kernel_seconds, 6),
-            "instances_per_second": round(self.instances_per_second, 1), "params": self.params,
+            "instances_per_second": round(self.instances_per_second, 1), "params": self.params, "gpus": self.gpus,
             "note": INTERPRETER_NOTE if self.form == "interpret" else "",
         }
 
@@ -161,11 +164,19 @@ def refused(name: str, reason: str, *, file: str = "") -> TestReport:
     return TestReport(name=name, file=file, status="refused", reason=reason)
 
 
+def stopped(name: str, reason: str, *, file: str = "") -> TestReport:
+    """The report of a test whose run across GPUs was stopped before it ran (exit 3: unknown)."""
+    return TestReport(name=name, file=file, status="stopped", reason=reason)
+
+
 def text(report: TestReport) -> list[str]:
     """The report of one test as lines of text."""
     if report.status != "ran":
-        return [f"Test {report.name} refused: {report.reason}"]
-    lines = [f"Test {report.name} ({'interpreter' if report.form == 'interpret' else 'GPU'}): "
+        return [f"Test {report.name} {report.status}: {report.reason}"]
+    where = "interpreter" if report.form == "interpret" else "GPU"
+    if report.gpus > 1:
+        where += f", threads on {report.gpus} GPUs, one process each"
+    lines = [f"Test {report.name} ({where}): "
              f"{report.instances:,} instances in {report.launches} launches, {report.seconds:.2f} s "
              f"({report.instances_per_second:,.0f} instances/s); timeouts {report.timeouts}; "
              f"misaligned starts {report.misaligned}"]

@@ -135,6 +135,11 @@ def load_tuned(kind: str, *, path: Path = TUNED_FILE) -> StressParams:
     return StressParams.from_json(entry["params"], where=f"{path} [{kind}]")
 
 
+def tuned_kinds(*, path: Path = TUNED_FILE) -> set[str]:
+    """The machine kinds ``path`` stores tuned parameters for."""
+    return set(json.loads(path.read_text())) if path.exists() else set()
+
+
 def store_tuned(kind: str, params: StressParams, score: dict, *, path: Path = TUNED_FILE) -> None:
     """Record ``params`` (and the mutation score that chose them) as the tuned values for ``kind``."""
     data = json.loads(path.read_text()) if path.exists() else {}
