@@ -122,11 +122,10 @@ def test_every_shipped_example_compiles_in_both_forms_or_is_refused_in_one_line(
     program = parse_litmus_file(path)
     two_gpus = len({t.gpu for t in program.threads}) > 1
     for form in codegen.FORMS:
-        if two_gpus:
+        if two_gpus:  # refused on one GPU, one kernel for every GPU's process across GPUs
             with pytest.raises(NotOnGpu, match="needs 2 GPUs"):
                 generate(program, form)
-            continue
-        plan = generate(program, form)
+        plan = generate(program, form, cross_gpu=two_gpus)
         compile(plan.source, f"<{path.stem}>", "exec")  # valid Python
         assert ("inline_asm_elementwise" in plan.source) == (form == "ptx")
 
@@ -225,19 +224,22 @@ def test_a_test_the_model_says_can_hang_at_a_barrier_is_refused():
 
 # ----- the command line -------------------------------------------------------------------------
 
-def test_cli_gpu_json_reports_each_file_and_refuses_a_two_gpu_test(monkeypatch, capsys, tmp_path):
+def test_cli_gpu_json_reports_each_file_and_refuses_a_thread_on_a_gpu_that_does_not_exist(monkeypatch, capsys,
+                                                                                           tmp_path):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     stress = tmp_path / "stress.json"
     stress.write_text(json.dumps(TINY.to_json()))
     plot = tmp_path / "rates.png"
+    three = tmp_path / "on-gpu-2.litmus"  # the interpreter stands in for two GPUs
+    three.write_text((EXAMPLES / "mp-gpu-cross-gpu.litmus").read_text().replace("gpu 1", "gpu 2"))
     code = main(["litmus", "--gpu", "--json", "--iterations", "1", "--stress", str(stress), "--plot", str(plot),
-                 str(EXAMPLES / "mp-gpu.litmus"), str(EXAMPLES / "mp-gpu-cross-gpu.litmus")])
+                 str(EXAMPLES / "mp-gpu.litmus"), str(three)])
     captured = capsys.readouterr()
     reports = json.loads(captured.out)
     assert code == 2
     assert [r["status"] for r in reports] == ["ran", "refused"]
     assert reports[0]["exit_code"] == 0 and reports[0]["note"] == INTERPRETER_NOTE
-    assert "needs 2 GPUs" in reports[1]["reason"]
+    assert "thread P1 is placed on gpu 2, which does not exist" in reports[1]["reason"]
     assert plot.stat().st_size > 0
 
 
@@ -378,23 +380,32 @@ def test_every_known_and_classic_test_through_the_interpreter_is_explained_by_th
     docs/litmus-gpu.md)."""
     import os
 
-    from syncverify.litmus.gpu.suite import check_on_device
+    from syncverify.litmus.gpu.codegen import gpus_needed
+    from syncverify.litmus.gpu.suite import check_across_gpus, check_on_device
 
     programs = [parse_litmus_file(p) for p in KNOWN] + [parse_litmus(t.text) for t in classic_tests()]
     full = os.environ.get("SYNCVERIFY_LITMUS_GPU_FULL") == "1"
+    # Tests across GPUs start two processes: all of them in one start with the full run; the
+    # default run's slice is tests/test_litmus_gpu_ranks.py's end-to-end test.
+    across = [p for p in programs if gpus_needed(p) is not None]
+    programs = [p for p in programs if gpus_needed(p) is None]
     programs = programs if full else programs[::6]
     ran = 0
+    if full:
+        for report in check_across_gpus(across, TINY, iterations=3, seconds=30, interpret=True):
+            assert report.status == "ran" and not report.unsound and report.exit_code == 0, report.to_json()
+            ran += 1
     for program in programs:
         report = check_on_device(program, TINY, iterations=3, seconds=30, interpret=True)
         if report.status != "ran":
-            assert re.search(r"needs 2 GPUs|waits forever at a CTA barrier|in a register|the async proxy|NVSHMEM calls|"
+            assert re.search(r"waits forever at a CTA barrier|in a register|the async proxy|NVSHMEM calls|"
                              r"stream memory operations",
                              report.reason), report.reason
             continue
         ran += 1
         assert not report.unsound, (program.name, report.to_json())
         assert report.exit_code == 0
-    assert ran >= (160 if full else 25)
+    assert ran >= (175 if full else 24)
 
 
 def test_the_wheel_ships_the_gpu_package_and_its_tuned_parameters(tmp_path):

@@ -29,7 +29,11 @@ thread's warp arrives). Without a count the participants are the CTA's threads t
 pieces are emitted round by round (every thread's piece k, then every thread's k-th barrier), so
 the interpreter, running statements in order, still meets barrier semantics.
 
-Refused (one line naming ``file:line``, exit 2): threads on two GPUs, barrier ids or counts held
+Threads on several GPUs: :func:`generate` with ``cross_gpu`` keeps every test CTA (a ``(gpu, cta)``
+pair) in the one kernel and :mod:`syncverify.litmus.gpu.ranks` launches it once per GPU, each
+launch placing that GPU's CTAs only; without ``cross_gpu`` such a test is refused.
+
+Refused (one line naming ``file:line``, exit 2): threads on two GPUs (without ``cross_gpu``), barrier ids or counts held
 in registers, barriers in a thread with branches, Dartagnan's ``atom.mul``/``atom.div``, more than
 15 distinct barrier ids, more than 32 threads in one CTA, and any test whose model has an
 execution that waits forever at a barrier (a GPU barrier cannot be bounded).

@@ -246,6 +246,8 @@ def ptx_of(plan: KernelPlan, *, arch: int = 90) -> str:
     constants = dict(BLOCK=32 * plan.num_warps, NLOC=len(plan.locations), NOUT=max(1, len(plan.outputs)),
                      NTHREADS=len({t for c in plan.ctas for t in c}), LINE_WORDS=LINE_WORDS)
     signature = {name: "*i32" for name in pointers}
+    if len(set(plan.cta_gpus)) > 1:  # across GPUs: 64-bit word offsets reach a peer's heap (ranks.py)
+        signature["addr_ptr"] = "*i64"
     signature.update({name: "i32" for name in RUNTIME_ARGS})
     signature.update({name: "constexpr" for name in constants})
     source = ASTSource(kernel, signature, constants)

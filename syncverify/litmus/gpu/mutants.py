@@ -15,8 +15,11 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from syncverify.litmus.gpu.outcomes import ModelOutcomes, is_target, model_outcomes
-from syncverify.litmus.gpu.shapes import classic_tests
-from syncverify.litmus.gpu.suite import check_on_device
+from syncverify.litmus.gpu.shapes import classic_tests, cross_gpu_tests
+from syncverify.litmus.gpu.launch import interpreting
+from syncverify.litmus.gpu.ranks import prepare, run_across_gpus
+from syncverify.litmus.gpu.report import TestReport, judge
+from syncverify.litmus.gpu.suite import check_on_device, visible_gpus
 from syncverify.litmus.parser import parse_litmus
 from syncverify.program import Atomic, Fence, Load, Program, Store, Thread
 
@@ -24,6 +27,9 @@ from syncverify.program import Atomic, Fence, Load, Program, Store, Thread
 MUTATION_BASES = ("MP+relacq-gpu+diff-cta", "MP+fence-gpu+diff-cta", "SB+fence-gpu+diff-cta",
                   "LB+relacq-gpu+diff-cta", "IRIW+fence-gpu+diff-cta", "CoRR+relaxed-gpu+diff-cta",
                   "2+2W+fence-gpu+diff-cta", "MP+relacq-cta+same-cta", "MP+bar.sync+same-cta")
+#: The tests across two GPUs whose mutants measure the stress there (:func:`~syncverify.litmus.gpu.shapes.cross_gpu_tests`):
+#: each forbids its target at sys scope; its mutants include sys -> gpu, too narrow across GPUs.
+CROSS_MUTATION_BASES = ("MP+relacq-sys+diff-gpu", "CoRR+relaxed-sys+diff-gpu", "CoRR2+relaxed-sys+diff-gpu")
 
 
 @dataclass(frozen=True)
@@ -37,8 +43,10 @@ class Mutant:
     model: ModelOutcomes
 
 
-def _weakenings(ins) -> Iterator[tuple[object | None, str]]:
-    """Each weaker form of one instruction (None: dropped), with a word on what changed."""
+def _weakenings(ins, *, cross_gpu: bool = False) -> Iterator[tuple[object | None, str]]:
+    """Each weaker form of one instruction (None: dropped), with a word on what changed;
+    ``cross_gpu`` (the test's threads are on several GPUs) adds sys -> gpu, the scope that is one
+    step too narrow there."""
     if isinstance(ins, Fence):
         yield None, f"fence.{ins.kind}.{ins.scope} dropped"
     if isinstance(ins, (Load, Store)) and ins.sem in ("acquire", "release"):
@@ -49,6 +57,8 @@ def _weakenings(ins) -> Iterator[tuple[object | None, str]]:
         yield replace(ins, sem="relaxed"), f"atom {ins.sem} -> relaxed"
     scope = getattr(ins, "scope", None)
     if scope in ("gpu", "sys") and not (isinstance(ins, (Load, Store)) and ins.sem == "weak"):
+        if cross_gpu and scope == "sys":
+            yield replace(ins, scope="gpu"), ".sys -> .gpu"
         yield replace(ins, scope="cta"), f".{scope} -> .cta"
 
 
@@ -58,9 +68,10 @@ def mutants_of(program: Program, *, model: ModelOutcomes | None = None) -> list[
     if any(is_target(program, model.items, o) for o in model.allowed):
         return []
     found = []
+    cross_gpu = len({t.gpu for t in program.threads}) > 1
     for t, thread in enumerate(program.threads):
         for n, ins in enumerate(thread.instructions):
-            for weaker, change in _weakenings(ins):
+            for weaker, change in _weakenings(ins, cross_gpu=cross_gpu):
                 code = list(thread.instructions)
                 if weaker is None:
                     del code[n]
@@ -69,7 +80,10 @@ def mutants_of(program: Program, *, model: ModelOutcomes | None = None) -> list[
                 threads = list(program.threads)
                 threads[t] = Thread(thread.name, thread.gpu, thread.cta, tuple(code), thread.role, thread.phase)
                 where = f"{thread.name}" + (f" line {ins.line}" if getattr(ins, "line", None) else f" #{n}")
-                name = f"{program.name}~{thread.name}.{n}:{change.split(' ')[0]}"
+                words = change.split(" ")
+                # across GPUs a scope has two weakenings (sys -> gpu, sys -> cta): name the target too
+                tag = words[0] + (words[-1] if cross_gpu and change.startswith(".") else "")
+                name = f"{program.name}~{thread.name}.{n}:{tag}"
                 mutant = replace(program, name=name, threads=tuple(threads))
                 mutant_model = model_outcomes(mutant)
                 if mutant_model.limit is None and any(is_target(mutant, mutant_model.items, o)
@@ -78,13 +92,16 @@ def mutants_of(program: Program, *, model: ModelOutcomes | None = None) -> list[
     return found
 
 
-def default_mutants(*, per_base: int | None = 2) -> list[Mutant]:
-    """The mutants of :data:`MUTATION_BASES`, at most ``per_base`` of each (None: all), taken
-    spread over the test's threads so that one base does not dominate the score."""
-    tests = {t.name: t for t in classic_tests()}
+def default_mutants(*, per_base: int | None = 2, cross_gpu: bool = False) -> list[Mutant]:
+    """The mutants of :data:`MUTATION_BASES` (``cross_gpu``: the sys -> gpu mutants of
+    :data:`CROSS_MUTATION_BASES`), at most ``per_base`` of each (None: all), taken spread over the test's threads so that one base
+    does not dominate the score."""
+    tests = {t.name: t for t in (cross_gpu_tests() if cross_gpu else classic_tests())}
     chosen = []
-    for base in MUTATION_BASES:
+    for base in CROSS_MUTATION_BASES if cross_gpu else MUTATION_BASES:
         found = mutants_of(parse_litmus(tests[base].text))
+        if cross_gpu:  # the weakening only two GPUs tell apart: sys scope narrowed to gpu
+            found = [m for m in found if m.change.endswith(".sys -> .gpu")] or found
         if per_base is not None and len(found) > per_base:
             step = len(found) / per_base
             found = [found[int(k * step)] for k in range(per_base)]
@@ -119,12 +136,36 @@ def mutation_score(mutants: list[Mutant], params, *, seconds_each: float, iterat
     ``run`` replaces :func:`~syncverify.litmus.gpu.suite.check_on_device` (tests pass a fake)."""
     if run is None:
         run = check_on_device
+    reports = [run(m.program, params, iterations=iterations_each, seconds=seconds_each, seed=seed + n, model=m.model)
+               for n, m in enumerate(mutants)]
+    return _score(mutants, reports)
+
+
+def _score(mutants: list[Mutant], reports: list[TestReport]) -> MutationScore:
+    """The mutation score of each mutant's report (killed: its target seen at least once)."""
     per, killed, weak_total, total = [], 0, 0, 0
-    for n, m in enumerate(mutants):
-        report = run(m.program, params, iterations=iterations_each, seconds=seconds_each, seed=seed + n, model=m.model)
+    for m, report in zip(mutants, reports):
         weak = report.target_seen
         per.append((m.name, weak, report.instances))
         killed += weak > 0
         weak_total += weak
         total += report.instances
     return MutationScore(killed, len(mutants), weak_total, total, tuple(per))
+
+
+def scores_across_gpus(mutants: list[Mutant], candidates: list, *, seconds_each: float, seed: int = 0,
+                       interpret: bool | None = None, gpus: int | None = None,
+                       progress: Callable[[str], None] | None = None) -> tuple[list[MutationScore | None], str | None]:
+    """The mutation score of every candidate stress setting on mutants across GPUs, all in ONE
+    start of the rank processes (starting them costs seconds: NCCL, symmetric memory); a
+    candidate the run stopped before finishing has None. Also returns why the run stopped."""
+    gpus = visible_gpus(interpreting() if interpret is None else interpret) if gpus is None else gpus
+    jobs = [prepare(m.program, params, iterations=1 << 30, seconds=seconds_each, seed=seed + n, interpret=interpret,
+                    gpus=gpus) for params in candidates for n, m in enumerate(mutants)]
+    runs, why = run_across_gpus(jobs, interpret=interpret, progress=progress)
+    scores: list[MutationScore | None] = []
+    for c in range(len(candidates)):
+        chunk = runs[c * len(mutants):(c + 1) * len(mutants)]
+        scores.append(None if any(r is None for r in chunk) else
+                      _score(mutants, [judge(m.program, m.model, dict(r.counts)) for m, r in zip(mutants, chunk)]))
+    return scores, why

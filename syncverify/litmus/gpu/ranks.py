@@ -161,10 +161,14 @@ def prepare(program: Program, params: StressParams, *, iterations: int, seconds:
 
 
 def run_across_gpus(jobs: list[CrossJob], *, interpret: bool | None = None, watchdog: float = WATCHDOG_SECONDS,
-                    progress: Callable[[str], None] | None = None) -> tuple[list[DeviceRun | None], str | None]:
-    """Run ``jobs`` (one after another, every job on the same number of GPUs) in one start of
-    the rank processes; returns each job's run (None where the run stopped before it) and why the
-    run stopped (None: it finished)."""
+                    progress: Callable[[str], None] | None = None, budget: float | None = None,
+                    on_result: Callable[[int, DeviceRun], None] | None = None,
+                    ) -> tuple[list[DeviceRun | None], str | None]:
+    """Run ``jobs`` one after another in one start of the rank processes (as many as the widest
+    job's GPUs); returns each job's run (None where the run stopped before it) and why the run
+    stopped (None: it finished). ``budget``: seconds after the ranks start past which no further
+    job starts (each job is bounded by its own ``seconds``). ``on_result(index, run)`` is called
+    as each job finishes."""
     if not jobs:
         return [], None
     interpret = interpreting() if interpret is None else interpret
@@ -177,30 +181,43 @@ def run_across_gpus(jobs: list[CrossJob], *, interpret: bool | None = None, watc
         if kind == "result":
             index, run = payload
             results[index] = run
-        if progress is not None and kind in ("progress", "result"):
+            if on_result is not None:
+                on_result(index, run)
+        if progress is not None and (kind == "progress" or (kind == "result" and on_result is None)):
             progress(payload if kind == "progress" else f"{jobs[payload[0]].program.name}: "
                      f"{payload[1].instances:,} instances in {payload[1].launches} launches")
 
-    run = run_ranks(rank_worker, (jobs, interpret, heap_bytes), world_size=world, watchdog_seconds=watchdog,
+    run = run_ranks(rank_worker, (jobs, interpret, heap_bytes, budget), world_size=world, watchdog_seconds=watchdog,
                     on_message=on_message, heap_bytes=heap_bytes if interpret else None)
     errors = [payload for _rank, kind, payload in run["messages"] if kind == "error"]
     inputs = [e for e in errors if e.startswith("input: ")]
     if inputs:
         raise SyncVerifyError(inputs[0][len("input: "):])
-    return results, run["stopped"]
+    why = run["stopped"]
+    if why is None and any(r is None for r in results):
+        why = f"the budget of {budget:g} s was spent before this test started"
+    return results, why
 
 
 def rank_worker(rank: int, world: int, port: int, queue, jobs: list[CrossJob], interpret: bool, heap_bytes: int,
-                heap_path: str | None) -> None:
+                budget: float | None, heap_path: str | None) -> None:
     """One rank (a :func:`~syncverify.kernels.processes.run_ranks` target): every job's rounds
-    (module doc); rank 0 reports ``result`` per job, every rank ``done`` or ``error``."""
+    (module doc); rank 0 reports ``result`` per job, every rank ``done`` or ``error``. Rank 0
+    decides whether the next job starts (``budget``) and tells the others."""
     try:
         torch, dist, device, heap = join_ranks(rank, world, port, interpret=interpret, heap_path=heap_path,
                                                heap_bytes=heap_bytes)
         if heap is None:  # one rank: a test on GPU 0 only never comes here; keep the tables' shape anyway
             heap = [torch.zeros(heap_bytes, dtype=torch.uint8, device=device)]
         views = [h.view(torch.int32) for h in heap]
+        began = time.perf_counter()
+        start = torch.ones(1, dtype=torch.int32, device=device)
         for index, job in enumerate(jobs):
+            if rank == 0:
+                start.fill_(int(budget is None or time.perf_counter() - began < budget))
+            dist.broadcast(start, src=0)
+            if int(start.item()) == 0:
+                break
             run = _run_job(job, rank, world, views, torch, dist, device, interpret,
                            lambda line: queue.put((rank, "progress", line)))
             if rank == 0:
