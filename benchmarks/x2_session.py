@@ -18,10 +18,11 @@ Runs, one subprocess each, in this order (:func:`plan`):
    kernels, and the 2-GPU collective-matmul shape (per shard M = 1024, K = 4096, N = 4096);
 6. ``user-*`` (issue 31): every shipped example harness on real ranks (``stress FILE.py::NAME
    --real-ranks``), buggy ones guided, fixed ones under random delays;
-7. ``litmus-x2`` (issue 31): cross-GPU litmus rates.
+7. ``litmus-x2`` (issue 31): cross-GPU litmus rates (``benchmarks/litmus_x2.py``: the stress's
+   mutation score on the cross-GPU mutants, then every cross-GPU shape, one process per GPU).
 
-A run whose code is not built yet (:attr:`Run.missing`: litmus threads on two GPUs) is listed with what is missing and not started on the GPU; its CPU
-stand-in still runs in the rehearsal where one exists.
+A run whose code is not built yet (:attr:`Run.missing`; none today) is listed with what is missing
+and not started on the GPU; its CPU stand-in still runs in the rehearsal where one exists.
 
 Issue 30's runs fit the issue's 25 minutes (:data:`SESSION_SECONDS`). A device call runs at most
 10 minutes, so the plan is cut into parts (``--part N``, :func:`parts`) whose budgets sum to at
@@ -186,11 +187,12 @@ def plan() -> list[Run]:
                     _cli("bench", "--kernel", "all-gather-gemm", "--world-size", "2", *TINY, "--out", OUT),
                     "per shard M = 1024, K = 4096, N = 4096 (Mosaic GPU: 1.44x over NCCL + cuBLAS, 2 x H100)"))
     runs += _user_runs()
-    runs.append(Run("litmus-x2", "litmus", 120.0,
-                    _cli("litmus", "--gpu", "--seconds", "5", *LITMUS_SHAPES),
-                    (), "MP, SB, LB, IRIW, CoRR with threads on two GPUs; rates with 95% intervals", issue=31,
-                    missing="litmus --gpu places every thread on one GPU; a test with threads on two GPUs is "
-                            "refused in one line (docs/litmus-gpu.md)"))
+    runs.append(Run("litmus-x2", "litmus", 90.0,
+                    (PY, "benchmarks/litmus_x2.py", "--budget", "80", "--out", OUT),
+                    (PY, "benchmarks/litmus_x2.py", "--rehearse", "--budget", "200", "--out", OUT),
+                    "MP, SB, LB, IRIW, CoRR, CoRR2, 2+2W, CoWW with threads on two GPUs, weak / relaxed / "
+                    "release-acquire at gpu and sys scope: rates with 95% intervals, the stress's mutation score",
+                    issue=31))
     return runs
 
 
@@ -207,9 +209,6 @@ USER_HARNESSES = (("examples/one_shot_all_reduce/harness.py", "original", True),
                   ("examples/all_scatter/harness.py", "reset_between_barriers", False))
 #: The GPU sizes of the harnesses (issue 25's runs: docs/RESULTS.md).
 USER_SIZES = ("--define", "SIZE=1024", "--define", "BLOCK=128", "--define", "BLOCK_K=32", "--define", "PROGRAMS=16")
-#: Issue 31's litmus shapes (message passing, store buffering, load buffering, IRIW, coherence).
-#: The known tests with threads on two GPUs today (``*-diff-gpu``); the issue's other shapes are to be written.
-LITMUS_SHAPES = tuple(str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests/litmus/known").glob("*-diff-gpu.litmus")))
 #: The rehearsal's compare: a bug and its fix, each caught or passed across two processes.
 REHEARSE_COMPARE = ("iris-465-hardcoded-lock-value", "iris-465-call-number")
 

@@ -112,22 +112,31 @@ def test_the_whole_rehearsal_runs_every_command(tmp_path):
     assert [x["name"] for x in document["runs"]] == [r.name for r in session.plan()]
 
 
-def test_runs_whose_code_is_missing_are_listed_not_started_on_the_gpu(tmp_path):
-    missing = [r for r in session.plan() if r.missing]
-    assert {r.group for r in missing} == {"litmus"}  # issue 31: litmus threads on two GPUs
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "x2_session.py"), "--out", str(tmp_path),
-                           "--only", "litmus-x2"], capture_output=True, text=True, timeout=60)
-    document = json.loads((tmp_path / "session.json").read_text())
-    results = {x["name"]: x["result"] for x in document["runs"] if x["result"] != "not selected"}
-    assert done.returncode == 0 and results == {"litmus-x2": "not built"}
-    assert "not built: litmus-x2: litmus --gpu places every thread on one GPU" in done.stdout
-    assert not list(tmp_path.glob("*.log"))
+def test_every_run_is_built_and_a_run_not_built_would_cost_its_part_nothing():
+    assert [r.name for r in session.plan() if r.missing] == []  # issue 31's litmus across GPUs is built
+    runs = [session.Run(f"r{i}", "stress", 300.0, ("true",), ("true",), missing="x" if i == 1 else "")
+            for i in range(3)]
+    assert [[r.name for r in part] for part in session.parts(runs)] == [["r0", "r1"], ["r2"]]
+
+
+def test_the_litmus_run_puts_the_issues_shapes_first_and_every_known_two_gpu_test_once():
+    from benchmarks import litmus_x2
+    from syncverify.litmus.gpu.shapes import CROSS_SHAPES
+
+    programs = litmus_x2.suite_programs()
+    names = [p.name for _, p in programs]
+    assert len(set(names)) == len(names)
+    assert names[:len(CROSS_SHAPES)] == [f"{s}+relacq-sys+diff-gpu" for s in CROSS_SHAPES]
+    assert all(len({t.gpu for t in p.threads}) == 2 for _, p in programs)
+    known = [p for g, p in programs if g == "known"]
+    assert len(known) == 5 and all("-2gpus" in p.name for p in known)  # the older files, not the shapes again
 
 
 def test_a_part_is_one_device_call_and_a_bad_part_is_refused(tmp_path):
     cut = session.parts(session.plan())
-    code, out, document = _rehearse(tmp_path, "--part", str(len(cut)), "--only", "litmus-x2")
-    assert code == 0 and {x["name"] for x in document["runs"] if x["result"] != "not selected"} == {"litmus-x2"}
+    code, out, document = _rehearse(tmp_path, "--part", str(len(cut)), "--only", "litmus-x2", "--budget", "1")
+    selected = {x["name"]: x["result"] for x in document["runs"] if x["result"] != "not selected"}
+    assert code == 1 and list(selected) == ["litmus-x2"] and selected["litmus-x2"].startswith("skipped:")
     code, out, _ = _rehearse(tmp_path, "--part", str(len(cut) + 1))
     assert code == 2 and f"the plan has parts 1..{len(cut)}" in out
 

@@ -318,7 +318,7 @@ def _tally_round(run: DeviceRun, job: CrossJob, uploads: list[dict], views: list
     memory = None
     if any(kind == "loc" for kind, _ in columns):
         memory = torch.stack([v[:pool * words] for v in views])  # peer blocks copied here once per round
-    sync = views[0][pool * words:pool * (words + 2)].view(pool, 2)
+    misaligned = views[0][pool * words:pool * (words + 2)].view(pool, 2)[:, 1].cpu().tolist()  # one copy a round
     for k, up in enumerate(uploads):
         instances = job.launches[k].layout.instances
         out = out_buf[k].view(instances, -1)
@@ -326,5 +326,4 @@ def _tally_round(run: DeviceRun, job: CrossJob, uploads: list[dict], views: list
         cols = [out[:, c] if kind == "out" else memory[up["home"][:, c], up["slot"][:, c]] for kind, c in columns]
         values = torch.stack(cols, dim=1) if cols else torch.zeros((instances, 0), dtype=torch.int32)
         finished = (status == 1).all(dim=1)
-        tally(run, values.cpu().numpy(), finished.cpu().numpy(), int((status == 2).any(dim=1).sum()),
-               int(sync[k, 1]))
+        tally(run, values.cpu().numpy(), finished.cpu().numpy(), int((status == 2).any(dim=1).sum()), misaligned[k])
