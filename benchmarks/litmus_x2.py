@@ -25,7 +25,14 @@ On ``nvidia-h200-x2`` (from the repository root)::
 
 Rehearsal on the CPU (gloo, the interpreter; tiny sizes, no weak outcomes can show)::
 
-    TRITON_INTERPRET=1 python3 benchmarks/litmus_x2.py --rehearse --out /tmp/lx2
+    python3 benchmarks/litmus_x2.py --rehearse --out /tmp/lx2
+
+On ONE GPU (``--one-gpu``: both ranks are threads of one process on one device, each on its own
+stream; the same PTX kernels, tables, offsets and merge; no NVLink, so no rate here is a
+two-GPU rate, but any MODEL UNSOUND is a runner bug, and the kernels are known to launch and
+finish on Hopper before the two-GPU call)::
+
+    export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; python3 benchmarks/litmus_x2.py --one-gpu --budget 100 --out $OUT
 """
 
 from __future__ import annotations
@@ -73,6 +80,9 @@ def main() -> int:
     parser.add_argument("--random", type=int, default=1, help="random candidates besides tuned and default (1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rehearse", action="store_true", help="the CPU stand-in: interpreter, 2 launches each")
+    parser.add_argument("--one-gpu", action="store_true",
+                        help="every rank a thread of this process on ONE device (ranks.run_on_one_device): checks "
+                             "the PTX form of the run on a one-GPU machine; its rates say nothing about NVLink")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "litmus-x2-out")))
     args = parser.parse_args()
     if args.rehearse:  # before triton is imported: it reads the variable once
@@ -81,15 +91,19 @@ def main() -> int:
     from syncverify.errors import SyncVerifyError
     from syncverify.litmus.gpu.mutants import default_mutants, scores_across_gpus
     from syncverify.litmus.gpu.outcomes import model_outcomes
-    from syncverify.litmus.gpu.ranks import prepare, run_across_gpus
+    from syncverify.litmus.gpu.ranks import INTERPRETER_GPUS, prepare, run_across_gpus, run_on_one_device
+    from syncverify.litmus.gpu.suite import visible_gpus
     from syncverify.litmus.gpu.outcomes import is_target
     from syncverify.litmus.gpu.report import describe, judge, wilson
     from syncverify.litmus.gpu.stress import StressParams, load_tuned, sample
 
     began = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
+    runner = run_on_one_device if args.one_gpu else run_across_gpus
+    gpus = INTERPRETER_GPUS if args.one_gpu or args.rehearse else visible_gpus(False)
     iterations = 2 if args.rehearse else 1 << 30
-    document: dict = {"rehearse": args.rehearse, "budget": args.budget, "stress": [], "tests": []}
+    document: dict = {"rehearse": args.rehearse, "one_gpu": args.one_gpu, "budget": args.budget, "stress": [],
+                      "tests": []}
 
     def save() -> None:
         (args.out / "litmus-x2.json").write_text(json.dumps(document, indent=1))
@@ -101,8 +115,12 @@ def main() -> int:
     mutants = default_mutants(cross_gpu=True)
     print(f"[{time.monotonic() - began:5.0f} s] stress: {len(candidates)} candidates x {len(mutants)} mutants "
           f"({', '.join(m.change.split(': ')[1] + ' in ' + m.original for m in mutants[:1])}, ...)", flush=True)
-    scores, why = scores_across_gpus(mutants, [p for _, p in candidates], seconds_each=args.mutant_seconds,
-                                     seed=args.seed)
+    try:
+        scores, why = scores_across_gpus(mutants, [p for _, p in candidates], seconds_each=args.mutant_seconds,
+                                         seed=args.seed, gpus=gpus, runner=runner)
+    except SyncVerifyError as error:  # e.g. one GPU visible without --one-gpu: one line, exit 2
+        print(f"litmus_x2: error: {error}", file=sys.stderr)
+        return 2
     best = None
     for (label, params), score in zip(candidates, scores):
         entry = {"candidate": label, "params": params.to_json(), "score": score.to_json() if score else None}
@@ -129,7 +147,8 @@ def main() -> int:
     jobs, models, rows = [], [], []
     for n, (_, program) in enumerate(programs):
         models.append(model_outcomes(program, timeout=30))
-        jobs.append(prepare(program, params, iterations=iterations, seconds=args.seconds_each, seed=args.seed + n))
+        jobs.append(prepare(program, params, iterations=iterations, seconds=args.seconds_each, seed=args.seed + n,
+                            gpus=gpus))
 
     def on_result(index: int, run) -> None:
         group, program = programs[index]
@@ -149,8 +168,8 @@ def main() -> int:
         save()
 
     try:
-        _, stopped = run_across_gpus(jobs, budget=max(0.0, left - 5.0), on_result=on_result,
-                                     progress=lambda line: print(f"  {line}", flush=True))
+        _, stopped = runner(jobs, budget=max(0.0, left - 5.0), on_result=on_result,
+                            progress=lambda line: print(f"  {line}", flush=True))
     except SyncVerifyError as error:
         print(f"suite: error: {error}", flush=True)
         stopped = str(error)

@@ -169,3 +169,30 @@ def test_two_processes_run_tests_across_gpus_and_the_model_explains_every_outcom
         assert r["instances"] > 0 and r["unsound"] == [] and r["weak_seen"] == [], name
         assert all(o["allowed"] for o in r["outcomes"]), name
     assert [o["values"] for o in ran["CoWW"]["outcomes"]] == [[2]]  # x read at its home: always 2
+
+
+def test_ranks_as_threads_of_one_process_run_the_same_tables_and_the_model_explains_every_outcome():
+    """``run_on_one_device`` (the one-GPU check of the PTX form): the ranks are threads, their heaps
+    rows of one tensor; the same jobs, offsets and merge as the processes above, without starting any."""
+    from syncverify.litmus.gpu.ranks import run_on_one_device
+    from syncverify.litmus.gpu.report import judge
+
+    programs = [shape(name, flavour) for name, flavour in
+                (("MP", "relacq"), ("CoWW", "relaxed"), ("CoRR2", "relaxed"), ("2+2W", "relacq"), ("IRIW", "relaxed"))]
+    jobs = [prepare(p, StressParams(), iterations=2, seconds=30, seed=n, interpret=True) for n, p in enumerate(programs)]
+    finished = []
+    runs, why = run_on_one_device(jobs, interpret=True, on_result=lambda index, run: finished.append(index))
+    assert why is None and finished == list(range(len(jobs)))
+    for program, job, run in zip(programs, jobs, runs):
+        report = judge(program, model_outcomes(program), dict(run.counts))
+        assert run.launches == 2 and report.instances == 2 * job.launches[0].layout.instances, program.name
+        assert report.unsound == [] and report.weak_seen == [], program.name
+    assert set(runs[1].counts) == {(2,)}  # CoWW: x read at its home is always 2
+
+
+def test_a_spent_budget_starts_no_further_test_and_says_so():
+    from syncverify.litmus.gpu.ranks import run_on_one_device
+
+    jobs = [prepare(shape(name), StressParams(), iterations=1, seconds=30, interpret=True) for name in ("MP", "SB")]
+    runs, why = run_on_one_device(jobs, interpret=True, budget=0.0)
+    assert runs == [None, None] and why == "the budget of 0 s was spent before this test started"

@@ -155,14 +155,16 @@ def _score(mutants: list[Mutant], reports: list[TestReport]) -> MutationScore:
 
 def scores_across_gpus(mutants: list[Mutant], candidates: list, *, seconds_each: float, seed: int = 0,
                        interpret: bool | None = None, gpus: int | None = None,
-                       progress: Callable[[str], None] | None = None) -> tuple[list[MutationScore | None], str | None]:
+                       progress: Callable[[str], None] | None = None,
+                       runner: Callable = run_across_gpus) -> tuple[list[MutationScore | None], str | None]:
     """The mutation score of every candidate stress setting on mutants across GPUs, all in ONE
     start of the rank processes (starting them costs seconds: NCCL, symmetric memory); a
-    candidate the run stopped before finishing has None. Also returns why the run stopped."""
+    candidate the run stopped before finishing has None. Also returns why the run stopped.
+    ``runner``: :func:`~syncverify.litmus.gpu.ranks.run_across_gpus`, or ``run_on_one_device``."""
     gpus = visible_gpus(interpreting() if interpret is None else interpret) if gpus is None else gpus
     jobs = [prepare(m.program, params, iterations=1 << 30, seconds=seconds_each, seed=seed + n, interpret=interpret,
                     gpus=gpus) for params in candidates for n, m in enumerate(mutants)]
-    runs, why = run_across_gpus(jobs, interpret=interpret, progress=progress)
+    runs, why = runner(jobs, interpret=interpret, progress=progress)
     scores: list[MutationScore | None] = []
     for c in range(len(candidates)):
         chunk = runs[c * len(mutants):(c + 1) * len(mutants)]

@@ -31,6 +31,8 @@ thread on a GPU that does not exist, stress parameters with fewer test programs 
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -210,24 +212,120 @@ def rank_worker(rank: int, world: int, port: int, queue, jobs: list[CrossJob], i
         if heap is None:  # one rank: a test on GPU 0 only never comes here; keep the tables' shape anyway
             heap = [torch.zeros(heap_bytes, dtype=torch.uint8, device=device)]
         views = [h.view(torch.int32) for h in heap]
-        began = time.perf_counter()
-        start = torch.ones(1, dtype=torch.int32, device=device)
-        for index, job in enumerate(jobs):
-            if rank == 0:
-                start.fill_(int(budget is None or time.perf_counter() - began < budget))
-            dist.broadcast(start, src=0)
-            if int(start.item()) == 0:
-                break
-            run = _run_job(job, rank, world, views, torch, dist, device, interpret,
-                           lambda line: queue.put((rank, "progress", line)))
-            if rank == 0:
-                queue.put((rank, "result", (index, run)))
+        _run_jobs(jobs, rank, world, views, torch, dist, device, interpret, budget,
+                  lambda kind, payload: queue.put((rank, kind, payload)))
         queue.put((rank, "done", None))
         dist.destroy_process_group()
     except SyncVerifyError as error:
         queue.put((rank, "error", f"input: {error}"))
     except Exception:  # noqa: BLE001 -- the parent reports it
         queue.put((rank, "error", traceback.format_exc()))
+
+
+def _run_jobs(jobs: list[CrossJob], rank: int, world: int, views: list, torch, dist, device: str, interpret: bool,
+              budget: float | None, put: Callable[[str, Any], None]) -> None:
+    """Every job on this rank, while rank 0 says the budget allows another; rank 0 puts
+    ``("result", (index, run))`` per job and every rank ``("progress", line)``."""
+    began = time.perf_counter()
+    start = torch.ones(1, dtype=torch.int32, device=device)
+    for index, job in enumerate(jobs):
+        if rank == 0:
+            start.fill_(int(budget is None or time.perf_counter() - began < budget))
+        dist.broadcast(start, src=0)
+        if int(start.item()) == 0:
+            return
+        run = _run_job(job, rank, world, views, torch, dist, device, interpret, lambda line: put("progress", line))
+        if rank == 0:
+            put("result", (index, run))
+
+
+class _ThreadGroup:
+    """The process group calls :func:`_run_jobs` makes (barrier, sum onto one rank, broadcast),
+    for ranks that are threads of one process (:func:`run_on_one_device`). Every wait is bounded
+    (``timeout``): a rank that does not arrive breaks the barrier and the run stops."""
+
+    def __init__(self, world: int, timeout: float) -> None:
+        self.gate = threading.Barrier(world, timeout=timeout)
+        self.slots: list = [None] * world
+        self.launch_lock = threading.Lock()  # Triton's first launch compiles: one thread at a time
+
+    def member(self, rank: int) -> "_ThreadGroup":
+        mine = _ThreadGroup.__new__(_ThreadGroup)
+        mine.__dict__.update(self.__dict__, rank=rank)
+        return mine
+
+    def barrier(self) -> None:
+        self.gate.wait()
+
+    def reduce(self, tensor, dst: int = 0) -> None:
+        self.slots[self.rank] = tensor
+        self.gate.wait()
+        if self.rank == dst:
+            for r, other in enumerate(self.slots):
+                if r != dst:
+                    tensor += other
+        self.gate.wait()
+
+    def broadcast(self, tensor, src: int = 0) -> None:
+        self.slots[self.rank] = tensor
+        self.gate.wait()
+        if self.rank != src:
+            tensor.copy_(self.slots[src])
+        self.gate.wait()
+
+
+def run_on_one_device(jobs: list[CrossJob], *, interpret: bool | None = None, budget: float | None = None,
+                      timeout: float = WATCHDOG_SECONDS, on_result: Callable[[int, DeviceRun], None] | None = None,
+                      progress: Callable[[str], None] | None = None) -> tuple[list[DeviceRun | None], str | None]:
+    """:func:`run_across_gpus` with every rank a thread of this process on ONE device (its own
+    CUDA stream), every rank's heap a row of one tensor: the same kernels, tables, offsets and
+    merge, on one GPU. It checks the PTX form of a cross-GPU run on a machine with one GPU (no
+    NVLink, so the rates say nothing about two GPUs), and the runner on the CPU without starting
+    processes. Same return value."""
+    import torch  # lazily: the model runs without torch
+
+    if not jobs:
+        return [], None
+    interpret = interpreting() if interpret is None else interpret
+    device = "cpu" if interpret else "cuda"
+    world = max(job.world for job in jobs)
+    heap_bytes = -(-4 * max(job.region_words for job in jobs) // 4096) * 4096
+    block = torch.zeros((world, heap_bytes), dtype=torch.uint8, device=device)
+    views = [block[r].view(torch.int32) for r in range(world)]
+    group = _ThreadGroup(world, timeout)
+    results: list[DeviceRun | None] = [None] * len(jobs)
+    errors: list[str] = []
+
+    def body(rank: int) -> None:
+        def put(kind: str, payload: Any) -> None:
+            if kind == "result":
+                results[payload[0]] = payload[1]
+                if on_result is not None:
+                    on_result(*payload)
+            elif progress is not None:
+                progress(payload)
+
+        try:
+            stream = None if interpret else torch.cuda.Stream()
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                _run_jobs(jobs, rank, world, views, torch, group.member(rank), device, interpret, budget, put)
+        except threading.BrokenBarrierError:  # another rank failed (its error is listed) or did not arrive in time
+            errors.append(f"rank {rank}: the ranks' barrier broke (a rank failed, or did not arrive within {timeout:g} s)")
+        except Exception:  # noqa: BLE001 -- reported as why the run stopped
+            errors.append(f"rank {rank}: {traceback.format_exc().strip().splitlines()[-1]}")
+            group.gate.abort()
+
+    for job in jobs:  # imported here once: two threads importing one kernel module would race
+        load_kernel(job.plan)
+    threads = [threading.Thread(target=body, args=(rank,), daemon=True) for rank in range(world)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    why = "; ".join(sorted(errors)) or None
+    if why is None and any(r is None for r in results):
+        why = f"the budget of {budget:g} s was spent before this test started"
+    return results, why
 
 
 def _run_job(job: CrossJob, rank: int, world: int, views: list, torch, dist, device: str, interpret: bool,
@@ -278,11 +376,12 @@ def _run_job(job: CrossJob, rank: int, world: int, views: list, torch, dist, dev
         for k in range(count):
             up, tables = uploads[k], job.launches[k].ranks[rank]
             sync = views[0][pool * words + 2 * k:]
-            kernel.launcher((tables.test_programs + params.stress_programs,), interpret=interpret)(
-                base, up["addr"], up["cta"], up["role"], up["inst"], out_buf[k], status_buf[k], scratch, up["line"],
-                sync, up["delay"], *runtime_args(params, tables.test_programs, total_programs),
-                BLOCK=32 * plan.num_warps, NLOC=n_loc, NOUT=n_out, NTHREADS=n_threads, LINE_WORDS=LINE_WORDS,
-                num_warps=plan.num_warps)
+            with getattr(dist, "launch_lock", contextlib.nullcontext()):  # ranks that are threads: one at a time
+                kernel.launcher((tables.test_programs + params.stress_programs,), interpret=interpret)(
+                    base, up["addr"], up["cta"], up["role"], up["inst"], out_buf[k], status_buf[k], scratch,
+                    up["line"], sync, up["delay"], *runtime_args(params, tables.test_programs, total_programs),
+                    BLOCK=32 * plan.num_warps, NLOC=n_loc, NOUT=n_out, NTHREADS=n_threads, LINE_WORDS=LINE_WORDS,
+                    num_warps=plan.num_warps)
         _meet(torch, dist, interpret)
         run.kernel_seconds += time.perf_counter() - k0
         dist.reduce(out_buf, dst=0)
