@@ -375,9 +375,9 @@ KNOWN = sorted((Path(__file__).parent / "litmus" / "known").glob("*.litmus"))
 @pytest.mark.slow
 def test_every_known_and_classic_test_through_the_interpreter_is_explained_by_the_model():
     """Differential: the interpreter only shows SC outcomes, which the model must all allow, so any
-    MODEL UNSOUND here is a compiler bug. CI runs every 6th test (about 20 s); with
-    SYNCVERIFY_LITMUS_GPU_FULL=1 all 179 (about 110 s on a 2-core machine; last run in
-    docs/litmus-gpu.md)."""
+    MODEL UNSOUND here is a compiler bug. CI runs every 6th single-GPU test (about 15 s); with
+    SYNCVERIFY_LITMUS_GPU_FULL=1 all 246, those across GPUs in one start of two processes (about
+    190 s on a loaded 2-core machine; last run in docs/litmus-gpu.md)."""
     import os
 
     from syncverify.litmus.gpu.codegen import gpus_needed
