@@ -209,8 +209,8 @@ def rank_worker(rank: int, world: int, port: int, queue, jobs: list[CrossJob], i
     try:
         torch, dist, device, heap = join_ranks(rank, world, port, interpret=interpret, heap_path=heap_path,
                                                heap_bytes=heap_bytes)
-        if heap is None:  # one rank: a test on GPU 0 only never comes here; keep the tables' shape anyway
-            heap = [torch.zeros(heap_bytes, dtype=torch.uint8, device=device)]
+        if heap is None:  # join_ranks maps no heap for one rank: a job here spans two GPUs at least
+            raise SyncVerifyError(f"a run across GPUs needs 2 ranks or more, not {world}")
         views = [h.view(torch.int32) for h in heap]
         _run_jobs(jobs, rank, world, views, torch, dist, device, interpret, budget,
                   lambda kind, payload: queue.put((rank, kind, payload)))

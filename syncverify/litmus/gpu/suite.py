@@ -86,7 +86,7 @@ def check_across_gpus(programs: list[Program], params: StressParams, *, iteratio
     interpret = interpreting() if interpret is None else interpret
     gpus = visible_gpus(interpret) if gpus is None else gpus
     files = files or [""] * len(programs)
-    models = models or [None] * len(programs)
+    models = list(models or [None] * len(programs))  # filled in below: the caller's list stays as it was
     reports: list[TestReport | None] = [None] * len(programs)
     jobs, owners = [], []
     for n, (program, file) in enumerate(zip(programs, files)):
