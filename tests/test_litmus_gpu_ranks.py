@@ -106,6 +106,7 @@ def test_each_instance_thread_is_played_once_by_the_rank_of_its_gpu(shape_name, 
 def test_a_test_on_more_gpus_than_the_machine_has_is_refused_in_one_line():
     why = placement_refusal(shape("MP"), 1)
     assert "on 2 GPUs (0, 1) and 1 is available" in why and "\n" not in why
+    assert "TRITON_INTERPRET=1" in placement_refusal(shape("MP"), 0)  # no GPU at all: say how to run without
 
 
 def test_a_thread_on_a_gpu_that_does_not_exist_is_refused_in_one_line():

@@ -65,8 +65,9 @@ def placement_refusal(program: Program, gpus: int, params: StressParams | None =
     """Why ``program`` cannot be placed on a machine of ``gpus`` GPUs (one process each), or None."""
     used = gpus_of(program)
     if len(used) > gpus:
+        hint = "; without a GPU, TRITON_INTERPRET=1 runs it through Triton's CPU interpreter" if gpus == 0 else ""
         return (f"{program.name}: the test's threads are on {len(used)} GPUs ({', '.join(map(str, used))}) and "
-                f"{gpus} {'is' if gpus == 1 else 'are'} available (one process per GPU)")
+                f"{gpus} {'is' if gpus == 1 else 'are'} available (one process per GPU){hint}")
     for thread in program.threads:
         if thread.gpu >= gpus:
             return (f"{program.name}: thread {thread.name} is placed on gpu {thread.gpu}, which does not exist "
