@@ -159,8 +159,9 @@ class ExplorationResult:
 
 #: The pruning steps of :func:`explore` that ``without`` can turn off one by one (``prune=False``
 #: turns off all of them and more): the exactness tests compare the verdicts with and without each.
+#: ``every-kind`` is the check's (:mod:`syncverify.verdicts.kinds`): the explorer ignores it.
 PRUNINGS: tuple[str, ...] = ("value-classes", "ceilings", "combination-search", "barrier-orders",
-                             "partial-causality", "alike", "shared-sources")
+                             "partial-causality", "alike", "shared-sources", "every-kind")
 
 
 def candidate_executions(
