@@ -276,6 +276,10 @@ def _print_text(result, accepted: list[str] = (), baseline: Path | None = None, 
         out.print(f"  checked {how}: {parts}", markup=False)
     if result.stopped_at_first:
         out.print("  stopped at the first violation (--first): other kinds may exist", markup=False)
+    if result.every_kind and not result.limit_hit:
+        out.print("  stopped once every violation kind this program can show was found: more executions "
+                  "cannot change the verdict (the counts above are of the executions explored until then)",
+                  markup=False)
     if result.limit_hit and result.violations:
         out.print(f"  unsafe: the violations below are real; the search stopped early (limit '{result.limit_hit}' "
                   f"hit: {result.limit_detail}), so other kinds may exist", markup=False)

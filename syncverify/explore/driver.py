@@ -159,8 +159,9 @@ class ExplorationResult:
 
 #: The pruning steps of :func:`explore` that ``without`` can turn off one by one (``prune=False``
 #: turns off all of them and more): the exactness tests compare the verdicts with and without each.
+#: ``every-kind`` is the check's (:mod:`syncverify.verdicts.kinds`): the explorer ignores it.
 PRUNINGS: tuple[str, ...] = ("value-classes", "ceilings", "combination-search", "barrier-orders",
-                             "partial-causality", "alike")
+                             "partial-causality", "alike", "shared-sources", "every-kind")
 
 
 def candidate_executions(
@@ -204,7 +205,8 @@ def candidate_executions(
         searched = affordable(program, [len(paths) for paths in all_paths])
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))
-            for picks in supported_combinations(searched, summaries, atomicity=True, clock=clock, kept_lengths=kept))
+            for picks in supported_combinations(searched, summaries, atomicity=True, clock=clock, kept_lengths=kept,
+                                                shared_sources="shared-sources" not in without))
     if not prune or "combination-search" in without:
         summary = {id(p): summarize(p) for paths in all_paths for p in paths}
         combos = (combo for combo in combinations(program, all_paths)

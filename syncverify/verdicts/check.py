@@ -44,6 +44,7 @@ from syncverify.protocols import load_protocol
 from syncverify.scenarios.build import DEFAULT_PUSH, Scenario, ScenarioOptions, build, push_option
 from syncverify.validation import did_you_mean
 from syncverify.verdicts.causes import Cause, cause
+from syncverify.verdicts.kinds import possible_kinds
 
 
 @dataclass
@@ -90,6 +91,7 @@ class CheckResult:
     complete: int = 0  # executions in which no thread hangs
     stages: list[tuple[str, int, float]] = field(default_factory=list)  # (stage, executions, seconds) when split
     stopped_at_first: bool = False  # ``first=True`` stopped the search at its first violation
+    every_kind: bool = False  # stopped once every kind the program can show was found (verdicts.kinds)
     stage_kinds: dict[str, int] = field(default_factory=dict)  # kinds found by earlier stages (progress)
     deadlock: Deadlock | None = None  # with --resident: the residency deadlock found (None: none)
 
@@ -130,6 +132,7 @@ class CheckResult:
             "resident_order": opts.resident_order if opts.resident is not None else None,
             "stages": [{"stage": name, "executions": n, "seconds": round(seconds, 3)}
                        for name, n, seconds in self.stages],
+            "every_kind": self.every_kind,
         }
 
 
@@ -227,6 +230,10 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
                             without=without)
     result = CheckResult(scenario)
     seen_kinds: Counter[str] = Counter()  # executions that showed each kind, for progress
+    # Once every kind the program can show has a witness and some execution ends without a hang
+    # (later stages and calls count only then), no execution can change the verdict (verdicts.kinds).
+    possible = None if "every-kind" in without else possible_kinds(scenario.program)
+    ended = [False]
 
     def judge(x: Execution) -> bool:
         found = classify(x)
@@ -235,7 +242,11 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
             current = result.violations.get(kind)
             if current is None or len(x.events) < len(current.execution.events):
                 result.violations[kind] = Violation(kind, sentence, x, evidence)
-        return first and bool(found)
+        ended[0] = ended[0] or x.is_complete
+        if first:
+            return bool(found)
+        result.every_kind = possible is not None and ended[0] and possible <= result.violations.keys()
+        return result.every_kind
 
     def report(p: Progress) -> None:
         progress(replace(p, violations=dict(seen_kinds)))  # type: ignore[misc]
@@ -243,7 +254,7 @@ def check(scenario: Scenario, *, max_executions: int = DEFAULT_MAX_EXECUTIONS,
     explored = explore(scenario.program, max_executions=max_executions, timeout=timeout, max_steps=max_steps,
                        on_execution=judge, keep=False, progress=report if progress is not None else None,
                        progress_interval=progress_interval, without=without)
-    result.stopped_at_first = explored.stopped_early
+    result.stopped_at_first = explored.stopped_early and first
     result.executions = explored.complete_count + explored.hang_count
     result.complete = explored.complete_count
     result.candidates = explored.candidates
@@ -385,6 +396,7 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
                     without=without)
         result.executions += sub.executions
         result.candidates += sub.candidates
+        result.every_kind = result.every_kind or sub.every_kind
         result.stages.append((part.stage, sub.executions, sub.seconds))
         if reachable:
             for kind, violation in sub.violations.items():
