@@ -51,7 +51,6 @@ def missing_barrier(sv):
     return _message_pass(sv, "release", False)
 
 
-
 # ----- a shortcut the program-id-order interpreter never leaves ---------------------------------
 
 @triton.jit
