@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.layout_verdicts import compare, sweep, sweep_arguments, verdict  # noqa: E402
-from syncverify.scenarios import build as scenario_build  # noqa: E402
+from syncverify.protocols import lowering  # noqa: E402
 from syncverify.verdicts.check import check_protocol  # noqa: E402
 
 
@@ -33,13 +33,13 @@ def one_case(job: tuple) -> dict:
     row = dict(scenario=scenario, protocol=protocol, world_size=world, tiles=tiles, ctas=ctas)
     start = time.monotonic()
     layout = dict(tiles=tiles) | ({} if ctas is None else dict(ctas=ctas))
-    dot = scenario_build.lower_dot
+    dot = lowering.lower_dot
     try:
-        scenario_build.lower_dot = lambda: ()  # the model of before: a GEMM orders nothing
+        lowering.lower_dot = lambda: ()  # the model of before: a GEMM orders nothing
         try:
             before = check_protocol(protocol, scenario=scenario, world_size=world, timeout=timeout, **layout)
         finally:
-            scenario_build.lower_dot = dot
+            lowering.lower_dot = dot
         now = check_protocol(protocol, scenario=scenario, world_size=world, timeout=timeout, **layout)
     except Exception as error:  # noqa: BLE001 - a protocol a scenario refuses is a row, not a crash
         return row | dict(outcome="skipped", why=f"{type(error).__name__}: {error}", seconds=time.monotonic() - start)

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import triton.runtime.interpreter as _interp
 from syncverify.kernels import _jit
-from syncverify.protocols.lowering import DOT_MARK, lower_dot, read_barrier_ptx
+from syncverify.protocols import lowering
+from syncverify.protocols.lowering import DOT_MARK, read_barrier_ptx
 from triton._C.libtriton import ir
 
 _SEM = {ir.MEM_SEMANTIC.ACQUIRE: "acquire", ir.MEM_SEMANTIC.RELEASE: "release",
@@ -250,7 +251,7 @@ def recording(recorder: Recorder):
         return saved["create_barrier"](self)
 
     def create_dot(self, *args, **kwargs):  # tl.dot: lower_dot's bar.sync 0, marked as the dot's
-        for low in lower_dot():
+        for low in lowering.lower_dot():
             rec.log.append(Access(rec._pid(), "bar", op=str(low.barrier_id), sem=DOT_MARK, scope="cta"))
         return saved["create_dot"](self, *args, **kwargs)
 

@@ -101,21 +101,22 @@ def test_the_gemm_step_is_lower_dots_barrier_on_every_model_thread():
 
 def test_a_model_without_the_dot_barrier_drifts_from_the_kernel(monkeypatch):
     """The drift test sees the dot: the kernel's trace records it, so a model built without it
-    (``lower_dot`` patched to nothing on the model's side only) differs at the producer's first step."""
+    (``lower_dot`` patched to nothing after the kernel was traced) differs at the producer's first step."""
     p = load_protocol("epoch-flag")
     ops, timed_out = drift.trace_kernel(p, "gemm-reduce-scatter", 2, epochs=1)
     opts = ScenarioOptions(scenario="gemm-reduce-scatter", world_size=2, symmetry=False)
     assert drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out) == []
-    monkeypatch.setattr("syncverify.scenarios.build.lower_dot", lambda: ())
+    monkeypatch.setattr("syncverify.protocols.lowering.lower_dot", lambda: ())
     found = drift.compare(drift.model_ops(build(p, opts)), ops, timed_out=timed_out)
     assert found and all("producer" in f and "tl.dot" in f for f in found), found
 
 
 # ----- the front end's side -----------------------------------------------------------------------
 
-def test_a_dot_between_the_tile_store_and_a_one_thread_signal_orders_the_tile_in_the_front_end():
+def test_a_dot_between_the_tile_store_and_a_one_thread_signal_orders_the_tile_in_the_front_end(monkeypatch):
     """Known answers: the message pass with no CTA barrier races; with a ``tl.dot`` between the
-    store and the signal it is SAFE, and the verdict says what it assumed."""
+    store and the signal it is SAFE, and the verdict says what it assumed; with ``lower_dot``
+    patched to nothing (the one fact both sides read) the dot orders nothing and it races."""
     without = syncverify.check_kernel(f"{KNOWN}::no_dot_before_signal", world_size=1, timeout=120)
     assert without.safe is False and set(without.violations) == {"race", "unwritten-read"}
     assert not any("tl.dot" in a for a in without.assumptions)
@@ -123,3 +124,6 @@ def test_a_dot_between_the_tile_store_and_a_one_thread_signal_orders_the_tile_in
     assert with_dot.safe is True, with_dot.text()
     assert any(a.startswith("tl.dot is bar.sync 0") for a in with_dot.assumptions)
     assert "tl.dot is bar.sync 0" in with_dot.text()
+    monkeypatch.setattr("syncverify.protocols.lowering.lower_dot", lambda: ())
+    unordered = syncverify.check_kernel(f"{KNOWN}::dot_before_signal", world_size=1, timeout=120)
+    assert unordered.safe is False and set(unordered.violations) == {"race", "unwritten-read"}

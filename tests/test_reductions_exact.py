@@ -250,7 +250,7 @@ def test_tile_0_alone_would_hide_the_hang_of_fa3s_named_barrier_reused_across_a_
     apart = ScenarioOptions(scenario="gemm-reduce-scatter", tiles=2)
     assert check(build(protocol, apart), timeout=120).safe is True
     assert check(build(protocol, replace(apart, ctas=1)), timeout=300).safe is True  # the GEMM's barrier
-    monkeypatch.setattr("syncverify.scenarios.build.lower_dot", lambda: ())
+    monkeypatch.setattr("syncverify.protocols.lowering.lower_dot", lambda: ())
     scenario = build(protocol, replace(apart, ctas=1))
     assert any("loop over the 2 tiles" in note for note in scenario.notes)
     result = check(scenario, timeout=300, first=True)

@@ -43,7 +43,7 @@ from syncverify.explore.bounds import LimitHit
 from syncverify.errors import SyncVerifyError, UnsupportedConstruct
 from syncverify.frontend.asm import ModelThread, read_inline_asm
 from syncverify.frontend.items import Item, Loc, Site
-from syncverify.protocols.lowering import lower_dot
+from syncverify.protocols import lowering
 from syncverify.model.int32 import wrap_int32
 import threading
 import ctypes
@@ -974,7 +974,7 @@ class ProgramRun:
         """A ``tl.dot``: what it orders, ``lower_dot``'s ``bar.sync 0`` of the whole CTA (its operands
         staged through shared memory), listed in the verdict as an assumption."""
         site, site_key = self._site(self._frames())
-        for low in lower_dot():
+        for low in lowering.lower_dot():  # looked up at call time: one fact, patched in one place
             self._add(Item("bar", site, site_key, barrier_id=low.barrier_id, count=low.count))
         self.result.assumptions.add(DOT_BARRIER)
 

@@ -51,7 +51,8 @@ from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Labe
                                 pdl_primary, split_mixed_sizes)
 from syncverify.protocols import rules
 from syncverify.protocols.expressions import evaluate_at, step_place
-from syncverify.protocols.lowering import DOT_LABEL, executes, lower_dot, lower_step, lower_tile_load, lower_tile_store
+from syncverify.protocols import lowering
+from syncverify.protocols.lowering import DOT_LABEL, executes, lower_step, lower_tile_load, lower_tile_store
 from syncverify.protocols.loader import STREAM_UNTIL
 from syncverify.protocols.registry import load_protocol
 from syncverify.validation import one_of
@@ -485,7 +486,7 @@ class _Builder:
                 code += self.steps(self.protocols[step.protocol], step.kind, rank, tile, thread, step.stage)
                 continue
             if isinstance(step, Dot):
-                code += [Barrier("sync", low.barrier_id, low.count, label=DOT_LABEL) for low in lower_dot()
+                code += [Barrier("sync", low.barrier_id, low.count, label=DOT_LABEL) for low in lowering.lower_dot()
                          if executes(low, thread, self.opts.threads_per_cta)]
                 continue
             published = (step.into or step.buffer) in published_buffers(self.opts.scenario)
