@@ -6,7 +6,9 @@
 returns its synchronization operations (``syncverify.kernels.ptx_reader.SyncOp``); :func:`audit`
 compares them with ``syncverify.protocols.lowering``, the model's account of the same steps: the lock
 operations with ``lower_step``, the tile accesses with ``lower_tile_store``/``lower_tile_load``.
-:func:`audit_kernel` does the same for the tile accesses of a fused kernel.
+:func:`audit_kernel` does the same for the tile accesses of a fused kernel, and
+:func:`dot_barrier_problems` checks a compiled kernel's GEMM against ``lowering.lower_dot`` (every
+MMA follows a ``bar.sync 0`` of the whole CTA after its operand loads).
 
 Lock and tile accesses are told apart by the kernel argument their address is computed from
 (``SyncOp.buffer``): ``locks``/``push_locks`` are lock accesses, the buffers a scenario's roles
