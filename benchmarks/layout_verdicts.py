@@ -71,10 +71,25 @@ def one_case(job: tuple) -> dict:
 
 def main(argv: list[str]) -> int:
     """Run the sweep (see the module docstring); exit 0 no verdict changed, 1 one did, 3 unknowns."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    args, scenarios, names = sweep_arguments(__doc__, argv, tiles=2, timeout=120.0)
+    if args.tiles < 2:
+        print("layout_verdicts.py: error: --tiles must be at least 2 (one tile has no loop)", file=sys.stderr)
+        return 2
+    jobs = [(s, p, args.world_size, args.tiles, args.timeout) for s in scenarios for p in args.protocols or names]
+    header = f"W = {args.world_size}, {args.tiles} tiles, {args.timeout:.0f} s bound per check"
+    return sweep(jobs, one_case, workers=args.jobs, budget=args.budget, timeout=args.timeout, out=args.out,
+                 stem="layout", header=header, columns=(("apart", "one CTA per tile"), ("looped", "one CTA per role looping")))
+
+
+def sweep_arguments(doc: str, argv: list[str], *, tiles: int, timeout: float, ctas: bool = False):
+    """``(args, scenarios, protocol names)`` of a verdict sweep's command line (``doc``: its
+    module docstring); ``ctas``: it takes ``--ctas``. Unknown names and counts below 1 are refused."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--world-size", type=int, default=2)
-    parser.add_argument("--tiles", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=120.0, help="bound of each check (seconds)")
+    parser.add_argument("--tiles", type=int, default=tiles)
+    if ctas:
+        parser.add_argument("--ctas", type=int, default=None)
+    parser.add_argument("--timeout", type=float, default=timeout, help="bound of each check (seconds)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--budget", type=float, default=None, help="start no case that could end after this")
     parser.add_argument("--scenarios", nargs="*", default=None, metavar="SCENARIO")
@@ -86,40 +101,48 @@ def main(argv: list[str]) -> int:
     for name, known in [(s, SCENARIOS) for s in scenarios] + [(p, names) for p in args.protocols or []]:
         if name not in known:
             parser.error(f"unknown name {name!r} (known: {', '.join(known)})")
-    if args.jobs < 1 or args.tiles < 2 or args.world_size < 1:
-        parser.error("--jobs >= 1, --tiles >= 2 (one tile has no loop), --world-size >= 1")
-    jobs = [(s, p, args.world_size, args.tiles, args.timeout) for s in scenarios for p in args.protocols or names]
+    if min(args.jobs, args.tiles, args.world_size, getattr(args, "ctas", None) or 1) < 1:
+        parser.error("--jobs, --tiles, --world-size and --ctas are at least 1")
+    return args, scenarios, names
+
+
+def sweep(jobs: list, one_case, *, workers: int, budget: float | None, timeout: float, out: Path | None, stem: str,
+          header: str, columns: tuple[tuple[str, str], tuple[str, str]]) -> int:
+    """Run ``one_case`` on each job in ``workers`` processes, a line per case as it ends, the
+    table and counts last (``out``: ``STEM.jsonl`` and ``STEM.md`` there); ``columns``: the two
+    verdicts' keys in a row and their headings. Exit 1 if a verdict changed, 3 for unknowns or
+    cases not started (``budget``: none starts that could end after it), else 0."""
+    (first, first_head), (second, second_head) = columns
     start = time.monotonic()
     rows: list[dict] = []
 
     def record(row: dict) -> None:
         rows.append(row)
         print(f"[{time.monotonic() - start:5.0f} s] {row['scenario']} {row['protocol']}: {row['outcome']}"
-              f" | one CTA per tile: {row.get('apart', row.get('why'))} | one CTA looping: {row.get('looped', '')}"
+              f" | {first_head}: {row.get(first, row.get('why'))} | {second_head}: {row.get(second, '')}"
               f" | {row['seconds']:.0f} s", flush=True)
-        if args.out is not None:
-            args.out.mkdir(parents=True, exist_ok=True)
-            with open(args.out / "layout.jsonl", "a") as f:
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            with open(out / f"{stem}.jsonl", "a") as f:
                 f.write(json.dumps(row) + "\n")
 
     def over_budget() -> bool:
-        return args.budget is not None and time.monotonic() - start + 2 * args.timeout > args.budget
+        return budget is not None and time.monotonic() - start + 2 * timeout > budget
 
-    late = run_pool(jobs, one_case, lambda _job, row: record(row), workers=args.jobs,
+    late = run_pool(jobs, one_case, lambda _job, row: record(row), workers=workers,
                     over_budget=lambda _job: over_budget())
-    lines = [f"W = {args.world_size}, {args.tiles} tiles, {args.timeout:.0f} s bound per check", "",
-             "| scenario | protocol | one CTA per tile | one CTA per role looping | | seconds |",
+    lines = [header, "", f"| scenario | protocol | {first_head} | {second_head} | | seconds |",
              "| --- | --- | --- | --- | --- | --- |"]
     for row in sorted(rows, key=lambda r: (r["scenario"], r["protocol"])):
-        lines.append(f"| {row['scenario']} | {row['protocol']} | {row.get('apart', row.get('why', ''))} | "
-                     f"{row.get('looped', '')} | {row['outcome']} | {row['seconds']:.0f} |")
+        lines.append(f"| {row['scenario']} | {row['protocol']} | {row.get(first, row.get('why', ''))} | "
+                     f"{row.get(second, '')} | {row['outcome']} | {row['seconds']:.0f} |")
     lines += [f"not started (--budget): {s} {p}" for s, p, *_ in late]
     counts = Counter(r["outcome"] for r in rows)
     lines += ["", ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + f", {len(late)} not started"]
     text = "\n".join(lines)
     print(text, flush=True)
-    if args.out is not None:
-        (args.out / "layout.md").write_text(text + "\n")
+    if out is not None:
+        (out / f"{stem}.md").write_text(text + "\n")
     if counts["CHANGED"]:
         return 1
     return 3 if counts["unknown"] or late else 0

@@ -6,7 +6,9 @@
 returns its synchronization operations (``syncverify.kernels.ptx_reader.SyncOp``); :func:`audit`
 compares them with ``syncverify.protocols.lowering``, the model's account of the same steps: the lock
 operations with ``lower_step``, the tile accesses with ``lower_tile_store``/``lower_tile_load``.
-:func:`audit_kernel` does the same for the tile accesses of a fused kernel.
+:func:`audit_kernel` does the same for the tile accesses of a fused kernel, and
+:func:`dot_barrier_problems` checks a compiled kernel's GEMM against ``lowering.lower_dot`` (every
+MMA follows a ``bar.sync 0`` of the whole CTA after its operand loads).
 
 Lock and tile accesses are told apart by the kernel argument their address is computed from
 (``SyncOp.buffer``): ``locks``/``push_locks`` are lock accesses, the buffers a scenario's roles
@@ -16,6 +18,7 @@ load and store (``syncverify.scenarios.build.ROLES``, the probes' ``tile``/``out
 from __future__ import annotations
 
 import functools
+import re
 import inspect
 
 from syncverify.kernels._deps import tl, triton
@@ -26,7 +29,7 @@ from syncverify.kernels.steps import run_signal, run_wait, wrap_plan
 from syncverify.kernels.registry import kernel_function
 from syncverify.protocols import lowering
 from syncverify.protocols.rules import KERNEL_WARPS, SECTIONS, section_steps
-from syncverify.scenarios.build import ROLES, Stage
+from syncverify.scenarios.build import ROLES, Stage, TileAccess
 
 AUDIT_WORLD = 2  # ranks the probes are specialized for: to=all writes two copies, to=others one
 BLOCK = 1024  # tile elements: 8 per thread at 4 warps
@@ -313,8 +316,8 @@ def tile_accesses(kernel: str) -> dict[tuple[str, str], bool]:
     accesses: dict[tuple[str, str], bool] = {}
     for role in ROLES[kernel]:
         for n, step in enumerate(role.steps):
-            if isinstance(step, Stage):
-                continue
+            if not isinstance(step, TileAccess):
+                continue  # a stage's lock steps (audit) or a GEMM's barrier (dot_barrier_problems)
             if step.kind in ("load", "copy"):
                 accesses.setdefault(("ld", step.buffer), False)
             if step.kind in ("store", "copy"):
@@ -351,4 +354,57 @@ def audit_kernel(built, *, ptx: str | None = None) -> list[str]:
     if others:
         problems.append(f"{kernel}: synchronization outside the lock buffers that the model does not "
                         f"have: {', '.join(others)}")
+    return problems
+
+
+# ----- tl.dot's CTA barrier ----------------------------------------------------------------------
+
+_MMA = re.compile(r"\b(?:wgmma\.mma_async|mma\.sync)\.")
+_CTA_BAR = re.compile(r"^\s*(?:bar\.sync|barrier\.sync(?:\.aligned)?)\s+0\s*;")  # unpredicated, whole CTA
+_GLOBAL_READ = re.compile(r"\b(?:ld\.global|cp\.async\.c[ag])\b")
+_LOOP_HEAD = re.compile(r"^\$L__BB\w+:.*Loop Header|^\s*//.*=>\s*This (?:Inner )?Loop Header")
+
+
+def dot_barrier_problems(ptx: str) -> list[str]:
+    """Where compiled code contradicts :func:`syncverify.protocols.lowering.lower_dot` (``tl.dot``
+    is a ``bar.sync 0`` of the whole CTA after its operands are loaded, before the MMA reads them).
+
+    Scanning back from each MMA instruction (``mma.sync``, ``wgmma.mma_async``) in program text,
+    an unpredicated ``bar.sync 0`` must come before any global read (``ld.global``, ``cp.async``:
+    an operand load the barrier must follow) and before the header of the loop the MMA is in
+    (each K iteration has its own barrier). An MMA with no such barrier is a problem, named by its
+    PTX line. ``[]`` when the PTX is what the model assumes (also when it has no MMA at all).
+
+    >>> ptx = '''$L__BB0_5:                // =>This Inner Loop Header: Depth=1
+    ... ld.global.b32 {%r1}, [%rd1];
+    ... bar.sync 0;
+    ... st.shared.b32 [%r2], %r1;
+    ... bar.sync 0;
+    ... mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%r3}, {%r4}, {%r5}, {%r3};
+    ... '''
+    >>> dot_barrier_problems(ptx)
+    []
+    >>> dot_barrier_problems(ptx.replace("bar.sync 0;", "add.s32 %r9, %r9, 1;"))
+    ['PTX line 6: an MMA (mma.sync) with no bar.sync 0 of the whole CTA after its operand loads (line 2: ld.global)']
+    """
+    assert lowering.lower_dot() == (lowering.LoweredOp("bar", lowering.ALL),), "the audit reads bar.sync 0"
+    lines = ptx.splitlines()
+    problems = []
+    for number, raw in enumerate(lines, start=1):
+        code = raw.split("//")[0]
+        mma = _MMA.search(code)
+        if mma is None:
+            continue
+        for back in range(number - 1, 0, -1):
+            text = lines[back - 1]
+            if _CTA_BAR.search(text.split("//")[0]):
+                break
+            stop = _GLOBAL_READ.search(text.split("//")[0]) or _LOOP_HEAD.search(text)
+            if stop is not None:
+                what = stop.group(0) if stop.re is _GLOBAL_READ else "the loop's header"
+                problems.append(f"PTX line {number}: an MMA ({mma.group(0).rstrip('.')}) with no bar.sync 0 of the "
+                                f"whole CTA after its operand loads (line {back}: {what})")
+                break
+        else:
+            problems.append(f"PTX line {number}: an MMA with no bar.sync 0 of the whole CTA before it")
     return problems

@@ -33,7 +33,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from syncverify.protocols import rules
-from syncverify.protocols.lowering import barrier_split, fence_kind
+from syncverify.protocols.lowering import DOT_LABEL, DOT_MARK, barrier_split, fence_kind
 from syncverify.program import Atomic, Barrier, Branch, Fence, Label, Load, Store
 from syncverify.kernels.build import build
 from syncverify.kernels.config import KernelConfig
@@ -169,8 +169,9 @@ def model_ops(scenario) -> dict[Key, list[Op]]:
         for op in first:
             both = second is None or (j < len(second) and second[j] == op)
             j += both and second is not None
-            if op.kind == "bar":  # a barrier runs on every thread of the warps it selects
-                op = Op(**{**op.__dict__, "sem": _warp_parts(raw[key], op.label, per_cta)})
+            if op.kind == "bar":  # a barrier runs on every thread of the warps it selects; a dot's is marked
+                parts = DOT_MARK if op.label == DOT_LABEL else _warp_parts(raw[key], op.label, per_cta)
+                op = Op(**{**op.__dict__, "sem": parts})
             ops.append(Op(**{**op.__dict__, "threads": "all" if both or op.kind == "bar" else "one"}))
         if second is not None and j != len(second):
             raise ValueError(f"{key}: thread 1 runs {second[j]} that thread 0 does not")
@@ -314,13 +315,15 @@ def _kernel_op_at(a, where: Where) -> list[Op]:
 
 def merge_tile_chunks(ops: list[Op]) -> list[Op]:
     """A tile accessed in pieces (K chunks, column tiles) as one access, as the model has it:
-    within a run of tile accesses with no lock access, fence or barrier between them, a repeat of
-    an access already in the run is dropped. The order of the run's first accesses is kept, so a
-    tile store moved before a load, or after the ``after_load`` steps, still differs."""
+    within a run of tile accesses and ``tl.dot`` barriers (a K-loop: a chunk's loads, then its
+    dot) with no lock access, fence or other barrier between them, a repeat of an access or dot
+    already in the run is dropped. The order of the run's first accesses is kept, so a tile store
+    moved before a load, or after the ``after_load`` steps, still differs; so does a dot moved."""
     out: list[Op] = []
     run: set[Op] = set()
     for op in ops:
-        tile_access = op.kind in ("ld", "st") and op.where is not None and not op.where.lock
+        tile_access = (op.kind in ("ld", "st") and op.where is not None and not op.where.lock) or (
+            op.kind == "bar" and op.sem == DOT_MARK)
         if not tile_access:
             run = set()
         elif op in run:

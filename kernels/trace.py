@@ -9,7 +9,8 @@ working when helpers move between modules:
   ``create_atomic_rmw``/``create_atomic_cas`` with the pointer array (absolute addresses), the
   cache modifier or volatility, and ``sem``/``scope``; ``tl.debug_barrier()`` calls
   ``create_barrier``. Each call is recorded once (``create_load`` calls ``create_masked_load``:
-  only the outer call counts).
+  only the outer call counts). A ``tl.dot`` (``create_dot``) is logged as its barrier,
+  ``syncverify.protocols.lowering.lower_dot``'s ``bar.sync 0``, marked ``DOT_MARK``.
 * a protocol barrier: ``named_barrier`` (its ``PTX`` and ``INTERPRET`` parameters) is logged as a
   ``bar`` with its operands and, for one that selects warps, what each warp does there (read
   back from its PTX by ``syncverify.protocols.lowering.read_barrier_ptx``); its interpreter form does nothing.
@@ -40,7 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import triton.runtime.interpreter as _interp
 from syncverify.kernels import _jit
-from syncverify.protocols.lowering import read_barrier_ptx
+from syncverify.protocols import lowering
+from syncverify.protocols.lowering import DOT_MARK, read_barrier_ptx
 from triton._C.libtriton import ir
 
 _SEM = {ir.MEM_SEMANTIC.ACQUIRE: "acquire", ir.MEM_SEMANTIC.RELEASE: "release",
@@ -188,7 +190,8 @@ def recording(recorder: Recorder):
     b = _interp.InterpreterBuilder
     saved = {name: getattr(b, name) for name in (
         "create_load", "create_masked_load", "create_store", "create_masked_store", "create_atomic_rmw",
-        "create_atomic_cas", "create_barrier", "create_descriptor_load", "create_descriptor_store", *_CONSTANTS)}
+        "create_atomic_cas", "create_barrier", "create_descriptor_load", "create_descriptor_store", "create_dot",
+        *_CONSTANTS)}
     saved_call = _jit._call_interpreted
     rec = recorder
 
@@ -247,6 +250,11 @@ def recording(recorder: Recorder):
         rec.barrier()
         return saved["create_barrier"](self)
 
+    def create_dot(self, *args, **kwargs):  # tl.dot: lower_dot's bar.sync 0, marked as the dot's
+        for low in lowering.lower_dot():
+            rec.log.append(Access(rec._pid(), "bar", op=str(low.barrier_id), sem=DOT_MARK, scope="cta"))
+        return saved["create_dot"](self, *args, **kwargs)
+
     def descriptor(name):
         """A tensor-descriptor load or store: the interpreter runs it as masked loads or stores,
         logged as the async proxy's (``Access.proxy``)."""
@@ -289,7 +297,7 @@ def recording(recorder: Recorder):
 
     patches = dict(create_load=create_load, create_masked_load=create_masked_load, create_store=create_store,
                    create_masked_store=create_masked_store, create_atomic_rmw=create_atomic_rmw,
-                   create_atomic_cas=create_atomic_cas, create_barrier=create_barrier,
+                   create_atomic_cas=create_atomic_cas, create_barrier=create_barrier, create_dot=create_dot,
                    create_descriptor_load=descriptor("create_descriptor_load"),
                    create_descriptor_store=descriptor("create_descriptor_store"),
                    **{n: constant(n) for n in _CONSTANTS})

@@ -221,6 +221,44 @@ def lower_step(step) -> tuple[LoweredOp, ...]:
     raise UnsupportedConstruct(f"protocol step op={op!r} has no lowering (the model cannot interpret it)")
 
 
+#: How a ``tl.dot``'s barrier is labelled in the model's programs (both sides: the scenario's GEMM
+#: step, the front end's hook on the interpreter's ``create_dot``); the drift test and the causes
+#: tell it from a protocol's own barrier by it.
+DOT_LABEL = "tl.dot: bar.sync 0 (operands staged in shared memory)"
+#: What the drift test's normal form calls a ``tl.dot``'s barrier (``syncverify.kernels.drift``).
+DOT_MARK = "tl.dot"
+
+
+def lower_dot() -> tuple[LoweredOp, ...]:
+    """What one ``tl.dot`` executes that orders memory: ``bar.sync 0`` on every thread of the CTA.
+
+    Triton 3.6 for sm_90 stages a dot's operands through shared memory: each operand tensor,
+    loaded from global memory into registers (``tl.load``) or by TMA (a tensor descriptor's
+    ``load``), is written to shared memory, and the MMA (``mma.sync`` for fp32/tf32 16 x 16
+    tiles, ``wgmma.mma_async`` at 64 x 64 and up) reads it there. Between the writes and the
+    MMA's reads every thread executes ``bar.sync 0``, after the operand loads; the loop of a
+    K-loop has one per iteration (plus a write-after-read guard before the next iteration's
+    shared stores), and the accumulator's conversion to the store's layout after the loop adds
+    ``bar.sync 0`` pairs before the tile store. Read in the PTX of our four kernels
+    (2026-12-02): reduce-scatter's producer with FA3's named barrier, fp32 16 x 16 x 16 blocks,
+    8 warps, pointer loads, one stage (the cross-check's build): ``ld.global`` A, ``bar.sync 0``,
+    ``stmatrix``, ``ld.global`` B, ``stmatrix``, ``bar.sync 0``, ``ld.shared``/``ldmatrix``,
+    ``mma.sync...tf32``; bf16 128 x 128 x 64, 8 warps, pointer loads: ``ld.global``,
+    ``st.shared``, ``fence.proxy.async``, ``bar.sync 0``, ``wgmma``; descriptor loads, 3 stages
+    (the GPU default): ``bar.sync 0``, ``mbarrier.try_wait``, ``wgmma`` in every K iteration.
+    ``syncverify.kernels.audit.dot_barrier_problems`` checks every MMA of a compiled kernel for
+    it (``tests/test_dot_barrier.py``).
+
+    The model keeps one ``bar.sync 0`` per ``tl.dot``, where the dot is: consecutive barriers of
+    the whole CTA with no model event between them order nothing one does not, and the other
+    barriers of a dot (the guard, the layout conversion) sit between accesses of inputs and
+    registers, which the model has no events for. A dot whose MMA does not use shared memory
+    (Triton's FMA fallback for types without tensor cores) would have no barrier: our kernels
+    have none such, and a user's kernel is told the assumption in its verdict
+    (``syncverify.frontend``)."""
+    return (LoweredOp("bar", ALL),)
+
+
 def lower_tile_store(protocol) -> LoweredOp:
     """A tile store (``tl.store`` of a 2-D block, with the protocol's ``tile_store.cache``): a weak
     ``st.global`` on every thread, each thread its own slice. A cache modifier (``.wt``, ``.cg``,

@@ -219,12 +219,16 @@ def _held_at(trace: list[dict], writer: Actor, signallers: set[Actor]) -> set[in
         events = [e for e in trace if _actor(e) == signaller] if signaller.same_cta(writer) else []
         if events:
             held = held or set()
+        waits: set[int] = set()
         for e in events:
             if e["kind"] == "W" and e["section"] == "signal":
                 break
+            if _is_tile_store(e):  # only a barrier after the tile store holds the signal back (a GEMM's
+                waits = set()      # tl.dot barrier before it does not: the delay site is after it)
             barrier = _barrier(e)
             if barrier is not None and barrier[0] != "arrive":
-                held.add(barrier[1])
+                waits.add(barrier[1])
+        held = held | waits if held is not None else held
     return held
 
 

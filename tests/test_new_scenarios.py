@@ -8,7 +8,7 @@ import pytest
 
 from syncverify.verdicts.check import check
 from syncverify.protocols import load_protocol
-from syncverify.scenarios.build import ROLES, ScenarioOptions, Stage, build
+from syncverify.scenarios.build import ROLES, Dot, ScenarioOptions, Stage, TileAccess, build
 
 NEW = ("all-gather-gemm", "gemm-reduce-scatter")
 
@@ -38,7 +38,8 @@ def test_the_gemm_waits_for_every_shard_before_reading_and_the_owner_reduces_eve
     sender, gemm = ROLES["all-gather-gemm"]
     assert [type(s).__name__ for s in gemm.steps][:2] == ["Stage", "TileAccess"] and gemm.steps[1].block == "each"
     producer, consumer = ROLES["gemm-reduce-scatter"]
-    assert producer.steps[1].copies == "owner" and consumer.runs_on == "owner"
+    store = next(s for s in producer.steps if isinstance(s, TileAccess))  # after its GEMM and before_store
+    assert store.copies == "owner" and consumer.runs_on == "owner"
     scenario = build(load_protocol("epoch-flag"), ScenarioOptions(scenario="gemm-reduce-scatter", world_size=3,
                                                                    symmetry=False))
     owner_reads = {i.loc for t in scenario.program.threads if t.role.role == "consumer" for i in t.instructions
@@ -51,7 +52,7 @@ def test_world_sizes_2_to_8_build(scenario):
     for world_size in (2, 8):
         program = build(load_protocol("epoch-flag"), ScenarioOptions(scenario=scenario, world_size=world_size)).program
         assert {t.gpu for t in program.threads} == set(range(world_size))
-    assert isinstance(ROLES[scenario][0].steps[0], Stage)
+    assert isinstance(next(s for s in ROLES[scenario][0].steps if not isinstance(s, Dot)), Stage)  # after a GEMM
 
 
 def test_a_wait_that_consumes_every_ranks_signal_is_checked_with_every_gemm():

@@ -238,14 +238,19 @@ def test_tiles_in_one_ctas_loop_keep_the_verdict_of_the_program_built_whole(data
     assert_same(data, config, tiles=2, ctas=1, reductions=set(REDUCTIONS))
 
 
-def test_tile_0_alone_would_hide_the_hang_of_fa3s_named_barrier_reused_across_a_ctas_tile_loop():
+def test_tile_0_alone_would_hide_the_hang_of_fa3s_named_barrier_reused_across_a_ctas_tile_loop(monkeypatch):
     """Known answer (issue 22's FA3 two-tile disagreement): FA3's epilogue handoff is SAFE with
-    one CTA per tile, and hangs when one CTA handles both tiles in its loop: warps 1-7 only
-    ``bar.arrive``, so their arrivals for tile 1 can complete tile 0's phase without warp 0,
-    whose ``bar.sync`` then waits in a phase that too few arrivals reach; the cause says so."""
+    one CTA per tile, and, in a loop body with no CTA-wide barrier (the producer's GEMM taken
+    out: ``lower_dot`` patched to nothing), hangs when one CTA handles both tiles in its loop:
+    warps 1-7 only ``bar.arrive``, so their arrivals for tile 1 can complete tile 0's phase
+    without warp 0, whose ``bar.sync`` then waits in a phase that too few arrivals reach; the
+    cause says so. With the GEMM's ``bar.sync 0`` (``tl.dot``, as compiled) between the rounds,
+    the looped handoff is SAFE (``tests/test_dot_barrier.py``)."""
     protocol = load_protocol("fa3-epilogue-named-barrier")
     apart = ScenarioOptions(scenario="gemm-reduce-scatter", tiles=2)
     assert check(build(protocol, apart), timeout=120).safe is True
+    assert check(build(protocol, replace(apart, ctas=1)), timeout=300).safe is True  # the GEMM's barrier
+    monkeypatch.setattr("syncverify.protocols.lowering.lower_dot", lambda: ())
     scenario = build(protocol, replace(apart, ctas=1))
     assert any("loop over the 2 tiles" in note for note in scenario.notes)
     result = check(scenario, timeout=300, first=True)

@@ -11,7 +11,7 @@ from syncverify import exitcodes
 from syncverify.json_schema import versioned
 from syncverify.cli.app import app, out
 from syncverify.protocols.registry import builtin_protocols, zoo_litmus, zoo_protocols
-from syncverify.scenarios.build import DEFAULT_PUSH, ROLES, SCENARIOS, Stage
+from syncverify.scenarios.build import DEFAULT_PUSH, ROLES, SCENARIOS, Dot, Stage
 
 
 @app.command("list")
@@ -56,6 +56,8 @@ def _step_text(step) -> str:
     if isinstance(step, Stage):
         which = "the protocol" if step.protocol == "protocol" else "the push protocol"
         return f"{step.kind} ({step.stage or 'ready'} locks, {which})"
+    if isinstance(step, Dot):
+        return "gemm (tl.dot: bar.sync 0)"
     whose = "each rank's copy" if step.copies == "each" else "own copy"
     block = {"": "", "self": ", own column block", "each": ", every rank's column block"}[step.block]
     into = f" into {step.into}" if step.into else ""

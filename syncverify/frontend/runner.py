@@ -43,6 +43,7 @@ from syncverify.explore.bounds import LimitHit
 from syncverify.errors import SyncVerifyError, UnsupportedConstruct
 from syncverify.frontend.asm import ModelThread, read_inline_asm
 from syncverify.frontend.items import Item, Loc, Site
+from syncverify.protocols import lowering
 from syncverify.model.int32 import wrap_int32
 import threading
 import ctypes
@@ -211,7 +212,7 @@ _SPECIAL = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "c
             "create_barrier", "create_inline_asm", "create_descriptor_load", "create_descriptor_store",
             "create_load", "create_store", "create_tensor_pointer_load", "create_tensor_pointer_store",
             "create_descriptor_gather", "create_descriptor_scatter", "create_get_program_id",
-            "create_get_num_programs", "create_make_range")
+            "create_get_num_programs", "create_make_range", "create_dot")
 
 _active: "ProgramRun | None" = None
 #: Seconds one run may go without a memory operation before the watchdog stops it (unknown).
@@ -354,6 +355,13 @@ def hooks():
         patch(b, "create_atomic_cas", lambda self, ptr, cmp, val, sem, scope:
               _current().atomic("cas", ptr, (cmp, val), None, sem, scope))
         patch(b, "create_barrier", lambda self: _current().barrier())
+        run_dot = propagating(b.create_dot)
+
+        def create_dot(self, *args, **kwargs):  # tl.dot: its CTA barrier, then the product
+            _current().dot()
+            return run_dot(self, *args, **kwargs)
+
+        patch(b, "create_dot", create_dot)
         patch(b, "create_inline_asm", lambda self, asm, constraints, values, type, is_pure, pack:
               _current().inline_asm(asm, constraints, values, type, pack))
         for name in ("create_descriptor_load", "create_descriptor_store"):
@@ -482,6 +490,9 @@ def _addressing(fn):
 #: What the check assumes of tensor descriptors: how Triton 3.6 compiles them for sm_90 (docs/async.md).
 DESCRIPTOR_LOAD = ("tensor-descriptor loads are TMA loads: async-proxy reads of global memory completed by "
                    "mbarrier.try_wait, with no fence.proxy.async.global before them (Triton 3.6, sm_90)")
+DOT_BARRIER = ("tl.dot is bar.sync 0 of the whole CTA after its operands are loaded (they are staged through "
+               "shared memory for the MMA: Triton 3.6, sm_90, as read in our kernels' PTX; a dot compiled without "
+               "shared memory would not order this way)")
 DESCRIPTOR_STORE = ("tensor-descriptor stores are TMA stores: async-proxy writes waited for with "
                     "cp.async.bulk.wait_group.read 0 only (Triton 3.6, sm_90)")
 
@@ -958,6 +969,14 @@ class ProgramRun:
     def barrier(self) -> None:
         site, site_key = self._site(self._frames())
         self._add(Item("bar", site, site_key))
+
+    def dot(self) -> None:
+        """A ``tl.dot``: what it orders, ``lower_dot``'s ``bar.sync 0`` of the whole CTA (its operands
+        staged through shared memory), listed in the verdict as an assumption."""
+        site, site_key = self._site(self._frames())
+        for low in lowering.lower_dot():  # looked up at call time: one fact, patched in one place
+            self._add(Item("bar", site, site_key, barrier_id=low.barrier_id, count=low.count))
+        self.result.assumptions.add(DOT_BARRIER)
 
     def inline_asm(self, asm, constraints, values, type_, pack):
         import triton.runtime.interpreter as interp  # torch/triton: loaded only where a kernel runs

@@ -166,6 +166,15 @@ the known-answer test that shows each one is named in brackets, under ``tests/li
     Programming Guide, Streams). A write is a release store at system scope (``CU_STREAM_WRITE_VALUE_DEFAULT``:
     "the write is preceded by a system-scope memory fence"), a wait a spin of acquire loads at
     system scope, a copy weak reads and writes [stream-*].
+16. *A GEMM's ``tl.dot`` is ``bar.sync 0`` of the whole CTA* (a lowering fact, not an axiom:
+    ``syncverify.protocols.lowering.lower_dot``, read in the PTX Triton 3.6 compiles for sm_90,
+    where a dot's operands go through shared memory with ``bar.sync 0`` between their loads and
+    the MMA). The scenarios' roles that run a GEMM (``syncverify.scenarios.build.Dot``) and the
+    kernel front end (each ``tl.dot``, listed as an assumption in the verdict) execute it; one
+    barrier stands for a dot's several, which no model event separates. It orders a CTA's tiles
+    in its persistent loop: FA3's named-barrier handoff reused across the loop, which hangs
+    without it, is SAFE with it (docs/frontend.md, "tl.dot's CTA barrier")
+    [tests/test_dot_barrier.py].
 """
 
 from __future__ import annotations

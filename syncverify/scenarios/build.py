@@ -51,7 +51,8 @@ from syncverify.program import (HOST_RESET, Atomic, Barrier, Branch, Fence, Labe
                                 pdl_primary, split_mixed_sizes)
 from syncverify.protocols import rules
 from syncverify.protocols.expressions import evaluate_at, step_place
-from syncverify.protocols.lowering import executes, lower_step, lower_tile_load, lower_tile_store
+from syncverify.protocols import lowering
+from syncverify.protocols.lowering import DOT_LABEL, executes, lower_step, lower_tile_load, lower_tile_store
 from syncverify.protocols.loader import STREAM_UNTIL
 from syncverify.protocols.registry import load_protocol
 from syncverify.validation import one_of
@@ -99,22 +100,33 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Dot:
+    """A role's GEMM on its tile (the K-loop's ``tl.dot`` calls): what it orders is one
+    ``bar.sync 0`` of the whole CTA (:func:`syncverify.protocols.lowering.lower_dot`, read in the
+    kernels' PTX); its reads of A and B are inputs the model has no events for. ``stage``: the
+    lock stage of the steps it goes with (a stage split keeps it with them)."""
+
+    stage: str = ""
+
+
+@dataclass(frozen=True)
 class Role:
     """What the CTAs of one role do for one tile, in order, and on which ranks they run."""
 
     name: str
     runs_on: str  # "producers" (every rank, or the owner with owner-only) | "owner" | "every rank"
-    steps: tuple[TileAccess | Stage, ...]
+    steps: tuple[TileAccess | Stage | Dot, ...]
 
 
 ROLES: dict[str, tuple[Role, ...]] = {
     "all-reduce": (
-        Role("producer", "producers", (Stage("before_store", ""), TileAccess("store", "partial"), Stage("signal", ""))),
+        Role("producer", "producers", (Dot(), Stage("before_store", ""), TileAccess("store", "partial"),
+                                       Stage("signal", ""))),
         Role("consumer", "owner", (Stage("wait", ""), TileAccess("load", "partial", copies="each"),
                                    Stage("after_load", ""), TileAccess("store", "out", copies="each"))),
     ),
     "all-scatter": (
-        Role("producer", "every rank", (Stage("before_store", "pub"), TileAccess("store", "local", stage="pub"),
+        Role("producer", "every rank", (Dot("pub"), Stage("before_store", "pub"), TileAccess("store", "local", stage="pub"),
                                         Stage("signal", "pub"))),
         Role("comm", "every rank", (Stage("wait", "pub"), TileAccess("load", "local", stage="pub"),
                                     Stage("after_load", "pub"), Stage("before_store", "push", "push"),
@@ -131,14 +143,14 @@ ROLES: dict[str, tuple[Role, ...]] = {
         Role("sender", "every rank", (Stage("before_store", ""),
                                       TileAccess("store", "gathered", copies="each", block="self"),
                                       Stage("signal", ""))),
-        Role("gemm", "every rank", (Stage("wait", ""), TileAccess("load", "gathered", block="each"),
+        Role("gemm", "every rank", (Stage("wait", ""), TileAccess("load", "gathered", block="each"), Dot(),
                                     Stage("after_load", ""), TileAccess("store", "out"))),
     ),
     # GEMM + ReduceScatter: every rank's producer pushes its partial of the tile into the owner's
     # `inbox` (its own block) and signals; the owner's consumer waits until all have arrived, reads
     # every block and stores the reduced tile into its `out`.
     "gemm-reduce-scatter": (
-        Role("producer", "producers", (Stage("before_store", ""),
+        Role("producer", "producers", (Dot(), Stage("before_store", ""),
                                        TileAccess("store", "inbox", copies="owner", block="self"),
                                        Stage("signal", ""))),
         Role("consumer", "owner", (Stage("wait", ""), TileAccess("load", "inbox", block="each"),
@@ -472,6 +484,10 @@ class _Builder:
         for step in role.steps:
             if isinstance(step, Stage):
                 code += self.steps(self.protocols[step.protocol], step.kind, rank, tile, thread, step.stage)
+                continue
+            if isinstance(step, Dot):
+                code += [Barrier("sync", low.barrier_id, low.count, label=DOT_LABEL) for low in lowering.lower_dot()
+                         if executes(low, thread, self.opts.threads_per_cta)]
                 continue
             published = (step.into or step.buffer) in published_buffers(self.opts.scenario)
             slot = self.slot(self.protocols[_data_protocol(step)]) if published else None

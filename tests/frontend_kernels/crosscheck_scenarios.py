@@ -286,7 +286,8 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
         case.skipped = str(error)
         return case
     # all-reduce: one tile, as its cross-check (crosscheck.all_reduce_harness, the program the
-    # protocol check builds); W tiles in one CTA per role make FA3's epilogues hang (docs/frontend.md).
+    # protocol check builds; W tiles in one CTA per role cost more, and made FA3's epilogues hang before
+    # the GEMM's tl.dot barrier was modelled: docs/frontend.md).
     tiles = 1 if scenario == "all-reduce" else None
     with unbounded_waits():
         kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles, launches=launches),

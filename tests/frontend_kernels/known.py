@@ -27,13 +27,13 @@ def message_pass(data_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr, SEM: tl.const
         tl.store(out_ptr + offs, tl.load(data_ptr + offs))
 
 
-def _message_pass(sv, sem, barrier):
+def _message_pass(sv, sem, barrier, kernel=None):
     data = sv.heap.zeros((8,), torch.int32)
     flag = sv.heap.zeros((1,), torch.int32)
     out = sv.heap.zeros((8,), torch.int32)
 
     def call(k):
-        sv.launch(message_pass, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=8, SEM=sem, BARRIER=barrier, rank=0)
+        sv.launch(kernel or message_pass, (2,), data.on(0), flag.on(0), out.on(0), BLOCK=8, SEM=sem, BARRIER=barrier, rank=0)
         sv.expect_written(out.on(0))
     return call
 
@@ -345,3 +345,29 @@ def cas_poll_count_harness(sv):
     out = sv.heap.zeros((2,), torch.int32)
     sv.launch(cas_poll_count, (3,), data.on(0), counter.on(0), out.on(0), rank=0)
     sv.expect_written(out.on(0))
+
+
+# ----- a tl.dot between the store and the signal: its CTA barrier (protocols.lowering.lower_dot) -----
+
+@triton.jit
+def dot_message_pass(data_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr, SEM: tl.constexpr, BARRIER: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 1:  # producer: every thread stores its part, then (BARRIER) a GEMM, then thread 0 signals
+        tl.store(data_ptr + offs, offs + 1)
+        if BARRIER:
+            a = tl.zeros((16, 16), dtype=tl.float32)
+            a = tl.dot(a, a)
+        tl.atomic_xchg(flag_ptr, 1, sem=SEM, scope="gpu")
+    else:  # consumer
+        while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu") == 0:
+            pass
+        tl.store(out_ptr + offs, tl.load(data_ptr + offs))
+
+
+def dot_before_signal(sv):
+    return _message_pass(sv, "release", True, kernel=dot_message_pass)
+
+
+def no_dot_before_signal(sv):
+    return _message_pass(sv, "release", False, kernel=dot_message_pass)
