@@ -30,6 +30,7 @@ choice); ``tl.load(volatile=True)`` is relaxed at sys scope; ``tl.debug_barrier(
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import os
 import sys
@@ -114,20 +115,29 @@ class Memory:
     def __init__(self) -> None:
         self.ranges: list[tuple[int, int, str, int | None, int, np.ndarray]] = []  # start, end, name, rank, itemsize, bytes
         self.last_itemsize: int | None = None  # of the allocation the last locate() found
+        #: address -> what locate() answered: every run of every program asks again for the same
+        #: addresses (the driver re-runs programs), and the allocations do not change once added
+        self.found: dict[int, tuple[tuple[Loc, np.ndarray, int] | None, int | None]] = {}
 
     def add(self, name: str, rank: int | None, start: int, nbytes: int, itemsize: int, raw: np.ndarray) -> None:
         self.ranges.append((start, start + nbytes, name, rank, itemsize, raw))
+        self.found.clear()
 
     def locate(self, address: int) -> tuple[Loc, np.ndarray, int] | None:
         """The element ``address`` falls in, the allocation's bytes and the byte offset in them;
         ``last_itemsize`` keeps that allocation's element size (None when it is in none)."""
+        known = self.found.get(address)
+        if known is None:
+            known = self.found[address] = self._locate(address)
+        self.last_itemsize = known[1]
+        return known[0]
+
+    def _locate(self, address: int) -> tuple[tuple[Loc, np.ndarray, int] | None, int | None]:
         for start, end, name, rank, itemsize, raw in self.ranges:
             if start <= address < end:
                 offset = address - start
-                self.last_itemsize = itemsize
-                return Loc(name, rank, offset // itemsize), raw, offset
-        self.last_itemsize = None
-        return None
+                return (Loc(name, rank, offset // itemsize), raw, offset), itemsize
+        return None, None
 
 
 def to_model(value: Any, np_dtype: np.dtype) -> int:
@@ -411,6 +421,14 @@ def hooks():
             scope.set_attr(tensor, "T", property(transpose))
 
         interp._patch_lang_tensor = patch_lang_tensor
+        # Overflow sanitizing: Triton builds, for every integer +, - and *, an int64 copy of it and a
+        # range test for tl.device_assert, which does nothing unless the options' debug is set
+        # (in the interpreter and in compiled code alike): values no sink sees, so leaving them
+        # out changes no run, and they were a fifth of each run's time (docs/frontend.md).
+        builder = interp.interpreter_builder
+        options = builder.options
+        if not options.debug:
+            builder.options = dataclasses.replace(options, sanitize_overflow=False)
         global _watchdog
         _watchdog = _Watchdog()
         try:
@@ -418,6 +436,7 @@ def hooks():
         finally:
             _watchdog.stop()
             _watchdog = None
+            builder.options = options
             interp._patch_lang_tensor = lang_tensor
             for (owner, name), value in saved.items():
                 if value is _MISSING:
@@ -569,6 +588,14 @@ def _freeze(value: Any, depth: int = 0) -> Any:
     return ("o", type(value).__name__, id(value))
 
 
+def _changeable(value: Any, depth: int = 0) -> bool:
+    """Whether a local may change in place while its frame waits (a list, a dict, a set, at any
+    depth of a tuple): such a frame's frozen locals are not reused."""
+    if isinstance(value, (list, dict, set, bytearray)):
+        return True
+    return isinstance(value, tuple) and depth < 4 and any(_changeable(v, depth + 1) for v in value)
+
+
 class ProgramRun:
     """One run of program ``pid`` of a launch for model thread ``oracle.thread``."""
 
@@ -584,6 +611,8 @@ class ProgramRun:
         self.constant_seen: set = set()
         self.reads = 0
         self.in_descriptor = 0
+        #: id(frame) -> (frame, the kernel frame it had called, its frozen locals): see _frozen_locals
+        self.suspended: dict[int, tuple[Any, Any, tuple]] = {}
 
     # ----- what the hooks call ----------------------------------------------------------------
     def sink(self, taint: frozenset) -> None:
@@ -623,7 +652,26 @@ class ProgramRun:
         ``tl.load(q) + tl.load(p)``, are not locals)."""
         since = self.last_at.get(position)
         pending = tuple(self.result.chosen[since + 1:]) if since is not None else ()
-        return (position, pending, tuple(tuple(sorted((k, _freeze(v)) for k, v in f.f_locals.items())) for f in frames))
+        return (position, pending, tuple(self._frozen_locals(f, frames[i - 1] if i else None)
+                                         for i, f in enumerate(frames)))
+
+    def _frozen_locals(self, frame, callee) -> tuple:
+        """``frame``'s locals, frozen (:func:`_freeze`). A frame whose kernel ``callee`` (the next
+        kernel frame inward) is the same live frame object as when its locals were last frozen has
+        not run since: it has been waiting for that call all along, so its locals are the same
+        objects, and their frozen picture is reused. (The objects themselves do not change in
+        place: Triton's interpreter makes a new handle for every value; a list, which code could
+        change in place, keeps its frame from being reused.) The kernel's own frame, with every
+        launch argument, is then frozen once per call of its helpers instead of at every read."""
+        if callee is not None:
+            kept = self.suspended.get(id(frame))
+            if kept is not None and kept[0] is frame and kept[1] is callee:
+                return kept[2]
+        items = frame.f_locals.items()
+        frozen = tuple(sorted((k, _freeze(v)) for k, v in items))
+        if callee is not None and not any(_changeable(v) for _k, v in items):
+            self.suspended[id(frame)] = (frame, callee, frozen)
+        return frozen
 
     def _add(self, item: Item) -> None:
         _tick()
