@@ -146,7 +146,7 @@ def test_a_frame_holding_a_list_is_frozen_again_at_every_choice():
     from syncverify.frontend import runner
 
     run = runner.ProgramRun.__new__(runner.ProgramRun)
-    run.suspended = {}
+    run.suspended, run.handles = {}, {}
 
     def outer(held):
         return inner()

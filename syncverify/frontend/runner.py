@@ -566,25 +566,33 @@ def _is_library_frame(name: str) -> bool:
 _DEVICES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "devices") + os.sep
 
 
-def _freeze(value: Any, depth: int = 0) -> Any:
-    """A hashable picture of a kernel local (tensors by their contents)."""
+def _freeze(value: Any, depth: int = 0, memo: dict | None = None) -> Any:
+    """A hashable picture of a kernel local (tensors by their contents). ``memo``: id(handle) ->
+    (handle, picture) of the tensor handles already frozen in this run (a handle's contents do
+    not change: Triton's interpreter makes a new one for every value)."""
     if depth > 4:
         return ("deep",)
     if isinstance(value, (int, float, str, bool, type(None))):
         return value
     handle = getattr(value, "handle", None)
     if handle is not None and hasattr(handle, "data"):
+        kept = memo.get(id(handle)) if memo is not None else None
+        if kept is not None and kept[0] is handle:
+            return kept[1]
         data = np.asarray(handle.data)
-        return ("t", data.dtype.str, data.shape, data.tobytes())
+        frozen = ("t", data.dtype.str, data.shape, data.tobytes())
+        if memo is not None:
+            memo[id(handle)] = (handle, frozen)
+        return frozen
     if hasattr(value, "data") and isinstance(getattr(value, "data", None), np.ndarray):
         return ("h", value.data.tobytes())
     if hasattr(value, "offsets") and hasattr(value, "base"):  # a block pointer
-        return ("bp", _freeze(value.base, depth + 1), tuple(_freeze(o, depth + 1) for o in value.offsets))
+        return ("bp", _freeze(value.base, depth + 1, memo), tuple(_freeze(o, depth + 1, memo) for o in value.offsets))
     if isinstance(value, (tuple, list)):
-        return tuple(_freeze(v, depth + 1) for v in value)
+        return tuple(_freeze(v, depth + 1, memo) for v in value)
     inner = getattr(value, "value", None)  # constexpr
     if inner is not None and not callable(inner):
-        return ("c", _freeze(inner, depth + 1))
+        return ("c", _freeze(inner, depth + 1, memo))
     return ("o", type(value).__name__, id(value))
 
 
@@ -613,6 +621,7 @@ class ProgramRun:
         self.in_descriptor = 0
         #: id(frame) -> (frame, the kernel frame it had called, its frozen locals): see _frozen_locals
         self.suspended: dict[int, tuple[Any, Any, tuple]] = {}
+        self.handles: dict[int, tuple[Any, tuple]] = {}  # _freeze's memo
 
     # ----- what the hooks call ----------------------------------------------------------------
     def sink(self, taint: frozenset) -> None:
@@ -668,7 +677,7 @@ class ProgramRun:
             if kept is not None and kept[0] is frame and kept[1] is callee:
                 return kept[2]
         items = frame.f_locals.items()
-        frozen = tuple(sorted((k, _freeze(v)) for k, v in items))
+        frozen = tuple(sorted((k, _freeze(v, 0, self.handles)) for k, v in items))
         if callee is not None and not any(_changeable(v) for _k, v in items):
             self.suspended[id(frame)] = (frame, callee, frozen)
         return frozen

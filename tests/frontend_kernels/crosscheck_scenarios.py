@@ -259,6 +259,8 @@ class Case:
     world_size: int = WORLD
     executions: int = 0  # the front end's
     timeout: float = 0.0  # the front end's time bound
+    lift_seconds: float = 0.0  # of seconds, the front end's lifting (harness, interpreter runs, lift)
+    model_seconds: float = 0.0  # of seconds, the protocol check's
 
     @property
     def agree(self) -> bool:
@@ -293,6 +295,7 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
                                          world_size=world_size, timeout=timeout, threads_per_cta=threads, **options)
     # the same program: the harness's tiles, laid out over its programs per role as its kernel does
     layout = scenario_config(scenario, world_size, tiles=tiles, warps=num_warps(protocol)).model_layout()
+    model_start = time.monotonic()
     model = syncverify.check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout,
                                       threads_per_cta=threads, first=model_first,
                                       launches=model_launches(launches), **layout)
@@ -302,6 +305,7 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     case.model_limit = f"{model.limit_hit}: {model.limit_detail}" if model.limit_hit else ""
     case.executions = kernel.executions
     case.seconds = time.monotonic() - start
+    case.lift_seconds, case.model_seconds = kernel.lift_seconds, time.monotonic() - model_start
     return case
 
 
@@ -325,15 +329,21 @@ def outcome(case: Case) -> str:
 
 
 def table_row(case: Case) -> str:
-    """``| protocol | front end | protocol check | agree/differ/unknown/skipped | executions | seconds |``."""
+    """``| protocol | front end | protocol check | agree/differ/unknown/skipped | executions | seconds |
+    lifting | explorer | protocol check |``: the seconds of both sides, then the front end's split
+    into its lifting (harness, the programs' paths in the interpreter) and its explorer, and the
+    protocol check's (which side, and which part of the front end, is slow)."""
     if case.skipped:
-        return f"| {case.protocol} | not built ({case.skipped}) | | skipped | | 0 |"
+        return f"| {case.protocol} | not built ({case.skipped}) | | skipped | | 0 | | | |"
     verdict = {"differ": "**differ**"}.get(outcome(case), outcome(case))
+    front = case.seconds - case.model_seconds
     return (f"| {case.protocol} | {_words(case.kernel, case.limit)} | {_words(case.model, case.model_limit)} | {verdict} | "
-            f"{case.executions} | {case.seconds:.0f} |")
+            f"{case.executions} | {case.seconds:.0f} | {case.lift_seconds:.0f} | {front - case.lift_seconds:.0f} | "
+            f"{case.model_seconds:.0f} |")
 
 
-TABLE_HEAD = "| protocol | front end | protocol check | | executions | seconds |\n| --- | --- | --- | --- | --- | --- |"
+TABLE_HEAD = ("| protocol | front end | protocol check | | executions | seconds | lifting | explorer | protocol check |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
 def _run(job: tuple) -> Case:
@@ -384,8 +394,8 @@ def main(argv: list[str]) -> int:
     [--budget S] [--protocols P ...] [SCENARIO...]``: every built-in and zoo protocol in each
     scenario (all four by default), at each world size of ``--runs`` (default ``2:600``: W = 2, a
     600 s bound per case and side), ``--jobs`` cases at a time in worker processes; a row as each
-    case ends, then one markdown table per (scenario, W) and the counts. ``--out``: the tables
-    (``crosscheck.md``) and every case (``crosscheck.json``) there. ``--budget``: no case starts
+    case ends, then one markdown table per (scenario, W) and the counts. ``--out``: every case as it
+    ends (``crosscheck.jsonl``, a line each) and the tables (``crosscheck.md``) there. ``--budget``: no case starts
     unless its bound lets it end within that many seconds of the start (each one not started is
     reported, never silently dropped). ``--undecided``: leave out the cases :data:`DECIDED` lists (what
     the last measurements decided), to measure the rest within one bounded run. ``--wheels DIR``: pure-Python wheels (networkx) for modules
@@ -396,7 +406,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runs", nargs="+", type=_runs, default=[(WORLD, 600.0)], metavar="W:SECONDS",
                         help="world sizes and the time bound of each case there (default 2:600)")
     parser.add_argument("--jobs", type=int, default=1, help="cases at a time, in worker processes (default 1)")
-    parser.add_argument("--out", type=Path, default=None, help="write crosscheck.md and crosscheck.json there")
+    parser.add_argument("--out", type=Path, default=None, help="write crosscheck.jsonl and crosscheck.md there")
     parser.add_argument("--budget", type=float, default=None,
                         help="start a case only if its bound ends within this many seconds of the start")
     parser.add_argument("--wheels", type=Path, default=None, help="wheels of missing pure-Python modules")
@@ -481,9 +491,7 @@ def main(argv: list[str]) -> int:
     print(text, flush=True)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "crosscheck.md").write_text(text + "\n")
-        (args.out / "crosscheck.json").write_text(json.dumps(
-            [asdict(c) | {"outcome": outcome(c)} for c in cases.values()], indent=1) + "\n")
+        (args.out / "crosscheck.md").write_text(text + "\n")  # every case is in crosscheck.jsonl already
     return 0
 
 
