@@ -1,13 +1,16 @@
 """Does any shipped protocol's verdict change when a CTA loops over several tiles? (issue 22)
 
-    python3 benchmarks/layout_verdicts.py [--world-size 2] [--tiles 2] [--timeout 120] [--jobs N]
-                                          [--budget S] [--scenarios ...] [--protocols ...] [--out DIR]
+    python3 benchmarks/layout_verdicts.py [--world-size 2] [--tiles 2] [--ctas 1] [--columns 1]
+                                          [--timeout 120] [--jobs N] [--budget S] [--scenarios ...]
+                                          [--protocols ...] [--out DIR]
 
 Every built-in and zoo protocol (``protocols/*.toml``, ``protocols/zoo``) in every scenario,
 checked twice by the protocol check at ``--tiles`` tiles: one CTA per tile (``ctas`` None: every
 tile a renaming of tile 0, the layout of before) and one CTA per role and rank looping over them
 (``ctas`` 1: the kernels' persistent loop with fewer programs than tiles,
-:func:`syncverify.scenarios.build.cta_tiles`). A row per case as it ends (``same``, ``CHANGED``,
+:func:`syncverify.scenarios.build.cta_tiles`; ``--ctas`` more). ``--columns C`` (all-gather-gemm):
+the second layout also spreads each tile's ``C`` column tiles over the ``--ctas`` GEMM CTAs, as
+the kernel does without ``after_load`` steps (:func:`syncverify.scenarios.build.cta_visits`). A row per case as it ends (``same``, ``CHANGED``,
 ``unknown`` where either side hit ``--timeout``), the counts last. ``--budget``: no case starts
 unless its two bounds end within that many seconds of the start (each one not started is listed).
 ``--out``: ``layout.jsonl`` (a line per case as it ends) and ``layout.md`` there.
@@ -55,12 +58,13 @@ def compare(apart, looped) -> str:
 
 def one_case(job: tuple) -> dict:
     """Both layouts of one (scenario, protocol); a protocol the scenario cannot build is ``skipped``."""
-    scenario, protocol, world, tiles, timeout = job
-    row = dict(scenario=scenario, protocol=protocol, world_size=world, tiles=tiles)
+    scenario, protocol, world, tiles, timeout, ctas, columns = job
+    row = dict(scenario=scenario, protocol=protocol, world_size=world, tiles=tiles, ctas=ctas, columns=columns)
     start = time.monotonic()
     try:
         apart = check_protocol(protocol, scenario=scenario, world_size=world, tiles=tiles, timeout=timeout)
-        looped = check_protocol(protocol, scenario=scenario, world_size=world, tiles=tiles, ctas=1, timeout=timeout)
+        looped = check_protocol(protocol, scenario=scenario, world_size=world, tiles=tiles, ctas=ctas, timeout=timeout,
+                                **({"columns": columns} if columns > 1 else {}))
     except Exception as error:  # noqa: BLE001 - a protocol a scenario refuses is a row, not a crash
         return row | dict(outcome="skipped", why=f"{type(error).__name__}: {error}",
                           seconds=time.monotonic() - start)
@@ -74,6 +78,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--tiles", type=int, default=2)
+    parser.add_argument("--ctas", type=int, default=1, help="CTAs per role and rank of the kernels' layout")
+    parser.add_argument("--columns", type=int, default=1, help="all-gather-gemm: column tiles per tile")
     parser.add_argument("--timeout", type=float, default=120.0, help="bound of each check (seconds)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--budget", type=float, default=None, help="start no case that could end after this")
@@ -86,16 +92,21 @@ def main(argv: list[str]) -> int:
     for name, known in [(s, SCENARIOS) for s in scenarios] + [(p, names) for p in args.protocols or []]:
         if name not in known:
             parser.error(f"unknown name {name!r} (known: {', '.join(known)})")
-    if args.jobs < 1 or args.tiles < 2 or args.world_size < 1:
-        parser.error("--jobs >= 1, --tiles >= 2 (one tile has no loop), --world-size >= 1")
-    jobs = [(s, p, args.world_size, args.tiles, args.timeout) for s in scenarios for p in args.protocols or names]
+    if args.jobs < 1 or args.world_size < 1 or args.ctas < 1 or args.columns < 1:
+        parser.error("--jobs, --world-size, --ctas and --columns >= 1")
+    if args.columns == 1 and args.tiles <= args.ctas:
+        parser.error(f"--tiles {args.tiles} over --ctas {args.ctas}: no CTA loops (give more tiles, or --columns)")
+    if args.columns > 1 and scenarios != ["all-gather-gemm"]:
+        parser.error("--columns: column tiles as units of work are all-gather-gemm's (--scenarios all-gather-gemm)")
+    jobs = [(s, p, args.world_size, args.tiles, args.timeout, args.ctas, args.columns)
+            for s in scenarios for p in args.protocols or names]
     start = time.monotonic()
     rows: list[dict] = []
 
     def record(row: dict) -> None:
         rows.append(row)
         print(f"[{time.monotonic() - start:5.0f} s] {row['scenario']} {row['protocol']}: {row['outcome']}"
-              f" | one CTA per tile: {row.get('apart', row.get('why'))} | one CTA looping: {row.get('looped', '')}"
+              f" | one CTA per tile: {row.get('apart', row.get('why'))} | the kernels' layout: {row.get('looped', '')}"
               f" | {row['seconds']:.0f} s", flush=True)
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)
@@ -107,8 +118,10 @@ def main(argv: list[str]) -> int:
 
     late = run_pool(jobs, one_case, lambda _job, row: record(row), workers=args.jobs,
                     over_budget=lambda _job: over_budget())
+    layout = f"{args.ctas} CTA(s) per role" + (f", {args.columns} column tiles as units" if args.columns > 1 else
+                                                " looping")
     lines = [f"W = {args.world_size}, {args.tiles} tiles, {args.timeout:.0f} s bound per check", "",
-             "| scenario | protocol | one CTA per tile | one CTA per role looping | | seconds |",
+             f"| scenario | protocol | one CTA per tile | {layout} | | seconds |",
              "| --- | --- | --- | --- | --- | --- |"]
     for row in sorted(rows, key=lambda r: (r["scenario"], r["protocol"])):
         lines.append(f"| {row['scenario']} | {row['protocol']} | {row.get('apart', row.get('why', ''))} | "
