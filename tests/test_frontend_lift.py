@@ -140,7 +140,8 @@ def test_reusing_the_frozen_locals_of_waiting_frames_changes_no_run(monkeypatch)
 
 def test_a_frame_holding_a_list_is_frozen_again_at_every_choice():
     """A list can change in place while its frame waits for a call: such a frame's frozen locals
-    are not kept for reuse (the others are)."""
+    are not kept for reuse (the others are, also for the innermost frame, whose locals are then
+    checked by identity: a local bound to a new object is frozen again)."""
     import sys
 
     from syncverify.frontend import runner
@@ -160,6 +161,15 @@ def test_a_frame_holding_a_list_is_frozen_again_at_every_choice():
     run.suspended.clear()
     outer((1, [2]))
     assert not run.suspended
+
+    def innermost():
+        v, f = (1, 2), sys._getframe()
+        pair = run._frozen_locals(f, None), run._frozen_locals(f, None)
+        v = (1, 3)
+        return pair, run._frozen_locals(f, None), v
+
+    (before, same), after, _v = innermost()
+    assert same is before and dict(before)["v"] == (1, 2) and dict(after)["v"] == (1, 3)
 
 
 def test_the_checks_runs_build_no_overflow_checks_and_leave_triton_as_it_was():

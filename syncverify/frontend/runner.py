@@ -567,23 +567,31 @@ _DEVICES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "devices") +
 
 
 def _freeze(value: Any, depth: int = 0, memo: dict | None = None) -> Any:
-    """A hashable picture of a kernel local (tensors by their contents). ``memo``: id(handle) ->
-    (handle, picture) of the tensor handles already frozen in this run (a handle's contents do
-    not change: Triton's interpreter makes a new one for every value)."""
+    """A hashable picture of a kernel local (tensors by their contents). ``memo``: (id, depth) ->
+    (object, picture) of what this run froze already, for objects that do not change in place (a
+    handle's contents do not: Triton's interpreter makes a new one for every value; a tuple
+    holding a list, a dict or a set is frozen anew each time, :func:`_changeable`). A helper's
+    arguments are mostly its caller's objects: their pictures are made once."""
     if depth > 4:
         return ("deep",)
     if isinstance(value, (int, float, str, bool, type(None))):
         return value
+    if memo is None:
+        return _freeze_anew(value, depth, memo)
+    kept = memo.get((id(value), depth))
+    if kept is not None and kept[0] is value:
+        return kept[1]
+    frozen = _freeze_anew(value, depth, memo)
+    if not _changeable(value):
+        memo[(id(value), depth)] = (value, frozen)
+    return frozen
+
+
+def _freeze_anew(value: Any, depth: int, memo: dict | None) -> Any:
     handle = getattr(value, "handle", None)
     if handle is not None and hasattr(handle, "data"):
-        kept = memo.get(id(handle)) if memo is not None else None
-        if kept is not None and kept[0] is handle:
-            return kept[1]
         data = np.asarray(handle.data)
-        frozen = ("t", data.dtype.str, data.shape, data.tobytes())
-        if memo is not None:
-            memo[id(handle)] = (handle, frozen)
-        return frozen
+        return ("t", data.dtype.str, data.shape, data.tobytes())
     if hasattr(value, "data") and isinstance(getattr(value, "data", None), np.ndarray):
         return ("h", value.data.tobytes())
     if hasattr(value, "offsets") and hasattr(value, "base"):  # a block pointer
@@ -619,9 +627,10 @@ class ProgramRun:
         self.constant_seen: set = set()
         self.reads = 0
         self.in_descriptor = 0
-        #: id(frame) -> (frame, the kernel frame it had called, its frozen locals): see _frozen_locals
-        self.suspended: dict[int, tuple[Any, Any, tuple]] = {}
-        self.handles: dict[int, tuple[Any, tuple]] = {}  # _freeze's memo
+        #: id(frame) -> (frame, the kernel frame it had called, its locals' names and objects, their
+        #: frozen picture): see _frozen_locals
+        self.suspended: dict[int, tuple[Any, Any, tuple, tuple, tuple]] = {}
+        self.handles: dict[tuple[int, int], tuple[Any, Any]] = {}  # _freeze's memo
 
     # ----- what the hooks call ----------------------------------------------------------------
     def sink(self, taint: frozenset) -> None:
@@ -665,21 +674,36 @@ class ProgramRun:
                                          for i, f in enumerate(frames)))
 
     def _frozen_locals(self, frame, callee) -> tuple:
-        """``frame``'s locals, frozen (:func:`_freeze`). A frame whose kernel ``callee`` (the next
-        kernel frame inward) is the same live frame object as when its locals were last frozen has
-        not run since: it has been waiting for that call all along, so its locals are the same
-        objects, and their frozen picture is reused. (The objects themselves do not change in
-        place: Triton's interpreter makes a new handle for every value; a list, which code could
-        change in place, keeps its frame from being reused.) The kernel's own frame, with every
-        launch argument, is then frozen once per call of its helpers instead of at every read."""
-        if callee is not None:
-            kept = self.suspended.get(id(frame))
-            if kept is not None and kept[0] is frame and kept[1] is callee:
-                return kept[2]
-        items = frame.f_locals.items()
-        frozen = tuple(sorted((k, _freeze(v, 0, self.handles)) for k, v in items))
-        if callee is not None and not any(_changeable(v) for _k, v in items):
-            self.suspended[id(frame)] = (frame, callee, frozen)
+        """``frame``'s locals, frozen (:func:`_freeze`), reusing what is known not to have changed.
+
+        The locals' objects do not change in place (Triton's interpreter makes a new handle for
+        every value; a local that could change in place, a list, a dict or a set at any depth of a
+        tuple, keeps its frame from being reused: :func:`_changeable`), so a frame frozen before
+        has the same picture when
+
+        * its kernel ``callee`` (the next kernel frame inward) is the same live frame object as
+          then: it has not run since, waiting for that call all along (no look at its locals); or
+        * each of its locals is bound to the very object it was bound to then (a loop rebinds
+          what it changes to new objects: the rest are checked by identity, not frozen again).
+
+        The kernel's own frame, with every launch argument, is so frozen about once per run
+        instead of at every read."""
+        kept = self.suspended.get(id(frame))
+        if kept is not None and kept[0] is frame:
+            if callee is not None and kept[1] is callee:
+                return kept[4]
+            names = frame.f_locals
+            if len(names) == len(kept[2]) and all(
+                    k == k2 and v is v2 for (k, v), k2, v2 in zip(names.items(), kept[2], kept[3])):
+                self.suspended[id(frame)] = (frame, callee, kept[2], kept[3], kept[4])
+                return kept[4]
+        names = frame.f_locals
+        memo = self.handles
+        frozen = tuple(sorted((k, _freeze(v, 0, memo)) for k, v in names.items()))
+        # _freeze kept each tuple it found unchangeable: one that is not kept is changeable
+        if not any(isinstance(v, (list, dict, set, bytearray))
+                   or (isinstance(v, tuple) and memo.get((id(v), 0), (None,))[0] is not v) for v in names.values()):
+            self.suspended[id(frame)] = (frame, callee, tuple(names), tuple(names.values()), frozen)
         return frozen
 
     def _add(self, item: Item) -> None:
