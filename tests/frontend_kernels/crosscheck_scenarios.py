@@ -117,6 +117,10 @@ DECIDED: dict[int, tuple[tuple[str, str], ...]] = {3: (
     ('gemm-reduce-scatter', 'trtllm-14537-launch-dependents-no-visibility'),
     ('gemm-reduce-scatter', 'two-slot-early-reuse'),
     ('gemm-reduce-scatter', 'wt-cv-flag'),
+    # the device run of 2026-12-02 11:03 (aggunits, call 1): decided within 60 s with the faster
+    # front end (both had agreed only on the kinds found before the bound)
+    ('all-reduce', 'add-counter'),
+    ('all-scatter', 'add-counter-skip-self'),
 )}
 
 
