@@ -609,7 +609,10 @@ def _changeable(value: Any, depth: int = 0) -> bool:
     depth of a tuple): such a frame's frozen locals are not reused."""
     if isinstance(value, (list, dict, set, bytearray)):
         return True
-    return isinstance(value, tuple) and depth < 4 and any(_changeable(v, depth + 1) for v in value)
+    if isinstance(value, tuple):
+        return depth < 4 and any(_changeable(v, depth + 1) for v in value)
+    inner = getattr(value, "value", None)  # a constexpr holding a list
+    return isinstance(inner, (list, dict, set, bytearray, tuple)) and _changeable(inner, depth + 1)
 
 
 class ProgramRun:
@@ -700,9 +703,10 @@ class ProgramRun:
         names = frame.f_locals
         memo = self.handles
         frozen = tuple(sorted((k, _freeze(v, 0, memo)) for k, v in names.items()))
-        # _freeze kept each tuple it found unchangeable: one that is not kept is changeable
+        # _freeze kept each object it found unchangeable: one that is not kept is changeable
         if not any(isinstance(v, (list, dict, set, bytearray))
-                   or (isinstance(v, tuple) and memo.get((id(v), 0), (None,))[0] is not v) for v in names.values()):
+                   or (not isinstance(v, (int, float, str, bool, type(None))) and memo.get((id(v), 0), (None,))[0] is not v)
+                   for v in names.values()):
             self.suspended[id(frame)] = (frame, callee, tuple(names), tuple(names.values()), frozen)
         return frozen
 
