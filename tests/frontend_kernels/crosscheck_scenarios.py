@@ -149,17 +149,23 @@ def num_warps(protocol: str) -> int:
 
 
 def scenario_config(scenario: str, world_size: int, *, tiles: int | None = None, warps: int = 4,
-                    launches: str = "fused") -> KernelConfig:
+                    launches: str = "fused", columns: int = 1) -> KernelConfig:
     """The kernel configuration of ``scenario``'s harness at ``world_size`` ranks; ``tiles``: all-reduce's
     tiles of C (default one per rank; one is the program the protocol check builds, tile 0);
-    ``launches``: the kernel's launch mode (``syncverify.kernels.config.LAUNCHES``)."""
+    ``launches``: the kernel's launch mode (``syncverify.kernels.config.LAUNCHES``); ``columns``:
+    all-gather-gemm's column tiles of C, as many programs per role (each its own column tile
+    when the protocol has no ``after_load`` steps: ``KernelConfig.model_layout``'s ``columns``)."""
     m, n, k = (BLOCK * blocks for blocks in SIZES[scenario](world_size))
     if tiles is not None:
         if scenario != "all-reduce":
             raise ValueError(f"tiles= is all-reduce's, not {scenario}'s")
         m = tiles * BLOCK
+    if columns != 1:
+        if scenario != "all-gather-gemm":
+            raise ValueError(f"columns= is all-gather-gemm's, not {scenario}'s")
+        n = columns * BLOCK
     return KernelConfig(kernel=scenario, world_size=world_size, m=m, n=n, k=k, block_m=BLOCK, block_n=BLOCK,
-                        block_k=BLOCK, gemm_sms=1, comm_sms=1, recv_sms=1, dtype="fp32", virtual=False,
+                        block_k=BLOCK, gemm_sms=columns, comm_sms=columns, recv_sms=1, dtype="fp32", virtual=False,
                         table=True, interpret=False, loads="pointer", num_warps=warps, num_stages=1,
                         launches=launches)
 
@@ -204,7 +210,8 @@ def grid(config: KernelConfig, rank: int) -> int:
 HARNESS_STREAMS = {"current": "main", "first": "first", "rest": "rest"}
 
 
-def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, launches: str = "fused"):
+def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, launches: str = "fused",
+                     columns: int = 1):
     """A harness (``sv`` -> None, one call) for ``scenario``'s kernel with ``protocol`` compiled in
     (8 warps when a barrier step selects warps, :func:`num_warps`), launched as ``launches`` says
     (``syncverify.kernels.launch.split_launches``: the launches, streams and PDL the stress runner
@@ -213,7 +220,8 @@ def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, 
 
     def harness(sv):
         W = sv.world_size
-        config = scenario_config(scenario, W, tiles=tiles, warps=num_warps(protocol), launches=launches)
+        config = scenario_config(scenario, W, tiles=tiles, warps=num_warps(protocol), launches=launches,
+                                 columns=columns)
         built = build(load_protocol(protocol), config)
         torch_dtype = {"data": torch.float32, "lock": torch.int32}
         heap = {name: sv.heap.zeros(shape, torch_dtype[kind], name=name)
@@ -237,7 +245,7 @@ def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, 
             sv.expect_written(expected)
 
     harness.__name__ = (f"{scenario}[{protocol}]" if tiles is None else f"{scenario}[{protocol}, {tiles} tiles]") + (
-        "" if launches == "fused" else f"[{launches}]")
+        "" if launches == "fused" else f"[{launches}]") + ("" if columns == 1 else f"[{columns} column tiles]")
     return harness
 
 
@@ -274,7 +282,8 @@ class Case:
 
 
 def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_per_cta: int | None = None,
-              timeout: float = 600, model_first: bool = False, launches: str = "fused", **options) -> Case:
+              timeout: float = 600, model_first: bool = False, launches: str = "fused", columns: int = 1,
+              **options) -> Case:
     """``protocol`` compiled into ``scenario``'s kernel through the front end, and checked by
     :func:`syncverify.check_protocol`, both with ``threads_per_cta`` model threads per CTA (None:
     the protocol check's rule, :func:`threads_per_cta`: 2, one per warp for FA3's warp-selected
@@ -287,7 +296,7 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     start = time.monotonic()
     try:
         build(load_protocol(protocol), scenario_config(scenario, world_size, warps=num_warps(protocol),
-                                                       launches=launches))
+                                                       launches=launches, columns=columns))
     except (StressConfigError, UnsupportedStep) as error:  # the kernels do not run every protocol
         case.skipped = str(error)
         return case
@@ -295,10 +304,11 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     # protocol check builds); W tiles in one CTA per role make FA3's epilogues hang (docs/frontend.md).
     tiles = 1 if scenario == "all-reduce" else None
     with unbounded_waits():
-        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles, launches=launches),
+        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles, launches=launches,
+                                                          columns=columns),
                                          world_size=world_size, timeout=timeout, threads_per_cta=threads, **options)
     # the same program: the harness's tiles, laid out over its programs per role as its kernel does
-    layout = scenario_config(scenario, world_size, tiles=tiles, warps=num_warps(protocol)).model_layout()
+    layout = scenario_config(scenario, world_size, tiles=tiles, warps=num_warps(protocol), columns=columns).model_layout()
     model_start = time.monotonic()
     model = syncverify.check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout,
                                       threads_per_cta=threads, first=model_first,
