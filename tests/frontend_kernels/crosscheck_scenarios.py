@@ -121,6 +121,7 @@ DECIDED: dict[int, tuple[tuple[str, str], ...]] = {3: (
     # front end (both had agreed only on the kinds found before the bound)
     ('all-reduce', 'add-counter'),
     ('all-scatter', 'add-counter-skip-self'),
+    ('gemm-reduce-scatter', 'pytorch-signal-pad-relaxed-wait'),  # call 2, 11:41
 )}
 
 
