@@ -1,13 +1,16 @@
 """Does any shipped protocol's verdict change when a CTA loops over several tiles? (issue 22)
 
-    python3 benchmarks/layout_verdicts.py [--world-size 2] [--tiles 2] [--timeout 120] [--jobs N]
-                                          [--budget S] [--scenarios ...] [--protocols ...] [--out DIR]
+    python3 benchmarks/layout_verdicts.py [--world-size 2] [--tiles 2] [--ctas 1] [--columns 1]
+                                          [--timeout 120] [--jobs N] [--budget S] [--scenarios ...]
+                                          [--protocols ...] [--out DIR]
 
 Every built-in and zoo protocol (``protocols/*.toml``, ``protocols/zoo``) in every scenario,
 checked twice by the protocol check at ``--tiles`` tiles: one CTA per tile (``ctas`` None: every
 tile a renaming of tile 0, the layout of before) and one CTA per role and rank looping over them
 (``ctas`` 1: the kernels' persistent loop with fewer programs than tiles,
-:func:`syncverify.scenarios.build.cta_tiles`). A row per case as it ends (``same``, ``CHANGED``,
+:func:`syncverify.scenarios.build.cta_tiles`; ``--ctas`` more). ``--columns C`` (all-gather-gemm):
+the second layout also spreads each tile's ``C`` column tiles over the ``--ctas`` GEMM CTAs, as
+the kernel does without ``after_load`` steps (:func:`syncverify.scenarios.build.cta_visits`). A row per case as it ends (``same``, ``CHANGED``,
 ``unknown`` where either side hit ``--timeout``), the counts last. ``--budget``: no case starts
 unless its two bounds end within that many seconds of the start (each one not started is listed).
 ``--out``: ``layout.jsonl`` (a line per case as it ends) and ``layout.md`` there.
@@ -55,12 +58,13 @@ def compare(apart, looped) -> str:
 
 def one_case(job: tuple) -> dict:
     """Both layouts of one (scenario, protocol); a protocol the scenario cannot build is ``skipped``."""
-    scenario, protocol, world, tiles, timeout = job
-    row = dict(scenario=scenario, protocol=protocol, world_size=world, tiles=tiles)
+    scenario, protocol, world, tiles, timeout, ctas, columns = job
+    row = dict(scenario=scenario, protocol=protocol, world_size=world, tiles=tiles, ctas=ctas, columns=columns)
     start = time.monotonic()
     try:
         apart = check_protocol(protocol, scenario=scenario, world_size=world, tiles=tiles, timeout=timeout)
-        looped = check_protocol(protocol, scenario=scenario, world_size=world, tiles=tiles, ctas=1, timeout=timeout)
+        looped = check_protocol(protocol, scenario=scenario, world_size=world, tiles=tiles, ctas=ctas, timeout=timeout,
+                                **({"columns": columns} if columns > 1 else {}))
     except Exception as error:  # noqa: BLE001 - a protocol a scenario refuses is a row, not a crash
         return row | dict(outcome="skipped", why=f"{type(error).__name__}: {error}",
                           seconds=time.monotonic() - start)
@@ -71,24 +75,36 @@ def one_case(job: tuple) -> dict:
 
 def main(argv: list[str]) -> int:
     """Run the sweep (see the module docstring); exit 0 no verdict changed, 1 one did, 3 unknowns."""
-    args, scenarios, names = sweep_arguments(__doc__, argv, tiles=2, timeout=120.0)
-    if args.tiles < 2:
-        print("layout_verdicts.py: error: --tiles must be at least 2 (one tile has no loop)", file=sys.stderr)
+    args, scenarios, names = sweep_arguments(__doc__, argv, tiles=2, timeout=120.0, ctas=1, columns=True)
+    error = None
+    if args.columns == 1 and args.tiles <= args.ctas:
+        error = f"--tiles {args.tiles} over --ctas {args.ctas}: no CTA loops (give more tiles, or --columns)"
+    elif args.columns > 1 and scenarios != ["all-gather-gemm"]:
+        error = "--columns: column tiles as units of work are all-gather-gemm's (--scenarios all-gather-gemm)"
+    if error is not None:
+        print(f"layout_verdicts.py: error: {error}", file=sys.stderr)
         return 2
-    jobs = [(s, p, args.world_size, args.tiles, args.timeout) for s in scenarios for p in args.protocols or names]
+    jobs = [(s, p, args.world_size, args.tiles, args.timeout, args.ctas, args.columns)
+            for s in scenarios for p in args.protocols or names]
     header = f"W = {args.world_size}, {args.tiles} tiles, {args.timeout:.0f} s bound per check"
+    layout = f"{args.ctas} CTA(s) per role" + (f", {args.columns} column tiles as units" if args.columns > 1 else " looping")
     return sweep(jobs, one_case, workers=args.jobs, budget=args.budget, timeout=args.timeout, out=args.out,
-                 stem="layout", header=header, columns=(("apart", "one CTA per tile"), ("looped", "one CTA per role looping")))
+                 stem="layout", header=header, columns=(("apart", "one CTA per tile"), ("looped", layout)))
 
 
-def sweep_arguments(doc: str, argv: list[str], *, tiles: int, timeout: float, ctas: bool = False):
+def sweep_arguments(doc: str, argv: list[str], *, tiles: int, timeout: float, ctas: bool | int = False,
+                    columns: bool = False):
     """``(args, scenarios, protocol names)`` of a verdict sweep's command line (``doc``: its
-    module docstring); ``ctas``: it takes ``--ctas``. Unknown names and counts below 1 are refused."""
+    module docstring); ``ctas``: it takes ``--ctas`` (an int: its default, else None);
+    ``columns``: it takes ``--columns``. Unknown names and counts below 1 are refused."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--tiles", type=int, default=tiles)
-    if ctas:
-        parser.add_argument("--ctas", type=int, default=None)
+    if ctas is not False:
+        parser.add_argument("--ctas", type=int, default=None if ctas is True else ctas,
+                            help="CTAs per role and rank of the kernels' layout")
+    if columns:
+        parser.add_argument("--columns", type=int, default=1, help="all-gather-gemm: column tiles per tile")
     parser.add_argument("--timeout", type=float, default=timeout, help="bound of each check (seconds)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--budget", type=float, default=None, help="start no case that could end after this")
@@ -101,8 +117,8 @@ def sweep_arguments(doc: str, argv: list[str], *, tiles: int, timeout: float, ct
     for name, known in [(s, SCENARIOS) for s in scenarios] + [(p, names) for p in args.protocols or []]:
         if name not in known:
             parser.error(f"unknown name {name!r} (known: {', '.join(known)})")
-    if min(args.jobs, args.tiles, args.world_size, getattr(args, "ctas", None) or 1) < 1:
-        parser.error("--jobs, --tiles, --world-size and --ctas are at least 1")
+    if min(args.jobs, args.tiles, args.world_size, getattr(args, "ctas", None) or 1, getattr(args, "columns", 1)) < 1:
+        parser.error("--jobs, --tiles, --world-size, --ctas and --columns are at least 1")
     return args, scenarios, names
 
 

@@ -38,6 +38,7 @@ from syncverify.kernels.registry import stacked_rows
 from syncverify.kernels.roles import consumer, sender
 from syncverify.kernels.steps import program_role, rank_base, role_rank
 from syncverify.kernels.tile import gathered_gemm, gathered_rows
+from syncverify.protocols import rules
 
 
 @jit
@@ -156,7 +157,7 @@ def _own_meta(built) -> dict:
     """all-gather-gemm's own meta-parameters: the stacked rows, and (``gemm_only``, bench's GEMM
     part) the grid's ``gemm_sms`` programs per rank all multiplying."""
     c = built.config
-    units = 1 if built.plan.after_load else c.n // c.block_n
+    units = rules.gemm_units(c.n // c.block_n, bool(built.plan.after_load))  # the model's rule too
     return dict(ROWS=stacked_rows(c.world_size, c.block_m), COMM_SMS=c.gemm_sms if c.gemm_only else c.comm_sms,
                 UNITS=units, SEND_K=send_chunk(c))
 

@@ -130,14 +130,19 @@ class KernelConfig:
         :class:`syncverify.scenarios.build.ScenarioOptions` fields: its ``tiles``, its
         ``distribution``, and ``ctas``, the programs of each role per rank, among which the roles'
         persistent loops share the tiles (:func:`syncverify.scenarios.build.cta_tiles`;
-        ``tests/test_drift.py`` traces it). The model takes one number for every role: a
+        ``tests/test_drift.py`` traces it); for all-gather-gemm also ``columns`` (column tiles of C
+        per tile) and ``group_m``, the order its GEMM programs take them in when each column tile
+        is a unit of work (:func:`syncverify.protocols.rules.unit_visits`). The model takes one number for every role: a
         configuration whose roles have different numbers of programs is refused."""
         programs = {self.gemm_sms, self.comm_sms} | ({self.recv_sms} if self.kernel == "all-scatter" else set())
         if len(programs) != 1:
             raise StressConfigError(f"--gemm-sms {self.gemm_sms}, --comm-sms {self.comm_sms}"
                                     + (f", --recv-sms {self.recv_sms}" if self.kernel == "all-scatter" else "")
                                     + ": the protocol check lays tiles out over one number of programs per role")
-        return dict(tiles=self.tiles, ctas=programs.pop(), distribution=self.distribution, production=self.production)
+        layout = dict(tiles=self.tiles, ctas=programs.pop(), distribution=self.distribution, production=self.production)
+        if self.kernel == "all-gather-gemm":  # its GEMM programs' units of work (rules.unit_visits)
+            layout |= dict(columns=self.n // self.block_n, group_m=self.group_m)
+        return layout
 
     @property
     def programs_per_rank(self) -> int:

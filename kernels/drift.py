@@ -227,6 +227,9 @@ class KernelSide:
     #: block, in block order. One ``tl.load`` is many PTX loads per thread in an order the
     #: compiler picks, so the model's order among those blocks was never the kernel's to keep.
     split_blocks: frozenset = frozenset()
+    #: data buffers whose stores say which column tiles of C a visit of a tile writes
+    #: (all-gather-gemm's ``out``: with ``UNITS`` > 1 each GEMM program writes some of them)
+    column_tiles: frozenset = frozenset()
 
     def role_of(self, pid: int, world: int) -> tuple[str, int]:
         first = 0
@@ -360,23 +363,34 @@ def kernel_ops(log, side: KernelSide, *, world: int, epoch: int, per_program: bo
     return {key: collapse_polls(merge_tile_chunks(ops)) for key, ops in out.items()}
 
 
-def program_tiles(log, side: KernelSide, *, world: int) -> dict[tuple[str, int], list[tuple[int, ...]]]:
-    """``(role, rank) -> [the tiles each program visits, in order]`` (programs in program-id order)
-    of one launch's log: the tiles its lock and data accesses name, a tile counted again only
-    when the program comes back to it after another. The kernels' side of the tile layout the
-    model builds (:func:`syncverify.scenarios.build.cta_tiles`)."""
-    visits: dict[int, list[int]] = {}
+def program_visits(log, side: KernelSide, *, world: int) -> dict[tuple[str, int], list[tuple]]:
+    """``(role, rank) -> [the visits of each program, in order]`` (programs in program-id order)
+    of one launch's log, a visit ``(tile, column tiles)``: a tile its lock and data accesses name,
+    counted again only when the program comes back to it after another, and the column tiles of C
+    its stores of a :attr:`KernelSide.column_tiles` buffer write during the visit (sorted; ``()``
+    for none). The kernels' side of the layout the model builds
+    (:func:`syncverify.scenarios.build.cta_visits`)."""
+    visits: dict[int, list[tuple[int, set]]] = {}
     for a in log:
         if a.kind in ("bar", "fence") or not (a.buffer in side.locks or a.buffer in side.data):
             continue
         for where in side.wheres(a.buffer, a.copy, a.index):
             seen = visits.setdefault(a.pid, [])
-            if not seen or seen[-1] != where.tile:
-                seen.append(where.tile)
-    out: dict[tuple[str, int], list[tuple[int, ...]]] = {}
+            if not seen or seen[-1][0] != where.tile:
+                seen.append((where.tile, set()))
+            if a.kind == "st" and a.buffer in side.column_tiles:
+                seen[-1][1].update((int(i) % side.columns[a.buffer]) // side.block_n for i in a.index)
+    out: dict[tuple[str, int], list[tuple]] = {}
     for pid in sorted(visits):
-        out.setdefault(side.role_of(pid, world), []).append(tuple(visits[pid]))
+        out.setdefault(side.role_of(pid, world), []).append(tuple((t, tuple(sorted(c))) for t, c in visits[pid]))
     return out
+
+
+def program_tiles(log, side: KernelSide, *, world: int) -> dict[tuple[str, int], list[tuple[int, ...]]]:
+    """:func:`program_visits` without the column tiles: the tiles each program visits, in order
+    (the model's :func:`syncverify.scenarios.build.cta_tiles`)."""
+    return {key: [tuple(t for t, _columns in visits) for visits in programs]
+            for key, programs in program_visits(log, side, world=world).items()}
 
 
 # ----- comparing -----------------------------------------------------------------------------
@@ -447,7 +461,8 @@ def kernel_side(built) -> KernelSide:
                           block_m=c.block_m, block_n=c.block_n, columns={"gathered": c.world_size * c.k, "out": c.n},
                           block_columns=c.k, wide=frozenset({"gathered"}), tiles=c.tiles, slots=plan.slots,
                           rows=c.m_per_rank, slotted=frozenset({"gathered"}), shard_rows={"out": c.m_per_rank},
-                          row_tiles=frozenset({"gathered", "out"}), split_blocks=frozenset({"gathered"}))
+                          row_tiles=frozenset({"gathered", "out"}), split_blocks=frozenset({"gathered"}),
+                          column_tiles=frozenset({"out"}))
     return KernelSide(roles=(("producer", c.gemm_sms), ("comm", c.comm_sms), ("receiver", c.recv_sms)),
                       locks={"locks": ("pub", plan.locks), "push_locks": ("push", plan.push_locks)},
                       data={"local": "local", "out": "out", "received": "received"},
@@ -472,14 +487,15 @@ def small_config(kernel: str, world_size: int):
 
 def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max_polls: int = 64,
                  config=None, per_program: bool = False, tma: list | None = None,
-                 layout: dict | None = None) -> tuple[dict[Key, list[Op]], set[Key]]:
+                 layout: dict | None = None, visits: dict | None = None) -> tuple[dict[Key, list[Op]], set[Key]]:
     """Run ``kernel`` with ``protocol`` in the interpreter for ``epochs`` launches and return its
     normalized ops and the role instances whose wait timed out (``max_polls`` polls).
 
     ``tma``, when given, receives ``(buffer, kind)`` of every tensor-descriptor access the kernel
     made (``buffer`` None for unwatched memory: the inputs A and B). A descriptor access of a
     watched buffer is also an op of its own (``tma-ld``/``tma-st``), which no model op matches.
-    ``layout``, when given, receives the first launch's :func:`program_tiles`.
+    ``layout``, when given, receives the first launch's :func:`program_tiles`; ``visits`` its
+    :func:`program_visits`.
 
     Between launches the locks are zeroed when the protocol's own reset policy resets them
     (``host-between-barriers``/``host-racing``, done before the next launch), and left as they
@@ -534,4 +550,6 @@ def trace_kernel(protocol, kernel: str, world_size: int, *, epochs: int = 1, max
             tma.extend((a.buffer, a.kind) for a in recorder.log if a.proxy == "async")
         if layout is not None and not epoch:
             layout.update(program_tiles(recorder.log, side, world=W))
+        if visits is not None and not epoch:
+            visits.update(program_visits(recorder.log, side, world=W))
     return ops, timed_out

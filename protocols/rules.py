@@ -318,6 +318,62 @@ def loop_tiles(sequence: list[int], ctas: int | None) -> list[tuple[int, ...]]:
     return [loop for loop in loops if loop]
 
 
+def grouped_tile(i: int, rows: int, columns: int, group_m: int) -> int:
+    """The row-major index of the ``i``-th of ``rows x columns`` tiles in grouped order: ``group_m``
+    rows at a time, down each column of the group, then the next column (``group_m`` 1:
+    row-major). The arithmetic of the kernels' ``tile_of`` (``syncverify.kernels.tile``, Triton
+    code); ``tests/test_drift.py`` traces the kernels' order against :func:`unit_visits`.
+
+    >>> [grouped_tile(i, 3, 2, 2) for i in range(6)], [grouped_tile(i, 2, 3, 1) for i in range(6)]
+    ([0, 2, 1, 3, 4, 5], [0, 1, 2, 3, 4, 5])
+    """
+    if group_m == 1:
+        return i
+    per_group = group_m * columns
+    first_m = (i // per_group) * group_m
+    height = min(rows - first_m, group_m)
+    return (first_m + (i % per_group) % height) * columns + (i % per_group) // height
+
+
+def gemm_units(columns: int, after_load: bool) -> int:
+    """Units of work per tile of all-gather-gemm's GEMM programs (its kernel's ``UNITS``): each of
+    the tile's ``columns`` column tiles of C its own unit, spread over the programs; one unit (a
+    whole tile, every column tile) when the protocol has ``after_load`` steps, whose back-signal
+    counts a tile's readers (one reader per tile and rank).
+
+    >>> gemm_units(3, False), gemm_units(3, True)
+    (3, 1)
+    """
+    return 1 if after_load else columns
+
+
+def unit_visits(tiles: int, units: int, ctas: int, group_m: int = 1) -> list[tuple[tuple[int, tuple[int, ...]], ...]]:
+    """What each of ``ctas`` persistent programs visits when every tile is ``units`` units of work
+    (all-gather-gemm's GEMM programs, ``syncverify.kernels.roles.consumer`` with ``UNITS`` > 1):
+    program ``c`` takes units ``c, c + ctas, ...`` of the ``tiles x units`` grid in grouped order
+    (:func:`grouped_tile`), unit ``u`` being column tile ``u % units`` of tile ``u // units``.
+    A visit is ``(tile, its column tiles)``: the program waits for the tile when it comes to it
+    and again when it comes back after another tile. Programs with nothing to do are left out.
+
+    >>> unit_visits(2, 3, 2)
+    [((0, (0, 2)), (1, (1,))), ((0, (1,)), (1, (0, 2)))]
+    >>> unit_visits(1, 2, 3)
+    [((0, (0,)),), ((0, (1,)),)]
+    """
+    out = []
+    for c in range(ctas):
+        visits: list[tuple[int, list[int]]] = []
+        for j in range(c, tiles * units, ctas):
+            tile, column = divmod(grouped_tile(j, tiles, units, group_m), units)
+            if visits and visits[-1][0] == tile:
+                visits[-1][1].append(column)
+            else:
+                visits.append((tile, [column]))
+        if visits:
+            out.append(tuple((t, tuple(columns)) for t, columns in visits))
+    return out
+
+
 def ownership_table(tiles: int, world_size: int, distribution: str) -> list[int]:
     """Who owns what, as the one int32 array the kernels read instead of computing it again:
     ``[owner of each tile (T) | tiles each rank owns (W) | each rank's tiles, ceil(T / W) a row,

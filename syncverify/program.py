@@ -510,6 +510,10 @@ class ThreadOrigin:
     #: A CTA that handles several tiles in its loop (``ScenarioOptions.ctas``): them, in the
     #: order it visits them (``tile`` is the first); empty for a CTA of one tile.
     tiles: tuple[int, ...] = ()
+    #: A CTA whose tiles other CTAs of its role and rank visit too, each for other column tiles
+    #: (all-gather-gemm's GEMM programs with ``ScenarioOptions.columns``): which program of them
+    #: it is; None for the others.
+    program: int | None = None
 
     @property
     def is_host_reset(self) -> bool:
@@ -523,7 +527,11 @@ class ThreadOrigin:
     @property
     def cta(self) -> str:
         """The CTA's part: ``producer of tile 0``, ``producer of tiles 0, 1``, or ``host reset``."""
-        return self.role if self.is_host_reset else f"{self.role} of {self.tile_words}"
+        return self.role if self.is_host_reset else f"{self.role}{self._program_words} of {self.tile_words}"
+
+    @property
+    def _program_words(self) -> str:
+        return "" if self.program is None else f" program {self.program}"
 
     @property
     def trace_name(self) -> str:
@@ -533,7 +541,7 @@ class ThreadOrigin:
     def __str__(self) -> str:
         if self.is_host_reset:
             return f"{HOST_RESET} of rank {self.rank}'s locks after epoch {self.after_epoch}"
-        return f"rank {self.rank} {self.role} {self.tile_words} epoch {self.epoch} thread {self.thread}"
+        return f"rank {self.rank} {self.role}{self._program_words} {self.tile_words} epoch {self.epoch} thread {self.thread}"
 
 
 @dataclass(frozen=True)

@@ -316,6 +316,12 @@ def test_check_cli_exit_codes_and_json(capsys, tmp_path):
     (["check", "epoch-flag", "--scenario", "all-scatter", "--push", "xchg-flg"], "did you mean 'xchg-flag'"),
     (["check", "epoch-flag", "--scenario", "all-scatter", "--push", "/nonexistent/push.toml"], "push.toml"),
     (["litmus", "/nonexistent/file.litmus"], "file.litmus"),
+    (["check", "epoch-flag", "--ctas", "0"], "--ctas=0 must be at least 1"),
+    (["check", "epoch-flag", "--scenario", "all-gather-gemm", "--ctas", "1", "--columns", "0"], "--columns=0 must be at least 1"),
+    (["check", "epoch-flag", "--scenario", "all-gather-gemm", "--ctas", "1", "--group-m", "0"], "--group-m=0 must be at least 1"),
+    (["check", "epoch-flag", "--ctas", "1", "--columns", "2"], "--columns=2: column tiles as units of work are all-gather-gemm's"),
+    (["check", "epoch-flag", "--group-m", "2"], "--group-m=2: column tiles as units of work are all-gather-gemm's"),
+    (["check", "epoch-flag", "--scenario", "all-gather-gemm", "--columns", "2"], "give --ctas"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, phrase, capsys):
     assert main(argv) == 2

@@ -283,6 +283,67 @@ def test_the_model_lays_tiles_out_over_a_roles_programs_as_the_kernels_loops_do(
     assert ctas == {(role, r, tiles) for (role, r), loops in layout.items() for tiles in loops}
 
 
+@pytest.mark.parametrize("protocol", ["epoch-flag", "done-flag"])
+@pytest.mark.parametrize("tiles, columns, programs, group_m", [(2, 3, 2, 1), (3, 2, 2, 2), (1, 2, 3, 1)])
+def test_all_gather_gemms_programs_take_column_tiles_as_units_where_the_model_lays_them_out(
+        protocol, tiles, columns, programs, group_m):
+    """all-gather-gemm without ``after_load`` steps spreads each tile's column tiles over its GEMM
+    programs (``UNITS``, grouped order): each program of the kernel visits, in order, the tiles the
+    model gives its CTA, and stores the column tiles of C the model's CTA stores in that visit
+    (``KernelConfig.model_layout`` -> ``cta_visits``, one rule for the units: ``rules.gemm_units``).
+    With ``after_load`` (done-flag) a program takes whole tiles, every column tile. The model
+    builds one CTA per program (two programs may visit the same tiles: told apart by ``program``),
+    each storing exactly its visits' column tiles."""
+    import dataclasses
+
+    from syncverify.scenarios.build import ROLES, cta_visits, gemm_units, looped
+
+    W = 2
+    p = load_protocol(protocol)
+    config = dataclasses.replace(_looping_config("all-gather-gemm", W, tiles, programs, "striding"),
+                                 n=16 * columns, group_m=group_m)
+    visits: dict = {}
+    drift.trace_kernel(p, "all-gather-gemm", W, config=config, visits=visits)
+    opts = ScenarioOptions(scenario="all-gather-gemm", world_size=W, symmetry=False, **config.model_layout())
+    units = gemm_units(opts, p)
+    assert units == (1 if protocol == "done-flag" else columns) and looped(opts)
+    model = {(role.name, r): [tuple((t, tuple(sorted(c))) for t, c in loop) for loop in cta_visits(role, r, opts, units)]
+             for role in ROLES["all-gather-gemm"] for r in range(W)}
+    assert visits == {key: loops for key, loops in model.items() if loops}, (visits, model)
+    built = build(p, opts)
+    stored: dict = {}
+    for th in built.program.threads:
+        if th.role.role == "gemm" and th.role.thread == 0:
+            at = [built.locations[ins.loc] for ins in th.instructions
+                  if type(ins).__name__ == "Store" and ins.ghost]
+            key = (th.role.rank, th.role.program, th.role.tiles or (th.role.tile,))
+            stored[key] = sorted({(a.tile, a.block) for a in at if a.name == "out"})
+    expected = {(r, c if units > 1 else None, tuple(t for t, _ in loop)):
+                sorted({(t, col if units > 1 else None) for t, cols in loop for col in cols})
+                for (role, r), loops in model.items() if role == "gemm" for c, loop in enumerate(loops)}
+    assert stored == expected
+
+
+def test_a_consumers_cas_reset_hangs_the_second_gemm_program_of_a_tile_in_the_kernel_and_in_the_model():
+    """A known answer of the column-tile layout: ``add-counter-cas-reset``'s consumer resets the
+    counter in its wait (no ``after_load`` steps, so the kernel spreads column tiles over its GEMM
+    programs). With two column tiles on two programs both wait for tile 0; the first resets the
+    counter and the second polls it forever. The kernel's second wait times out in the
+    interpreter, and the model says hang with the kernel's layout and not with one CTA per tile."""
+    import dataclasses
+
+    from syncverify.verdicts.check import check_protocol
+
+    p = load_protocol("add-counter-cas-reset")
+    config = dataclasses.replace(_looping_config("all-gather-gemm", 2, 1, 2, "striding"), n=32)
+    _ops, timed_out = drift.trace_kernel(p, "all-gather-gemm", 2, config=config)
+    assert {(role, tile) for role, _rank, tile, _epoch in timed_out} == {("gemm", 0)}
+    layout = config.model_layout()
+    assert layout["columns"] == 2 and layout["ctas"] == 2
+    assert "hang" in check_protocol(p, scenario="all-gather-gemm", timeout=60, **layout).violations
+    assert "hang" not in check_protocol(p, scenario="all-gather-gemm", timeout=60).violations
+
+
 def test_a_kernel_layout_with_different_programs_per_role_is_refused_by_the_model():
     import dataclasses
 

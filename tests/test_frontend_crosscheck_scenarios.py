@@ -54,6 +54,18 @@ def test_epoch_flag_is_safe_in_our_all_gather_gemm_kernel_too():
     assert case.kernel == case.model == (True, []), table_row(case)
 
 
+@pytest.mark.parametrize("protocol", ["epoch-flag", "done-flag"])
+def test_all_gather_gemm_with_two_column_tiles_on_two_gemm_programs_gets_the_protocol_checks_verdict(protocol):
+    """all-gather-gemm's column tiles as units of work (issue 22): 2 column tiles, 2 programs per
+    role and rank. With epoch-flag (no ``after_load``) both GEMM programs of a rank wait for its
+    tile and write a column tile each; with done-flag (a back-signal) one takes the whole tile and
+    the other idles. The protocol check gets the same layout (``KernelConfig.model_layout``:
+    ``ctas`` 2, ``columns`` 2) and the same verdict. (add-counter-cas-reset there: both sides
+    hang, race, unwritten-read, docs/frontend.md; the front end takes minutes to find it.)"""
+    case = both_ways("all-gather-gemm", protocol, timeout=300, columns=2)
+    assert case.kernel == case.model == (True, []), table_row(case)
+
+
 def test_a_front_end_bound_is_unknown_in_the_table_never_agree_or_differ():
     timed_out = Case("all-scatter", "epoch-flag", kernel=(None, []), model=(True, []), limit="timeout: 300 s")
     unsafe_at_bound = Case("all-scatter", "xchg-flag", kernel=(False, ["race"]), model=(False, ["race"]),

@@ -107,3 +107,80 @@ def test_a_counter_poll_is_lifted_as_one_loop_not_one_per_value_read():
         return sum(type(i).__name__ in ("Load", "Atomic") for i in waiting.instructions)
 
     assert reads(merged) < reads(apart), (reads(merged), reads(apart))
+
+
+def _frozen_anew(self, frame, callee) -> tuple:
+    """``ProgramRun._frozen_locals`` without reuse: every frame's locals frozen at every choice."""
+    from syncverify.frontend import runner
+
+    return tuple(sorted((k, runner._freeze(v)) for k, v in frame.f_locals.items()))
+
+
+def test_reusing_the_frozen_locals_of_waiting_frames_changes_no_run(monkeypatch):
+    """The runner freezes a kernel frame's locals once while it waits for the same helper call
+    (``ProgramRun._frozen_locals``): the same states, so the same cuts, decision trees and verdict
+    as freezing every frame again at every choice. Our all-reduce kernel with epoch-flag: helpers
+    three deep (roles, steps, primitives), polls in a loop, and a list-free kernel frame of every
+    launch argument."""
+    from tests.frontend_kernels.crosscheck_scenarios import scenario_harness
+    from syncverify.frontend import runner
+    from syncverify.kernels.steps import unbounded_waits
+
+    def run():
+        with unbounded_waits():
+            r = syncverify.check_kernel(scenario_harness("all-reduce", "epoch-flag", tiles=1), world_size=2,
+                                        timeout=300)
+        assert r.limit_hit is None, r.text()
+        return r.safe, sorted(r.violations), r.executions, r.size
+
+    reused = run()
+    monkeypatch.setattr(runner.ProgramRun, "_frozen_locals", _frozen_anew)
+    assert run() == reused
+
+
+def test_a_frame_holding_a_list_is_frozen_again_at_every_choice():
+    """A list can change in place while its frame waits for a call: such a frame's frozen locals
+    are not kept for reuse (the others are, also for the innermost frame, whose locals are then
+    checked by identity: a local bound to a new object is frozen again)."""
+    import sys
+
+    from syncverify.frontend import runner
+
+    run = runner.ProgramRun.__new__(runner.ProgramRun)
+    run.suspended, run.handles = {}, {}
+
+    def outer(held):
+        return inner()
+
+    def inner():
+        frame = sys._getframe()
+        return run._frozen_locals(frame.f_back, frame), run._frozen_locals(frame.f_back, frame)
+
+    first, again = outer((1, 2))
+    assert first == again and len(run.suspended) == 1
+    run.suspended.clear()
+    outer((1, [2]))
+    assert not run.suspended
+
+    def innermost():
+        v, f = (1, 2), sys._getframe()
+        pair = run._frozen_locals(f, None), run._frozen_locals(f, None)
+        v = (1, 3)
+        return pair, run._frozen_locals(f, None), v
+
+    (before, same), after, _v = innermost()
+    assert same is before and dict(before)["v"] == (1, 2) and dict(after)["v"] == (1, 3)
+
+
+def test_the_checks_runs_build_no_overflow_checks_and_leave_triton_as_it_was():
+    """Inside the hooks Triton's overflow sanitizing is off (its range tests feed only a
+    ``device_assert`` that does nothing without ``debug``); after them the option is Triton's again."""
+    import triton.runtime.interpreter as interp
+
+    from syncverify.frontend import runner
+
+    before = interp.interpreter_builder.options
+    with runner.hooks():
+        assert interp.interpreter_builder.options.sanitize_overflow is False
+        assert not interp.interpreter_builder.options.debug
+    assert interp.interpreter_builder.options is before and before.sanitize_overflow is True

@@ -148,12 +148,12 @@ def configs_for(reduction: str = "", max_calls: int = 3) -> list[tuple]:
             and (reduction not in ("calls", "cas-reset") or (c[1] == "host-barrier" and c[2] > 1))]  # the call split
 
 
-def options(config: tuple, tiles: int = 1, ctas: int | None = None) -> ScenarioOptions:
+def options(config: tuple, tiles: int = 1, ctas: int | None = None, columns: int = 1) -> ScenarioOptions:
     scenario, launches, calls, world = config
     # Without a host barrier the host cannot reset locks between calls: nothing is reset.
     reset = "none" if launches == "per-rank-stream" and calls > 1 else None
     return ScenarioOptions(scenario=scenario, world_size=world, epochs=calls, launches=launches, reset=reset,
-                           tiles=tiles, ctas=ctas)
+                           tiles=tiles, ctas=ctas, columns=columns)
 
 
 def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings=frozenset(),
@@ -173,12 +173,12 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
 
 
 def assert_same(data: dict, config: tuple, *, tiles: int = 1, ctas: int | None = None, push: dict | None = None,
-                **off) -> None:
+                columns: int = 1, **off) -> None:
     if time.time() > STOP_AT:
         event("stopped at the run's wall-clock bound")
         reject()
-    note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, ctas {ctas}, push {push}\noff: {off}")
-    opts = options(config, tiles, ctas)
+    note(f"protocol: {data}\nconfig: {config}, tiles {tiles}, ctas {ctas}, columns {columns}, push {push}\noff: {off}")
+    opts = options(config, tiles, ctas, columns)
     timeout = TIMEOUT_S * tiles  # each tile a copy of the program: the whole one takes that much longer
     start = time.process_time()
     with_it = kinds(data, opts, push=push, timeout=timeout)
@@ -236,6 +236,23 @@ def test_tiles_in_one_ctas_loop_keep_the_verdict_of_the_program_built_whole(data
     and the reductions that are still made (slicing, ranks left out, symmetry) keep the verdict
     of the program built whole."""
     assert_same(data, config, tiles=2, ctas=1, reductions=set(REDUCTIONS))
+
+
+@slow_if_full
+@budget.guard
+@seeded
+@SETTINGS
+@given(data=exact_protocols(), config=st.sampled_from([c for c in configs_for(max_calls=2 if FULL else 1)
+                                                       if c[0] == "all-gather-gemm"]),
+       layout=st.sampled_from(((1, 2, 2), (2, 2, 1), (2, 3, 2))))
+def test_column_tiles_shared_by_gemm_ctas_keep_the_verdict_of_the_program_built_whole(data, config, layout):
+    """all-gather-gemm's column tiles as units of work (``columns``; ``layout``: tiles, column
+    tiles, CTAs per role), several GEMM CTAs visiting one tile: the tiles reduction and the stage
+    and call splits are not made there (:func:`syncverify.scenarios.build.looped`), and the
+    reductions that are still made (slicing, ranks left out, symmetry, ...) keep the verdict of
+    the program built whole."""
+    tiles, columns, ctas = layout
+    assert_same(data, config, tiles=tiles, ctas=ctas, columns=columns, reductions=set(REDUCTIONS))
 
 
 def test_tile_0_alone_would_hide_the_hang_of_fa3s_named_barrier_reused_across_a_ctas_tile_loop(monkeypatch):

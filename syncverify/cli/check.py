@@ -47,6 +47,8 @@ def check_command(
     world_size: int = typer.Option(2, "--world-size", help="Ranks, 1..64."),
     tiles: int = typer.Option(1, "--tiles", help="Tiles, at least 1."),
     ctas: Optional[int] = typer.Option(None, "--ctas", help="Programs per role and rank, as the kernels are launched (--gemm-sms/--comm-sms/--recv-sms): with fewer than --tiles, a CTA handles several tiles one after another in its loop, on the same named barriers, as the kernels do (default: one CTA per tile).", show_default=False),
+    columns: int = typer.Option(1, "--columns", help="all-gather-gemm with --ctas: column tiles of C per tile; without after_load steps each is a unit of work its GEMM programs share out, as the kernel does (UNITS; default 1: whole tiles)."),
+    group_m: int = typer.Option(1, "--group-m", help="all-gather-gemm with --columns: tile rows per group of the GEMM programs' grouped order (the kernel's --group-m)."),
     epochs: int = typer.Option(1, "--epochs", help="Calls of the kernel on the same locks (state persists between them), at least 1; counted from 0 in traces."),
     threads_per_cta: int = typer.Option(2, "--threads-per-cta", help="Threads modeled per CTA, 1..8 (2 shows missing CTA barriers)."),
     production: str = typer.Option("every-rank", "--production", help="every-rank | owner-only (all-reduce)."),
@@ -90,7 +92,8 @@ def check_command(
     shows its progress on stderr.
     """
 
-    protocol_only = {"--scenario": scenario != "all-reduce", "--tiles": tiles != 1, "--ctas": ctas is not None, "--epochs": epochs != 1,
+    protocol_only = {"--scenario": scenario != "all-reduce", "--tiles": tiles != 1, "--ctas": ctas is not None,
+                     "--columns": columns != 1, "--group-m": group_m != 1, "--epochs": epochs != 1,
                      "--production": production != "every-rank", "--distribution": distribution != "striding",
                      "--push": push is not None, "--reset": reset is not None,
                      "--launches": launches != "host-barrier", "--no-symmetry": no_symmetry,
@@ -132,7 +135,7 @@ def check_command(
     proto = load_protocol(protocol)
     push = push_option(scenario, push)
     built = build(proto, ScenarioOptions(scenario=scenario, world_size=world_size, tiles=tiles, ctas=ctas, epochs=epochs,
-                                         threads_per_cta=threads_per_cta, production=production,
+                                         columns=columns, group_m=group_m, threads_per_cta=threads_per_cta, production=production,
                                          distribution=distribution, reset=reset,
                                          push=push, launches=launches,
                                          symmetry=not (no_symmetry or resident_sweep),

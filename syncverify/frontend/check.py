@@ -321,8 +321,9 @@ def check_kernel(target, *, world_size: int = 2, calls: int = 1, threads_per_cta
                                            progress_interval, merge_equal_futures)
     except LimitHit as hit:
         result.limit_hit, result.limit_detail = hit.limit, hit.detail
-        result.seconds = time.monotonic() - start
+        result.seconds = result.lift_seconds = time.monotonic() - start
         return result
+    result.lift_seconds = time.monotonic() - start
     result.lifted, result.size = lifted, size
     result.assumptions = assumptions
     _explore(result, lifted, deadline, max_executions, max_steps, first, progress, progress_interval)

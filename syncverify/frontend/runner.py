@@ -30,6 +30,7 @@ choice); ``tl.load(volatile=True)`` is relaxed at sys scope; ``tl.debug_barrier(
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import os
 import sys
@@ -115,20 +116,29 @@ class Memory:
     def __init__(self) -> None:
         self.ranges: list[tuple[int, int, str, int | None, int, np.ndarray]] = []  # start, end, name, rank, itemsize, bytes
         self.last_itemsize: int | None = None  # of the allocation the last locate() found
+        #: address -> what locate() answered: every run of every program asks again for the same
+        #: addresses (the driver re-runs programs), and the allocations do not change once added
+        self.found: dict[int, tuple[tuple[Loc, np.ndarray, int] | None, int | None]] = {}
 
     def add(self, name: str, rank: int | None, start: int, nbytes: int, itemsize: int, raw: np.ndarray) -> None:
         self.ranges.append((start, start + nbytes, name, rank, itemsize, raw))
+        self.found.clear()
 
     def locate(self, address: int) -> tuple[Loc, np.ndarray, int] | None:
         """The element ``address`` falls in, the allocation's bytes and the byte offset in them;
         ``last_itemsize`` keeps that allocation's element size (None when it is in none)."""
+        known = self.found.get(address)
+        if known is None:
+            known = self.found[address] = self._locate(address)
+        self.last_itemsize = known[1]
+        return known[0]
+
+    def _locate(self, address: int) -> tuple[tuple[Loc, np.ndarray, int] | None, int | None]:
         for start, end, name, rank, itemsize, raw in self.ranges:
             if start <= address < end:
                 offset = address - start
-                self.last_itemsize = itemsize
-                return Loc(name, rank, offset // itemsize), raw, offset
-        self.last_itemsize = None
-        return None
+                return (Loc(name, rank, offset // itemsize), raw, offset), itemsize
+        return None, None
 
 
 def to_model(value: Any, np_dtype: np.dtype) -> int:
@@ -419,6 +429,14 @@ def hooks():
             scope.set_attr(tensor, "T", property(transpose))
 
         interp._patch_lang_tensor = patch_lang_tensor
+        # Overflow sanitizing: Triton builds, for every integer +, - and *, an int64 copy of it and a
+        # range test for tl.device_assert, which does nothing unless the options' debug is set
+        # (in the interpreter and in compiled code alike): values no sink sees, so leaving them
+        # out changes no run, and they were a fifth of each run's time (docs/frontend.md).
+        builder = interp.interpreter_builder
+        options = builder.options
+        if not options.debug:
+            builder.options = dataclasses.replace(options, sanitize_overflow=False)
         global _watchdog
         _watchdog = _Watchdog()
         try:
@@ -426,6 +444,7 @@ def hooks():
         finally:
             _watchdog.stop()
             _watchdog = None
+            builder.options = options
             interp._patch_lang_tensor = lang_tensor
             for (owner, name), value in saved.items():
                 if value is _MISSING:
@@ -558,12 +577,28 @@ def _is_library_frame(name: str) -> bool:
 _DEVICES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "devices") + os.sep
 
 
-def _freeze(value: Any, depth: int = 0) -> Any:
-    """A hashable picture of a kernel local (tensors by their contents)."""
+def _freeze(value: Any, depth: int = 0, memo: dict | None = None) -> Any:
+    """A hashable picture of a kernel local (tensors by their contents). ``memo``: (id, depth) ->
+    (object, picture) of what this run froze already, for objects that do not change in place (a
+    handle's contents do not: Triton's interpreter makes a new one for every value; a tuple
+    holding a list, a dict or a set is frozen anew each time, :func:`_changeable`). A helper's
+    arguments are mostly its caller's objects: their pictures are made once."""
     if depth > 4:
         return ("deep",)
     if isinstance(value, (int, float, str, bool, type(None))):
         return value
+    if memo is None:
+        return _freeze_anew(value, depth, memo)
+    kept = memo.get((id(value), depth))
+    if kept is not None and kept[0] is value:
+        return kept[1]
+    frozen = _freeze_anew(value, depth, memo)
+    if not _changeable(value):
+        memo[(id(value), depth)] = (value, frozen)
+    return frozen
+
+
+def _freeze_anew(value: Any, depth: int, memo: dict | None) -> Any:
     handle = getattr(value, "handle", None)
     if handle is not None and hasattr(handle, "data"):
         data = np.asarray(handle.data)
@@ -571,13 +606,24 @@ def _freeze(value: Any, depth: int = 0) -> Any:
     if hasattr(value, "data") and isinstance(getattr(value, "data", None), np.ndarray):
         return ("h", value.data.tobytes())
     if hasattr(value, "offsets") and hasattr(value, "base"):  # a block pointer
-        return ("bp", _freeze(value.base, depth + 1), tuple(_freeze(o, depth + 1) for o in value.offsets))
+        return ("bp", _freeze(value.base, depth + 1, memo), tuple(_freeze(o, depth + 1, memo) for o in value.offsets))
     if isinstance(value, (tuple, list)):
-        return tuple(_freeze(v, depth + 1) for v in value)
+        return tuple(_freeze(v, depth + 1, memo) for v in value)
     inner = getattr(value, "value", None)  # constexpr
     if inner is not None and not callable(inner):
-        return ("c", _freeze(inner, depth + 1))
+        return ("c", _freeze(inner, depth + 1, memo))
     return ("o", type(value).__name__, id(value))
+
+
+def _changeable(value: Any, depth: int = 0) -> bool:
+    """Whether a local may change in place while its frame waits (a list, a dict, a set, at any
+    depth of a tuple): such a frame's frozen locals are not reused."""
+    if isinstance(value, (list, dict, set, bytearray)):
+        return True
+    if isinstance(value, tuple):
+        return depth < 4 and any(_changeable(v, depth + 1) for v in value)
+    inner = getattr(value, "value", None)  # a constexpr holding a list
+    return isinstance(inner, (list, dict, set, bytearray, tuple)) and _changeable(inner, depth + 1)
 
 
 class ProgramRun:
@@ -595,6 +641,10 @@ class ProgramRun:
         self.constant_seen: set = set()
         self.reads = 0
         self.in_descriptor = 0
+        #: id(frame) -> (frame, the kernel frame it had called, its locals' names and objects, their
+        #: frozen picture): see _frozen_locals
+        self.suspended: dict[int, tuple[Any, Any, tuple, tuple, tuple]] = {}
+        self.handles: dict[tuple[int, int], tuple[Any, Any]] = {}  # _freeze's memo
 
     # ----- what the hooks call ----------------------------------------------------------------
     def sink(self, taint: frozenset) -> None:
@@ -634,7 +684,42 @@ class ProgramRun:
         ``tl.load(q) + tl.load(p)``, are not locals)."""
         since = self.last_at.get(position)
         pending = tuple(self.result.chosen[since + 1:]) if since is not None else ()
-        return (position, pending, tuple(tuple(sorted((k, _freeze(v)) for k, v in f.f_locals.items())) for f in frames))
+        return (position, pending, tuple(self._frozen_locals(f, frames[i - 1] if i else None)
+                                         for i, f in enumerate(frames)))
+
+    def _frozen_locals(self, frame, callee) -> tuple:
+        """``frame``'s locals, frozen (:func:`_freeze`), reusing what is known not to have changed.
+
+        The locals' objects do not change in place (Triton's interpreter makes a new handle for
+        every value; a local that could change in place, a list, a dict or a set at any depth of a
+        tuple, keeps its frame from being reused: :func:`_changeable`), so a frame frozen before
+        has the same picture when
+
+        * its kernel ``callee`` (the next kernel frame inward) is the same live frame object as
+          then: it has not run since, waiting for that call all along (no look at its locals); or
+        * each of its locals is bound to the very object it was bound to then (a loop rebinds
+          what it changes to new objects: the rest are checked by identity, not frozen again).
+
+        The kernel's own frame, with every launch argument, is so frozen about once per run
+        instead of at every read."""
+        kept = self.suspended.get(id(frame))
+        if kept is not None and kept[0] is frame:
+            if callee is not None and kept[1] is callee:
+                return kept[4]
+            names = frame.f_locals
+            if len(names) == len(kept[2]) and all(
+                    k == k2 and v is v2 for (k, v), k2, v2 in zip(names.items(), kept[2], kept[3])):
+                self.suspended[id(frame)] = (frame, callee, kept[2], kept[3], kept[4])
+                return kept[4]
+        names = frame.f_locals
+        memo = self.handles
+        frozen = tuple(sorted((k, _freeze(v, 0, memo)) for k, v in names.items()))
+        # _freeze kept each object it found unchangeable: one that is not kept is changeable
+        if not any(isinstance(v, (list, dict, set, bytearray))
+                   or (not isinstance(v, (int, float, str, bool, type(None))) and memo.get((id(v), 0), (None,))[0] is not v)
+                   for v in names.values()):
+            self.suspended[id(frame)] = (frame, callee, tuple(names), tuple(names.values()), frozen)
+        return frozen
 
     def _add(self, item: Item) -> None:
         _tick()

@@ -168,6 +168,9 @@ class KernelCheckResult:
     violations: dict[str, KernelViolation] = field(default_factory=dict)
     executions: int = 0
     seconds: float = 0.0
+    #: of ``seconds``, the front end's own part: the harness and every program's paths in the
+    #: interpreter, lifted (the rest is the explorer's)
+    lift_seconds: float = 0.0
     limit_hit: str | None = None
     limit_detail: str = ""
     assumptions: list[str] = field(default_factory=list)

@@ -225,6 +225,12 @@ class ScenarioOptions:
     #: ``--recv-sms``, one number for every role): a CTA handles several tiles in its loop when there
     #: are fewer than tiles (:func:`cta_tiles`). None: one CTA per tile.
     ctas: int | None = None
+    #: all-gather-gemm: column tiles of C per tile, and the grouped order (``group_m`` tile rows at
+    #: a time) in which its GEMM programs take them when each is a unit of work of its own
+    #: (:func:`syncverify.protocols.rules.gemm_units`: no ``after_load`` steps), laid out over
+    #: ``ctas`` programs (:func:`cta_visits`). 1: whole tiles.
+    columns: int = 1
+    group_m: int = 1
 
     def validated(self, protocol) -> "ScenarioOptions":
         """Check every option (one-line :class:`ScenarioError`) and fill in the reset policy."""
@@ -237,6 +243,15 @@ class ScenarioOptions:
             raise ScenarioError(f"--tiles={self.tiles} must be at least 1")
         if self.ctas is not None and self.ctas < 1:
             raise ScenarioError(f"--ctas={self.ctas} must be at least 1 (programs per role and rank)")
+        for name, value in (("columns", self.columns), ("group-m", self.group_m)):
+            if value < 1:
+                raise ScenarioError(f"--{name}={value} must be at least 1")
+            if value > 1 and self.scenario != "all-gather-gemm":
+                raise ScenarioError(f"--{name}={value}: column tiles as units of work are all-gather-gemm's GEMM "
+                                    f"programs' (the {self.scenario} kernel's roles take whole tiles)")
+        if self.columns > 1 and self.ctas is None:
+            raise ScenarioError(f"--columns={self.columns} spreads column tiles over the GEMM programs: give "
+                                f"--ctas, the programs per role and rank")
         if self.epochs < 1:
             raise ScenarioError(f"--epochs={self.epochs} must be at least 1 (one call of the kernel)")
         if not 1 <= self.threads_per_cta <= 8:
@@ -406,17 +421,49 @@ def cta_tiles(role: Role, rank: int, opts: ScenarioOptions) -> list[tuple[int, .
     return rules.loop_tiles([t if handles(role, rank, t, opts) else None for t in range(opts.tiles)], opts.ctas)
 
 
+def gemm_units(opts: ScenarioOptions, protocol) -> int:
+    """Units of work per tile of all-gather-gemm's GEMM CTAs: its column tiles without
+    ``after_load`` steps, else 1 (:func:`syncverify.protocols.rules.gemm_units`, the kernel's rule);
+    1 in the other scenarios."""
+    if opts.scenario != "all-gather-gemm":
+        return 1
+    return rules.gemm_units(opts.columns, bool(rules.section_steps(protocol, "after_load")))
+
+
+def cta_visits(role: Role, rank: int, opts: ScenarioOptions, units: int = 1) -> list[tuple[tuple[int, tuple[int, ...]], ...]]:
+    """:func:`cta_tiles` with what each visit of a tile does to C: ``(tile, column tiles)`` per
+    visit, the column tiles all-gather-gemm's GEMM CTA stores then (all of them for a whole
+    tile; with ``units`` > 1 the units of :func:`syncverify.protocols.rules.unit_visits`, several
+    CTAs visiting one tile for different column tiles, each after a wait of its own, as
+    ``syncverify.kernels.roles.consumer`` does), ``()`` for the other roles.
+    ``tests/test_drift.py`` traces the kernels' visits and compares.
+
+    >>> opts = ScenarioOptions(scenario="all-gather-gemm", tiles=2, ctas=2, columns=3)
+    >>> cta_visits(ROLES["all-gather-gemm"][1], 0, opts, units=3)
+    [((0, (0, 2)), (1, (1,))), ((0, (1,)), (1, (0, 2)))]
+    >>> cta_visits(ROLES["all-gather-gemm"][1], 0, opts)
+    [((0, (0, 1, 2)),), ((1, (0, 1, 2)),)]
+    """
+    gemm = opts.scenario == "all-gather-gemm" and role.name == "gemm"
+    if gemm and units > 1:
+        return rules.unit_visits(opts.tiles, units, opts.ctas, opts.group_m)
+    columns = tuple(range(opts.columns)) if gemm else ()
+    return [tuple((t, columns) for t in tiles) for tiles in cta_tiles(role, rank, opts)]
+
+
 def looped(opts: ScenarioOptions) -> bool:
-    """Whether a CTA handles several tiles in its loop (fewer programs per role than tiles).
+    """Whether a CTA handles several tiles in its loop (fewer programs per role than tiles), or
+    CTAs may share a tile's column tiles (all-gather-gemm's ``columns``, whatever the protocol).
 
     Then the *tiles* reduction is not made: tile 1 is not a renaming of tile 0 when both run
     in one CTA, one after the other, on the same named barriers (FA3's epilogue: warps that only
     ``bar.arrive`` can arrive for tile 1 before warp 0's ``bar.sync`` of tile 0, complete its phase
     without warp 0 and leave warp 0 waiting forever, ``tests/litmus/known/bar-arrive-twice-before-sync-can-hang.litmus``);
     nor the *stages* and *calls* splits, whose arguments assume one CTA per tile (the comm CTA's
-    ``push`` part of tile 0 is program-ordered before its ``pub`` part of tile 1).
+    ``push`` part of tile 0 is program-ordered before its ``pub`` part of tile 1). With column
+    tiles several CTAs may visit one tile: not one CTA per tile either.
     """
-    return opts.ctas is not None and opts.ctas < opts.tiles
+    return opts.ctas is not None and (opts.ctas < opts.tiles or opts.columns > 1)
 
 
 def lock_loc(lock: str | None, stage: str, rank: int, tile: int, slot: int | None = None) -> Location:
@@ -477,8 +524,16 @@ class _Builder:
         """The slot this epoch uses (``rules.slot``), or None for a protocol with one slot."""
         return rules.slot(self.epoch, protocol.slots) if protocol.slots > 1 else None
 
-    def role_code(self, role: Role, rank: int, tile: int, thread: int) -> list:
-        """One thread's instructions for ``role`` on ``rank`` and ``tile``, in the role's order."""
+    def role_code(self, role: Role, rank: int, tile: int, thread: int, columns: tuple[int, ...] | None = None) -> list:
+        """One thread's instructions for ``role`` on ``rank`` and ``tile``, in the role's order.
+
+        ``columns``: the column tiles of C this visit of the tile stores, each a unit of work
+        (all-gather-gemm's GEMM CTA, :func:`cta_visits`): one store of each (the block of the
+        ``out`` location is the column tile), after one load of the tile. The kernel loads the
+        tile again for each unit, with nothing but its own C stores between the loads; such a
+        later load can show nothing the first does not (every write that happens before the first
+        happens before it, and a write ordered after the first by causality is ordered after it
+        too: no release, fence or barrier lies between them), as ``kernels/drift.py`` merges them."""
         code: list = []
         W = self.opts.world_size
         for step in role.steps:
@@ -494,6 +549,8 @@ class _Builder:
             copies = ([rank] if step.copies == "self" else [owner(tile, self.opts)] if step.copies == "owner"
                       else list(range(W)))
             blocks = [None] if not step.block else [rank] if step.block == "self" else list(range(W))
+            if columns is not None and step.kind == "store":
+                blocks = list(columns)  # a unit's C: column tile c of the tile's rows
             for q in copies:
                 for b in blocks:
                     if step.kind in ("load", "copy"):
@@ -1049,6 +1106,7 @@ class _Program:
             self.roles = tuple(r for r in kept if r.steps)
         self.stage_protocol = stages(opts.scenario)
         self.tiles = [0] if self.reduces("tiles") and not looped(opts) else list(range(opts.tiles))
+        self.work_units = gemm_units(opts, protocols["protocol"])
         self.threads: list[Thread] = []
         self.units: dict[int, list[int]] = {}
         self.ctas: dict[tuple[int, str], int] = {}
@@ -1202,16 +1260,23 @@ class _Program:
         return (all((s.from_ or "self") == "self" for s in protocol.wait)
                 and not protocol.before_store and not rules.section_steps(protocol, "after_load"))
 
-    def ctas_of(self) -> list[tuple[Role, int, tuple[int, ...]]]:
-        """Every CTA of the built program, in build order: ``(role, rank, its tiles in loop order)``.
-        One CTA per tile (tile by tile, then role, then rank), or with :func:`looped` the kernels'
-        layout (:func:`cta_tiles`), role by role, rank by rank."""
+    def ctas_of(self) -> list[tuple[Role, int, tuple[tuple[int, tuple[int, ...] | None], ...], int | None]]:
+        """Every CTA of the built program, in build order: ``(role, rank, its visits in loop
+        order, program)``, a visit ``(tile, column tiles)`` (None: the whole tile, as the role
+        stores it), ``program`` the CTA's index among its role's on the rank when CTAs share
+        tiles' column tiles (else None). One CTA per tile (tile by tile, then role, then rank), or
+        with :func:`looped` the kernels' layout (:func:`cta_visits`), role by role, rank by rank."""
         if not looped(self.opts):
-            return [(role, r, (t,)) for t in self.tiles for role in self.roles for r in self.ranks_of(role, t)]
+            return [(role, r, ((t, None),), None) for t in self.tiles for role in self.roles
+                    for r in self.ranks_of(role, t)]
         out = []
         for role in self.roles:
             ranks = sorted({r for t in self.tiles for r in self.ranks_of(role, t)})
-            out += [(role, r, tiles) for r in ranks for tiles in cta_tiles(role, r, self.opts)]
+            for r in ranks:
+                loops = cta_visits(role, r, self.opts, self.work_units)
+                shared = self.work_units > 1 and role.name == "gemm"
+                out += [(role, r, tuple((t, columns if shared else None) for t, columns in visits),
+                         c if shared else None) for c, visits in enumerate(loops)]
         return out
 
     def checked_rank(self, tile: int) -> int | None:
@@ -1257,13 +1322,14 @@ class _Program:
             self.add_state(self.call)
         for epoch in range(opts.epochs) if self.call is None else [self.call]:
             builder.epoch = epoch
-            for role, r, tiles in self.ctas_of():
+            for role, r, visits, program in self.ctas_of():
+                tiles = tuple(t for t, _columns in visits)
                 checked = self.checked_rank(tiles[0])
                 for i in range(opts.threads_per_cta):
                     # a CTA's tiles one after another, in its loop (looped): the same CTA's barriers
-                    code = [ins for t in tiles for ins in builder.role_code(role, r, t, i)]
+                    code = [ins for t, columns in visits for ins in builder.role_code(role, r, t, i, columns)]
                     origin = ThreadOrigin(r, role.name, thread=i, tile=tiles[0], epoch=epoch,
-                                          tiles=tiles if len(tiles) > 1 else ())
+                                          tiles=tiles if len(tiles) > 1 else (), program=program)
                     phase = rules.launch_phase(epoch, r, opts.launches, role_kernel(opts.scenario, role.name))
                     self.add_thread(tuple(code), origin, phase, self._unit(role, r, checked),
                                     builder.step_counts(code))
@@ -1274,7 +1340,7 @@ class _Program:
         return rank if checked is not None and rank != checked and role.runs_on != "owner" else None
 
     def add_thread(self, code: tuple, origin: ThreadOrigin, phase: Phase, unit: int | None, steps=()) -> None:
-        cta = self.cta(origin.rank, f"{origin.role} of {origin.tile_words}", origin.epoch)
+        cta = self.cta(origin.rank, origin.cta, origin.epoch)
         self.threads.append(Thread(f"P{len(self.threads)}", origin.rank, cta, code, origin, phase, steps))
         if unit is not None:
             self.units.setdefault(unit, []).append(len(self.threads) - 1)
@@ -1582,6 +1648,10 @@ def _notes(opts: ScenarioOptions, symmetry: tuple, protocols: dict[str, object])
     if looped(opts):
         notes.append(f"tiles: {opts.ctas} CTA(s) per role and rank loop over the {opts.tiles} tiles as the kernels do "
                      f"(the same CTA's barriers for each of its tiles): every tile is checked")
+        if gemm_units(opts, protocols["protocol"]) > 1:
+            notes.append(f"column tiles: each tile's {opts.columns} column tiles of C are units of work spread over "
+                         f"the {opts.ctas} GEMM CTA(s) per rank (group_m {opts.group_m}), as the kernel does without "
+                         f"after_load steps: a CTA waits for a tile before its first unit of it")
     elif opts.symmetry and opts.tiles > 1:
         notes.append(f"tiles: {opts.tiles} tiles are renamings of tile 0 (disjoint locks and data); tile 0 is checked")
     if opts.symmetry and opts.tiles > 1 and opts.production == "owner-only" and not looped(opts):

@@ -117,6 +117,11 @@ DECIDED: dict[int, tuple[tuple[str, str], ...]] = {3: (
     ('gemm-reduce-scatter', 'trtllm-14537-launch-dependents-no-visibility'),
     ('gemm-reduce-scatter', 'two-slot-early-reuse'),
     ('gemm-reduce-scatter', 'wt-cv-flag'),
+    # the device run of 2026-12-02 11:03 (aggunits, call 1): decided within 60 s with the faster
+    # front end (both had agreed only on the kinds found before the bound)
+    ('all-reduce', 'add-counter'),
+    ('all-scatter', 'add-counter-skip-self'),
+    ('gemm-reduce-scatter', 'pytorch-signal-pad-relaxed-wait'),  # call 2, 11:41
 )}
 
 
@@ -145,17 +150,23 @@ def num_warps(protocol: str) -> int:
 
 
 def scenario_config(scenario: str, world_size: int, *, tiles: int | None = None, warps: int = 4,
-                    launches: str = "fused") -> KernelConfig:
+                    launches: str = "fused", columns: int = 1) -> KernelConfig:
     """The kernel configuration of ``scenario``'s harness at ``world_size`` ranks; ``tiles``: all-reduce's
     tiles of C (default one per rank; one is the program the protocol check builds, tile 0);
-    ``launches``: the kernel's launch mode (``syncverify.kernels.config.LAUNCHES``)."""
+    ``launches``: the kernel's launch mode (``syncverify.kernels.config.LAUNCHES``); ``columns``:
+    all-gather-gemm's column tiles of C, as many programs per role (each its own column tile
+    when the protocol has no ``after_load`` steps: ``KernelConfig.model_layout``'s ``columns``)."""
     m, n, k = (BLOCK * blocks for blocks in SIZES[scenario](world_size))
     if tiles is not None:
         if scenario != "all-reduce":
             raise ValueError(f"tiles= is all-reduce's, not {scenario}'s")
         m = tiles * BLOCK
+    if columns != 1:
+        if scenario != "all-gather-gemm":
+            raise ValueError(f"columns= is all-gather-gemm's, not {scenario}'s")
+        n = columns * BLOCK
     return KernelConfig(kernel=scenario, world_size=world_size, m=m, n=n, k=k, block_m=BLOCK, block_n=BLOCK,
-                        block_k=BLOCK, gemm_sms=1, comm_sms=1, recv_sms=1, dtype="fp32", virtual=False,
+                        block_k=BLOCK, gemm_sms=columns, comm_sms=columns, recv_sms=1, dtype="fp32", virtual=False,
                         table=True, interpret=False, loads="pointer", num_warps=warps, num_stages=1,
                         launches=launches)
 
@@ -200,7 +211,8 @@ def grid(config: KernelConfig, rank: int) -> int:
 HARNESS_STREAMS = {"current": "main", "first": "first", "rest": "rest"}
 
 
-def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, launches: str = "fused"):
+def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, launches: str = "fused",
+                     columns: int = 1):
     """A harness (``sv`` -> None, one call) for ``scenario``'s kernel with ``protocol`` compiled in
     (8 warps when a barrier step selects warps, :func:`num_warps`), launched as ``launches`` says
     (``syncverify.kernels.launch.split_launches``: the launches, streams and PDL the stress runner
@@ -209,7 +221,8 @@ def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, 
 
     def harness(sv):
         W = sv.world_size
-        config = scenario_config(scenario, W, tiles=tiles, warps=num_warps(protocol), launches=launches)
+        config = scenario_config(scenario, W, tiles=tiles, warps=num_warps(protocol), launches=launches,
+                                 columns=columns)
         built = build(load_protocol(protocol), config)
         torch_dtype = {"data": torch.float32, "lock": torch.int32}
         heap = {name: sv.heap.zeros(shape, torch_dtype[kind], name=name)
@@ -233,7 +246,7 @@ def scenario_harness(scenario: str, protocol: str, *, tiles: int | None = None, 
             sv.expect_written(expected)
 
     harness.__name__ = (f"{scenario}[{protocol}]" if tiles is None else f"{scenario}[{protocol}, {tiles} tiles]") + (
-        "" if launches == "fused" else f"[{launches}]")
+        "" if launches == "fused" else f"[{launches}]") + ("" if columns == 1 else f"[{columns} column tiles]")
     return harness
 
 
@@ -259,6 +272,8 @@ class Case:
     world_size: int = WORLD
     executions: int = 0  # the front end's
     timeout: float = 0.0  # the front end's time bound
+    lift_seconds: float = 0.0  # of seconds, the front end's lifting (harness, interpreter runs, lift)
+    model_seconds: float = 0.0  # of seconds, the protocol check's
 
     @property
     def agree(self) -> bool:
@@ -268,7 +283,8 @@ class Case:
 
 
 def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_per_cta: int | None = None,
-              timeout: float = 600, model_first: bool = False, launches: str = "fused", **options) -> Case:
+              timeout: float = 600, model_first: bool = False, launches: str = "fused", columns: int = 1,
+              **options) -> Case:
     """``protocol`` compiled into ``scenario``'s kernel through the front end, and checked by
     :func:`syncverify.check_protocol`, both with ``threads_per_cta`` model threads per CTA (None:
     the protocol check's rule, :func:`threads_per_cta`: 2, one per warp for FA3's warp-selected
@@ -281,7 +297,7 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     start = time.monotonic()
     try:
         build(load_protocol(protocol), scenario_config(scenario, world_size, warps=num_warps(protocol),
-                                                       launches=launches))
+                                                       launches=launches, columns=columns))
     except (StressConfigError, UnsupportedStep) as error:  # the kernels do not run every protocol
         case.skipped = str(error)
         return case
@@ -290,10 +306,12 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     # the GEMM's tl.dot barrier was modelled: docs/frontend.md).
     tiles = 1 if scenario == "all-reduce" else None
     with unbounded_waits():
-        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles, launches=launches),
+        kernel = syncverify.check_kernel(scenario_harness(scenario, protocol, tiles=tiles, launches=launches,
+                                                          columns=columns),
                                          world_size=world_size, timeout=timeout, threads_per_cta=threads, **options)
     # the same program: the harness's tiles, laid out over its programs per role as its kernel does
-    layout = scenario_config(scenario, world_size, tiles=tiles, warps=num_warps(protocol)).model_layout()
+    layout = scenario_config(scenario, world_size, tiles=tiles, warps=num_warps(protocol), columns=columns).model_layout()
+    model_start = time.monotonic()
     model = syncverify.check_protocol(protocol, scenario=scenario, world_size=world_size, timeout=timeout,
                                       threads_per_cta=threads, first=model_first,
                                       launches=model_launches(launches), **layout)
@@ -303,6 +321,7 @@ def both_ways(scenario: str, protocol: str, *, world_size: int = WORLD, threads_
     case.model_limit = f"{model.limit_hit}: {model.limit_detail}" if model.limit_hit else ""
     case.executions = kernel.executions
     case.seconds = time.monotonic() - start
+    case.lift_seconds, case.model_seconds = kernel.lift_seconds, time.monotonic() - model_start
     return case
 
 
@@ -326,15 +345,21 @@ def outcome(case: Case) -> str:
 
 
 def table_row(case: Case) -> str:
-    """``| protocol | front end | protocol check | agree/differ/unknown/skipped | executions | seconds |``."""
+    """``| protocol | front end | protocol check | agree/differ/unknown/skipped | executions | seconds |
+    lifting | explorer | protocol check |``: the seconds of both sides, then the front end's split
+    into its lifting (harness, the programs' paths in the interpreter) and its explorer, and the
+    protocol check's (which side, and which part of the front end, is slow)."""
     if case.skipped:
-        return f"| {case.protocol} | not built ({case.skipped}) | | skipped | | 0 |"
+        return f"| {case.protocol} | not built ({case.skipped}) | | skipped | | 0 | | | |"
     verdict = {"differ": "**differ**"}.get(outcome(case), outcome(case))
+    front = case.seconds - case.model_seconds
     return (f"| {case.protocol} | {_words(case.kernel, case.limit)} | {_words(case.model, case.model_limit)} | {verdict} | "
-            f"{case.executions} | {case.seconds:.0f} |")
+            f"{case.executions} | {case.seconds:.0f} | {case.lift_seconds:.0f} | {front - case.lift_seconds:.0f} | "
+            f"{case.model_seconds:.0f} |")
 
 
-TABLE_HEAD = "| protocol | front end | protocol check | | executions | seconds |\n| --- | --- | --- | --- | --- | --- |"
+TABLE_HEAD = ("| protocol | front end | protocol check | | executions | seconds | lifting | explorer | protocol check |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
 def _run(job: tuple) -> Case:
@@ -385,8 +410,8 @@ def main(argv: list[str]) -> int:
     [--budget S] [--protocols P ...] [SCENARIO...]``: every built-in and zoo protocol in each
     scenario (all four by default), at each world size of ``--runs`` (default ``2:600``: W = 2, a
     600 s bound per case and side), ``--jobs`` cases at a time in worker processes; a row as each
-    case ends, then one markdown table per (scenario, W) and the counts. ``--out``: the tables
-    (``crosscheck.md``) and every case (``crosscheck.json``) there. ``--budget``: no case starts
+    case ends, then one markdown table per (scenario, W) and the counts. ``--out``: every case as it
+    ends (``crosscheck.jsonl``, a line each) and the tables (``crosscheck.md``) there. ``--budget``: no case starts
     unless its bound lets it end within that many seconds of the start (each one not started is
     reported, never silently dropped). ``--undecided``: leave out the cases :data:`DECIDED` lists (what
     the last measurements decided), to measure the rest within one bounded run. ``--wheels DIR``: pure-Python wheels (networkx) for modules
@@ -397,7 +422,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runs", nargs="+", type=_runs, default=[(WORLD, 600.0)], metavar="W:SECONDS",
                         help="world sizes and the time bound of each case there (default 2:600)")
     parser.add_argument("--jobs", type=int, default=1, help="cases at a time, in worker processes (default 1)")
-    parser.add_argument("--out", type=Path, default=None, help="write crosscheck.md and crosscheck.json there")
+    parser.add_argument("--out", type=Path, default=None, help="write crosscheck.jsonl and crosscheck.md there")
     parser.add_argument("--budget", type=float, default=None,
                         help="start a case only if its bound ends within this many seconds of the start")
     parser.add_argument("--wheels", type=Path, default=None, help="wheels of missing pure-Python modules")
@@ -482,9 +507,7 @@ def main(argv: list[str]) -> int:
     print(text, flush=True)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "crosscheck.md").write_text(text + "\n")
-        (args.out / "crosscheck.json").write_text(json.dumps(
-            [asdict(c) | {"outcome": outcome(c)} for c in cases.values()], indent=1) + "\n")
+        (args.out / "crosscheck.md").write_text(text + "\n")  # every case is in crosscheck.jsonl already
     return 0
 
 
