@@ -602,3 +602,18 @@ def test_a_reset_that_can_write_before_the_last_add_keeps_every_gemm():
     scenario = build(load_protocol("add-counter-cas-reset"), ScenarioOptions(scenario="all-gather-gemm",
                                                                               world_size=2, epochs=2))
     assert _gemm_ranks(scenario) == {0}
+
+
+def test_a_push_stage_split_by_call_still_counts_its_violations():
+    # Found by this session (issue 24): all-scatter's stage programs, each split by call, were
+    # joined with no execution "without a hang" counted for the pub stage (its nested split left
+    # it at 0), so every push violation was dropped: SAFE with the split, UNSAFE whole.
+    opts = ScenarioOptions(scenario="all-scatter", world_size=2, epochs=2, push="xchg-flag")
+    protocol = load_protocol("barrier-fenced-release-acquire")
+    split = build(protocol, opts)
+    assert [[call.stage for call in stage.parts] for stage in split.parts] == [["pub call 0", "pub call 1"],
+                                                                              ["push call 0", "push call 1"]]
+    reduced, whole = check(split, timeout=60), check(build(protocol, opts, without=frozenset({"stages"})), timeout=60)
+    assert reduced.limit_hit is None and whole.limit_hit is None
+    assert set(reduced.violations) == set(whole.violations) == {"race", "stale-read", "unwritten-read"}
+    assert "race" in check(build(protocol, replace(opts, epochs=1)), timeout=60).violations  # as with one call
