@@ -551,9 +551,14 @@ def test_an_all_scatter_stage_that_can_hang_sends_the_check_to_the_whole_program
     split, whole = _split("add-counter-skip-self", scenario="all-scatter", world_size=2, epochs=2)
     assert [part.stage for part in split.parts] == ["pub", "push"]
     assert [part.call for part in split.whole_parts] == [0, 1] and not whole.whole_parts
+    # each call program split by stage (build.staged_calls): a stage that always hangs in call 0
+    # keeps call 1 from running, and each stage program of a call is one call's
+    assert [[leaf.stage for leaf in call.parts] for call in split.whole_parts] == [["pub call 0", "push call 0"],
+                                                                                 ["pub call 1", "push call 1"]]
     reduced, full = check(split, timeout=60), check(whole, timeout=60)
     assert reduced.limit_hit is None and full.limit_hit is None
-    assert [stage for stage, _n, _s in reduced.stages][-3:-1] == ["call 0", "call 1"]
+    assert [stage for stage, _n, _s in reduced.stages][-3:-1] == [
+        "call 0", "call 1 (not run: every execution of an earlier part hangs)"]  # call 0 always hangs
     assert set(reduced.violations) == set(full.violations) == {"hang", "race"}
 
 
@@ -617,3 +622,16 @@ def test_a_push_stage_split_by_call_still_counts_its_violations():
     assert reduced.limit_hit is None and whole.limit_hit is None
     assert set(reduced.violations) == set(whole.violations) == {"race", "stale-read", "unwritten-read"}
     assert "race" in check(build(protocol, replace(opts, epochs=1)), timeout=60).violations  # as with one call
+
+
+def test_the_all_scatter_rows_whose_pub_stage_always_hangs_are_decided_call_by_call_and_stage_by_stage():
+    # add-counter-skip-self in all-scatter, W = 8 with two calls and W = 4 with three: unknown at
+    # 60 s (the whole call 0, every role of every rank). Call 0's pub stage hangs in every
+    # execution, so call 0's push stage and the later calls never count and are not run.
+    for world, calls in [(8, 2), (4, 3)]:
+        scenario = build(load_protocol("add-counter-skip-self"),
+                         ScenarioOptions(scenario="all-scatter", world_size=world, epochs=calls))
+        result = check(scenario, timeout=60)
+        assert result.limit_hit is None and set(result.violations) == {"hang", "race"}, (world, calls)
+        assert [stage for stage, _n, _s in result.stages][-calls - 1:-1] == ["call 0"] + [
+            f"call {k} (not run: every execution of an earlier part hangs)" for k in range(1, calls)]

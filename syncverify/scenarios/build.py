@@ -687,7 +687,7 @@ def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str]
     scenario.parts = stage_parts(protocols, opts, without)
     calls = call_parts(protocols, opts, without)
     if scenario.parts:
-        scenario.whole_parts = calls  # where a stage can hang across calls (verdicts.check)
+        scenario.whole_parts = staged_calls(calls, scenario.parts)  # where a stage can hang across calls (verdicts.check)
     else:
         scenario.parts = calls
     return scenario
@@ -762,6 +762,28 @@ def stage_parts(protocols: dict[str, object], opts: ScenarioOptions,
     for part in parts:  # each stage's calls, one by one where that is exact too (call_parts)
         part.parts = call_parts(protocols, opts, without, stage=part.stage)
     return parts
+
+
+def staged_calls(calls: list[Scenario], stage_programs: list[Scenario]) -> list[Scenario]:
+    """The whole program's call programs (:func:`call_parts`), each split into its stage programs:
+    the stage programs' own call programs of that call (:func:`stage_parts` nests the other way).
+
+    A call program is a program of one call (from the one state the calls before leave), and the
+    stage split of one call is exact (:func:`stage_parts`: the stages share no location, a push
+    violation counts only if the pub stage has an execution without a hang); call ``k``'s state
+    threads of each stage's locations are those of its stage program, built from the same state.
+    Nested this way, a stage that hangs in call ``k`` keeps calls ``k + 1 ..`` from counting
+    (:func:`syncverify.verdicts.check.check`: a call program has an execution without a hang only
+    if each of its stage programs has one), which is what the stage-first nesting cannot see and
+    why :func:`syncverify.verdicts.check.check` falls back to these. Left whole where a stage
+    program is not split by call."""
+    for k, call in enumerate(calls):
+        leaves = [leaf for stage in stage_programs for leaf in stage.parts if leaf.call == k]
+        if len(leaves) != len(stage_programs):
+            return calls
+    for k, call in enumerate(calls):
+        call.parts = [leaf for stage in stage_programs for leaf in stage.parts if leaf.call == k]
+    return calls
 
 
 class _NotSplittable(Exception):

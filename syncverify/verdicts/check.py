@@ -370,6 +370,10 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
     reachable = True
     complete: list[int] = []  # each part's executions without a hang
     for index, part in enumerate(scenario.parts):
+        if not reachable:  # its violations would not count: an earlier part has no execution without a hang
+            result.stages.append((f"{part.stage} (not run: every execution of an earlier part hangs)", 0, 0.0))
+            complete.append(0)
+            continue
         left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
         if left is not None and part.call is not None:
             # Call programs share what is left fairly: a later call's violations are as much the
