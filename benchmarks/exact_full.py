@@ -161,7 +161,7 @@ COST_S = {"builder:slicing": 16.8, "builder:ranks": 18.1, "builder:stages": 51.5
           "tiles": 116.7, "pruning:value-classes": 14.1, "pruning:ceilings": 12.9,
           "pruning:combination-search": 24.5, "pruning:barrier-orders": 8.7, "pruning:partial-causality": 26.9,
           "pruning:alike": 14.0,
-          "looped-tiles": 20.0}  # here: 2 comparisons in 19 s at 8 s per check (loaded 2-core machine)
+          "looped-tiles": 45.0}  # 2026-12-02 fourth session, device CPUs: 18 comparisons in 811 s at 10 s per check
 DEFAULT_COST_S = 20.0
 
 
