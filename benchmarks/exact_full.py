@@ -3,7 +3,7 @@
     python3 benchmarks/exact_full.py [--jobs N] [--examples 40] [--shard-examples 4 | --shard-s S] [--bound 480]
                                      [--check-s 20] [--only NAME,...] [--seed 0] [--out DIR] [--wheels DIR]
 
-Every property of ``tests/test_reductions_exact.py`` (each builder reduction, the tiles one, each
+Every property of ``tests/test_reductions_exact.py`` (each builder reduction, the tiles one, the looped tiles one, each
 explorer pruning: :func:`properties`) is run with ``SYNCVERIFY_EXACT_FULL=1`` (every scenario,
 both launch orders, 1-3 calls, W = 2 and 3, a ``--check-s`` bound per check, default 20 s) until ``--examples``
 comparisons of it were made. The examples of one property are split into shards of
@@ -58,12 +58,12 @@ def comparison_s(check_s: float) -> float:
 # ----- the properties ----------------------------------------------------------------------------
 
 def properties() -> list[str]:
-    """Every property of the file, named ``builder:R``, ``tiles`` or ``pruning:P``."""
+    """Every property of the file, named ``builder:R``, ``tiles``, ``looped-tiles`` or ``pruning:P``."""
     sys.path.insert(0, str(ROOT))
     from syncverify.explore.driver import PRUNINGS
     from syncverify.scenarios.build import REDUCTIONS
 
-    return ([f"builder:{r}" for r in REDUCTIONS if r != "tiles"] + ["tiles"]
+    return ([f"builder:{r}" for r in REDUCTIONS if r != "tiles"] + ["tiles", "looped-tiles"]
             + [f"pruning:{p}" for p in PRUNINGS])
 
 
@@ -76,6 +76,8 @@ def run_property(name: str) -> None:
         exact.test_each_builder_reduction_keeps_the_verdict(reduction=param)
     elif kind == "tiles":
         exact.test_checking_tile_0_of_two_tiles_keeps_the_verdict()
+    elif kind == "looped-tiles":  # two tiles in one CTA's loop against the program built whole
+        exact.test_tiles_in_one_ctas_loop_keep_the_verdict_of_the_program_built_whole()
     else:
         exact.test_each_explorer_pruning_keeps_the_verdict(pruning=param)
 
@@ -158,7 +160,8 @@ def ensure_modules(wheels: Path | None, out: Path) -> str | None:
 COST_S = {"builder:slicing": 16.8, "builder:ranks": 18.1, "builder:stages": 51.5, "builder:symmetry": 19.7,
           "tiles": 116.7, "pruning:value-classes": 14.1, "pruning:ceilings": 12.9,
           "pruning:combination-search": 24.5, "pruning:barrier-orders": 8.7, "pruning:partial-causality": 26.9,
-          "pruning:alike": 14.0}
+          "pruning:alike": 14.0,
+          "looped-tiles": 45.0}  # 2026-12-02 fourth session, device CPUs: 18 comparisons in 811 s at 10 s per check
 DEFAULT_COST_S = 20.0
 
 

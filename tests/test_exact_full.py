@@ -8,6 +8,7 @@ from benchmarks import exact_full
 def test_every_property_of_the_file_is_planned_including_the_cas_reset_split():
     names = exact_full.properties()
     assert "builder:calls" in names and "builder:cas-reset" in names and "tiles" in names
+    assert "builder:resetting-polls" in names and "looped-tiles" in names
     shards = exact_full.plan(names, 20, 4)
     for name in names:
         assert sum(s["examples"] for s in shards if s["property"] == name) == 20

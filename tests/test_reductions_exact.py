@@ -138,14 +138,15 @@ def cas_reset_protocols(draw) -> dict:
 
 #: The scenarios where each builder reduction is made (elsewhere it changes nothing to compare).
 APPLIES = {"ranks": ("all-scatter", "all-gather-gemm"), "read-only-polls": ("all-scatter", "all-gather-gemm"),
-           "stages": ("all-scatter",)}
+           "stages": ("all-scatter",), "resetting-polls": ("all-scatter", "all-gather-gemm")}
 
 
 def configs_for(reduction: str = "", max_calls: int = 3) -> list[tuple]:
     """The configurations a test of ``reduction`` draws from: all of them in the full run, the slice by default."""
     where = APPLIES.get(reduction, SCENARIOS)
     return [c for c in (CONFIGS if FULL else SLICE) if c[0] in where and c[2] <= max_calls
-            and (reduction not in ("calls", "cas-reset") or (c[1] == "host-barrier" and c[2] > 1))]  # the call split
+            and (reduction not in ("calls", "cas-reset") or (c[1] == "host-barrier" and c[2] > 1))  # the call split
+            and (reduction != "resetting-polls" or c[1] == "host-barrier" or c[2] == 1)]  # one call, or call programs
 
 
 def options(config: tuple, tiles: int = 1, ctas: int | None = None, columns: int = 1) -> ScenarioOptions:
@@ -207,11 +208,14 @@ seeded = seed(int(SEED)) if SEED else (lambda f: f)
 @SETTINGS
 @given(data=exact_protocols(near_safe=True), push=st.one_of(st.none(), exact_protocols()), draw=st.data())
 def test_each_builder_reduction_keeps_the_verdict(reduction, data, push, draw):
-    """Slicing, ranks left out, the stage split, the symmetry group, the call split and the call
-    split across a consumer's CAS reset, each turned off alone (the last over counters with a
-    consumer's CAS reset, which no other protocol has)."""
-    if reduction == "cas-reset":
+    """Slicing, ranks left out, the stage split, the symmetry group, the call split, the call
+    split across a consumer's CAS reset and the resetting polls left out on other ranks, each
+    turned off alone (the last two over counters with a consumer's CAS reset, which no other
+    protocol has; all-scatter's receivers then poll such a counter too, as the push protocol)."""
+    if reduction in ("cas-reset", "resetting-polls"):
         data = draw.draw(cas_reset_protocols(), label="counter with a CAS reset")
+    if reduction == "resetting-polls":
+        push = draw.draw(cas_reset_protocols(), label="push: counter with a CAS reset")
     config = draw.draw(st.sampled_from(configs_for(reduction)), label="config")
     assert_same(data, config, push=push if config[0] == "all-scatter" else None, reductions={reduction})
 
@@ -522,6 +526,19 @@ def _gemm_ranks(scenario) -> set[int]:
     return {th.gpu for part in parts for th in part.program.threads if th.role.role == "gemm"}
 
 
+def _gemms_left_out_and_built(name: str, world: int, calls: int, switch: str) -> tuple[set[str], set[str]]:
+    """The violation kinds of ``name`` in all-gather-gemm with the other ranks' GEMMs left out
+    (asserted) and with ``switch`` off and every GEMM built (asserted); both must decide."""
+    opts = ScenarioOptions(scenario="all-gather-gemm", world_size=world, epochs=calls)
+    protocol = load_protocol(name)
+    reduced = build(protocol, opts)
+    whole = build(protocol, opts, without=frozenset({switch}))
+    assert _gemm_ranks(reduced) == {0} and _gemm_ranks(whole) == set(range(world)), name
+    a, b = check(reduced, timeout=60), check(whole, timeout=60)
+    assert a.limit_hit is None and b.limit_hit is None, (name, world, calls)
+    return set(a.violations), set(b.violations)
+
+
 def test_a_gemm_whose_poll_only_rewrites_zero_is_left_out_on_other_ranks_with_the_same_verdict():
     # Issue 24: all-gather-gemm at W >= 4 built every rank's GEMM, because its CAS(0 -> 0) poll
     # writes the counter the senders' adds read; one call at W = 4 found no execution in 60 s.
@@ -529,14 +546,8 @@ def test_a_gemm_whose_poll_only_rewrites_zero_is_left_out_on_other_ranks_with_th
     # (the adds are positive): its writes order nothing kept.
     for name, world, calls in [("fenced-release-acquire", 2, 2), ("barrier-fenced-release-acquire", 2, 2),
                                ("add-counter", 2, 1)]:
-        opts = ScenarioOptions(scenario="all-gather-gemm", world_size=world, epochs=calls)
-        protocol = load_protocol(name)
-        reduced = build(protocol, opts)
-        whole = build(protocol, opts, without=frozenset({"read-only-polls"}))
-        assert _gemm_ranks(reduced) == {0} and _gemm_ranks(whole) == set(range(world)), name
-        a, b = check(reduced, timeout=60), check(whole, timeout=60)
-        assert a.limit_hit is None and b.limit_hit is None, name
-        assert set(a.violations) == set(b.violations), name
+        reduced, whole = _gemms_left_out_and_built(name, world, calls, "read-only-polls")
+        assert reduced == whole, name
     result = check(build(load_protocol("fenced-release-acquire"),
                          ScenarioOptions(scenario="all-gather-gemm", world_size=4, epochs=3)), timeout=60)
     assert result.limit_hit is None and set(result.violations) == {"race", "stale-read", "unwritten-read"}
@@ -546,7 +557,8 @@ def test_a_poll_that_resets_or_a_lock_something_else_writes_keeps_every_gemm():
     # A CAS that writes 0 over a count (the consumer's reset) carries order; so does a poll of a
     # lock that an exchange can set back to the compared value.
     for name in ("add-counter-cas-reset", "xchg-flag", "release-xchg-cas-acquire"):
-        scenario = build(load_protocol(name), ScenarioOptions(scenario="all-gather-gemm", world_size=2, epochs=2))
+        scenario = build(load_protocol(name), ScenarioOptions(scenario="all-gather-gemm", world_size=2, epochs=2),
+                         without=frozenset({"resetting-polls"}))  # below: the reset that writes last in its call
         assert _gemm_ranks(scenario) == {0, 1}, name
     data = load_protocol("add-counter").to_dict()
     data["wait"] = [{"op": "fence", "sem": "acq_rel", "scope": "sys"}] + data["wait"]  # not its first step
@@ -561,7 +573,87 @@ def test_an_all_scatter_stage_that_can_hang_sends_the_check_to_the_whole_program
     split, whole = _split("add-counter-skip-self", scenario="all-scatter", world_size=2, epochs=2)
     assert [part.stage for part in split.parts] == ["pub", "push"]
     assert [part.call for part in split.whole_parts] == [0, 1] and not whole.whole_parts
+    # each call program split by stage (build.staged_calls): a stage that always hangs in call 0
+    # keeps call 1 from running, and each stage program of a call is one call's
+    assert [[leaf.stage for leaf in call.parts] for call in split.whole_parts] == [["pub call 0", "push call 0"],
+                                                                                 ["pub call 1", "push call 1"]]
     reduced, full = check(split, timeout=60), check(whole, timeout=60)
     assert reduced.limit_hit is None and full.limit_hit is None
-    assert [stage for stage, _n, _s in reduced.stages][-3:-1] == ["call 0", "call 1"]
+    assert [stage for stage, _n, _s in reduced.stages][-3:-1] == [
+        "call 0", "call 1 (not run: every execution of an earlier part hangs)"]  # call 0 always hangs
     assert set(reduced.violations) == set(full.violations) == {"hang", "race"}
+
+
+# ----- resetting polls: the ranks reduction across a CAS reset that writes last (``resetting-polls``) -
+
+def test_a_gemm_whose_poll_resets_the_full_count_is_left_out_on_other_ranks_with_the_same_verdict():
+    # Issue 24: all-gather-gemm's GEMM CAS writes 0 over the full count, which the next call's
+    # adds count from, so every rank's GEMM was built (W = 4, three calls: no execution per call
+    # program in 60 s). Within a call program the CAS writes only after every add of the call
+    # (cas-reset's case 2): nothing of the call reads it, and the state carries the 0 on.
+    for name, world, calls, expected in [
+            ("add-counter-cas-reset", 2, 2, {"race", "stale-read", "unwritten-read"}),
+            ("add-counter-cas-reset", 3, 1, {"race", "unwritten-read"}),
+            ("add-counter-cas-reset", 3, 2, {"race", "stale-read", "unwritten-read"}),
+            ("add-counter-skip-self", 2, 2, {"hang", "race"}),  # the poll never leaves: its CAS never writes
+            ("add-counter-skip-self", 3, 1, {"hang", "race"})]:
+        reduced, whole = _gemms_left_out_and_built(name, world, calls, "resetting-polls")
+        assert reduced == whole == expected, (name, world, calls)
+
+
+def test_the_resetting_gemm_rows_of_the_performance_table_are_decided():
+    # Both were unknown at 60 s (every GEMM built); now call by call with rank 0's GEMM only.
+    for name, world, calls, expected in [("add-counter-cas-reset", 8, 2, {"race", "stale-read", "unwritten-read"}),
+                                         ("add-counter-cas-reset", 4, 3, {"race", "stale-read", "unwritten-read"}),
+                                         ("add-counter-skip-self", 4, 3, {"hang", "race"})]:
+        scenario = build(load_protocol(name), ScenarioOptions(scenario="all-gather-gemm", world_size=world,
+                                                              epochs=calls))
+        assert [part.call for part in scenario.parts] == list(range(calls)) and _gemm_ranks(scenario) == {0}
+        result = check(scenario, timeout=60)
+        assert result.limit_hit is None and set(result.violations) == expected, (name, world, calls)
+
+
+def test_a_reset_that_can_write_before_the_last_add_keeps_every_gemm():
+    # A CAS that resets at 1 (an add can come after it and read its 0), a reset at gpu scope
+    # (not morally strong with the other GPUs' adds), and several calls without a call split
+    # (per-rank streams): every GEMM is built. The full count at system scope: rank 0's only.
+    for data, calls, launches in [
+            (_counter(compare="1", until=">= 1"), 1, "host-barrier"),
+            ({**_counter(compare="world_size - 1", until=">= world_size - 1"),
+              "wait": [{**_counter(compare="world_size - 1", until=">= world_size - 1")["wait"][0], "scope": "gpu"}]},
+             2, "host-barrier"),
+            (_counter(compare="world_size - 1", until=">= world_size - 1"), 2, "per-rank-stream")]:
+        opts = ScenarioOptions(scenario="all-gather-gemm", world_size=3, epochs=calls, launches=launches,
+                               reset="none" if launches == "per-rank-stream" else None)
+        assert _gemm_ranks(build(protocol_from_dict(data), opts)) == {0, 1, 2}, data
+    scenario = build(load_protocol("add-counter-cas-reset"), ScenarioOptions(scenario="all-gather-gemm",
+                                                                              world_size=2, epochs=2))
+    assert _gemm_ranks(scenario) == {0}
+
+
+def test_a_push_stage_split_by_call_still_counts_its_violations():
+    # Found by this session (issue 24): all-scatter's stage programs, each split by call, were
+    # joined with no execution "without a hang" counted for the pub stage (its nested split left
+    # it at 0), so every push violation was dropped: SAFE with the split, UNSAFE whole.
+    opts = ScenarioOptions(scenario="all-scatter", world_size=2, epochs=2, push="xchg-flag")
+    protocol = load_protocol("barrier-fenced-release-acquire")
+    split = build(protocol, opts)
+    assert [[call.stage for call in stage.parts] for stage in split.parts] == [["pub call 0", "pub call 1"],
+                                                                              ["push call 0", "push call 1"]]
+    reduced, whole = check(split, timeout=60), check(build(protocol, opts, without=frozenset({"stages"})), timeout=60)
+    assert reduced.limit_hit is None and whole.limit_hit is None
+    assert set(reduced.violations) == set(whole.violations) == {"race", "stale-read", "unwritten-read"}
+    assert "race" in check(build(protocol, replace(opts, epochs=1)), timeout=60).violations  # as with one call
+
+
+def test_the_all_scatter_rows_whose_pub_stage_always_hangs_are_decided_call_by_call_and_stage_by_stage():
+    # add-counter-skip-self in all-scatter, W = 8 with two calls and W = 4 with three: unknown at
+    # 60 s (the whole call 0, every role of every rank). Call 0's pub stage hangs in every
+    # execution, so call 0's push stage and the later calls never count and are not run.
+    for world, calls in [(8, 2), (4, 3)]:
+        scenario = build(load_protocol("add-counter-skip-self"),
+                         ScenarioOptions(scenario="all-scatter", world_size=world, epochs=calls))
+        result = check(scenario, timeout=60)
+        assert result.limit_hit is None and set(result.violations) == {"hang", "race"}, (world, calls)
+        assert [stage for stage, _n, _s in result.stages][-calls - 1:-1] == ["call 0"] + [
+            f"call {k} (not run: every execution of an earlier part hangs)" for k in range(1, calls)]

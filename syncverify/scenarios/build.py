@@ -726,7 +726,7 @@ def _stage_name(stage: str) -> str:
 #: The builder's reductions, each argued where it is made; ``ScenarioOptions.symmetry=False``
 #: turns them all off, ``build(..., without=...)`` some of them (the exactness tests compare each).
 REDUCTIONS: tuple[str, ...] = ("tiles", "slicing", "ranks", "read-only-polls", "stages", "symmetry", "calls",
-                                "cas-reset")
+                                "cas-reset", "resetting-polls")
 
 
 def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str] = frozenset()) -> Scenario:
@@ -760,7 +760,7 @@ def build(protocol, opts: ScenarioOptions, *, push=None, without: frozenset[str]
     scenario.parts = stage_parts(protocols, opts, without)
     calls = call_parts(protocols, opts, without)
     if scenario.parts:
-        scenario.whole_parts = calls  # where a stage can hang across calls (verdicts.check)
+        scenario.whole_parts = staged_calls(calls, scenario.parts)  # where a stage can hang across calls (verdicts.check)
     else:
         scenario.parts = calls
     return scenario
@@ -835,6 +835,28 @@ def stage_parts(protocols: dict[str, object], opts: ScenarioOptions,
     for part in parts:  # each stage's calls, one by one where that is exact too (call_parts)
         part.parts = call_parts(protocols, opts, without, stage=part.stage)
     return parts
+
+
+def staged_calls(calls: list[Scenario], stage_programs: list[Scenario]) -> list[Scenario]:
+    """The whole program's call programs (:func:`call_parts`), each split into its stage programs:
+    the stage programs' own call programs of that call (:func:`stage_parts` nests the other way).
+
+    A call program is a program of one call (from the one state the calls before leave), and the
+    stage split of one call is exact (:func:`stage_parts`: the stages share no location, a push
+    violation counts only if the pub stage has an execution without a hang); call ``k``'s state
+    threads of each stage's locations are those of its stage program, built from the same state.
+    Nested this way, a stage that hangs in call ``k`` keeps calls ``k + 1 ..`` from counting
+    (:func:`syncverify.verdicts.check.check`: a call program has an execution without a hang only
+    if each of its stage programs has one), which is what the stage-first nesting cannot see and
+    why :func:`syncverify.verdicts.check.check` falls back to these. Left whole where a stage
+    program is not split by call."""
+    for k, call in enumerate(calls):
+        leaves = [leaf for stage in stage_programs for leaf in stage.parts if leaf.call == k]
+        if len(leaves) != len(stage_programs):
+            return calls
+    for k, call in enumerate(calls):
+        call.parts = [leaf for stage in stage_programs for leaf in stage.parts if leaf.call == k]
+    return calls
 
 
 class _NotSplittable(Exception):
@@ -1110,6 +1132,7 @@ class _Program:
         self.threads: list[Thread] = []
         self.units: dict[int, list[int]] = {}
         self.ctas: dict[tuple[int, str], int] = {}
+        self.resets_last: dict[tuple[str, str, int], bool] = {}  # _reset_writes_last, per role, stage and step
 
     def reduces(self, name: str) -> bool:
         """Whether the reduction ``name`` (:data:`REDUCTIONS`) is made."""
@@ -1117,15 +1140,22 @@ class _Program:
 
     def ranks_of(self, role: Role, tile: int) -> list[int]:
         """The ranks whose CTA of ``role`` handles ``tile`` in the built program."""
-        W, opts = self.opts.world_size, self.opts
-        if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
-            return [owner(tile, opts)]
+        every = self.every_rank(role, tile)
+        if len(every) == 1:
+            return every
         if role.name in ("receiver", "gemm") and self.reduces("ranks") and self._other_ranks_removable(role, tile):
             return [0]  # every receiver (all-gather-gemm: every GEMM CTA) is a renaming of rank 0's
         if (self.part == "pub" and role.name == "comm" and self.reduces("ranks")
                 and self._waits_touch_own_copy_only("pub")):
             return [0]  # the other comm CTAs touch only their own rank's pub locks: renamings of rank 0's
-        return list(range(W))
+        return every
+
+    def every_rank(self, role: Role, tile: int) -> list[int]:
+        """The ranks whose CTA of ``role`` handles ``tile`` with no rank left out."""
+        opts = self.opts
+        if role.runs_on == "owner" or (role.runs_on == "producers" and opts.production == "owner-only"):
+            return [owner(tile, opts)]
+        return list(range(opts.world_size))
 
     def _other_ranks_removable(self, role: Role, tile: int) -> bool:
         """Whether ``role``'s CTAs on ranks other than 0 can be left out of the program: the
@@ -1176,7 +1206,7 @@ class _Program:
                             yield step.stage, s
         # As the kernels run it: an acquire or relaxed atomic_add(0) poll is a load (lower_step).
         written = {(stage, s.lock) for stage, s in steps(role) if any(op.kind in ("st", "atom") for op in lower_step(s))
-                   and not self._poll_carries_no_order(role, stage, s)}
+                   and not self._poll_carries_no_order(role, stage, s) and not self._reset_writes_last(role, stage, s)}
         for other in self.roles:
             for stage, s in steps(other):
                 if (stage, s.lock) not in written:
@@ -1235,6 +1265,86 @@ class _Program:
                         and s.value.tree[1] > 0
                     if not positive_add:
                         return False
+        return True
+
+    def _reset_writes_last(self, role: Role, stage: str, step) -> bool:
+        """Whether ``step`` of ``role`` is a consumer's CAS poll that resets its own rank's counter
+        and writes, if at all, after every other write of the counter in its call (switch
+        ``resetting-polls``): then nothing of the call reads what it writes, and the role's CTAs
+        on other ranks may be left out although the other roles' adds write the lock it polls
+        (all-gather-gemm's GEMM CTAs of ``add-counter-cas-reset`` and ``add-counter-skip-self``,
+        whose CAS writes 0 over the full count: every rank's GEMM was built, and a call program
+        at W = 4 found no execution in 60 s).
+
+        Made in a program of one call, or in a call program of :func:`call_parts` (whose state
+        carries the reset's value to the next call), where the step is an ``await`` that reads
+        its own rank's copy with a CAS whose new value differs from its compare, and where, on
+        every rank's copy and every tile, the call's writes of the copy are the adds and the one
+        poll :func:`_cas_reset_effect` weighs (nothing else writes it: a ``CAS(c -> c)`` or an
+        add of 0 could come after the reset and read it), with ``before`` what the calls before
+        leave (:func:`_call_effect`, as :meth:`add_state` takes it; 0 after a host reset).
+        The argument: :func:`_cas_reset_effect`'s two cases are the only ones it accepts. In
+        case 1 no CAS of the call ever writes. In case 2 the poll's CAS writes only on reading
+        the full count, i.e. (Atomicity over the counter's system-scoped atomics, which form one
+        sequence in coherence order) just after the last add of the call, and its loop leaves
+        at once, so it is the last write of the copy in the call: no event of the call reads it,
+        and no read of it by an atomic puts it inside an observation chain to a kept event. The
+        left-out CTA then has no write a kept event reads, which is what
+        :meth:`_other_ranks_removable`'s argument needs (its other writes are weighed there as
+        before); the next call reads the reset's value through the state (a host barrier orders
+        the calls, so that read adds no order). Where an earlier call hangs in every execution
+        (:class:`_CallAlwaysHangs`), this call's violations never count
+        (:func:`syncverify.verdicts.check.check`) and any program of it will do.
+
+        With slicing turned off the adds into a left-out rank's copy stay, and :meth:`add_state`
+        takes their state from the adds alone (no reset there): a value only the left-out poll
+        would read. ``tests/test_reductions_exact.py`` compares the verdicts with and without this
+        switch."""
+        if not self.reduces("resetting-polls") or (self.call is None and self.opts.epochs > 1):
+            return False
+        if not (step.op == "await" and step.read == "atomic_cas" and (step.from_ or "self") == "self"
+                and step.to is None):
+            return False
+        key = (role.name, stage, id(step))
+        if key not in self.resets_last:
+            try:
+                self.resets_last[key] = self._resets_after_every_add(role, stage, step)
+            except _NotSplittable:  # a write _call_effect cannot weigh (_writes: bulk copies, mbarriers)
+                self.resets_last[key] = False
+        return self.resets_last[key]
+
+    def _resets_after_every_add(self, role: Role, stage: str, step) -> bool:
+        """:meth:`_reset_writes_last`'s test over the writes of every rank's copy of ``step``'s
+        lock (every rank's CTAs built, no copy sliced), call by call up to this one."""
+        protocol = next(self.protocols[st.protocol] for st in role.steps if isinstance(st, Stage) and st.stage == stage)
+        builder = _Builder(self.protocols, self.opts, None)
+        host_reset = _policies(self.protocols, self.opts).get(stage) == "host-between-barriers"
+        call = self.call or 0
+        for t in self.tiles:
+            for r in range(1, self.opts.world_size):  # the ranks whose CTA of role is left out
+                before = 0
+                for epoch in range(call + 1):
+                    builder.epoch = epoch
+                    loc = str(lock_loc(step.lock, stage, r, t, builder.slot(protocol)))
+                    made = [w for other in self.roles for q in self.every_rank(other, t)
+                            for i in range(self.opts.threads_per_cta)
+                            for w in _writes(builder.role_code(other, q, t, i)) if w.ins.loc == loc]
+                    if host_reset:
+                        before = 0
+                    try:
+                        if epoch < call:
+                            effect = _call_effect(made, before)
+                            before = before if effect is None else effect[0]
+                            continue
+                        adds = [w for w in made if isinstance(w.ins, Atomic) and w.ins.op == "add"]
+                        polls = [w for w in made if isinstance(w.ins, Atomic) and w.ins.op == "cas"
+                                 and not _leaves_value(w.ins)]
+                        if not polls or len(adds) + len(polls) != len(made) or any(_leaves_value(w.ins) for w in adds):
+                            return False
+                        _cas_reset_effect(adds, polls, before)
+                    except _CallAlwaysHangs:
+                        if epoch < call:
+                            return True  # no later call runs: its violations never count
         return True
 
     def _writes_own_copies_only(self, role: Role, tile: int) -> bool:

@@ -16,6 +16,7 @@ Each kind keeps one witness execution (the first one found with the fewest event
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import Counter
@@ -378,7 +379,12 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
     result = CheckResult(scenario)
     start = time.monotonic()
     reachable = True
+    complete: list[int] = []  # each part's executions without a hang
     for index, part in enumerate(scenario.parts):
+        if not reachable:  # its violations would not count: an earlier part has no execution without a hang
+            result.stages.append((f"{part.stage} (not run: every execution of an earlier part hangs)", 0, 0.0))
+            complete.append(0)
+            continue
         left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
         if left is not None and part.call is not None:
             # Call programs share what is left fairly: a later call's violations are as much the
@@ -406,6 +412,7 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
         if sub.limit_hit and not result.limit_hit:
             result.limit_hit, result.limit_detail = sub.limit_hit, sub.limit_detail
         reachable = reachable and sub.complete > 0
+        complete.append(sub.complete)
         if "hang" in sub.violations and scenario.options.epochs > 1 and part.call is None:
             # a hanging launch stops the later launches of every stage: the split cannot see that
             # (a call split can: a call's hang only keeps the later calls from running, and they
@@ -421,6 +428,10 @@ def _check_parts(scenario: Scenario, *, max_executions: int, timeout: float | No
         if first and result.violations:
             result.stopped_at_first = True
             break
+    # An execution of the whole without a hang is one of each part (the splits' arguments): a
+    # nested split (all-scatter's stages, each split by call) is "reachable" for the parts after
+    # it only then. (Left at 0, a stage split into calls hid every push violation.)
+    result.complete = math.prod(complete) if reachable else 0
     result.seconds = time.monotonic() - start
     return result
 
