@@ -283,8 +283,8 @@ def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: lis
     # Partial choices that already break Causality or Coherence are dropped as they are made.
     products = (consistent_products(skeleton, program, per_location, clock)
                 if prune and "partial-causality" not in without else lazy_product(per_location))
-    if first is not None:
-        products = (parts for parts in products if symmetric.admits(parts))  # type: ignore[union-attr]
+    if symmetric is not None and symmetric.swaps:
+        products = (parts for parts in products if symmetric.admits(parts))
     for parts in products:
         rf: dict[int, int] = {}
         for part in parts:

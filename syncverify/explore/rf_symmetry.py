@@ -94,9 +94,10 @@ def _swap(skeleton: Skeleton, program: Program, by_thread: dict[int, list[Event]
             return None
         if ta in skeleton.stuck and _stuck_renamed(skeleton.stuck[ta], rename) != skeleton.stuck[tb]:
             return None
-        for a, b in zip(ea, eb):
-            if rename(a.loc) != b.loc or any(getattr(a, f) != getattr(b, f) for f in _SAME):
-                return None
+        pairs = _corresponding(ea, eb, rename)
+        if pairs is None:
+            return None
+        for a, b in pairs:
             events[a.eid], events[b.eid] = b.eid, a.eid
         gpus |= {program.threads[ta].gpu, program.threads[tb].gpu}
     in_units = set(unit_a) | set(unit_b)
@@ -118,6 +119,36 @@ def _swap(skeleton: Skeleton, program: Program, by_thread: dict[int, list[Event]
         if any((events.get(a, a), events.get(b, b)) not in relation for a, b in moved):
             return None
     return Swap(events, names)
+
+
+def _corresponding(ea: list[Event], eb: list[Event], rename) -> list[tuple[Event, Event]] | None:
+    """The events of two units' threads paired as the renaming pairs them, or None where it does
+    not: one to one in program order, except within a run of ghost accesses (tile data) between
+    the same two other events, where each pairs with the access of the renamed location (a
+    sender writes every rank's copy in rank order, so the renamed order differs). Such a run is
+    accepted only where no location occurs twice in it: its accesses carry no reads-from or
+    coherence, so their causal edges to other events are the program order and barriers around
+    the run, alike for each of them, and accesses of different locations never make a violation
+    together: the order within the run tells nothing apart."""
+    if len(ea) != len(eb):
+        return None
+    pairs: list[tuple[Event, Event]] = []
+    i = 0
+    while i < len(ea):
+        j = i
+        while j < len(ea) and ea[j].ghost and eb[j].ghost:
+            j += 1
+        run_a, run_b = (ea[i:j], eb[i:j]) if j > i else ([ea[i]], [eb[i]])
+        by_loc = {rename(e.loc): e for e in run_a}
+        if len(by_loc) < len(run_a):
+            return None
+        for b in run_b:
+            a = by_loc.pop(b.loc, None)
+            if a is None or any(getattr(a, f) != getattr(b, f) for f in _SAME):
+                return None
+            pairs.append((a, b))
+        i = max(j, i + 1)
+    return pairs
 
 
 def _stuck_renamed(reason: tuple, rename) -> tuple:
@@ -162,13 +193,30 @@ class RfSymmetry:
     def __init__(self, skeleton: Skeleton, program: Program) -> None:
         self.swaps = unit_swaps(skeleton, program)
         self.locations = program.locations()
-        # The first location that every swap leaves in place and some swap renames an access of:
-        # filtered with all of them (at the locations before it each swap keeps every choice, or
-        # moves the location: nothing is filtered there).
-        touched = {e for s in self.swaps for e in s.events}
-        self.first = next((i for i, loc in enumerate(self.locations)
-                           if any(e.eid in touched for side in skeleton.accesses.get(loc, ()) for e in side)
-                           and not any(s.moves(loc) for s in self.swaps)), None) if self.swaps else None
+        self.index = {loc: i for i, loc in enumerate(self.locations)}
+        # The first location some swap moves or renames an access of: every swap leaves each
+        # location before it and its choices as they are. Where every swap leaves it in place,
+        # its choices are filtered as they are listed (least, rf_is_least); None otherwise.
+        changes = [self._changes(skeleton, s) for s in self.swaps]
+        first = min((i for changed in changes for i, _j in changed), default=None)
+        self.first = first if first is not None and not any(s.moves(self.locations[first]) for s in self.swaps) else None
+        self._keys: dict[tuple[int, int], tuple] = {}
+        # Per swap, in the program's order, the locations whose choice it can change: (the
+        # location's index, the index of the one it is renamed to). At the others it keeps it.
+        self.changed = changes
+
+    def _changes(self, skeleton: Skeleton, swap: Swap) -> list[tuple[int, int]]:
+        """Where ``swap`` can change a choice: (a location's index, the index of the one it is
+        renamed to), in the program's order; a location whose only access that carries a choice is
+        its initial write (tile data) has one choice, which every swap keeps."""
+        chosen = {loc for loc, (writes, reads) in skeleton.accesses.items() if reads or len(writes) > 1}
+        out = []
+        for i, loc in enumerate(self.locations):
+            other = swap.locations.get(loc, loc)
+            if other != loc and (loc in chosen or other in chosen) or any(
+                    e.eid in swap.events for side in skeleton.accesses.get(loc, ()) for e in side):
+                out.append((i, self.index[other]))
+        return out
 
     def rf_is_least(self, reads: list[int], picked: Sequence[int]) -> bool:
         """Whether no swap makes the first location's reads-from smaller, where ``picked`` are the
@@ -179,25 +227,25 @@ class RfSymmetry:
     def least(self, choices: Iterator[LocationChoice]) -> Iterator[LocationChoice]:
         """The first location's choices that no swap makes smaller."""
         for choice in choices:
-            key = _key(choice.rf, choice.ordered)
-            if not any(_key(choice.rf, choice.ordered, s.events) < key for s in self.swaps):
+            key = self._key(choice, -1)
+            if not any(self._key(choice, k) < key for k in range(len(self.swaps))):
                 yield choice
 
     def admits(self, parts: tuple[LocationChoice, ...]) -> bool:
-        """Whether the product ``parts`` (one choice per location, in the program's order) is kept."""
-        live = self.swaps
-        for loc, choice in zip(self.locations, parts):
-            if not live:
-                return True
-            if not (choice.rf or choice.ordered) or any(s.moves(loc) for s in live):
-                continue  # nothing a swap can change (it would keep every swap), or not filtered
-            key = _key(choice.rf, choice.ordered)
-            kept = []
-            for s in live:
-                image = _key(choice.rf, choice.ordered, s.events)
-                if image < key:
-                    return False
-                if image == key:
-                    kept.append(s)
-            live = kept
+        """Whether no swap makes the product ``parts`` (one choice per location, in the program's
+        order) smaller, compared location by location in that order."""
+        for k, changed in enumerate(self.changed):
+            for i, j in changed:
+                image, key = self._key(parts[j], k), self._key(parts[i], -1)
+                if image != key:
+                    if image < key:
+                        return False
+                    break
         return True
+
+    def _key(self, choice: LocationChoice, swap: int) -> tuple:
+        """``choice``'s key (:func:`_key`), renamed by swap number ``swap`` (-1: as it is)."""
+        memo = (id(choice), swap)
+        if memo not in self._keys:
+            self._keys[memo] = _key(choice.rf, choice.ordered, self.swaps[swap].events if swap >= 0 else None)
+        return self._keys[memo]
