@@ -197,12 +197,16 @@ class RfSymmetry:
         # The first location some swap moves or renames an access of: every swap leaves each
         # location before it and its choices as they are. Where every swap leaves it in place,
         # its choices are filtered as they are listed (least, rf_is_least); None otherwise.
+        # Products are compared location by location, those every swap leaves in place first (any
+        # fixed order of the locations will do): the first of them is then filtered with every
+        # swap as its choices are listed (least, rf_is_least).
         changes = [self._changes(skeleton, s) for s in self.swaps]
-        first = min((i for changed in changes for i, _j in changed), default=None)
-        self.first = first if first is not None and not any(s.moves(self.locations[first]) for s in self.swaps) else None
+        fixed = {i for i, loc in enumerate(self.locations) if not any(s.moves(loc) for s in self.swaps)}
+        changes = [sorted(changed, key=lambda pair: (pair[0] not in fixed, pair[0])) for changed in changes]
+        self.first = min((i for changed in changes for i, _j in changed if i in fixed), default=None)
         self._keys: dict[tuple[int, int], tuple] = {}
-        # Per swap, in the program's order, the locations whose choice it can change: (the
-        # location's index, the index of the one it is renamed to). At the others it keeps it.
+        # Per swap, in that order, the locations whose choice it can change: (the location's
+        # index, the index of the one it is renamed to). At the others it keeps it.
         self.changed = changes
 
     def _changes(self, skeleton: Skeleton, swap: Swap) -> list[tuple[int, int]]:
@@ -233,7 +237,7 @@ class RfSymmetry:
 
     def admits(self, parts: tuple[LocationChoice, ...]) -> bool:
         """Whether no swap makes the product ``parts`` (one choice per location, in the program's
-        order) smaller, compared location by location in that order."""
+        order) smaller, compared location by location: those every swap leaves in place first."""
         for k, changed in enumerate(self.changed):
             for i, j in changed:
                 image, key = self._key(parts[j], k), self._key(parts[i], -1)
