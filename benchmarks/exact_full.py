@@ -58,13 +58,13 @@ def comparison_s(check_s: float) -> float:
 # ----- the properties ----------------------------------------------------------------------------
 
 def properties() -> list[str]:
-    """Every property of the file, named ``builder:R``, ``tiles`` or ``pruning:P``."""
+    """Every property of the file, named ``builder:R``, ``tiles``, ``pruning:P`` or ``rf-symmetry``."""
     sys.path.insert(0, str(ROOT))
     from syncverify.explore.driver import PRUNINGS
     from syncverify.scenarios.build import REDUCTIONS
 
     return ([f"builder:{r}" for r in REDUCTIONS if r != "tiles"] + ["tiles"]
-            + [f"pruning:{p}" for p in PRUNINGS])
+            + [f"pruning:{p}" for p in PRUNINGS] + ["rf-symmetry"])
 
 
 def run_property(name: str) -> None:
@@ -76,6 +76,8 @@ def run_property(name: str) -> None:
         exact.test_each_builder_reduction_keeps_the_verdict(reduction=param)
     elif kind == "tiles":
         exact.test_checking_tile_0_of_two_tiles_keeps_the_verdict()
+    elif kind == "rf-symmetry":  # at W = 3 and 4, where the symmetry group has units to rename
+        exact.test_rf_symmetry_keeps_the_verdict_where_ranks_are_interchangeable()
     else:
         exact.test_each_explorer_pruning_keeps_the_verdict(pruning=param)
 
