@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from syncverify.explore.location_choices import LocationChoice
 from syncverify.explore.skeleton import Skeleton
-from syncverify.model.events import Event
+from syncverify.model.events import INIT_THREAD, Event
 from syncverify.program import Program
 
 # What two corresponding events of two units must have alike (their location is renamed instead).
@@ -68,21 +68,26 @@ def unit_swaps(skeleton: Skeleton, program: Program) -> list[Swap]:
     by_thread: dict[int, list[Event]] = {}
     for e in skeleton.events:
         by_thread.setdefault(e.thread, []).append(e)
+    # Each thread's non-ghost locations, and each location's initial write (once per skeleton).
+    plain = {t: {e.loc for e in events if not e.ghost and e.loc is not None} for t, events in by_thread.items()}
+    inits = {e.loc: e.eid for e in by_thread.get(INIT_THREAD, [])}
     swaps = []
     for unit_a, unit_b, pairs in program.unit_renamings:
         if unit_a not in grouped or unit_b not in grouped:
             continue  # the group was dropped (a residency bound): nothing is declared
         names = dict(pairs) | {b: a for a, b in pairs}
-        swap = _swap(skeleton, program, by_thread, unit_a, unit_b, names)
+        swap = _swap(skeleton, program, (by_thread, plain, inits), unit_a, unit_b, names)
         if swap is not None:
             swaps.append(swap)
     return swaps
 
 
-def _swap(skeleton: Skeleton, program: Program, by_thread: dict[int, list[Event]], unit_a: tuple[int, ...],
+def _swap(skeleton: Skeleton, program: Program, index: tuple, unit_a: tuple[int, ...],
           unit_b: tuple[int, ...], names: dict[str, str]) -> Swap | None:
     """The renaming of ``unit_a`` and ``unit_b`` as an event map, or None where it does not map
-    ``skeleton`` to itself."""
+    ``skeleton`` to itself. ``index``: the skeleton's events by thread, each thread's non-ghost
+    locations, each location's initial write."""
+    by_thread, plain, inits = index
     def rename(loc: str | None) -> str | None:
         return loc if loc is None else names.get(loc, loc)
 
@@ -106,9 +111,8 @@ def _swap(skeleton: Skeleton, program: Program, by_thread: dict[int, list[Event]
             continue
         if thread.gpu in gpus:
             return None  # a thread of a renamed rank outside its unit (a host reset): not renamed with it
-        if any(not e.ghost and e.loc is not None and rename(e.loc) != e.loc for e in by_thread.get(t, [])):
+        if any(loc in names for loc in plain.get(t, ())):
             return None  # its path may read the two ranks' locations differently
-    inits = {e.loc: e.eid for e in skeleton.events if e.thread < 0}
     for loc, other in names.items():
         if program.init.get(loc, 0) != program.init.get(other, 0):
             return None
