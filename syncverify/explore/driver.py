@@ -281,7 +281,8 @@ def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: lis
     skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
     static_relations(skeleton)  # fail a location above
     # Partial choices that already break Causality or Coherence are dropped as they are made.
-    products = (consistent_products(skeleton, program, per_location, clock)
+    keep = symmetric.admits if symmetric is not None and symmetric.swaps else None
+    products = (consistent_products(skeleton, program, per_location, clock, keep)
                 if prune and "partial-causality" not in without else lazy_product(per_location))
     if symmetric is not None and symmetric.swaps:
         products = (parts for parts in products if symmetric.admits(parts))

@@ -614,14 +614,16 @@ class PartialCausality:
 
 
 def consistent_products(skeleton: Skeleton, program: Program, per_location: list,
-                        clock: Clock | None = None) -> Iterator[tuple[LocationChoice, ...]]:
+                        clock: Clock | None = None, keep=None) -> Iterator[tuple[LocationChoice, ...]]:
     """The product of the locations' choices (``per_location``, each walked as often as needed),
     without the partial products that :class:`PartialCausality` shows to break an axiom.
 
     Locations are chosen in the order of their first access (the smallest event id), so that
     locations one thread uses one after the other (a flag it waits on and the flag it raises) are
     chosen next to each other and a cycle between them is found before the others multiply it.
-    ``clock``: ticked for each choice tried (past its deadline it raises)."""
+    ``clock``: ticked for each choice tried (past its deadline it raises). ``keep``: where given, a
+    partial product (None where a location is not chosen yet) it answers False for is not
+    extended (the rf-symmetry pruning, :mod:`syncverify.explore.rf_symmetry`)."""
     if not per_location:
         yield ()
         return
@@ -648,7 +650,9 @@ def consistent_products(skeleton: Skeleton, program: Program, per_location: list
             chosen.append((choice, observed))
             if not any(partial.breaks(grown, c, o) for c, o in chosen):
                 picked[i] = choice
-                yield from descend(depth + 1, grown)
+                if keep is None or keep(picked):
+                    yield from descend(depth + 1, grown)
             chosen.pop()
+        picked[i] = None
 
     yield from descend(0, partial.masks)

@@ -239,11 +239,15 @@ class RfSymmetry:
             if not any(self._key(choice, k) < key for k in range(len(self.swaps))):
                 yield choice
 
-    def admits(self, parts: tuple[LocationChoice, ...]) -> bool:
+    def admits(self, parts: Sequence[LocationChoice | None]) -> bool:
         """Whether no swap makes the product ``parts`` (one choice per location, in the program's
-        order) smaller, compared location by location: those every swap leaves in place first."""
+        order) smaller, compared location by location: those every swap leaves in place first.
+        A partial product (None where a location is not chosen yet) is dropped only where a swap
+        makes every product that completes it smaller."""
         for k, changed in enumerate(self.changed):
             for i, j in changed:
+                if parts[i] is None or parts[j] is None:
+                    break  # undecided from here on
                 image, key = self._key(parts[j], k), self._key(parts[i], -1)
                 if image != key:
                     if image < key:
