@@ -58,13 +58,13 @@ def comparison_s(check_s: float) -> float:
 # ----- the properties ----------------------------------------------------------------------------
 
 def properties() -> list[str]:
-    """Every property of the file, named ``builder:R``, ``tiles``, ``looped-tiles`` or ``pruning:P``."""
+    """Every property of the file, named ``builder:R``, ``tiles``, ``looped-tiles``, ``pruning:P`` or ``rf-symmetry``."""
     sys.path.insert(0, str(ROOT))
     from syncverify.explore.driver import PRUNINGS
     from syncverify.scenarios.build import REDUCTIONS
 
     return ([f"builder:{r}" for r in REDUCTIONS if r != "tiles"] + ["tiles", "looped-tiles"]
-            + [f"pruning:{p}" for p in PRUNINGS])
+            + [f"pruning:{p}" for p in PRUNINGS] + ["rf-symmetry"])
 
 
 def run_property(name: str) -> None:
@@ -78,6 +78,8 @@ def run_property(name: str) -> None:
         exact.test_checking_tile_0_of_two_tiles_keeps_the_verdict()
     elif kind == "looped-tiles":  # two tiles in one CTA's loop against the program built whole
         exact.test_tiles_in_one_ctas_loop_keep_the_verdict_of_the_program_built_whole()
+    elif kind == "rf-symmetry":  # at W = 3 and 4, where the symmetry group has units to rename
+        exact.test_rf_symmetry_keeps_the_verdict_where_ranks_are_interchangeable()
     else:
         exact.test_each_explorer_pruning_keeps_the_verdict(pruning=param)
 

@@ -1036,6 +1036,10 @@ class Program:
     pdl: tuple[tuple[Phase | str, Phase | str], ...] = ()
     # Groups of interchangeable units (each a tuple of thread indices): see explore's symmetry.
     symmetry: tuple[tuple[tuple[int, ...], ...], ...] = ()
+    # (unit a, unit b, location pairs): the locations that renaming the ranks of two units of one
+    # symmetry group swaps (every other location stays), where the builder knows them; the
+    # explorer's rf-symmetry pruning swaps two units only where they are listed here.
+    unit_renamings: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[str, str], ...]], ...] = ()
     # Registers whose final values matter (a litmus condition reads them); None: all of them.
     # A scenario observes none: its verdicts come from events, so a poll register is dead after
     # its branch, which lets the explorer drop failed poll iterations (explore.live_registers).

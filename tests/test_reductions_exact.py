@@ -657,3 +657,86 @@ def test_the_all_scatter_rows_whose_pub_stage_always_hangs_are_decided_call_by_c
         assert result.limit_hit is None and set(result.violations) == {"hang", "race"}, (world, calls)
         assert [stage for stage, _n, _s in result.stages][-calls - 1:-1] == ["call 0"] + [
             f"call {k} (not run: every execution of an earlier part hangs)" for k in range(1, calls)]
+
+# ----- reads-from symmetry (one reads-from choice per renaming of units with the same paths) ------
+
+#: Where a symmetry group has two or more units to rename: W = 3 (two) by default, W = 4 too in the full run.
+RF_SYMMETRY_CONFIGS = [c for c in CONFIGS if c[3] == 3 and c[2] <= 2 and c[1] == "host-barrier"] + (
+    [(scenario, "host-barrier", calls, 4) for scenario in SCENARIOS for calls in (1, 2)] if FULL else [])
+XCHG_FAMILY = ("xchg-flag", "release-xchg-cas-acquire", "barrier-release-xchg-cas-acquire")
+
+
+@slow_if_full
+@budget.guard
+@seeded
+@SETTINGS
+@given(data=st.one_of(exact_protocols(near_safe=True), st.sampled_from(XCHG_FAMILY).map(
+           lambda name: load_protocol(name).to_dict()).flatmap(with_done_and_slots)),
+       config=st.sampled_from(RF_SYMMETRY_CONFIGS))
+def test_rf_symmetry_keeps_the_verdict_where_ranks_are_interchangeable(data, config):
+    """``rf-symmetry`` turned off, at world sizes whose symmetry group has units to rename (the
+    generic pruning property above draws W = 2 by default, where there is one unit: nothing to
+    rename), over near-safe protocols and the exchange family it was built for."""
+    assert_same(data, config, prunings={"rf-symmetry"})
+
+
+def _explored(name: str, without=frozenset(), **options):
+    scenario = build(load_protocol(name), ScenarioOptions(**options))
+    return scenario, check(scenario, timeout=60, without=frozenset(without))
+
+
+@pytest.mark.parametrize("name, scenario, world", [("xchg-flag", "all-reduce", 4),
+                                                   ("xchg-flag", "gemm-reduce-scatter", 4),
+                                                   ("release-xchg-cas-acquire", "all-gather-gemm", 3),
+                                                   ("barrier-release-xchg-cas-acquire", "all-gather-gemm", 3)])
+def test_rf_symmetry_keeps_the_kinds_and_reports_fewer_executions(name, scenario, world):
+    """Known answers: the same violation kinds with and without it, with fewer executions (the
+    three other ranks' exchanges into rank 0's flag are one chain up to renaming: 6 of 12 at W = 4)."""
+    _s, reduced = _explored(name, scenario=scenario, world_size=world, epochs=2)
+    _s, whole = _explored(name, {"rf-symmetry"}, scenario=scenario, world_size=world, epochs=2)
+    assert reduced.limit_hit is None and whole.limit_hit is None
+    assert set(reduced.violations) == set(whole.violations)
+    assert reduced.executions < whole.executions
+
+
+def test_seven_exchanges_into_one_flag_at_w8_with_two_calls_are_decided():
+    """Issue 24's ``xchg-flag`` row: at W = 8 each of 7! chains of the other ranks' exchanges was
+    an execution of its own (call 0 had 1,642+ at the bound); up to renaming, 7 per combination."""
+    scenario, result = _explored("xchg-flag", scenario="all-reduce", world_size=8, epochs=2)
+    assert result.limit_hit is None
+    assert set(result.violations) == {"race", "unwritten-read"} | (set(result.violations) & {"stale-read"})
+    assert result.executions <= 40
+
+
+def test_no_swap_where_a_renaming_would_reorder_another_ranks_non_ghost_accesses():
+    """Seeded hole: in all-gather-gemm, rank 0's sender exchanges into ranks 1, 2, 3's flags in that
+    order; renaming ranks 1 and 2 reorders those release exchanges (a different program), so no
+    combination of that program gets a swap (the check keeps every reads-from choice)."""
+    from syncverify.explore import driver, rf_symmetry
+
+    scenario = build(load_protocol("xchg-flag"), ScenarioOptions(scenario="all-gather-gemm", world_size=3))
+    swaps = []
+    original = rf_symmetry.RfSymmetry.__init__
+
+    def spy(self, skeleton, program):
+        original(self, skeleton, program)
+        swaps.append(len(self.swaps))
+
+    try:
+        rf_symmetry.RfSymmetry.__init__ = spy
+        result = driver.explore(scenario.program, timeout=60)
+    finally:
+        rf_symmetry.RfSymmetry.__init__ = original
+    assert result.limit_hit is None and swaps and set(swaps) == {0}
+
+
+def test_the_builder_lists_only_renamings_that_stay_in_the_program():
+    program = build(load_protocol("xchg-flag"), ScenarioOptions(scenario="all-reduce", world_size=4)).program
+    (group,) = program.symmetry
+    assert len(program.unit_renamings) == 3  # three units, each two once
+    unit_a, unit_b, pairs = program.unit_renamings[0]
+    assert (unit_a, unit_b) == group[:2]
+    assert ("partial.r1.t0.s0", "partial.r2.t0.s0") in pairs
+    assert all("r0" not in a and "r0" not in b for a, b in pairs)  # rank 0 is checked, not renamed
+    assert not build(load_protocol("xchg-flag"), ScenarioOptions(scenario="all-reduce", world_size=4),
+                     without=frozenset({"symmetry"})).program.unit_renamings

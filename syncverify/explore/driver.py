@@ -101,6 +101,7 @@ from syncverify.explore.location_choices import (
     location_choices,
     memory_orders,
 )
+from syncverify.explore.rf_symmetry import RfSymmetry
 from syncverify.explore.skeleton import Skeleton, StaticCause, build_skeleton, host_pairs, static_relations
 from syncverify.explore.symmetry import affordable, combinations
 from syncverify.explore.thread_paths import Path, thread_paths
@@ -161,7 +162,7 @@ class ExplorationResult:
 #: turns off all of them and more): the exactness tests compare the verdicts with and without each.
 #: ``every-kind`` is the check's (:mod:`syncverify.verdicts.kinds`): the explorer ignores it.
 PRUNINGS: tuple[str, ...] = ("value-classes", "ceilings", "combination-search", "barrier-orders",
-                             "partial-causality", "alike", "shared-sources", "every-kind")
+                             "partial-causality", "alike", "shared-sources", "every-kind", "rf-symmetry")
 
 
 def candidate_executions(
@@ -270,14 +271,23 @@ def _skeleton_candidates(program: Program, combo: tuple[Path, ...], lengths: lis
     """The candidate executions of one combination of paths, cut as its barriers resolve."""
     skeleton = build_skeleton(program, combo, lengths, stuck, instances, stopped)
     skeleton.static_cause = StaticCause(skeleton, program)
-    per_location = [Replayable(location_choices(skeleton, loc, prune, program, clock)) for loc in locations]
+    # One reads-from choice per renaming of units that took the same paths (rf_symmetry says why).
+    symmetric = RfSymmetry(skeleton, program) if prune and "rf-symmetry" not in without else None
+    first = symmetric.first if symmetric is not None else None
+    per_location = [Replayable(location_choices(skeleton, loc, prune, program, clock) if i != first else
+                               symmetric.least(location_choices(  # type: ignore[union-attr]
+                                   skeleton, loc, prune, program, clock, keep_rf=symmetric.rf_is_least)))  # type: ignore[union-attr]
+                    for i, loc in enumerate(locations)]
     if not all(choices.nonempty() for choices in per_location):
         return  # some location has no consistent choice: the costlier relations are never needed
     skeleton.host_order = host_pairs(program, skeleton.events)  # only now: most combinations
     static_relations(skeleton)  # fail a location above
     # Partial choices that already break Causality or Coherence are dropped as they are made.
-    products = (consistent_products(skeleton, program, per_location, clock)
+    keep = symmetric.admits if symmetric is not None and symmetric.swaps else None
+    products = (consistent_products(skeleton, program, per_location, clock, keep)
                 if prune and "partial-causality" not in without else lazy_product(per_location))
+    if symmetric is not None and symmetric.swaps:
+        products = (parts for parts in products if symmetric.admits(parts))
     for parts in products:
         rf: dict[int, int] = {}
         for part in parts:

@@ -90,7 +90,7 @@ class LocationChoice:
 
 
 def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program,
-                     clock: Clock | None = None) -> Iterator[LocationChoice]:
+                     clock: Clock | None = None, keep_rf=None) -> Iterator[LocationChoice]:
     """Every (reads-from of this location's reads, orientation of its morally strong write pairs)
     worth keeping, lazily.
 
@@ -102,7 +102,10 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
     reads-from choice is paired with every strict partial order of the writes instead.
 
     ``clock``: ticked for each reads-from choice and coherence order tried (a location with many
-    reads and writes can take long; past its deadline it raises)."""
+    reads and writes can take long; past its deadline it raises). ``keep_rf``: where given,
+    reads-from choices it answers False for (called with the reads' ids and the writes picked for
+    the first of them, also while picking) are skipped before their coherence orders are listed
+    (the rf-symmetry pruning, :mod:`syncverify.explore.rf_symmetry`)."""
     events = skeleton.events
     writes, reads = skeleton.accesses.get(loc, ([], []))
     init = tuple(w.eid for w in writes if w.is_init)
@@ -129,10 +132,14 @@ def location_choices(skeleton: Skeleton, loc: str, prune: bool, program: Program
         candidates.append(cands)
     ms = morally_strong_at(writes + reads, skeleton.po)
     static_order = frozenset((a, w) for w in others for a in before[w]) | init_first
-    for picks in (_distinct_sources(reads, candidates, rmw_write_of, writes, ms) if prune
+    read_ids = [r.eid for r in reads]
+    prefix_kept = (lambda picked: keep_rf(read_ids, picked)) if keep_rf is not None else None
+    for picks in (_distinct_sources(reads, candidates, rmw_write_of, writes, ms, prefix_kept) if prune
                   else itertools.product(*candidates)):
         if clock is not None:
             clock.tick(f"while choosing what the reads of {loc} read from")
+        if keep_rf is not None and not keep_rf(read_ids, picks):
+            continue
         rf = {r.eid: w for r, w in zip(reads, picks)}
         if not prune:
             for order in strict_partial_orders(others, clock, must_order=ms):
@@ -162,37 +169,45 @@ def morally_strong_at(events: list[Event], ordered: frozenset) -> frozenset:
 
 
 def _distinct_sources(reads: list[Event], candidates: list[list[int]], rmw_write_of: dict[int, int],
-                      writes: list[Event], ms: frozenset) -> Iterator[tuple[int, ...]]:
+                      writes: list[Event], ms: frozenset, keep=None) -> Iterator[tuple[int, ...]]:
     """The product of the reads' candidate writes, where two atomics never read one write when
     every write and atomic of the location is morally strong with every other.
 
     Atomicity: if atomics A1 and A2 both read W, coherence orders their writes (Coherence2), say
     W1 before W2; W is before W1 (SC-per-Location: W rf A1's read, po W1), so W1 lies between
     A2's read of W and A2's write W2, morally strong with both: the axiom fails. The other order
-    fails alike. (A location with a weaker access keeps the plain product.)"""
+    fails alike. (A location with a weaker access keeps the plain product.) ``keep``: where
+    given, a partial pick it answers False for is not extended."""
     atomic = [r.eid in rmw_write_of for r in reads]
     events = [w.eid for w in writes] + [r.eid for r, a in zip(reads, atomic) if a] + [
         rmw_write_of[r.eid] for r, a in zip(reads, atomic) if a]
     exclusive = any(atomic) and all((a, b) in ms for i, a in enumerate(events) for b in events[i + 1:] if a != b)
-    if not exclusive:
+    if not exclusive and keep is None:
         yield from itertools.product(*candidates)
         return
+    yield from _picks(candidates, atomic if exclusive else [False] * len(reads), keep)
+
+
+def _picks(candidates: list[list[int]], distinct: list[bool], keep) -> Iterator[tuple[int, ...]]:
+    """The product of ``candidates``, where the reads marked ``distinct`` never pick one write
+    twice, without the partial picks ``keep`` (when given) answers False for."""
     picked: list[int] = []
     taken: set[int] = set()
 
     def pick(i: int) -> Iterator[tuple[int, ...]]:
-        if i == len(reads):
+        if i == len(candidates):
             yield tuple(picked)
             return
         for w in candidates[i]:
-            if atomic[i]:
+            if distinct[i]:
                 if w in taken:
                     continue
                 taken.add(w)
             picked.append(w)
-            yield from pick(i + 1)
+            if keep is None or keep(picked):
+                yield from pick(i + 1)
             picked.pop()
-            if atomic[i]:
+            if distinct[i]:
                 taken.discard(w)
 
     yield from pick(0)
@@ -599,14 +614,16 @@ class PartialCausality:
 
 
 def consistent_products(skeleton: Skeleton, program: Program, per_location: list,
-                        clock: Clock | None = None) -> Iterator[tuple[LocationChoice, ...]]:
+                        clock: Clock | None = None, keep=None) -> Iterator[tuple[LocationChoice, ...]]:
     """The product of the locations' choices (``per_location``, each walked as often as needed),
     without the partial products that :class:`PartialCausality` shows to break an axiom.
 
     Locations are chosen in the order of their first access (the smallest event id), so that
     locations one thread uses one after the other (a flag it waits on and the flag it raises) are
     chosen next to each other and a cycle between them is found before the others multiply it.
-    ``clock``: ticked for each choice tried (past its deadline it raises)."""
+    ``clock``: ticked for each choice tried (past its deadline it raises). ``keep``: where given, a
+    partial product (None where a location is not chosen yet) it answers False for is not
+    extended (the rf-symmetry pruning, :mod:`syncverify.explore.rf_symmetry`)."""
     if not per_location:
         yield ()
         return
@@ -633,7 +650,9 @@ def consistent_products(skeleton: Skeleton, program: Program, per_location: list
             chosen.append((choice, observed))
             if not any(partial.breaks(grown, c, o) for c, o in chosen):
                 picked[i] = choice
-                yield from descend(depth + 1, grown)
+                if keep is None or keep(picked):
+                    yield from descend(depth + 1, grown)
             chosen.pop()
+        picked[i] = None
 
     yield from descend(0, partial.masks)

@@ -1566,6 +1566,8 @@ class _Program:
         threads, init = self.byte_addressed(tuple(self.threads))
         program = Program(name, threads, init=init,
                           host_order=host_order, symmetry=symmetry, observed_registers=frozenset(), pdl=pdl)
+        if symmetry:
+            program = replace(program, unit_renamings=self.unit_renamings(program))
         return Scenario(program, opts, protocol, _notes(opts, symmetry, self.protocols), self.protocols.get("push"),
                         stage=part, call=self.call, locations=self.builder.locations, steps=self.builder.step_labels)
 
@@ -1618,6 +1620,31 @@ class _Program:
 
         self.threads = [replace(th, phase=_rank_phase(th.phase, th.gpu)) for th in self.threads]
         return tuple((a2, b2) for a, b in host_order for a2 in each(a) for b2 in each(b))
+
+    def unit_renamings(self, program: Program) -> tuple:
+        """:attr:`Program.unit_renamings`: for each two units (ranks ``qa``, ``qb``) of the symmetry
+        group, the program's locations that renaming ``qa`` and ``qb`` into each other swaps: a
+        location's copy and column block are the ranks it is renamed with (:class:`Location`).
+        Two units are left out where a location renames to one the program does not have, and
+        every pair where a location's text is not its :class:`Location`'s (a lock split into bytes)."""
+        locations = self.builder.locations
+        used = set(program.locations())
+        if any(text not in locations or str(locations[text]) != text for text in used):
+            return ()
+        out = []
+        ranks = sorted(self.units)
+        for i, qa in enumerate(ranks):
+            for qb in ranks[i + 1:]:
+                def swap(rank: int | None) -> int | None:
+                    return qb if rank == qa else qa if rank == qb else rank
+
+                pairs = {(text, str(replace(loc, copy=swap(loc.copy), block=swap(loc.block))))
+                         for text in used for loc in [locations[text]]}
+                pairs = {(a, b) for a, b in pairs if a != b}
+                if all(b in used for _a, b in pairs):
+                    out.append((tuple(self.units[qa]), tuple(self.units[qb]),
+                                tuple(sorted((a, b) for a, b in pairs if a < b))))
+        return tuple(out)
 
     def byte_addressed(self, threads: tuple[Thread, ...]) -> tuple[tuple[Thread, ...], dict[str, int]]:
         """The threads with every lock some step accesses by a byte range split into bytes
