@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                         "iterations in the same time; default: eager, as a guided run of the CLI)")
     parser.add_argument("--reach-only", default="", help="comma-separated: the reach rows of harnesses whose "
                         "folder::name contains one of these (default: all)")
+    parser.add_argument("--congest-only", default="", help="comma-separated: the congest rows of latent harnesses "
+                        "whose folder::name contains one of these, in this order (default: all three)")
     parser.add_argument("--congest-defines", default="128/32/16", help="B/BK/P of the congest section (the shipped "
                         "stress sizes: 64 CTAs beside the congesting kernel's 64 on 132 SMs), or auto")
     parser.add_argument("--max-ns", type=int, default=50_000)
@@ -196,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             elif out:
                 tables["sizes"].append((example, sizes, "ERROR " + out["error"][:80], *["-"] * 7))
     def section_congest() -> None:
-        for target in LATENT:
+        only = [n for n in args.congest_only.split(",") if n]
+        for target in ([t for n in only for t in LATENT if n in short(t)] if only else LATENT):
             plan = plans.get(target, {})
             guided = entries(plan)
             if not guided:
