@@ -50,18 +50,18 @@ from syncverify.kernels.user_delays import KEEP  # noqa: E402
 #: name -> (shape, data placement, traffic beside, what the consumer does between its poll and its read)
 #: shape: "weak" (barrier, then a weak .wt flag: the examples) or "fixed" (barrier, release xchg flag; the
 #: consumer's acquire fence); traffic: "none", "l2" (run 6's atomics over 256 MB), "hot-read", "hot-add0"
-ROWS = {
-    "weak, host, acquire CAS": ("weak", "host", "none", "acquire-cas"),
-    "fixed, host": ("fixed", "host", "none", "acquire-fence"),
-    "weak, host, no acquire": ("weak", "host", "none", "none"),
+ROWS = {  # device rows first: a host-mapped row that faulted would end this process's later rows
     "weak, device, hot +0, acquire CAS": ("weak", "device", "hot-add0", "acquire-cas"),
     "fixed, device, hot +0": ("fixed", "device", "hot-add0", "acquire-fence"),
     "weak, device, hot reads, acquire CAS": ("weak", "device", "hot-read", "acquire-cas"),
     "fixed, device, hot reads": ("fixed", "device", "hot-read", "acquire-fence"),
     "weak, device, acquire CAS": ("weak", "device", "none", "acquire-cas"),
-    "weak, device, L2 atomics, acquire CAS": ("weak", "device", "l2", "acquire-cas"),
+    "weak, host, acquire CAS": ("weak", "host", "none", "acquire-cas"),
+    "fixed, host": ("fixed", "host", "none", "acquire-fence"),
+    "weak, host, no acquire": ("weak", "host", "none", "none"),
     "weak, host, hot reads, acquire CAS": ("weak", "host", "hot-read", "acquire-cas"),
     "fixed, host, hot reads": ("fixed", "host", "hot-read", "acquire-fence"),
+    "weak, device, L2 atomics, acquire CAS": ("weak", "device", "l2", "acquire-cas"),
 }
 #: the latent probe's kernel (``benchmarks/user_stress_latent_gpu.py``), without its touch
 BETWEEN = {"none": 0, "acquire-cas": 1, "acquire-fence": 2}
