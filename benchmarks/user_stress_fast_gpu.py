@@ -9,8 +9,9 @@ Sections (``--sections``, in this order; each row is printed as it finishes, com
   blocks, no delays, read back every block, device clock). The issue's target: 10,000 validated
   iterations per second;
 * ``congest``: the three latent buggy examples under their guided schedules, which now hold the
-  planner's L2-congesting kernel (``syncverify.kernels.congest``), ``--congest-iterations`` each,
-  every iteration run (k/N bad), then the same delays without the congestion;
+  planner's L2-congesting kernel (``syncverify.kernels.congest``) and, where the reader acquires,
+  its traffic aimed at the buffer read (``sv_aim``), ``--congest-iterations`` each, every iteration
+  run (k/N bad); then the aimed traffic alone, then the same delays without either;
 * ``reach``: at the sizes ``--reach-defines``: every buggy example under its guided schedule
   (<= 100 iterations, stop at the first failure) and every fixed example's positive control under
   random delays (must fail): do the bugs stay reachable at those sizes;
@@ -207,8 +208,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             at = sizes_for(target, args.congest_defines)
             n = 2 if args.interpret else args.congest_iterations
-            plain = tuple(e for e in guided if e.where != "congest")
-            for label, schedule in (("with congestion", guided), ("without (the same delays)", plain)):
+            aimed = tuple(e for e in guided if e.where != "congest")
+            plain = tuple(e for e in aimed if e.where != "aim")
+            runs = [("with congestion", guided)] + ([("aimed traffic only", aimed)] if aimed != plain else []) \
+                + [("without (the same delays)", plain)]
+            for label, schedule in runs:
                 if not schedule:
                     continue
                 out = row("congest", f"{short(target)} {label} {at}", lambda t=target, g=schedule, at=at: run_summary(

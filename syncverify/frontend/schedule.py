@@ -30,6 +30,7 @@ Pure host code: no torch, no triton.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field
 
 from syncverify.stress.delays import delay_hash
@@ -61,6 +62,9 @@ POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
 #: (155 and 295 us, docs/RESULTS.md run 4), so the consumers' reads fall inside it; the probe that
 #: showed the witness under congestion ran it 300 us beside each launch.
 CONGEST_NS = (500_000, 500_000)
+#: How long the traffic aimed at the stale read's own buffer (``syncverify.kernels.congest.sv_aim``)
+#: runs beside each iteration's launches: as long as the congestion, for the same reason.
+AIM_NS = CONGEST_NS
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class GuidedEntry:
     reason: str
     pct: int = 100
     file: str = ""
+    buffer: str = ""  # where="aim": the heap buffer the traffic reads (every rank's copy)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -93,6 +98,10 @@ class GuidedEntry:
             return (f"congest L2 beside rank {self.rank}'s launches: a kernel of relaxed atomics over a buffer larger "
                     f"than L2 on its own stream, {self.ns_lo}-{self.ns_hi} ns from each iteration's start, "
                     f"{self.pct} % of iterations: {self.reason}")
+        if self.where == "aim":
+            return (f"aim L2 traffic at {self.buffer} beside the launches: a kernel of L2 loads of every rank's "
+                    f"{self.buffer} on its own stream, values unused, {self.ns_lo}-{self.ns_hi} ns from each "
+                    f"iteration's start, {self.pct} % of iterations: {self.reason}")
         what = "host write" if self.where == "host" else f"{self.kernel} {self.where}"
         return (f"delay rank {self.rank} {what} at {where}, {who}{warps}: {self.ns_lo}-{self.ns_hi} ns, "
                 f"{self.pct} % of iterations: {self.reason}")
@@ -262,9 +271,11 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
     mine = w.thread_events(read.thread)
     polls = [e for e in mine if e.is_read and e.index < read.index and signal is not None and e.loc == signal.loc]
     if not polls:
-        return GuidedSchedule(kind, explanation, (*entries, _congest(reader, read, "it reads with no poll")), True,
+        return GuidedSchedule(kind, explanation, (*entries, _congest(reader, read, "it reads with no poll"),
+                                                  _aim(reader, read)), True,
                               f"{barred}; {reader} reads it with no poll of the signal before: only the memory "
-                              "system can make the store visible late; aimed: L2 congestion beside the launches")
+                              "system can make the store visible late; aimed: L2 congestion beside the launches, and L2 "
+                              "traffic at the buffer read")
     poll = polls[-1]
     acquires = [e for e in mine if poll.index <= e.index < read.index
                 and (e.is_fence or e.is_read and e.sem == "acquire")]
@@ -275,10 +286,12 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
                            f"{writer}'s program starts late, so {reader} waits and reads while the congestion runs",
                            file="")
         return GuidedSchedule(kind, explanation,
-                              (*entries, late, _congest(reader, read, f"it acquires after its poll (at {at})")), True,
+                              (*entries, late, _congest(reader, read, f"it acquires after its poll (at {at})"),
+                               _aim(reader, read)), True,
                               f"{barred}; {reader} acquires after its poll (at {at}), which "
                               "invalidates its SM's L1, so no stale line can serve the read either: only the memory "
-                              "system can make the store visible late; aimed: L2 congestion beside the launches")
+                              "system can make the store visible late; aimed: L2 congestion beside the launches, and L2 "
+                              "traffic at the buffer read")
     where = _line_of(poll.label)
     entries = [*entries,
                GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
@@ -304,6 +317,17 @@ def _congest(reader: _Actor, read, why: str) -> GuidedEntry:
                        "program orders that, only the memory system can; under L2 congestion it did on one H200 "
                        "(a store, a CTA barrier, a weak flag, an acquire CAS: 5 of 9,600 tiles stale with a congesting "
                        "kernel, 0 without; docs/RESULTS.md)")
+
+
+def _aim(reader: _Actor, read) -> GuidedEntry:
+    """The second planned action for a witness only the memory system can show: L2 loads aimed at
+    the buffer the stale read targets (``syncverify.kernels.congest.sv_aim``), so the store queues
+    at that buffer's L2 slices while the flag's line is free."""
+    buffer = re.match(r"[^@\[]+", read.loc).group(0)
+    return GuidedEntry("", 0, "aim", reader.rank, -1, 0, *AIM_NS,
+                       f"{reader} must read {buffer} before the store reaches it; loads of {buffer}'s own lines "
+                       "(values unused: only reads are added, so no new outcome) keep its L2 slices busy while the "
+                       "flag's line is free", buffer=buffer)
 
 
 def _host_entries(w: _Witness, poller_thread: int | None) -> list[GuidedEntry]:

@@ -352,6 +352,10 @@ class Engine:
         self.congest_ns = max((e.ns_hi for e in options.guided if e.where == "congest"), default=0) \
             if options.delays == "guided" else 0
         self.congest_buf = None
+        # the planned traffic aimed at heap buffers (guided entries where="aim"): (buffer, ns), and its sink
+        self.aims = [(e.buffer, e.ns_hi) for e in options.guided if e.where == "aim"] \
+            if options.delays == "guided" else []
+        self.aim_sink = None
         self.as_written = False  # launch the user's kernels as written, not rewritten (the timing split)
 
     # ----- the harness API ------------------------------------------------------------------------
@@ -644,7 +648,7 @@ class Engine:
         self.table_device = table.to(self.device)
 
     def _sites_of(self, entry: GuidedEntry) -> list[Site]:
-        if entry.where in ("host", "congest"):  # not a kernel site: the host delays a write / launches a kernel
+        if entry.where in ("host", "congest", "aim"):  # not a kernel site: the host delays a write / launches a kernel
             return []
         kernel = [s for s in self.sites if s.kernel == entry.kernel]
         if entry.where == "start":
@@ -677,6 +681,8 @@ class Engine:
             self._restore_inputs()
         if self.congest_ns and "launches" in self.parts:
             self._congest()
+        if self.aims and "launches" in self.parts:
+            self._aim()
         for k in range(self.options.calls):
             self.call = k
             self.call_fn(k)
@@ -699,6 +705,30 @@ class Engine:
             congest.sv_congest.launcher((ctas,), interpret=self.interpret)(
                 self.congest_buf, self.congest_buf.numel(), self.congest_ns, BLOCK=congest.BLOCK,
                 ROUNDS=congest.INTERPRET_ROUNDS, INTERPRET=self.interpret)
+
+    def _aim(self) -> None:
+        """The guided schedule's aimed traffic (``syncverify.kernels.congest.sv_aim``): for each aimed
+        buffer, a bounded kernel of loads of every rank's copy (in this process's heap) on the
+        congestion's stream, issued before the harness's launches; joined with it."""
+        from syncverify.kernels import congest  # triton: a kernel
+
+        torch = self.torch
+        if self.aim_sink is None:
+            self.aim_sink = torch.zeros(2 * congest.BLOCK, dtype=torch.int32, device=self.device)
+        ctas = 1 if self.interpret else congest.AIM_CTAS
+        for name, ns in self.aims:
+            found = [a for a in self.heap.allocations if a.name == name]
+            if not found:
+                raise StressInputError(f"the guided schedule aims traffic at {name!r}, which the harness does not "
+                                       f"allocate (its buffers: {', '.join(a.name for a in self.heap.allocations)})")
+            a = found[0]
+            words = a.nbytes // 4
+            for row in range(self.heap.block.shape[0]):
+                view = self.heap.block[row, a.offset:a.offset + words * 4].view(torch.int32)
+                with self._on(0, "sv-congest"):
+                    congest.sv_aim.launcher((ctas,), interpret=self.interpret)(
+                        view, words, self.aim_sink, ns, BLOCK=congest.BLOCK, ROUNDS=congest.INTERPRET_ROUNDS,
+                        INTERPRET=self.interpret)
 
     def plan_restore(self) -> None:
         """``poison="all"``, once the first iteration has shown the expectations: the ranges the
