@@ -48,6 +48,8 @@ from benchmarks.user_stress_latent_gpu import PartA, error_row, globaltimer, noi
 from syncverify.kernels.user_delays import KEEP  # noqa: E402
 
 #: name -> (shape, data placement, traffic beside, what the consumer does between its poll and its read)
+#: placement: "device", "host" (the tiles host-mapped, the flags in device memory), "host-all" (tiles and flags
+#: host-mapped: what a whole symmetric heap in host memory would be)
 #: shape: "weak" (barrier, then a weak .wt flag: the examples) or "fixed" (barrier, release xchg flag; the
 #: consumer's acquire fence); traffic: "none", "l2" (run 6's atomics over 256 MB), "hot-read", "hot-add0"
 ROWS = {  # device rows first: a host-mapped row that faulted would end this process's later rows
@@ -62,6 +64,8 @@ ROWS = {  # device rows first: a host-mapped row that faulted would end this pro
     "weak, host, hot reads, acquire CAS": ("weak", "host", "hot-read", "acquire-cas"),
     "fixed, host, hot reads": ("fixed", "host", "hot-read", "acquire-fence"),
     "weak, device, L2 atomics, acquire CAS": ("weak", "device", "l2", "acquire-cas"),
+    "weak, host-all, acquire CAS": ("weak", "host-all", "none", "acquire-cas"),
+    "fixed, host-all": ("fixed", "host-all", "none", "acquire-fence"),
 }
 #: the latent probe's kernel (``benchmarks/user_stress_latent_gpu.py``), without its touch
 BETWEEN = {"none": 0, "acquire-cas": 1, "acquire-fence": 2}
@@ -106,21 +110,29 @@ class Probe(PartA):
         super().__init__(args)
         self.ctl = self.torch.zeros(2048, dtype=self.torch.int32, device="cuda")  # [0]: hotspot's 0; KEEP: unused
         assert KEEP.value < 64
-        self.tiles = {"device": self.data}
+        self.host: dict = {}
 
-    def buffer(self, place: str):
-        """The tiles' kernel argument for ``place``."""
-        torch = self.torch
-        if place not in self.tiles:
-            # pinned with cudaHostAlloc: mapped, and with unified addressing its device address is its host address
-            self.tiles[place] = torch.zeros(self.args.pairs * 64 * 64, dtype=torch.int32, pin_memory=True)
-        t = self.tiles[place]
-        return t if place == "device" else HostPointer(t)
+    def pinned(self, like):
+        """A host-mapped copy of ``like`` (pinned with cudaHostAlloc: mapped, and with unified addressing
+        its device address is its host address), as a kernel argument."""
+        key = id(like)
+        if key not in self.host:
+            self.host[key] = self.torch.empty(like.shape, dtype=like.dtype, pin_memory=True)
+            self.host[key].copy_(like.cpu())
+        return HostPointer(self.host[key])
+
+    def buffers(self, place: str) -> tuple:
+        """The tiles', the flags' and the ready words' kernel arguments for ``place``."""
+        if place == "device":
+            return self.data, self.flag, self.ready
+        if place == "host":
+            return self.pinned(self.data), self.flag, self.ready
+        return self.pinned(self.data), self.pinned(self.flag), self.pinned(self.ready)
 
     def run_row(self, name: str) -> dict:
         torch, args, P = self.torch, self.args, self.args.pairs
         shape, place, traffic, between = ROWS[name]
-        data = self.buffer(place)
+        data, flag, ready = self.buffers(place)
         if traffic == "l2" and self.noise_buf is None:
             self.noise_buf = torch.zeros(64 << 20, dtype=torch.int32, device="cuda")  # 256 MB: more than L2
 
@@ -134,11 +146,31 @@ class Probe(PartA):
                     else:
                         hotspot[(args.traffic_ctas,)](data, P * 64 * 64, self.ctl, until, ADD=traffic == "hot-add0",
                                                       BLOCK=1024, num_warps=4)
-            pairs[(2 * P,)](data, self.flag, self.ready, self.out, self.ctl, self.it, args.late_ns, P, BM=64, BN=64,
+            pairs[(2 * P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, BM=64, BN=64,
                             TOUCH=0, BETWEEN=BETWEEN[between], FIXED=int(shape == "fixed"), num_warps=4)
 
         return {"row": name, "shape": shape, "place": place, "traffic": traffic, "between": between,
                 **self.measure(issue, args.row_seconds)}
+
+
+def cuda_view_check() -> str:
+    """Can torch see host-mapped memory as a CUDA tensor (``__cuda_array_interface__``), so that a
+    whole symmetric heap could live there with the harness's stream operations unchanged?"""
+    import torch
+
+    try:
+        host = torch.zeros(1024, dtype=torch.int32, pin_memory=True)
+
+        class View:
+            __cuda_array_interface__ = {"shape": (1024,), "typestr": "<i4", "data": (host.data_ptr(), False),
+                                        "version": 3, "strides": None}
+
+        view = torch.as_tensor(View(), device="cuda")
+        view.fill_(7)
+        torch.cuda.synchronize()
+        return f"ok ({view.device}, host sees {int(host[5])})" if int(host[5]) == 7 else f"no: host sees {int(host[5])}"
+    except Exception as error:  # noqa: BLE001 -- recorded
+        return f"no: {type(error).__name__}: {error}"[:200]
 
 
 def line(r: dict) -> str:
@@ -177,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                  "triton": triton.__version__, "args": vars(args) | {"out": str(args.out)}, "rows": [],
                  "skipped": []}
     args.out.mkdir(parents=True, exist_ok=True)
+    raw["cuda_view"] = cuda_view_check()
+    print("host-mapped memory as a CUDA tensor (__cuda_array_interface__):", raw["cuda_view"], flush=True)
     probe = None
     for name in names:
         if time.monotonic() - started > args.budget:
