@@ -81,6 +81,15 @@ def test_an_aim_entry_reads_the_named_buffer_on_every_rank_each_iteration_and_na
         run_stress(dataclasses.replace(options, guided=(wrong,)))
 
 
+def test_a_place_entry_is_a_gpu_action_the_interpreter_names():
+    place = GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "a test")
+    result = run_stress(StressOptions(CLEAN, world_size=2, interpret=True, iterations=1, delays="guided",
+                                      guided=(place,)))
+    assert result.clean and any("placement of the heap in host-mapped memory is a GPU action" in n
+                                for n in result.notes)
+    assert "place the symmetric heap in host-mapped memory" in place.describe()
+
+
 def test_the_aimed_kernel_compiles_to_a_clock_bounded_loop_of_l2_loads_that_never_stores():
     """sm_90 PTX without a GPU, in its own process (a compile needs TRITON_INTERPRET unset)."""
     code = ("import torch; from syncverify.kernels.compile import compile_like_launch; "

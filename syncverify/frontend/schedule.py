@@ -98,6 +98,9 @@ class GuidedEntry:
             return (f"congest L2 beside rank {self.rank}'s launches: a kernel of relaxed atomics over a buffer larger "
                     f"than L2 on its own stream, {self.ns_lo}-{self.ns_hi} ns from each iteration's start, "
                     f"{self.pct} % of iterations: {self.reason}")
+        if self.where == "place":
+            return (f"place the symmetric heap in host-mapped memory (every rank's buffers; stores to it cross the "
+                    f"host link), {self.pct} % of iterations: {self.reason}")
         if self.where == "aim":
             return (f"aim L2 traffic at {self.buffer} beside the launches: a kernel of L2 loads of every rank's "
                     f"{self.buffer} on its own stream, values unused, {self.ns_lo}-{self.ns_hi} ns from each "

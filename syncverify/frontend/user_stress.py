@@ -315,7 +315,14 @@ class Engine:
         self.interpret = options.interpret
         self.device = "cpu" if self.interpret else "cuda"
         self.world_size = options.world_size
-        self.heap = Heap(options.world_size, options.heap_bytes, device=self.device)
+        # the planned placement (a guided entry where="place"): the whole heap in host-mapped memory
+        self.host_heap = None
+        placed = options.delays == "guided" and any(e.where == "place" for e in options.guided)
+        if placed and not self.interpret:
+            self.host_heap, block = host_mapped_block(options.world_size, options.heap_bytes)
+            self.heap = Heap(options.world_size, options.heap_bytes, device=self.device, block=block)
+        else:
+            self.heap = Heap(options.world_size, options.heap_bytes, device=self.device)
         self.call = 0
         self.rewrites: dict[int, Any] = {}
         self.sites: list[Site] = []
@@ -648,7 +655,7 @@ class Engine:
         self.table_device = table.to(self.device)
 
     def _sites_of(self, entry: GuidedEntry) -> list[Site]:
-        if entry.where in ("host", "congest", "aim"):  # not a kernel site: the host delays a write / launches a kernel
+        if entry.where in ("host", "congest", "aim", "place"):  # not a kernel site: the host delays a write / launches a kernel
             return []
         kernel = [s for s in self.sites if s.kernel == entry.kernel]
         if entry.where == "start":
@@ -855,6 +862,11 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
         result.notes.append("Triton's interpreter runs one program at a time, in program-id order, with no delays: "
                             "a clean run here is no evidence about the GPU; no CUDA graphs there either (a capture "
                             "needs a GPU): iterations run one at a time, timed on the host's clock")
+        if options.delays == "guided" and any(e.where == "place" for e in options.guided):
+            result.notes.append("the planned placement of the heap in host-mapped memory is a GPU action: the "
+                                "interpreter's heap is host memory already, read and written in program order")
+    elif engine.host_heap is not None:
+        result.notes.append("the symmetric heap is in host-mapped memory (the guided schedule's placement)")
     started = time.monotonic()
     blocks = _Blocks(engine, result, options, block, output=output, mirror=mirror)
     last_report = started
@@ -1194,6 +1206,24 @@ class _HostPointer:
 
     def data_ptr(self) -> int:
         return self._ptr
+
+
+def host_mapped_block(world_size: int, size: int):
+    """``(pinned host tensor, the same bytes as a CUDA tensor)``: a heap block in host-mapped memory
+    (pinned with cudaHostAlloc: mapped, and with unified addressing its device address is its host
+    address), seen by torch as a CUDA tensor through ``__cuda_array_interface__``, so the harness's
+    stream operations, restores and validations run on it unchanged; the kernels' stores to it
+    cross the host link. Keep the first alive as long as the second."""
+    # torch: only a stress run on a GPU places the heap
+    import torch
+
+    host = torch.zeros((world_size, size), dtype=torch.uint8, pin_memory=True)
+
+    class _View:
+        __cuda_array_interface__ = {"shape": (world_size, size), "typestr": "|u1", "data": (host.data_ptr(), False),
+                                    "version": 3, "strides": None}
+
+    return host, torch.as_tensor(_View(), device="cuda")
 
 
 def map_mirror(buffer, *, interpret: bool):
