@@ -143,6 +143,27 @@ def test_the_gpu_scripts_cpu_path_splits_the_time_and_runs_the_congested_schedul
     assert "| all_scatter::original | 128/32/16 | with congestion | congest, start, touch | clean 2 | 0/2 |" in out
 
 
+def test_the_gpu_scripts_actions_rows_run_a_harness_under_another_harness_plans_actions(tmp_path, capsys):
+    """benchmarks/user_stress_fast_gpu.py's actions section through the interpreter: a fixed example
+    under its buggy sibling's planned actions (it must stay clean on the GPU), a placement added."""
+    from benchmarks import user_stress_fast_gpu as script
+
+    rows = ("one_shot_all_reduce::fix_with_barrier<-one_shot_all_reduce::original:start+aim+place:128/32/16:9; "
+            "all_scatter::original:start+touch:64/64/64k:9")
+    assert script.main(["--interpret", "--sections", "actions", "--action-rows", rows, "--out", str(tmp_path)]) == 0
+    raw = __import__("json").loads((tmp_path / "user_stress_fast.json").read_text())
+    assert [r["label"] for r in raw["rows"]] == [
+        "one_shot_all_reduce::fix_with_barrier under one_shot_all_reduce::original's start+aim+place 128/32/16",
+        "all_scatter::original under all_scatter::original's start+touch 64/64/64k"]
+    assert all(r["bad"] == 0 and r["iterations"] == 2 for r in raw["rows"])
+    out = capsys.readouterr().out
+    assert "| one_shot_all_reduce::fix_with_barrier | one_shot_all_reduce::original | start+aim+place | 128/32/16 | " \
+           "clean 2 | clean |" in out
+    with pytest.raises(SystemExit):
+        script.main(["--interpret", "--sections", "actions", "--action-rows", "nope", "--out", str(tmp_path)])
+    assert "bad --action-rows entry 'nope'" in capsys.readouterr().out
+
+
 def test_the_command_prints_the_split_after_a_clean_run_and_refuses_it_with_real_ranks(capsys):
     from syncverify.cli import main
 
