@@ -31,7 +31,7 @@ PLANS = ROOT / "benchmarks" / "user_stress_plans.json"
 #: each guided action and the duration the planner gives it
 DURATIONS = {"hold": sch.WARPS_LATE_NS, "start": sch.CTA_LATE_NS, "host": sch.HOST_LATE_NS,
              "before": sch.POLLER_LATE_NS, "touch": sch.TOUCH_NS, "congest": sch.CONGEST_NS,
-             "aim": sch.AIM_NS}
+             "aim": sch.AIM_NS, "place": sch.PLACE_NS}
 
 
 def test_user_kernel_holds_are_the_durations_measured_on_the_h200():
@@ -80,8 +80,9 @@ def test_a_reader_that_acquires_after_its_poll_gets_no_touch_but_l2_congestion(n
     assert "acquires after its poll (at iris.py:" in schedule.note and "invalidates its SM's L1" in schedule.note
     # no touch (an acquire invalidates L1): the producer starts late, L2 is congested beside the launches,
     # and traffic is aimed at the buffer the stale read reads (the local partials)
-    assert schedule.realizable and [e.where for e in schedule.entries] == ["start", "congest", "aim"]
-    late, congest, aim = schedule.entries
+    assert schedule.realizable and [e.where for e in schedule.entries] == ["start", "congest", "aim", "place"]
+    late, congest, aim, place = schedule.entries
+    assert "host-mapped" in place.describe() and "2,123 of 9,600 tiles stale" in place.reason
     assert (late.kernel, late.ns_lo) == ("persistent_gemm", sch.CTA_LATE_NS[0])
     assert (congest.kernel, congest.program, congest.ns_lo, congest.ns_hi) == ("", -1, *sch.CONGEST_NS)
     assert (aim.buffer, aim.program, aim.ns_lo, aim.ns_hi) == ("local_C", -1, *sch.AIM_NS)

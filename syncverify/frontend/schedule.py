@@ -65,6 +65,8 @@ CONGEST_NS = (500_000, 500_000)
 #: How long the traffic aimed at the stale read's own buffer (``syncverify.kernels.congest.sv_aim``)
 #: runs beside each iteration's launches: as long as the congestion, for the same reason.
 AIM_NS = CONGEST_NS
+#: A placement is on or off, not long (as a touch).
+PLACE_NS = (1, 1)
 
 
 @dataclass(frozen=True)
@@ -275,10 +277,10 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
     polls = [e for e in mine if e.is_read and e.index < read.index and signal is not None and e.loc == signal.loc]
     if not polls:
         return GuidedSchedule(kind, explanation, (*entries, _congest(reader, read, "it reads with no poll"),
-                                                  _aim(reader, read)), True,
+                                                  _aim(reader, read), _place(reader, read)), True,
                               f"{barred}; {reader} reads it with no poll of the signal before: only the memory "
-                              "system can make the store visible late; aimed: L2 congestion beside the launches, and L2 "
-                              "traffic at the buffer read")
+                              "system can make the store visible late; aimed: L2 congestion beside the launches, L2 "
+                              "traffic at the buffer read, and the heap in host-mapped memory")
     poll = polls[-1]
     acquires = [e for e in mine if poll.index <= e.index < read.index
                 and (e.is_fence or e.is_read and e.sem == "acquire")]
@@ -290,11 +292,11 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
                            file="")
         return GuidedSchedule(kind, explanation,
                               (*entries, late, _congest(reader, read, f"it acquires after its poll (at {at})"),
-                               _aim(reader, read)), True,
+                               _aim(reader, read), _place(reader, read)), True,
                               f"{barred}; {reader} acquires after its poll (at {at}), which "
                               "invalidates its SM's L1, so no stale line can serve the read either: only the memory "
-                              "system can make the store visible late; aimed: L2 congestion beside the launches, and L2 "
-                              "traffic at the buffer read")
+                              "system can make the store visible late; aimed: L2 congestion beside the launches, L2 "
+                              "traffic at the buffer read, and the heap in host-mapped memory")
     where = _line_of(poll.label)
     entries = [*entries,
                GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
@@ -331,6 +333,16 @@ def _aim(reader: _Actor, read) -> GuidedEntry:
                        f"{reader} must read {buffer} before the store reaches it; loads of {buffer}'s own lines "
                        "(values unused: only reads are added, so no new outcome) keep its L2 slices busy while the "
                        "flag's line is free", buffer=buffer)
+
+
+def _place(reader: _Actor, read) -> GuidedEntry:
+    """The planned action measured to show a store, a CTA barrier, a weak flag on the H200: the heap
+    in host-mapped memory, so the data stores cross the host link while the barrier waits for none."""
+    return GuidedEntry("", 0, "place", reader.rank, -1, 0, *PLACE_NS,
+                       f"{reader} must read {read.loc} before the store reaches it: with the data in host-mapped "
+                       "memory its stores cross the host link and the CTA barrier does not wait for them (a store, a "
+                       "CTA barrier, a weak flag, an acquire CAS: 2,123 of 9,600 tiles stale with host-mapped tiles, "
+                       "0 with a release flag and an acquire fence; docs/RESULTS.md)")
 
 
 def _host_entries(w: _Witness, poller_thread: int | None) -> list[GuidedEntry]:
