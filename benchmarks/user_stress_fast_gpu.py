@@ -9,16 +9,16 @@ Sections (``--sections``, in this order; each row is printed as it finishes, com
   blocks, no delays, read back every block, device clock). The issue's target: 10,000 validated
   iterations per second;
 * ``congest``: the three latent buggy examples under their guided schedules, which now hold the
-  planner's L2-congesting kernel (``syncverify.kernels.congest``) and, where the reader acquires,
-  its traffic aimed at the buffer read (``sv_aim``), ``--congest-iterations`` each, every iteration
-  run (k/N bad); then the aimed traffic alone, then the same delays without either;
+  planner's L2-congesting kernel (``syncverify.kernels.congest``), ``--congest-iterations`` each,
+  every iteration run (k/N bad), then the same delays without the congestion;
 * ``reach``: at the sizes ``--reach-defines``: every buggy example under its guided schedule
   (<= 100 iterations, stop at the first failure) and every fixed example's positive control under
   random delays (must fail): do the bugs stay reachable at those sizes;
 * ``actions``: rows ``--action-rows`` (``HARNESS<-PLAN:ACTIONS:SIZES:N``, ``;``-separated): harness
   ``HARNESS`` under the guided entries of ``PLAN``'s plan (a buggy example's; ``HARNESS`` itself when
   ``<-PLAN`` is left out) whose kind is one of ``ACTIONS`` (``+``-joined: ``start``, ``touch``,
-  ``congest``, ``aim``, ``place``; ``place`` is added where the plan has none), ``N`` iterations at
+  ``congest``, ``aim``, ``place``; ``touch1``: the touch once before the wait, not kept hot; ``place``
+  is added where the plan has none), ``N`` iterations at
   ``SIZES``: a buggy harness stops at its first failure (it should fail), a fixed one runs them all in
   CUDA-graph blocks (it must stay clean under the new actions);
 * ``long``: ``all_scatter::reset_between_barriers`` (two calls) for ``--long-iterations`` (10^5)
@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.user_stress_gpu import PLANS, entries, harnesses, short  # noqa: E402
 from syncverify.frontend.stress_timing import split_timing  # noqa: E402
-from syncverify.frontend.schedule import GuidedEntry  # noqa: E402
+from syncverify.frontend.schedule import TOUCH_ONCE_NS, GuidedEntry  # noqa: E402
 from syncverify.frontend.user_stress import StressOptions, run_stress  # noqa: E402
 
 FIXED = {"all_scatter": "examples/all_scatter/harness.py::fix_with_barriers",
@@ -217,11 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             at = sizes_for(target, args.congest_defines)
             n = 2 if args.interpret else args.congest_iterations
-            aimed = tuple(e for e in guided if e.where != "congest")
-            plain = tuple(e for e in aimed if e.where != "aim")
-            runs = [("with congestion", guided)] + ([("aimed traffic only", aimed)] if aimed != plain else []) \
-                + [("without (the same delays)", plain)]
-            for label, schedule in runs:
+            plain = tuple(e for e in guided if e.where != "congest")
+            for label, schedule in (("with congestion", guided), ("without (the same delays)", plain)):
                 if not schedule:
                     continue
                 out = row("congest", f"{short(target)} {label} {at}", lambda t=target, g=schedule, at=at: run_summary(
@@ -265,8 +262,11 @@ def main(argv: list[str] | None = None) -> int:
                 name, _, plan_name = who.partition("<-")
                 target, planned = long_name(name), long_name(plan_name or name)
                 kinds = set(actions.split("+"))
+                once = "touch1" in kinds  # the plan's touch made once before the wait only (a draw of 1)
+                kinds |= {"touch"} if once else set()
                 world, calls, safe = world_of[target]
-                chosen = tuple(e for e in entries(plans[planned]) if e.where in kinds)
+                chosen = tuple(dataclasses.replace(e, ns_lo=TOUCH_ONCE_NS[0], ns_hi=TOUCH_ONCE_NS[1])
+                               if e.where == "touch" and once else e for e in entries(plans[planned]) if e.where in kinds)
                 if "place" in kinds and not any(e.where == "place" for e in chosen):
                     chosen += (GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "the probe's placement"),)
                 defines_of(at)

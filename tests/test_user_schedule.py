@@ -43,6 +43,11 @@ def test_user_kernel_holds_are_the_durations_measured_on_the_h200():
     assert fused.WARPS_LATE_NS == (2000, 4000)  # the fused kernels keep theirs (measured on their own)
 
 
+def test_a_planned_touch_is_kept_hot_and_the_touch_once_stays_available():
+    # a draw of 2 touches before the wait and again before each poll; 1 (benchmarks' "touch1") only before
+    assert (sch.TOUCH_NS, sch.TOUCH_ONCE_NS) == ((2, 2), (1, 1))
+
+
 def test_a_planned_hold_carries_the_measured_duration():
     model = check_kernel(str(ROOT / f"{SCATTER}::seed_fix"), world_size=2)
     schedule = next(s for s in guided_schedules(model, num_warps=4) if s.kind == "unwritten-read")
@@ -78,15 +83,11 @@ def test_a_reader_that_acquires_after_its_poll_gets_no_touch_but_l2_congestion(n
     model = check_kernel(str(ROOT / f"{ONE_SHOT}::{name}"), world_size=2)
     schedule = next(s for s in guided_schedules(model, num_warps=4) if s.kind == "unwritten-read")
     assert "acquires after its poll (at iris.py:" in schedule.note and "invalidates its SM's L1" in schedule.note
-    # no touch (an acquire invalidates L1): the producer starts late, L2 is congested beside the launches,
-    # and traffic is aimed at the buffer the stale read reads (the local partials)
-    assert schedule.realizable and [e.where for e in schedule.entries] == ["start", "congest", "aim", "place"]
-    late, congest, aim, place = schedule.entries
-    assert "host-mapped" in place.describe() and "2,123 of 9,600 tiles stale" in place.reason
+    # no touch (an acquire invalidates L1): the producer starts late and L2 is congested beside the launches
+    assert schedule.realizable and [e.where for e in schedule.entries] == ["start", "congest"]
+    late, congest = schedule.entries
     assert (late.kernel, late.ns_lo) == ("persistent_gemm", sch.CTA_LATE_NS[0])
     assert (congest.kernel, congest.program, congest.ns_lo, congest.ns_hi) == ("", -1, *sch.CONGEST_NS)
-    assert (aim.buffer, aim.program, aim.ns_lo, aim.ns_hi) == ("local_C", -1, *sch.AIM_NS)
-    assert "aim L2 traffic at local_C beside the launches" in aim.describe() and "no new outcome" in aim.reason
     # its reason is printed with the schedule: why no delay can do it, and what was measured
     text = "\n".join(schedule.describe())
     assert "congest L2 beside rank 0's launches" in text and "only the memory system can" in text

@@ -30,7 +30,6 @@ Pure host code: no torch, no triton.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import asdict, dataclass, field
 
 from syncverify.stress.delays import delay_hash
@@ -54,18 +53,24 @@ CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
 #: resets then waits before its wait (ns): 1 ms and 2-2.4 ms, run 3's (at 50 us and 100-120 us, run 2,
 #: ``all_scatter::reset_on_gemm_stream`` ran 100 guided iterations clean; at these it hung at iteration 0).
 HOST_LATE_NS = (USER_NS_SCALE * 50_000, USER_NS_SCALE * 50_000)
-#: A touch is on or off, not long: any positive draw turns it on (``sv_touching``).
-TOUCH_NS = (1, 1)
+#: A touch is on or off, not long: a draw of 1 touches once before the wait, 2 also again before each
+#: poll of the bounded wait (``sv_touching``), which keeps the touched lines in L1 while the consumer
+#: waits: in the shipped all-scatter at its stress sizes the touch once stayed clean for 100 iterations
+#: (docs/RESULTS.md, 2026-12-02, at 1024^3 and 128/32/16), the touch kept hot failed at iteration 0 (fourth
+#: session, 64/64/64k).
+TOUCH_ONCE_NS = (1, 1)
+TOUCH_NS = (2, 2)
 POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
 #: How long the L2-congesting kernel (``syncverify.kernels.congest``) runs beside each iteration's
 #: launches (ns, from its start): longer than the shipped examples' iterations at their stress sizes
 #: (155 and 295 us, docs/RESULTS.md run 4), so the consumers' reads fall inside it; the probe that
 #: showed the witness under congestion ran it 300 us beside each launch.
 CONGEST_NS = (500_000, 500_000)
-#: How long the traffic aimed at the stale read's own buffer (``syncverify.kernels.congest.sv_aim``)
-#: runs beside each iteration's launches: as long as the congestion, for the same reason.
+#: Two actions measured and not planned (docs/stress.md, "Placement and aimed traffic"), which a run can
+#: still be given (``benchmarks/user_stress_fast_gpu.py --sections actions``): L2 loads of one buffer's own
+#: lines beside the launches (``where="aim"``, ``syncverify.kernels.congest.sv_aim``), and the whole heap
+#: in host-mapped memory (``where="place"``, on or off).
 AIM_NS = CONGEST_NS
-#: A placement is on or off, not long (as a touch).
 PLACE_NS = (1, 1)
 
 
@@ -276,11 +281,9 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
     mine = w.thread_events(read.thread)
     polls = [e for e in mine if e.is_read and e.index < read.index and signal is not None and e.loc == signal.loc]
     if not polls:
-        return GuidedSchedule(kind, explanation, (*entries, _congest(reader, read, "it reads with no poll"),
-                                                  _aim(reader, read), _place(reader, read)), True,
+        return GuidedSchedule(kind, explanation, (*entries, _congest(reader, read, "it reads with no poll")), True,
                               f"{barred}; {reader} reads it with no poll of the signal before: only the memory "
-                              "system can make the store visible late; aimed: L2 congestion beside the launches, L2 "
-                              "traffic at the buffer read, and the heap in host-mapped memory")
+                              "system can make the store visible late; aimed: L2 congestion beside the launches")
     poll = polls[-1]
     acquires = [e for e in mine if poll.index <= e.index < read.index
                 and (e.is_fence or e.is_read and e.sem == "acquire")]
@@ -291,12 +294,10 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
                            f"{writer}'s program starts late, so {reader} waits and reads while the congestion runs",
                            file="")
         return GuidedSchedule(kind, explanation,
-                              (*entries, late, _congest(reader, read, f"it acquires after its poll (at {at})"),
-                               _aim(reader, read), _place(reader, read)), True,
+                              (*entries, late, _congest(reader, read, f"it acquires after its poll (at {at})")), True,
                               f"{barred}; {reader} acquires after its poll (at {at}), which "
                               "invalidates its SM's L1, so no stale line can serve the read either: only the memory "
-                              "system can make the store visible late; aimed: L2 congestion beside the launches, L2 "
-                              "traffic at the buffer read, and the heap in host-mapped memory")
+                              "system can make the store visible late; aimed: L2 congestion beside the launches")
     where = _line_of(poll.label)
     entries = [*entries,
                GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
@@ -322,27 +323,6 @@ def _congest(reader: _Actor, read, why: str) -> GuidedEntry:
                        "program orders that, only the memory system can; under L2 congestion it did on one H200 "
                        "(a store, a CTA barrier, a weak flag, an acquire CAS: 5 of 9,600 tiles stale with a congesting "
                        "kernel, 0 without; docs/RESULTS.md)")
-
-
-def _aim(reader: _Actor, read) -> GuidedEntry:
-    """The second planned action for a witness only the memory system can show: L2 loads aimed at
-    the buffer the stale read targets (``syncverify.kernels.congest.sv_aim``), so the store queues
-    at that buffer's L2 slices while the flag's line is free."""
-    buffer = re.match(r"[^@\[]+", read.loc).group(0)
-    return GuidedEntry("", 0, "aim", reader.rank, -1, 0, *AIM_NS,
-                       f"{reader} must read {buffer} before the store reaches it; loads of {buffer}'s own lines "
-                       "(values unused: only reads are added, so no new outcome) keep its L2 slices busy while the "
-                       "flag's line is free", buffer=buffer)
-
-
-def _place(reader: _Actor, read) -> GuidedEntry:
-    """The planned action measured to show a store, a CTA barrier, a weak flag on the H200: the heap
-    in host-mapped memory, so the data stores cross the host link while the barrier waits for none."""
-    return GuidedEntry("", 0, "place", reader.rank, -1, 0, *PLACE_NS,
-                       f"{reader} must read {read.loc} before the store reaches it: with the data in host-mapped "
-                       "memory its stores cross the host link and the CTA barrier does not wait for them (a store, a "
-                       "CTA barrier, a weak flag, an acquire CAS: 2,123 of 9,600 tiles stale with host-mapped tiles, "
-                       "0 with a release flag and an acquire fence; docs/RESULTS.md)")
 
 
 def _host_entries(w: _Witness, poller_thread: int | None) -> list[GuidedEntry]:
