@@ -43,9 +43,9 @@ def test_user_kernel_holds_are_the_durations_measured_on_the_h200():
     assert fused.WARPS_LATE_NS == (2000, 4000)  # the fused kernels keep theirs (measured on their own)
 
 
-def test_a_planned_touch_is_kept_hot_and_the_touch_once_stays_available():
-    # a draw of 2 touches before the wait and again before each poll; 1 (benchmarks' "touch1") only before
-    assert (sch.TOUCH_NS, sch.TOUCH_ONCE_NS) == ((2, 2), (1, 1))
+def test_the_planned_touch_is_made_once_before_the_wait():
+    # a draw of 2 (again before each poll) puts a bar.sync in a divergent poll loop: measured unsound, not planned
+    assert sch.TOUCH_NS == sch.TOUCH_ONCE_NS == (1, 1)
 
 
 def test_a_planned_hold_carries_the_measured_duration():

@@ -53,13 +53,13 @@ CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
 #: resets then waits before its wait (ns): 1 ms and 2-2.4 ms, run 3's (at 50 us and 100-120 us, run 2,
 #: ``all_scatter::reset_on_gemm_stream`` ran 100 guided iterations clean; at these it hung at iteration 0).
 HOST_LATE_NS = (USER_NS_SCALE * 50_000, USER_NS_SCALE * 50_000)
-#: A touch is on or off, not long: a draw of 1 touches once before the wait, 2 also again before each
-#: poll of the bounded wait (``sv_touching``), which keeps the touched lines in L1 while the consumer
-#: waits: in the shipped all-scatter at its stress sizes the touch once stayed clean for 100 iterations
-#: (docs/RESULTS.md, 2026-12-02, at 1024^3 and 128/32/16), the touch kept hot failed at iteration 0 (fourth
-#: session, 64/64/64k).
+#: A touch is on or off, not long: a draw of 1 touches once before the wait (planned), 2 also again
+#: before each poll of the bounded wait (``sv_touching``). The second is NOT planned: its ``sv_keep``
+#: costs a ``bar.sync`` inside a poll loop whose warps leave at different polls, which misaligns the
+#: kernel's own CTA barriers; on the H200 it made the model-safe ``all_scatter::fix_with_barriers`` and
+#: ``reset_between_barriers`` fail (docs/RESULTS.md, 2026-12-02 fourth session, call 2).
 TOUCH_ONCE_NS = (1, 1)
-TOUCH_NS = (2, 2)
+TOUCH_NS = TOUCH_ONCE_NS
 POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
 #: How long the L2-congesting kernel (``syncverify.kernels.congest``) runs beside each iteration's
 #: launches (ns, from its start): longer than the shipped examples' iterations at their stress sizes
