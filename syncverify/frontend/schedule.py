@@ -55,7 +55,7 @@ CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
 HOST_LATE_NS = (USER_NS_SCALE * 50_000, USER_NS_SCALE * 50_000)
 #: A touch is on or off, not long: a draw of 1 touches once before the wait (planned), 2 also again
 #: before each poll of the bounded wait (``sv_touching``). The second is NOT planned: its ``sv_keep``
-#: costs a ``bar.sync`` inside a poll loop whose warps leave at different polls, which misaligns the
+#: costs a ``bar.sync`` inside a poll loop whose warps leave at different polls, which likely misaligns the
 #: kernel's own CTA barriers; on the H200 it made the model-safe ``all_scatter::fix_with_barriers`` and
 #: ``reset_between_barriers`` fail (docs/RESULTS.md, 2026-12-02 fourth session, call 2).
 TOUCH_ONCE_NS = (1, 1)
