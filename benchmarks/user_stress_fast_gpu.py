@@ -14,6 +14,13 @@ Sections (``--sections``, in this order; each row is printed as it finishes, com
 * ``reach``: at the sizes ``--reach-defines``: every buggy example under its guided schedule
   (<= 100 iterations, stop at the first failure) and every fixed example's positive control under
   random delays (must fail): do the bugs stay reachable at those sizes;
+* ``actions``: rows ``--action-rows`` (``HARNESS<-PLAN:ACTIONS:SIZES:N``, ``;``-separated): harness
+  ``HARNESS`` under the guided entries of ``PLAN``'s plan (a buggy example's; ``HARNESS`` itself when
+  ``<-PLAN`` is left out) whose kind is one of ``ACTIONS`` (``+``-joined: ``start``, ``touch``,
+  ``congest``, ``aim``, ``place``; ``touch1``: the touch once before the wait, not kept hot; ``place``
+  is added where the plan has none), ``N`` iterations at
+  ``SIZES``: a buggy harness stops at its first failure (it should fail), a fixed one runs them all in
+  CUDA-graph blocks (it must stay clean under the new actions);
 * ``long``: ``all_scatter::reset_between_barriers`` (two calls) for ``--long-iterations`` (10^5)
   iterations under random delays (50 % of keys, up to 50 us), bounded by ``--long-seconds``.
 
@@ -44,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.user_stress_gpu import PLANS, entries, harnesses, short  # noqa: E402
 from syncverify.frontend.stress_timing import split_timing  # noqa: E402
+from syncverify.frontend.schedule import TOUCH_ONCE_NS, GuidedEntry  # noqa: E402
 from syncverify.frontend.user_stress import StressOptions, run_stress  # noqa: E402
 
 FIXED = {"all_scatter": "examples/all_scatter/harness.py::fix_with_barriers",
@@ -86,8 +94,12 @@ def main(argv: list[str] | None = None) -> int:
                         "iterations in the same time; default: eager, as a guided run of the CLI)")
     parser.add_argument("--reach-only", default="", help="comma-separated: the reach rows of harnesses whose "
                         "folder::name contains one of these (default: all)")
+    parser.add_argument("--congest-only", default="", help="comma-separated: the congest rows of latent harnesses "
+                        "whose folder::name contains one of these, in this order (default: all three)")
     parser.add_argument("--congest-defines", default="128/32/16", help="B/BK/P of the congest section (the shipped "
                         "stress sizes: 64 CTAs beside the congesting kernel's 64 on 132 SMs), or auto")
+    parser.add_argument("--action-rows", default="", help="the actions section's rows: HARNESS[<-PLAN]:ACTIONS:"
+                        "SIZES:N separated by ';' (HARNESS, PLAN: folder::name)")
     parser.add_argument("--max-ns", type=int, default=50_000)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     parser.add_argument("--interpret", action="store_true", help="CPU: the interpreter, the model's sizes, a few "
@@ -99,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         print("needs a CUDA GPU (none visible; --interpret for the CPU path)")
         return 2
     sections = [s for s in args.sections.split(",") if s]
-    unknown = set(sections) - {"sizes", "reach", "congest", "long"}
+    unknown = set(sections) - {"sizes", "reach", "congest", "long", "actions"}
     if unknown:
         print(f"unknown section(s): {', '.join(sorted(unknown))}")
         return 2
@@ -196,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
             elif out:
                 tables["sizes"].append((example, sizes, "ERROR " + out["error"][:80], *["-"] * 7))
     def section_congest() -> None:
-        for target in LATENT:
+        only = [n for n in args.congest_only.split(",") if n]
+        for target in ([t for n in only for t in LATENT if n in short(t)] if only else LATENT):
             plan = plans.get(target, {})
             guided = entries(plan)
             if not guided:
@@ -242,8 +255,36 @@ def main(argv: list[str] | None = None) -> int:
         if out:
             tables["long"].append((short(LONG), at, _cell(out), f"{out.get('rate', 0):,}",
                                    f"{seconds:.0f}"))
+    def section_actions() -> None:
+        for spec in [r.strip() for r in args.action_rows.split(";") if r.strip()]:
+            try:
+                who, actions, at, n = spec.rsplit(":", 3)
+                name, _, plan_name = who.partition("<-")
+                target, planned = long_name(name), long_name(plan_name or name)
+                kinds = set(actions.split("+"))
+                once = "touch1" in kinds  # the plan's touch made once before the wait only (a draw of 1)
+                kinds |= {"touch"} if once else set()
+                world, calls, safe = world_of[target]
+                chosen = tuple(dataclasses.replace(e, ns_lo=TOUCH_ONCE_NS[0], ns_hi=TOUCH_ONCE_NS[1])
+                               if e.where == "touch" and once else e for e in entries(plans[planned]) if e.where in kinds)
+                if "place" in kinds and not any(e.where == "place" for e in chosen):
+                    chosen += (GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "the probe's placement"),)
+                defines_of(at)
+                iterations = 2 if args.interpret else int(n)
+            except (ValueError, KeyError) as error:
+                print(f"bad --action-rows entry {spec!r}: {error}")
+                raise SystemExit(2) from None
+            out = row("actions", f"{short(target)} under {short(planned)}'s {actions} {at}",
+                      lambda t=target, g=chosen, at=at, it=iterations, safe=safe: run_summary(run_stress(options(
+                          t, at, delays="guided", guided=g, iterations=it, graphs=safe, stop_on_failure=not safe,
+                          cap=1 << 16))))
+            if out:
+                tables["actions"].append((short(target), short(planned), actions, at, _cell(out),
+                                          "clean" if safe else "fails"))
+
     for section in sections:  # in the order given
-        {"sizes": section_sizes, "congest": section_congest, "reach": section_reach, "long": section_long}[section]()
+        {"sizes": section_sizes, "congest": section_congest, "reach": section_reach, "long": section_long,
+         "actions": section_actions}[section]()
 
     print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, W = 2 virtual ranks, SIZE=1024, "
           f"{time.monotonic() - started:.0f} s; raw: {args.out / 'user_stress_fast.json'}")
@@ -251,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                        "harness us", "harness-only it/s", "validated it/s (stress run)", "bad", ">= 10,000"),
              "reach": ("harness", "B/BK/P", "run", "result", "wanted"),
              "congest": ("harness", "B/BK/P", "run", "guided actions", "result", "bad/iterations"),
-             "long": ("harness", "B/BK/P", "result", "it/s", "bound s")}
+             "long": ("harness", "B/BK/P", "result", "it/s", "bound s"),
+             "actions": ("harness", "plan of", "actions", "B/BK/P", "result", "wanted")}
     for section in sections:
         print(f"\n{section}:")
         print("| " + " | ".join(heads[section]) + " |")
@@ -259,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
         for r in tables[section]:
             print("| " + " | ".join(str(c) for c in r) + " |")
     return 0
+
+
+def long_name(name: str) -> str:
+    """``folder::name`` as a harness target (``examples/folder/harness.py::name``)."""
+    folder, _, harness = name.partition("::")
+    return f"examples/{folder}/harness.py::{harness}"
 
 
 def _cell(out: dict) -> str:

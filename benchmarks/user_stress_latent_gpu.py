@@ -98,16 +98,20 @@ def globaltimer():
 
 @triton.jit
 def pairs(data, flag, ready, out, ctl, it, late_ns, P, BM: tl.constexpr, BN: tl.constexpr, TOUCH: tl.constexpr,
-          BETWEEN: tl.constexpr):
-    """Producer ``pid < P``: the tile (``.wt``), a CTA barrier, a weak ``.wt`` flag (one thread).
-    Consumer ``P + i``: (touch), ``.cv`` poll, (between), read, count what is not ``it``."""
+          BETWEEN: tl.constexpr, FIXED: tl.constexpr = 0):
+    """Producer ``pid < P``: the tile (``.wt``), a CTA barrier, a weak ``.wt`` flag (one thread; FIXED:
+    a release ``atomic_xchg`` at sys scope, the fixed twin). Consumer ``P + i``: (touch), ``.cv``
+    poll, (between), read, count what is not ``it``."""
     pid = tl.program_id(0)
     offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
     if pid < P:
         sv_spin(globaltimer() + late_ns)
         tl.store(data + pid * BM * BN + offs, tl.full((BM, BN), 0, tl.int32) + it, cache_modifier=".wt")
         tl.debug_barrier()
-        tl.store(flag + pid * 32, it, cache_modifier=".wt")
+        if FIXED:
+            tl.atomic_xchg(flag + pid * 32, it, sem="release", scope="sys")
+        else:
+            tl.store(flag + pid * 32, it, cache_modifier=".wt")
     else:
         i = pid - P
         tile = data + i * BM * BN + offs
@@ -175,30 +179,48 @@ class PartA:
         touch, late, between, with_noise = VARIANTS[name]
         if with_noise and self.noise_buf is None:
             self.noise_buf = torch.zeros(64 << 20, dtype=torch.int32, device="cuda")  # 256 MB: more than L2
-        t0 = time.monotonic()
-        stale_tiles = stale_elems = old_elems = capped = launches = 0
-        for _ in range(args.launches):
-            if time.monotonic() - t0 > args.variant_seconds:  # a bound: polls that time out are slow
-                break
-            self.it += 1
-            launches += 1
+        def issue() -> None:
             if with_noise:
-                read_clock[(1,)](self.clock)
-                until = int(self.clock.item()) + args.noise_ns
+                until = self.clock_now() + args.noise_ns
                 with torch.cuda.stream(self.side):  # runs beside the pairs, stops at its own deadline
                     noise[(args.noise_ctas,)](self.noise_buf, self.noise_buf.numel(), until, BLOCK=1024, num_warps=4)
             pairs[(2 * P,)](self.data, self.flag, self.ready, self.out, self.ctl, self.it, args.late_ns if late else 0,
                             P, BM=64, BN=64, TOUCH=touch, BETWEEN=BETWEEN[between], num_warps=4)
+
+        return {"variant": name, "touch": touch, "late_ns": args.late_ns if late else 0, "between": between,
+                "noise": with_noise, **self.measure(issue, args.variant_seconds)}
+
+    def clock_now(self) -> int:
+        """The device's ``%globaltimer`` now (ns; the host waits for it)."""
+        read_clock[(1,)](self.clock)
+        return int(self.clock.item())
+
+    def measure(self, issue, seconds: float) -> dict:
+        """``--launches`` launches of ``issue()`` (a new ``self.it`` each), at most ``seconds``: what the
+        consumers counted."""
+        torch, P = self.torch, self.args.pairs
+        t0 = time.monotonic()
+        stale_tiles = stale_elems = old_elems = capped = launches = 0
+        for _ in range(self.args.launches):
+            if time.monotonic() - t0 > seconds:  # a bound: polls that time out are slow
+                break
+            self.it += 1
+            launches += 1
+            issue()
             torch.cuda.synchronize()
             o = self.out.view(P, 4).cpu()
             stale_tiles += int((o[:, 0] > 0).sum())
             stale_elems += int(o[:, 0].sum())
             old_elems += int(o[:, 1].sum())
             capped += int((o[:, 2] >= 1_000_000).sum())
-        return {"variant": name, "touch": touch, "late_ns": args.late_ns if late else 0, "between": between,
-                "noise": with_noise, "pairs": P * launches, "stale_tiles": stale_tiles,
-                "stale_elements": stale_elems, "previous_value_elements": old_elems, "capped_polls": capped,
+        return {"pairs": P * launches, "stale_tiles": stale_tiles, "stale_elements": stale_elems,
+                "previous_value_elements": old_elems, "capped_polls": capped,
                 "seconds": round(time.monotonic() - t0, 1)}
+
+
+def error_row(key: str, name: str, error: Exception) -> dict:
+    """A probe row that raised: its name under ``key``, the error's line and the trace's tail."""
+    return {key: name, "error": f"{type(error).__name__}: {error}"[:300], "trace": traceback.format_exc()[-1500:]}
 
 
 def a_line(r: dict) -> str:
@@ -337,8 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                 part_a = part_a or PartA(args)
                 row = part_a.run(step)
             except Exception as error:  # noqa: BLE001 -- the other steps still run
-                row = {"variant": step, "error": f"{type(error).__name__}: {error}"[:300],
-                       "trace": traceback.format_exc()[-1500:]}
+                row = error_row("variant", step, error)
             raw["a"].append(row)
             print("A", a_line(row) if "error" not in row else json.dumps(row)[:600], flush=True)
         else:

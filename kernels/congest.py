@@ -56,3 +56,35 @@ def sv_congest(buf, n, ns, BLOCK: tl.constexpr, ROUNDS: tl.constexpr, INTERPRET:
             base = ((pid * 7919 + k * 104729) % lines) * BLOCK
             tl.atomic_add(buf + base + offs, 1, sem="relaxed", scope="gpu")
             k += 1
+
+
+#: CTAs of the aimed-traffic kernel per rank's copy of the aimed buffer.
+AIM_CTAS = 32
+
+
+@jit
+def sv_aim(buf, n, sink, ns, BLOCK: tl.constexpr, ROUNDS: tl.constexpr, INTERPRET: tl.constexpr):
+    """Traffic aimed at one buffer's own lines: ``ld.global.cg`` loads (L2, not L1) of ``buf``'s
+    ``n`` int32 words, ``BLOCK`` at a time, for ``ns`` ns from this CTA's start (``INTERPRET``:
+    ``ROUNDS`` blocks). The values are kept by a store into ``sink`` masked by ``sink[0]``, which the
+    host leaves 0, so nothing is ever written: a reader whose values nobody uses, beside a kernel
+    that stores into ``buf``, can only add reads, never an outcome the kernel alone does not allow.
+    Its point is the stores' way: they queue at the L2 slices that hold ``buf`` behind these loads,
+    while a flag's line elsewhere is free."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    lines = tl.cdiv(n, BLOCK)
+    never = tl.load(sink) != 0
+    acc = tl.zeros((BLOCK,), tl.int32)
+    if INTERPRET:
+        for k in range(ROUNDS):
+            at = ((pid + k * 7) % lines) * BLOCK + offs
+            acc += tl.load(buf + at, mask=at < n, other=0)
+    else:
+        deadline = _now() + ns
+        k = 0
+        while _now() < deadline:  # bounded by the clock: ns from this CTA's start
+            at = ((pid + k * 7) % lines) * BLOCK + offs
+            acc += tl.load(buf + at, mask=at < n, other=0, cache_modifier=".cg")
+            k += 1
+    tl.store(sink + BLOCK + offs, acc, mask=never)  # aligned: no layout conversion, no bar.sync

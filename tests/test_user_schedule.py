@@ -30,7 +30,8 @@ ONE_SHOT = "examples/one_shot_all_reduce/harness.py"
 PLANS = ROOT / "benchmarks" / "user_stress_plans.json"
 #: each guided action and the duration the planner gives it
 DURATIONS = {"hold": sch.WARPS_LATE_NS, "start": sch.CTA_LATE_NS, "host": sch.HOST_LATE_NS,
-             "before": sch.POLLER_LATE_NS, "touch": sch.TOUCH_NS, "congest": sch.CONGEST_NS}
+             "before": sch.POLLER_LATE_NS, "touch": sch.TOUCH_NS, "congest": sch.CONGEST_NS,
+             "aim": sch.AIM_NS, "place": sch.PLACE_NS}
 
 
 def test_user_kernel_holds_are_the_durations_measured_on_the_h200():
@@ -40,6 +41,11 @@ def test_user_kernel_holds_are_the_durations_measured_on_the_h200():
     assert sch.CTA_LATE_NS == tuple(20 * ns for ns in fused.CTA_LATE_NS)
     assert (sch.HOST_LATE_NS, sch.POLLER_LATE_NS) == ((1_000_000,) * 2, (2_000_000, 2_400_000))
     assert fused.WARPS_LATE_NS == (2000, 4000)  # the fused kernels keep theirs (measured on their own)
+
+
+def test_the_planned_touch_is_made_once_before_the_wait():
+    # a draw of 2 (again before each poll) puts a bar.sync in a divergent poll loop: measured unsound, not planned
+    assert sch.TOUCH_NS == sch.TOUCH_ONCE_NS == (1, 1)
 
 
 def test_a_planned_hold_carries_the_measured_duration():
@@ -109,7 +115,8 @@ def test_the_rewrite_touches_the_reads_a_wait_lets_through_when_their_address_is
 def test_a_touch_compiles_to_one_more_plain_load_of_the_data_before_the_poll():
     """sm_90 PTX without a GPU (in its own process, as tests/test_user_stress.py's PTX test): with
     delays on, the rewrite of a poll-then-read kernel loads the data once before the volatile poll
-    (the touch, behind its guided test) and once after it; with them off, once."""
+    (the touch, behind its guided test) and once after it (the bounded wait: once more in the loop,
+    before each poll); with them off, once."""
     run_compiled("import test_user_schedule as t; t.touch_ptx_loads()", timeout=300)
 
 
@@ -127,8 +134,9 @@ def touch_ptx_loads() -> None:
     extra = dict(sv_ctl=scratch, sv_table=scratch, sv_mirror=scratch, sv_rank=0, sv_slot=0, SV_WARPS=4, SV_WORLD=1,
                  SV_INTERPRET=False, SV_BOUND=False, SV_MIRROR=False)
 
-    def data_loads(delays: bool) -> tuple[int, int]:
-        ptx = compile_like_launch(rewritten.kernel, out, data, flag, N=512, **extra, SV_DELAYS=delays).asm["ptx"]
+    def data_loads(delays: bool, bound: bool = False) -> tuple[int, int]:
+        ptx = compile_like_launch(rewritten.kernel, out, data, flag, N=512, **(extra | {"SV_BOUND": bound}),
+                                  SV_DELAYS=delays).asm["ptx"]
         code = [line.strip() for line in ptx.splitlines()]
         poll = next(i for i, line in enumerate(code) if line.startswith("ld.volatile.global"))
         plain = [i for i, line in enumerate(code) if re.match(r"ld\.global\.(v\d\.)?b32", line)]
@@ -137,6 +145,9 @@ def touch_ptx_loads() -> None:
 
     assert data_loads(False) == (0, 1)
     assert data_loads(True) == (1, 1)
+    # the bounded wait a stress run uses touches again before each poll (the lines stay recently used)
+    assert data_loads(False, bound=True) == (0, 1)
+    assert data_loads(True, bound=True) == (1, 2)
 
 
 def test_the_latent_examples_gpu_script_runs_its_harness_rows_in_the_interpreter(tmp_path, capsys):

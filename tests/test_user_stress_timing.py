@@ -4,6 +4,7 @@ bound of an iterations run. The GPU figures: ``benchmarks/user_stress_fast_gpu.p
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from syncverify.frontend import schedule as sch
 from syncverify.frontend.schedule import GuidedEntry
 from syncverify.frontend.stress_timing import describe, split_timing
-from syncverify.frontend.user_stress import StressOptions, run_stress, start_engine
+from syncverify.frontend.user_stress import StressInputError, StressOptions, run_stress, start_engine
 from tests.compiled import run_compiled
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,6 +65,46 @@ def test_a_congest_entry_launches_the_congesting_kernel_each_iteration():
     assert plain.congest_ns == 0 and plain.congest_buf is None
 
 
+def test_an_aim_entry_reads_the_named_buffer_on_every_rank_each_iteration_and_names_a_missing_one():
+    aim = GuidedEntry("", 0, "aim", 0, -1, 0, *sch.AIM_NS, "a test", buffer="out")
+    options = StressOptions(CLEAN, world_size=2, interpret=True, iterations=1, delays="guided", guided=(aim,))
+    _plan, engine, _block = start_engine(options)
+    assert engine.aims == [("out", sch.AIM_NS[1])]
+    engine.use_ring(0)
+    engine.reset_ring()
+    engine.iteration(0)
+    # the loads' sink: allocated, and never written (its mask word is 0)
+    assert engine.aim_sink is not None and not engine.aim_sink.any()
+    assert run_stress(options).clean  # the rest of the iteration is the plain one
+    wrong = dataclasses.replace(aim, buffer="no_such_buffer")
+    with pytest.raises(StressInputError, match="aims traffic at 'no_such_buffer', which the harness does not"):
+        run_stress(dataclasses.replace(options, guided=(wrong,)))
+
+
+def test_a_place_entry_is_a_gpu_action_the_interpreter_names():
+    place = GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "a test")
+    result = run_stress(StressOptions(CLEAN, world_size=2, interpret=True, iterations=1, delays="guided",
+                                      guided=(place,)))
+    assert result.clean and any("placement of the heap in host-mapped memory is a GPU action" in n
+                                for n in result.notes)
+    assert "place the symmetric heap in host-mapped memory" in place.describe()
+
+
+def test_the_aimed_kernel_compiles_to_a_clock_bounded_loop_of_l2_loads_that_never_stores():
+    """sm_90 PTX without a GPU, in its own process (a compile needs TRITON_INTERPRET unset)."""
+    code = ("import torch; from syncverify.kernels.compile import compile_like_launch; "
+            "from syncverify.kernels import congest as c; b = torch.zeros(4096, dtype=torch.int32); "
+            "s = torch.zeros(2 * c.BLOCK, dtype=torch.int32); "
+            "k = compile_like_launch(c.sv_aim, b, 4096, s, 500000, BLOCK=c.BLOCK, ROUNDS=2, INTERPRET=False); "
+            "print(k.asm['ptx'])")
+    ptx = run_compiled(code, timeout=300).stdout
+    assert ptx.count("%globaltimer") >= 2  # the start and the loop's test
+    assert "ld.global.cg" in ptx  # L2, not L1
+    assert "atom" not in ptx and "fence" not in ptx and "bar.sync" not in ptx
+    # its only stores are the sink's, predicated on the sink's first word
+    assert all(line.strip().startswith("@") for line in ptx.splitlines() if "st.global" in line)
+
+
 def test_a_time_bound_stops_an_iterations_run_and_says_so():
     result = run_stress(StressOptions(CLEAN, world_size=2, interpret=True, iterations=1000, bound_seconds=0.0))
     assert result.iterations < 1000 and not result.clean
@@ -98,6 +139,27 @@ def test_the_gpu_scripts_cpu_path_splits_the_time_and_runs_the_congested_schedul
     assert sum("with congestion" in r["label"] for r in congest) == 3
     out = capsys.readouterr().out
     assert "| all_scatter::original | 128/32/16 | with congestion | congest, start, touch | clean 2 | 0/2 |" in out
+
+
+def test_the_gpu_scripts_actions_rows_run_a_harness_under_another_harness_plans_actions(tmp_path, capsys):
+    """benchmarks/user_stress_fast_gpu.py's actions section through the interpreter: a fixed example
+    under its buggy sibling's planned actions (it must stay clean on the GPU), a placement added."""
+    from benchmarks import user_stress_fast_gpu as script
+
+    rows = ("one_shot_all_reduce::fix_with_barrier<-one_shot_all_reduce::original:start+aim+place:128/32/16:9; "
+            "all_scatter::original:start+touch:64/64/64k:9")
+    assert script.main(["--interpret", "--sections", "actions", "--action-rows", rows, "--out", str(tmp_path)]) == 0
+    raw = __import__("json").loads((tmp_path / "user_stress_fast.json").read_text())
+    assert [r["label"] for r in raw["rows"]] == [
+        "one_shot_all_reduce::fix_with_barrier under one_shot_all_reduce::original's start+aim+place 128/32/16",
+        "all_scatter::original under all_scatter::original's start+touch 64/64/64k"]
+    assert all(r["bad"] == 0 and r["iterations"] == 2 for r in raw["rows"])
+    out = capsys.readouterr().out
+    assert "| one_shot_all_reduce::fix_with_barrier | one_shot_all_reduce::original | start+aim+place | 128/32/16 | " \
+           "clean 2 | clean |" in out
+    with pytest.raises(SystemExit):
+        script.main(["--interpret", "--sections", "actions", "--action-rows", "nope", "--out", str(tmp_path)])
+    assert "bad --action-rows entry 'nope'" in capsys.readouterr().out
 
 
 def test_the_command_prints_the_split_after_a_clean_run_and_refuses_it_with_real_ranks(capsys):

@@ -92,13 +92,14 @@ class SymmetricTensor:
 class Heap:
     """W heaps of ``size`` bytes (one per virtual rank) and ``bases``, their base addresses."""
 
-    def __init__(self, world_size: int, size: int = DEFAULT_HEAP_BYTES, *, device: str = "cpu") -> None:
+    def __init__(self, world_size: int, size: int = DEFAULT_HEAP_BYTES, *, device: str = "cpu", block=None) -> None:
         import torch  # lazily: the model runs without torch
 
         self.world_size = world_size
         self.size = size
-        #: every rank's heap in one block (a stress run restores it with one copy per iteration)
-        self.block = torch.zeros((world_size, size), dtype=torch.uint8, device=device)
+        #: every rank's heap in one block (a stress run restores it with one copy per iteration); ``block``:
+        #: a zeroed ``(world_size, size)`` uint8 tensor to use instead (a stress run's host-mapped heap)
+        self.block = torch.zeros((world_size, size), dtype=torch.uint8, device=device) if block is None else block
         self.memory = list(self.block)
         #: each rank's heap base address (iris's ``heap_bases``), an int64 tensor
         self.bases = torch.tensor([m.data_ptr() for m in self.memory], dtype=torch.int64, device=device)

@@ -53,14 +53,25 @@ CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
 #: resets then waits before its wait (ns): 1 ms and 2-2.4 ms, run 3's (at 50 us and 100-120 us, run 2,
 #: ``all_scatter::reset_on_gemm_stream`` ran 100 guided iterations clean; at these it hung at iteration 0).
 HOST_LATE_NS = (USER_NS_SCALE * 50_000, USER_NS_SCALE * 50_000)
-#: A touch is on or off, not long: any positive draw turns it on (``sv_touching``).
-TOUCH_NS = (1, 1)
+#: A touch is on or off, not long: a draw of 1 touches once before the wait (planned), 2 also again
+#: before each poll of the bounded wait (``sv_touching``). The second is NOT planned: its ``sv_keep``
+#: costs a ``bar.sync`` inside a poll loop whose warps leave at different polls, which likely misaligns the
+#: kernel's own CTA barriers; on the H200 it made the model-safe ``all_scatter::fix_with_barriers`` and
+#: ``reset_between_barriers`` fail (docs/RESULTS.md, 2026-12-02 fourth session, call 2).
+TOUCH_ONCE_NS = (1, 1)
+TOUCH_NS = TOUCH_ONCE_NS
 POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
 #: How long the L2-congesting kernel (``syncverify.kernels.congest``) runs beside each iteration's
 #: launches (ns, from its start): longer than the shipped examples' iterations at their stress sizes
 #: (155 and 295 us, docs/RESULTS.md run 4), so the consumers' reads fall inside it; the probe that
 #: showed the witness under congestion ran it 300 us beside each launch.
 CONGEST_NS = (500_000, 500_000)
+#: Two actions measured and not planned (docs/stress.md, "Placement and aimed traffic"), which a run can
+#: still be given (``benchmarks/user_stress_fast_gpu.py --sections actions``): L2 loads of one buffer's own
+#: lines beside the launches (``where="aim"``, ``syncverify.kernels.congest.sv_aim``), and the whole heap
+#: in host-mapped memory (``where="place"``, on or off).
+AIM_NS = CONGEST_NS
+PLACE_NS = (1, 1)
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,7 @@ class GuidedEntry:
     reason: str
     pct: int = 100
     file: str = ""
+    buffer: str = ""  # where="aim": the heap buffer the traffic reads (every rank's copy)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -93,6 +105,13 @@ class GuidedEntry:
             return (f"congest L2 beside rank {self.rank}'s launches: a kernel of relaxed atomics over a buffer larger "
                     f"than L2 on its own stream, {self.ns_lo}-{self.ns_hi} ns from each iteration's start, "
                     f"{self.pct} % of iterations: {self.reason}")
+        if self.where == "place":
+            return (f"place the symmetric heap in host-mapped memory (every rank's buffers; stores to it cross the "
+                    f"host link), {self.pct} % of iterations: {self.reason}")
+        if self.where == "aim":
+            return (f"aim L2 traffic at {self.buffer} beside the launches: a kernel of L2 loads of every rank's "
+                    f"{self.buffer} on its own stream, values unused, {self.ns_lo}-{self.ns_hi} ns from each "
+                    f"iteration's start, {self.pct} % of iterations: {self.reason}")
         what = "host write" if self.where == "host" else f"{self.kernel} {self.where}"
         return (f"delay rank {self.rank} {what} at {where}, {who}{warps}: {self.ns_lo}-{self.ns_hi} ns, "
                 f"{self.pct} % of iterations: {self.reason}")

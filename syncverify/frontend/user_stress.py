@@ -315,7 +315,14 @@ class Engine:
         self.interpret = options.interpret
         self.device = "cpu" if self.interpret else "cuda"
         self.world_size = options.world_size
-        self.heap = Heap(options.world_size, options.heap_bytes, device=self.device)
+        # the planned placement (a guided entry where="place"): the whole heap in host-mapped memory
+        self.host_heap = None
+        placed = options.delays == "guided" and any(e.where == "place" for e in options.guided)
+        if placed and not self.interpret:
+            self.host_heap, block = host_mapped_block(options.world_size, options.heap_bytes)
+            self.heap = Heap(options.world_size, options.heap_bytes, device=self.device, block=block)
+        else:
+            self.heap = Heap(options.world_size, options.heap_bytes, device=self.device)
         self.call = 0
         self.rewrites: dict[int, Any] = {}
         self.sites: list[Site] = []
@@ -352,6 +359,10 @@ class Engine:
         self.congest_ns = max((e.ns_hi for e in options.guided if e.where == "congest"), default=0) \
             if options.delays == "guided" else 0
         self.congest_buf = None
+        # the planned traffic aimed at heap buffers (guided entries where="aim"): (buffer, ns), and its sink
+        self.aims = [(e.buffer, e.ns_hi) for e in options.guided if e.where == "aim"] \
+            if options.delays == "guided" else []
+        self.aim_sink = None
         self.as_written = False  # launch the user's kernels as written, not rewritten (the timing split)
 
     # ----- the harness API ------------------------------------------------------------------------
@@ -644,7 +655,7 @@ class Engine:
         self.table_device = table.to(self.device)
 
     def _sites_of(self, entry: GuidedEntry) -> list[Site]:
-        if entry.where in ("host", "congest"):  # not a kernel site: the host delays a write / launches a kernel
+        if entry.where in ("host", "congest", "aim", "place"):  # not a kernel site: the host delays a write / launches a kernel
             return []
         kernel = [s for s in self.sites if s.kernel == entry.kernel]
         if entry.where == "start":
@@ -677,6 +688,8 @@ class Engine:
             self._restore_inputs()
         if self.congest_ns and "launches" in self.parts:
             self._congest()
+        if self.aims and "launches" in self.parts:
+            self._aim()
         for k in range(self.options.calls):
             self.call = k
             self.call_fn(k)
@@ -699,6 +712,30 @@ class Engine:
             congest.sv_congest.launcher((ctas,), interpret=self.interpret)(
                 self.congest_buf, self.congest_buf.numel(), self.congest_ns, BLOCK=congest.BLOCK,
                 ROUNDS=congest.INTERPRET_ROUNDS, INTERPRET=self.interpret)
+
+    def _aim(self) -> None:
+        """The guided schedule's aimed traffic (``syncverify.kernels.congest.sv_aim``): for each aimed
+        buffer, a bounded kernel of loads of every rank's copy (in this process's heap) on the
+        congestion's stream, issued before the harness's launches; joined with it."""
+        from syncverify.kernels import congest  # triton: a kernel
+
+        torch = self.torch
+        if self.aim_sink is None:
+            self.aim_sink = torch.zeros(2 * congest.BLOCK, dtype=torch.int32, device=self.device)
+        ctas = 1 if self.interpret else congest.AIM_CTAS
+        for name, ns in self.aims:
+            found = [a for a in self.heap.allocations if a.name == name]
+            if not found:
+                raise StressInputError(f"the guided schedule aims traffic at {name!r}, which the harness does not "
+                                       f"allocate (its buffers: {', '.join(a.name for a in self.heap.allocations)})")
+            a = found[0]
+            words = a.nbytes // 4
+            for row in range(self.heap.block.shape[0]):
+                view = self.heap.block[row, a.offset:a.offset + words * 4].view(torch.int32)
+                with self._on(0, "sv-congest"):
+                    congest.sv_aim.launcher((ctas,), interpret=self.interpret)(
+                        view, words, self.aim_sink, ns, BLOCK=congest.BLOCK, ROUNDS=congest.INTERPRET_ROUNDS,
+                        INTERPRET=self.interpret)
 
     def plan_restore(self) -> None:
         """``poison="all"``, once the first iteration has shown the expectations: the ranges the
@@ -825,6 +862,11 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
         result.notes.append("Triton's interpreter runs one program at a time, in program-id order, with no delays: "
                             "a clean run here is no evidence about the GPU; no CUDA graphs there either (a capture "
                             "needs a GPU): iterations run one at a time, timed on the host's clock")
+        if options.delays == "guided" and any(e.where == "place" for e in options.guided):
+            result.notes.append("the planned placement of the heap in host-mapped memory is a GPU action: the "
+                                "interpreter's heap is host memory already, read and written in program order")
+    elif engine.host_heap is not None:
+        result.notes.append("the symmetric heap is in host-mapped memory (the guided schedule's placement)")
     started = time.monotonic()
     blocks = _Blocks(engine, result, options, block, output=output, mirror=mirror)
     last_report = started
@@ -1164,6 +1206,24 @@ class _HostPointer:
 
     def data_ptr(self) -> int:
         return self._ptr
+
+
+def host_mapped_block(world_size: int, size: int):
+    """``(pinned host tensor, the same bytes as a CUDA tensor)``: a heap block in host-mapped memory
+    (pinned with cudaHostAlloc: mapped, and with unified addressing its device address is its host
+    address), seen by torch as a CUDA tensor through ``__cuda_array_interface__``, so the harness's
+    stream operations, restores and validations run on it unchanged; the kernels' stores to it
+    cross the host link. Keep the first alive as long as the second."""
+    # torch: only a stress run on a GPU places the heap
+    import torch
+
+    host = torch.zeros((world_size, size), dtype=torch.uint8, pin_memory=True)
+
+    class _View:
+        __cuda_array_interface__ = {"shape": (world_size, size), "typestr": "|u1", "data": (host.data_ptr(), False),
+                                    "version": 3, "strides": None}
+
+    return host, torch.as_tensor(_View(), device="cuda")
 
 
 def map_mirror(buffer, *, interpret: bool):
