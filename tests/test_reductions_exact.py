@@ -166,7 +166,14 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
     start = time.process_time()
     scenario = build(protocol, opts, push=push_protocol, without=frozenset(reductions))
     result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=timeout, without=frozenset(prunings))
-    assert result.limit_hit != "no-executions", f"no execution at all: {data}"
+    if result.limit_hit == "no-executions" and opts.launches == "per-rank-stream" and opts.epochs > 1:
+        # A known incompleteness, not a verdict (the check answers unknown): on per-rank streams a
+        # launch after a hang never starts, which no path of its threads says, so the combination
+        # search can reject every combination (pinned, strict xfail:
+        # test_launches_after_a_hang_on_per_rank_streams_leave_the_search_without_executions).
+        event("no execution: launches after a hang on per-rank streams")
+        reject()
+    assert result.limit_hit != "no-executions", f"no execution at all: {data}, {opts}, push {push}, without {sorted(reductions)} {sorted(prunings)}"
     if result.limit_hit is not None:
         log(outcome="discard", limit=result.limit_hit, cpu=round(time.process_time() - start, 2))
     budget.discard_if_hit(result.limit_hit)
@@ -740,3 +747,37 @@ def test_the_builder_lists_only_renamings_that_stay_in_the_program():
     assert all("r0" not in a and "r0" not in b for a, b in pairs)  # rank 0 is checked, not renamed
     assert not build(load_protocol("xchg-flag"), ScenarioOptions(scenario="all-reduce", world_size=4),
                      without=frozenset({"symmetry"})).program.unit_renamings
+
+
+def test_a_program_whose_every_execution_hangs_still_has_executions_on_per_rank_streams():
+    # Found by test_each_builder_reduction_keeps_the_verdict on the merged tree (2026-12-02, fourth
+    # session): the `shared-sources` pruning (branch streams24) pruned every combination of this
+    # program, "no execution at all", where every execution hangs (no rank counts itself, so no
+    # CAS reaches world_size). The pruning was withdrawn; this keeps its counterexample.
+    data = {"name": "mutated", "summary": "as add-counter-cas-reset, waiting for >= world_size without a self-increment",
+            "origin": "the property's counterexample", "believed": "-", "notes": "-", "reset": "host",
+            "tile_store": {"cache": ".wt"}, "tile_load": {"volatile": False},
+            "signal": [{"op": "barrier"},
+                       {"op": "store", "lock": "local", "to": "self", "value": 1, "cache": ".wt", "sem": "weak"},
+                       {"op": "atomic_add", "lock": "ready", "to": "others", "value": 1, "sem": "release", "scope": "sys"}],
+            "wait": [{"op": "await", "read": "volatile_load", "lock": "local", "from": "self", "cache": ".cv", "until": "== 1"},
+                     {"op": "await", "read": "atomic_cas", "lock": "ready", "from": "self", "compare": "world_size",
+                      "value": 0, "sem": "acquire", "scope": "sys", "until": ">= world_size"}]}
+    opts = ScenarioOptions(scenario="all-scatter", world_size=2, epochs=2, launches="per-rank-stream", reset="none")
+    result = check(build(protocol_from_dict(data), opts), timeout=5)
+    assert result.limit_hit != "no-executions"
+    assert result.limit_hit is not None or "hang" in result.violations
+
+
+@pytest.mark.xfail(strict=True, reason="known incompleteness: on per-rank streams the combination search has no path "
+                   "for a launch that never starts after a hang, and finds no execution (the check answers unknown)")
+def test_launches_after_a_hang_on_per_rank_streams_leave_the_search_without_executions():
+    # The property's counterexample on the merged tree (2026-12-02, fourth session), present on main
+    # before it (9a88b14): every execution hangs in call 0 (no rank counts itself in the push
+    # stage), so the later launches never start; with `combination-search` off the check runs on
+    # to its bound instead. When the search learns "never started", this xfail flips.
+    pub = load_protocol("add-counter-skip-self")
+    push = load_protocol("add-counter-cas-reset")
+    opts = ScenarioOptions(scenario="all-scatter", world_size=2, epochs=2, launches="per-rank-stream", reset="none")
+    result = check(build(pub, opts, push=push), timeout=20)
+    assert result.limit_hit != "no-executions"

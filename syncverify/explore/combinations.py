@@ -82,9 +82,6 @@ class PathSummary:
     need_at: tuple[tuple[int, Key], ...] = ()  # (event index, key) of each concrete need's reads
     write_at: tuple[tuple[int, Key], ...] = ()  # (event index, key) of each write
     ends: bool = True  # the path terminates (it is not stuck at a spin or a barrier)
-    # Locations the path writes otherwise than by a rising atomic (see rising_write): where no
-    # path does, every write there is one, and no two writes hold one value.
-    not_rising: frozenset[str] = frozenset()
 
     @property
     def supplies(self) -> frozenset[Key]:
@@ -118,25 +115,9 @@ def summarize(path) -> PathSummary:
             if e.sem == "weak" or e.scope != "sys":
                 weak.add(key)
     spin = path.stuck[1] if path.stuck is not None and path.stuck[0] == "spin" else ()
-    not_rising = frozenset(e.loc for i, e in enumerate(events)
-                           if e.loc is not None and (e.ghost or e.footprint is not None or e.copies
-                                                     or (e.kind == "W" and not rising_write(events, i))))
     return PathSummary(frozenset(needs), tuple(sorted(writes.items())), tuple(rmw),
                        frozenset(weak), "".join(e.kind for e in events), frozenset(spin), tuple(need_at),
-                       tuple(write_at), path.stuck is None, not_rising)
-
-
-def rising_write(events, i: int) -> bool:
-    """Whether write ``events[i]`` is the write half of a strong system-scoped atomic that read
-    a single value of its location and writes a larger one (``atom.add`` of a positive constant,
-    with no int32 wrap on this path)."""
-    w = events[i]
-    if i == 0 or not w.rmw_with_previous:
-        return False
-    r = events[i - 1]
-    return (r.kind == "R" and r.loc == w.loc and r.values is None and r.value is not None and w.value is not None
-            and w.value > r.value and r.scope == w.scope == "sys" and "weak" not in (r.sem, w.sem)
-            and r.proxy == w.proxy == "generic")
+                       tuple(write_at), path.stuck is None)
 
 
 def _first_barrier(summary: PathSummary) -> int:
@@ -366,7 +347,6 @@ def supported_combinations(
     must_write: Key | None = None,
     clock: Clock | None = None,
     kept_lengths: Callable[[dict[int, int]], dict[int, int]] | None = None,
-    shared_sources: bool = True,
 ) -> Iterator[tuple[int, ...]]:
     """Path indices, one per thread, of every combination that passes the checks above.
 
@@ -387,7 +367,7 @@ def supported_combinations(
     """
     search = CombinationSearch(program, summaries, atomicity=atomicity,
                                hiding=atomicity if hiding is None else hiding, must_write=must_write,
-                               clock=clock, kept_lengths=kept_lengths, shared_sources=shared_sources)
+                               clock=clock, kept_lengths=kept_lengths)
     yield from search.run()
 
 
@@ -399,13 +379,12 @@ class CombinationSearch:
 
     def __init__(self, program: Program, summaries: list[list[PathSummary]], *, atomicity: bool, hiding: bool,
                  must_write: Key | None, clock: Clock | None,
-                 kept_lengths: Callable[[dict[int, int]], dict[int, int]] | None, shared_sources: bool = True) -> None:
+                 kept_lengths: Callable[[dict[int, int]], dict[int, int]] | None) -> None:
         self.summaries = summaries
         self.atomicity = atomicity
         self.must_write = must_write
         self.clock = clock
         self.kept_lengths = kept_lengths
-        self.shared_sources = shared_sources and atomicity  # sources_shared_across_launches_fit
         self.slots = _Slots(program, summaries, prefer_writers=must_write is not None)
         self.seen = _Visibility(program, summaries, hiding)
         self.init = program.init
@@ -434,8 +413,6 @@ class CombinationSearch:
         # against each other (last_write_possible).
         self.strong_only = {loc for paths in summaries for s in paths for (loc, _v), _n in s.writes}
         self.strong_only -= {key[0] for key in self.weak_phases}
-        # Locations whose every write is a rising atomic (sources_shared_across_launches_fit).
-        self.rising = self.strong_only - {loc for paths in summaries for s in paths for loc in s.not_rising}
         self.before = {b: {a for a, bs in self.after.items() if b in bs} for b in set(phase)}
         # Answers that depend on their arguments only, asked again and again: cached per search.
         self.counted_key = functools.cache(self._counted_key)
@@ -535,8 +512,6 @@ class CombinationSearch:
                     if not slots.capacity(keys, position, lo, count - have):
                         return False
                     missing[(loc, v)] = max(missing.get((loc, v), 0), count - have)
-        if self.shared_sources and not self.sources_shared_across_launches_fit(position, lo, missing):
-            return False
         if len(missing) > 1:
             per_loc: dict[str, int] = {}
             for (loc, _v), n in missing.items():
@@ -550,62 +525,6 @@ class CombinationSearch:
             if not any(totals[k] for k in keys):
                 return slots.capacity(keys, position, lo, 1)
         return True
-
-    def sources_shared_across_launches_fit(self, position: int, lo: int, missing: dict[Key, int]) -> bool:
-        """Whether the counted atomics of *every* launch that read one value can have distinct
-        writes of it (:meth:`feasible` weighs each reader launch on its own; ``missing`` grows).
-
-        Atomicity does not depend on launches: two counted atomics reading one write ``w`` (each
-        counted under its own launch's conditions, :meth:`_counted_key`: every write it could
-        read is morally strong with it or coherence-before it) are morally strong with each
-        other (strong, system scope), so coherence orders them, say ``A1`` before ``A2``; ``w``
-        is coherence-before both; then ``A1``'s write lies between ``w`` and ``A2`` in coherence
-        while ``A2`` reads ``w``, which "Atomicity" forbids. So the atomics of all launches that
-        read ``(x, v)`` together need as many writes of ``v`` that one of them can see (the
-        initial write once, if one of them sees it).
-
-        On a *rising* location (every write on every path of every thread is a strong
-        system-scoped atomic that writes more than it read: :func:`rising_write`; no ghost,
-        byte or proxy access) more holds: the writes are pairwise morally strong, so coherence
-        orders all of them, and each atomic reads the write just before its own (Atomicity), so
-        values grow along coherence from the initial one: no two writes hold one value, and no
-        two atomics read one value.
-
-        With launches ordered per rank only (``--launches per-rank-stream``) each rank's call is
-        a launch of its own; counted launch by launch, two calls' adds of one counter could both
-        read 0 until the last slot (measured: ``epoch-flag``, all-scatter, W = 2, three calls).
-        Only launches that surely start are weighed (:meth:`surely_starts`): a launch after a
-        hang never runs, and its atomics read nothing. A pruning only: a combination it stops
-        has no execution (the stuck-spin count of :meth:`feasible`, which needs the launch's own
-        view, is not added here)."""
-        per_value: dict[Key, list[str]] = {}
-        for (loc, v, reader), count in self.rmw.items():
-            if count:
-                per_value.setdefault((loc, v), []).append(reader)
-        totals, visible, initially, rising = self.totals, self.visible, self.initially, self.rising
-        for (loc, v), readers in per_value.items():
-            if len(readers) < 2 and (self.rmw[(loc, v, readers[0])] < 2 or loc not in rising):
-                continue  # one launch: feasible weighed it
-            readers = [r for r in readers if self.surely_starts(r)]
-            count = sum(self.rmw[(loc, v, r)] for r in readers)
-            if count > 1 and loc in rising:
-                return False
-            keys = sorted({k for r in readers for k in visible(r, (loc, v))}, key=repr)
-            have = sum(totals[k] for k in keys) + any(initially(r, (loc, v)) for r in readers)
-            if count > have:
-                if not self.slots.capacity(keys, position, lo, count - have):
-                    return False
-                missing[(loc, v)] = max(missing.get((loc, v), 0), count - have)
-        return True
-
-    def surely_starts(self, phase: str) -> bool:
-        """Whether the launch ``phase`` starts whatever the slots not yet assigned take: every
-        thread of the launches the host orders before it is assigned, terminates and is kept whole
-        (its CTA complete: no barrier cuts it)."""
-        summaries, chosen, keep = self.summaries, self.chosen, self.kept_of
-        return all(self.cta_of[u] in keep and summaries[u][chosen[u]].ends
-                   and keep[self.cta_of[u]][u] == len(summaries[u][chosen[u]].events_kinds)
-                   for u in self.threads_before[phase])
 
     def descend(self, picks: list[tuple[int, int]], position: int, u: int) -> Iterator[tuple[int, ...]]:
         """Assign ``picks`` ((thread, path) pairs of the slot at ``position``, option ``u`` of a
@@ -719,8 +638,6 @@ class CombinationSearch:
                 continue  # a launch before this one may hang, or is not assigned yet
             later = self.after.get(home, frozenset())
             for loc, v in s.spin_last:
-                if loc in self.rising and self.rises_past(loc, v, later):
-                    return True
                 if any((loc, v) in summaries[u][q].supplies for u, q in enumerate(chosen)
                        if q >= 0 and phase[u] not in later):
                     continue
@@ -731,24 +648,6 @@ class CombinationSearch:
                        for u in self.threads_of[home] + before if self.cta_of[u] in keep
                        for i, key in summaries[u][chosen[u]].write_at):
                     return True
-        return False
-
-    def rises_past(self, loc: str, v: int, later: frozenset) -> bool:
-        """Whether a write of more than ``v`` to the rising location ``loc`` surely happens in a
-        launch not in ``later`` (the launches the host orders after a spin's).
-
-        On a rising location values grow along coherence (:meth:`sources_shared_across_launches_fit`),
-        so such a write is coherence-after every write of ``v``: a spin stuck on ``(loc, v)`` cannot
-        see ``v`` last. Every launch not after the spin's runs in the same execution as the spin, once
-        it surely starts (:meth:`surely_starts`); a write counts only where no barrier can cut it
-        (its CTA complete)."""
-        summaries, chosen, keep, phase = self.summaries, self.chosen, self.kept_of, self.phase
-        for u, q in enumerate(chosen):
-            if q < 0 or phase[u] in later or self.cta_of[u] not in keep:
-                continue
-            if any(key[0] == loc and key[1] > v and i < keep[self.cta_of[u]][u]
-                   for i, key in summaries[u][q].write_at) and self.surely_starts(phase[u]):
-                return True
         return False
 
     def search(self, position: int, lo: int) -> Iterator[tuple[int, ...]]:

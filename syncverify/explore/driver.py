@@ -162,7 +162,7 @@ class ExplorationResult:
 #: turns off all of them and more): the exactness tests compare the verdicts with and without each.
 #: ``every-kind`` is the check's (:mod:`syncverify.verdicts.kinds`): the explorer ignores it.
 PRUNINGS: tuple[str, ...] = ("value-classes", "ceilings", "combination-search", "barrier-orders",
-                             "partial-causality", "alike", "shared-sources", "every-kind", "rf-symmetry")
+                             "partial-causality", "alike", "every-kind", "rf-symmetry")
 
 
 def candidate_executions(
@@ -206,8 +206,7 @@ def candidate_executions(
         searched = affordable(program, [len(paths) for paths in all_paths])
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))
-            for picks in supported_combinations(searched, summaries, atomicity=True, clock=clock, kept_lengths=kept,
-                                                shared_sources="shared-sources" not in without))
+            for picks in supported_combinations(searched, summaries, atomicity=True, clock=clock, kept_lengths=kept))
     if not prune or "combination-search" in without:
         summary = {id(p): summarize(p) for paths in all_paths for p in paths}
         combos = (combo for combo in combinations(program, all_paths)
