@@ -151,13 +151,12 @@ def sv_capped(ctl, mirror, slot, SITE: tl.constexpr, value, polls, MIRROR: tl.co
 
 
 @jit
-def sv_touching(ctl, table, SITE: tl.constexpr, rank, NUM_WARPS: tl.constexpr, WORLD: tl.constexpr,
-                AT_LEAST: tl.constexpr = 1):
-    """Whether this program touches, at ``SITE``, the data it reads after a wait: only in guided mode,
-    where the guided table has a row for it (``syncverify.frontend.schedule``'s ``touch`` entries) whose
-    draw is at least ``AT_LEAST`` (1: the touch before the wait; 2: the touch again before each poll)."""
+def sv_touching(ctl, table, SITE: tl.constexpr, rank, NUM_WARPS: tl.constexpr, WORLD: tl.constexpr):
+    """Whether this program touches, at ``SITE``, the data it reads after a wait, once before the
+    wait: only in guided mode, where the guided table has a row for it (``syncverify.frontend.schedule``'s
+    ``touch`` entries)."""
     ns, _warps = sv_draw(ctl, table, SITE, rank, NUM_WARPS, WORLD)
-    return (tl.load(ctl + MODE) == 1) & (ns >= AT_LEAST)
+    return (tl.load(ctl + MODE) == 1) & (ns >= 1)
 
 
 @jit

@@ -414,19 +414,16 @@ class _Rewriter:
                                  ast.Name(n, ast.Load())))], orelse=[])])
         count = ast.AugAssign(ast.Name(n, ast.Store()), ast.Add(), _const(1))
         touching: list[ast.stmt] = []
-        again: list[ast.stmt] = []
         if kinds and touches:
-            # a guided touch: the reads after the wait, made before it, their values unused; where the draw
-            # is 2 or more, made again before each poll, so the touched lines stay recently used in L1 while
-            # the wait lasts (a hit does not fetch them again: they keep the value from before the store)
+            # a guided touch: the reads after the wait, made once before it, their values unused
             touch = self.site(loop, "touch", kind)
-            touching, again = ([_gate("SV_DELAYS", [ast.If(
+            touching = [_gate("SV_DELAYS", [ast.If(
                 test=_call("sv_touching", *_names("sv_ctl", "sv_table"), _const(touch),
-                           *_names("sv_rank", "SV_WARPS", "SV_WORLD"), *extra),
+                           *_names("sv_rank", "SV_WARPS", "SV_WORLD")),
                 body=[ast.Expr(_call("sv_keep", read, *_names("sv_ctl", "SV_INTERPRET"))) for read in touches],
-                orelse=[])])] for extra in ((), (_const(2),)))
+                orelse=[])])]
         bounded = [load_cap, ast.Assign([ast.Name(n, ast.Store())], _const(0)), *evaluate,
-                   ast.While(test=bounded_test, body=[*inner, count, mirror_every, *again,
+                   ast.While(test=bounded_test, body=[*inner, count, mirror_every,
                                                       *_copy(evaluate)], orelse=[]),
                    ast.If(test=ast.Compare(ast.Name(n, ast.Load()), [ast.GtE()], [ast.Name(cap, ast.Load())]),
                           body=[ast.Expr(_call("sv_capped", *_names("sv_ctl", "sv_mirror", "sv_slot"), _const(wait),

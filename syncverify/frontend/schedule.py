@@ -53,11 +53,10 @@ CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
 #: resets then waits before its wait (ns): 1 ms and 2-2.4 ms, run 3's (at 50 us and 100-120 us, run 2,
 #: ``all_scatter::reset_on_gemm_stream`` ran 100 guided iterations clean; at these it hung at iteration 0).
 HOST_LATE_NS = (USER_NS_SCALE * 50_000, USER_NS_SCALE * 50_000)
-#: A touch is on or off, not long: a draw of 1 touches once before the wait (planned), 2 also again
-#: before each poll of the bounded wait (``sv_touching``). The second is NOT planned: its ``sv_keep``
-#: costs a ``bar.sync`` inside a poll loop whose warps leave at different polls, which likely misaligns the
-#: kernel's own CTA barriers; on the H200 it made the model-safe ``all_scatter::fix_with_barriers`` and
-#: ``reset_between_barriers`` fail (docs/RESULTS.md, 2026-12-02 fourth session, call 2).
+#: A touch is on or off, not long: a draw of 1 touches once before the wait (``sv_touching``). A touch
+#: repeated before each poll was tried and removed: it put a ``bar.sync`` inside a poll loop whose warps
+#: leave at different polls, and on the H200 it made the model-safe ``all_scatter::fix_with_barriers``
+#: and ``reset_between_barriers`` fail (docs/RESULTS.md, 2026-12-02 fourth session, call 2).
 TOUCH_ONCE_NS = (1, 1)
 TOUCH_NS = TOUCH_ONCE_NS
 POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
