@@ -330,7 +330,7 @@ def setup() -> tuple[Path, str] | None:
     if not INTERPRET and not torch.cuda.is_available():
         print("no CUDA GPU (run with TRITON_INTERPRET=1 for the CPU path)", file=sys.stderr)
         return None
-    out_dir = Path(os.environ.get("OUT", "."))
+    out_dir = Path(os.environ.get("OUT", "out"))
     out_dir.mkdir(parents=True, exist_ok=True)
     return out_dir, "cpu" if INTERPRET else "cuda"
 
