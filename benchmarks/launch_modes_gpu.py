@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
               f"compile {row['compile_s']} s; graphs {r.graphs}", flush=True)
 
     out["seconds"] = round(time.monotonic() - start, 1)
-    out_dir = Path(os.environ.get("OUT", "."))
+    out_dir = Path(os.environ.get("OUT", "out"))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "launch_modes_gpu.json").write_text(json.dumps(out, indent=2, default=str))
     print()

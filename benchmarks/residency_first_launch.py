@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                   + (f"; spin {r['spin_us']} us on SM {r['spin_sm']}" if "spin_us" in r else ""), flush=True)
 
     seconds = round(time.monotonic() - start, 1)
-    out_dir = Path(os.environ.get("OUT", "."))
+    out_dir = Path(os.environ.get("OUT", "out"))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "residency_first_launch.json").write_text(json.dumps(dict(
         device=props.name, sms=sms, consumers=n, footprint=vars(fp), timeout_ms=args.timeout_ms, sleep_clock_mhz=clock_mhz,

@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     result = dict(device=props.name, sms=sms, derived_capacity=derived, measured_capacity=capacity,
                   consumers_capacity=capacity_cf, footprints={k: vars(v) for k, v in footprints.items()},
                   timeout_ms=args.timeout_ms, rows=rows, seconds=round(time.monotonic() - start, 1))
-    out_dir = Path(os.environ.get("OUT", "."))
+    out_dir = Path(os.environ.get("OUT", "out"))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "residency_gpu.json").write_text(json.dumps(result, indent=2))
     print()

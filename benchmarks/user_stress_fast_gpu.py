@@ -18,7 +18,8 @@ Sections (``--sections``, in this order; each row is printed as it finishes, com
   ``HARNESS`` under the guided entries of ``PLAN``'s plan (a buggy example's; ``HARNESS`` itself when
   ``<-PLAN`` is left out) whose kind is one of ``ACTIONS`` (``+``-joined: ``start``, ``touch``,
   ``congest``, ``aim``, ``place``; ``touch1``: the touch once before the wait, not kept hot; ``place``
-  is added where the plan has none), ``N`` iterations at
+  is added where the plan has none; ``place@BUFFER``: only ``BUFFER`` host-mapped, the rest of the heap
+  on the GPU), ``N`` iterations at
   ``SIZES``: a buggy harness stops at its first failure (it should fail), a fixed one runs them all in
   CUDA-graph blocks (it must stay clean under the new actions);
 * ``long``: ``all_scatter::reset_between_barriers`` (two calls) for ``--long-iterations`` (10^5)
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--action-rows", default="", help="the actions section's rows: HARNESS[<-PLAN]:ACTIONS:"
                         "SIZES:N separated by ';' (HARNESS, PLAN: folder::name)")
     parser.add_argument("--max-ns", type=int, default=50_000)
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     parser.add_argument("--interpret", action="store_true", help="CPU: the interpreter, the model's sizes, a few "
                         "iterations (checks the script)")
     args = parser.parse_args(argv)
@@ -264,11 +265,16 @@ def main(argv: list[str] | None = None) -> int:
                 kinds = set(actions.split("+"))
                 once = "touch1" in kinds  # the plan's touch made once before the wait only (a draw of 1)
                 kinds |= {"touch"} if once else set()
+                # place@BUFFER: only that buffer host-mapped, the rest of the heap on the GPU
+                placed = [k.partition("@")[2] for k in kinds if k.startswith("place@")]
+                kinds |= {"place"} if placed else set()
                 world, calls, safe = world_of[target]
                 chosen = tuple(dataclasses.replace(e, ns_lo=TOUCH_ONCE_NS[0], ns_hi=TOUCH_ONCE_NS[1])
-                               if e.where == "touch" and once else e for e in entries(plans[planned]) if e.where in kinds)
+                               if e.where == "touch" and once else e for e in entries(plans[planned])
+                               if e.where in kinds and not (placed and e.where == "place"))
                 if "place" in kinds and not any(e.where == "place" for e in chosen):
-                    chosen += (GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "the probe's placement"),)
+                    chosen += tuple(GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "the probe's placement", buffer=b)
+                                    for b in placed or [""])
                 defines_of(at)
                 iterations = 2 if args.interpret else int(n)
             except (ValueError, KeyError) as error:

@@ -159,15 +159,14 @@ DEFAULT_NS_SCALE = 1 if hasattr(schedule_module, "USER_NS_SCALE") else 20
 
 def entries(plan: dict) -> tuple[GuidedEntry, ...]:
     """The realizable schedules' delays, each for every program of its kernel (other sizes than the model's),
-    their durations times ``--guided-ns-scale``."""
-    found = []
+    their durations times ``--guided-ns-scale``; an action two schedules plan (for two reasons) once."""
+    found: dict[GuidedEntry, GuidedEntry] = {}
     for schedule in plan["schedules"]:
         for e in schedule["entries"]:
             entry = dataclasses.replace(GuidedEntry(**e), program=-1, ns_lo=e["ns_lo"] * NS_SCALE[0],
                                         ns_hi=e["ns_hi"] * NS_SCALE[0])
-            if entry not in found:
-                found.append(entry)
-    return tuple(found)
+            found.setdefault(dataclasses.replace(entry, reason=""), entry)
+    return tuple(found.values())
 
 
 def summary(result) -> dict:
@@ -289,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                         "row runs for this long instead of --clean-iterations")
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: throughput, buggy, fixed, "
                         "watchdog")
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     parser.add_argument("--dry-run", action="store_true", help="CPU, before a GPU run: setup at the GPU's sizes, "
                         "every kernel compiled for sm_90 there, one interpreted iteration per row at medium sizes")
     parser.add_argument("--interpret", action="store_true", help="CPU smoke run: the interpreter, default sizes, "

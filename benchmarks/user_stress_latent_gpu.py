@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=100.0, help="seconds: no step starts after this (default 100)")
     parser.add_argument("--parts", default="a,b,c", help="which parts (default a,b,c; c: --real-ranks at W=1)")
     parser.add_argument("--interpret", action="store_true", help="CPU: Part B in the interpreter, one iteration")
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     args = parser.parse_args(argv)
     import torch
 

@@ -64,6 +64,10 @@ ROWS = {  # device rows first: a host-mapped row that faulted would end this pro
     "weak, host, hot reads, acquire CAS": ("weak", "host", "hot-read", "acquire-cas"),
     "fixed, host, hot reads": ("fixed", "host", "hot-read", "acquire-fence"),
     "weak, device, L2 atomics, acquire CAS": ("weak", "device", "l2", "acquire-cas"),
+    # the tiles host-backed through CUDA's virtual memory management (syncverify.kernels.placement.MixedHeap,
+    # what a stress run's placement of one buffer uses), the flags in device memory: as "host" or not?
+    "weak, vmm-host, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
+    "fixed, vmm-host": ("fixed", "vmm-host", "none", "acquire-fence"),
     "weak, host-all, acquire CAS": ("weak", "host-all", "none", "acquire-cas"),
     "fixed, host-all": ("fixed", "host-all", "none", "acquire-fence"),
 }
@@ -121,12 +125,29 @@ class Probe(PartA):
             self.host[key].copy_(like.cpu())
         return HostPointer(self.host[key])
 
+    def vmm_host(self, like):
+        """A copy of ``like`` in host memory mapped into a reserved device range (``MixedHeap``: one
+        rank, one host-backed range), as a CUDA tensor."""
+        from syncverify.kernels.placement import MixedHeap, round_up
+
+        key = ("vmm", id(like))
+        if key not in self.host:
+            nbytes = like.numel() * like.element_size()
+            heap = MixedHeap(1, round_up(nbytes, 2 << 20))
+            heap.back(0, heap.size, on_host=True)
+            view = heap.block[0, :nbytes].view(like.dtype).view(like.shape)
+            view.copy_(like)
+            self.host[key] = (heap, view)
+        return self.host[key][1]
+
     def buffers(self, place: str) -> tuple:
         """The tiles', the flags' and the ready words' kernel arguments for ``place``."""
         if place == "device":
             return self.data, self.flag, self.ready
         if place == "host":
             return self.pinned(self.data), self.flag, self.ready
+        if place == "vmm-host":
+            return self.vmm_host(self.data), self.flag, self.ready
         return self.pinned(self.data), self.pinned(self.flag), self.pinned(self.ready)
 
     def run_row(self, name: str) -> dict:
@@ -192,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--row-seconds", type=float, default=5.0, help="a row stops after this many seconds")
     parser.add_argument("--rows", default="", help="row names separated by ';' (default: all, in order)")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds: no row starts after this")
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.rows.split(";") if n.strip()] or list(ROWS)
     unknown = [n for n in names if n not in ROWS]

@@ -20,3 +20,7 @@ class StressConfigError(ScenarioError):
 
 class MissingDependency(SyncVerifyError):
     """torch, triton or CUDA is missing for a GPU-side module."""
+
+
+class PlacementError(SyncVerifyError):
+    """A stress run's heap cannot be placed as asked on this machine (``syncverify.kernels.placement``)."""

@@ -90,6 +90,66 @@ def test_a_place_entry_is_a_gpu_action_the_interpreter_names():
     assert "place the symmetric heap in host-mapped memory" in place.describe()
 
 
+def test_a_place_entry_naming_a_buffer_is_a_gpu_action_and_a_buffer_the_harness_lacks_is_one_line():
+    place = GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "a test", buffer="out")
+    options = StressOptions(CLEAN, world_size=2, interpret=True, iterations=1, delays="guided", guided=(place,))
+    result = run_stress(options)
+    assert result.clean and any("placement of the heap in host-mapped memory is a GPU action" in n
+                                for n in result.notes)
+    assert place.describe().startswith("place out in host-mapped memory (every rank's copy; its stores cross the "
+                                       "host link), the rest of the heap, flags included, on the GPU")
+    wrong = dataclasses.replace(place, buffer="no_such_buffer")
+    with pytest.raises(StressInputError, match=r"^the guided placement names no_such_buffer, which harness \S+::clean "
+                                               r"does not allocate \(its heap buffers: "):
+        run_stress(dataclasses.replace(options, guided=(wrong,)))
+
+
+def test_a_placed_heap_maps_each_allocation_in_whole_granules_from_a_granule_boundary():
+    """The heap's allocation hook as ``syncverify.kernels.placement.backing_for`` uses it, with a
+    stand-in for the CUDA mapping: every allocation starts on a granule, the hook gets its position,
+    offset and bytes, and the heap's top covers what was mapped (restores copy up to it)."""
+    from syncverify.frontend.harness import Heap
+    from syncverify.kernels.placement import round_up
+
+    torch = pytest.importorskip("torch")
+    granule, calls = 4096, []
+
+    def backing(index, offset, nbytes):
+        calls.append((index, offset, nbytes))
+        return round_up(nbytes, granule)
+
+    heap = Heap(2, 8 * granule, block=torch.zeros((2, 8 * granule), dtype=torch.uint8), backing=backing, align=granule)
+    a = heap.zeros((10,), torch.float32)
+    b = heap.zeros((1500,), torch.float32)  # 6,000 bytes: two granules
+    c = heap.zeros((1,), torch.int32)
+    assert [x.allocation.offset for x in (a, b, c)] == [0, granule, 3 * granule]
+    assert calls == [(0, 0, 40), (1, granule, 6000), (2, 3 * granule, 4)]
+    assert heap._top == 4 * granule
+    with pytest.raises(Exception, match="too small"):
+        heap.zeros((5 * granule,), torch.uint8)
+
+
+def test_a_mixed_heap_without_the_cuda_bindings_is_one_line(monkeypatch):
+    import sys
+
+    from syncverify.kernels.errors import PlacementError
+    from syncverify.kernels.placement import MixedHeap
+
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # as on a machine without cuda-python
+    with pytest.raises(PlacementError, match=r"^placing a buffer in host-mapped memory needs NVIDIA's cuda-python "
+                                             r"bindings \(pip install cuda-bindings\)"):
+        MixedHeap(2, 1 << 21)
+
+
+def test_a_placement_is_refused_on_real_ranks():
+    from syncverify.frontend.real_ranks import check_real_ranks
+
+    place = GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "a test", buffer="out")
+    with pytest.raises(StressInputError, match="places the virtual ranks' heap; real ranks each have their own"):
+        check_real_ranks(StressOptions(CLEAN, world_size=2, interpret=True, iterations=1, delays="guided",
+                                       guided=(place,)), gpus=None)
+
+
 def test_the_aimed_kernel_compiles_to_a_clock_bounded_loop_of_l2_loads_that_never_stores():
     """sm_90 PTX without a GPU, in its own process (a compile needs TRITON_INTERPRET unset)."""
     code = ("import torch; from syncverify.kernels.compile import compile_like_launch; "

@@ -92,14 +92,19 @@ class SymmetricTensor:
 class Heap:
     """W heaps of ``size`` bytes (one per virtual rank) and ``bases``, their base addresses."""
 
-    def __init__(self, world_size: int, size: int = DEFAULT_HEAP_BYTES, *, device: str = "cpu", block=None) -> None:
+    def __init__(self, world_size: int, size: int = DEFAULT_HEAP_BYTES, *, device: str = "cpu", block=None,
+                 backing: Callable[[int, int, int], int] | None = None, align: int = 0) -> None:
         import torch  # lazily: the model runs without torch
 
         self.world_size = world_size
-        self.size = size
         #: every rank's heap in one block (a stress run restores it with one copy per iteration); ``block``:
         #: a zeroed ``(world_size, size)`` uint8 tensor to use instead (a stress run's host-mapped heap)
         self.block = torch.zeros((world_size, size), dtype=torch.uint8, device=device) if block is None else block
+        self.size = self.block.shape[1]
+        #: a stress run's placed heap (``syncverify.kernels.placement``): ``backing(index, offset, nbytes)``
+        #: maps each allocation's bytes as it is made and returns how many it mapped (whole ``align``-byte
+        #: granules, where every allocation then starts)
+        self.backing, self.align = backing, max(align, _ALIGN)
         self.memory = list(self.block)
         #: each rank's heap base address (iris's ``heap_bases``), an int64 tensor
         self.bases = torch.tensor([m.data_ptr() for m in self.memory], dtype=torch.int64, device=device)
@@ -120,12 +125,14 @@ class Heap:
         shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
         itemsize = torch.empty((), dtype=dtype).element_size()
         numel = math.prod(shape)
-        offset = -(-self._top // _ALIGN) * _ALIGN
+        offset = -(-self._top // self.align) * self.align
         if offset + numel * itemsize > self.size:
             raise HarnessError(f"the symmetric heap ({self.size} bytes per rank) is too small for "
                                f"{shape} {dtype}; pass heap_bytes= to check_kernel")
         self._top = offset + numel * itemsize
         index = len(self.allocations)
+        if self.backing is not None:
+            self._top = offset + self.backing(index, offset, numel * itemsize)  # restores copy up to the top: all mapped
         known = self.names[index] if index < len(self.names) else f"buffer{index}"
         allocation = Allocation(name or known, offset, shape, dtype, itemsize, numel)
         self.allocations.append(allocation)

@@ -38,7 +38,7 @@ from typing import Any
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.harness import SymmetricTensor, run_harness
 from syncverify.frontend.user_stress import Engine, Failure, StressInputError, StressOptions, StressResult, \
-    plan_harness, run_stress, tiles_named
+    placed_buffers, plan_harness, run_stress, tiles_named
 from syncverify.kernels.processes import REAL_INTERPRET_CAP, join_ranks, refuse_more_ranks_than_gpus, run_ranks
 
 
@@ -48,6 +48,9 @@ def check_real_ranks(options: StressOptions, *, gpus: int | None) -> None:
     if options.seconds is not None or options.iterations is None:
         raise StressInputError("--real-ranks runs the same number of iterations on every rank: give --iterations "
                                "(not --seconds)")
+    if placed_buffers(options) is not None:
+        raise StressInputError("a guided placement (where=\"place\") places the virtual ranks' heap; real ranks each "
+                               "have their own symmetric memory: run it without --real-ranks")
     if options.interpret:
         return
     refuse_more_ranks_than_gpus(options.world_size, gpus, error=StressInputError,

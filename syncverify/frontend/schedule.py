@@ -19,6 +19,11 @@ Guided (mode 1): :func:`guided_schedules` reads each violation's witness executi
 * a late store followed, in its thread, by a CTA barrier before the signal cannot be reordered by
   delays (the barrier waits for it): such a witness is not *realizable* (only the memory system
   could show it) and the schedule says so;
+* where no delay can show the witness, an action of the memory system: a *touch* (the reader
+  loads the data before its wait, so a poll without acquire may be served that old line), the data
+  buffer *placed* in host-mapped memory with the signal on the GPU (a reader that acquires after
+  its poll: the data's stores cross the host link, the signal's does not), or L2 congestion beside
+  the launches (``_stale_line_schedule``);
 * host writes (``sv.zero_``/``sv.fill_`` on a stream) in the witness: delayed on their stream
   (``torch.cuda._sleep``), and the program that polls what they reset waits before its wait so
   that the reset lands between a signal and its poll (a hang) or after a poll of the previous
@@ -65,11 +70,12 @@ POLLER_LATE_NS = (USER_NS_SCALE * 100_000, USER_NS_SCALE * 120_000)
 #: (155 and 295 us, docs/RESULTS.md run 4), so the consumers' reads fall inside it; the probe that
 #: showed the witness under congestion ran it 300 us beside each launch.
 CONGEST_NS = (500_000, 500_000)
-#: Two actions measured and not planned (docs/stress.md, "Placement and aimed traffic"), which a run can
-#: still be given (``benchmarks/user_stress_fast_gpu.py --sections actions``): L2 loads of one buffer's own
-#: lines beside the launches (``where="aim"``, ``syncverify.kernels.congest.sv_aim``), and the whole heap
-#: in host-mapped memory (``where="place"``, on or off).
+#: L2 loads of one buffer's own lines beside the launches (``where="aim"``,
+#: ``syncverify.kernels.congest.sv_aim``): measured, not planned (docs/stress.md, "Placement and aimed
+#: traffic"); a run can still be given it (``benchmarks/user_stress_fast_gpu.py --sections actions``).
 AIM_NS = CONGEST_NS
+#: A placement is on or off (``where="place"``): the named buffer in host-mapped memory, the rest of the
+#: heap on the GPU (``syncverify.kernels.placement``); no buffer named: the whole heap (measured, not planned).
 PLACE_NS = (1, 1)
 
 
@@ -91,7 +97,7 @@ class GuidedEntry:
     reason: str
     pct: int = 100
     file: str = ""
-    buffer: str = ""  # where="aim": the heap buffer the traffic reads (every rank's copy)
+    buffer: str = ""  # where="aim": the heap buffer the traffic reads; "place": the one placed ("": the whole heap)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,6 +110,9 @@ class GuidedEntry:
             return (f"congest L2 beside rank {self.rank}'s launches: a kernel of relaxed atomics over a buffer larger "
                     f"than L2 on its own stream, {self.ns_lo}-{self.ns_hi} ns from each iteration's start, "
                     f"{self.pct} % of iterations: {self.reason}")
+        if self.where == "place" and self.buffer:
+            return (f"place {self.buffer} in host-mapped memory (every rank's copy; its stores cross the host link), "
+                    f"the rest of the heap, flags included, on the GPU: {self.reason}")
         if self.where == "place":
             return (f"place the symmetric heap in host-mapped memory (every rank's buffers; stores to it cross the "
                     f"host link), {self.pct} % of iterations: {self.reason}")
@@ -193,6 +202,8 @@ class _Witness:
     x: object
     infos: list
     evidence: list = field(default_factory=list)
+    #: a data location's group name -> (heap buffer, rank) (``Lifted.ghost_names``): where a read's data lives
+    buffers: dict = field(default_factory=dict)
 
     def actor(self, eid: int) -> _Actor | None:
         e = self.x.events[eid]
@@ -210,7 +221,7 @@ def guided_schedules(result, *, num_warps: int) -> list[GuidedSchedule]:
     """One schedule per violation kind of a :class:`~syncverify.frontend.verdicts.KernelCheckResult`."""
     out = []
     for kind, violation in result.violations.items():
-        w = _Witness(violation.execution, result.lifted.threads, violation.evidence)
+        w = _Witness(violation.execution, result.lifted.threads, violation.evidence, result.lifted.ghost_names)
         out.append(schedule_for(kind, violation.explanation, w, num_warps=num_warps))
     return out
 
@@ -249,6 +260,8 @@ def schedule_for(kind: str, explanation: str, w: _Witness, *, num_warps: int) ->
     barrier = next((e for e in after if e.is_barrier), None)
     signal = next((e for e in after if e.is_write and not e.ghost and e.sem != "weak"
                    or e.is_write and e.loc != write.loc and not e.ghost), None)
+    if barrier is not None and signal is None:
+        barrier = _barrier_before_program_signal(w, write, barrier)
     if barrier is not None and (signal is None or barrier.index < signal.index):
         return _stale_line_schedule(kind, explanation, w, entries, read, reader, writer, signal, line, every)
     if writer.thread >= 1:
@@ -262,6 +275,28 @@ def schedule_for(kind: str, explanation: str, w: _Witness, *, num_warps: int) ->
                                    "program starts late", file=""))
     return GuidedSchedule(kind, explanation, tuple(entries), True,
                           f"aimed order: {reader} passes its wait, reads {read.loc}; then {writer} stores it")
+
+
+def _barrier_before_program_signal(w: _Witness, write, barrier):
+    """``barrier`` (the first CTA barrier after ``write`` in its thread, which signals nothing itself:
+    warps 1.. of a program whose warp 0 runs the one-thread signal) if it orders the store before the
+    program's signal, else None. ``bar.sync`` pairs the threads' barriers in order, so the writer's
+    k-th barrier is the signalling thread's k-th: it bars a delay of the store only if the signal
+    comes after it (in ``one_shot_all_reduce::seed_fix`` the next tile's ``tl.dot`` barrier follows
+    the store, and warp 0 signals before it: warps 1.. can still hold their store)."""
+    k = sum(1 for e in w.thread_events(write.thread) if e.is_barrier and e.index <= barrier.index)
+    writer = w.actor(write.eid)
+    for thread, info in enumerate(w.infos):
+        other = _actor(info)
+        if thread == write.thread or other is None or not other.same_program(writer):
+            continue
+        events = w.thread_events(thread)
+        barriers = [e for e in events if e.is_barrier]
+        since = barriers[k - 2].index if 2 <= k <= len(barriers) + 1 else -1  # the phase of the store
+        signal = next((e for e in events if e.index > since and e.is_write and not e.ghost), None)
+        if signal is not None:
+            return barrier if len(barriers) >= k and barriers[k - 1].index < signal.index else None
+    return barrier
 
 
 def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list[GuidedEntry], read, reader: _Actor,
@@ -289,6 +324,15 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
     if acquires:
         where = _line_of(acquires[0].label)
         at = f"{where[0]}:{where[1]}" if where else "?"
+        buffer = w.buffers.get(read.loc, ("", None))[0]
+        if buffer and signal is not None and w.buffers.get(signal.loc, ("", None))[0] != buffer:
+            late = GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
+                               f"{writer}'s program starts late, so {reader} waits at its poll and reads as soon as "
+                               "the signal comes", file="")
+            return GuidedSchedule(kind, explanation, (*entries, late, _place(reader, read, buffer, at)), True,
+                                  f"{barred}; {reader} acquires after its poll (at {at}), which invalidates its SM's "
+                                  f"L1, so no stale line can serve the read either: only the memory system can make "
+                                  f"the store visible late; aimed: {buffer} in host-mapped memory, the signal on the GPU")
         late = GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_NS,
                            f"{writer}'s program starts late, so {reader} waits and reads while the congestion runs",
                            file="")
@@ -322,6 +366,18 @@ def _congest(reader: _Actor, read, why: str) -> GuidedEntry:
                        "program orders that, only the memory system can; under L2 congestion it did on one H200 "
                        "(a store, a CTA barrier, a weak flag, an acquire CAS: 5 of 9,600 tiles stale with a congesting "
                        "kernel, 0 without; docs/RESULTS.md)")
+
+
+def _place(reader: _Actor, read, buffer: str, at: str) -> GuidedEntry:
+    """The planned placement for a store, a CTA barrier, then a signal in another buffer, read by a
+    reader that acquires after its poll (``syncverify.kernels.placement``)."""
+    return GuidedEntry("", 0, "place", reader.rank, -1, 0, *PLACE_NS,
+                       f"{reader} must read {read.loc} before the store reaches it, and it acquires after its poll (at "
+                       f"{at}): no delay of a program orders that, only the memory system can; with the data in "
+                       "host-mapped memory its stores cross the host link while the signal's reaches L2 at once, and "
+                       "the CTA barrier waits for neither (a store, a CTA barrier, a weak flag, an acquire CAS: 2,123 "
+                       "and 3,536 of 9,600 tiles stale on one H200, 0 with a release flag; docs/RESULTS.md)",
+                       buffer=buffer)
 
 
 def _host_entries(w: _Witness, poller_thread: int | None) -> list[GuidedEntry]:

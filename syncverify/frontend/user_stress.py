@@ -244,6 +244,7 @@ class Plan:
     expectations: int  # per iteration (all calls)
     launches: int
     tiles: tuple = ()  # per expectation, in issue order: how many tiles it names (0: none)
+    buffers: tuple[str, ...] = ()  # the heap's allocations in order, named as the model check names them
 
 
 def plan_harness(options: StressOptions) -> Plan:
@@ -267,7 +268,12 @@ def plan_harness(options: StressOptions) -> Plan:
     if not expects:
         raise HarnessError(f"harness {name} has no expectation (sv.expect_written or sv.expect_equal): a stress run "
                            "would have nothing to validate")
-    return Plan(fn, name, len(expects), sum(op.kind == "launch" for op in recorded.ops), tiles_named(expects))
+    placed = {e.buffer for e in options.guided if e.where == "place" and e.buffer} if options.delays == "guided" else set()
+    buffers = tuple(a.name for a in recorded.heap.allocations)
+    if placed - set(buffers):
+        raise StressInputError(f"the guided placement names {', '.join(sorted(placed - set(buffers)))}, which harness "
+                               f"{name} does not allocate (its heap buffers: {', '.join(buffers) or 'none'})")
+    return Plan(fn, name, len(expects), sum(op.kind == "launch" for op in recorded.ops), tiles_named(expects), buffers)
 
 
 def tiles_named(expects) -> tuple[int, ...]:
@@ -315,12 +321,22 @@ class Engine:
         self.interpret = options.interpret
         self.device = "cpu" if self.interpret else "cuda"
         self.world_size = options.world_size
-        # the planned placement (a guided entry where="place"): the whole heap in host-mapped memory
-        self.host_heap = None
-        placed = options.delays == "guided" and any(e.where == "place" for e in options.guided)
-        if placed and not self.interpret:
-            self.host_heap, block = host_mapped_block(options.world_size, options.heap_bytes)
-            self.heap = Heap(options.world_size, options.heap_bytes, device=self.device, block=block)
+        # the planned placement (guided entries where="place"): named buffers in host-mapped memory and
+        # the rest on the GPU, in one address range (syncverify.kernels.placement); no name: the whole heap
+        self.host_heap = self.mixed_heap = None
+        self.placed = placed_buffers(options)
+        if self.placed is not None and not self.interpret:
+            if self.placed:
+                from syncverify.kernels.placement import MixedHeap, backing_for  # the CUDA driver: a GPU run only
+
+                self.mixed_heap = MixedHeap(options.world_size, options.heap_bytes, device=torch.cuda.current_device())
+                on_host = {i for i, name in enumerate(plan.buffers) if name in self.placed}
+                self.heap = Heap(options.world_size, options.heap_bytes, device=self.device, block=self.mixed_heap.block,
+                                 backing=backing_for(self.mixed_heap, on_host.__contains__),
+                                 align=self.mixed_heap.granule)
+            else:
+                self.host_heap, block = host_mapped_block(options.world_size, options.heap_bytes)
+                self.heap = Heap(options.world_size, options.heap_bytes, device=self.device, block=block)
         else:
             self.heap = Heap(options.world_size, options.heap_bytes, device=self.device)
         self.call = 0
@@ -862,11 +878,14 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
         result.notes.append("Triton's interpreter runs one program at a time, in program-id order, with no delays: "
                             "a clean run here is no evidence about the GPU; no CUDA graphs there either (a capture "
                             "needs a GPU): iterations run one at a time, timed on the host's clock")
-        if options.delays == "guided" and any(e.where == "place" for e in options.guided):
+        if engine.placed is not None:
             result.notes.append("the planned placement of the heap in host-mapped memory is a GPU action: the "
                                 "interpreter's heap is host memory already, read and written in program order")
     elif engine.host_heap is not None:
         result.notes.append("the symmetric heap is in host-mapped memory (the guided schedule's placement)")
+    elif engine.mixed_heap is not None:
+        result.notes.append(f"{', '.join(sorted(engine.placed))} in host-mapped memory, the rest of the heap on the GPU, "
+                            f"in one address range (the guided schedule's placement)")
     started = time.monotonic()
     blocks = _Blocks(engine, result, options, block, output=output, mirror=mirror)
     last_report = started
@@ -1206,6 +1225,15 @@ class _HostPointer:
 
     def data_ptr(self) -> int:
         return self._ptr
+
+
+def placed_buffers(options: StressOptions) -> frozenset[str] | None:
+    """The heap buffers a guided schedule places in host-mapped memory (entries ``where="place"``):
+    None without placement, empty for the whole heap (an entry naming no buffer)."""
+    place = [e for e in options.guided if e.where == "place"] if options.delays == "guided" else []
+    if not place:
+        return None
+    return frozenset() if any(not e.buffer for e in place) else frozenset(e.buffer for e in place)
 
 
 def host_mapped_block(world_size: int, size: int):
