@@ -138,7 +138,7 @@ def dry_run(plans: dict) -> int:
                             rewritten = rewrite_kernel(variant)
                             compile_like_launch(rewritten.kernel, *op.args, **op.kwargs, sv_ctl=scratch,
                                                 sv_table=scratch, sv_mirror=scratch, sv_rank=op.rank, sv_slot=0,
-                                                SV_DELAYS=True, SV_BOUND=True, SV_MIRROR=True, SV_WARPS=4,
+                                                SV_DELAYS=-1, SV_BOUND=True, SV_MIRROR=True, SV_WARPS=4,
                                                 SV_WORLD=world, SV_INTERPRET=False)
                     extra += f"; {len(kernels)} kernel(s) compiled for sm_90" + (" with the control mutant"
                                                                                   if mutant else "")

@@ -151,7 +151,7 @@ def touch_ptx_loads() -> None:
 
     def data_loads(delays: bool, bound: bool = False) -> tuple[int, int]:
         ptx = compile_like_launch(rewritten.kernel, out, data, flag, N=512, **(extra | {"SV_BOUND": bound}),
-                                  SV_DELAYS=delays).asm["ptx"]
+                                  SV_DELAYS=-1 if delays else 0).asm["ptx"]
         code = [line.strip() for line in ptx.splitlines()]
         poll = next(i for i, line in enumerate(code) if line.startswith("ld.volatile.global"))
         plain = [i for i, line in enumerate(code) if re.match(r"ld\.global\.(v\d\.)?b32", line)]

@@ -103,12 +103,17 @@ def delay_free_rewrite_ptx_is_equal() -> None:
         extra = dict(sv_ctl=scratch, sv_table=scratch, sv_mirror=scratch, sv_rank=op.rank, sv_slot=0, SV_WARPS=4,
                      SV_WORLD=2, SV_INTERPRET=False)
         original = compile_like_launch(op.kernel, *op.args, **op.kwargs).asm["ptx"]
-        off = compile_like_launch(rewritten.kernel, *op.args, **op.kwargs, **extra, SV_DELAYS=False, SV_BOUND=False,
+        off = compile_like_launch(rewritten.kernel, *op.args, **op.kwargs, **extra, SV_DELAYS=0, SV_BOUND=False,
                                   SV_MIRROR=False).asm["ptx"]
         assert _code(off) == _code(original), rewritten.name
-        on = compile_like_launch(rewritten.kernel, *op.args, **op.kwargs, **extra, SV_DELAYS=True, SV_BOUND=True,
+        on = compile_like_launch(rewritten.kernel, *op.args, **op.kwargs, **extra, SV_DELAYS=-1, SV_BOUND=True,
                                  SV_MIRROR=True).asm["ptx"]
         assert "syncverify-delay" in on and _code(on) != _code(original)
+        # a guided run compiles in only the sites its schedule delays: here the program start alone
+        start = next(s.id for s in rewritten.sites if s.where == "start")
+        one = compile_like_launch(rewritten.kernel, *op.args, **op.kwargs, **extra, SV_DELAYS=1 << start,
+                                  SV_BOUND=False, SV_MIRROR=False).asm["ptx"]
+        assert 0 < one.count("syncverify-delay") < on.count("syncverify-delay"), rewritten.name
 
 
 def _code(ptx: str) -> list[str]:
@@ -221,13 +226,13 @@ def test_the_guided_schedule_of_the_all_scatter_fix_holds_warps_1_to_3_at_the_ti
     assert result.clean  # the interpreter is sequential: the GPU run is the evidence (RESULTS.md)
 
 
-def test_a_barrier_followed_by_a_weak_flag_is_latent_for_delays_and_planned_with_l2_congestion():
+def test_a_barrier_followed_by_a_weak_flag_is_latent_for_delays_and_planned_with_a_placement():
     # the reader acquires after its poll: no touch either (tests/test_user_schedule.py has the one that can);
-    # only the memory system can show it, so the plan congests L2 beside the launches
+    # only the memory system can show it, so the plan places the data in host-mapped memory
     model = check_kernel(str(ROOT / f"{ONE_SHOT}::original"), world_size=2)
     schedule = next(s for s in guided_schedules(model, num_warps=4) if s.kind == "unwritten-read")
     assert "CTA barrier after its store" in schedule.note
-    assert "congest" in [e.where for e in schedule.entries] and "touch" not in [e.where for e in schedule.entries]
+    assert "place" in [e.where for e in schedule.entries] and "touch" not in [e.where for e in schedule.entries]
 
 
 def test_the_positive_control_of_the_fixed_all_scatter_is_its_barrier_removed():

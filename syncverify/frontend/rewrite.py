@@ -8,7 +8,10 @@ the kernel's globals (its helpers, ``tl``, ``iris``) plus the device helpers of
 What the rewrite inserts, each piece behind a ``tl.constexpr`` switch appended to the signature
 (``SV_DELAYS``, ``SV_BOUND``, ``SV_MIRROR``), so with all three off the rewritten kernel is the
 original statement for statement (:func:`strip_inserted`; ``tests/test_user_stress.py`` compares
-the ASTs, and the compiled PTX):
+the ASTs, and the compiled PTX). ``SV_DELAYS`` is a bit mask of the delay sites compiled in (bit
+``site``; -1: every site, random delays; a guided run: only the sites its schedule delays, so the
+rest of the kernel runs as written between them: each site's table read and clock check take
+microseconds, which between a data store and its flag would give the data a head start):
 
 * **sites**: a statement that synchronizes (an atomic, a volatile ``.cv`` load, a flag store,
   ``tl.debug_barrier()``, inline asm with a fence, barrier, atomic or acquire/release, or a call
@@ -236,6 +239,14 @@ def _gate(switch: str, body: list[ast.stmt], orelse: list[ast.stmt] | None = Non
     return ast.If(test=ast.Name(switch, ast.Load()), body=body, orelse=orelse or [])
 
 
+def _site_gate(site: int, body: list[ast.stmt], orelse: list[ast.stmt] | None = None) -> ast.If:
+    """``if (SV_DELAYS >> site) & 1:``: a delay site compiled in only where the launch enables it
+    (``SV_DELAYS``, a constexpr bit mask: -1 every site, 0 none; a guided run enables the sites its
+    schedule delays, so the others add no instruction between the user's own)."""
+    bit = ast.BinOp(ast.BinOp(ast.Name("SV_DELAYS", ast.Load()), ast.RShift(), _const(site)), ast.BitAnd(), _const(1))
+    return ast.If(test=bit, body=body, orelse=orelse or [])
+
+
 def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
 
@@ -270,6 +281,10 @@ class _Rewriter:
     def delay(self, site: int) -> ast.stmt:
         return ast.Expr(_call("sv_delay", *_names("sv_ctl", "sv_table"), _const(site),
                               *_names("sv_rank", "SV_WARPS", "SV_WORLD", "SV_INTERPRET")))
+
+    def delay_at(self, site: int) -> ast.If:
+        """The delay of ``site``, behind its bit of ``SV_DELAYS``."""
+        return _site_gate(site, [self.delay(site)])
 
     def progress(self, site: int, state: int) -> ast.stmt:
         return ast.Expr(_call("sv_progress", *_names("sv_ctl", "sv_mirror", "sv_slot"), _const(site), _const(state)))
@@ -351,19 +366,19 @@ class _Rewriter:
             if not sync:
                 return [stmt]
             kind = "/".join(sorted(sync))
-            return [_gate("SV_DELAYS", [self.delay(self.site(stmt, "before", kind))]), stmt]
+            return [self.delay_at(self.site(stmt, "before", kind)), stmt]
         out: list[ast.stmt] = []
         if sync:
             kind = "/".join(sorted(sync))
-            out.append(_gate("SV_DELAYS", [self.delay(self.site(stmt, "before", kind))]))
+            out.append(self.delay_at(self.site(stmt, "before", kind)))
             out.append(stmt)
-            out.append(_gate("SV_DELAYS", [self.delay(self.site(stmt, "after", kind))]))
+            out.append(self.delay_at(self.site(stmt, "after", kind)))
             return out
         if "store" in kinds:
             held = self.hold(stmt)
             if held is not None:
                 return [held]
-            return [_gate("SV_DELAYS", [self.delay(self.site(stmt, "before", "store"))]), stmt]
+            return [self.delay_at(self.site(stmt, "before", "store")), stmt]
         return [stmt]
 
     def hold(self, stmt: ast.stmt) -> ast.stmt | None:
@@ -379,7 +394,7 @@ class _Rewriter:
         held = ast.Call(func=call.func, args=[call.args[0], _call(
             "sv_hold", call.args[1], *_names("sv_ctl", "sv_table"), _const(site),
             *_names("sv_rank", "SV_WARPS", "SV_WORLD", "SV_INTERPRET")), *call.args[2:]], keywords=call.keywords)
-        return _gate("SV_DELAYS", [ast.Expr(held)], [stmt])
+        return _site_gate(site, [ast.Expr(held)], [stmt])
 
     def loop(self, loop: ast.While, touches: list[ast.expr]) -> list[ast.stmt]:
         if loop.orelse:
@@ -417,7 +432,7 @@ class _Rewriter:
         if kinds and touches:
             # a guided touch: the reads after the wait, made once before it, their values unused
             touch = self.site(loop, "touch", kind)
-            touching = [_gate("SV_DELAYS", [ast.If(
+            touching = [_site_gate(touch, [ast.If(
                 test=_call("sv_touching", *_names("sv_ctl", "sv_table"), _const(touch),
                            *_names("sv_rank", "SV_WARPS", "SV_WORLD")),
                 body=[ast.Expr(_call("sv_keep", read, *_names("sv_ctl", "SV_INTERPRET"))) for read in touches],
@@ -431,10 +446,10 @@ class _Rewriter:
                           orelse=[])]
         out: list[ast.stmt] = [*touching]
         if kinds:
-            out.append(_gate("SV_DELAYS", [self.delay(self.site(loop, "before", kind))]))
+            out.append(self.delay_at(self.site(loop, "before", kind)))
         out.append(_gate("SV_BOUND", bounded, [original]))
         if kinds:
-            out.append(_gate("SV_DELAYS", [self.delay(self.site(loop, "after", kind))]))
+            out.append(self.delay_at(self.site(loop, "after", kind)))
         return out
 
     def function(self, fn: ast.FunctionDef) -> ast.FunctionDef:
@@ -445,7 +460,7 @@ class _Rewriter:
             docstring, body = [body[0]], body[1:]
         start = self.site(fn, "start", "program")
         self.end_site = self.site(fn, "end", "program")
-        head = [_gate("SV_MIRROR", [self.progress(start, 1)]), _gate("SV_DELAYS", [self.delay(start)])]
+        head = [_gate("SV_MIRROR", [self.progress(start, 1)]), self.delay_at(start)]
         new_body = docstring + head + self.body(body) + [_gate("SV_MIRROR", [self.progress(self.end_site, 2)])]
         args = fn.args
         annotation = ast.Attribute(ast.Name("tl", ast.Load()), "constexpr", ast.Load())
@@ -543,9 +558,13 @@ def strip_inserted(tree: ast.FunctionDef) -> ast.FunctionDef:
     ``else`` (the original statement, or nothing) and the added parameters dropped. Equal to the
     original kernel's AST when the rewrite added nothing else (the delay-free test)."""
 
+    def inserted(test: ast.expr) -> bool:  # ``if SV_X:``, or a delay site's ``if (SV_DELAYS >> site) & 1:``
+        return any(isinstance(n, ast.Name) and n.id.startswith("SV_") for n in ast.walk(test)) and \
+            isinstance(test, (ast.Name, ast.BinOp))
+
     class Strip(ast.NodeTransformer):
         def visit_If(self, node: ast.If):
-            if isinstance(node.test, ast.Name) and node.test.id.startswith("SV_"):
+            if inserted(node.test):
                 return [self.visit(s) for s in node.orelse]
             self.generic_visit(node)
             return node

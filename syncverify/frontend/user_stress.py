@@ -421,7 +421,7 @@ class Engine:
         self.launches.append(LaunchRecord(len(self.launches), rewritten.name, rank, stream, programs,
                                           self.launch_slot, _site()))
         extra = dict(sv_ctl=self.ctl, sv_table=self.table_device, sv_mirror=self.mirror_arg, sv_rank=rank,
-                     sv_slot=self.launch_slot, SV_DELAYS=self.options.delays != "none" and not self.interpret,
+                     sv_slot=self.launch_slot, SV_DELAYS=self._delay_sites(rewritten.name),
                      SV_BOUND=True, SV_MIRROR=self.options.mirror, SV_WARPS=num_warps,
                      SV_WORLD=self.world_size, SV_INTERPRET=self.interpret)
         self.launch_slot += programs
@@ -669,6 +669,18 @@ class Engine:
                 table[site.id, entry.rank] = torch.tensor([entry.ns_lo, entry.ns_hi, _signed(entry.warps), entry.pct,
                                                            entry.program])
         self.table_device = table.to(self.device)
+
+    def _delay_sites(self, kernel: str) -> int:
+        """``SV_DELAYS`` for a launch of ``kernel``: the bit mask of the delay sites compiled in
+        (``syncverify.frontend.rewrite``): every site for random delays, only the sites the guided
+        schedule delays for guided ones (the rest of the kernel runs as written between them), none
+        without delays or in the interpreter (no clock)."""
+        if self.options.delays == "none" or self.interpret:
+            return 0
+        if self.options.delays != "guided":
+            return -1
+        return sum({1 << site.id for entry in self.options.guided for site in self._sites_of(entry)
+                    if site.kernel == kernel})
 
     def _sites_of(self, entry: GuidedEntry) -> list[Site]:
         if entry.where in ("host", "congest", "aim", "place"):  # not a kernel site: the host delays a write / launches a kernel
