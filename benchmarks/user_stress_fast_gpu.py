@@ -19,7 +19,7 @@ Sections (``--sections``, in this order; each row is printed as it finishes, com
   ``<-PLAN`` is left out) whose kind is one of ``ACTIONS`` (``+``-joined: ``start``, ``touch``,
   ``congest``, ``aim``, ``place``; ``touch1``: the touch once before the wait, not kept hot; ``place``
   is added where the plan has none; ``place@BUFFER``: only ``BUFFER`` host-mapped, the rest of the heap
-  on the GPU), ``N`` iterations at
+  on the GPU; ``start@NS``: the plan's late starts, every program ``NS`` late), ``N`` iterations at
   ``SIZES``: a buggy harness stops at its first failure (it should fail), a fixed one runs them all in
   CUDA-graph blocks (it must stay clean under the new actions);
 * ``long``: ``all_scatter::reset_between_barriers`` (two calls) for ``--long-iterations`` (10^5)
@@ -268,9 +268,14 @@ def main(argv: list[str] | None = None) -> int:
                 # place@BUFFER: only that buffer host-mapped, the rest of the heap on the GPU
                 placed = [k.partition("@")[2] for k in kinds if k.startswith("place@")]
                 kinds |= {"place"} if placed else set()
+                # start@NS: the planned late starts, every program late by NS (not the plan's draw)
+                starts = [int(k.partition("@")[2]) for k in kinds if k.startswith("start@")]
+                kinds |= {"start"} if starts else set()
                 world, calls, safe = world_of[target]
                 chosen = tuple(dataclasses.replace(e, ns_lo=TOUCH_ONCE_NS[0], ns_hi=TOUCH_ONCE_NS[1])
-                               if e.where == "touch" and once else e for e in entries(plans[planned])
+                               if e.where == "touch" and once else
+                               dataclasses.replace(e, ns_lo=starts[0], ns_hi=starts[0]) if e.where == "start" and starts
+                               else e for e in entries(plans[planned])
                                if e.where in kinds and not (placed and e.where == "place"))
                 if "place" in kinds and not any(e.where == "place" for e in chosen):
                     chosen += tuple(GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "the probe's placement", buffer=b)
