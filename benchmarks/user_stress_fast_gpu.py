@@ -19,7 +19,9 @@ Sections (``--sections``, in this order; each row is printed as it finishes, com
   ``<-PLAN`` is left out) whose kind is one of ``ACTIONS`` (``+``-joined: ``start``, ``touch``,
   ``congest``, ``aim``, ``place``; ``touch1``: the touch once before the wait, not kept hot; ``place``
   is added where the plan has none; ``place@BUFFER``: only ``BUFFER`` host-mapped, the rest of the heap
-  on the GPU; ``start@NS``: the plan's late starts, every program ``NS`` late), ``N`` iterations at
+  on the GPU; ``start@NS``: the plan's late starts, every program ``NS`` late; ``graphs``: a buggy
+  harness in CUDA-graph blocks too, its launches back to back; ``all``: a buggy harness runs all ``N``
+  iterations, k/N bad), ``N`` iterations at
   ``SIZES``: a buggy harness stops at its first failure (it should fail), a fixed one runs them all in
   CUDA-graph blocks (it must stay clean under the new actions);
 * ``long``: ``all_scatter::reset_between_barriers`` (two calls) for ``--long-iterations`` (10^5)
@@ -271,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
                 # start@NS: the planned late starts, every program late by NS (not the plan's draw)
                 starts = [int(k.partition("@")[2]) for k in kinds if k.startswith("start@")]
                 kinds |= {"start"} if starts else set()
+                graphs = "graphs" in kinds  # a buggy harness in CUDA-graph blocks too (launches back to back)
+                every = "all" in kinds  # a buggy harness runs all N iterations (k/N bad), not to its first failure
                 world, calls, safe = world_of[target]
                 chosen = tuple(dataclasses.replace(e, ns_lo=TOUCH_ONCE_NS[0], ns_hi=TOUCH_ONCE_NS[1])
                                if e.where == "touch" and once else
@@ -286,9 +290,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"bad --action-rows entry {spec!r}: {error}")
                 raise SystemExit(2) from None
             out = row("actions", f"{short(target)} under {short(planned)}'s {actions} {at}",
-                      lambda t=target, g=chosen, at=at, it=iterations, safe=safe: run_summary(run_stress(options(
-                          t, at, delays="guided", guided=g, iterations=it, graphs=safe, stop_on_failure=not safe,
-                          cap=1 << 16))))
+                      lambda t=target, g=chosen, at=at, it=iterations, safe=safe, gr=graphs, ev=every: run_summary(
+                          run_stress(options(t, at, delays="guided", guided=g, iterations=it, graphs=safe or gr,
+                                             stop_on_failure=not (safe or ev), cap=1 << 16))))
             if out:
                 tables["actions"].append((short(target), short(planned), actions, at, _cell(out),
                                           "clean" if safe else "fails"))
@@ -324,7 +328,8 @@ def _cell(out: dict) -> str:
     if "error" in out:
         return "ERROR " + out["error"][:80]
     if out.get("first") is not None:
-        return f"fails at it. {out['first']} ({out['kind']}; {out['tile_classes']})"
+        bad = f", {out['bad']:,}/{out['iterations']:,} bad" if out.get("iterations", 0) > out["first"] + 1 else ""
+        return f"fails at it. {out['first']} ({out['kind']}; {out['tile_classes']}{bad})"
     return f"clean {out['iterations']:,}" + (f" STOPPED {out['stopped'][:40]}" if out.get("stopped") else "")
 
 

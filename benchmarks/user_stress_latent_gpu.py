@@ -98,11 +98,12 @@ def globaltimer():
 
 @triton.jit
 def pairs(data, flag, ready, out, ctl, it, late_ns, P, BM: tl.constexpr, BN: tl.constexpr, TOUCH: tl.constexpr,
-          BETWEEN: tl.constexpr, FIXED: tl.constexpr = 0):
+          BETWEEN: tl.constexpr, FIXED: tl.constexpr = 0, FIRST: tl.constexpr = 0):
     """Producer ``pid < P``: the tile (``.wt``), a CTA barrier, a weak ``.wt`` flag (one thread; FIXED:
     a release ``atomic_xchg`` at sys scope, the fixed twin). Consumer ``P + i``: (touch), ``.cv``
-    poll, (between), read, count what is not ``it``."""
-    pid = tl.program_id(0)
+    poll, (between), read, count what is not ``it``. ``FIRST``: the first program's role number (a
+    launch of the consumers only, as a kernel of their own: ``FIRST=P``)."""
+    pid = tl.program_id(0) + FIRST
     offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
     if pid < P:
         sv_spin(globaltimer() + late_ns)

@@ -68,6 +68,12 @@ ROWS = {  # device rows first: a host-mapped row that faulted would end this pro
     # what a stress run's placement of one buffer uses), the flags in device memory: as "host" or not?
     "weak, vmm-host, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
     "fixed, vmm-host": ("fixed", "vmm-host", "none", "acquire-fence"),
+    # closer to a stress run of the one-shot examples, where this placement showed (almost) nothing:
+    # the tiles zeroed on the GPU before each launch (the run's restore), and producers and consumers
+    # as two kernels on two streams (the harness's gemm and comm launches)
+    "weak, vmm-host, zeroed, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
+    "weak, vmm-host, two kernels, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
+    "weak, vmm-host, zeroed, two kernels, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
     "weak, host-all, acquire CAS": ("weak", "host-all", "none", "acquire-cas"),
     "fixed, host-all": ("fixed", "host-all", "none", "acquire-fence"),
 }
@@ -115,6 +121,7 @@ class Probe(PartA):
         self.ctl = self.torch.zeros(2048, dtype=self.torch.int32, device="cuda")  # [0]: hotspot's 0; KEEP: unused
         assert KEEP.value < 64
         self.host: dict = {}
+        self.comm = self.torch.cuda.Stream()
 
     def pinned(self, like):
         """A host-mapped copy of ``like`` (pinned with cudaHostAlloc: mapped, and with unified addressing
@@ -167,8 +174,17 @@ class Probe(PartA):
                     else:
                         hotspot[(args.traffic_ctas,)](data, P * 64 * 64, self.ctl, until, ADD=traffic == "hot-add0",
                                                       BLOCK=1024, num_warps=4)
-            pairs[(2 * P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, BM=64, BN=64,
-                            TOUCH=0, BETWEEN=BETWEEN[between], FIXED=int(shape == "fixed"), num_warps=4)
+            if "zeroed" in name:  # as a stress run's restore: a GPU write of the tiles before the launch
+                data.zero_()
+            common = dict(TOUCH=0, BETWEEN=BETWEEN[between], FIXED=int(shape == "fixed"), num_warps=4, BM=64, BN=64)
+            if "two kernels" in name:  # the producers on this stream, the consumers on another, forked after it
+                self.comm.wait_stream(torch.cuda.current_stream())
+                pairs[(P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, **common)
+                with torch.cuda.stream(self.comm):
+                    pairs[(P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, FIRST=P, **common)
+                torch.cuda.current_stream().wait_stream(self.comm)
+            else:
+                pairs[(2 * P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, **common)
 
         return {"row": name, "shape": shape, "place": place, "traffic": traffic, "between": between,
                 **self.measure(issue, args.row_seconds)}

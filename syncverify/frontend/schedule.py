@@ -54,9 +54,13 @@ USER_NS_SCALE = 20
 WARPS_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_WARPS_LATE_NS)
 #: A whole program starts this late (ns): 60-120 us.
 CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
-#: Every program of a kernel starts late by the same time (a placement's producers: their stores then
-#: cross the host link together).
-CTA_LATE_TOGETHER_NS = (CTA_LATE_NS[0], CTA_LATE_NS[0])
+#: A placement's writer programs start this late, every one by the same time (ns): longer than the host
+#: takes to launch the reader's kernel after the writer's (eager launches from Python are tens of
+#: microseconds apart, several kernels between them), so the reader already polls when the signal
+#: comes. Measured on one H200 (docs/RESULTS.md, 2026-12-02 fifth session): ``one_shot_all_reduce``'s
+#: two latent examples stayed clean for 100 iterations with the producers 60 us late (drawn 60-120 us
+#: or all 60 us, eager or in CUDA graphs) and failed at iterations 19 and 1 with them 500 us late.
+CTA_LATE_TOGETHER_NS = (500_000, 500_000)
 #: How late a guided host write lands on its stream, and how long the program that polls what it
 #: resets then waits before its wait (ns): 1 ms and 2-2.4 ms, run 3's (at 50 us and 100-120 us, run 2,
 #: ``all_scatter::reset_on_gemm_stream`` ran 100 guided iterations clean; at these it hung at iteration 0).
@@ -329,14 +333,13 @@ def _stale_line_schedule(kind: str, explanation: str, w: _Witness, entries: list
         at = f"{where[0]}:{where[1]}" if where else "?"
         buffer = w.buffers.get(read.loc, ("", None))[0]
         if buffer and signal is not None and w.buffers.get(signal.loc, ("", None))[0] != buffer:
-            # every program of the writer's kernel late by the same time (not a draw per program): their
-            # stores cross the host link at once and queue there, which is what keeps the data behind
-            # its signal (the probe's producers were all equally late; drawn apart, 1 failure in
-            # about 100 iterations of one_shot_all_reduce::original, docs/RESULTS.md)
+            # the reader must already poll when the signal comes: its read then follows the signal at
+            # once, while the data's stores are still on the host link (CTA_LATE_TOGETHER_NS says why so late)
             late = GuidedEntry(writer.kernel, 0, "start", writer.rank, writer.program, every, *CTA_LATE_TOGETHER_NS,
-                               f"{writer}'s program starts late, every program of its kernel on "
-                               f"rank {writer.rank} by the same time, so {reader} waits at its poll and reads as soon "
-                               "as the signal comes while their data stores queue on the host link", file="")
+                               f"{writer}'s program starts late, every program of its kernel on rank {writer.rank} "
+                               f"by the same time and later than the host launches {reader}'s kernel, so {reader} "
+                               "polls when the signal comes and reads at once, while the data's stores still cross "
+                               "the host link", file="")
             return GuidedSchedule(kind, explanation, (*entries, late, _place(reader, read, buffer, at)), True,
                                   f"{barred}; {reader} acquires after its poll (at {at}), which invalidates its SM's "
                                   f"L1, so no stale line can serve the read either: only the memory system can make "
