@@ -74,6 +74,9 @@ ROWS = {  # device rows first: a host-mapped row that faulted would end this pro
     "weak, vmm-host, zeroed, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
     "weak, vmm-host, two kernels, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
     "weak, vmm-host, zeroed, two kernels, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
+    "weak, vmm-host, two kernels, consumers first, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
+    "weak, vmm-host, two kernels, host gap, acquire CAS": ("weak", "vmm-host", "none", "acquire-cas"),
+    "fixed, vmm-host, two kernels, host gap": ("fixed", "vmm-host", "none", "acquire-fence"),
     "weak, host-all, acquire CAS": ("weak", "host-all", "none", "acquire-cas"),
     "fixed, host-all": ("fixed", "host-all", "none", "acquire-fence"),
 }
@@ -179,9 +182,15 @@ class Probe(PartA):
             common = dict(TOUCH=0, BETWEEN=BETWEEN[between], FIXED=int(shape == "fixed"), num_warps=4, BM=64, BN=64)
             if "two kernels" in name:  # the producers on this stream, the consumers on another, forked after it
                 self.comm.wait_stream(torch.cuda.current_stream())
-                pairs[(P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, **common)
+                first = "consumers first" in name
+                if not first:
+                    pairs[(P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, **common)
+                if "host gap" in name:  # the consumers launched while the producers already run (an eager stress run)
+                    time.sleep(args.late_ns / 4e9)
                 with torch.cuda.stream(self.comm):
                     pairs[(P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, FIRST=P, **common)
+                if first:
+                    pairs[(P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, **common)
                 torch.cuda.current_stream().wait_stream(self.comm)
             else:
                 pairs[(2 * P,)](data, flag, ready, self.out, self.ctl, self.it, args.late_ns, P, **common)
