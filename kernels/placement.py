@@ -36,7 +36,7 @@ from syncverify.kernels.errors import PlacementError
 
 def _driver():
     try:
-        from cuda.bindings import driver  # NVIDIA's cuda-python bindings: only a placed stress run needs them
+        from cuda.bindings import driver  # cuda-python (NVIDIA's driver bindings): only a placed stress run needs them
     except ImportError as error:
         raise PlacementError(f"placing a buffer in host-mapped memory needs NVIDIA's cuda-python bindings "
                              f"(pip install cuda-bindings): {error}") from None
@@ -61,7 +61,7 @@ class MixedHeap:
     buffer's pages mapped on the host or on the device as it is allocated (module docstring)."""
 
     def __init__(self, world_size: int, size: int, *, device: int = 0) -> None:
-        import torch  # only a stress run on a GPU places the heap
+        import torch  # torch: only a stress run on a GPU places the heap
 
         cu = _driver()
         self.cu, self.device = cu, device
@@ -142,7 +142,7 @@ class MixedHeap:
 
     def close(self) -> None:
         """Unmap and release every range and the reservation (after the last use of :attr:`block`)."""
-        import torch
+        import torch  # torch: its device synchronization, before the ranges go
 
         torch.cuda.synchronize(self.device)
         self.block = None

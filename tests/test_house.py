@@ -128,7 +128,9 @@ def test_the_folders_of_the_plan_exist(folder):
 
 #: What a function may import lazily: torch and triton (the model runs without them, on a machine
 #: without a GPU) and matplotlib (about a second to import, only for drawing a picture).
-LAZY_ROOTS = ("torch", "triton", "matplotlib")
+#: cuda: NVIDIA's cuda-python driver bindings, which only a stress run that places a buffer loads
+#: (``syncverify.kernels.placement``).
+LAZY_ROOTS = ("torch", "triton", "matplotlib", "cuda")
 #: Modules a third party imports at its own start, which import the rest of syncverify only when
 #: it is used, and the word their comment names: pytest loads the plugin in every session
 #: (entry point ``pytest11``), where importing the campaign and the command line costs seconds.

@@ -63,6 +63,7 @@ from syncverify.frontend.mutants import candidates, launched
 from syncverify.frontend.rewrite import RewriteError, Site, rewrite_kernel
 from syncverify.frontend.runner import patch_lang
 from syncverify.frontend.schedule import GuidedEntry
+from syncverify.kernels.placement import MixedHeap, backing_for
 
 #: Iterations per CUDA graph (one replay); the host reads the results once per block.
 GRAPH_BLOCK = 128
@@ -327,8 +328,6 @@ class Engine:
         self.placed = placed_buffers(options)
         if self.placed is not None and not self.interpret:
             if self.placed:
-                from syncverify.kernels.placement import MixedHeap, backing_for  # the CUDA driver: a GPU run only
-
                 self.mixed_heap = MixedHeap(options.world_size, options.heap_bytes, device=torch.cuda.current_device())
                 on_host = {i for i, name in enumerate(plan.buffers) if name in self.placed}
                 self.heap = Heap(options.world_size, options.heap_bytes, device=self.device, block=self.mixed_heap.block,
