@@ -54,13 +54,12 @@ USER_NS_SCALE = 20
 WARPS_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_WARPS_LATE_NS)
 #: A whole program starts this late (ns): 60-120 us.
 CTA_LATE_NS = tuple(USER_NS_SCALE * ns for ns in FUSED_CTA_LATE_NS)
-#: A placement's writer programs start this late, every one by the same time (ns): longer than the host
-#: takes to launch the reader's kernel after the writer's (eager launches from Python are tens of
-#: microseconds apart, several kernels between them), so the reader already polls when the signal
-#: comes. Measured on one H200 (docs/RESULTS.md, 2026-12-02 fifth session): ``one_shot_all_reduce``'s
-#: two latent examples stayed clean for 100 iterations with the producers 60 us late (drawn 60-120 us
-#: or all 60 us, eager or in CUDA graphs) and failed at iterations 19 and 1 with them 500 us late.
-CTA_LATE_TOGETHER_NS = (500_000, 500_000)
+#: A placement's writer programs start this late, every one by the same time (ns), so the reader's
+#: kernel already polls when the signal comes (with the writers' kernel first and 20 us late, a probe
+#: of two kernels on two streams saw 0 of 9,600 stale tiles; 500 us late, a third). Measured on one
+#: H200 (docs/RESULTS.md, 2026-12-02 fifth session), ``one_shot_all_reduce::original`` in CUDA-graph
+#: blocks: 60 us, clean 100; 500 us, 5 of 256 iterations bad; 2 ms, 105 of 256.
+CTA_LATE_TOGETHER_NS = (2_000_000, 2_000_000)
 #: How late a guided host write lands on its stream, and how long the program that polls what it
 #: resets then waits before its wait (ns): 1 ms and 2-2.4 ms, run 3's (at 50 us and 100-120 us, run 2,
 #: ``all_scatter::reset_on_gemm_stream`` ran 100 guided iterations clean; at these it hung at iteration 0).
