@@ -43,7 +43,13 @@ FULL = os.environ.get("SYNCVERIFY_EXACT_FULL") == "1"
 ZOO = "protocols/zoo"
 
 # (scenario, launches, calls, world size): every one in the full run, the small ones by default.
-CONFIGS = [(scenario, launches, calls, world) for scenario in SCENARIOS for launches in LAUNCH_ORDERS
+# ``SYNCVERIFY_EXACT_LAUNCHES=per-rank-stream`` (comma-separated): only those launch orders, for a run
+# aimed at what one change touches (the never-started launches: per-rank streams, several calls).
+LAUNCHES = tuple(os.environ["SYNCVERIFY_EXACT_LAUNCHES"].split(",")) if os.environ.get("SYNCVERIFY_EXACT_LAUNCHES") \
+    else LAUNCH_ORDERS
+if set(LAUNCHES) - set(LAUNCH_ORDERS):
+    raise ValueError(f"SYNCVERIFY_EXACT_LAUNCHES={','.join(LAUNCHES)}: each must be one of {', '.join(LAUNCH_ORDERS)}")
+CONFIGS = [(scenario, launches, calls, world) for scenario in SCENARIOS for launches in LAUNCHES
            for calls in (1, 2, 3) for world in (2, 3)
            if not (launches == "per-rank-stream" and calls == 1)]  # one call: no launch order at all
 SLICE = [c for c in CONFIGS if c[2] <= 2 and c[3] == 2]
