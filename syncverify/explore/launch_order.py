@@ -56,9 +56,10 @@ sees the never-started path.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from syncverify.explore.path_types import Path
-from syncverify.program import Program
+from syncverify.program import Phase, Program
 
 #: The path of a thread whose launch never starts: no events, and it never ends (it never runs).
 NEVER_STARTED = Path((), (), None, started=False)
@@ -110,7 +111,7 @@ class LaunchStarts:
 
     def __init__(self, program: Program) -> None:
         self.after = program.phases_after()
-        self.before: dict = {}
+        self.before: dict[Phase | str, set[Phase | str]] = {}
         for a, bs in self.after.items():
             for b in bs:
                 self.before.setdefault(b, set()).add(a)
@@ -118,7 +119,7 @@ class LaunchStarts:
         self.unstarted: Counter = Counter()  # launch -> assigned threads that never start
         self.spinning: Counter = Counter()  # launch -> assigned threads that spin forever
 
-    def agrees(self, phase, started: bool, spins: bool) -> bool:
+    def agrees(self, phase: Phase | str, started: bool, spins: bool) -> bool:
         """Whether a thread of launch ``phase`` that starts (or not), and spins forever (or not),
         agrees with the threads assigned so far."""
         if not started:
@@ -127,18 +128,18 @@ class LaunchStarts:
             return False  # rules 1 and 2
         return not spins or not any(self.running[b] for b in self.after.get(phase, ()))  # rule 2
 
-    def add(self, phase, started: bool, spins: bool, count: int = 1) -> None:
+    def add(self, phase: Phase | str, started: bool, spins: bool, count: int = 1) -> None:
         """Count an assigned thread (``count=-1``: take it back)."""
         (self.running if started else self.unstarted)[phase] += count
         if spins:
             self.spinning[phase] += count
 
-    def remove(self, phase, started: bool, spins: bool) -> None:
+    def remove(self, phase: Phase | str, started: bool, spins: bool) -> None:
         """Take back what :meth:`add` counted."""
         self.add(phase, started, spins, -1)
 
 
-def unit_runs_as_one(program: Program, picks) -> bool:
+def unit_runs_as_one(program: Program, picks: Iterable[tuple[int, bool, bool]]) -> bool:
     """Whether the paths one unit of a symmetry group takes agree with each other by rules 1 and 2
     (``picks``: (thread, starts, spins forever) per thread of the unit); a unit's options are
     filtered with it, so that an option the search would stop at at once is never listed."""
