@@ -43,7 +43,13 @@ FULL = os.environ.get("SYNCVERIFY_EXACT_FULL") == "1"
 ZOO = "protocols/zoo"
 
 # (scenario, launches, calls, world size): every one in the full run, the small ones by default.
-CONFIGS = [(scenario, launches, calls, world) for scenario in SCENARIOS for launches in LAUNCH_ORDERS
+# ``SYNCVERIFY_EXACT_LAUNCHES=per-rank-stream`` (comma-separated): only those launch orders, for a run
+# aimed at what one change touches (the never-started launches: per-rank streams, several calls).
+LAUNCHES = tuple(os.environ["SYNCVERIFY_EXACT_LAUNCHES"].split(",")) if os.environ.get("SYNCVERIFY_EXACT_LAUNCHES") \
+    else LAUNCH_ORDERS
+if set(LAUNCHES) - set(LAUNCH_ORDERS):
+    raise ValueError(f"SYNCVERIFY_EXACT_LAUNCHES={','.join(LAUNCHES)}: each must be one of {', '.join(LAUNCH_ORDERS)}")
+CONFIGS = [(scenario, launches, calls, world) for scenario in SCENARIOS for launches in LAUNCHES
            for calls in (1, 2, 3) for world in (2, 3)
            if not (launches == "per-rank-stream" and calls == 1)]  # one call: no launch order at all
 SLICE = [c for c in CONFIGS if c[2] <= 2 and c[3] == 2]
@@ -166,13 +172,6 @@ def kinds(data: dict, opts: ScenarioOptions, *, reductions=frozenset(), prunings
     start = time.process_time()
     scenario = build(protocol, opts, push=push_protocol, without=frozenset(reductions))
     result = check(scenario, max_executions=MAX_EXECUTIONS, timeout=timeout, without=frozenset(prunings))
-    if result.limit_hit == "no-executions" and opts.launches == "per-rank-stream" and opts.epochs > 1:
-        # A known incompleteness, not a verdict (the check answers unknown): on per-rank streams a
-        # launch after a hang never starts, which no path of its threads says, so the combination
-        # search can reject every combination (pinned, strict xfail:
-        # test_launches_after_a_hang_on_per_rank_streams_leave_the_search_without_executions).
-        event("no execution: launches after a hang on per-rank streams")
-        reject()
     assert result.limit_hit != "no-executions", f"no execution at all: {data}, {opts}, push {push}, without {sorted(reductions)} {sorted(prunings)}"
     if result.limit_hit is not None:
         log(outcome="discard", limit=result.limit_hit, cpu=round(time.process_time() - start, 2))
@@ -769,15 +768,47 @@ def test_a_program_whose_every_execution_hangs_still_has_executions_on_per_rank_
     assert result.limit_hit is not None or "hang" in result.violations
 
 
-@pytest.mark.xfail(strict=True, reason="known incompleteness: on per-rank streams the combination search has no path "
-                   "for a launch that never starts after a hang, and finds no execution (the check answers unknown)")
-def test_launches_after_a_hang_on_per_rank_streams_leave_the_search_without_executions():
+# ----- launches after a hang on per-rank streams never start (explore.launch_order) ----------------
+
+def _after_a_hang(pub: str, scenario: str, push: str | None = None, **options):
+    opts = ScenarioOptions(scenario=scenario, world_size=2, epochs=2, launches="per-rank-stream", reset="none",
+                           **options)
+    return build(load_protocol(pub), opts, push=None if push is None else load_protocol(push))
+
+
+def test_launches_after_a_hang_on_per_rank_streams_never_start_and_the_hang_is_reported():
     # The property's counterexample on the merged tree (2026-12-02, fourth session), present on main
-    # before it (9a88b14): every execution hangs in call 0 (no rank counts itself in the push
-    # stage), so the later launches never start; with `combination-search` off the check runs on
-    # to its bound instead. When the search learns "never started", this xfail flips.
-    pub = load_protocol("add-counter-skip-self")
-    push = load_protocol("add-counter-cas-reset")
-    opts = ScenarioOptions(scenario="all-scatter", world_size=2, epochs=2, launches="per-rank-stream", reset="none")
-    result = check(build(pub, opts, push=push), timeout=20)
-    assert result.limit_hit != "no-executions"
+    # before it (9a88b14), a strict xfail until the search learnt "never started": every execution
+    # hangs in call 0 (no rank counts itself in the push stage), so the later launches never start;
+    # the search weighed their paths anyway and rejected every combination ("no-executions"). Now
+    # their threads take the never-started path, and the check decides at once (0.3 s here).
+    scenario = _after_a_hang("add-counter-skip-self", "all-scatter", push="add-counter-cas-reset")
+    result = check(scenario, timeout=20)
+    assert result.limit_hit is None and result.safe is False
+    assert set(result.violations) == {"hang", "race"}
+    # Call 0 hangs in every execution, so call 1 adds nothing: the verdict of call 0 alone.
+    one_call = check(build(load_protocol("add-counter-skip-self"),
+                           ScenarioOptions(scenario="all-scatter", world_size=2, epochs=1,
+                                           push="add-counter-cas-reset")), timeout=20)
+    assert one_call.limit_hit is None and set(one_call.violations) == set(result.violations)
+    hang = result.violations["hang"].execution
+    assert {e.phase.epoch for e in hang.events if not e.is_init} == {0}  # no event of call 1
+
+
+@pytest.mark.parametrize("pub, scenario", [
+    ("add-counter-skip-self", "all-reduce"), ("epoch-flag", "all-reduce"), ("add-counter-skip-self", "gemm-reduce-scatter"),
+    # 6.5 s without the search on the 2-core machine: in the full run only.
+    pytest.param("add-counter-skip-self", "all-gather-gemm",
+                 marks=pytest.mark.skipif(not FULL, reason="6.5 s: runs with SYNCVERIFY_EXACT_FULL=1"))])
+def test_the_combination_search_and_every_path_product_agree_on_launches_after_a_hang(pub, scenario):
+    """Differential: the never-started path is the search's alone; without the search every
+    product of real paths is tried and :func:`~syncverify.explore.launch_order.not_started` cuts
+    the launches after a hang. On per-rank streams, W = 2, two calls: skip-self hangs (with other
+    violations; in all-gather-gemm in every execution, where the search found none before:
+    unknown), epoch-flag never does (no never-started path is ever taken)."""
+    scenario = _after_a_hang(pub, scenario)
+    searched = check(scenario, timeout=60)
+    product = check(scenario, timeout=60, without=frozenset({"combination-search"}))
+    assert searched.limit_hit is None and product.limit_hit is None
+    assert set(searched.violations) == set(product.violations)
+    assert ("hang" in searched.violations) == pub.startswith("add-counter-skip-self")

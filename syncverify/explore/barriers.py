@@ -32,8 +32,8 @@ Modeling choices:
    is kept only if every ``red`` of a phase received the reduction of that phase's ``red``
    predicates.
 
-A launch that hangs never ends, so the launches the host orders after it never start
-(:func:`not_started`).
+A thread blocked at a barrier never exits, so its launch never ends, and the launches the host
+orders after it never start (:mod:`syncverify.explore.launch_order`).
 """
 
 from __future__ import annotations
@@ -284,19 +284,6 @@ def cta_kept_lengths(program: Program, all_paths: list[list[Path]],
         return cache[key]
 
     return kept
-
-
-def not_started(program: Program, combo: tuple[Path, ...], stuck: dict[int, tuple]) -> frozenset[int]:
-    """The threads of launches the host orders after a launch that hangs: they never start.
-
-    A launch with a thread that waits forever never finishes, so the host never gets past the
-    barrier (or the stream never reaches the launch) that orders the next one after it; what
-    those threads would have done is not part of the execution (nor of its violations)."""
-    hung = {program.threads[t].phase for t in stuck}
-    hung |= {program.threads[t].phase for t, p in enumerate(combo) if p.stuck is not None}
-    after = program.phases_after()
-    later = set().union(*(after.get(phase, frozenset()) for phase in hung))
-    return frozenset(t for t, thread in enumerate(program.threads) if thread.phase in later)
 
 
 def iter_outcomes(program: Program, combos: Iterator[tuple[Path, ...]],

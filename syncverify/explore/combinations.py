@@ -59,6 +59,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from syncverify.explore.bounds import Clock
+from syncverify.explore.launch_order import LaunchStarts, unit_runs_as_one
 from syncverify.program import Program
 
 Key = tuple[str, int]  # (location, value)
@@ -81,7 +82,13 @@ class PathSummary:
     spin_last: frozenset[Key] = frozenset()  # a stuck spin's blocking reads: each must read the last value
     need_at: tuple[tuple[int, Key], ...] = ()  # (event index, key) of each concrete need's reads
     write_at: tuple[tuple[int, Key], ...] = ()  # (event index, key) of each write
-    ends: bool = True  # the path terminates (it is not stuck at a spin or a barrier)
+    ends: bool = True  # the path terminates (it is not stuck at a spin or a barrier, and it starts)
+    started: bool = True  # False: the never-started path (syncverify.explore.launch_order)
+
+    @property
+    def spins(self) -> bool:
+        """The thread runs and spins forever."""
+        return self.started and not self.ends
 
     @property
     def supplies(self) -> frozenset[Key]:
@@ -117,7 +124,7 @@ def summarize(path) -> PathSummary:
     spin = path.stuck[1] if path.stuck is not None and path.stuck[0] == "spin" else ()
     return PathSummary(frozenset(needs), tuple(sorted(writes.items())), tuple(rmw),
                        frozenset(weak), "".join(e.kind for e in events), frozenset(spin), tuple(need_at),
-                       tuple(write_at), path.stuck is None)
+                       tuple(write_at), path.stuck is None and path.started, path.started)
 
 
 def _first_barrier(summary: PathSummary) -> int:
@@ -161,8 +168,12 @@ class _Slots:
         self.order = [sorted(range(len(paths)), key=lambda p, t=t: -writes(t, p)) if prefer_writers
                       else list(range(len(paths))) for t, paths in enumerate(summaries)]
         self.groups = []
+        # A unit's options where its launches start alike (launch_order), if some thread may never start.
+        unstartable = any(not s.started for paths in summaries for s in paths)
         for group in program.symmetry:
-            options = list(itertools.product(*(range(len(summaries[t])) for t in group[0])))
+            options = [u for u in itertools.product(*(range(len(summaries[t])) for t in group[0]))
+                       if not unstartable or unit_runs_as_one(
+                           program, ((t, summaries[t][p].started, summaries[t][p].spins) for t, p in zip(group[0], u)))]
             if prefer_writers:
                 options.sort(key=lambda u: -sum(writes(t, p) for t, p in zip(group[0], u)))
             self.groups.append((group, options))
@@ -290,6 +301,8 @@ class _Visibility:
         phases = {th.phase for th in program.threads}
         always: dict[str, set[str]] = {}  # phase -> locations some thread of it writes on every path
         for t, paths in enumerate(summaries):
+            # A reset that never starts is no exception: the launches after it never start either.
+            paths = [s for s in paths if s.started]
             if paths:
                 locs = set.intersection(*({loc for (loc, _v), _n in s.writes} for s in paths))
                 always.setdefault(program.threads[t].phase, set()).update(locs)
@@ -435,6 +448,10 @@ class CombinationSearch:
             self.threads_of.setdefault(ph, []).append(t)
         self.threads_before = {b: [t for a in sorted(self.before[b]) for t in self.threads_of.get(a, ())]
                                for b in set(phase)}
+        # Which launches the assigned paths start, where some thread may never start (only the
+        # explorer's final search has never-started paths; the value domain's have none).
+        unstartable = any(not s.started for paths in summaries for s in paths)
+        self.launches = LaunchStarts(program) if unstartable else None
 
     def run(self) -> Iterator[tuple[int, ...]]:
         """Every supported combination, as path indices."""
@@ -533,6 +550,8 @@ class CombinationSearch:
         if self.clock is not None and self.nodes % 64 == 0:
             self.clock.check(f"while combining thread paths, after {self.nodes} partial combinations of thread paths")
         chosen, totals, own, spins, pending = self.chosen, self.totals, self.own, self.spins, self.pending
+        if self.launches is not None and not self.start_alike(picks):
+            return  # a launch half started, or started behind a launch that hangs (launch_order)
         saved = list(pending)
         completed = []
         for t, p in picks:
@@ -561,7 +580,9 @@ class CombinationSearch:
         nxt = position + 1
         slots = self.slots.slots
         lo = u if nxt < len(slots) and slots[nxt][0] == "unit" and slots[nxt][2] > 0 else 0
-        if self.feasible(nxt, lo) and not (self.spinning and self.spin_cannot_see_its_value_last(nxt, lo)):
+        if self.feasible(nxt, lo) and not (self.spinning and self.spin_cannot_see_its_value_last(nxt, lo)) \
+                and not (self.launches is not None and self.launches.unstarted
+                         and self.unstarted_without_a_hang_before(final=False)):
             yield from self.search(nxt, lo)
         for c in completed:
             del self.kept_of[c]
@@ -576,7 +597,48 @@ class CombinationSearch:
             chosen[t] = -1
             for k in spin_keys:
                 spins[k] -= 1
+            if self.launches is not None:
+                s = self.summaries[t][p]
+                self.launches.remove(self.phase[t], s.started, s.spins)
         pending[:] = saved
+
+    def start_alike(self, picks: list[tuple[int, int]]) -> bool:
+        """Count ``picks`` in :attr:`launches` if they agree with the assigned paths on which
+        launches start (rules 1 and 2 of :mod:`syncverify.explore.launch_order`); else count nothing."""
+        launches, phase, summaries = self.launches, self.phase, self.summaries
+        assert launches is not None
+        for k, (t, p) in enumerate(picks):
+            s = summaries[t][p]
+            if not launches.agrees(phase[t], s.started, s.spins):
+                for u, q in picks[:k]:
+                    launches.remove(phase[u], summaries[u][q].started, summaries[u][q].spins)
+                return False
+            launches.add(phase[t], s.started, s.spins)
+        return True
+
+    def unstarted_without_a_hang_before(self, *, final: bool) -> bool:
+        """Whether a launch whose assigned threads never start surely has no launch before it
+        that hangs (rule 3 of :mod:`syncverify.explore.launch_order`). ``final``: every slot is assigned."""
+        assert self.launches is not None
+        return any(n and not any(self.may_never_exit(u, final) for u in self.threads_before[b])
+                   for b, n in self.launches.unstarted.items())
+
+    def may_never_exit(self, t: int, final: bool) -> bool:
+        """Whether thread ``t`` may never exit, as far as the assignment tells: it is not assigned
+        yet, its path spins forever or never starts (behind a hang of its own), or a barrier
+        blocks it in some resolution of its CTA's barriers (not known before the CTA is complete)."""
+        if self.chosen[t] < 0:
+            return True
+        s = self.summaries[t][self.chosen[t]]
+        if not s.ends:
+            return True
+        c = self.cta_of[t]
+        keep = self.kept_of.get(c)
+        if keep is None:
+            if not final:
+                return True
+            keep = self.surely_kept(c)
+        return keep[t] < len(s.events_kinds)
 
     def last_write_possible(self) -> bool:
         """Whether every assigned read of a strong-only location can read a write that is not
@@ -656,6 +718,8 @@ class CombinationSearch:
         slots = self.slots
         if position == len(slots.slots):
             if self.atomicity and self.strong_only and not self.last_write_possible():
+                return
+            if self.launches is not None and self.unstarted_without_a_hang_before(final=True):
                 return
             yield tuple(self.chosen)
             return

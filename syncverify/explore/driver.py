@@ -36,7 +36,9 @@ How it works (herd's recipe, with the pruning that keeps it fast):
    guessed). Symmetric ranks take their paths in non-decreasing order. A CTA barrier instance some
    participant never reaches blocks the threads waiting at it; their paths are cut there and the
    blocked execution is a hang. A launch that hangs never ends, so the launches the host orders
-   after it never start: their threads have no events in that execution (:func:`~syncverify.explore.barriers.not_started`).
+   after it never start: their threads have no events in that execution
+   (:func:`~syncverify.explore.launch_order.not_started`), and the search gives them a path that
+   says so (:data:`~syncverify.explore.launch_order.NEVER_STARTED`).
 4. **Choices.** For each location independently, the explorer enumerates which write each read
    reads from (same value, not from its own thread's future, not hidden behind a write that
    causally precedes the read) and how its morally strong writes are ordered (Coherence2), and
@@ -64,7 +66,7 @@ step                      module of :mod:`syncverify.explore`
 ========================  ==================================================================
 1-2 thread paths          ``thread_paths`` (the search), ``instructions``, ``liveness``,
                           ``value_domain``, ``value_classes``
-3 combinations            ``combinations``, ``symmetry``, ``barriers``
+3 combinations            ``combinations``, ``symmetry``, ``barriers``, ``launch_order``
 4 choices                 ``skeleton`` (the execution graph), ``location_choices`` (the PTX
                           model's per-location choices and the consistency filter)
 bounds and the clock      ``bounds``
@@ -80,7 +82,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from syncverify.explore.barriers import barrier_users, cta_kept_lengths, iter_outcomes, not_started
+from syncverify.explore.barriers import barrier_users, cta_kept_lengths, iter_outcomes
 from syncverify.explore.bounds import (
     DEFAULT_MAX_DOMAIN,
     DEFAULT_MAX_EXECUTIONS,
@@ -90,6 +92,7 @@ from syncverify.explore.bounds import (
     LimitHit,
 )
 from syncverify.explore.combinations import is_supported, readable_ceilings, summarize, supported_combinations
+from syncverify.explore.launch_order import not_started, runs_as_picked, with_never_started
 from syncverify.explore.liveness import live_registers
 from syncverify.explore.location_choices import (
     LocationChoice,
@@ -201,9 +204,14 @@ def candidate_executions(
         shared = shared_by_units(program)
         if "value-classes" not in without:
             all_paths = [merge_value_classes(paths, program.observed_registers, shared) for paths in all_paths]
+        # A launch after a launch that may hang may never start: its threads get a path that
+        # says so (launch_order); the search weighs it as nothing read, written or counted.
+        real_counts = [len(paths) for paths in all_paths]
+        if "combination-search" not in without:
+            all_paths = with_never_started(program, all_paths)
         summaries = [[summarize(p) for p in paths] for paths in all_paths]
         kept = cta_kept_lengths(program, all_paths, participants)
-        searched = affordable(program, [len(paths) for paths in all_paths])
+        searched = affordable(program, real_counts)  # a unit's options grow by one per launch at most
         combos: Iterator[tuple[Path, ...]] = (
             tuple(all_paths[t][p] for t, p in enumerate(picks))
             for picks in supported_combinations(searched, summaries, atomicity=True, clock=clock, kept_lengths=kept))
@@ -216,6 +224,8 @@ def candidate_executions(
         clock.tick("while combining thread paths")
         lengths, stuck, instances = list(outcome.lengths), outcome.stuck, outcome.instances
         stopped = not_started(program, combo, stuck) | unissued_copies(program, combo, lengths)
+        if not runs_as_picked(combo, stopped):
+            continue  # a launch the search picked as never started starts in this resolution
         if stopped:
             lengths = [0 if t in stopped else n for t, n in enumerate(lengths)]
             stuck = {t: why for t, why in stuck.items() if t not in stopped}

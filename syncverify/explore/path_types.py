@@ -48,6 +48,8 @@ class Path:
     # Registers (name, local event index) whose final value is what that read of a merged path
     # returns (syncverify.explore.value_classes); their entry in ``registers`` is None.
     bound: tuple[tuple[str, int], ...] = ()
+    # False only for syncverify.explore.launch_order.NEVER_STARTED: the thread's launch never starts.
+    started: bool = True
 
 
 @dataclass(frozen=True)

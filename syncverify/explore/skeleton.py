@@ -107,7 +107,7 @@ def build_skeleton(program: Program, combo: tuple[Path, ...], lengths: list[int]
                    not_started: frozenset[int] = frozenset()) -> Skeleton:
     """Number the events of a combination and compute the relations that do not depend on rf/co.
 
-    ``not_started``: threads that never run (see :func:`syncverify.explore.barriers.not_started`): no events, their
+    ``not_started``: threads that never run (see :func:`syncverify.explore.launch_order.not_started`): no events, their
     registers keep their initial values, and they are not stuck."""
     events: list[Event] = []
     for loc in program.locations():
