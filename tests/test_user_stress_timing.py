@@ -259,3 +259,15 @@ def copies_by_layout() -> None:
         ptx = compile_like_launch(op.kernel, *op.args, **op.kwargs).asm["ptx"]
         copies = collections.Counter(re.findall(r"\bcp\.async\.c[ag]\.shared\.global", ptx))
         print(f"B{'K' if k_major else 'N'} {sorted(copies.items())!r}")
+
+
+def test_real_ranks_run_a_guided_schedule_without_its_placement_and_say_so():
+    from syncverify.cli.user_stress import for_real_ranks
+
+    late = GuidedEntry("persistent_gemm", 0, "start", 0, -1, 15, 1, 1, "a test")
+    place = GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "a test", buffer="local_C")
+    kept, line = for_real_ranks([late, place])
+    assert kept == [late]
+    assert line == ("the placement of local_C in host memory is left out (it places buffers of the virtual ranks' "
+                    "one heap; each real rank's heap is its own symmetric memory)")
+    assert for_real_ranks([late]) == ([late], "")

@@ -24,7 +24,7 @@ from syncverify.errors import SyncVerifyError
 from syncverify.frontend.check import check_kernel
 from syncverify.frontend.mutants import positive_control
 from syncverify.frontend.real_ranks import check_real_ranks, run_real_ranks
-from syncverify.frontend.schedule import guided_schedules
+from syncverify.frontend.schedule import GuidedEntry, guided_schedules
 from syncverify.frontend.stress_timing import describe, split_timing
 from syncverify.frontend.user_stress import (StressInputError, StressOptions, plan_harness, replay_first,
                                              run_in_worker, run_stress)
@@ -85,6 +85,10 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
             entries = [dataclasses.replace(e, program=-1) for e in entries]
             say("  at the sizes of --define, each delay applies to every program of its kernel and rank "
                 "(the model's programs are the harness's default sizes)")
+        if real_ranks:
+            entries, left_out = for_real_ranks(entries)
+            if left_out:
+                say(f"  real ranks: {left_out}")
         if not entries:
             say("  no counterexample can be forced by delays: running without delays")
             options = dataclasses.replace(options, delays="none")
@@ -138,6 +142,18 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
         with open(output, "a", encoding="utf-8") as f:
             f.write(json.dumps({"report": report}, default=str) + "\n")
     return code
+
+
+def for_real_ranks(entries: list[GuidedEntry]) -> tuple[list[GuidedEntry], str]:
+    """A guided schedule's entries that real ranks can run, and what was left out (a line, or ""):
+    a placement moves buffers of the virtual ranks' one heap (``syncverify.kernels.placement``);
+    each real rank's heap is its own symmetric memory, so it runs without it, and says so."""
+    kept = [e for e in entries if e.where != "place"]
+    if len(kept) == len(entries):
+        return entries, ""
+    placed = ", ".join(sorted({e.buffer or "the whole heap" for e in entries if e.where == "place"}))
+    return kept, (f"the placement of {placed} in host memory is left out (it places buffers of the virtual ranks' "
+                  "one heap; each real rank's heap is its own symmetric memory)")
 
 
 def _run(options: StressOptions, *, watchdog: float, in_process: bool, output: Path | None, note,
