@@ -21,13 +21,18 @@ NVLink multicast stays off in every process started here (``NCCL_NVLS_ENABLE=0``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue as queue_module
 import socket
 import tempfile
 import time
+import traceback
+from collections.abc import Iterator
 from typing import Any, Callable
 import multiprocessing as mp
+
+from syncverify.errors import SyncVerifyError
 
 MULTICAST_OFF = {
     "NCCL_NVLS_ENABLE": "0",
@@ -132,6 +137,18 @@ def scripted_worker(rank: int, world_size: int, port: int, q, script: tuple[str,
         os._exit(int(arg))
     time.sleep(float(arg or 0))
     q.put((rank, "done", None))
+
+
+@contextlib.contextmanager
+def reporting_errors(rank: int, queue) -> Iterator[None]:
+    """A rank worker's body: what it raises goes to the parent (:func:`run_workers`) as its
+    ``error`` message: bad input as one line (``input: ...``), anything else as a traceback."""
+    try:
+        yield
+    except SyncVerifyError as error:
+        queue.put((rank, "error", f"input: {error}"))
+    except Exception:  # noqa: BLE001 -- the parent reports it
+        queue.put((rank, "error", traceback.format_exc()))
 
 
 def init_rank(rank: int, world_size: int, port: int | None, backend: str = "nccl"):

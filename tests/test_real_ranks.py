@@ -74,3 +74,22 @@ def test_real_ranks_find_a_half_written_output_on_every_rank():
                             watchdog=120)
     assert result.bad_iterations == 2 and result.stopped is None
     assert {f.expectation for f in result.failures} == {"out@0", "out@1"}
+
+
+def test_a_rank_workers_errors_reach_the_parent_as_one_line_of_input_or_a_traceback():
+    import queue
+
+    from syncverify.errors import SyncVerifyError
+    from syncverify.kernels.processes import reporting_errors
+
+    q = queue.Queue()
+    with reporting_errors(1, q):
+        raise SyncVerifyError("more ranks than GPUs")
+    with reporting_errors(0, q):
+        raise ValueError("a bug")
+    with reporting_errors(0, q):
+        q.put((0, "done", None))
+    assert q.get_nowait() == (1, "error", "input: more ranks than GPUs")
+    rank, kind, text = q.get_nowait()
+    assert (rank, kind) == (0, "error") and text.startswith("Traceback") and "ValueError: a bug" in text
+    assert q.get_nowait() == (0, "done", None) and q.empty()

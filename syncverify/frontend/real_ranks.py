@@ -31,15 +31,14 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-from syncverify.errors import SyncVerifyError
 from syncverify.frontend.harness import SymmetricTensor, run_harness
 from syncverify.frontend.user_stress import Engine, Failure, StressInputError, StressOptions, StressResult, \
     placed_buffers, plan_harness, run_stress, tiles_named
-from syncverify.kernels.processes import REAL_INTERPRET_CAP, join_ranks, refuse_more_ranks_than_gpus, run_ranks
+from syncverify.kernels.processes import (REAL_INTERPRET_CAP, join_ranks, refuse_more_ranks_than_gpus,
+                                         reporting_errors, run_ranks)
 
 
 def check_real_ranks(options: StressOptions, *, gpus: int | None) -> None:
@@ -204,7 +203,7 @@ def rank_worker(rank: int, world_size: int, port: int, queue, options: StressOpt
     """One rank (a :func:`~syncverify.kernels.processes.run_ranks` target): the process group, the
     heap, this rank's iterations; reports ``progress`` lines and ``done`` (the result as a dict) or
     ``error`` (a traceback, or one line of bad input)."""
-    try:
+    with reporting_errors(rank, queue):
         _torch, dist, _device, shared = join_ranks(rank, world_size, port, interpret=options.interpret,
                                                    heap_path=heap_path, heap_bytes=options.heap_bytes)
 
@@ -214,10 +213,6 @@ def rank_worker(rank: int, world_size: int, port: int, queue, options: StressOpt
         result = run_stress(options, engine=engine, progress=lambda line: queue.put((rank, "progress", line)))
         queue.put((rank, "done", result))
         dist.destroy_process_group()
-    except SyncVerifyError as error:
-        queue.put((rank, "error", f"input: {error}"))
-    except Exception:  # noqa: BLE001 -- the parent reports it
-        queue.put((rank, "error", traceback.format_exc()))
 
 
 def run_real_ranks(options: StressOptions, *, watchdog: float = 60.0,

@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 
 from syncverify.errors import SyncVerifyError
-from syncverify.kernels.processes import join_ranks, run_ranks
+from syncverify.kernels.processes import join_ranks, reporting_errors, run_ranks
 from syncverify.litmus.gpu.codegen import KernelPlan, generate
 from syncverify.litmus.gpu.launch import DeviceRun, INTERPRETER_POOL, LAYOUT_POOL, columns_of, tally, interpreting, \
     load_kernel, runtime_args
@@ -207,7 +207,7 @@ def rank_worker(rank: int, world: int, port: int, queue, jobs: list[CrossJob], i
     """One rank (a :func:`~syncverify.kernels.processes.run_ranks` target): every job's rounds
     (module doc); rank 0 reports ``result`` per job, every rank ``done`` or ``error``. Rank 0
     decides whether the next job starts (``budget``) and tells the others."""
-    try:
+    with reporting_errors(rank, queue):
         torch, dist, device, heap = join_ranks(rank, world, port, interpret=interpret, heap_path=heap_path,
                                                heap_bytes=heap_bytes)
         if heap is None:  # join_ranks maps no heap for one rank: a job here spans two GPUs at least
@@ -217,10 +217,6 @@ def rank_worker(rank: int, world: int, port: int, queue, jobs: list[CrossJob], i
                   lambda kind, payload: queue.put((rank, kind, payload)))
         queue.put((rank, "done", None))
         dist.destroy_process_group()
-    except SyncVerifyError as error:
-        queue.put((rank, "error", f"input: {error}"))
-    except Exception:  # noqa: BLE001 -- the parent reports it
-        queue.put((rank, "error", traceback.format_exc()))
 
 
 def _run_jobs(jobs: list[CrossJob], rank: int, world: int, views: list, torch, dist, device: str, interpret: bool,
