@@ -28,7 +28,6 @@ line: the run cannot place as asked).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 from syncverify.kernels.errors import PlacementError
@@ -96,14 +95,8 @@ class MixedHeap:
             return _check(f"cuMemCreate (device, {length} bytes)",
                           self.cu.cuMemCreate(length, self._properties(kinds.CU_MEM_LOCATION_TYPE_DEVICE), 0))
         errors = []
-        node = os.environ.get("SYNCVERIFY_PLACE_NUMA")  # an experiment's knob: host pages on this NUMA node
-        tries = [kinds.CU_MEM_LOCATION_TYPE_HOST_NUMA] if node else [kinds.CU_MEM_LOCATION_TYPE_HOST,
-                                                                      kinds.CU_MEM_LOCATION_TYPE_HOST_NUMA]
-        for location in tries:
-            prop = self._properties(location)
-            if node and location == kinds.CU_MEM_LOCATION_TYPE_HOST_NUMA:
-                prop.location.id = int(node)
-            status, handle = self.cu.cuMemCreate(length, prop, 0)
+        for location in (kinds.CU_MEM_LOCATION_TYPE_HOST, kinds.CU_MEM_LOCATION_TYPE_HOST_NUMA):
+            status, handle = self.cu.cuMemCreate(length, self._properties(location), 0)
             if int(status) == 0:
                 return handle
             errors.append(f"{location.name}: {getattr(status, 'name', status)}")

@@ -269,7 +269,7 @@ def plan_harness(options: StressOptions) -> Plan:
     if not expects:
         raise HarnessError(f"harness {name} has no expectation (sv.expect_written or sv.expect_equal): a stress run "
                            "would have nothing to validate")
-    placed = {e.buffer for e in options.guided if e.where == "place" and e.buffer} if options.delays == "guided" else set()
+    placed = placed_buffers(options) or frozenset()  # None (no placement) or empty (the whole heap): no name to check
     buffers = tuple(a.name for a in recorded.heap.allocations)
     if placed - set(buffers):
         raise StressInputError(f"the guided placement names {', '.join(sorted(placed - set(buffers)))}, which harness "
