@@ -19,7 +19,9 @@ Sections (``--sections``, in this order; each row is printed as it finishes, com
   ``<-PLAN`` is left out) whose kind is one of ``ACTIONS`` (``+``-joined: ``start``, ``touch``,
   ``congest``, ``aim``, ``place``; ``touch1``: the touch once before the wait, not kept hot; ``place``
   is added where the plan has none; ``place@BUFFER``: only ``BUFFER`` host-mapped, the rest of the heap
-  on the GPU; ``start@NS``: the plan's late starts, every program ``NS`` late; ``graphs``: a buggy
+  on the GPU; ``start@NS``: the plan's late starts, every program ``NS`` late; ``before@LINE@NS``, ``after@LINE@NS``:
+  a delay of ``NS`` at that synchronization site of the plan's late-start kernel (its rank, every
+  program and warp); ``graphs``: a buggy
   harness in CUDA-graph blocks too, its launches back to back; ``all``: a buggy harness runs all ``N``
   iterations, k/N bad), ``N`` iterations at
   ``SIZES``: a buggy harness stops at its first failure (it should fail), a fixed one runs them all in
@@ -169,7 +171,10 @@ def main(argv: list[str] | None = None) -> int:
                 "kind": f.kind if f else None, "rate": round(result.rate), "graphs": result.graphs,
                 "steady_iterations": result.steady_iterations,
                 "steady_device_s": round(result.steady_device_seconds, 4),
-                "tile_classes": result.tile_classes, "stopped": result.stopped, "notes": result.notes[:3]}
+                "tile_classes": result.tile_classes, "stopped": result.stopped, "notes": result.notes[:3],
+                # which iterations were bad ("x"), in order: clustering by block or run shows what varies
+                "pattern": "".join("x" if i in {f.iteration for f in result.failures} else "."
+                                   for i in range(result.iterations)) if result.failures else ""}
 
     def section_sizes() -> None:
         only = [s for s in args.only_sizes.split(",") if s]
@@ -273,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
                 # start@NS: the planned late starts, every program late by NS (not the plan's draw)
                 starts = [int(k.partition("@")[2]) for k in kinds if k.startswith("start@")]
                 kinds |= {"start"} if starts else set()
+                # before@LINE@NS / after@LINE@NS: a delay at that sync site of the plan's late-start kernel
+                # (its rank, every program, every warp), NS long: measured, not planned
+                sited = [k.split("@") for k in kinds if k.split("@")[0] in ("before", "after")]
                 graphs = "graphs" in kinds  # a buggy harness in CUDA-graph blocks too (launches back to back)
                 every = "all" in kinds  # a buggy harness runs all N iterations (k/N bad), not to its first failure
                 world, calls, safe = world_of[target]
@@ -281,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                                dataclasses.replace(e, ns_lo=starts[0], ns_hi=starts[0]) if e.where == "start" and starts
                                else e for e in entries(plans[planned])
                                if e.where in kinds and not (placed and e.where == "place"))
+                first = next(e for e in entries(plans[planned]) if e.where == "start") if sited else None
+                chosen += tuple(GuidedEntry(first.kernel, int(line), where, first.rank, -1, 0xF, int(ns), int(ns),
+                                            f"the row's {where}@{line}") for where, line, ns in sited)
                 if "place" in kinds and not any(e.where == "place" for e in chosen):
                     chosen += tuple(GuidedEntry("", 0, "place", 0, -1, 0, 1, 1, "the probe's placement", buffer=b)
                                     for b in placed or [""])
@@ -292,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             out = row("actions", f"{short(target)} under {short(planned)}'s {actions} {at}",
                       lambda t=target, g=chosen, at=at, it=iterations, safe=safe, gr=graphs, ev=every: run_summary(
                           run_stress(options(t, at, delays="guided", guided=g, iterations=it, graphs=safe or gr,
-                                             stop_on_failure=not (safe or ev), cap=1 << 16))))
+                                             stop_on_failure=not (safe or ev), cap=1 << 16,
+                                             max_failures=it if ev else 64))))
             if out:
                 tables["actions"].append((short(target), short(planned), actions, at, _cell(out),
                                           "clean" if safe else "fails"))
