@@ -797,6 +797,13 @@ class Engine:
                     continue
                 self.heap.block[r, a.offset:a.offset + a.nbytes].copy_(self.snapshot[r, a.offset:a.offset + a.nbytes])
 
+    def close(self) -> None:
+        """Give back a placed heap's mappings (``syncverify.kernels.placement``): a process that runs
+        several stress runs (replays, benchmarks) would otherwise keep every run's pinned host pages."""
+        if self.mixed_heap is not None:
+            self.mixed_heap.close()
+            self.mixed_heap = None
+
     def use_ring(self, index: int) -> None:
         """The iterations issued from now on write their results into ring ``index``."""
         self.ring, self.hang_ring, self.tile_ring = self.rings[index]
@@ -876,6 +883,15 @@ def run_stress(options: StressOptions, *, mirror: Any = None, progress: Callable
     JSON line per block as it finishes (partial results on disk); ``engine``: as :func:`start_engine`."""
     host = mirror[0] if mirror is not None else None
     plan, engine, block = start_engine(options, mirror=mirror[1] if mirror is not None else None, engine=engine)
+    try:
+        return _iterate(options, plan, engine, block, host, progress, output)
+    finally:
+        engine.close()
+
+
+def _iterate(options: StressOptions, plan: Plan, engine: Engine, block: int, host: Any,
+             progress: Callable[[str], None] | None, output: Any) -> StressResult:
+    """:func:`run_stress`'s iterations, blocks and result, on an engine already set up."""
     total = options.resolved_iterations()
     engine.heartbeat = mirror = host
     if mirror is not None:
