@@ -304,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                       lambda t=target, g=chosen, at=at, it=iterations, safe=safe, gr=graphs, ev=every: run_summary(
                           run_stress(options(t, at, delays="guided", guided=g, iterations=it, graphs=safe or gr,
                                              stop_on_failure=not (safe or ev), cap=1 << 16,
-                                             max_failures=it if ev else 64))))
+                                             # a Failure per expectation and bad iteration: room for all
+                                             max_failures=it * 64 if ev else 64))))
             if out:
                 tables["actions"].append((short(target), short(planned), actions, at, _cell(out),
                                           "clean" if safe else "fails"))

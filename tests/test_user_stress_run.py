@@ -171,3 +171,19 @@ def test_the_interpreter_path_says_it_runs_without_graphs_on_the_host_clock():
     result = run_stress(StressOptions(f"{HERE}::clean", interpret=True, iterations=2, delays="none"))
     assert not result.graphs and result.device_seconds == 0 and result.rate > 0
     assert any("no CUDA graphs there" in note and "host's clock" in note for note in result.notes)
+
+
+def test_guided_runs_random_delays_under_the_same_budget_beside_it_unless_no_random(capsys):
+    """``--guided`` on a harness: random delays run after the guided ones, to their first failure
+    (the seeded ``tiled`` bug shows at iteration 0 without any delay); ``--no-random`` leaves them out."""
+    args = ["stress", f"{HERE}::tiled", "--interpret", "--iterations", "2", "--in-process", "--guided", "--json",
+            "--replay-times", "0"]
+    assert main(args) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["random"]["result"]["delays"] == "random"
+    assert report["random"]["result"]["first_failure_iteration"] == 0
+    assert report["random"]["line"].startswith("random delays (50 % of sites, up to 4,000 ns) under the same budget "
+                                               "(2 iterations) (the interpreter has no clock")
+    assert report["random"]["line"].endswith("first failure at iteration 0 (unwritten)")
+    assert main([*args, "--no-random"]) == 1
+    assert "random" not in json.loads(capsys.readouterr().out)

@@ -186,7 +186,8 @@ def _harness(target: str, given: dict, err) -> int:
                               replay_times=given["replay_times"] if given["replay_iteration"] is None else 0,
                               watchdog=given["watchdog"], in_process=given["in_process"], real_ranks=given["real_ranks"],
                               as_json=given["json_output"], output=given["output"], schedule=given["schedule"],
-                              timing_split=given["timing_split"])
+                              timing_split=given["timing_split"],
+                              compare_random=given["guided"] and given["compare_random"])
     except SyncVerifyError as error:
         err.print(f"syncverify: error: {error}", markup=False)
         return exitcodes.INPUT_ERROR

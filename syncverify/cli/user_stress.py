@@ -4,9 +4,10 @@ The ``stress`` command hands a ``.py`` argument here. The steps: the harness rec
 is one line, exit 2), the model check of the same harness (its verdict printed; a guided schedule
 is built from its counterexamples, with the reason for every delay), the stress run (in a worker
 process with a watchdog, ``syncverify.frontend.user_stress``), replays of the first failure
-(``reproduced k/N``), and for a harness the model calls safe, a positive control (a mutant of the
-kernel the model calls unsafe, ``syncverify.frontend.mutants``) that must fail under the same
-delays, else ``DELAYS INEFFECTIVE``.
+(``reproduced k/N``), with ``--guided`` random delays under the same budget beside it (where they
+first catch the bug, or that they did not), and for a harness the model calls safe, a positive
+control (a mutant of the kernel the model calls unsafe, ``syncverify.frontend.mutants``) that must
+fail under the same delays, else ``DELAYS INEFFECTIVE``.
 
 Exit codes: 0 clean (with an effective control), 1 failures, a hang, or delays shown ineffective,
 2 bad input.
@@ -48,11 +49,12 @@ def parse_defines(texts: list[str]) -> dict:
 def stress_harness(target: str, *, options: StressOptions, model_timeout: float, control: bool | None,
                    replay_times: int, watchdog: float, in_process: bool, as_json: bool,
                    output: Path | None, schedule: Path | None, real_ranks: bool = False,
-                   timing_split: bool = False) -> int:
+                   timing_split: bool = False, compare_random: bool = False) -> int:
     """Stress a harness (module docstring); returns the exit code. ``real_ranks``: one process per
     rank (``syncverify.frontend.real_ranks``) instead of virtual ranks in one. ``timing_split``: after
     a clean run, the iteration's time split into the user's kernels and the harness
-    (``syncverify.frontend.stress_timing``)."""
+    (``syncverify.frontend.stress_timing``). ``compare_random``: with guided delays, random delays
+    under the same budget afterwards, to their first failure (:func:`random_beside`)."""
     say = (lambda line: None) if as_json else (lambda line: out.print(line, markup=False))
     note = lambda line: err.print(f"  {line}", markup=False)  # noqa: E731
     plan_harness(options)  # bad input before the model or the GPU
@@ -73,7 +75,8 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
     model = check_kernel(target, world_size=options.world_size, calls=options.calls, timeout=model_timeout)
     report: dict = {"harness": target, "model": {"verdict": model.verdict, "violations": list(model.violations)}}
     say(f"model: {model.verdict}" + (f": {', '.join(model.violations)}" if model.violations else ""))
-    if options.delays == "guided":
+    guided = options.delays == "guided"
+    if guided:
         schedules = guided_schedules(model, num_warps=4)
         report["schedules"] = [s.to_dict() for s in schedules]
         entries = []
@@ -110,6 +113,11 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
         replay = replay_first(options, result.first_failure, times=replay_times)
         report["replay"] = replay
         say(replay["summary"])
+    if compare_random and guided:
+        random_result, line = random_beside(options, watchdog=watchdog, in_process=in_process, note=note,
+                                            real_ranks=real_ranks)
+        report["random"] = {"line": line, "result": random_result.to_dict()}
+        say(line)
     run_control = control if control is not None else not options.interpret
     if run_control and model.safe and result.clean:
         control_info = positive_control(target, world_size=options.world_size, calls=options.calls,
@@ -142,6 +150,24 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
         with open(output, "a", encoding="utf-8") as f:
             f.write(json.dumps({"report": report}, default=str) + "\n")
     return code
+
+
+def random_beside(options: StressOptions, *, watchdog: float, in_process: bool, note, real_ranks: bool = False):
+    """Random delays (the run's ``pct`` and ``max_ns``, no guided action: no placement, no touch) for
+    the guided run's budget, stopping at their first failure: what a user gets without the model.
+    Returns the result and its line: where they first caught the bug, or that they did not."""
+    options = dataclasses.replace(options, delays="random", guided=(), stop_on_failure=True)
+    result = _run(options, watchdog=watchdog, in_process=in_process, output=None, note=note, real_ranks=real_ranks)
+    budget = f"{options.seconds:g} s" if options.seconds else f"{options.iterations} iterations"
+    how = f"random delays ({options.pct} % of sites, up to {options.max_ns:,} ns) under the same budget ({budget})"
+    if options.interpret:
+        how += " (the interpreter has no clock: they do not sleep)"
+    if result.stopped:
+        return result, f"{how}: STOPPED at iteration {result.iterations}: {result.stopped}"
+    if result.first_failure is not None:
+        return result, (f"{how}: first failure at iteration {result.first_failure_iteration} "
+                        f"({result.first_failure.kind})")
+    return result, f"{how}: clean {result.iterations} iterations"
 
 
 def for_real_ranks(entries: list[GuidedEntry]) -> tuple[list[GuidedEntry], str]:
@@ -191,4 +217,4 @@ def _print_result(result, say) -> None:
         say(f"note: {line}")
 
 
-__all__ = ["parse_defines", "stress_harness", "SyncVerifyError"]
+__all__ = ["parse_defines", "random_beside", "stress_harness", "SyncVerifyError"]
