@@ -1,7 +1,8 @@
 """Issue 25 on one H200: the shipped example harnesses under ``syncverify stress FILE.py``.
 
 Every harness of ``examples/*/harness.py`` (its ``EXPECTED`` table) at 1024^3 with two virtual
-ranks (``--define SIZE=1024 BLOCK=128 BLOCK_K=32 PROGRAMS=16``), in one call of at most 8 minutes:
+ranks, at its file's ``STRESS_SIZES`` (as ``syncverify stress`` runs it on a GPU), in one call of at
+most 8 minutes:
 
 * **throughput** (first): validated iterations per second of the two fixed examples, on the device
   clock (CUDA events around each block; the steady state after the first, compiling iteration),
@@ -51,11 +52,10 @@ sys.path.insert(0, str(ROOT))
 from syncverify.frontend import schedule as schedule_module  # noqa: E402
 from syncverify.frontend.schedule import GuidedEntry  # noqa: E402
 from syncverify.frontend.user_stress import (StressOptions, replay_first, run_in_worker, run_stress,  # noqa: E402
-                                             start_engine)
+                                             start_engine, stress_sizes)
 
 PLANS = ROOT / "benchmarks" / "user_stress_plans.json"
 FOLDERS = ("one_shot_all_reduce", "all_scatter")
-SCALE = {"SIZE": 1024, "BLOCK": 128, "BLOCK_K": 32, "PROGRAMS": 16}
 #: A dry run's interpreted iteration: other sizes than the model's, small enough for the interpreter.
 MEDIUM = {"SIZE": 128, "BLOCK": 32, "BLOCK_K": 16, "PROGRAMS": 2}
 
@@ -109,7 +109,7 @@ def dry_run(plans: dict) -> int:
     failed = 0
     for target, world, calls, safe in harnesses():
         plan = plans[target]
-        for label, sizes, run in (("setup at GPU sizes", SCALE, False), ("iteration at medium sizes", MEDIUM, True)):
+        for label, sizes, run in (("setup at GPU sizes", stress_sizes(target), False), ("iteration at medium sizes", MEDIUM, True)):
             try:
                 options = StressOptions(target, world_size=world, calls=calls, defines=dict(sizes), interpret=True,
                                         iterations=1, delays="guided" if entries(plan) else "random",
@@ -304,8 +304,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if args.interpret:
-        global SCALE
-        SCALE = {}
         args.guided_iterations = args.random_iterations = args.clean_iterations = args.control_iterations = 2
         args.throughput_iterations = args.eager_iterations = 2
         args.replays = 1
@@ -314,13 +312,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     plans = json.loads(PLANS.read_text())
     started = time.monotonic()
+    # the interpreter runs the model's sizes; a GPU row its harness file's STRESS_SIZES
+    scale = {target: {} if args.interpret else stress_sizes(target) for target, *_ in harnesses()}
     raw = {"device": "interpreter" if args.interpret else torch.cuda.get_device_name(), "torch": torch.__version__,
-           "triton": __import__("triton").__version__, "scale": SCALE, "argv": sys.argv[1:], "harnesses": {}}
+           "triton": __import__("triton").__version__, "scale": scale, "argv": sys.argv[1:], "harnesses": {}}
     world_of = {target: (world, calls, safe) for target, world, calls, safe in harnesses()}
 
     def base_of(target: str) -> StressOptions:
         world, calls, _safe = world_of[target]
-        return StressOptions(target, world_size=world, calls=calls, defines=dict(SCALE), seed=1,
+        return StressOptions(target, world_size=world, calls=calls, defines=dict(scale[target]), seed=1,
                              interpret=args.interpret, max_ns=args.max_ns)
 
     skip_rows = [tuple(item.rsplit(":", 1)) for item in args.skip_rows.split(",") if ":" in item]
@@ -407,8 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = plans.get(hang_target, {})
         t = time.monotonic()
         try:
-            result = run_in_worker(StressOptions(hang_target, world_size=2, calls=2, defines=dict(SCALE), delays="guided",
-                                                 guided=entries(plan), iterations=2 if args.interpret else 50,
+            result = run_in_worker(StressOptions(hang_target, world_size=2, calls=2, defines=dict(scale[hang_target]),
+                                                 delays="guided", guided=entries(plan), iterations=2 if args.interpret else 50,
                                                  graphs=False, cap=1 << 30, interpret=args.interpret),
                                    watchdog=args.watchdog)
             raw["watchdog"] = summary(result)
@@ -417,7 +417,9 @@ def main(argv: list[str] | None = None) -> int:
         raw["watchdog"]["seconds"] = round(time.monotonic() - t, 1)
         print("watchdog:", json.dumps(raw["watchdog"], default=str)[:1500], flush=True)
     save()
-    print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, sizes {SCALE}, W=2 virtual ranks, "
+    sizes = "; ".join(sorted({f"{t.split('/')[1]} {' '.join(f'{k}={v}' for k, v in s.items())}"
+                              for t, s in scale.items()}))
+    print(f"\n{raw['device']}, torch {raw['torch']}, triton {raw['triton']}, sizes {sizes}, W=2 virtual ranks, "
           f"{time.monotonic() - started:.0f} s; raw: {args.out / 'user_stress_gpu.json'}")
     print("\nthroughput (validated iterations/s on the device clock, CUDA events; steady state after the "
           "compiling first iteration; target 10,000):")

@@ -207,21 +207,20 @@ USER_HARNESSES = (("examples/one_shot_all_reduce/harness.py", "original", True),
                   ("examples/all_scatter/harness.py", "fix_with_barriers", False),
                   ("examples/all_scatter/harness.py", "reset_on_gemm_stream", True),
                   ("examples/all_scatter/harness.py", "reset_between_barriers", False))
-#: The GPU sizes of the harnesses (issue 25's runs: docs/RESULTS.md).
-USER_SIZES = ("--define", "SIZE=1024", "--define", "BLOCK=128", "--define", "BLOCK_K=32", "--define", "PROGRAMS=16")
 #: The rehearsal's compare: a bug and its fix, each caught or passed across two processes.
 REHEARSE_COMPARE = ("iris-465-hardcoded-lock-value", "iris-465-call-number")
 
 
 def _user_runs() -> list[Run]:
-    """Each example harness on real ranks: buggy ones guided (their first failure), fixed ones
-    under random delays (clean, with the positive control failing)."""
+    """Each example harness on real ranks, at its file's ``STRESS_SIZES`` (the command's GPU sizes):
+    buggy ones guided (their first failure), fixed ones under random delays (clean, with the positive
+    control failing)."""
     runs = []
     for path, name, buggy in USER_HARNESSES:
         target = f"{path}::{name}"
         how = ("--guided", "--iterations", "100") if buggy else ("--delays", "random", "--iterations", "20000")
         runs.append(Run(f"user-{Path(path).parent.name}-{name}", "user", 60.0,
-                        _cli("stress", target, "--real-ranks", *USER_SIZES, *how, "--watchdog", "30", "--model-timeout",
+                        _cli("stress", target, "--real-ranks", *how, "--watchdog", "30", "--model-timeout",
                              "30", "--json"),
                         _cli("stress", target, "--real-ranks", "--interpret", *how[:-1], "2", "--no-control",
                              "--watchdog", "120", "--json"),

@@ -16,6 +16,7 @@ too. Nothing here imports torch or triton: the stress campaign imports them itse
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +33,8 @@ from syncverify.verdicts.check import check_protocol
 from syncverify.verdicts.text import counterexample_lines
 from syncverify.frontend.check import check_kernel
 from syncverify.verdicts.check import calls_words
-from syncverify.frontend.schedule import guided_schedules
-from syncverify.frontend.user_stress import StressOptions, run_stress
+from syncverify.frontend.schedule import every_program, guided_schedules
+from syncverify.frontend.user_stress import StressOptions, run_stress, with_stress_sizes
 
 __all__ = ["KernelStressResult", "StressResult", "assert_kernel_safe", "stress_kernel", "assert_safe", "check_stress_options", "describe_check", "replay_command"]
 
@@ -313,13 +314,14 @@ def stress_kernel(harness, *, world_size: int = 2, calls: int = 1, delays: str =
     """
     model = None
     guided: tuple = ()
+    # on a GPU, the harness file's STRESS_SIZES under the given defines (as the command runs it)
+    sized, _line = with_stress_sizes(StressOptions(harness, world_size=world_size, calls=calls, **options))
     if delays == "guided" or options.get("interpret"):
         model = check_kernel(harness, world_size=world_size, calls=calls)
     if delays == "guided":
         found = [e for s in guided_schedules(model, num_warps=4) for e in s.entries]
-        guided = tuple(dict.fromkeys(found))
+        guided = tuple(dict.fromkeys(every_program(found) if sized.defines else found))
         if not guided:
             delays = "none"
-    run = run_stress(StressOptions(harness, world_size=world_size, calls=calls, delays=delays, guided=guided,
-                                   **options))
+    run = run_stress(dataclasses.replace(sized, delays=delays, guided=guided))
     return KernelStressResult(run, model, tuple(run.notes))

@@ -187,3 +187,38 @@ def test_guided_runs_random_delays_under_the_same_budget_beside_it_unless_no_ran
     assert report["random"]["line"].endswith("first failure at iteration 0 (unwritten)")
     assert main([*args, "--no-random"]) == 1
     assert "random" not in json.loads(capsys.readouterr().out)
+
+
+# ----- the harness file's GPU sizes ----------------------------------------------------------------
+
+ONE_SHOT = ROOT / "examples" / "one_shot_all_reduce" / "harness.py"
+
+
+def test_a_gpu_run_takes_the_files_stress_sizes_with_each_define_over_them():
+    from syncverify.frontend.user_stress import with_stress_sizes
+
+    options = StressOptions(f"{ONE_SHOT}::original", defines={"PROGRAMS": 32})
+    sized, line = with_stress_sizes(options)
+    assert sized.defines == {"SIZE": 1024, "BLOCK": 64, "BLOCK_K": 64, "PROGRAMS": 32}
+    assert line == ("sizes: SIZE=1024 BLOCK=64 BLOCK_K=64 PROGRAMS=32 (the harness's STRESS_SIZES, --define PROGRAMS "
+                    "over them; the model checks the file's own values)")
+    # the interpreter keeps the model's sizes; a file without STRESS_SIZES changes nothing
+    assert with_stress_sizes(dataclasses.replace(options, interpret=True)) == (
+        dataclasses.replace(options, interpret=True), "")
+    assert with_stress_sizes(StressOptions(f"{HERE}::tiled")) == (StressOptions(f"{HERE}::tiled"), "")
+
+
+@pytest.mark.parametrize("sizes, message", [
+    ('{"BLOCK": "64"}', r"STRESS_SIZES must map module constant names to integers \(or None\), as --define "),
+    ('{"BLOCK": True}', r"STRESS_SIZES must map module constant names to integers"),
+    ('[("BLOCK", 64)]', r"STRESS_SIZES must map module constant names to integers"),
+    ('{"BLOCKS": 64}', r"STRESS_SIZES names BLOCKS, which its module does not have$"),
+])
+def test_a_malformed_stress_sizes_is_one_line(tmp_path, sizes, message):
+    from syncverify.frontend.user_stress import StressInputError, stress_sizes
+
+    harness = tmp_path / "sized.py"
+    harness.write_text(f"BLOCK = 4\nSTRESS_SIZES = {sizes}\n\n\ndef one(sv):\n    pass\n")
+    with pytest.raises(StressInputError, match=message) as caught:
+        stress_sizes(f"{harness}::one")
+    assert "\n" not in str(caught.value)

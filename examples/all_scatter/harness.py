@@ -45,10 +45,10 @@ EXPECTED = {
 }
 
 BLOCK = 4  # tile and K size: the model's cost grows with programs and steps, not elements
-# Sizes for stress on a GPU (``syncverify stress ... --define SIZE=1024 --define BLOCK=64 --define
-# BLOCK_K=64 --define PROGRAMS=64 --define B_K_MAJOR=1``: 13,012 validated iterations/s on one H200,
-# docs/RESULTS.md run 6, with every buggy variant still failing there, docs/stress.md); the defaults
-# are the sizes the model checks.
+# The defaults are the sizes the model checks; ``syncverify stress`` on a GPU sets STRESS_SIZES (each
+# ``--define`` over them): 13,012 validated iterations/s on one H200 (docs/RESULTS.md run 6), with every
+# buggy variant still failing there (docs/stress.md).
+STRESS_SIZES = {"SIZE": 1024, "BLOCK": 64, "BLOCK_K": 64, "PROGRAMS": 64, "B_K_MAJOR": 1}
 SIZE = None  # None: one tile per rank; else C is SIZE x SIZE, K = SIZE, each rank SIZE / W columns
 BLOCK_K = None  # the K step (None: BLOCK)
 PROGRAMS = 1  # GEMM programs, and as many communication programs, per rank

@@ -46,8 +46,11 @@ EXPECTED = {
 }
 
 BLOCK = 4  # tile and K-slice size: the model's cost grows with programs and steps, not elements
-# Sizes for stress on a GPU (``syncverify stress ... --define SIZE=1024 --define BLOCK=128 --define
-# BLOCK_K=32 --define PROGRAMS=16``); the defaults are the sizes the model checks.
+# The defaults are the sizes the model checks; ``syncverify stress`` on a GPU sets STRESS_SIZES (each
+# ``--define`` over them). At 64 x 64 tiles every buggy version failed from iteration 1 under its guided
+# schedule in every run on one H200 (96-99 of 100 iterations bad); at 128 x 128 the rate went from 0 to 90 %
+# between runs (docs/RESULTS.md, 2026-12-02 seventh session; docs/stress.md).
+STRESS_SIZES = {"SIZE": 1024, "BLOCK": 64, "BLOCK_K": 64, "PROGRAMS": 16}
 SIZE = None  # None: W tiles of BLOCK; else C is SIZE x SIZE and each rank a K-slice of SIZE / W
 BLOCK_K = None  # the K step (None: BLOCK)
 PROGRAMS = 1  # producer programs, and as many consumer programs, per rank

@@ -107,7 +107,7 @@ def stress_command(
     replay_tile: Optional[int] = typer.Option(None, "--replay-tile", help="--replay: the bad tile (default: any)"),
     replay_kind: Optional[str] = typer.Option(None, "--replay-kind", help="--replay: the bad tile's class (default: any)"),
     calls: int = typer.Option(1, "--calls", help="harness (FILE.py) only: calls of the harness's operation per iteration, from a restored heap, as 'check --calls' models them (default: 1)"),
-    define: list[str] = typer.Option([], "--define", help="harness only: set a module constant of the harness file, NAME=INTEGER (sizes for the GPU: --define SIZE=1024); the model check keeps the file's values"),
+    define: list[str] = typer.Option([], "--define", help="harness only: set a module constant of the harness file, NAME=INTEGER (sizes for the GPU: --define SIZE=1024), over the file's STRESS_SIZES on a GPU; the model check keeps the file's values"),
     graphs: bool = typer.Option(True, "--graphs/--no-graphs", help="harness only: replay blocks of iterations as CUDA graphs (default: on)"),
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="harness only: mirror each program's progress and polled values to host memory, read by the watchdog (default: on)"),
     watchdog: float = typer.Option(60.0, "--watchdog", help="harness only: seconds without progress before the worker process is killed and the hang reported from the mirror (default: 60)"),

@@ -25,10 +25,10 @@ from syncverify.errors import SyncVerifyError
 from syncverify.frontend.check import check_kernel
 from syncverify.frontend.mutants import positive_control
 from syncverify.frontend.real_ranks import check_real_ranks, run_real_ranks
-from syncverify.frontend.schedule import GuidedEntry, guided_schedules
+from syncverify.frontend.schedule import GuidedEntry, every_program, guided_schedules
 from syncverify.frontend.stress_timing import describe, split_timing
 from syncverify.frontend.user_stress import (StressInputError, StressOptions, plan_harness, replay_first,
-                                             run_in_worker, run_stress)
+                                             run_in_worker, run_stress, with_stress_sizes)
 
 
 def parse_defines(texts: list[str]) -> dict:
@@ -57,6 +57,9 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
     under the same budget afterwards, to their first failure (:func:`random_beside`)."""
     say = (lambda line: None) if as_json else (lambda line: out.print(line, markup=False))
     note = lambda line: err.print(f"  {line}", markup=False)  # noqa: E731
+    options, line = with_stress_sizes(options)
+    if line:
+        say(line)
     plan_harness(options)  # bad input before the model or the GPU
     if real_ranks:
         check_real_ranks(options, gpus=None)  # the GPU count is asked where the processes start
@@ -85,8 +88,8 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
                 say(f"  {line}")
             entries += [e for e in s.entries if e not in entries]
         if options.defines:  # other sizes than the model's: a program of the model is every program
-            entries = [dataclasses.replace(e, program=-1) for e in entries]
-            say("  at the sizes of --define, each delay applies to every program of its kernel and rank "
+            entries = every_program(entries)
+            say("  at the run's sizes (not the model's), each delay applies to every program of its kernel and rank "
                 "(the model's programs are the harness's default sizes)")
         if real_ranks:
             entries, left_out = for_real_ranks(entries)

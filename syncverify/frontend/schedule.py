@@ -35,7 +35,7 @@ Pure host code: no torch, no triton.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from syncverify.stress.delays import delay_hash
 from syncverify.stress.guided import CTA_LATE_NS as FUSED_CTA_LATE_NS
@@ -230,6 +230,12 @@ def guided_schedules(result, *, num_warps: int) -> list[GuidedSchedule]:
         w = _Witness(violation.execution, result.lifted.threads, violation.evidence, result.lifted.ghost_names)
         out.append(schedule_for(kind, violation.explanation, w, num_warps=num_warps))
     return out
+
+
+def every_program(entries) -> list[GuidedEntry]:
+    """``entries`` at other sizes than the model's: a program the model names is each program of its
+    kernel and rank (the model checks a few programs; a GPU run launches many)."""
+    return [replace(e, program=-1) for e in entries]
 
 
 def schedule_for(kind: str, explanation: str, w: _Witness, *, num_warps: int) -> GuidedSchedule:

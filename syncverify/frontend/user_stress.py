@@ -282,6 +282,41 @@ def tiles_named(expects) -> tuple[int, ...]:
     return tuple(math.prod(n // t for n, t in zip(op.tensor.shape, op.tile)) if op.tile else 0 for op in expects)
 
 
+def stress_sizes(target: str) -> dict:
+    """The harness file's ``STRESS_SIZES``: the module constants a GPU run sets (as ``--define``
+    does), or ``{}`` where the file names none. The model check keeps the file's values; a GPU
+    run at those (a few 4 x 4 tiles) would show the hardware nothing. Bad input raises one line."""
+    fn, name = load_harness(target)
+    sizes = fn.__globals__.get("STRESS_SIZES")
+    if sizes is None:
+        return {}
+    if not isinstance(sizes, dict) or not all(
+            isinstance(k, str) and (v is None or (isinstance(v, int) and not isinstance(v, bool)))
+            for k, v in sizes.items()):
+        raise StressInputError(f"harness {name}: STRESS_SIZES must map module constant names to integers "
+                               f"(or None), as --define NAME=VALUE does; it is {sizes!r}"[:300])
+    unknown = sorted(k for k in sizes if k not in fn.__globals__)
+    if unknown:
+        raise StressInputError(f"harness {name}: STRESS_SIZES names {', '.join(unknown)}, which its module does "
+                               "not have")
+    return dict(sizes)
+
+
+def with_stress_sizes(options: StressOptions) -> tuple[StressOptions, str]:
+    """On a GPU, the harness file's ``STRESS_SIZES`` with each ``--define`` over them, and the line
+    that says so ("" where nothing changed: the interpreter, or a file that names none)."""
+    if options.interpret:
+        return options, ""
+    sizes = stress_sizes(options.target)
+    if not sizes:
+        return options, ""
+    defines = {**sizes, **options.defines}
+    over = sorted(k for k, v in options.defines.items() if sizes.get(k, object()) != v)
+    return dataclasses.replace(options, defines=defines), (
+        "sizes: " + " ".join(f"{k}={v}" for k, v in defines.items()) + " (the harness's STRESS_SIZES"
+        + (f", --define {', '.join(over)} over them" if over else "") + "; the model checks the file's own values)")
+
+
 def _define(fn: Callable, defines: dict) -> None:
     """Set module constants of the harness's file (``--define BLOCK=128``): only names it has."""
     scope = fn.__globals__
