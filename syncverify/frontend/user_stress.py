@@ -55,7 +55,6 @@ from typing import Any
 
 from syncverify.errors import SyncVerifyError
 from syncverify.frontend.check import load_harness
-from syncverify.frontend.devices import provided
 from syncverify.frontend.harness import (Heap, HarnessError, SymmetricTensor, _call_capturing_locals, _name_buffers,
                                          tile_shape,
                                          run_harness)
@@ -171,7 +170,7 @@ class Failure:
                      f"{self.n_corrupt} corrupt)")
         if self.tiles:
             first = self.tiles[0]
-            what += (f"; bad tiles: " + ", ".join(f"{n} {c}" for c, n in sorted(self.tile_classes().items()))
+            what += ("; bad tiles: " + ", ".join(f"{n} {c}" for c, n in sorted(self.tile_classes().items()))
                      + f" (first: tile {tuple(first['at'])} {first['class']}, {first['bad']} of {first['size']} "
                      "elements bad)")
         if self.element is not None:
@@ -671,7 +670,7 @@ class Engine:
 
     def prepare(self, call: Callable, block: int) -> None:
         """Buffers of a block; the snapshot the heap is restored from; the guided table; the mirror."""
-        torch, ud = self.torch, self.ud
+        torch = self.torch
         from syncverify.stress.expect import NO_BAD, NTILE_FIELDS, ROW_WORDS  # torch/triton: the validation kernel's module
 
         self.call_fn = call
