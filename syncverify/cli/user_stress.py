@@ -76,7 +76,8 @@ def stress_harness(target: str, *, options: StressOptions, model_timeout: float,
     err.print(f"model: checking {target} (world size {options.world_size}, {options.calls} call(s)) ...",
               markup=False)
     model = check_kernel(target, world_size=options.world_size, calls=options.calls, timeout=model_timeout)
-    report: dict = {"harness": target, "model": {"verdict": model.verdict, "violations": list(model.violations)}}
+    report: dict = {"harness": target, "defines": dict(options.defines),  # the run's sizes (--define, STRESS_SIZES)
+                    "model": {"verdict": model.verdict, "violations": list(model.violations)}}
     say(f"model: {model.verdict}" + (f": {', '.join(model.violations)}" if model.violations else ""))
     guided = options.delays == "guided"
     if guided:
