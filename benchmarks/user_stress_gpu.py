@@ -109,7 +109,8 @@ def dry_run(plans: dict) -> int:
     failed = 0
     for target, world, calls, safe in harnesses():
         plan = plans[target]
-        for label, sizes, run in (("setup at GPU sizes", stress_sizes(target), False), ("iteration at medium sizes", MEDIUM, True)):
+        for label, sizes, run in (("setup at GPU sizes", stress_sizes(target), False),
+                                  ("iteration at medium sizes", MEDIUM, True)):
             try:
                 options = StressOptions(target, world_size=world, calls=calls, defines=dict(sizes), interpret=True,
                                         iterations=1, delays="guided" if entries(plan) else "random",
